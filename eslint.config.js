@@ -1,0 +1,34 @@
+// Lint is part of `npm test`: type-aware rules catch floating promises, which in a
+// message-acking engine are how an ack goes missing or happens before a write.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'data/**', 'bin/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false, attributes: false } }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-restricted-imports': 'off',
+    },
+  },
+  {
+    // DESIGN §4: projections are pure folds; they may import event types and nothing else of src/.
+    files: ['projections/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [
+          { group: ['../src/*', '!../src/events', '../src/events/*/**'], message: 'projections/ may import only src/events (DESIGN §4).' },
+          { group: ['node:*', 'amqplib', 'better-sqlite3', '@eventstore/*', 'fastify', 'pino', 'prom-client'], message: 'projections/ is pure: no infrastructure (DESIGN §4).' },
+        ],
+      }],
+    },
+  },
+);

@@ -1,0 +1,69 @@
+// One registry of stable error codes (STYLE.md §4). The API maps `http` to a status and
+// problem+json; the transport maps `ingest` codes to reject-to-dead-letter with the code in a
+// header. A test checks every code here is documented in README.md.
+
+export const errorCodes = {
+  // wire (DESIGN §1): a body a node sent that we will not turn into an event
+  CONVERGE_ERR_WIRE_TOO_LARGE: { http: 413, summary: 'message body exceeds the configured size limit' },
+  CONVERGE_ERR_WIRE_NOT_JSON: { http: 400, summary: 'message body is not valid JSON' },
+  CONVERGE_ERR_WIRE_TOO_DEEP: { http: 400, summary: 'message body nests deeper than the limit' },
+  CONVERGE_ERR_WIRE_SCHEMA: { http: 400, summary: 'message body does not match the node-side wire struct' },
+  CONVERGE_ERR_WIRE_NODE_MISSING: { http: 400, summary: 'message body has no node, or an empty one' },
+  CONVERGE_ERR_WIRE_DIGEST: { http: 400, summary: 'declared is not 64 lowercase hex characters' },
+  CONVERGE_ERR_WIRE_BASE64: { http: 400, summary: 'a []byte field is not standard padded base64' },
+  CONVERGE_ERR_USER_ID_MISSING: { http: 400, summary: 'message has no user_id property, so the sender is unknown' },
+  CONVERGE_ERR_USER_ID_MISMATCH: { http: 400, summary: 'message user_id differs from the node named in its body' },
+  CONVERGE_ERR_ROUTING_KEY: { http: 400, summary: 'message arrived with a routing key the engine does not ingest' },
+
+  // declarations (DESIGN §1)
+  CONVERGE_ERR_SPEC_INVALID: { http: 400, summary: 'declaration spec is not valid' },
+  CONVERGE_ERR_SPEC_DUPLICATE_ID: { http: 400, summary: 'two resources in one declaration share an id' },
+  CONVERGE_ERR_PORT_CARRIED: { http: 409, summary: 'a resource asks for a port the node already carries' },
+  CONVERGE_ERR_SIGNATURE_INVALID: { http: 400, summary: 'signature does not verify over the declaration bytes' },
+  CONVERGE_ERR_DECLARATION_INVALID: { http: 400, summary: 'declaration bytes are not a valid declaration' },
+  CONVERGE_ERR_KEY_INVALID: { http: 500, summary: 'signing key cannot be read as an Ed25519 key' },
+
+  // events and store (DESIGN §2, §5)
+  CONVERGE_ERR_EVENT_INVALID: { http: 500, summary: 'a stored event does not match its schema' },
+  CONVERGE_ERR_WRONG_EXPECTED_REVISION: { http: 409, summary: 'stream is not at the expected revision' },
+  CONVERGE_ERR_EVENT_TOO_LARGE: { http: 413, summary: 'event exceeds the store size limit' },
+  CONVERGE_ERR_STORE_UNAVAILABLE: { http: 503, summary: 'event store cannot be reached or written' },
+  CONVERGE_ERR_STORE_SCHEMA: { http: 500, summary: 'store file was written by an unsupported schema version' },
+  CONVERGE_ERR_STORE_CLOSED: { http: 503, summary: 'event store has been closed' },
+  CONVERGE_ERR_DUPLICATE_EVENT_ID: { http: 409, summary: 'an event id is already stored in another stream or position' },
+
+  // transport (DESIGN §1)
+  CONVERGE_ERR_TOPOLOGY_CONFLICT: { http: 500, summary: 'broker already has a queue or exchange declared differently' },
+  CONVERGE_ERR_BROKER_UNAVAILABLE: { http: 503, summary: 'broker cannot be reached' },
+
+  // operator interfaces (DESIGN §7)
+  CONVERGE_ERR_CONFIG_INVALID: { http: 500, summary: 'configuration is not valid' },
+  CONVERGE_ERR_NODE_NOT_FOUND: { http: 404, summary: 'no event has ever named this node' },
+  CONVERGE_ERR_BAD_REQUEST: { http: 400, summary: 'request parameters or body are not valid' },
+  CONVERGE_ERR_UNAUTHENTICATED: { http: 401, summary: 'request has no valid bearer token' },
+  CONVERGE_ERR_FORBIDDEN: { http: 403, summary: 'token lacks the scope this route needs' },
+  CONVERGE_ERR_AWAIT_TIMEOUT: { http: 408, summary: 'node did not catch up with the digest before the timeout' },
+  CONVERGE_ERR_NOT_READY: { http: 503, summary: 'projections have not caught up with the store' },
+  CONVERGE_ERR_INTERNAL: { http: 500, summary: 'unexpected internal error' },
+} as const satisfies Record<string, { http: number; summary: string }>;
+
+export type ErrorCode = keyof typeof errorCodes;
+
+export class ConvergeError extends Error {
+  override readonly name = 'ConvergeError';
+  readonly code: ErrorCode;
+  readonly details: Readonly<Record<string, unknown>> | undefined;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.details = options?.details;
+  }
+}
+
+export const isConvergeError = (e: unknown, code?: ErrorCode): e is ConvergeError =>
+  e instanceof ConvergeError && (code === undefined || e.code === code);
+
+/** Wrap anything thrown into a ConvergeError, keeping the original as `cause`. */
+export const toConvergeError = (e: unknown, fallback: ErrorCode = 'CONVERGE_ERR_INTERNAL'): ConvergeError =>
+  e instanceof ConvergeError ? e : new ConvergeError(fallback, e instanceof Error ? e.message : String(e), { cause: e });

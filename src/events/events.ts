@@ -1,0 +1,78 @@
+import { z } from 'zod';
+
+// DESIGN §2. Event type names and field names are part of the audit record: change them only
+// with an upcaster (see upcasters.ts). Data is plain JSON; times are ISO 8601 strings.
+
+const iso = z.string().refine((s) => !Number.isNaN(Date.parse(s)), 'not an ISO 8601 time');
+const digest = z.string().regex(/^[0-9a-f]{64}$/);
+
+export const declarationSentData = z.object({
+  node: z.string().min(1),
+  serial: z.number().int().min(1),
+  digest,
+  /** The exact declaration bytes, standard base64. */
+  declaration: z.string(),
+  /** Ed25519 signature over those bytes, standard base64. */
+  signature: z.string(),
+  keyId: z.string(),
+  resourceIds: z.array(z.string()),
+  sentAt: iso,
+});
+
+export const reportReceivedData = z.object({
+  node: z.string().min(1),
+  /** Digest the report is about; null for a legacy report that names none. */
+  declared: digest.nullable(),
+  applied: z.array(z.string()),
+  failed: z.record(z.string(), z.string()),
+  refused: z.string(),
+  carried: z.array(z.number().int()),
+  receivedAt: iso,
+  transport: z.object({
+    messageId: z.string().nullable(),
+    redelivered: z.boolean(),
+    userId: z.string().nullable(),
+  }),
+});
+
+export const aliveSeenData = z.object({
+  node: z.string().min(1),
+  seenAt: iso,
+});
+
+export type DeclarationSentData = Readonly<z.infer<typeof declarationSentData>>;
+export type ReportReceivedData = Readonly<z.infer<typeof reportReceivedData>>;
+export type AliveSeenData = Readonly<z.infer<typeof aliveSeenData>>;
+
+/** Emmett-style plain events: `{type, data}`. */
+export type Event<Type extends string, Data> = Readonly<{ type: Type; data: Data }>;
+
+export type DeclarationSent = Event<'DeclarationSent', DeclarationSentData>;
+export type ReportReceived = Event<'ReportReceived', ReportReceivedData>;
+export type AliveSeen = Event<'AliveSeen', AliveSeenData>;
+export type ConvergeEvent = DeclarationSent | ReportReceived | AliveSeen;
+export type ConvergeEventType = ConvergeEvent['type'];
+
+export const eventTypes = ['DeclarationSent', 'ReportReceived', 'AliveSeen'] as const satisfies readonly ConvergeEventType[];
+
+export const eventDataSchemas = {
+  DeclarationSent: declarationSentData,
+  ReportReceived: reportReceivedData,
+  AliveSeen: aliveSeenData,
+} as const;
+
+/** An event as a store hands it back: with its id, stream, revision in the stream, and global position. */
+export type Recorded<E extends ConvergeEvent = ConvergeEvent> = E &
+  Readonly<{
+    id: string;
+    stream: string;
+    /** Revision in its stream, counted from 0 as EventStoreDB counts it. */
+    revision: bigint;
+    /** Global position in the store; increasing, never reused. */
+    position: bigint;
+  }>;
+
+/** DESIGN §2: one stream per node, in EventStoreDB's category convention. */
+export const streamPrefix = 'node-';
+export const streamOf = (node: string): string => `${streamPrefix}${node}`;
+export const nodeOfStream = (stream: string): string | null => (stream.startsWith(streamPrefix) ? stream.slice(streamPrefix.length) : null);

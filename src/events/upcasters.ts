@@ -1,0 +1,42 @@
+import { ConvergeError } from '../errors.ts';
+import { eventDataSchemas, eventTypes } from './events.ts';
+import type { ConvergeEvent, ConvergeEventType } from './events.ts';
+
+// Stored events carry `metadata.v`, the version of their data's shape. Reading one back runs
+// the upcasters from its version to the current one, then checks the current schema (zod at
+// the edge, STYLE.md §3). An upcaster is a pure function of the old data.
+
+export const currentVersion = 1;
+
+type Upcaster = (data: Readonly<Record<string, unknown>>) => Record<string, unknown>;
+
+/** upcasters[type][v] turns version v data into version v+1. None yet: every stored event is v1. */
+export const upcasters: Readonly<Record<ConvergeEventType, Readonly<Record<number, Upcaster>>>> = {
+  DeclarationSent: {},
+  ReportReceived: {},
+  AliveSeen: {},
+};
+
+export const isEventType = (t: string): t is ConvergeEventType => (eventTypes as readonly string[]).includes(t);
+
+export const eventMetadata = (): Readonly<{ v: number }> => ({ v: currentVersion });
+
+/** Turn stored (type, data, metadata) back into a typed event, upcasting old shapes. */
+export function decodeEvent(type: string, data: unknown, metadata?: unknown): ConvergeEvent {
+  if (!isEventType(type)) throw new ConvergeError('CONVERGE_ERR_EVENT_INVALID', `unknown event type ${JSON.stringify(type)}`);
+  let v = typeof metadata === 'object' && metadata !== null && typeof (metadata as { v?: unknown }).v === 'number' ? (metadata as { v: number }).v : 1;
+  if (v > currentVersion) {
+    throw new ConvergeError('CONVERGE_ERR_EVENT_INVALID', `${type} v${v} was written by a newer Converge (this one reads up to v${currentVersion})`);
+  }
+  let d = data as Record<string, unknown>;
+  for (; v < currentVersion; v++) {
+    const up = upcasters[type][v];
+    if (!up) throw new ConvergeError('CONVERGE_ERR_EVENT_INVALID', `no upcaster for ${type} v${v}`);
+    d = up(d);
+  }
+  const r = eventDataSchemas[type].safeParse(d);
+  if (!r.success) {
+    throw new ConvergeError('CONVERGE_ERR_EVENT_INVALID', `${type} does not match its schema: ${r.error.issues[0]?.path.join('.')} ${r.error.issues[0]?.message}`);
+  }
+  return { type, data: r.data } as ConvergeEvent;
+}

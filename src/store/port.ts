@@ -1,0 +1,91 @@
+import type { ConvergeEvent, Recorded } from '../events/index.ts';
+
+// DESIGN §5: one small interface, three adapters (memory, sqlite, esdb), one conformance suite
+// (test/contracts/eventStore.contract.ts) that every adapter passes.
+
+/**
+ * Expected revision of a stream before an append, counted from 0 as EventStoreDB counts:
+ * - 'no_stream'    the stream must not exist;
+ * - 'stream_exists' it must have at least one event;
+ * - 'any'          no check;
+ * - bigint n       its last event must be at revision n.
+ */
+export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | bigint;
+
+/** An event to append; `id` is deterministic (src/events/ids.ts) and makes retries no-ops. */
+export type NewEvent = ConvergeEvent & Readonly<{ id: string }>;
+
+export type StreamWrite = Readonly<{ stream: string; expected: ExpectedRevision; events: readonly NewEvent[] }>;
+
+export type AppendResult = Readonly<{
+  /** One entry per write, in order. */
+  streams: readonly Readonly<{
+    stream: string;
+    /** Revision of the stream's last event after this append (-1n if the stream is still empty). */
+    nextExpected: bigint;
+    /** Events actually written; events whose id was already stored are skipped, not duplicated. */
+    written: number;
+  }>[];
+  /** Global position of the last event written by this call, or null if nothing new was written. */
+  position: bigint | null;
+}>;
+
+export type ReadStreamOptions = Readonly<{
+  direction?: 'forwards' | 'backwards';
+  /** Start at this revision, inclusive (forwards default 0n; backwards default the end). */
+  fromRevision?: bigint;
+  limit?: number;
+}>;
+
+export type ReadAllOptions = Readonly<{
+  /** Exclusive: events with position > after. Default: from the beginning. */
+  after?: bigint | null;
+  limit?: number;
+  /** Only streams starting with this prefix (Converge uses 'node-'). */
+  streamPrefix?: string;
+}>;
+
+export type SubscribeOptions = Readonly<{
+  /** Start after this position (exclusive); null = from the beginning. Ignored if `checkpoint` has a saved value. */
+  after?: bigint | null;
+  /**
+   * Named checkpoint: the subscription resumes after the saved position, and saves the position
+   * of each batch after `handler` resolves for it (so a crash replays, never skips).
+   */
+  checkpoint?: string;
+  /** Only these event types (others are still skipped past by the checkpoint). */
+  types?: readonly ConvergeEvent['type'][];
+  /** Max events handed to `handler` at once. */
+  batchSize?: number;
+  /**
+   * Called with events in position order, never concurrently; the next batch waits for it.
+   * If it throws, the subscription retries the same batch with backoff (it never skips).
+   */
+  handler: (events: readonly Recorded[]) => Promise<void> | void;
+  /** Called once the subscription has read everything stored when it started ("caught up"), and then follows live. */
+  onCaughtUp?: () => void;
+  /** Called when handler fails or the store connection drops; the subscription keeps retrying. */
+  onError?: (err: unknown) => void;
+}>;
+
+export type Subscription = Readonly<{
+  /** Position of the last event handed to (and completed by) the handler, or null. */
+  position: () => bigint | null;
+  isCaughtUp: () => boolean;
+  /** Stop; resolves once no handler call is running. */
+  stop: () => Promise<void>;
+}>;
+
+export interface EventStore {
+  readonly kind: 'memory' | 'sqlite' | 'esdb';
+  /** Append to one or many streams atomically where the store can (SQLite: one transaction). */
+  append(writes: readonly StreamWrite[]): Promise<AppendResult>;
+  readStream(stream: string, options?: ReadStreamOptions): Promise<readonly Recorded[]>;
+  readAll(options?: ReadAllOptions): AsyncIterable<readonly Recorded[]>;
+  /** Position of the newest event (null if the store is empty). */
+  headPosition(): Promise<bigint | null>;
+  subscribe(options: SubscribeOptions): Subscription;
+  getCheckpoint(name: string): Promise<bigint | null>;
+  setCheckpoint(name: string, position: bigint): Promise<void>;
+  close(): Promise<void>;
+}

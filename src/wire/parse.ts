@@ -1,0 +1,133 @@
+import type { z } from 'zod';
+import { ConvergeError } from '../errors.ts';
+import { aliveSchema, digestPattern, reportSchema, signedSchema } from './schemas.ts';
+import type { Alive, Report, Signed } from './schemas.ts';
+
+export type WireLimits = Readonly<{
+  /** Bodies over this many bytes are rejected before parsing (default 256 KiB). */
+  maxBytes: number;
+  /** Arrays/objects nested deeper than this are rejected before JSON.parse walks them. */
+  maxDepth: number;
+}>;
+
+export const defaultWireLimits: WireLimits = Object.freeze({ maxBytes: 256 * 1024, maxDepth: 32 });
+
+const decoder = new TextDecoder('utf-8'); // not fatal: Go replaces invalid UTF-8 with U+FFFD too
+
+/**
+ * Depth of JSON nesting, counted on the raw bytes, outside strings. Cheap (one pass, no
+ * allocation) and runs before JSON.parse so a hostile `[[[[…` never builds a deep structure.
+ */
+export function jsonDepthExceeds(bytes: Uint8Array, maxDepth: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes[i];
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped byte
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > maxDepth) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+function parseJson(body: Uint8Array, limits: WireLimits): unknown {
+  if (body.length > limits.maxBytes) {
+    throw new ConvergeError('CONVERGE_ERR_WIRE_TOO_LARGE', `body is ${body.length} bytes; the limit is ${limits.maxBytes}`, {
+      details: { bytes: body.length, limit: limits.maxBytes },
+    });
+  }
+  if (jsonDepthExceeds(body, limits.maxDepth)) {
+    throw new ConvergeError('CONVERGE_ERR_WIRE_TOO_DEEP', `body nests deeper than ${limits.maxDepth} levels`);
+  }
+  try {
+    return JSON.parse(decoder.decode(body));
+  } catch (cause) {
+    throw new ConvergeError('CONVERGE_ERR_WIRE_NOT_JSON', `body is not JSON: ${(cause as Error).message}`, { cause });
+  }
+}
+
+function describe(issues: readonly z.core.$ZodIssue[]): string {
+  return issues
+    .slice(0, 3)
+    .map((i) => `${i.path.length ? i.path.join('.') : '(body)'}: ${i.message}`)
+    .join('; ');
+}
+
+function check<T extends z.ZodType>(schema: T, value: unknown, what: string): z.output<T> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ConvergeError('CONVERGE_ERR_WIRE_SCHEMA', `${what} must be a JSON object`);
+  }
+  const r = schema.safeParse(value);
+  if (!r.success) {
+    const base64 = r.error.issues.some((i) => i.code === 'custom' && (i.params as { code?: string } | undefined)?.code === 'base64');
+    throw new ConvergeError(
+      base64 ? 'CONVERGE_ERR_WIRE_BASE64' : 'CONVERGE_ERR_WIRE_SCHEMA',
+      `${what} does not match wire.go: ${describe(r.error.issues)}`,
+      { details: { issues: r.error.issues.slice(0, 10) } },
+    );
+  }
+  return r.data;
+}
+
+function requireNode(node: string, what: string): void {
+  if (node.length === 0) throw new ConvergeError('CONVERGE_ERR_WIRE_NODE_MISSING', `${what} has no node`);
+}
+
+export function parseReport(body: Uint8Array, limits: WireLimits = defaultWireLimits): Report {
+  const value = parseJson(body, limits);
+  if (typeof value === 'object' && value !== null && !('node' in value)) {
+    throw new ConvergeError('CONVERGE_ERR_WIRE_NODE_MISSING', 'report has no node');
+  }
+  const r = check(reportSchema, value, 'report');
+  requireNode(r.node, 'report');
+  if (r.declared !== '' && !digestPattern.test(r.declared)) {
+    throw new ConvergeError('CONVERGE_ERR_WIRE_DIGEST', `declared must be 64 lowercase hex characters, got ${JSON.stringify(r.declared.slice(0, 80))}`);
+  }
+  return { ...r, declared: r.declared === '' ? null : r.declared };
+}
+
+export function parseAlive(body: Uint8Array, limits: WireLimits = defaultWireLimits): Alive {
+  const value = parseJson(body, limits);
+  if (typeof value === 'object' && value !== null && !('node' in value)) {
+    throw new ConvergeError('CONVERGE_ERR_WIRE_NODE_MISSING', 'alive has no node');
+  }
+  const a = check(aliveSchema, value, 'alive');
+  requireNode(a.node, 'alive');
+  return a;
+}
+
+export function parseSigned(body: Uint8Array, limits: WireLimits = defaultWireLimits): Signed {
+  return check(signedSchema, parseJson(body, limits), 'signed');
+}
+
+/**
+ * Encode `Signed` as Go's encoding/json writes it: field order of the struct, []byte as
+ * standard padded base64 (which needs no JSON escaping).
+ */
+export function encodeSigned(s: Signed): Buffer {
+  return Buffer.from(`{"declaration":"${s.declaration.toString('base64')}","signature":"${s.signature.toString('base64')}"}`);
+}
+
+/** Encode a report as Go would (omitempty, struct field order, `<>&` escaped). For the lab and tests. */
+export function encodeReport(r: Report): Buffer {
+  const o: Record<string, unknown> = { node: r.node };
+  if (r.applied.length) o['applied'] = r.applied;
+  if (Object.keys(r.failed).length) o['failed'] = Object.fromEntries(Object.entries(r.failed).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  if (r.refused) o['refused'] = r.refused;
+  if (r.carried.length) o['carried'] = r.carried;
+  if (r.declared) o['declared'] = r.declared;
+  return Buffer.from(goEscape(JSON.stringify(o)));
+}
+
+export function encodeAlive(a: Alive): Buffer {
+  return Buffer.from(goEscape(JSON.stringify({ node: a.node })));
+}
+
+/** Go's encoder escapes <, >, & and U+2028/U+2029 inside strings; JSON.stringify does not. */
+function goEscape(json: string): string {
+  return json.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
