@@ -1,0 +1,56 @@
+import { livenessAt } from './liveness.ts';
+import type { Liveness } from './liveness.ts';
+import type { Anomalies, NodeState, NodeStatus, ReportClass } from './nodeState.ts';
+
+// The node state as people and programs read it (DESIGN §7): times ISO 8601, positions as
+// decimal strings (they are 64-bit), liveness computed for the supplied "now".
+
+export type NodeView = Readonly<{
+  node: string;
+  status: NodeStatus;
+  caughtUp: boolean;
+  sent: Readonly<{ digest: string; serial: number; sentAt: string; acknowledgedAt: string | null; resourceIds: readonly string[] }> | null;
+  reported: Readonly<{
+    declared: string | null;
+    receivedAt: string;
+    applied: readonly string[];
+    failed: Readonly<Record<string, string>>;
+    refused: string;
+    carried: readonly number[];
+    class: ReportClass;
+  }> | null;
+  missing: readonly string[];
+  carried: readonly number[];
+  liveness: Liveness;
+  anomalies: Anomalies;
+  convergence: Readonly<{ lastLatencyMs: number | null; acknowledged: number; superseded: number }>;
+  reports: number;
+  position: string;
+}>;
+
+export function nodeView(s: NodeState, now: Date | number, graceMs?: number): NodeView {
+  return {
+    node: s.node,
+    status: s.status,
+    caughtUp: s.caughtUp,
+    sent: s.sent && {
+      digest: s.sent.digest,
+      serial: s.sent.serial,
+      sentAt: s.sent.sentAt,
+      acknowledgedAt: s.sent.acknowledgedAt,
+      resourceIds: s.sent.resourceIds,
+    },
+    reported: s.reported,
+    missing: s.missing,
+    carried: s.carried,
+    liveness: livenessAt(s.lastSeenAt, now, graceMs),
+    anomalies: s.anomalies,
+    convergence: {
+      lastLatencyMs: s.convergence.lastLatencyMs,
+      acknowledged: s.convergence.acknowledged,
+      superseded: s.convergence.superseded,
+    },
+    reports: s.reports,
+    position: s.position.toString(),
+  };
+}
