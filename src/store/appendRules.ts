@@ -1,0 +1,65 @@
+import { ConvergeError } from '../errors.ts';
+import { eventMetadata } from '../events/index.ts';
+import type { ExpectedRevision, StreamWrite } from './port.ts';
+
+// Rules every adapter applies the same way, so the conformance suite sees one behaviour.
+
+/** DESIGN §5 default: a declaration carries whole resource specs, so 1 MiB leaves ample room. */
+export const defaultMaxEventBytes = 1024 * 1024;
+
+export type EncodedEvent = Readonly<{ id: string; type: string; data: string; metadata: string }>;
+export type EncodedWrite = Readonly<{ stream: string; expected: ExpectedRevision; events: readonly EncodedEvent[] }>;
+
+const metadataJson = JSON.stringify(eventMetadata());
+
+/**
+ * Serialise every event once, up front, so an oversized event or a repeated id rejects the whole
+ * call before anything is written (no adapter may write half of a call it will then refuse).
+ */
+export function encodeWrites(writes: readonly StreamWrite[], maxEventBytes: number): EncodedWrite[] {
+  const ids = new Set<string>();
+  const out: EncodedWrite[] = [];
+  for (const w of writes) {
+    if (typeof w.stream !== 'string' || w.stream === '') throw new ConvergeError('CONVERGE_ERR_BAD_REQUEST', 'append: stream name must be a non-empty string');
+    const events: EncodedEvent[] = [];
+    for (const e of w.events) {
+      if (ids.has(e.id)) {
+        throw new ConvergeError('CONVERGE_ERR_DUPLICATE_EVENT_ID', `append: event id ${e.id} appears twice in one call`, { details: { id: e.id, stream: w.stream } });
+      }
+      ids.add(e.id);
+      const data = JSON.stringify(e.data);
+      // Fast path: a string's UTF-8 length is at most 3 bytes per UTF-16 unit, so only
+      // count exactly when the cheap bound could exceed the limit.
+      const size = data.length * 3 <= maxEventBytes ? data.length : Buffer.byteLength(data, 'utf8');
+      if (size > maxEventBytes) {
+        throw new ConvergeError(
+          'CONVERGE_ERR_EVENT_TOO_LARGE',
+          `append: ${e.type} ${e.id} to ${w.stream} is ${size} bytes of data, over the store limit of ${maxEventBytes} bytes; nothing was written`,
+          { details: { id: e.id, stream: w.stream, size, limit: maxEventBytes } },
+        );
+      }
+      events.push({ id: e.id, type: e.type, data, metadata: metadataJson });
+    }
+    out.push({ stream: w.stream, expected: w.expected, events });
+  }
+  return out;
+}
+
+/** `current` is the revision of the stream's last event, -1n when the stream has none. */
+export function expectedRevisionHolds(expected: ExpectedRevision, current: bigint): boolean {
+  if (expected === 'any') return true;
+  if (expected === 'no_stream') return current === -1n;
+  if (expected === 'stream_exists') return current >= 0n;
+  return current === expected;
+}
+
+const describe = (r: ExpectedRevision | bigint): string => (typeof r === 'bigint' ? (r < 0n ? 'no stream' : `revision ${r}`) : r);
+
+export const wrongExpectedRevision = (stream: string, expected: ExpectedRevision, current: bigint | null, cause?: unknown): ConvergeError =>
+  new ConvergeError(
+    'CONVERGE_ERR_WRONG_EXPECTED_REVISION',
+    `append to ${stream}: expected ${describe(expected)}, but the stream is at ${current === null ? 'an unknown revision' : describe(current)}; nothing of this call was written`,
+    { details: { stream, expected: String(expected), current: current === null ? null : String(current) }, ...(cause === undefined ? {} : { cause }) },
+  );
+
+export const storeClosed = (kind: string): ConvergeError => new ConvergeError('CONVERGE_ERR_STORE_CLOSED', `${kind} event store has been closed`);

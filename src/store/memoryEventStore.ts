@@ -1,0 +1,170 @@
+import type { Recorded } from '../events/index.ts';
+import { decodeEvent } from '../events/index.ts';
+import { ConvergeError } from '../errors.ts';
+import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision } from './appendRules.ts';
+import type { EncodedEvent } from './appendRules.ts';
+import { createNotifier } from './notifier.ts';
+import { createPollingSubscription } from './pollingSubscription.ts';
+import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions } from './port.ts';
+
+// The in-memory adapter (STYLE.md: Emmett ships one beside the port). It keeps events as the
+// JSON a durable store would hold and decodes them on read, so tests that pass here see the
+// same copies, schema checks and errors they would see against SQLite.
+
+export type MemoryEventStoreOptions = Readonly<{ maxEventBytes?: number; readBatchSize?: number }>;
+
+type Row = EncodedEvent & Readonly<{ stream: string; revision: bigint; position: bigint }>;
+
+export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): EventStore {
+  const maxEventBytes = options.maxEventBytes ?? defaultMaxEventBytes;
+  const readBatchSize = options.readBatchSize ?? 1000;
+  /** log[i] has position i + 1: positions start at 1 and are never reused. */
+  const log: Row[] = [];
+  const streams = new Map<string, Row[]>();
+  const byId = new Map<string, Row>();
+  const checkpoints = new Map<string, bigint>();
+  const notifier = createNotifier();
+  let closed = false;
+
+  const open = (): void => {
+    if (closed) throw storeClosed('memory');
+  };
+  const decode = (r: Row): Recorded => ({ ...decodeEvent(r.type, JSON.parse(r.data), JSON.parse(r.metadata)), id: r.id, stream: r.stream, revision: r.revision, position: r.position });
+  const revisionOf = (stream: string): bigint => BigInt((streams.get(stream)?.length ?? 0) - 1);
+
+  function readAfter(after: bigint | null, limit: number, prefix?: string): Recorded[] {
+    const out: Recorded[] = [];
+    for (let i = after === null || after < 0n ? 0 : Number(after); i < log.length && out.length < limit; i++) {
+      const r = log[i]!;
+      if (prefix === undefined || r.stream.startsWith(prefix)) out.push(decode(r));
+    }
+    return out;
+  }
+
+  const store: EventStore = {
+    kind: 'memory',
+
+    async append(writes) {
+      open();
+      const encoded = encodeWrites(writes, maxEventBytes);
+      // Check everything before touching anything: the whole call is all or nothing.
+      const plans = encoded.map((w) => {
+        const fresh: EncodedEvent[] = [];
+        for (const e of w.events) {
+          const prior = byId.get(e.id);
+          if (prior === undefined) fresh.push(e);
+          else if (prior.stream !== w.stream) {
+            throw new ConvergeError('CONVERGE_ERR_DUPLICATE_EVENT_ID', `append: event id ${e.id} is already stored in ${prior.stream}, not ${w.stream}`, {
+              details: { id: e.id, stream: w.stream, storedIn: prior.stream },
+            });
+          }
+        }
+        const current = revisionOf(w.stream);
+        // A retry whose events are all stored already succeeds even if the stream moved on.
+        const retry = w.events.length > 0 && fresh.length === 0;
+        if (!retry && !expectedRevisionHolds(w.expected, current)) throw wrongExpectedRevision(w.stream, w.expected, current);
+        return { stream: w.stream, fresh };
+      });
+      let position: bigint | null = null;
+      const result: AppendResult['streams'][number][] = [];
+      for (const { stream, fresh } of plans) {
+        let rows = streams.get(stream);
+        if (rows === undefined && fresh.length > 0) streams.set(stream, (rows = []));
+        for (const e of fresh) {
+          const row: Row = { ...e, stream, revision: BigInt(rows!.length), position: BigInt(log.length + 1) };
+          rows!.push(row);
+          log.push(row);
+          byId.set(e.id, row);
+          position = row.position;
+        }
+        result.push({ stream, nextExpected: revisionOf(stream), written: fresh.length });
+      }
+      if (position !== null) notifier.notify();
+      return { streams: result, position };
+    },
+
+    async readStream(stream, opts: ReadStreamOptions = {}) {
+      open();
+      const rows = streams.get(stream) ?? [];
+      const limit = opts.limit ?? Number.MAX_SAFE_INTEGER;
+      const out: Recorded[] = [];
+      if (opts.direction === 'backwards') {
+        const from = opts.fromRevision === undefined ? rows.length - 1 : Math.min(Number(opts.fromRevision), rows.length - 1);
+        for (let i = from; i >= 0 && out.length < limit; i--) out.push(decode(rows[i]!));
+      } else {
+        for (let i = Number(opts.fromRevision ?? 0n); i < rows.length && out.length < limit; i++) out.push(decode(rows[i]!));
+      }
+      return out;
+    },
+
+    async *readAll(opts: ReadAllOptions = {}) {
+      open();
+      let after = opts.after ?? null;
+      let left = opts.limit ?? Number.MAX_SAFE_INTEGER;
+      while (left > 0) {
+        open();
+        const batch = readAfterRaw(after, Math.min(left, readBatchSize), opts.streamPrefix);
+        if (batch.scanned === null) return;
+        after = batch.scanned;
+        if (batch.events.length > 0) {
+          left -= batch.events.length;
+          yield batch.events;
+        }
+      }
+    },
+
+    async headPosition() {
+      open();
+      return log.length === 0 ? null : BigInt(log.length);
+    },
+
+    subscribe(opts: SubscribeOptions) {
+      open();
+      return createPollingSubscription(
+        {
+          readAfter: async (after, limit) => {
+            open();
+            return readAfter(after, limit);
+          },
+          headPosition: () => store.headPosition(),
+          getCheckpoint: (name) => store.getCheckpoint(name),
+          setCheckpoint: (name, p) => store.setCheckpoint(name, p),
+          notifier,
+          // Nothing outside this process can append here, so the tick is only a safety net.
+          pollMs: 1_000,
+        },
+        opts,
+      );
+    },
+
+    async getCheckpoint(name) {
+      open();
+      return checkpoints.get(name) ?? null;
+    },
+
+    async setCheckpoint(name, position) {
+      open();
+      checkpoints.set(name, position);
+    },
+
+    async close() {
+      closed = true;
+      notifier.notify();
+    },
+  };
+
+  /** Like readAfter, but also says how far it scanned, so a prefix filter skips ahead in bounded steps. */
+  function readAfterRaw(after: bigint | null, limit: number, prefix?: string): { events: Recorded[]; scanned: bigint | null } {
+    const events: Recorded[] = [];
+    let i = after === null || after < 0n ? 0 : Number(after);
+    const end = Math.min(log.length, i + Math.max(limit, readBatchSize) * 4);
+    if (i >= log.length) return { events, scanned: null };
+    for (; i < end && events.length < limit; i++) {
+      const r = log[i]!;
+      if (prefix === undefined || r.stream.startsWith(prefix)) events.push(decode(r));
+    }
+    return { events, scanned: BigInt(i) };
+  }
+
+  return store;
+}

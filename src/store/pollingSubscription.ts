@@ -1,0 +1,123 @@
+import { isConvergeError } from '../errors.ts';
+import type { Recorded } from '../events/index.ts';
+import type { Notifier } from './notifier.ts';
+import { sleep } from './notifier.ts';
+import type { SubscribeOptions, Subscription } from './port.ts';
+
+// Catch-up and live are one loop over the global position: read the next batch after the last
+// position handled, hand it over, repeat; when a read comes back empty, wait for a wake-up
+// (same process) or a poll tick (another process). Because both phases read the same ordered
+// log by position there is no switch-over to get wrong: no gap, no duplicate (DESIGN §5).
+// Memory and SQLite share it; they only differ in how they read and how they are woken.
+
+export type PollingSource = Readonly<{
+  /** Events with position > after, in position order, at most `limit`. */
+  readAfter: (after: bigint | null, limit: number) => Promise<readonly Recorded[]>;
+  headPosition: () => Promise<bigint | null>;
+  getCheckpoint: (name: string) => Promise<bigint | null>;
+  setCheckpoint: (name: string, position: bigint) => Promise<void>;
+  notifier: Notifier;
+  pollMs: number;
+}>;
+
+const minBackoffMs = 50;
+const maxBackoffMs = 5_000;
+
+export function createPollingSubscription(source: PollingSource, options: SubscribeOptions): Subscription {
+  const abort = new AbortController();
+  const signal = abort.signal;
+  const batchSize = Math.max(1, options.batchSize ?? 500);
+  const types = options.types === undefined ? null : new Set<string>(options.types);
+  let position: bigint | null = null;
+  let caughtUp = false;
+
+  const report = (err: unknown): void => {
+    try {
+      options.onError?.(err);
+    } catch {
+      // an error reporter that throws must not kill the subscription it reports on
+    }
+  };
+
+  /** Retry `fn` with doubling backoff until it succeeds or the subscription stops. */
+  async function retrying<T>(fn: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false }> {
+    let backoff = minBackoffMs;
+    while (!signal.aborted) {
+      try {
+        return { ok: true, value: await fn() };
+      } catch (err) {
+        if (isConvergeError(err, 'CONVERGE_ERR_STORE_CLOSED')) {
+          abort.abort();
+          break;
+        }
+        report(err);
+        await sleep(backoff, signal);
+        backoff = Math.min(backoff * 2, maxBackoffMs);
+      }
+    }
+    return { ok: false };
+  }
+
+  async function run(): Promise<void> {
+    const start = await retrying(async () => {
+      const saved = options.checkpoint === undefined ? null : await source.getCheckpoint(options.checkpoint);
+      return { after: saved ?? options.after ?? null, head: await source.headPosition() };
+    });
+    if (!start.ok) return;
+    position = start.value.after;
+    const head = start.value.head;
+
+    const markCaughtUp = (): void => {
+      if (caughtUp) return;
+      caughtUp = true;
+      try {
+        options.onCaughtUp?.();
+      } catch (err) {
+        report(err);
+      }
+    };
+    if (head === null || (position !== null && position >= head)) markCaughtUp();
+
+    while (!signal.aborted) {
+      const seen = source.notifier.version();
+      const after = position;
+      const read = await retrying(() => source.readAfter(after, batchSize));
+      if (!read.ok) return;
+      const batch = read.value;
+      const last = batch[batch.length - 1];
+      if (last === undefined) {
+        markCaughtUp();
+        await source.notifier.wait(seen, source.pollMs, signal);
+        continue;
+      }
+      const wanted = types === null ? batch : batch.filter((e) => types.has(e.type));
+      if (wanted.length > 0) {
+        const handled = await retrying(async () => options.handler(wanted));
+        if (!handled.ok) return;
+      }
+      position = last.position;
+      if (options.checkpoint !== undefined) {
+        const name = options.checkpoint;
+        if (signal.aborted) {
+          // stop() arrived while the handler ran: the batch is done, so record it once more
+          // rather than make the next run replay it.
+          await source.setCheckpoint(name, last.position).catch(report);
+          return;
+        }
+        const saved = await retrying(() => source.setCheckpoint(name, last.position));
+        if (!saved.ok) return;
+      }
+      if (head !== null && position >= head) markCaughtUp();
+    }
+  }
+
+  const done = run().catch(report);
+  return {
+    position: () => position,
+    isCaughtUp: () => caughtUp,
+    stop: async () => {
+      abort.abort();
+      await done;
+    },
+  };
+}

@@ -1,0 +1,10 @@
+import { createMemoryEventStore } from '../../src/store/index.ts';
+import { eventStoreContract } from './eventStore.contract.ts';
+
+const maxEventBytes = 64 * 1024;
+
+eventStoreContract('memory', {
+  create: async () => createMemoryEventStore({ maxEventBytes }),
+  reopenSkip: 'a memory store keeps nothing once closed; reopening means a new, empty store',
+  maxEventBytes,
+});
