@@ -72,7 +72,7 @@ async function eventually(cond: () => boolean, what: string, maxMs = 15_000): Pr
 
 export function eventStoreContract(name: string, harness: StoreHarness): void {
   const opts = harness.skip === undefined ? {} : { skip: harness.skip };
-  describe(`EventStore contract: ${name}`, opts, () => {
+  void describe(`EventStore contract: ${name}`, opts, () => {
     const withStore = (fn: (store: EventStore) => Promise<void>) => async () => {
       const store = await harness.create();
       try {
@@ -82,14 +82,14 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       }
     };
 
-    test('reading a stream that was never written returns no events, forwards and backwards', withStore(async (store) => {
+    void test('reading a stream that was never written returns no events, forwards and backwards', withStore(async (store) => {
       const s = `node-${nodeName()}`;
       assert.deepEqual(await store.readStream(s), []);
       assert.deepEqual(await store.readStream(s, { direction: 'backwards' }), []);
       assert.deepEqual(await store.readStream(s, { fromRevision: 5n, limit: 3 }), []);
     }));
 
-    test('appended events read back in order with revisions from 0, increasing positions, and their data intact', withStore(async (store) => {
+    void test('appended events read back in order with revisions from 0, increasing positions, and their data intact', withStore(async (store) => {
       const n = nodeName();
       const s = `node-${n}`;
       const events = [declarationSent(n, 1), reportReceived(n, 2), aliveSeen(n, 3)];
@@ -104,7 +104,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.equal(r.position, read[2]!.position);
     }));
 
-    test('a stream reads backwards from the end or from a revision, and forwards from a revision, within a limit', withStore(async (store) => {
+    void test('a stream reads backwards from the end or from a revision, and forwards from a revision, within a limit', withStore(async (store) => {
       const n = nodeName();
       const s = `node-${n}`;
       const events = Array.from({ length: 6 }, (_, i) => aliveSeen(n, i));
@@ -117,7 +117,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.deepEqual(fwd.map((e) => e.revision), [2n, 3n, 4n]);
     }));
 
-    test('no_stream is refused once the stream exists, and nothing is written', withStore(async (store) => {
+    void test('no_stream is refused once the stream exists, and nothing is written', withStore(async (store) => {
       const n = nodeName();
       const s = `node-${n}`;
       await store.append([{ stream: s, expected: 'no_stream', events: [aliveSeen(n, 1)] }]);
@@ -125,7 +125,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.equal((await store.readStream(s)).length, 1);
     }));
 
-    test('stream_exists is refused for a stream that has no events, and nothing is written', withStore(async (store) => {
+    void test('stream_exists is refused for a stream that has no events, and nothing is written', withStore(async (store) => {
       const n = nodeName();
       const s = `node-${n}`;
       await rejectsWith(store.append([{ stream: s, expected: 'stream_exists', events: [aliveSeen(n, 1)] }]), 'CONVERGE_ERR_WRONG_EXPECTED_REVISION');
@@ -135,7 +135,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.equal(r.streams[0]!.nextExpected, 1n);
     }));
 
-    test('an exact revision is refused when the stream is behind or ahead of it, and accepted when it matches', withStore(async (store) => {
+    void test('an exact revision is refused when the stream is behind or ahead of it, and accepted when it matches', withStore(async (store) => {
       const n = nodeName();
       const s = `node-${n}`;
       await rejectsWith(store.append([{ stream: s, expected: 0n, events: [aliveSeen(n, 0)] }]), 'CONVERGE_ERR_WRONG_EXPECTED_REVISION');
@@ -147,7 +147,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.equal((await store.readStream(s)).length, 3);
     }));
 
-    test('any appends whatever the stream holds', withStore(async (store) => {
+    void test('any appends whatever the stream holds', withStore(async (store) => {
       const n = nodeName();
       const s = `node-${n}`;
       await store.append([{ stream: s, expected: 'any', events: [aliveSeen(n, 1)] }]);
@@ -155,7 +155,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.deepEqual((await store.readStream(s)).map((e) => e.revision), [0n, 1n]);
     }));
 
-    test('concurrent appends to one stream with the same expected revision: exactly one wins', withStore(async (store) => {
+    void test('concurrent appends to one stream with the same expected revision: exactly one wins', withStore(async (store) => {
       const n = nodeName();
       const s = `node-${n}`;
       await store.append([{ stream: s, expected: 'no_stream', events: [aliveSeen(n, 0)] }]);
@@ -168,7 +168,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.deepEqual(ids(read).slice(1), racers[won[0]!]!.map((e) => e.id));
     }));
 
-    test('retrying an append with the same event ids is a no-op, even after the stream moved on', withStore(async (store) => {
+    void test('retrying an append with the same event ids is a no-op, even after the stream moved on', withStore(async (store) => {
       const n = nodeName();
       const s = `node-${n}`;
       const first = [aliveSeen(n, 1), aliveSeen(n, 2)];
@@ -185,7 +185,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.equal(read[1]!.position, a.position);
     }));
 
-    test('an event id stored in another stream is refused as a duplicate, and nothing is written', { skip: harness.crossStreamDuplicateIdSkip ?? false }, withStore(async (store) => {
+    void test('an event id stored in another stream is refused as a duplicate, and nothing is written', { skip: harness.crossStreamDuplicateIdSkip ?? false }, withStore(async (store) => {
       const n = nodeName();
       const e = aliveSeen(n, 1);
       await store.append([{ stream: `node-${n}`, expected: 'any', events: [e] }]);
@@ -194,14 +194,14 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.deepEqual(await store.readStream(other), []);
     }));
 
-    test('one event id twice in the same call is refused before anything is written', withStore(async (store) => {
+    void test('one event id twice in the same call is refused before anything is written', withStore(async (store) => {
       const n = nodeName();
       const e = aliveSeen(n, 1);
       await rejectsWith(store.append([{ stream: `node-${n}`, expected: 'any', events: [e, e] }]), 'CONVERGE_ERR_DUPLICATE_EVENT_ID');
       assert.deepEqual(await store.readStream(`node-${n}`), []);
     }));
 
-    test('one call appends to many streams and reports each stream in order', withStore(async (store) => {
+    void test('one call appends to many streams and reports each stream in order', withStore(async (store) => {
       const [a, b, c] = [nodeName(), nodeName(), nodeName()];
       await store.append([{ stream: `node-${b}`, expected: 'no_stream', events: [aliveSeen(b, 0)] }]);
       const r = await store.append([
@@ -218,7 +218,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.equal(r.position, last);
     }));
 
-    test('a many-stream append where one stream conflicts writes nothing of the batch', { skip: harness.crossStreamAtomicitySkip ?? false }, withStore(async (store) => {
+    void test('a many-stream append where one stream conflicts writes nothing of the batch', { skip: harness.crossStreamAtomicitySkip ?? false }, withStore(async (store) => {
       const [a, b, c] = [nodeName(), nodeName(), nodeName()];
       await store.append([{ stream: `node-${b}`, expected: 'no_stream', events: [aliveSeen(b, 0)] }]);
       const head = await store.headPosition();
@@ -237,7 +237,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.deepEqual(after.filter((e) => [a, b, c].some((x) => e.stream === `node-${x}`)), []);
     }));
 
-    test('an event over the size limit is refused with EVENT_TOO_LARGE and nothing of the call is written', withStore(async (store) => {
+    void test('an event over the size limit is refused with EVENT_TOO_LARGE and nothing of the call is written', withStore(async (store) => {
       const [a, b] = [nodeName(), nodeName()];
       const huge = declarationSent(b, 1, ' '.repeat(harness.maxEventBytes + 1));
       const err = await rejectsWith(
@@ -252,7 +252,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.deepEqual(await store.readStream(`node-${b}`), []);
     }));
 
-    test('readAll returns events in global position order, in the order they were appended across streams', withStore(async (store) => {
+    void test('readAll returns events in global position order, in the order they were appended across streams', withStore(async (store) => {
       const [a, b] = [nodeName(), nodeName()];
       const head = await store.headPosition();
       const order: NewEvent[] = [];
@@ -269,7 +269,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.ok(head === null || all.every((e) => e.position > head), 'after is exclusive');
     }));
 
-    test('readAll honours after, limit, and a stream-prefix filter', withStore(async (store) => {
+    void test('readAll honours after, limit, and a stream-prefix filter', withStore(async (store) => {
       const n = nodeName();
       const head = await store.headPosition();
       const node = [aliveSeen(n, 1), aliveSeen(n, 2), aliveSeen(n, 3)];
@@ -287,13 +287,13 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.ok(ids(rest).includes(node[2]!.id));
     }));
 
-    test('headPosition is the position of the newest event', withStore(async (store) => {
+    void test('headPosition is the position of the newest event', withStore(async (store) => {
       const n = nodeName();
       const r = await store.append([{ stream: `node-${n}`, expected: 'any', events: [aliveSeen(n, 1)] }]);
       assert.equal(await store.headPosition(), r.position);
     }));
 
-    test('a subscription catches up, then follows live, with no gap and no duplicate when appends land during catch-up', withStore(async (store) => {
+    void test('a subscription catches up, then follows live, with no gap and no duplicate when appends land during catch-up', withStore(async (store) => {
       const n = nodeName();
       const s = `node-${n}`;
       const head = await store.headPosition();
@@ -342,7 +342,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       }
     }));
 
-    test('a subscription with a named checkpoint resumes after the last handled batch', withStore(async (store) => {
+    void test('a subscription with a named checkpoint resumes after the last handled batch', withStore(async (store) => {
       const n = nodeName();
       const s = `node-${n}`;
       const cp = `contract-${n}`;
@@ -372,7 +372,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       }
     }));
 
-    test('setCheckpoint and getCheckpoint keep the latest position per name', withStore(async (store) => {
+    void test('setCheckpoint and getCheckpoint keep the latest position per name', withStore(async (store) => {
       const cp = `contract-${nodeName()}`;
       await store.setCheckpoint(cp, 5n);
       await store.setCheckpoint(cp, 9n);
@@ -380,7 +380,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.equal(await store.getCheckpoint(`${cp}-other`), null);
     }));
 
-    test('a subscription with a type filter hands over only those types', withStore(async (store) => {
+    void test('a subscription with a type filter hands over only those types', withStore(async (store) => {
       const n = nodeName();
       const s = `node-${n}`;
       const head = await store.headPosition();
@@ -402,7 +402,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       }
     }));
 
-    test('a handler that throws gets the same batch again; nothing is skipped', withStore(async (store) => {
+    void test('a handler that throws gets the same batch again; nothing is skipped', withStore(async (store) => {
       const n = nodeName();
       const s = `node-${n}`;
       const head = await store.headPosition();
@@ -429,7 +429,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       }
     }));
 
-    test('after close, calls fail with STORE_CLOSED', async () => {
+    void test('after close, calls fail with STORE_CLOSED', async () => {
       const store = await harness.create();
       await store.close();
       const n = nodeName();
@@ -438,7 +438,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
     });
 
     const reopen = harness.reopen;
-    test('reopening after close keeps every event and checkpoint, and never reuses a position', { skip: reopen === undefined ? (harness.reopenSkip ?? 'this adapter cannot reopen') : false }, async () => {
+    void test('reopening after close keeps every event and checkpoint, and never reuses a position', { skip: reopen === undefined ? (harness.reopenSkip ?? 'this adapter cannot reopen') : false }, async () => {
       assert.ok(reopen !== undefined);
       const n = nodeName();
       const s = `node-${n}`;
