@@ -47,22 +47,27 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
     async append(writes) {
       open();
       const encoded = encodeWrites(writes, maxEventBytes);
-      // Check everything before touching anything: the whole call is all or nothing.
+      // Check everything before touching anything: the whole call is all or nothing. Writes
+      // apply in order, so a later write to the same stream sees the earlier one's events.
+      const pendingRevision = new Map<string, bigint>();
+      const pendingIds = new Map<string, string>();
       const plans = encoded.map((w) => {
         const fresh: EncodedEvent[] = [];
         for (const e of w.events) {
-          const prior = byId.get(e.id);
-          if (prior === undefined) fresh.push(e);
-          else if (prior.stream !== w.stream) {
-            throw new ConvergeError('CONVERGE_ERR_DUPLICATE_EVENT_ID', `append: event id ${e.id} is already stored in ${prior.stream}, not ${w.stream}`, {
-              details: { id: e.id, stream: w.stream, storedIn: prior.stream },
+          const storedIn = byId.get(e.id)?.stream ?? pendingIds.get(e.id);
+          if (storedIn === undefined) fresh.push(e);
+          else if (storedIn !== w.stream) {
+            throw new ConvergeError('CONVERGE_ERR_DUPLICATE_EVENT_ID', `append: event id ${e.id} is already stored in ${storedIn}, not ${w.stream}`, {
+              details: { id: e.id, stream: w.stream, storedIn },
             });
           }
         }
-        const current = revisionOf(w.stream);
+        const current = pendingRevision.get(w.stream) ?? revisionOf(w.stream);
         // A retry whose events are all stored already succeeds even if the stream moved on.
         const retry = w.events.length > 0 && fresh.length === 0;
         if (!retry && !expectedRevisionHolds(w.expected, current)) throw wrongExpectedRevision(w.stream, w.expected, current);
+        for (const e of fresh) pendingIds.set(e.id, w.stream);
+        pendingRevision.set(w.stream, current + BigInt(fresh.length));
         return { stream: w.stream, fresh };
       });
       let position: bigint | null = null;

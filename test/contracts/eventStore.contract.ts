@@ -218,6 +218,18 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
       assert.equal(r.position, last);
     }));
 
+    void test('two writes to the same stream in one call apply in order', withStore(async (store) => {
+      const n = nodeName();
+      const s = `node-${n}`;
+      const [e1, e2] = [aliveSeen(n, 1), aliveSeen(n, 2)];
+      const r = await store.append([
+        { stream: s, expected: 'no_stream', events: [e1] },
+        { stream: s, expected: 0n, events: [e2] },
+      ]);
+      assert.deepEqual(r.streams.map((x) => x.nextExpected), [0n, 1n]);
+      assert.deepEqual(ids(await store.readStream(s)), [e1.id, e2.id]);
+    }));
+
     void test('a many-stream append where one stream conflicts writes nothing of the batch', { skip: harness.crossStreamAtomicitySkip ?? false }, withStore(async (store) => {
       const [a, b, c] = [nodeName(), nodeName(), nodeName()];
       await store.append([{ stream: `node-${b}`, expected: 'no_stream', events: [aliveSeen(b, 0)] }]);

@@ -1,0 +1,310 @@
+import { resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { ConvergeError } from '../errors.ts';
+import type { Recorded } from '../events/index.ts';
+import { decodeEvent } from '../events/index.ts';
+import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision } from './appendRules.ts';
+import type { Notifier } from './notifier.ts';
+import { createNotifier } from './notifier.ts';
+import { createPollingSubscription } from './pollingSubscription.ts';
+import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions } from './port.ts';
+
+// The embedded default store (DESIGN §5). One file, WAL, synchronous=FULL: an acknowledged
+// report survives power loss, and batching (one transaction per append call) is how it gets
+// fast, not weaker sync. Positions are INTEGER PRIMARY KEY AUTOINCREMENT, so SQLite never hands
+// out a position twice, even after the newest rows are gone (plain rowids may be reused).
+
+export type SqliteEventStoreOptions = Readonly<{
+  /** FULL (default) fsyncs the WAL on every commit; NORMAL may lose the last commits on power loss. */
+  synchronous?: 'FULL' | 'NORMAL' | 'EXTRA';
+  maxEventBytes?: number;
+  /** How often live subscriptions look for appends made by another process (ms). */
+  pollMs?: number;
+  /** How long a write waits for another process's write lock before failing (ms). */
+  busyTimeoutMs?: number;
+  /** Events per read query in readAll and subscriptions. */
+  readBatchSize?: number;
+}>;
+
+/** Bump with a migration in `migrations` below whenever the schema changes. */
+export const sqliteSchemaVersion = 1;
+/** 'CNVG': marks the file as a Converge store, so a foreign SQLite file is refused, not altered. */
+const applicationId = 0x434e5647;
+
+const schemaV1 = `
+CREATE TABLE events (
+  position INTEGER PRIMARY KEY AUTOINCREMENT,
+  id       TEXT    NOT NULL UNIQUE,
+  stream   TEXT    NOT NULL,
+  revision INTEGER NOT NULL,
+  type     TEXT    NOT NULL,
+  data     TEXT    NOT NULL,
+  metadata TEXT    NOT NULL,
+  UNIQUE (stream, revision)
+);
+CREATE TABLE checkpoints (
+  name     TEXT PRIMARY KEY,
+  position INTEGER NOT NULL
+) WITHOUT ROWID;
+`;
+
+/** migrations[v] turns a version-v file into version v+1, inside one transaction. */
+const migrations: Readonly<Record<number, (db: Database.Database) => void>> = {};
+
+/** Same-process subscriptions on one file share a notifier, whichever handle appended. */
+const notifiers = new Map<string, { notifier: Notifier; users: number }>();
+
+const sqliteError = (err: unknown, what: string): ConvergeError => {
+  if (err instanceof ConvergeError) return err;
+  const code = (err as { code?: unknown }).code;
+  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
+    return new ConvergeError('CONVERGE_ERR_STORE_SCHEMA', `${what}: the file is not a readable SQLite database (${String(code)})`, { cause: err });
+  }
+  return new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', `${what}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+};
+
+function migrate(db: Database.Database, path: string): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  const appId = db.pragma('application_id', { simple: true }) as number;
+  const tables = (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number }).n;
+  if (version === 0 && tables === 0) {
+    db.transaction(() => {
+      db.exec(schemaV1);
+      db.pragma(`application_id = ${applicationId}`);
+      db.pragma(`user_version = ${sqliteSchemaVersion}`);
+    }).immediate();
+    return;
+  }
+  if (appId !== applicationId) {
+    throw new ConvergeError('CONVERGE_ERR_STORE_SCHEMA', `sqlite:${path} is a SQLite file but not a Converge event store (application_id ${appId}); refusing to touch it`);
+  }
+  if (version > sqliteSchemaVersion) {
+    throw new ConvergeError(
+      'CONVERGE_ERR_STORE_SCHEMA',
+      `sqlite:${path} has store schema v${version}, written by a newer Converge; this one reads up to v${sqliteSchemaVersion}. Upgrade Converge, or restore a backup`,
+      { details: { found: version, supported: sqliteSchemaVersion } },
+    );
+  }
+  for (let v = version; v < sqliteSchemaVersion; v++) {
+    const step = migrations[v];
+    if (step === undefined) {
+      throw new ConvergeError('CONVERGE_ERR_STORE_SCHEMA', `sqlite:${path} has store schema v${v} and there is no migration from it to v${v + 1}`, {
+        details: { found: version, supported: sqliteSchemaVersion },
+      });
+    }
+    db.transaction(() => {
+      step(db);
+      db.pragma(`user_version = ${v + 1}`);
+    }).immediate();
+  }
+}
+
+type Row = { position: bigint; id: string; stream: string; revision: bigint; type: string; data: string; metadata: string };
+
+export function createSqliteEventStore(path: string, options: SqliteEventStoreOptions = {}): EventStore {
+  const maxEventBytes = options.maxEventBytes ?? defaultMaxEventBytes;
+  const readBatchSize = options.readBatchSize ?? 1000;
+  const pollMs = options.pollMs ?? 200;
+  const key = path === ':memory:' ? `:memory:${Math.random()}` : resolve(path);
+
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(path);
+    db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5_000}`);
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+    migrate(db, path);
+  } catch (err) {
+    if (db?.open === true) db.close();
+    throw sqliteError(err, `open sqlite:${path}`);
+  }
+  const conn = db;
+
+  const shared = notifiers.get(key) ?? { notifier: createNotifier(), users: 0 };
+  shared.users++;
+  notifiers.set(key, shared);
+  const notifier = shared.notifier;
+
+  // Prepared once (pino's habit: work done when built, not on the hot path).
+  const cols = 'position, id, stream, revision, type, data, metadata';
+  const q = {
+    revision: conn.prepare('SELECT max(revision) AS r FROM events WHERE stream = ?').pluck().safeIntegers(),
+    insert: conn.prepare('INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING').safeIntegers(),
+    streamOfId: conn.prepare('SELECT stream FROM events WHERE id = ?').pluck(),
+    forwards: conn.prepare(`SELECT ${cols} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`).safeIntegers(),
+    backwards: conn.prepare(`SELECT ${cols} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`).safeIntegers(),
+    after: conn.prepare(`SELECT ${cols} FROM events WHERE position > ? ORDER BY position LIMIT ?`).safeIntegers(),
+    afterPrefix: conn.prepare(`SELECT ${cols} FROM events WHERE position > ? AND position <= ? AND substr(stream, 1, ?) = ? ORDER BY position LIMIT ?`).safeIntegers(),
+    head: conn.prepare('SELECT max(position) FROM events').pluck().safeIntegers(),
+    getCheckpoint: conn.prepare('SELECT position FROM checkpoints WHERE name = ?').pluck().safeIntegers(),
+    setCheckpoint: conn.prepare('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position'),
+  };
+
+  let closed = false;
+  const open = (): void => {
+    if (closed) throw storeClosed('sqlite');
+  };
+
+  // Nearly every stored event has the same metadata text; parse it once.
+  const metadataCache = new Map<string, unknown>();
+  const decode = (r: Row): Recorded => {
+    let meta = metadataCache.get(r.metadata);
+    if (meta === undefined) {
+      meta = JSON.parse(r.metadata) as unknown;
+      if (metadataCache.size < 64) metadataCache.set(r.metadata, meta);
+    }
+    return { ...decodeEvent(r.type, JSON.parse(r.data), meta), id: r.id, stream: r.stream, revision: r.revision, position: r.position };
+  };
+
+  const appendTx = conn.transaction((writes: ReturnType<typeof encodeWrites>): AppendResult => {
+    const streams: AppendResult['streams'][number][] = [];
+    let position: bigint | null = null;
+    for (const w of writes) {
+      const current = (q.revision.get(w.stream) as bigint | null) ?? -1n;
+      if (!expectedRevisionHolds(w.expected, current)) {
+        // A retry whose events are all stored already (in this stream) succeeds as a no-op.
+        const allStored = w.events.length > 0 && w.events.every((e) => q.streamOfId.get(e.id) === w.stream);
+        if (!allStored) throw wrongExpectedRevision(w.stream, w.expected, current);
+        streams.push({ stream: w.stream, nextExpected: current, written: 0 });
+        continue;
+      }
+      let revision = current;
+      let written = 0;
+      for (const e of w.events) {
+        const r = q.insert.run(e.id, w.stream, revision + 1n, e.type, e.data, e.metadata);
+        if (r.changes === 0) {
+          const storedIn = q.streamOfId.get(e.id) as string;
+          if (storedIn !== w.stream) {
+            throw new ConvergeError('CONVERGE_ERR_DUPLICATE_EVENT_ID', `append: event id ${e.id} is already stored in ${storedIn}, not ${w.stream}`, {
+              details: { id: e.id, stream: w.stream, storedIn },
+            });
+          }
+          continue;
+        }
+        revision++;
+        written++;
+        position = r.lastInsertRowid as bigint;
+      }
+      streams.push({ stream: w.stream, nextExpected: revision, written });
+    }
+    return { streams, position };
+  });
+
+  function readAfter(after: bigint | null, limit: number): Recorded[] {
+    open();
+    try {
+      return (q.after.all(after ?? 0n, limit) as Row[]).map(decode);
+    } catch (err) {
+      throw sqliteError(err, 'read sqlite store');
+    }
+  }
+
+  const store: EventStore = {
+    kind: 'sqlite',
+
+    async append(writes) {
+      open();
+      const encoded = encodeWrites(writes, maxEventBytes);
+      let result: AppendResult;
+      try {
+        // IMMEDIATE takes the write lock up front: another process waits (busy_timeout) rather
+        // than failing halfway through upgrading a read transaction.
+        result = appendTx.immediate(encoded);
+      } catch (err) {
+        throw sqliteError(err, 'append to sqlite store');
+      }
+      if (result.position !== null) notifier.notify();
+      return result;
+    },
+
+    async readStream(stream, opts: ReadStreamOptions = {}) {
+      open();
+      const limit = opts.limit ?? -1; // SQLite: a negative LIMIT means none
+      try {
+        const rows =
+          opts.direction === 'backwards'
+            ? q.backwards.all(stream, opts.fromRevision ?? 9223372036854775807n, limit)
+            : q.forwards.all(stream, opts.fromRevision ?? 0n, limit);
+        return (rows as Row[]).map(decode);
+      } catch (err) {
+        throw sqliteError(err, `read ${stream}`);
+      }
+    },
+
+    async *readAll(opts: ReadAllOptions = {}) {
+      let after = opts.after ?? 0n;
+      let left = opts.limit ?? Number.MAX_SAFE_INTEGER;
+      const prefix = opts.streamPrefix;
+      while (left > 0) {
+        open();
+        const n = Math.min(left, readBatchSize);
+        let batch: Recorded[];
+        try {
+          if (prefix === undefined) {
+            batch = (q.after.all(after, n) as Row[]).map(decode);
+            if (batch.length === 0) return;
+            after = batch[batch.length - 1]!.position;
+          } else {
+            // Scan a bounded window of positions per query, so a prefix that matches rarely
+            // still reads in steps instead of one long query that blocks the event loop.
+            const head = (q.head.get() as bigint | null) ?? 0n;
+            if (after >= head) return;
+            const hi = after + BigInt(readBatchSize * 8);
+            batch = (q.afterPrefix.all(after, hi, prefix.length, prefix, n) as Row[]).map(decode);
+            after = batch.length === n ? batch[batch.length - 1]!.position : hi < head ? hi : head;
+          }
+        } catch (err) {
+          throw sqliteError(err, 'read sqlite store');
+        }
+        if (batch.length > 0) {
+          left -= batch.length;
+          yield batch;
+        }
+      }
+    },
+
+    async headPosition() {
+      open();
+      return (q.head.get() as bigint | null) ?? null;
+    },
+
+    subscribe(opts: SubscribeOptions) {
+      open();
+      return createPollingSubscription(
+        {
+          readAfter: async (after, limit) => readAfter(after, limit),
+          headPosition: () => store.headPosition(),
+          getCheckpoint: (name) => store.getCheckpoint(name),
+          setCheckpoint: (name, p) => store.setCheckpoint(name, p),
+          notifier,
+          pollMs,
+        },
+        opts,
+      );
+    },
+
+    async getCheckpoint(name) {
+      open();
+      return (q.getCheckpoint.get(name) as bigint | undefined) ?? null;
+    },
+
+    async setCheckpoint(name, position) {
+      open();
+      try {
+        q.setCheckpoint.run(name, position);
+      } catch (err) {
+        throw sqliteError(err, `save checkpoint ${name}`);
+      }
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (--shared.users === 0) notifiers.delete(key);
+      conn.close();
+      // Wake this handle's subscriptions so they see the store is closed and end.
+      notifier.notify();
+    },
+  };
+  return store;
+}
