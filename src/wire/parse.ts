@@ -57,10 +57,11 @@ function describe(issues: readonly z.core.$ZodIssue[]): string {
     .join('; ');
 }
 
-function check<T extends z.ZodType>(schema: T, value: unknown, what: string): z.output<T> {
+function check<T extends z.ZodType>(schema: T, value: unknown, what: string, requiresNode = false): z.output<T> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ConvergeError('CONVERGE_ERR_WIRE_SCHEMA', `${what} must be a JSON object`);
   }
+  if (requiresNode && !Object.hasOwn(value, 'node')) throw new ConvergeError('CONVERGE_ERR_WIRE_NODE_MISSING', `${what} has no node`);
   const r = schema.safeParse(value);
   if (!r.success) {
     const base64 = r.error.issues.some((i) => i.code === 'custom' && (i.params as { code?: string } | undefined)?.code === 'base64');
@@ -78,11 +79,7 @@ function requireNode(node: string, what: string): void {
 }
 
 export function parseReport(body: Uint8Array, limits: WireLimits = defaultWireLimits): Report {
-  const value = parseJson(body, limits);
-  if (typeof value === 'object' && value !== null && !('node' in value)) {
-    throw new ConvergeError('CONVERGE_ERR_WIRE_NODE_MISSING', 'report has no node');
-  }
-  const r = check(reportSchema, value, 'report');
+  const r = check(reportSchema, parseJson(body, limits), 'report', true);
   requireNode(r.node, 'report');
   if (r.declared !== '' && !digestPattern.test(r.declared)) {
     throw new ConvergeError('CONVERGE_ERR_WIRE_DIGEST', `declared must be 64 lowercase hex characters, got ${JSON.stringify(r.declared.slice(0, 80))}`);
@@ -91,11 +88,7 @@ export function parseReport(body: Uint8Array, limits: WireLimits = defaultWireLi
 }
 
 export function parseAlive(body: Uint8Array, limits: WireLimits = defaultWireLimits): Alive {
-  const value = parseJson(body, limits);
-  if (typeof value === 'object' && value !== null && !('node' in value)) {
-    throw new ConvergeError('CONVERGE_ERR_WIRE_NODE_MISSING', 'alive has no node');
-  }
-  const a = check(aliveSchema, value, 'alive');
+  const a = check(aliveSchema, parseJson(body, limits), 'alive', true);
   requireNode(a.node, 'alive');
   return a;
 }

@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { isConvergeError } from '../../src/errors.ts';
+import {
+  aliveSeenId, declarationSentId, decodeEvent, eventMetadata, makeDeclarationSent, makeReportReceived, reportReceivedId, uuidV5,
+} from '../../src/events/index.ts';
+import { parseReport } from '../../src/wire/index.ts';
+import { testKey } from '../support/history.ts';
+import { vectorBytes } from '../support/vectors.ts';
+
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+test('event ids are deterministic UUIDs: same node+serial or same message gives the same id', () => {
+  assert.equal(declarationSentId('n1', 3), declarationSentId('n1', 3));
+  assert.notEqual(declarationSentId('n1', 3), declarationSentId('n1', 4));
+  assert.notEqual(declarationSentId('n1', 3), declarationSentId('n2', 3));
+  assert.match(declarationSentId('n1', 3), uuid);
+  const body = Buffer.from('{"node":"n1"}');
+  assert.equal(reportReceivedId('n1', 'm-1', body), reportReceivedId('n1', 'm-1', Buffer.from('other')));
+  assert.equal(reportReceivedId('n1', null, body), reportReceivedId('n1', null, Buffer.from('{"node":"n1"}')));
+  assert.notEqual(reportReceivedId('n1', null, body), reportReceivedId('n1', null, Buffer.from('{"node":"n1","applied":["a"]}')));
+  assert.match(aliveSeenId('n1', '2026-11-29T12:00:00.000Z'), uuid);
+});
+
+test('uuidV5 matches RFC 4122 for the DNS namespace example', () => {
+  // Well-known: uuid v5 of "www.example.com" in the DNS namespace.
+  assert.equal(uuidV5('www.example.com', '6ba7b810-9dad-11d1-80b4-00c04fd430c8'), '2ed6657d-e927-568b-95e1-2665a8aea6a2');
+});
+
+test('the same send built twice has the same id and the same digest only if the time is the same', () => {
+  const now = new Date('2026-11-29T12:00:00Z');
+  const a = makeDeclarationSent({ node: 'n1', serial: 1, resources: [{ id: 'web' }], key: testKey, now });
+  const b = makeDeclarationSent({ node: 'n1', serial: 1, resources: [{ id: 'web' }], key: testKey, now });
+  assert.deepEqual(a, b);
+  assert.deepEqual(a.data.resourceIds, ['web']);
+  assert.equal(Buffer.from(a.data.declaration, 'base64').toString().includes('"serial":1'), true);
+});
+
+test('stored events are read back through their schema, and a malformed one is refused', () => {
+  const body = vectorBytes('report-failed.json');
+  const e = makeReportReceived(parseReport(body), body, { messageId: null, redelivered: true, userId: 'edge-07' }, new Date());
+  const stored = JSON.parse(JSON.stringify(e.data)) as unknown;
+  assert.deepEqual(decodeEvent('ReportReceived', stored, eventMetadata()), { type: 'ReportReceived', data: e.data });
+  assert.throws(() => decodeEvent('ReportReceived', { ...(stored as object), declared: 'zz' }), (x) => isConvergeError(x, 'CONVERGE_ERR_EVENT_INVALID'));
+  assert.throws(() => decodeEvent('NodeExploded', {}), (x) => isConvergeError(x, 'CONVERGE_ERR_EVENT_INVALID'));
+  assert.throws(() => decodeEvent('AliveSeen', { node: 'n', seenAt: '2026-11-29T12:00:00Z' }, { v: 99 }), /newer Converge/);
+});
