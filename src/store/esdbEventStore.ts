@@ -1,0 +1,378 @@
+import {
+  BACKWARDS,
+  END,
+  EventStoreDBClient,
+  FORWARDS,
+  MaxAppendSizeExceededError,
+  START,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+  jsonEvent,
+  streamNameFilter,
+} from '@eventstore/db-client';
+import type { AllStreamRecordedEvent, AllStreamSubscription, AppendExpectedRevision, JSONType, Position, RecordedEvent } from '@eventstore/db-client';
+import { ConvergeError, isConvergeError } from '../errors.ts';
+import type { Recorded } from '../events/index.ts';
+import { decodeEvent, isEventType, streamPrefix as nodeStreamPrefix } from '../events/index.ts';
+import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision } from './appendRules.ts';
+import type { EncodedWrite } from './appendRules.ts';
+import { sleep } from './notifier.ts';
+import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions, Subscription } from './port.ts';
+
+// EventStoreDB adapter (DESIGN §5): for fleets that outgrow one machine. Differences from the
+// SQLite adapter, all documented in src/store/README.md:
+// - a many-stream append is concurrent per-stream appends: atomic per stream, not per call
+//   (EventStoreDB has no cross-stream transaction);
+// - the global position is the commit position of $all (commit = prepare for gRPC appends);
+// - event-id idempotency is what the server gives for explicit expected revisions, plus a check
+//   of the stream's tail on a conflict; an id reused in *another* stream is not detected;
+// - events in $all that are not Converge events (system events, other applications) are skipped.
+
+export type EsdbEventStoreOptions = Readonly<{
+  maxEventBytes?: number;
+  /** Streams the live subscription follows (server-side filter); DESIGN §2 puts every node in `node-`. */
+  streamPrefix?: string;
+  readBatchSize?: number;
+  /** Backoff bounds when a subscription drops and resubscribes (ms). */
+  minBackoffMs?: number;
+  maxBackoffMs?: number;
+}>;
+
+const checkpointStream = (name: string): string => `$converge-checkpoint-${name}`;
+const toPosition = (p: bigint): Position => ({ commit: p, prepare: p });
+
+const esdbError = (err: unknown, what: string): ConvergeError => {
+  if (err instanceof ConvergeError) return err;
+  if (err instanceof MaxAppendSizeExceededError) {
+    return new ConvergeError('CONVERGE_ERR_EVENT_TOO_LARGE', `${what}: EventStoreDB refused the append as too large (${err.message})`, { cause: err });
+  }
+  return new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', `${what}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+};
+
+function toRecorded(e: RecordedEvent | AllStreamRecordedEvent): Recorded | null {
+  if (!isEventType(e.type) || !e.isJson || e.position === undefined) return null;
+  return { ...decodeEvent(e.type, e.data, e.metadata), id: e.id, stream: e.streamId, revision: e.revision, position: e.position.commit };
+}
+
+export function createEsdbEventStore(connectionString: string, options: EsdbEventStoreOptions = {}): EventStore {
+  const maxEventBytes = options.maxEventBytes ?? defaultMaxEventBytes;
+  const prefix = options.streamPrefix ?? nodeStreamPrefix;
+  const readBatchSize = options.readBatchSize ?? 1000;
+  const minBackoffMs = options.minBackoffMs ?? 100;
+  const maxBackoffMs = options.maxBackoffMs ?? 10_000;
+  let client: EventStoreDBClient;
+  try {
+    client = EventStoreDBClient.connectionString(connectionString);
+  } catch (err) {
+    throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `esdb: cannot use connection string: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  let closed = false;
+  const subscriptions = new Set<Subscription>();
+  const open = (): void => {
+    if (closed) throw storeClosed('esdb');
+  };
+
+  /** Events of a stream from a revision, forwards or backwards; a missing stream has none. */
+  async function readRaw(stream: string, direction: 'forwards' | 'backwards', from: bigint | undefined, maxCount: number | undefined): Promise<RecordedEvent[]> {
+    const out: RecordedEvent[] = [];
+    try {
+      const read = client.readStream(stream, {
+        direction: direction === 'backwards' ? BACKWARDS : FORWARDS,
+        fromRevision: from ?? (direction === 'backwards' ? END : START),
+        ...(maxCount === undefined ? {} : { maxCount }),
+      });
+      for await (const r of read) if (r.event !== undefined) out.push(r.event as RecordedEvent);
+    } catch (err) {
+      if (err instanceof StreamNotFoundError) return [];
+      throw esdbError(err, `read ${stream}`);
+    }
+    return out;
+  }
+
+  const currentRevision = async (stream: string): Promise<bigint> => (await readRaw(stream, 'backwards', undefined, 1))[0]?.revision ?? -1n;
+
+  /** One stream's write, with the port's idempotency: already-stored ids are skipped, never duplicated. */
+  async function appendOne(w: EncodedWrite): Promise<{ stream: string; nextExpected: bigint; written: number; position: bigint | null }> {
+    if (w.events.length === 0) {
+      const current = await currentRevision(w.stream);
+      if (!expectedRevisionHolds(w.expected, current)) throw wrongExpectedRevision(w.stream, w.expected, current);
+      return { stream: w.stream, nextExpected: current, written: 0, position: null };
+    }
+    let events = w.events;
+    let expected: AppendExpectedRevision;
+    if (w.expected === 'any' || w.expected === 'stream_exists') {
+      // Pin an explicit revision so the server's idempotency applies, and drop events a previous
+      // attempt already stored (they can only be in the stream's recent tail).
+      const tail = await readRaw(w.stream, 'backwards', undefined, Math.max(64, events.length * 4));
+      const current = tail[0]?.revision ?? -1n;
+      if (w.expected === 'stream_exists' && current < 0n) throw wrongExpectedRevision(w.stream, w.expected, current);
+      const stored = new Set(tail.map((e) => e.id));
+      events = events.filter((e) => !stored.has(e.id));
+      if (events.length === 0) return { stream: w.stream, nextExpected: current, written: 0, position: null };
+      expected = current < 0n ? 'no_stream' : current;
+    } else expected = w.expected;
+    try {
+      const r = await client.appendToStream(
+        w.stream,
+        events.map((e) => jsonEvent({ id: e.id, type: e.type, data: JSON.parse(e.data) as JSONType, metadata: JSON.parse(e.metadata) as JSONType })),
+        { expectedRevision: expected },
+      );
+      return { stream: w.stream, nextExpected: r.nextExpectedRevision, written: events.length, position: r.position?.commit ?? null };
+    } catch (err) {
+      if (!(err instanceof WrongExpectedVersionError)) throw esdbError(err, `append to ${w.stream}`);
+      // A retry of a write that did land: its events sit right after the revision it expected.
+      const from = expected === 'no_stream' ? 0n : typeof expected === 'bigint' ? expected + 1n : null;
+      if (from !== null) {
+        const there = await readRaw(w.stream, 'forwards', from, events.length);
+        if (there.length === events.length && there.every((e, i) => e.id === events[i]!.id)) {
+          return { stream: w.stream, nextExpected: await currentRevision(w.stream), written: 0, position: null };
+        }
+      }
+      const actual = typeof err.actualVersion === 'bigint' ? err.actualVersion : err.actualVersion === 'no_stream' ? -1n : null;
+      throw wrongExpectedRevision(w.stream, w.expected, actual, err);
+    }
+  }
+
+  const store: EventStore = {
+    kind: 'esdb',
+
+    async append(writes) {
+      open();
+      const encoded = encodeWrites(writes, maxEventBytes);
+      // No cross-stream transaction in EventStoreDB: streams are written concurrently, writes to
+      // the same stream one after another in call order. Atomic per stream, not per call.
+      const chains = new Map<string, Promise<unknown>>();
+      const results = encoded.map((w) => {
+        const previous = chains.get(w.stream) ?? Promise.resolve();
+        const mine = previous.then(() => appendOne(w));
+        chains.set(w.stream, mine.catch(() => undefined));
+        return mine;
+      });
+      const settled = await Promise.allSettled(results);
+      const failed = settled.find((s) => s.status === 'rejected');
+      if (failed !== undefined) throw esdbError(failed.reason, 'append');
+      const streams: AppendResult['streams'][number][] = [];
+      let position: bigint | null = null;
+      for (const s of settled) {
+        if (s.status !== 'fulfilled') continue;
+        streams.push({ stream: s.value.stream, nextExpected: s.value.nextExpected, written: s.value.written });
+        if (s.value.position !== null && (position === null || s.value.position > position)) position = s.value.position;
+      }
+      return { streams, position };
+    },
+
+    async readStream(stream, opts: ReadStreamOptions = {}) {
+      open();
+      const raw = await readRaw(stream, opts.direction ?? 'forwards', opts.fromRevision, opts.limit);
+      return raw.map(toRecorded).filter((e): e is Recorded => e !== null);
+    },
+
+    async *readAll(opts: ReadAllOptions = {}) {
+      let after = opts.after ?? null;
+      let left = opts.limit ?? Number.MAX_SAFE_INTEGER;
+      while (left > 0) {
+        open();
+        const batch: Recorded[] = [];
+        let raw = 0;
+        let last: bigint | null = null;
+        try {
+          const read = client.readAll({ direction: FORWARDS, fromPosition: after === null ? START : toPosition(after), maxCount: readBatchSize });
+          for await (const r of read) {
+            raw++;
+            const e = r.event;
+            if (e === undefined) continue;
+            last = e.position.commit;
+            // fromPosition is inclusive in a read; the port's `after` is exclusive.
+            if (after !== null && e.position.commit <= after) continue;
+            if (opts.streamPrefix !== undefined && !e.streamId.startsWith(opts.streamPrefix)) continue;
+            const rec = toRecorded(e);
+            if (rec !== null && batch.length < left) batch.push(rec);
+          }
+        } catch (err) {
+          throw esdbError(err, 'read $all');
+        }
+        if (batch.length > 0) {
+          left -= batch.length;
+          yield batch;
+        }
+        if (raw < readBatchSize || last === null || last === after) return;
+        after = last;
+      }
+    },
+
+    async headPosition() {
+      open();
+      try {
+        // The newest Converge event; system events after it do not count.
+        for await (const r of client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 4096 })) {
+          if (r.event !== undefined && isEventType(r.event.type)) return r.event.position.commit;
+        }
+      } catch (err) {
+        throw esdbError(err, 'read $all');
+      }
+      return null;
+    },
+
+    subscribe(opts) {
+      open();
+      const sub = createEsdbSubscription(opts);
+      subscriptions.add(sub);
+      return sub;
+    },
+
+    async getCheckpoint(name) {
+      open();
+      const last = (await readRaw(checkpointStream(name), 'backwards', undefined, 1))[0];
+      if (last === undefined) return null;
+      const p = (last.data as { position?: unknown }).position;
+      return typeof p === 'string' ? BigInt(p) : null;
+    },
+
+    async setCheckpoint(name, position) {
+      open();
+      const stream = checkpointStream(name);
+      try {
+        const r = await client.appendToStream(stream, jsonEvent({ type: 'ConvergeCheckpoint', data: { position: position.toString() } }));
+        // Only the newest checkpoint matters: let the server scavenge the rest.
+        if (r.nextExpectedRevision === 0n) await client.setStreamMetadata(stream, { maxCount: 1 });
+      } catch (err) {
+        throw esdbError(err, `save checkpoint ${name}`);
+      }
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.allSettled([...subscriptions].map((s) => s.stop()));
+      await client.dispose();
+    },
+  };
+
+  function createEsdbSubscription(opts: SubscribeOptions): Subscription {
+    const abort = new AbortController();
+    const signal = abort.signal;
+    const batchSize = Math.max(1, opts.batchSize ?? 500);
+    const types = opts.types === undefined ? null : new Set<string>(opts.types);
+    let position: bigint | null = null;
+    let caughtUp = false;
+    let current: AllStreamSubscription | null = null;
+    let head: bigint | null = null;
+
+    const report = (err: unknown): void => {
+      try {
+        opts.onError?.(err);
+      } catch {
+        // a reporter that throws must not kill the subscription
+      }
+    };
+    const markCaughtUp = (): void => {
+      if (caughtUp) return;
+      caughtUp = true;
+      try {
+        opts.onCaughtUp?.();
+      } catch (err) {
+        report(err);
+      }
+    };
+    const passed = (p: bigint): void => {
+      if (head !== null && p >= head) markCaughtUp();
+    };
+
+    async function retrying(fn: () => Promise<void>): Promise<boolean> {
+      let backoff = minBackoffMs;
+      while (!signal.aborted) {
+        try {
+          await fn();
+          return true;
+        } catch (err) {
+          if (isConvergeError(err, 'CONVERGE_ERR_STORE_CLOSED')) break;
+          report(err);
+          await sleep(backoff, signal);
+          backoff = Math.min(backoff * 2, maxBackoffMs);
+        }
+      }
+      return false;
+    }
+
+    async function flush(batch: Recorded[]): Promise<boolean> {
+      const last = batch[batch.length - 1];
+      if (last === undefined) return true;
+      const wanted = types === null ? batch : batch.filter((e) => types.has(e.type));
+      if (wanted.length > 0 && !(await retrying(async () => opts.handler(wanted)))) return false;
+      position = last.position;
+      if (opts.checkpoint !== undefined) {
+        const name = opts.checkpoint;
+        if (signal.aborted) await store.setCheckpoint(name, last.position).catch(report);
+        else if (!(await retrying(() => store.setCheckpoint(name, last.position)))) return false;
+      }
+      passed(last.position);
+      return true;
+    }
+
+    async function run(): Promise<void> {
+      const started = await retrying(async () => {
+        const saved = opts.checkpoint === undefined ? null : await store.getCheckpoint(opts.checkpoint);
+        position = saved ?? opts.after ?? null;
+        head = await store.headPosition();
+      });
+      if (!started) return;
+      if (head === null || (position !== null && position >= head)) markCaughtUp();
+      let backoff = minBackoffMs;
+      while (!signal.aborted && !closed) {
+        try {
+          // Resubscribe from the last handled position: events are skipped by position below,
+          // so a drop replays nothing to the handler and skips nothing.
+          const sub = client.subscribeToAll({
+            fromPosition: position === null ? START : toPosition(position),
+            filter: streamNameFilter({ prefixes: [prefix], checkpointReached: (_s, p) => passed(p.commit) }),
+          });
+          current = sub;
+          sub.on('caughtUp', markCaughtUp);
+          let batch: Recorded[] = [];
+          for await (const r of sub) {
+            if (signal.aborted) break;
+            backoff = minBackoffMs;
+            const e = r.event;
+            if (e === undefined) continue;
+            const rec = toRecorded(e);
+            if (rec === null || (position !== null && rec.position <= position)) continue;
+            batch.push(rec);
+            // Hand over what has arrived: a full batch, or whatever is buffered once the stream pauses.
+            if (batch.length >= batchSize || sub.readableLength === 0) {
+              const b = batch;
+              batch = [];
+              if (!(await flush(b))) break;
+            }
+          }
+          if (batch.length > 0) await flush(batch);
+          if (signal.aborted) break;
+          throw new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', 'esdb: subscription to $all ended');
+        } catch (err) {
+          if (signal.aborted || closed) break;
+          report(esdbError(err, 'subscribe to $all'));
+          await sleep(backoff, signal);
+          backoff = Math.min(backoff * 2, maxBackoffMs);
+        } finally {
+          const sub = current;
+          current = null;
+          await sub?.unsubscribe().catch(() => undefined);
+        }
+      }
+    }
+
+    const done = run().catch(report);
+    const sub: Subscription = {
+      position: () => position,
+      isCaughtUp: () => caughtUp,
+      stop: async () => {
+        abort.abort();
+        await current?.unsubscribe().catch(() => undefined);
+        await done;
+        subscriptions.delete(sub);
+      },
+    };
+    return sub;
+  }
+
+  return store;
+}
