@@ -36,6 +36,11 @@ export const errorCodes = {
   CONVERGE_ERR_TOPOLOGY_CONFLICT: { http: 500, summary: 'broker already has a queue or exchange declared differently' },
   CONVERGE_ERR_BROKER_UNAVAILABLE: { http: 503, summary: 'broker cannot be reached' },
 
+  // node accounts (README "Node accounts")
+  CONVERGE_ERR_BROKER_ADMIN: { http: 502, summary: 'broker management API refused or failed a request' },
+  CONVERGE_ERR_NODE_ID_INVALID: { http: 400, summary: 'node id is not lowercase letters, digits, dot, underscore or hyphen (1-63)' },
+  CONVERGE_ERR_NODE_EXISTS: { http: 409, summary: 'a broker account with this name exists and was not replaced' },
+
   // operator interfaces (DESIGN §7)
   CONVERGE_ERR_CONFIG_INVALID: { http: 500, summary: 'configuration is not valid' },
   CONVERGE_ERR_NODE_NOT_FOUND: { http: 404, summary: 'no event has ever named this node' },

@@ -1,0 +1,10 @@
+// Node broker accounts (DESIGN §1): enroll a node with the least rights wire.go allows, revoke it.
+export { enrollNode, revokeNode } from './nodeAccounts.ts';
+export type { Enrolled, NodeAccountOptions, Revoked } from './nodeAccounts.ts';
+export { nodePermissions, nodeRoutingKeys, nodeQueueOf, meshExchange } from './nodePermissions.ts';
+export type { TopicPermissions, VhostPermissions } from './nodePermissions.ts';
+export { nodeIdPattern, validateNodeId, escapeRegex } from './nodeId.ts';
+export { createManagementClient } from './managementClient.ts';
+export type { ManagementClient, ManagementOptions } from './managementClient.ts';
+export { runNodeCommand } from './nodeCommand.ts';
+export type { NodeCommandIo } from './nodeCommand.ts';
