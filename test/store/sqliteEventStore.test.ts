@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { isConvergeError } from '../../src/errors.ts';
+import type { Recorded } from '../../src/events/index.ts';
+import { createSqliteEventStore, openEventStore, sqliteSchemaVersion } from '../../src/store/index.ts';
+import { batchEventIds } from './fixtures/sqliteAppender.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'converge-sqlite-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+const fresh = (): string => join(dir, `s${n++}.db`);
+
+const refusesWithSchema = (path: string, pattern: RegExp): void => {
+  assert.throws(
+    () => createSqliteEventStore(path),
+    (err: unknown) => isConvergeError(err, 'CONVERGE_ERR_STORE_SCHEMA') && pattern.test(err.message),
+  );
+};
+
+test('a new file gets the current schema version, WAL journal and a Converge application id', async () => {
+  const path = fresh();
+  await createSqliteEventStore(path).close();
+  const db = new Database(path, { readonly: true });
+  try {
+    assert.equal(db.pragma('user_version', { simple: true }), sqliteSchemaVersion);
+    assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
+    assert.equal(db.pragma('application_id', { simple: true }), 0x434e5647);
+  } finally {
+    db.close();
+  }
+});
+
+test('a store file written by a newer schema version is refused with STORE_SCHEMA, and left untouched', async () => {
+  const path = fresh();
+  await createSqliteEventStore(path).close();
+  const db = new Database(path);
+  db.pragma(`user_version = ${sqliteSchemaVersion + 1}`);
+  db.close();
+  refusesWithSchema(path, /newer Converge/);
+  const again = new Database(path, { readonly: true });
+  assert.equal(again.pragma('user_version', { simple: true }), sqliteSchemaVersion + 1);
+  again.close();
+});
+
+test('a store file at a schema version with no migration path is refused with STORE_SCHEMA', async () => {
+  const path = fresh();
+  await createSqliteEventStore(path).close();
+  const db = new Database(path);
+  db.pragma('user_version = 0');
+  db.close();
+  refusesWithSchema(path, /no migration/);
+});
+
+test('a SQLite file that is not a Converge store is refused, not altered', () => {
+  const path = fresh();
+  const db = new Database(path);
+  db.exec('CREATE TABLE something_else (x)');
+  db.close();
+  refusesWithSchema(path, /not a Converge event store/);
+});
+
+test('a file that is not SQLite at all is refused with STORE_SCHEMA', () => {
+  const path = fresh();
+  writeFileSync(path, 'this is not a database, it is a text file long enough to have a header'.repeat(20));
+  refusesWithSchema(path, /not a readable SQLite database/);
+});
+
+test('openEventStore picks the adapter from the url and refuses an unknown scheme', async () => {
+  const mem = openEventStore('memory:');
+  assert.equal(mem.kind, 'memory');
+  await mem.close();
+  const sqlite = openEventStore(`sqlite:${fresh()}`);
+  assert.equal(sqlite.kind, 'sqlite');
+  await sqlite.close();
+  assert.throws(() => openEventStore('postgres://x'), (err: unknown) => isConvergeError(err, 'CONVERGE_ERR_CONFIG_INVALID'));
+});
+
+test('two handles on one file in one process: a subscription on one sees appends through the other', async () => {
+  const path = fresh();
+  const a = createSqliteEventStore(path, { pollMs: 60_000 });
+  const b = createSqliteEventStore(path, { pollMs: 60_000 });
+  const seen: Recorded[] = [];
+  const sub = a.subscribe({ handler: (ev) => void seen.push(...ev) });
+  try {
+    await b.append([{ stream: 'node-x', expected: 'no_stream', events: [{ id: batchEventIds('two', 0)[0]!, type: 'AliveSeen', data: { node: 'x', seenAt: '2024-01-01T00:00:00.000Z' } }] }]);
+    // pollMs is a minute, so only the shared in-process notifier can deliver this in time.
+    const start = Date.now();
+    while (seen.length === 0 && Date.now() - start < 10_000) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(seen.length, 1);
+  } finally {
+    await sub.stop();
+    await a.close();
+    await b.close();
+  }
+});
+
+test('a live subscription sees batches appended by another process (polling)', { timeout: 60_000 }, async () => {
+  const path = fresh();
+  const store = createSqliteEventStore(path, { pollMs: 50 });
+  const seen = new Set<string>();
+  const sub = store.subscribe({ handler: (ev) => ev.forEach((e) => seen.add(e.id)) });
+  try {
+    const appender = fileURLToPath(new URL('./fixtures/sqliteAppender.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', appender, path, 'xp', '3'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    assert.equal(code, 0);
+    const want = [0, 1, 2].flatMap((b) => batchEventIds('xp', b));
+    const start = Date.now();
+    while (!want.every((id) => seen.has(id)) && Date.now() - start < 10_000) await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(want.filter((id) => !seen.has(id)), []);
+  } finally {
+    await sub.stop();
+    await store.close();
+  }
+});
