@@ -1,0 +1,283 @@
+import type { Logger } from 'pino';
+import { ConvergeError, toConvergeError } from '../errors.ts';
+import type { ErrorCode } from '../errors.ts';
+import { makeAliveSeen, makeReportReceived, streamOf } from '../events/index.ts';
+import type { EventStore, NewEvent, StreamWrite } from '../store/port.ts';
+import type { Delivery, IngestSource } from '../transport/port.ts';
+import { jittered, sleep } from '../transport/superviseChannel.ts';
+import { defaultWireLimits, parseAlive, parseReport } from '../wire/index.ts';
+import type { WireLimits } from '../wire/index.ts';
+import type { Metrics } from './metrics.ts';
+
+// Reports and alive in (DESIGN §1, §2): parse at the edge, check the sender, turn each
+// delivery into at most one event with a deterministic id, append many deliveries in one
+// store call, and only then ack them. Nothing is acked before it is durable; a delivery we
+// refuse goes to mesh.dead with its reason and is acked once the broker confirmed that copy.
+
+export type IngestOptions = Readonly<{
+  store: EventStore;
+  source: IngestSource;
+  logger: Logger;
+  metrics?: Metrics;
+  /** Body size/depth limits; default 256 KiB, depth 32. */
+  limits?: Partial<WireLimits>;
+  /**
+   * Accept a message with no `user_id` as coming from the node its body names. For labs whose
+   * nodes share one broker account only (DESIGN §1); a *mismatched* user_id is still refused.
+   * Env: CONVERGE_TRUST_MISSING_USER_ID=on (read by config, not here).
+   */
+  trustMissingUserId?: boolean;
+  /** At most one AliveSeen per node per this many ms (DESIGN §2, default 15 s). */
+  aliveResolutionMs?: number;
+  /** Most deliveries per store.append call. */
+  batchSize?: number;
+  /** How long a partial batch waits for company before it is written. */
+  flushMs?: number;
+  now?: () => Date;
+  /** Backoff while the store is unavailable. */
+  retry?: Readonly<{ minMs?: number; maxMs?: number }>;
+}>;
+
+export type Ingest = Readonly<{
+  start: () => Promise<void>;
+  /** Stop consuming, write and ack what is in flight (unless the store is down), then stop the source. */
+  stop: () => Promise<void>;
+  /** The exact last time a node was heard from (alive or report), in memory only; AliveSeen in the store is coalesced. */
+  lastSeenAt: (node: string) => Date | null;
+  lastSeen: () => ReadonlyMap<string, Date>;
+  /** False while appends are failing and deliveries are held unacked. */
+  isHealthy: () => boolean;
+  stats: () => Readonly<{ appended: number; acked: number; deadLettered: number; coalesced: number; pending: number }>;
+}>;
+
+type Pending = Readonly<{ delivery: Delivery; event: NewEvent | null }>;
+
+/** Store errors that no retry will fix: the delivery itself is the problem. */
+const poisonCodes: ReadonlySet<ErrorCode> = new Set(['CONVERGE_ERR_EVENT_TOO_LARGE', 'CONVERGE_ERR_DUPLICATE_EVENT_ID', 'CONVERGE_ERR_EVENT_INVALID']);
+
+export function createIngest(options: IngestOptions): Ingest {
+  const { store, source, metrics } = options;
+  const logger = options.logger.child({ component: 'ingest' });
+  const limits: WireLimits = { ...defaultWireLimits, ...options.limits };
+  const trustMissing = options.trustMissingUserId ?? false;
+  const resolutionMs = options.aliveResolutionMs ?? 15_000;
+  const batchSize = Math.max(1, options.batchSize ?? 500);
+  const flushMs = options.flushMs ?? 10;
+  const now = options.now ?? (() => new Date());
+  const minRetry = options.retry?.minMs ?? 100;
+  const maxRetry = options.retry?.maxMs ?? 5_000;
+
+  const abort = new AbortController();
+  const lastSeen = new Map<string, Date>();
+  /** seenAt of the last AliveSeen we decided to append, per node: the coalescing clock. */
+  const lastAliveEvent = new Map<string, number>();
+  let pending: Pending[] = [];
+  let timer: NodeJS.Timeout | null = null;
+  let flushing: Promise<void> | null = null;
+  const deadLettering = new Set<Promise<void>>();
+  let healthy = true;
+  let batchSeq = 0;
+  const counts = { appended: 0, acked: 0, deadLettered: 0, coalesced: 0 };
+
+  function checkSender(node: string, d: Delivery): void {
+    if (d.userId === null) {
+      if (trustMissing) return;
+      throw new ConvergeError('CONVERGE_ERR_USER_ID_MISSING', `${d.kind} for node ${JSON.stringify(node)} has no user_id; the sender is unknown`);
+    }
+    if (d.userId !== node) {
+      throw new ConvergeError('CONVERGE_ERR_USER_ID_MISMATCH', `${d.kind} names node ${JSON.stringify(node)} but was sent by ${JSON.stringify(d.userId)}`);
+    }
+  }
+
+  function seen(node: string, at: Date): void {
+    const prev = lastSeen.get(node);
+    if (prev === undefined || at > prev) lastSeen.set(node, at);
+  }
+
+  /** The event for a delivery, null for an alive inside the resolution window; throws to refuse it. */
+  function toEvent(d: Delivery): NewEvent | null {
+    if (d.routingKey !== d.kind) {
+      throw new ConvergeError('CONVERGE_ERR_ROUTING_KEY', `a message on the ${d.kind} queue arrived with routing key ${JSON.stringify(d.routingKey)}`);
+    }
+    const at = now();
+    if (d.kind === 'report') {
+      const report = parseReport(d.body, limits);
+      checkSender(report.node, d);
+      seen(report.node, at);
+      return makeReportReceived(report, d.body, { messageId: d.messageId, redelivered: d.redelivered, userId: d.userId }, at);
+    }
+    const alive = parseAlive(d.body, limits);
+    checkSender(alive.node, d);
+    seen(alive.node, at);
+    // DESIGN §2: at most one AliveSeen per node per resolution, always the first after a gap.
+    const last = lastAliveEvent.get(alive.node);
+    if (last !== undefined && at.getTime() - last < resolutionMs) {
+      counts.coalesced++;
+      return null;
+    }
+    lastAliveEvent.set(alive.node, at.getTime());
+    return makeAliveSeen(alive, at);
+  }
+
+  function refuse(d: Delivery, err: unknown): void {
+    const e = toConvergeError(err);
+    metrics?.ingestRejected.inc({ reason: e.code });
+    logger.warn({ code: e.code, kind: d.kind, messageId: d.messageId, userId: d.userId, reason: e.message }, 'refusing message to mesh.dead');
+    const p = (async () => {
+      let backoff = minRetry;
+      // Retry while the delivery can still be acked; once its channel is gone the broker will
+      // redeliver it and it is refused again then.
+      while (!abort.signal.aborted && source.isLive(d)) {
+        try {
+          await source.deadLetter(d, e.code, e.message);
+          counts.deadLettered++;
+          return;
+        } catch (err2) {
+          logger.warn({ err: (err2 as Error).message, messageId: d.messageId }, 'dead-letter publish failed; retrying');
+          await sleep(jittered(backoff), abort.signal);
+          backoff = Math.min(backoff * 2, maxRetry);
+        }
+      }
+    })();
+    deadLettering.add(p);
+    void p.finally(() => deadLettering.delete(p));
+  }
+
+  function onDelivery(d: Delivery): void {
+    let event: NewEvent | null;
+    try {
+      event = toEvent(d);
+    } catch (err) {
+      refuse(d, err);
+      return;
+    }
+    pending.push({ delivery: d, event });
+    schedule();
+  }
+
+  function schedule(): void {
+    if (flushing !== null) return; // the running flush loop takes whatever has arrived
+    if (pending.length >= batchSize) kick();
+    else if (timer === null) timer = setTimeout(kick, flushMs);
+  }
+
+  function kick(): void {
+    if (timer !== null) clearTimeout(timer);
+    timer = null;
+    if (flushing !== null) return;
+    flushing = drain().finally(() => {
+      flushing = null;
+      if (pending.length > 0 && !abort.signal.aborted) schedule();
+    });
+  }
+
+  async function drain(): Promise<void> {
+    while (pending.length > 0) {
+      const batch = pending.slice(0, batchSize);
+      pending = pending.slice(batch.length);
+      const ok = await commit(batch);
+      if (!ok) {
+        // Stopped with the store down: leave them unacked; the broker redelivers to whoever is next.
+        return;
+      }
+    }
+  }
+
+  function writesOf(batch: readonly Pending[]): StreamWrite[] {
+    const byStream = new Map<string, NewEvent[]>();
+    for (const { event } of batch) {
+      if (event === null) continue;
+      const stream = streamOf(event.data.node);
+      let list = byStream.get(stream);
+      if (list === undefined) byStream.set(stream, (list = []));
+      list.push(event);
+    }
+    // 'any': reports and alive never conflict with sends; ids make retries no-ops (DESIGN §2).
+    return [...byStream].map(([stream, events]) => ({ stream, expected: 'any', events }));
+  }
+
+  /** Append the batch's events (retrying while the store is down), then ack it. False if stopped first. */
+  async function commit(batch: readonly Pending[]): Promise<boolean> {
+    const log = logger.child({ batch: ++batchSeq, size: batch.length });
+    const writes = writesOf(batch);
+    let backoff = minRetry;
+    while (writes.length > 0) {
+      try {
+        const result = await store.append(writes);
+        if (!healthy) log.info({}, 'store writable again; resuming acks');
+        healthy = true;
+        result.streams.forEach((s, i) => {
+          // Skipped duplicates (redeliveries) are not appended; count the written tail by type.
+          const events = writes[i]?.events ?? [];
+          for (const e of events.slice(events.length - s.written)) metrics?.eventsAppended.inc({ type: e.type });
+          counts.appended += s.written;
+        });
+        break;
+      } catch (err) {
+        const e = toConvergeError(err, 'CONVERGE_ERR_STORE_UNAVAILABLE');
+        if (poisonCodes.has(e.code)) return commitOneByOne(batch, log);
+        if (abort.signal.aborted || e.code === 'CONVERGE_ERR_STORE_CLOSED') {
+          log.warn({ code: e.code }, 'stopping with a batch unwritten; its deliveries stay unacked');
+          return false;
+        }
+        if (healthy) log.error({ code: e.code, err: e.message }, 'store append failed; holding deliveries unacked and retrying');
+        healthy = false;
+        await sleep(jittered(backoff), abort.signal);
+        backoff = Math.min(backoff * 2, maxRetry);
+      }
+    }
+    source.ack(batch.map((p) => p.delivery));
+    counts.acked += batch.length;
+    return true;
+  }
+
+  /** A batch the store refused as a whole: find the one delivery to blame, write the rest. */
+  async function commitOneByOne(batch: readonly Pending[], log: Logger): Promise<boolean> {
+    for (const p of batch) {
+      if (p.event === null) {
+        source.ack([p.delivery]);
+        continue;
+      }
+      try {
+        await store.append(writesOf([p]));
+        metrics?.eventsAppended.inc({ type: p.event.type });
+        source.ack([p.delivery]);
+        counts.appended++;
+        counts.acked++;
+      } catch (err) {
+        const e = toConvergeError(err, 'CONVERGE_ERR_STORE_UNAVAILABLE');
+        if (poisonCodes.has(e.code)) refuse(p.delivery, e);
+        else {
+          // Transient after all: the rest goes back through the retrying path.
+          log.warn({ code: e.code }, 'store failed while isolating a poison event');
+          return commit(batch.slice(batch.indexOf(p)));
+        }
+      }
+    }
+    return true;
+  }
+
+  return {
+    start: () => source.start(onDelivery),
+    stop: async () => {
+      await source.pause();
+      // Give what is in flight a chance to land and be acked; a store that is down does not hold us.
+      const grace = setTimeout(() => abort.abort(), 5_000);
+      for (;;) {
+        kick();
+        const f = flushing as Promise<void> | null;
+        if (f === null) break;
+        await f;
+        if (pending.length === 0 || abort.signal.aborted) break;
+      }
+      clearTimeout(grace);
+      abort.abort();
+      await Promise.all([...deadLettering]);
+      await source.stop();
+    },
+    lastSeenAt: (node) => lastSeen.get(node) ?? null,
+    lastSeen: () => lastSeen,
+    isHealthy: () => healthy,
+    stats: () => ({ ...counts, pending: pending.length }),
+  };
+}

@@ -1,0 +1,77 @@
+import type { Logger } from 'pino';
+import type { DeclarationSent, Recorded } from '../events/index.ts';
+import type { EventStore, Subscription } from '../store/port.ts';
+import type { DeclarationPublisher } from '../transport/port.ts';
+import { encodeSigned } from '../wire/index.ts';
+import type { Metrics } from './metrics.ts';
+
+// The store is the outbox (DESIGN §2): a checkpointed subscription to DeclarationSent
+// publishes each declaration and returns only once the broker confirmed every one in the
+// batch, because the subscription saves its checkpoint after the handler resolves. A crash
+// (or a failed publish, which makes the handler throw and the batch retry) re-publishes from
+// the checkpoint: delivery to nodes is at-least-once, and a node recognises a repeat by digest.
+
+export type RelayOptions = Readonly<{
+  store: EventStore;
+  publisher: DeclarationPublisher;
+  logger: Logger;
+  metrics?: Metrics;
+  /** Checkpoint name in the store. */
+  checkpoint?: string;
+  /** Declarations published (and confirmed) per batch, concurrently. */
+  batchSize?: number;
+}>;
+
+export type Relay = Readonly<{
+  start: () => void;
+  stop: () => Promise<void>;
+  /** Position of the last declaration whose publish the broker confirmed (null before any). */
+  position: () => bigint | null;
+  isCaughtUp: () => boolean;
+}>;
+
+export function outboundOf(e: Recorded<DeclarationSent>): { node: string; digest: string; keyId: string; body: Buffer } {
+  const d = e.data;
+  return {
+    node: d.node,
+    digest: d.digest,
+    keyId: d.keyId,
+    // The bytes exactly as stored: never rebuilt, or the signature would not be over them.
+    body: encodeSigned({ declaration: Buffer.from(d.declaration, 'base64'), signature: Buffer.from(d.signature, 'base64') }),
+  };
+}
+
+export function createRelay(options: RelayOptions): Relay {
+  const { store, publisher, metrics } = options;
+  const logger = options.logger.child({ component: 'relay' });
+  let sub: Subscription | null = null;
+
+  return {
+    start: () => {
+      if (sub !== null) return;
+      sub = store.subscribe({
+        checkpoint: options.checkpoint ?? 'relay',
+        types: ['DeclarationSent'],
+        batchSize: options.batchSize ?? 100,
+        handler: async (events) => {
+          const log = logger.child({ from: String(events[0]?.position), size: events.length });
+          await Promise.all(
+            events.map(async (e) => {
+              if (e.type !== 'DeclarationSent') return;
+              await publisher.publish(outboundOf(e as Recorded<DeclarationSent>));
+              metrics?.relayPublished.inc();
+            }),
+          );
+          log.debug({}, 'declarations confirmed');
+        },
+        onError: (err) => logger.warn({ err: (err as Error).message }, 'relay batch failed; retrying from the checkpoint'),
+      });
+    },
+    stop: async () => {
+      await sub?.stop();
+      sub = null;
+    },
+    position: () => sub?.position() ?? null,
+    isCaughtUp: () => sub?.isCaughtUp() ?? false,
+  };
+}

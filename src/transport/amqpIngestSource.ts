@@ -1,0 +1,166 @@
+import type { Channel, ConfirmChannel, ConsumeMessage } from 'amqplib';
+import type { Logger } from 'pino';
+import type { ErrorCode } from '../errors.ts';
+import type { AmqpConnection } from './amqpConnection.ts';
+import { publishConfirmed } from './publishConfirmed.ts';
+import { superviseChannel } from './superviseChannel.ts';
+import type { SupervisedChannel } from './superviseChannel.ts';
+import { names } from './topology.ts';
+import type { Delivery, InboundKind, IngestSource } from './port.ts';
+
+// Consumes mesh.reports and mesh.alive (DESIGN §1). Every delivery is tied to the channel
+// incarnation it came on: acking a tag on a newer channel would ack a different message (tags
+// restart at 1 per channel), so acks for a closed channel are dropped — the broker requeued
+// those messages and will redeliver them, and their deterministic event ids make the second
+// append a no-op.
+
+export type AmqpIngestSourceOptions = Readonly<{
+  logger: Logger;
+  /** Unacked deliveries in flight per consumer: the batch window and the backpressure bound. */
+  prefetch?: number;
+  queues?: Readonly<Partial<Record<InboundKind, string>>>;
+  /** Longest `x-converge-reason` header kept (headers share one 64 KiB frame table). */
+  maxReasonLength?: number;
+}>;
+
+type Session = { readonly ch: Channel; live: boolean; readonly outstanding: Set<number>; readonly consumerTags: string[] };
+type Handle = Readonly<{ session: Session; message: ConsumeMessage }>;
+
+const handleOf = (d: Delivery): Handle => d.handle as Handle;
+
+export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngestSourceOptions): IngestSource {
+  const logger = options.logger.child({ component: 'ingest-source' });
+  const prefetch = options.prefetch ?? 1000;
+  const queues: Record<InboundKind, string> = { report: options.queues?.report ?? names.reportsQueue, alive: options.queues?.alive ?? names.aliveQueue };
+  const maxReason = options.maxReasonLength ?? 1024;
+  let consumer: SupervisedChannel<Channel> | null = null;
+  let dead: SupervisedChannel<ConfirmChannel> | null = null;
+  let current: Session | null = null;
+
+  function toDelivery(kind: InboundKind, session: Session, m: ConsumeMessage): Delivery {
+    const p = m.properties;
+    return {
+      kind,
+      body: m.content,
+      messageId: typeof p.messageId === 'string' && p.messageId !== '' ? p.messageId : null,
+      userId: typeof p.userId === 'string' && p.userId !== '' ? p.userId : null,
+      redelivered: m.fields.redelivered,
+      routingKey: m.fields.routingKey,
+      handle: { session, message: m } satisfies Handle,
+    };
+  }
+
+  function ackOn(session: Session, tags: Set<number>): void {
+    if (!session.live) return;
+    try {
+      // Longest run of the oldest outstanding tags that are all being acked: one `multiple` ack.
+      let upTo = -1;
+      for (const t of session.outstanding) {
+        if (!tags.has(t)) break;
+        upTo = t;
+      }
+      if (upTo >= 0) {
+        session.ch.ack({ fields: { deliveryTag: upTo } } as ConsumeMessage, true);
+        for (const t of session.outstanding) {
+          if (t > upTo) break;
+          session.outstanding.delete(t);
+          tags.delete(t);
+        }
+      }
+      for (const t of tags) {
+        session.ch.ack({ fields: { deliveryTag: t } } as ConsumeMessage, false);
+        session.outstanding.delete(t);
+      }
+    } catch (err) {
+      // The channel closed under us; its messages are requeued by the broker.
+      session.live = false;
+      logger.warn({ err: (err as Error).message }, 'ack on a closing channel dropped');
+    }
+  }
+
+  const source: IngestSource = {
+    async start(onDelivery) {
+      dead = superviseChannel<ConfirmChannel>({ open: () => conn.createConfirmChannel(), setup: async () => undefined, logger, name: 'dead-letter' });
+      consumer = superviseChannel<Channel>({
+        open: () => conn.createChannel(),
+        name: 'ingest',
+        logger,
+        setup: async (ch) => {
+          const session: Session = { ch, live: true, outstanding: new Set(), consumerTags: [] };
+          current = session;
+          ch.once('close', () => {
+            session.live = false;
+          });
+          // Per-consumer prefetch (global=false), so alive traffic cannot starve reports.
+          await ch.prefetch(prefetch, false);
+          for (const kind of ['report', 'alive'] as const) {
+            const { consumerTag } = await ch.consume(queues[kind], (m) => {
+              if (m === null) {
+                // basic.cancel from the broker (queue deleted, failover): start over on a new channel.
+                logger.warn({ queue: queues[kind] }, 'consumer cancelled by the broker');
+                ch.close().catch(() => undefined);
+                return;
+              }
+              session.outstanding.add(m.fields.deliveryTag);
+              onDelivery(toDelivery(kind, session, m));
+            });
+            session.consumerTags.push(consumerTag);
+          }
+          logger.info({ queues, prefetch }, 'consuming');
+        },
+      });
+      await consumer.current();
+    },
+
+    ack(deliveries) {
+      const bySession = new Map<Session, Set<number>>();
+      for (const d of deliveries) {
+        const { session, message } = handleOf(d);
+        let tags = bySession.get(session);
+        if (tags === undefined) bySession.set(session, (tags = new Set()));
+        tags.add(message.fields.deliveryTag);
+      }
+      for (const [session, tags] of bySession) ackOn(session, tags);
+    },
+
+    isLive: (d) => handleOf(d).session.live,
+
+    async deadLetter(d, code: ErrorCode, reason: string) {
+      if (dead === null) throw new Error('ingest source not started');
+      const { message } = handleOf(d);
+      const p = message.properties;
+      const ch = await dead.current();
+      // Published by us rather than nack(requeue=false): broker dead-lettering keeps the
+      // original headers and adds x-death, but cannot say *why* we refused the message.
+      // user_id is moved to a header: RabbitMQ checks user_id against *our* connection's user.
+      await publishConfirmed(ch, names.deadExchange, message.fields.routingKey, message.content, {
+        persistent: true,
+        ...(p.contentType === undefined ? {} : { contentType: p.contentType }),
+        ...(p.messageId === undefined ? {} : { messageId: p.messageId }),
+        ...(p.type === undefined ? {} : { type: p.type }),
+        ...(p.timestamp === undefined ? {} : { timestamp: p.timestamp }),
+        headers: {
+          ...(p.headers ?? {}),
+          'x-converge-error': code,
+          'x-converge-reason': reason.slice(0, maxReason),
+          'x-converge-queue': queues[d.kind],
+          'x-converge-user-id': d.userId ?? '',
+        },
+      });
+      source.ack([d]);
+    },
+
+    async pause() {
+      // Stop new deliveries but keep the channel, so what is in flight can still be acked.
+      const session = current;
+      if (session === null || !session.live) return;
+      for (const tag of session.consumerTags.splice(0)) await session.ch.cancel(tag).catch(() => undefined);
+    },
+
+    async stop() {
+      await consumer?.stop();
+      await dead?.stop();
+    },
+  };
+  return source;
+}

@@ -1,0 +1,162 @@
+import type { ErrorCode } from '../errors.ts';
+import type { DeclarationPublisher, Delivery, InboundKind, IngestSource, NodeLink, OutboundDeclaration } from './port.ts';
+
+// The transport without a broker: the same ports as the AMQP side (port.ts), backed by arrays
+// in this process. For `converge demo` without a RabbitMQ URL and for unit tests. It keeps the
+// properties ingest relies on — a delivery stays unacked until acked, unacked deliveries are
+// redelivered (flagged) when the consumer stops, a node inbox holds messages until consumed —
+// and none of the ones it does not (durability, user_id validation: a link's userId is
+// whatever the caller says).
+
+type Message = { body: Buffer; messageId: string | null; userId: string | null; routingKey: string; redelivered: boolean };
+type Handle = Readonly<{ seq: number; generation: number }>;
+
+export type DeadLetter = Readonly<{ kind: InboundKind; body: Buffer; messageId: string | null; userId: string | null; code: ErrorCode; reason: string }>;
+
+export type InProcessBroker = Readonly<{
+  /** The engine's consumer of reports and alive (one at a time, like single-active-consumer). */
+  ingestSource: () => IngestSource;
+  declarationPublisher: () => DeclarationPublisher;
+  /** A node's side. `userId` defaults to the node id (what RabbitMQ would validate); null sends none. */
+  nodeLink: (node: string, options?: Readonly<{ userId?: string | null }>) => NodeLink;
+  /** Put any message on mesh (tests of hostile input): routing key 'report' or 'alive'. */
+  inject: (key: InboundKind, body: Buffer, props?: Readonly<{ messageId?: string | null; userId?: string | null; routingKey?: string }>) => void;
+  deadLetters: () => readonly DeadLetter[];
+  /** Messages waiting or unacked, per queue name (mesh.reports, mesh.alive, node.<id>). */
+  depth: () => Readonly<Record<string, number>>;
+}>;
+
+type Inbox = { messages: Buffer[]; consumer: ((body: Buffer) => Promise<void>) | null; busy: boolean };
+
+export function createInProcessBroker(): InProcessBroker {
+  const queues: Record<InboundKind, Message[]> = { report: [], alive: [] };
+  const unacked = new Map<number, { kind: InboundKind; message: Message }>();
+  const dead: DeadLetter[] = [];
+  const inboxes = new Map<string, Inbox>();
+  let consumer: ((d: Delivery) => void) | null = null;
+  let paused = false;
+  let generation = 0;
+  let seq = 0;
+  let scheduled = false;
+
+  function pump(): void {
+    if (scheduled) return;
+    scheduled = true;
+    // Deliver on a later tick, as a socket would: callers never see re-entrant deliveries.
+    setImmediate(() => {
+      scheduled = false;
+      if (consumer === null || paused) return;
+      for (const kind of ['report', 'alive'] as const) {
+        for (const message of queues[kind].splice(0)) {
+          const handle: Handle = { seq: ++seq, generation };
+          unacked.set(handle.seq, { kind, message });
+          consumer({ kind, ...message, handle });
+        }
+      }
+    });
+  }
+
+  function enqueue(kind: InboundKind, message: Message): void {
+    queues[kind].push(message);
+    pump();
+  }
+
+  function inbox(node: string): Inbox {
+    let box = inboxes.get(node);
+    if (box === undefined) inboxes.set(node, (box = { messages: [], consumer: null, busy: false }));
+    return box;
+  }
+
+  function feed(box: Inbox): void {
+    if (box.busy || box.consumer === null) return;
+    const next = box.messages[0];
+    if (next === undefined) return;
+    box.busy = true;
+    const handler = box.consumer;
+    setImmediate(() => {
+      handler(next)
+        .then(() => box.messages.shift())
+        .catch(() => undefined) // a failed handler leaves the message for the next attempt
+        .finally(() => {
+          box.busy = false;
+          feed(box);
+        });
+    });
+  }
+
+  const live = (d: Delivery): boolean => (d.handle as Handle).generation === generation && unacked.has((d.handle as Handle).seq);
+
+  return {
+    ingestSource: () => {
+      const source: IngestSource = {
+        async start(onDelivery) {
+          generation++;
+          consumer = onDelivery;
+          paused = false;
+          pump();
+        },
+        ack(deliveries) {
+          for (const d of deliveries) if (live(d)) unacked.delete((d.handle as Handle).seq);
+        },
+        isLive: live,
+        async deadLetter(d, code, reason) {
+          if (!live(d)) return;
+          dead.push({ kind: d.kind, body: d.body, messageId: d.messageId, userId: d.userId, code, reason });
+          unacked.delete((d.handle as Handle).seq);
+        },
+        async pause() {
+          paused = true;
+        },
+        async stop() {
+          consumer = null;
+          generation++;
+          // Like a closed channel: whatever was not acked goes back, flagged redelivered.
+          const back = [...unacked.values()];
+          unacked.clear();
+          for (const { kind, message } of back) queues[kind].unshift({ ...message, redelivered: true });
+        },
+      };
+      return source;
+    },
+
+    declarationPublisher: () => ({
+      async publish(d: OutboundDeclaration) {
+        const box = inbox(d.node);
+        box.messages.push(d.body);
+        feed(box);
+      },
+      async close() {},
+    }),
+
+    nodeLink: (node, options = {}) => {
+      const userId = options.userId === undefined ? node : options.userId;
+      return {
+        node,
+        async consume(onMessage) {
+          const box = inbox(node);
+          box.consumer = onMessage;
+          feed(box);
+        },
+        async publish(key, body, messageId) {
+          enqueue(key, { body, messageId, userId, routingKey: key, redelivered: false });
+        },
+        async close() {
+          const box = inboxes.get(node);
+          if (box !== undefined) box.consumer = null;
+        },
+      };
+    },
+
+    inject: (key, body, props = {}) =>
+      enqueue(key, { body, messageId: props.messageId ?? null, userId: props.userId ?? null, routingKey: props.routingKey ?? key, redelivered: false }),
+
+    deadLetters: () => dead,
+
+    depth: () => {
+      const out: Record<string, number> = { 'mesh.reports': queues.report.length, 'mesh.alive': queues.alive.length };
+      for (const { kind } of unacked.values()) out[kind === 'report' ? 'mesh.reports' : 'mesh.alive']! += 1;
+      for (const [node, box] of inboxes) out[`node.${node}`] = box.messages.length;
+      return out;
+    },
+  };
+}

@@ -1,0 +1,59 @@
+import type { ErrorCode } from '../errors.ts';
+
+// The transport's two sides as the engine sees them, with no broker in the types: the AMQP
+// implementation (amqp*.ts) and the in-process one (inProcess.ts) both provide them, so ingest,
+// relay and the simulated node run unchanged on either (STYLE.md §5).
+
+export type InboundKind = 'report' | 'alive';
+
+/** One message a node sent, as received: raw body plus the transport facts we record. */
+export type Delivery = Readonly<{
+  kind: InboundKind;
+  body: Buffer;
+  messageId: string | null;
+  /** The broker-validated sender (AMQP `user_id`), or null when the message carried none. */
+  userId: string | null;
+  redelivered: boolean;
+  routingKey: string;
+  /** Opaque to the engine: ties the delivery to the channel it came on (never ack across channels). */
+  handle: unknown;
+}>;
+
+export interface IngestSource {
+  /** Start consuming; `onDelivery` is called once per delivery, in arrival order. */
+  start(onDelivery: (d: Delivery) => void): Promise<void>;
+  /**
+   * Acknowledge deliveries whose events are durable. Deliveries from a channel that has since
+   * closed are skipped: the broker has already requeued them and will redeliver.
+   */
+  ack(deliveries: readonly Delivery[]): void;
+  /** True while the delivery's channel is open, i.e. acking it would still mean something. */
+  isLive(d: Delivery): boolean;
+  /**
+   * Move a delivery to the dead-letter queue with the error code and reason in headers
+   * (`x-converge-error`, `x-converge-reason`), then ack the original. Resolves once both happened.
+   */
+  deadLetter(d: Delivery, code: ErrorCode, reason: string): Promise<void>;
+  /** Stop new deliveries; deliveries in flight can still be acked. */
+  pause(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A declaration ready to leave: `body` is the encoded `Signed`. */
+export type OutboundDeclaration = Readonly<{ node: string; digest: string; keyId: string; body: Buffer }>;
+
+export interface DeclarationPublisher {
+  /** Resolves once the broker confirmed the message and routed it to the node's queue; rejects otherwise. */
+  publish(d: OutboundDeclaration): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** What a node does with the broker (the Go node's side), for the simulated node and tests. */
+export interface NodeLink {
+  readonly node: string;
+  /** Consume this node's inbox; the message is acked when `onMessage` resolves. */
+  consume(onMessage: (body: Buffer) => Promise<void>): Promise<void>;
+  /** Publish to `mesh` with routing key `report` or `alive`; resolves on the broker's confirm. */
+  publish(key: InboundKind, body: Buffer, messageId: string): Promise<void>;
+  close(): Promise<void>;
+}

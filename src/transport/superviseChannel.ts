@@ -1,0 +1,92 @@
+import type { Channel } from 'amqplib';
+import type { Logger } from 'pino';
+import { guardChannel } from './amqpConnection.ts';
+
+// A channel that comes back. Its owner says how to open it and what to do on each new one
+// (prefetch, consume, listeners); when it closes — alone or with its connection — a new one
+// is opened after a jittered backoff. Each incarnation is a fresh object, so anything tied to
+// the old one (delivery tags) can tell it is stale by identity.
+
+export type SupervisedChannel<C extends Channel> = Readonly<{
+  /** The live channel, waiting for one while it is being re-opened. Rejects once stopped. */
+  current: () => Promise<C>;
+  stop: () => Promise<void>;
+}>;
+
+export type SuperviseOptions<C extends Channel> = Readonly<{
+  open: () => Promise<C>;
+  setup: (ch: C) => Promise<void>;
+  logger: Logger;
+  name: string;
+  minBackoffMs?: number;
+  maxBackoffMs?: number;
+}>;
+
+export const jittered = (ms: number): number => Math.round(ms / 2 + Math.random() * ms);
+
+export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+
+type Waiter<C> = { resolve: (c: C) => void; reject: (e: Error) => void };
+
+export function superviseChannel<C extends Channel>(options: SuperviseOptions<C>): SupervisedChannel<C> {
+  const { logger, name } = options;
+  const minBackoff = options.minBackoffMs ?? 100;
+  const maxBackoff = options.maxBackoffMs ?? 5_000;
+  const abort = new AbortController();
+  let live: C | null = null;
+  let waiters: Waiter<C>[] = [];
+
+  async function loop(): Promise<void> {
+    let backoff = minBackoff;
+    while (!abort.signal.aborted) {
+      let ch: C | null = null;
+      try {
+        ch = guardChannel(await options.open(), logger, name);
+        const closed = new Promise<void>((resolve) => ch!.once('close', () => resolve()));
+        await options.setup(ch);
+        if (abort.signal.aborted) break;
+        live = ch;
+        for (const w of waiters.splice(0)) w.resolve(ch);
+        backoff = minBackoff;
+        await Promise.race([closed, new Promise<void>((r) => abort.signal.addEventListener('abort', () => r(), { once: true }))]);
+        live = null;
+        if (!abort.signal.aborted) logger.warn({ channel: name }, 'channel closed; re-opening');
+      } catch (err) {
+        live = null;
+        if (abort.signal.aborted) break;
+        logger.warn({ channel: name, err: (err as Error).message }, 'channel setup failed; retrying');
+        ch?.close().catch(() => undefined);
+      }
+      await sleep(jittered(backoff), abort.signal);
+      backoff = Math.min(backoff * 2, maxBackoff);
+    }
+  }
+  const done = loop();
+
+  return {
+    current: () => {
+      if (abort.signal.aborted) return Promise.reject(new Error(`${name} channel stopped`));
+      if (live !== null) return Promise.resolve(live);
+      return new Promise<C>((resolve, reject) => waiters.push({ resolve, reject }));
+    },
+    stop: async () => {
+      abort.abort();
+      for (const w of waiters.splice(0)) w.reject(new Error(`${name} channel stopped`));
+      waiters = [];
+      const ch = live;
+      live = null;
+      if (ch !== null) await ch.close().catch(() => undefined);
+      await done;
+    },
+  };
+}
