@@ -6,3 +6,5 @@ export { summarizeFleet, percentile } from './fleet.ts';
 export type { FleetSummary, DigestCohort } from './fleet.ts';
 export { nodeView } from './nodeView.ts';
 export type { NodeView } from './nodeView.ts';
+export { parseAt, eventTime, isBeyond, stateAt, createFleetFold, timeline, createRaceScanner, findRaces } from './forensics.ts';
+export type { At, StoppedFold, FleetFold, TimelineEntry, DeclarationOutcome, Timeline, Race, RaceScanner } from './forensics.ts';

@@ -49,6 +49,11 @@ export const errorCodes = {
   CONVERGE_ERR_FORBIDDEN: { http: 403, summary: 'token lacks the scope this route needs' },
   CONVERGE_ERR_AWAIT_TIMEOUT: { http: 408, summary: 'node did not catch up with the digest before the timeout' },
   CONVERGE_ERR_NOT_READY: { http: 503, summary: 'projections have not caught up with the store' },
+  CONVERGE_ERR_ROUTE_NOT_FOUND: { http: 404, summary: 'no such route; see /v1/openapi.json' },
+  CONVERGE_ERR_BODY_TOO_LARGE: { http: 413, summary: 'request body exceeds the size limit' },
+  CONVERGE_ERR_SNAPSHOT_INVALID: { http: 500, summary: 'read-model snapshot file cannot be read or parsed' },
+  CONVERGE_ERR_REPLAY_MISMATCH: { http: 500, summary: 'a replay from zero disagrees with the live read model or snapshot' },
+  CONVERGE_ERR_USAGE: { http: 400, summary: 'command line is not valid (unknown flag, missing argument)' },
   CONVERGE_ERR_INTERNAL: { http: 500, summary: 'unexpected internal error' },
 } as const satisfies Record<string, { http: number; summary: string }>;
 

@@ -1,0 +1,213 @@
+import type { Recorded } from '../src/events/index.ts';
+import { classifyReport, foldNode, initialNodeState } from './nodeState.ts';
+import type { NodeState, ReportClass } from './nodeState.ts';
+
+// Forensics (DESIGN §3): "state as of time T or position P" is the fold of nodeState.ts stopped
+// early; a timeline classifies each report against what had been sent when it arrived; and the
+// race finder replays the OLD clock rule beside the digest rule to list every report the old
+// mesh would have wrongly counted as caught up (node-side/000_43ee4d2afc08e8d3.txt).
+// Pure: events in, values out. Scanners are incremental so callers can feed a store in batches.
+
+export type At = Readonly<{ kind: 'position'; position: bigint }> | Readonly<{ kind: 'time'; time: number; iso: string }>;
+
+/** A decimal string is a position; anything else must be an ISO 8601 time. Null if neither. */
+export function parseAt(text: string): At | null {
+  if (/^\d{1,20}$/.test(text)) return { kind: 'position', position: BigInt(text) };
+  if (!/^\d{4}-\d{2}-\d{2}/.test(text)) return null;
+  const t = Date.parse(text);
+  return Number.isNaN(t) ? null : { kind: 'time', time: t, iso: new Date(t).toISOString() };
+}
+
+/** When the engine recorded the event (the only clock an event carries). */
+export function eventTime(e: Recorded): string {
+  switch (e.type) {
+    case 'DeclarationSent':
+      return e.data.sentAt;
+    case 'ReportReceived':
+      return e.data.receivedAt;
+    case 'AliveSeen':
+      return e.data.seenAt;
+  }
+}
+
+/** True once the event lies beyond `at`; the fold of that node stops there. */
+export const isBeyond = (e: Recorded, at: At): boolean => (at.kind === 'position' ? e.position > at.position : Date.parse(eventTime(e)) > at.time);
+
+export type StoppedFold = Readonly<{ state: NodeState; folded: number; lastEventAt: string | null }>;
+
+/** A node's state as of `at`: its stream folded in order, stopping at the first event beyond `at`. */
+export function stateAt(node: string, events: Iterable<Recorded>, at: At): StoppedFold {
+  let state = initialNodeState(node);
+  let folded = 0;
+  let lastEventAt: string | null = null;
+  for (const e of events) {
+    if (isBeyond(e, at)) break;
+    state = foldNode(state, e);
+    folded++;
+    lastEventAt = eventTime(e);
+  }
+  return { state, folded, lastEventAt };
+}
+
+export type FleetFold = Readonly<{
+  push: (e: Recorded) => void;
+  states: () => ReadonlyMap<string, NodeState>;
+}>;
+
+/** The whole fleet as of `at` (or now, if `at` is null), fed the store in position order. */
+export function createFleetFold(at: At | null = null): FleetFold {
+  const states = new Map<string, NodeState>();
+  const stopped = new Set<string>();
+  return {
+    push(e) {
+      const node = e.data.node;
+      if (stopped.has(node)) return;
+      if (at !== null && isBeyond(e, at)) {
+        // Per node, not globally: times come from the engine's clock at append and two
+        // concurrent appends may land slightly out of time order across nodes.
+        stopped.add(node);
+        return;
+      }
+      states.set(node, foldNode(states.get(node) ?? initialNodeState(node), e));
+    },
+    states: () => states,
+  };
+}
+
+export type TimelineEntry = Readonly<{
+  position: bigint;
+  revision: bigint;
+  id: string;
+  type: Recorded['type'];
+  at: string;
+  /** DeclarationSent: its digest; ReportReceived: the digest it names (null: legacy report). */
+  digest: string | null;
+  serial: number | null;
+  /** ReportReceived only: how the report related to what had been sent when it arrived. */
+  class: ReportClass | null;
+  /** ReportReceived only: the same report delivered again (changes nothing). */
+  duplicate: boolean;
+  /** Status after folding this event. */
+  status: NodeState['status'];
+}>;
+
+export type DeclarationOutcome = Readonly<{
+  serial: number;
+  digest: string;
+  sentAt: string;
+  outcome: 'acknowledged' | 'superseded' | 'pending';
+  acknowledgedAt: string | null;
+  /** Send → first matching report (DESIGN §3). */
+  latencyMs: number | null;
+  supersededAt: string | null;
+}>;
+
+export type Timeline = Readonly<{ node: string; entries: readonly TimelineEntry[]; declarations: readonly DeclarationOutcome[]; state: NodeState }>;
+
+/** A node's whole history, each report classified and each declaration's convergence latency. */
+export function timeline(node: string, events: Iterable<Recorded>): Timeline {
+  let state = initialNodeState(node);
+  const entries: TimelineEntry[] = [];
+  const declarations: DeclarationOutcome[] = [];
+  for (const e of events) {
+    const before = state;
+    state = foldNode(state, e);
+    let digest: string | null = null;
+    let serial: number | null = null;
+    let cls: ReportClass | null = null;
+    let duplicate = false;
+    if (e.type === 'DeclarationSent') {
+      digest = e.data.digest;
+      serial = e.data.serial;
+      const prev = declarations.at(-1);
+      if (prev !== undefined && prev.outcome === 'pending') declarations[declarations.length - 1] = { ...prev, outcome: 'superseded', supersededAt: e.data.sentAt };
+      declarations.push({ serial, digest, sentAt: e.data.sentAt, outcome: 'pending', acknowledgedAt: null, latencyMs: null, supersededAt: null });
+    } else if (e.type === 'ReportReceived') {
+      digest = e.data.declared;
+      serial = digest === null ? null : (before.sentDigests.get(digest) ?? null);
+      cls = classifyReport(before, digest);
+      duplicate = e.id === before.lastReportId;
+      const last = declarations.at(-1);
+      if (!duplicate && cls === 'matching' && last !== undefined && last.outcome === 'pending') {
+        declarations[declarations.length - 1] = {
+          ...last,
+          outcome: 'acknowledged',
+          acknowledgedAt: e.data.receivedAt,
+          latencyMs: Math.max(0, Date.parse(e.data.receivedAt) - Date.parse(last.sentAt)),
+        };
+      }
+    }
+    entries.push({ position: e.position, revision: e.revision, id: e.id, type: e.type, at: eventTime(e), digest, serial, class: cls, duplicate, status: state.status });
+  }
+  return { node, entries, declarations, state };
+}
+
+export type Race = Readonly<{
+  node: string;
+  /** Position of the report in the store. */
+  position: bigint;
+  receivedAt: string;
+  /** Digest the report names (null: a legacy report naming none). */
+  reportDigest: string | null;
+  /** Serial of that digest if it was ever sent to this node. */
+  reportSerial: number | null;
+  /** The latest declaration sent when the report arrived: what the node should have been running. */
+  currentDigest: string;
+  currentSerial: number;
+  sentAt: string;
+  class: Exclude<ReportClass, 'matching'>;
+}>;
+
+export type RaceScanner = Readonly<{ push: (e: Recorded) => Race | null; scanned: () => number }>;
+
+/**
+ * The OLD rule: a report that arrived at or after the latest send means "caught up".
+ * The digest rule (DESIGN §3): caught up only if the report names the latest send's digest.
+ * A race is a report the first counts and the second does not.
+ */
+export function createRaceScanner(): RaceScanner {
+  const latest = new Map<string, { digest: string; serial: number; sentAt: string; sentMs: number; digests: Map<string, number> }>();
+  let scanned = 0;
+  return {
+    scanned: () => scanned,
+    push(e) {
+      scanned++;
+      const node = e.data.node;
+      if (e.type === 'DeclarationSent') {
+        const prev = latest.get(node);
+        const digests = prev?.digests ?? new Map<string, number>();
+        digests.set(e.data.digest, e.data.serial);
+        latest.set(node, { digest: e.data.digest, serial: e.data.serial, sentAt: e.data.sentAt, sentMs: Date.parse(e.data.sentAt), digests });
+        return null;
+      }
+      if (e.type !== 'ReportReceived') return null;
+      const sent = latest.get(node);
+      if (sent === undefined) return null;
+      const clockSaysCaughtUp = Date.parse(e.data.receivedAt) >= sent.sentMs;
+      const declared = e.data.declared;
+      if (!clockSaysCaughtUp || declared === sent.digest) return null;
+      const reportSerial = declared === null ? null : (sent.digests.get(declared) ?? null);
+      return {
+        node,
+        position: e.position,
+        receivedAt: e.data.receivedAt,
+        reportDigest: declared,
+        reportSerial,
+        currentDigest: sent.digest,
+        currentSerial: sent.serial,
+        sentAt: sent.sentAt,
+        class: declared === null ? 'undeclared' : reportSerial === null ? 'unknown' : 'stale',
+      };
+    },
+  };
+}
+
+export function findRaces(events: Iterable<Recorded>): Race[] {
+  const scanner = createRaceScanner();
+  const out: Race[] = [];
+  for (const e of events) {
+    const r = scanner.push(e);
+    if (r !== null) out.push(r);
+  }
+  return out;
+}

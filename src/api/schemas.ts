@@ -1,0 +1,164 @@
+import { z } from 'zod';
+
+// Zod schemas of everything the HTTP API reads and writes (DESIGN §7). Handlers parse requests
+// with them, and /v1/openapi.json is generated from them, so the document cannot drift from
+// what the code accepts. Registered schemas become components and are referenced by $ref.
+
+export const apiRegistry = z.registry<{ id: string; description?: string }>();
+
+const named = <T extends z.ZodType>(id: string, schema: T, description?: string): T => {
+  apiRegistry.add(schema, description === undefined ? { id } : { id, description });
+  return schema;
+};
+
+const digest = z.string().regex(/^[0-9a-f]{64}$/, 'a digest is 64 lowercase hex characters');
+const position = z.string().regex(/^\d{1,20}$/, 'a position is a decimal string');
+const iso = z.string().describe('ISO 8601 time');
+
+export const statusEnum = z.enum(['undeclared', 'behind', 'refused', 'degraded', 'converged']);
+export const livenessEnum = z.enum(['connected', 'disconnected', 'never-seen']);
+export const reportClassEnum = z.enum(['matching', 'stale', 'unknown', 'undeclared']);
+
+// Node ids come from broker user names; only refuse what cannot be one.
+export const nodeParams = named('NodeParams', z.object({ node: z.string().min(1).max(255) }));
+
+export const problem = named(
+  'Problem',
+  z.object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.string().describe('stable error code, see README "Error codes"'),
+    instance: z.string().optional(),
+    details: z.record(z.string(), z.unknown()).optional(),
+  }),
+  'RFC 9457 problem details with a stable Converge error code',
+);
+
+export const liveness = named(
+  'Liveness',
+  z.object({ state: livenessEnum, lastSeenAt: iso.nullable(), disconnectedForMs: z.number().int().min(0) }),
+);
+
+export const anomalies = named('Anomalies', z.object({ stale: z.number().int(), unknown: z.number().int(), undeclared: z.number().int() }));
+
+export const nodeView = named(
+  'NodeState',
+  z.object({
+    node: z.string(),
+    status: statusEnum,
+    caughtUp: z.boolean(),
+    sent: z
+      .object({ digest, serial: z.number().int(), sentAt: iso, acknowledgedAt: iso.nullable(), resourceIds: z.array(z.string()) })
+      .nullable(),
+    reported: z
+      .object({
+        declared: digest.nullable(),
+        receivedAt: iso,
+        applied: z.array(z.string()),
+        failed: z.record(z.string(), z.string()),
+        refused: z.string(),
+        carried: z.array(z.number().int()),
+        class: reportClassEnum,
+      })
+      .nullable(),
+    missing: z.array(z.string()),
+    carried: z.array(z.number().int()),
+    liveness,
+    anomalies,
+    convergence: z.object({ lastLatencyMs: z.number().nullable(), acknowledged: z.number().int(), superseded: z.number().int() }),
+    reports: z.number().int(),
+    position,
+  }),
+  'One node\'s state: caughtUp means the latest report names the latest sent digest (DESIGN §3)',
+);
+
+export const nodesQuery = named(
+  'NodesQuery',
+  z.object({
+    status: statusEnum.optional(),
+    liveness: livenessEnum.optional(),
+    digest: digest.optional().describe('nodes sent or running this digest'),
+  }),
+);
+
+export const nodeList = named('NodeList', z.object({ count: z.number().int(), nodes: z.array(nodeView) }));
+
+export const historyQuery = named(
+  'HistoryQuery',
+  z.object({
+    limit: z.coerce.number().int().min(1).max(1000).default(100),
+    before: position.optional().describe('only events with a position below this one (exclusive): pass `next` to page'),
+  }),
+);
+
+export const historyEntry = named(
+  'HistoryEntry',
+  z.object({
+    position,
+    revision: position,
+    id: z.string(),
+    type: z.enum(['DeclarationSent', 'ReportReceived', 'AliveSeen']),
+    at: iso,
+    data: z.record(z.string(), z.unknown()),
+  }),
+);
+
+export const history = named('History', z.object({ node: z.string(), events: z.array(historyEntry), next: position.nullable() }));
+
+export const stateQuery = named(
+  'StateQuery',
+  z.object({ at: z.string().min(1).describe('an ISO 8601 time or a decimal store position') }),
+);
+
+export const stateAtResponse = named(
+  'StateAt',
+  z.object({ at: z.string(), folded: z.number().int(), state: nodeView }),
+  'A node\'s state as of a time or position: the same fold, stopped',
+);
+
+export const awaitQuery = named(
+  'AwaitQuery',
+  z.object({
+    digest: digest.optional().describe('default: whatever is latest sent when the node catches up'),
+    timeoutMs: z.coerce.number().int().min(0).max(300_000).default(30_000),
+  }),
+);
+
+export const resource = z.looseObject({ id: z.string().min(1), ports: z.array(z.number().int().min(1).max(65535)).optional() });
+export const declarationBody = named('DeclarationBody', z.object({ resources: z.array(resource).max(10_000) }));
+export const declarationAccepted = named(
+  'DeclarationAccepted',
+  z.object({ node: z.string(), digest, serial: z.number().int().min(1) }),
+  'Recorded in the store (the outbox) and queued for the relay',
+);
+
+export const fleet = named(
+  'Fleet',
+  z.object({
+    nodes: z.number().int(),
+    byStatus: z.record(statusEnum, z.number().int()),
+    byLiveness: z.record(livenessEnum, z.number().int()),
+    cohorts: z.array(z.object({ digest, nodes: z.number().int(), caughtUp: z.number().int() })),
+    convergence: z.object({
+      samples: z.number().int(),
+      p50Ms: z.number().nullable(),
+      p90Ms: z.number().nullable(),
+      p99Ms: z.number().nullable(),
+      maxMs: z.number().nullable(),
+      superseded: z.number().int(),
+      acknowledged: z.number().int(),
+    }),
+    anomalies,
+    position: position.nullable(),
+    ready: z.boolean(),
+  }),
+);
+
+export const eventsQuery = named(
+  'EventsQuery',
+  z.object({ node: z.string().min(1).optional().describe('only this node\'s changes') }),
+);
+
+export const health = named('Health', z.object({ ok: z.boolean(), ready: z.boolean(), lag: position, position: position.nullable() }));

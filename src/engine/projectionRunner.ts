@@ -1,0 +1,181 @@
+import type { Logger } from 'pino';
+import { livenessAt } from '../../projections/index.ts';
+import type { LivenessState, NodeStatus } from '../../projections/index.ts';
+import type { EventStore, Subscription } from '../store/index.ts';
+import type { Metrics } from './metrics.ts';
+import { createReadModel } from './readModel.ts';
+import type { ReadModel } from './readModel.ts';
+import { foldVersion, readSnapshot, serializeSnapshot, snapshotFormat, writeSnapshotText } from './snapshot.ts';
+import type { Snapshot } from './snapshot.ts';
+
+// The projection runner (DESIGN §6): folds the store into the read model through one
+// subscription. The read model lives in memory, so the subscription's resume point is the
+// snapshot's position (or zero), not a store checkpoint: a checkpoint saved without the state it
+// stands for would make a restarted engine skip events it no longer holds.
+
+export type SnapshotOptions = Readonly<{ path: string; everyEvents: number }>;
+
+export type ProjectionRunnerOptions = Readonly<{
+  store: EventStore;
+  logger: Logger;
+  metrics?: Metrics;
+  readModel?: ReadModel;
+  snapshot?: SnapshotOptions;
+  batchSize?: number;
+  graceMs?: number;
+  /** Clock for liveness in the node gauges (tests inject one). */
+  now?: () => number;
+}>;
+
+export type ProjectionRunner = Readonly<{
+  readModel: ReadModel;
+  /** Restore the snapshot (if any, and valid) and start following the store. */
+  start: () => Promise<void>;
+  /** Resolves once the runner has folded everything stored when it started. */
+  caughtUp: () => Promise<void>;
+  isReady: () => boolean;
+  /** Events in the store not yet folded. */
+  lag: () => Promise<bigint>;
+  /** Refresh the lag and node gauges (called on every /metrics scrape: liveness depends on now). */
+  refreshMetrics: (now?: number) => Promise<void>;
+  /** Write a snapshot of the current read model now (if snapshots are configured). */
+  writeSnapshot: () => Promise<void>;
+  stop: () => Promise<void>;
+}>;
+
+export function createProjectionRunner(options: ProjectionRunnerOptions): ProjectionRunner {
+  const { store, logger, metrics } = options;
+  const readModel = options.readModel ?? createReadModel();
+  const log = logger.child({ component: 'projections' });
+  let subscription: Subscription | null = null;
+  let ready = false;
+  let resolveCaughtUp: () => void = () => {};
+  const caughtUpPromise = new Promise<void>((r) => (resolveCaughtUp = r));
+  let lastSnapshotAt: bigint | null = null;
+  let writing: Promise<void> | null = null;
+  /** Id of the last event folded: stored in a snapshot to tie it to this store. */
+  let lastEventId: string | null = null;
+
+  // DESIGN §7: the convergence histogram counts acknowledgements as they happen. While catching
+  // up, the folded acknowledgements are history (already counted by whoever was live then).
+  readModel.onChange((c) => {
+    if (!ready || metrics === undefined) return;
+    const before = c.previous?.convergence.acknowledged ?? 0;
+    const latency = c.state.convergence.lastLatencyMs;
+    if (c.state.convergence.acknowledged > before && latency !== null) metrics.convergenceSeconds.observe(latency / 1000);
+  });
+
+  async function restore(): Promise<void> {
+    const opts = options.snapshot;
+    if (opts === undefined) return;
+    let snap: Snapshot | null;
+    try {
+      snap = await readSnapshot(opts.path);
+    } catch (err) {
+      log.warn({ err, path: opts.path }, 'snapshot unreadable; folding from zero');
+      return;
+    }
+    if (snap === null) return;
+    if (snap.foldVersion !== foldVersion) {
+      log.info({ path: opts.path, snapshotFold: snap.foldVersion, foldVersion }, 'snapshot made by another fold; folding from zero');
+      return;
+    }
+    // The event at the snapshot's position must be the one the snapshot saw: same store, same history.
+    let atPosition: string | undefined;
+    for await (const batch of store.readAll({ after: snap.position - 1n, limit: 1 })) {
+      atPosition = batch[0]?.position === snap.position ? batch[0].id : undefined;
+      break;
+    }
+    if (atPosition !== snap.eventId) {
+      log.warn({ path: opts.path, position: snap.position.toString() }, 'snapshot does not match this store; folding from zero');
+      return;
+    }
+    readModel.restore(snap.states, snap.position);
+    lastSnapshotAt = snap.position;
+    lastEventId = snap.eventId;
+    log.info({ path: opts.path, position: snap.position.toString(), nodes: snap.states.length }, 'restored read model from snapshot');
+  }
+
+  function snapshotNow(): Promise<void> {
+    const opts = options.snapshot;
+    const position = readModel.position();
+    if (opts === undefined || position === null || position === lastSnapshotAt) return Promise.resolve();
+    if (writing !== null) return writing;
+    const eventId = lastEventId;
+    if (eventId === null) return Promise.resolve();
+    // Serialised synchronously so the snapshot is exactly the model at `position`.
+    const text = serializeSnapshot({ format: snapshotFormat, foldVersion, position, eventId, writtenAt: new Date().toISOString(), states: [...readModel.nodes()] });
+    lastSnapshotAt = position;
+    writing = writeSnapshotText(opts.path, text)
+      .then(() => log.debug({ position: position.toString() }, 'snapshot written'))
+      .catch((err: unknown) => log.warn({ err, path: opts.path }, 'snapshot write failed; will retry at the next interval'))
+      .finally(() => {
+        writing = null;
+      });
+    return writing;
+  }
+
+  async function lag(): Promise<bigint> {
+    const head = (await store.headPosition()) ?? 0n;
+    const at = readModel.position() ?? 0n;
+    return head > at ? head - at : 0n;
+  }
+
+  async function refreshMetrics(now: number = (options.now ?? Date.now)()): Promise<void> {
+    if (metrics === undefined) return;
+    metrics.projectionLag.set(Number(await lag()));
+    const counts = new Map<string, number>();
+    for (const s of readModel.nodes()) {
+      const key = `${s.status}\u0000${livenessAt(s.lastSeenAt, now, options.graceMs).state}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    metrics.nodes.reset();
+    for (const status of ['undeclared', 'behind', 'refused', 'degraded', 'converged'] as const satisfies readonly NodeStatus[]) {
+      for (const liveness of ['connected', 'disconnected', 'never-seen'] as const satisfies readonly LivenessState[]) {
+        metrics.nodes.set({ status, liveness }, counts.get(`${status}\u0000${liveness}`) ?? 0);
+      }
+    }
+  }
+
+  return {
+    readModel,
+    async start() {
+      if (subscription !== null) return;
+      await restore();
+      const every = options.snapshot === undefined ? null : BigInt(Math.max(1, options.snapshot.everyEvents));
+      subscription = store.subscribe({
+        after: readModel.position(),
+        ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
+        handler: (events) => {
+          readModel.apply(events);
+          const last = events[events.length - 1];
+          if (last !== undefined) lastEventId = last.id;
+          if (every !== null && last !== undefined && (lastSnapshotAt === null ? last.position : last.position - lastSnapshotAt) >= every) {
+            void snapshotNow();
+          }
+          if (metrics !== undefined && ready) metrics.projectionLag.set(0);
+        },
+        onCaughtUp: () => {
+          ready = true;
+          log.info({ position: readModel.position()?.toString() ?? null, nodes: readModel.size() }, 'projections caught up');
+          resolveCaughtUp();
+        },
+        onError: (err) => log.error({ err }, 'projection subscription error; retrying'),
+      });
+    },
+    caughtUp: () => caughtUpPromise,
+    isReady: () => ready,
+    lag,
+    refreshMetrics,
+    writeSnapshot: async () => {
+      if (writing !== null) await writing;
+      await snapshotNow();
+    },
+    async stop() {
+      const s = subscription;
+      subscription = null;
+      if (s !== null) await s.stop();
+      if (writing !== null) await writing;
+    },
+  };
+}

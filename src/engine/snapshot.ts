@@ -1,0 +1,79 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import type { NodeState } from '../../projections/index.ts';
+import { ConvergeError } from '../errors.ts';
+
+// Read-model snapshots: the folded states at one position, in a JSON file written atomically
+// (temp file + rename) so a crash leaves the old snapshot or the new one, never half of one.
+// A snapshot is only a shortcut: it is trusted only if it was made by this exact fold (hash of
+// projections/nodeState.ts) and from this store (the event at its position has the same id).
+// Anything else is discarded and the runner folds from zero — slower, never wrong.
+
+export const snapshotFormat = 1;
+
+/** Changes whenever the fold's source changes, so an old snapshot is never mistaken for current. */
+export const foldVersion: string = createHash('sha256')
+  .update(readFileSync(new URL('../../projections/nodeState.ts', import.meta.url)))
+  .digest('hex')
+  .slice(0, 16);
+
+export type Snapshot = Readonly<{
+  format: number;
+  foldVersion: string;
+  position: bigint;
+  /** Id of the event at `position`: ties the snapshot to the store it was made from. */
+  eventId: string;
+  writtenAt: string;
+  states: readonly NodeState[];
+}>;
+
+type Json = Record<string, unknown>;
+
+// bigint → {"$big": "n"}, Map → {"$map": [[k, v]…]}: both round-trip exactly.
+const replacer = (_k: string, v: unknown): unknown => {
+  if (typeof v === 'bigint') return { $big: v.toString() };
+  if (v instanceof Map) return { $map: [...(v as Map<unknown, unknown>)] };
+  return v;
+};
+const reviver = (_k: string, v: unknown): unknown => {
+  if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+    const o = v as Json;
+    if (typeof o.$big === 'string' && Object.keys(o).length === 1) return BigInt(o.$big);
+    if (Array.isArray(o.$map) && Object.keys(o).length === 1) return new Map(o.$map as [unknown, unknown][]);
+  }
+  return v;
+};
+
+export const serializeSnapshot = (s: Snapshot): string => JSON.stringify(s, replacer);
+
+export function parseSnapshot(text: string): Snapshot {
+  const v = JSON.parse(text, reviver) as Partial<Snapshot>;
+  if (v.format !== snapshotFormat || typeof v.position !== 'bigint' || typeof v.eventId !== 'string' || !Array.isArray(v.states) || typeof v.foldVersion !== 'string') {
+    throw new ConvergeError('CONVERGE_ERR_SNAPSHOT_INVALID', 'snapshot file is not a Converge read-model snapshot');
+  }
+  return v as Snapshot;
+}
+
+/** Read a snapshot file; null if there is none. Throws if it exists but cannot be parsed. */
+export async function readSnapshot(path: string): Promise<Snapshot | null> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new ConvergeError('CONVERGE_ERR_SNAPSHOT_INVALID', `cannot read snapshot ${path}: ${(e as Error).message}`, { cause: e });
+  }
+  try {
+    return parseSnapshot(text);
+  } catch (e) {
+    throw new ConvergeError('CONVERGE_ERR_SNAPSHOT_INVALID', `snapshot ${path} is not valid: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/** Write atomically: the serialized text was taken synchronously, so it is one consistent position. */
+export async function writeSnapshotText(path: string, text: string): Promise<void> {
+  const tmp = `${path}.${process.pid}.tmp`;
+  await writeFile(tmp, text, 'utf8');
+  await rename(tmp, path);
+}

@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { harness, read } from './harness.ts';
+
+type SseEvent = { id: string; event: string; data: { node: string; status: string; position: string } };
+
+/** Read server-sent events from a fetch response until `count` arrived. */
+async function readEvents(res: Response, count: number): Promise<SseEvent[]> {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  const out: SseEvent[] = [];
+  let buf = '';
+  while (out.length < count) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += value;
+    let i: number;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      const fields = new Map(block.split('\n').filter((l) => !l.startsWith(':') && l.includes(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trimStart()]));
+      if (fields.get('event') === 'node') out.push({ id: fields.get('id') ?? '', event: 'node', data: JSON.parse(fields.get('data') ?? 'null') });
+    }
+  }
+  await reader.cancel();
+  return out;
+}
+
+test('/v1/events streams each state change with id = position, and resumes from Last-Event-ID', async (t) => {
+  const h = await harness();
+  t.after(() => h.close());
+  const base = await h.app.listen({ port: 0, host: '127.0.0.1' });
+
+  const live = await fetch(`${base}/v1/events`, { headers: read });
+  assert.equal(live.status, 200);
+  assert.match(live.headers.get('content-type') ?? '', /text\/event-stream/);
+  const got = readEvents(live, 3);
+  const a = await h.script.send('s1');
+  await h.script.report('s1', { declared: a.digest, applied: ['web'] });
+  await h.script.alive('s2');
+  const events = await got;
+  assert.deepEqual(events.map((e) => e.data.node), ['s1', 's1', 's2']);
+  assert.deepEqual(events.map((e) => e.data.status), ['behind', 'converged', 'undeclared']);
+  for (const e of events) assert.equal(e.id, e.data.position);
+
+  // A client that saw only the first event resumes: it gets the current state of each node
+  // that changed after that position, then live changes.
+  const resumed = await fetch(`${base}/v1/events`, { headers: { ...read, 'last-event-id': events[0]!.id } });
+  const more = readEvents(resumed, 3);
+  await h.script.send('s3');
+  const after = await more;
+  assert.deepEqual(after.map((e) => e.data.node), ['s1', 's2', 's3']);
+  assert.equal(after[0]!.data.status, 'converged');
+  const ids = after.map((e) => BigInt(e.id));
+  assert.ok(ids[0]! > BigInt(events[0]!.id) && ids[1]! > ids[0]! && ids[2]! > ids[1]!, 'ids keep increasing across the resume');
+});
+
+test('/v1/events without a token is 401 and a bad Last-Event-ID is 400', async (t) => {
+  const h = await harness();
+  t.after(() => h.close());
+  assert.equal((await h.app.inject({ url: '/v1/events' })).statusCode, 401);
+  const bad = await h.app.inject({ url: '/v1/events', headers: { ...read, 'last-event-id': 'x' } });
+  assert.equal(bad.statusCode, 400);
+});

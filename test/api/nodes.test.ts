@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { harness, read } from './harness.ts';
+import type { Harness } from './harness.ts';
+
+describe('node routes', () => {
+  let h: Harness;
+  before(async () => {
+    h = await harness();
+    const a = await h.script.send('n1');
+    h.script.tick();
+    await h.script.report('n1', { declared: a.digest, applied: ['web'] });
+    await h.script.send('n2');
+    await h.script.alive('n3');
+    await h.settle();
+  });
+  after(() => h.close());
+
+  test('GET /v1/nodes/:node answers the DESIGN §7 shape for a converged node', async () => {
+    const r = await h.app.inject({ url: '/v1/nodes/n1', headers: read });
+    assert.equal(r.statusCode, 200);
+    const body = r.json();
+    assert.equal(body.node, 'n1');
+    assert.equal(body.status, 'converged');
+    assert.equal(body.caughtUp, true);
+    assert.equal(body.sent.serial, 1);
+    assert.equal(body.reported.declared, body.sent.digest);
+    assert.equal(body.liveness.state, 'connected');
+    assert.deepEqual(body.anomalies, { stale: 0, unknown: 0, undeclared: 0 });
+    assert.match(body.position, /^\d+$/);
+  });
+
+  test('a node never heard of is a 404 problem with a stable code', async () => {
+    const r = await h.app.inject({ url: '/v1/nodes/ghost', headers: read });
+    assert.equal(r.statusCode, 404);
+    assert.match(r.headers['content-type'] as string, /^application\/problem\+json/);
+    assert.equal(r.json().code, 'CONVERGE_ERR_NODE_NOT_FOUND');
+    assert.equal(r.json().status, 404);
+  });
+
+  test('GET /v1/nodes filters by status and liveness', async () => {
+    const all = (await h.app.inject({ url: '/v1/nodes', headers: read })).json();
+    assert.deepEqual(all.nodes.map((n: { node: string }) => n.node), ['n1', 'n2', 'n3']);
+    const behind = (await h.app.inject({ url: '/v1/nodes?status=behind', headers: read })).json();
+    assert.deepEqual(behind.nodes.map((n: { node: string }) => n.node), ['n2']);
+    const never = (await h.app.inject({ url: '/v1/nodes?liveness=never-seen', headers: read })).json();
+    assert.deepEqual(never.nodes.map((n: { node: string }) => n.node), ['n2']);
+  });
+
+  test('GET /v1/nodes filters by digest, sent or running', async () => {
+    const digest = h.runner.readModel.get('n2')?.sent?.digest ?? '';
+    const r = (await h.app.inject({ url: `/v1/nodes?digest=${digest}`, headers: read })).json();
+    assert.deepEqual(r.nodes.map((n: { node: string }) => n.node), ['n2']);
+  });
+
+  test('a bad query value is a 400 with CONVERGE_ERR_BAD_REQUEST naming the field', async () => {
+    const r = await h.app.inject({ url: '/v1/nodes?status=sideways', headers: read });
+    assert.equal(r.statusCode, 400);
+    assert.equal(r.json().code, 'CONVERGE_ERR_BAD_REQUEST');
+    assert.match(r.json().detail, /query\.status/);
+  });
+
+  test('a request without a token is 401 when tokens are configured', async () => {
+    const r = await h.app.inject({ url: '/v1/nodes/n1' });
+    assert.equal(r.statusCode, 401);
+    assert.equal(r.json().code, 'CONVERGE_ERR_UNAUTHENTICATED');
+  });
+
+  test('a wrong token is 401, not 403', async () => {
+    const r = await h.app.inject({ url: '/v1/nodes/n1', headers: { authorization: 'Bearer nope-nope-nope' } });
+    assert.equal(r.statusCode, 401);
+  });
+
+  test('a read token on a write is 403 and sends nothing', async () => {
+    const before = await h.store.headPosition();
+    const r = await h.app.inject({ method: 'POST', url: '/v1/nodes/n1/declarations', headers: read, payload: { resources: [{ id: 'x' }] } });
+    assert.equal(r.statusCode, 403);
+    assert.equal(r.json().code, 'CONVERGE_ERR_FORBIDDEN');
+    assert.equal(await h.store.headPosition(), before);
+  });
+
+  test('an unknown route is a problem too', async () => {
+    const r = await h.app.inject({ url: '/v1/nope', headers: read });
+    assert.equal(r.statusCode, 404);
+    assert.equal(r.json().code, 'CONVERGE_ERR_ROUTE_NOT_FOUND');
+  });
+
+  test('GET /v1/fleet counts nodes by status and liveness', async () => {
+    const r = await h.app.inject({ url: '/v1/fleet', headers: read });
+    assert.equal(r.statusCode, 200);
+    const f = r.json();
+    assert.equal(f.nodes, 3);
+    assert.equal(f.byStatus.converged, 1);
+    assert.equal(f.byStatus.behind, 1);
+    assert.equal(f.byStatus.undeclared, 1);
+    assert.equal(f.byLiveness['never-seen'], 1);
+    assert.equal(f.ready, true);
+  });
+});
