@@ -14,7 +14,7 @@ import type { AllStreamRecordedEvent, AllStreamSubscription, AppendExpectedRevis
 import { ConvergeError, isConvergeError } from '../errors.ts';
 import type { Recorded } from '../events/index.ts';
 import { decodeEvent, isEventType, streamPrefix as nodeStreamPrefix } from '../events/index.ts';
-import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision } from './appendRules.ts';
+import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision, recorded } from './appendRules.ts';
 import type { EncodedWrite } from './appendRules.ts';
 import { sleep } from './notifier.ts';
 import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions, Subscription } from './port.ts';
@@ -51,7 +51,7 @@ const esdbError = (err: unknown, what: string): ConvergeError => {
 
 function toRecorded(e: RecordedEvent | AllStreamRecordedEvent): Recorded | null {
   if (!isEventType(e.type) || !e.isJson || e.position === undefined) return null;
-  return { ...decodeEvent(e.type, e.data, e.metadata), id: e.id, stream: e.streamId, revision: e.revision, position: e.position.commit };
+  return recorded(decodeEvent(e.type, e.data, e.metadata), e.id, e.streamId, e.revision, e.position.commit);
 }
 
 export function createEsdbEventStore(connectionString: string, options: EsdbEventStoreOptions = {}): EventStore {

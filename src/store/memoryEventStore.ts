@@ -1,7 +1,7 @@
 import type { Recorded } from '../events/index.ts';
 import { decodeEvent } from '../events/index.ts';
 import { ConvergeError } from '../errors.ts';
-import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision } from './appendRules.ts';
+import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision, recorded } from './appendRules.ts';
 import type { EncodedEvent } from './appendRules.ts';
 import { createNotifier } from './notifier.ts';
 import { createPollingSubscription } from './pollingSubscription.ts';
@@ -29,7 +29,7 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
   const open = (): void => {
     if (closed) throw storeClosed('memory');
   };
-  const decode = (r: Row): Recorded => ({ ...decodeEvent(r.type, JSON.parse(r.data), JSON.parse(r.metadata)), id: r.id, stream: r.stream, revision: r.revision, position: r.position });
+  const decode = (r: Row): Recorded => recorded(decodeEvent(r.type, JSON.parse(r.data), JSON.parse(r.metadata)), r.id, r.stream, r.revision, r.position);
   const revisionOf = (stream: string): bigint => BigInt((streams.get(stream)?.length ?? 0) - 1);
 
   function readAfter(after: bigint | null, limit: number, prefix?: string): Recorded[] {

@@ -119,3 +119,23 @@ test('a live subscription sees batches appended by another process (polling)', {
     await store.close();
   }
 });
+
+test('two handles appending to one stream in turn each see the other\'s revisions', async () => {
+  const path = fresh();
+  const a = createSqliteEventStore(path);
+  const b = createSqliteEventStore(path);
+  const ids = batchEventIds('turns', 0);
+  const ev = (i: number) => ({ id: ids[i]!, type: 'AliveSeen' as const, data: { node: 'x', seenAt: `2024-01-01T00:00:0${i}.000Z` } });
+  try {
+    await a.append([{ stream: 'node-x', expected: 'no_stream', events: [ev(0)] }]);
+    await b.append([{ stream: 'node-x', expected: 0n, events: [ev(1)] }]);
+    // a's own view of node-x is stale now; it must notice b's commit, not reuse revision 1
+    const r = await a.append([{ stream: 'node-x', expected: 1n, events: [ev(2)] }]);
+    assert.equal(r.streams[0]!.nextExpected, 2n);
+    await assert.rejects(a.append([{ stream: 'node-x', expected: 1n, events: [ev(3)] }]), (err: unknown) => isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION'));
+    assert.deepEqual((await b.readStream('node-x')).map((e) => e.id), ids.slice(0, 3));
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});
