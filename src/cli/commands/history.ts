@@ -1,0 +1,42 @@
+import { timeline } from '../../../projections/index.ts';
+import { ConvergeError } from '../../errors.ts';
+import { streamOf } from '../../events/index.ts';
+import type { Command } from '../command.ts';
+import { withStore } from '../command.ts';
+import { printJsonLines, short, table } from '../output.ts';
+
+export const history: Command = {
+  name: 'history',
+  usage: 'converge history <node> [--limit <n>] [--json]',
+  summary: 'a node\'s events, oldest first, each report classified, each declaration\'s latency',
+  args: [1, 1],
+  options: { limit: { type: 'string' } },
+  run: ({ io, values, positionals, config, json }) =>
+    withStore(config, io, async (store) => {
+      const node = positionals[0]!;
+      const limit = values.limit === undefined ? Infinity : Number(values.limit);
+      if (!Number.isInteger(limit) && limit !== Infinity) throw new ConvergeError('CONVERGE_ERR_USAGE', '--limit must be a whole number');
+      const events = await store.readStream(streamOf(node));
+      if (events.length === 0) throw new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `no event has ever named node ${JSON.stringify(node)}`);
+      const t = timeline(node, events);
+      const entries = t.entries.slice(limit === Infinity ? 0 : -limit);
+      if (json) {
+        printJsonLines(io, entries.map((e) => ({ node, ...e })));
+        return 0;
+      }
+      io.stdout(
+        table(
+          ['POSITION', 'AT', 'EVENT', 'SERIAL', 'DIGEST', 'CLASS', 'STATUS AFTER'],
+          entries.map((e) => [e.position.toString(), e.at, e.type, e.serial === null ? '-' : String(e.serial), short(e.digest), e.class === null ? '-' : `${e.class}${e.duplicate ? ' (dup)' : ''}`, e.status]),
+        ),
+      );
+      io.stdout('\n');
+      io.stdout(
+        table(
+          ['SERIAL', 'DIGEST', 'SENT', 'OUTCOME', 'LATENCY'],
+          t.declarations.map((d) => [String(d.serial), short(d.digest), d.sentAt, d.outcome, d.latencyMs === null ? '-' : `${d.latencyMs} ms`]),
+        ),
+      );
+      return 0;
+    }),
+};

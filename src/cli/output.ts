@@ -1,0 +1,46 @@
+import type { CliIo } from './io.ts';
+
+// Tables for people, JSON for programs (DESIGN §7): a list is JSON lines, one object a line,
+// so `converge status --json | jq` works on a fleet of any size without buffering it whole.
+
+const json = (v: unknown): string => JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x));
+
+export const printJson = (io: CliIo, value: unknown): void => io.stdout(`${json(value)}\n`);
+export const printJsonLines = (io: CliIo, values: Iterable<unknown>): void => {
+  for (const v of values) io.stdout(`${json(v)}\n`);
+};
+
+/** Left-aligned columns, two spaces apart, header first. */
+export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(headers), ...rows.map(line)].join('\n') + '\n';
+}
+
+export const short = (digest: string | null | undefined): string => (digest === null || digest === undefined ? '-' : digest.slice(0, 12));
+
+/** Key: value lines, for one object. */
+export const pairs = (entries: readonly (readonly [string, string])[]): string => {
+  const w = Math.max(...entries.map(([k]) => k.length));
+  return entries.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join('\n') + '\n';
+};
+
+/** Progress on stderr, only on a terminal and at most every 200 ms; `done()` clears the line. */
+export function progress(io: CliIo, label: string): { update: (n: number, total: number | null) => void; done: () => void } {
+  if (!io.stderrIsTTY) return { update: () => {}, done: () => {} };
+  let last = 0;
+  return {
+    update(n, total) {
+      const t = Date.now();
+      if (t - last < 200) return;
+      last = t;
+      const pct = total !== null && total > 0 ? ` ${Math.min(100, Math.floor((n / total) * 100))}%` : '';
+      io.stderr(`\r${label}: ${n.toLocaleString('en-US')}${total === null ? '' : ` / ${total.toLocaleString('en-US')}`}${pct}\u001b[K`);
+    },
+    done: () => io.stderr('\r\u001b[K'),
+  };
+}

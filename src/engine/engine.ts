@@ -1,0 +1,133 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { buildApp } from '../api/buildApp.ts';
+import type { SendDeclaration } from '../api/buildApp.ts';
+import type { SigningKey } from '../declaration/index.ts';
+import { ConvergeError } from '../errors.ts';
+import type { EventStore } from '../store/index.ts';
+import type { DeclarationPublisher, IngestSource } from '../transport/port.ts';
+import type { Config } from './config.ts';
+import { createIngest } from './ingest.ts';
+import type { Ingest } from './ingest.ts';
+import { createMetrics } from './metrics.ts';
+import type { Metrics } from './metrics.ts';
+import { createProjectionRunner } from './projectionRunner.ts';
+import type { ProjectionRunner } from './projectionRunner.ts';
+import { createRelay } from './relay.ts';
+import type { Relay } from './relay.ts';
+import { createSender } from './send.ts';
+
+// `converge serve` as a value (DESIGN §6): store → projections → API, plus ingest and relay
+// when a transport is given. Start order matters: projections first (the API reads them), then
+// the relay (it publishes what the store already holds), then ingest, then the socket.
+// Stop runs the other way so nothing is acked after the store is closed.
+
+export type EngineTransport = Readonly<{ ingestSource: IngestSource; publisher: DeclarationPublisher }>;
+
+export type EngineOptions = Readonly<{
+  config: Config;
+  logger: Logger;
+  store: EventStore;
+  transport?: EngineTransport;
+  key?: SigningKey | null;
+  metrics?: Metrics;
+  /** Overrides for tests and the demo. */
+  now?: () => number;
+}>;
+
+export type Engine = Readonly<{
+  store: EventStore;
+  runner: ProjectionRunner;
+  app: FastifyInstance;
+  metrics: Metrics;
+  ingest: Ingest | null;
+  relay: Relay | null;
+  send: SendDeclaration | null;
+  /** Start everything and listen; resolves with the API's URL once the socket is open. */
+  start: () => Promise<string>;
+  stop: () => Promise<void>;
+}>;
+
+export function createEngine(options: EngineOptions): Engine {
+  const { config, logger, store, transport } = options;
+  const metrics = options.metrics ?? createMetrics({ processMetrics: true });
+  const runner = createProjectionRunner({
+    store,
+    logger,
+    metrics,
+    graceMs: config.graceMs,
+    ...(config.snapshotPath === null ? {} : { snapshot: { path: config.snapshotPath, everyEvents: config.snapshotEvery } }),
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
+  const key = options.key === undefined ? config.signingKey : options.key;
+  const sender =
+    key === null
+      ? null
+      : createSender({
+          store,
+          key,
+          // The read model already holds each node's revision, carried ports and latest send;
+          // the sender falls back to the store itself when it lost a race.
+          loadNode: async (node) => runner.readModel.get(node) ?? { revision: -1n, carried: [], sent: null },
+        });
+  const send: SendDeclaration | null =
+    sender === null
+      ? null
+      : async (node, resources) => {
+          const r = await sender.send(node, resources);
+          return { digest: r.digest, serial: r.serial };
+        };
+  const ingest =
+    transport === undefined
+      ? null
+      : createIngest({ store, source: transport.ingestSource, logger, metrics, trustMissingUserId: config.trustMissingUserId, aliveResolutionMs: config.aliveResolutionMs });
+  const relay = transport === undefined ? null : createRelay({ store, publisher: transport.publisher, logger, metrics });
+
+  const app = buildApp({
+    readModel: runner.readModel,
+    store,
+    logger,
+    tokens: config.apiTokens,
+    projections: runner,
+    metrics,
+    graceMs: config.graceMs,
+    ...(send === null
+      ? {
+          send: async () => {
+            throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', 'this engine has no signing key: set --signing-key or CONVERGE_SIGNING_KEY');
+          },
+        }
+      : { send }),
+    ...(ingest === null ? {} : { lastSeen: (node: string) => ingest.lastSeenAt(node) }),
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
+
+  let started = false;
+  return {
+    store,
+    runner,
+    app,
+    metrics,
+    ingest,
+    relay,
+    send,
+    async start() {
+      started = true;
+      await runner.start();
+      relay?.start();
+      await ingest?.start();
+      const url = await app.listen({ port: config.port, host: config.host });
+      logger.info({ url, store: store.kind, transport: transport === undefined ? 'none' : 'on', sends: send !== null }, 'engine listening');
+      return url;
+    },
+    async stop() {
+      if (!started) return;
+      started = false;
+      await app.close();
+      await ingest?.stop();
+      await relay?.stop();
+      await runner.writeSnapshot();
+      await runner.stop();
+    },
+  };
+}
