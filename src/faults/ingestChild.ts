@@ -5,9 +5,8 @@
 //   CONVERGE_FAULT_STORE      path of the SQLite store file
 // Prints one line `ready` on stdout once consuming; on SIGTERM stops cleanly (SIGKILL is the point).
 import pino from 'pino';
-import { createIngest } from '../engine/ingest.ts';
 import { createSqliteEventStore } from '../store/index.ts';
-import { createAmqpTransport } from '../transport/amqpTransport.ts';
+import { startIngestOverAmqp } from './ingestOverAmqp.ts';
 
 const url = process.env['CONVERGE_FAULT_AMQP_URL'];
 const path = process.env['CONVERGE_FAULT_STORE'];
@@ -17,15 +16,12 @@ if (!url || !path) {
 }
 const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' }, pino.destination(2));
 const store = createSqliteEventStore(path);
-const transport = await createAmqpTransport({ url, logger, heartbeatSeconds: 2, connectionName: 'converge-fault-ingest-child' });
-const ingest = createIngest({ store, source: transport.ingestSource(), logger });
-await ingest.start();
+const engine = await startIngestOverAmqp({ url, store, logger, connectionName: 'converge-fault-ingest-child' });
 process.stdout.write('ready\n');
 
 process.once('SIGTERM', () => {
   void (async () => {
-    await ingest.stop();
-    await transport.close();
+    await engine.stop();
     await store.close();
     process.exit(0);
   })();

@@ -11,10 +11,10 @@ import fc from 'fast-check';
 import pino from 'pino';
 import { enrollNode } from '../../src/accounts/index.ts';
 import { createManagementClient, seg } from '../../src/accounts/managementClient.ts';
-import { createIngest } from '../../src/engine/ingest.ts';
-import type { Ingest } from '../../src/engine/ingest.ts';
 import { createFaultProxy } from '../../src/faults/faultProxy.ts';
 import { hostileBodies } from '../../src/faults/hostileBodies.ts';
+import { startIngestOverAmqp } from '../../src/faults/ingestOverAmqp.ts';
+import type { IngestOverAmqp } from '../../src/faults/ingestOverAmqp.ts';
 import { createScratchVhost, defaultBroker, probeBroker } from '../../src/faults/scratchVhost.ts';
 import type { ScratchVhost } from '../../src/faults/scratchVhost.ts';
 import { mountTinyTmpfs } from '../../src/faults/tinyTmpfs.ts';
@@ -24,8 +24,6 @@ import type { EventStore } from '../../src/store/index.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import type { AmqpConnection } from '../../src/transport/amqpConnection.ts';
 import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
-import { createAmqpTransport } from '../../src/transport/amqpTransport.ts';
-import type { AmqpTransport } from '../../src/transport/amqpTransport.ts';
 import type { InboundKind, NodeLink } from '../../src/transport/port.ts';
 import { encodeReport } from '../../src/wire/index.ts';
 
@@ -164,21 +162,8 @@ function startLoad(nodes: readonly NodeConn[], perNode: number, paceMs: number):
 
 // ---------------------------------------------------------------- engine
 
-type EngineUnderTest = { ingest: Ingest; transport: AmqpTransport; stop: () => Promise<void> };
-
-async function startEngine(url: string, store: EventStore, heartbeatSeconds = 2): Promise<EngineUnderTest> {
-  const transport = await createAmqpTransport({ url, logger, heartbeatSeconds, connectionName: 'converge-fault-engine' });
-  const ingest = createIngest({ store, source: transport.ingestSource(), logger, retry: { minMs: 50, maxMs: 1000 } });
-  await ingest.start();
-  return {
-    ingest,
-    transport,
-    stop: async () => {
-      await ingest.stop();
-      await transport.close();
-    },
-  };
-}
+const startEngine = (url: string, store: EventStore, heartbeatSeconds = 2): Promise<IngestOverAmqp> =>
+  startIngestOverAmqp({ url, store, logger, heartbeatSeconds, connectionName: 'converge-fault-engine' });
 
 // ---------------------------------------------------------------- tally
 
@@ -334,15 +319,15 @@ export const proxyReset: Scenario = {
         let resets = 0;
         for (let i = 0; i < 3; i++) {
           await until('some load to flow', () => load.confirmed().size >= ((i + 1) * PER_NODE * nodes.length) / 8, 60_000);
-          await until('the engine to reconnect', () => engine.transport.connection.isConnected() && engine.transport.connection.generation() === i + 1, 30_000);
+          await until('the engine to reconnect', () => engine.connection.isConnected() && engine.connection.generation() === i + 1, 30_000);
           resets += proxy.reset();
         }
         const recovering = recoveryFrom(() => store, load, true);
         await load.done;
         const recover = await recovering;
         await settleAll(() => store, load);
-        await until('the engine to reconnect after the last reset', () => engine.transport.connection.generation() >= 4, 30_000).catch(() => undefined);
-        const reconnected = engine.transport.connection.generation() - 1;
+        await until('the engine to reconnect after the last reset', () => engine.connection.generation() >= 4, 30_000).catch(() => undefined);
+        const reconnected = engine.connection.generation() - 1;
         return await tally(proxyReset, store, load, recover, {
           notes: [`${resets} connection(s) reset; engine reconnected ${reconnected}×`],
           checks: { engineReconnected: reconnected >= 3 },
@@ -367,9 +352,9 @@ export const proxyBlackhole: Scenario = {
       try {
         const load = startLoad(nodes, PER_NODE, PACE_MS);
         await until('some load to flow', () => load.confirmed().size >= (PER_NODE * nodes.length) / 4);
-        const gen = engine.transport.connection.generation();
+        const gen = engine.connection.generation();
         proxy.blackhole();
-        const noticed = await until('the engine to notice the dead link', () => !engine.transport.connection.isConnected(), 15_000).then(
+        const noticed = await until('the engine to notice the dead link', () => !engine.connection.isConnected(), 15_000).then(
           () => true,
           () => false,
         );
@@ -379,7 +364,7 @@ export const proxyBlackhole: Scenario = {
         await load.done;
         const recover = await recovering;
         await settleAll(() => store, load);
-        const reconnected = engine.transport.connection.generation() - gen;
+        const reconnected = engine.connection.generation() - gen;
         return await tally(proxyBlackhole, store, load, recover, {
           notes: [`engine ${noticed ? 'noticed the blackhole through heartbeats' : 'did NOT notice the blackhole'}; reconnected ${reconnected}×`],
           checks: { engineNoticedBlackhole: noticed, engineReconnected: reconnected >= 1 },
@@ -405,14 +390,14 @@ export const closeAllConnections: Scenario = {
         for (let i = 0; i < 3; i++) {
           await until('some load to flow', () => load.confirmed().size >= ((i + 1) * PER_NODE * nodes.length) / 8);
           // Each close must meet a fresh engine connection, not the one the last close just killed.
-          await until('the engine to reconnect', () => engine.transport.connection.isConnected() && engine.transport.connection.generation() === i + 1, 30_000);
+          await until('the engine to reconnect', () => engine.connection.isConnected() && engine.connection.generation() === i + 1, 30_000);
           closed += await lab.closeAllConnections();
         }
         const recovering = recoveryFrom(() => store, load, true);
         await load.done;
         const recover = await recovering;
         await settleAll(() => store, load);
-        const reconnectedAfterLast = await until('the engine to reconnect after the last close', () => engine.transport.connection.generation() >= 4, 30_000).then(
+        const reconnectedAfterLast = await until('the engine to reconnect after the last close', () => engine.connection.generation() >= 4, 30_000).then(
           () => true,
           () => false,
         );
