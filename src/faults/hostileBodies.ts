@@ -64,9 +64,9 @@ const schemaCodes: readonly ErrorCode[] = ['CONVERGE_ERR_WIRE_SCHEMA'];
 const notJson: readonly ErrorCode[] = ['CONVERGE_ERR_WIRE_NOT_JSON'];
 
 function randomBytes(message: WireMessage): fc.Arbitrary<HostileBody> {
-  // The first byte is neither `{`, JSON whitespace nor 0xEF (a UTF-8 BOM's first byte), so the
-  // body cannot be a JSON object: rejected by construction, whatever follows.
-  const first = fc.integer({ min: 0, max: 255 }).filter((b) => ![0x7b, 0x20, 0x09, 0x0a, 0x0d, 0xef].includes(b));
+  // The first byte is neither `{` nor JSON whitespace, so the body cannot be a JSON object:
+  // rejected by construction, whatever follows (a leading BOM is refused too, as Go refuses it).
+  const first = fc.integer({ min: 0, max: 255 }).filter((b) => ![0x7b, 0x20, 0x09, 0x0a, 0x0d].includes(b));
   return fc.tuple(first, fc.uint8Array({ maxLength: 512 })).map(([b, rest]) => ({
     kind: 'randomBytes',
     message,

@@ -12,7 +12,9 @@ export type WireLimits = Readonly<{
 
 export const defaultWireLimits: WireLimits = Object.freeze({ maxBytes: 256 * 1024, maxDepth: 32 });
 
-const decoder = new TextDecoder('utf-8'); // not fatal: Go replaces invalid UTF-8 with U+FFFD too
+// Not fatal: Go replaces invalid UTF-8 with U+FFFD too. ignoreBOM keeps a leading byte-order
+// mark in the text, so JSON.parse refuses it as Go's decoder does ("invalid character 'ï'").
+const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /**
  * Depth of JSON nesting, counted on the raw bytes, outside strings. Cheap (one pass, no

@@ -89,6 +89,7 @@ test('hostile bodies are rejected with the right code and a reason a person can 
     ['declared too short', '{"node":"n","declared":"abc"}', 'CONVERGE_ERR_WIRE_DIGEST'],
     ['a JSON array body', '[{"node":"n"}]', 'CONVERGE_ERR_WIRE_SCHEMA'],
     ['a JSON string body', '"n"', 'CONVERGE_ERR_WIRE_SCHEMA'],
+    ['a leading UTF-8 byte-order mark (Go refuses it)', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"node":"n"}')]), 'CONVERGE_ERR_WIRE_NOT_JSON'],
   ];
   for (const [, body, code] of cases) assertRejected(() => parseReport(Buffer.from(body)), code);
   assertRejected(() => parseAlive(Buffer.from('{"node":1}')), 'CONVERGE_ERR_WIRE_SCHEMA');
