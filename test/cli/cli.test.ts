@@ -1,0 +1,211 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, test } from 'node:test';
+import { run } from '../../src/cli/main.ts';
+import type { CliIo } from '../../src/cli/io.ts';
+import { createSqliteEventStore } from '../../src/store/index.ts';
+import { storeScript } from '../engine/storeScript.ts';
+
+const bin = new URL('../../bin/converge.js', import.meta.url).pathname;
+
+type Result = { code: number; stdout: string; stderr: string };
+
+async function cli(args: readonly string[], env: Record<string, string> = {}, stdin = ''): Promise<Result> {
+  let stdout = '';
+  let stderr = '';
+  const io: CliIo = {
+    stdout: (t) => void (stdout += t),
+    stderr: (t) => void (stderr += t),
+    env,
+    stderrIsTTY: false,
+    readStdin: async () => Buffer.from(stdin),
+    cwd: dir,
+    interrupted: new Promise(() => {}),
+  };
+  const code = await run(args, io);
+  return { code, stdout, stderr };
+}
+
+const jsonLines = (text: string): unknown[] =>
+  text
+    .trim()
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as unknown);
+
+let dir: string;
+let env: Record<string, string>;
+let digests: { a: string; b: string };
+
+describe('converge CLI on a store with the seed\'s race', () => {
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'converge-cli-'));
+    const key = await cli(['keygen', '--out', 'key.pem', '--json']);
+    assert.equal(key.code, 0, key.stderr);
+    env = { CONVERGE_STORE: `sqlite:${join(dir, 'store.db')}`, CONVERGE_SIGNING_KEY: join(dir, 'key.pem') };
+    const store = createSqliteEventStore(join(dir, 'store.db'));
+    const script = storeScript(store);
+    const a = await script.send('n1');
+    script.tick();
+    const b = await script.send('n1');
+    script.tick();
+    await script.report('n1', { declared: a.digest, applied: ['web'] });
+    script.tick();
+    await script.report('n1', { declared: b.digest, applied: ['web'] });
+    await script.alive('n2');
+    await store.close();
+    digests = { a: a.digest, b: b.digest };
+  });
+
+  test('keygen --json gives a key id and a public key', async () => {
+    const r = await cli(['keygen', '--json']);
+    const out = JSON.parse(r.stdout);
+    assert.match(out.keyId, /^[0-9a-f]{16}$/);
+    assert.match(out.publicKeyPem, /BEGIN PUBLIC KEY/);
+  });
+
+  test('send prints the digest; --json gives digest and serial; - reads stdin', async () => {
+    writeFileSync(join(dir, 'spec.json'), JSON.stringify({ resources: [{ id: 'web' }] }));
+    const r = await cli(['send', 'n3', 'spec.json'], env);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^[0-9a-f]{64}\n$/);
+    const j = await cli(['send', 'n3', '-', '--json'], env, JSON.stringify({ resources: [{ id: 'web', v: 2 }] }));
+    const out = JSON.parse(j.stdout);
+    assert.equal(out.serial, 2);
+    assert.match(out.digest, /^[0-9a-f]{64}$/);
+  });
+
+  test('send with an invalid spec exits 1 with one line and a code-backed reason', async () => {
+    const r = await cli(['send', 'n3', '-'], env, JSON.stringify({ resources: [{ id: 'a' }, { id: 'a' }] }));
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+    assert.match(r.stderr, /appears more than once/);
+  });
+
+  test('status --json is one JSON line per node; status <node> --json is one object', async () => {
+    const r = await cli(['status', '--json'], env);
+    assert.equal(r.code, 0, r.stderr);
+    const nodes = jsonLines(r.stdout) as { node: string; status: string }[];
+    assert.deepEqual(nodes.map((n) => n.node), ['n1', 'n2', 'n3']);
+    assert.equal(nodes[0]?.status, 'converged');
+    const one = JSON.parse((await cli(['status', 'n1', '--json'], env)).stdout);
+    assert.equal(one.caughtUp, true);
+    const table = (await cli(['status'], env)).stdout;
+    assert.match(table, /^NODE\s+STATUS/);
+  });
+
+  test('status of an unknown node exits 1 with one line', async () => {
+    const r = await cli(['status', 'ghost'], env);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+  });
+
+  test('history --json lists each event with its report class', async () => {
+    const r = await cli(['history', 'n1', '--json'], env);
+    const entries = jsonLines(r.stdout) as { type: string; class: string | null }[];
+    assert.deepEqual(entries.map((e) => e.class), [null, null, 'stale', 'matching']);
+  });
+
+  test('state --at a time between A\'s stale report and B\'s report says behind', async () => {
+    const h = jsonLines((await cli(['history', 'n1', '--json'], env)).stdout) as { at: string }[];
+    const between = new Date((Date.parse(h[2]!.at) + Date.parse(h[3]!.at)) / 2).toISOString();
+    const r = await cli(['state', 'n1', '--at', between, '--json'], env);
+    assert.equal(r.code, 0, r.stderr);
+    const out = JSON.parse(r.stdout);
+    assert.equal(out.state.status, 'behind');
+    assert.equal(out.state.anomalies.stale, 1);
+  });
+
+  test('forensics races --json lists the stale report with the right digests', async () => {
+    const r = await cli(['forensics', 'races', '--json'], env);
+    const races = jsonLines(r.stdout) as { node: string; reportDigest: string; currentDigest: string; class: string }[];
+    assert.equal(races.length, 1);
+    assert.equal(races[0]?.node, 'n1');
+    assert.equal(races[0]?.reportDigest, digests.a);
+    assert.equal(races[0]?.currentDigest, digests.b);
+    assert.equal(races[0]?.class, 'stale');
+  });
+
+  test('replay --verify --json finds no difference on an honest store', async () => {
+    const r = await cli(['replay', '--verify', '--json'], env);
+    assert.equal(r.code, 0, r.stderr);
+    const lines = jsonLines(r.stdout) as { verified?: boolean }[];
+    assert.equal(lines.at(-1)?.verified, true);
+  });
+
+  test('replay --verify against a tampered snapshot prints the difference and exits non-zero', async () => {
+    const { createProjectionRunner } = await import('../../src/engine/projectionRunner.ts');
+    const { silentLogger } = await import('../engine/storeScript.ts');
+    const snapPath = join(dir, 'tampered.snapshot.json');
+    const store = createSqliteEventStore(join(dir, 'store.db'));
+    const runner = createProjectionRunner({ store, logger: silentLogger, snapshot: { path: snapPath, everyEvents: 1_000_000 } });
+    await runner.start();
+    await runner.caughtUp();
+    const n1 = runner.readModel.get('n1')!;
+    runner.readModel.set({ ...n1, status: 'behind' });
+    await runner.writeSnapshot();
+    await runner.stop();
+    await store.close();
+    const r = await cli(['replay', '--verify', '--snapshot', snapPath], env);
+    assert.equal(r.code, 1);
+    assert.match(r.stdout, /n1\s+status: replay="converged" live="behind"/);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+  });
+
+  test('every command has --help', async () => {
+    for (const c of ['serve', 'demo', 'keygen', 'send', 'status', 'history', 'state', 'forensics', 'replay']) {
+      const r = await cli([c, '--help']);
+      assert.equal(r.code, 0);
+      assert.match(r.stdout, /^usage: converge /);
+    }
+  });
+
+  test('a bad flag exits non-zero with one line', async () => {
+    const r = await cli(['status', '--bogus'], env);
+    assert.notEqual(r.code, 0);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+    assert.match(r.stderr, /bogus/);
+  });
+
+  test('configuration mistakes are reported one line each, all at once', async () => {
+    const r = await cli(['status'], { CONVERGE_PORT: 'eighty', CONVERGE_STORE: 'postgres://x', CONVERGE_API_TOKENS: 'short:read' });
+    assert.equal(r.code, 1);
+    const lines = r.stderr.trim().split('\n');
+    assert.equal(lines.length, 3);
+    assert.ok(lines.some((l) => l.includes('CONVERGE_PORT')));
+    assert.ok(lines.some((l) => l.includes('CONVERGE_STORE')));
+    assert.ok(lines.some((l) => l.includes('CONVERGE_API_TOKENS')));
+  });
+
+  test('a read command on a store that does not exist says so instead of creating one', async () => {
+    const r = await cli(['status'], { CONVERGE_STORE: `sqlite:${join(dir, 'nope.db')}` });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /does not exist/);
+  });
+});
+
+describe('the converge binary', () => {
+  test('bin/converge.js runs the CLI through tsx; a bad flag exits non-zero with one line', () => {
+    const r = spawnSync(process.execPath, [bin, 'status', '--nope'], { encoding: 'utf8' });
+    assert.equal(r.status, 2);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+    const help = spawnSync(process.execPath, [bin, '--help'], { encoding: 'utf8' });
+    assert.equal(help.status, 0);
+    assert.match(help.stdout, /forensics/);
+  });
+
+  test('demo runs a small fleet to completion, reproduces the race and reports JSON', () => {
+    const r = spawnSync(process.execPath, [bin, 'demo', '--nodes', '8', '--rounds', '3', '--interval-ms', '300', '--port', '0', '--json'], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.status, 0, r.stderr);
+    const lines = jsonLines(r.stdout) as { final?: boolean; races: number; refused: number; degraded: number; round: number }[];
+    const final = lines.find((l) => l.final === true);
+    assert.ok(final, 'a final summary line');
+    assert.equal(final.round, 3);
+    assert.ok(final.races > 0, 'the slow nodes reproduce the race');
+    assert.equal(final.refused, 1);
+    assert.equal(final.degraded, 1);
+  });
+});

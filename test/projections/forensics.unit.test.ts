@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createFleetFold, findRaces, parseAt, stateAt, timeline } from '../../projections/index.ts';
+import { history } from '../support/history.ts';
+
+test('the seed\'s race — A\'s report landing after B was sent — shows up in races with both digests', () => {
+  const h = history('n1');
+  const a = h.send([{ id: 'web', image: 'a' }]);
+  h.tick();
+  const b = h.send([{ id: 'web', image: 'b' }]);
+  h.tick();
+  const stale = h.report({ declared: a.data.digest, applied: ['web'] });
+  h.tick();
+  h.report({ declared: b.data.digest, applied: ['web'] });
+  const races = findRaces(h.events);
+  assert.equal(races.length, 1);
+  const r = races[0]!;
+  assert.equal(r.node, 'n1');
+  assert.equal(r.reportDigest, a.data.digest);
+  assert.equal(r.reportSerial, 1);
+  assert.equal(r.currentDigest, b.data.digest);
+  assert.equal(r.currentSerial, 2);
+  assert.equal(r.class, 'stale');
+  assert.equal(r.position, stale.position);
+  assert.equal(r.receivedAt, stale.data.receivedAt);
+  assert.equal(r.sentAt, b.data.sentAt);
+});
+
+test('a matching report is no race, and a report before any send is not one either', () => {
+  const h = history('n2');
+  h.report({ declared: null });
+  const a = h.send();
+  h.tick();
+  h.report({ declared: a.data.digest, applied: ['web'] });
+  assert.deepEqual(findRaces(h.events), []);
+});
+
+test('legacy and unknown reports after a send are races the clock rule would have missed', () => {
+  const h = history('n3');
+  h.send();
+  h.tick();
+  h.report({ declared: null });
+  h.report({ declared: 'e'.repeat(64) });
+  assert.deepEqual(findRaces(h.events).map((r) => r.class), ['undeclared', 'unknown']);
+});
+
+test('state at a time between A\'s stale report and B\'s report says behind; after B, converged', () => {
+  const h = history('n4');
+  const a = h.send();
+  h.tick();
+  const b = h.send();
+  h.tick();
+  h.report({ declared: a.data.digest, applied: ['web'] });
+  const between = h.tick(500);
+  h.tick(500);
+  h.report({ declared: b.data.digest, applied: ['web'] });
+  const at = parseAt(between.toISOString())!;
+  assert.equal(stateAt('n4', h.events, at).state.status, 'behind');
+  assert.equal(stateAt('n4', h.events, parseAt(h.tick().toISOString())!).state.status, 'converged');
+});
+
+test('parseAt reads positions and ISO times and refuses anything else', () => {
+  assert.deepEqual(parseAt('42'), { kind: 'position', position: 42n });
+  assert.equal(parseAt('2026-11-29T14:00:00Z')?.kind, 'time');
+  assert.equal(parseAt('yesterday'), null);
+  assert.equal(parseAt('2026-13-45'), null);
+});
+
+test('the timeline classifies each report and gives each declaration its latency or its fate', () => {
+  const h = history('n5');
+  const a = h.send();
+  h.tick(1000);
+  const b = h.send();
+  h.tick(2000);
+  h.report({ declared: a.data.digest });
+  h.tick(3000);
+  h.report({ declared: b.data.digest, applied: ['web'] });
+  h.report({ declared: null });
+  const t = timeline('n5', h.events);
+  assert.deepEqual(t.entries.map((e) => e.class), [null, null, 'stale', 'matching', 'undeclared']);
+  assert.deepEqual(t.declarations.map((d) => d.outcome), ['superseded', 'acknowledged']);
+  assert.equal(t.declarations[1]?.latencyMs, 5000);
+});
+
+test('the fleet fold as of a position stops each node there', () => {
+  const h = history('n6');
+  const a = h.send();
+  h.report({ declared: a.data.digest, applied: ['web'] });
+  const fleet = createFleetFold({ kind: 'position', position: a.position });
+  for (const e of h.events) fleet.push(e);
+  assert.equal(fleet.states().get('n6')?.status, 'behind');
+});
