@@ -1,0 +1,89 @@
+// API benchmark (DESIGN §7, STYLE.md §9): GET /v1/nodes/:node on a read model of 10,000 nodes
+// under concurrent load, beside a bare fastify route on the same server returning a stored
+// object (no auth, no view, no zod) — the floor fastify itself sets. Same client, same run.
+// Run: node --import tsx bench/api.ts   (CONVERGE_BENCH_SCALE=0.2 for a quick look)
+import { createHash } from 'node:crypto';
+import { Agent, request } from 'node:http';
+import pino from 'pino';
+import { nodeView } from '../projections/index.ts';
+import { buildApp, parseApiTokens } from '../src/api/index.ts';
+import { createReadModel } from '../src/engine/readModel.ts';
+import { aliveSeenId, declarationSentId, reportReceivedId, streamOf } from '../src/events/index.ts';
+import type { Recorded } from '../src/events/index.ts';
+import { createMemoryEventStore } from '../src/store/index.ts';
+
+const scale = Number(process.env.CONVERGE_BENCH_SCALE ?? 1);
+const requests = Math.round(40_000 * scale);
+const maxSeconds = 20;
+const concurrency = 32;
+const nodes = 10_000;
+const token = 'bench-token-0123456789';
+
+// A read model of 10,000 nodes, each sent a declaration, reporting it, alive.
+const readModel = createReadModel();
+const t0 = Date.now() - 5_000;
+let position = 0n;
+const rec = (e: Omit<Recorded, 'position' | 'revision' | 'stream'>, node: string, revision: bigint): Recorded => ({ ...e, stream: streamOf(node), revision, position: ++position }) as Recorded;
+for (let i = 0; i < nodes; i++) {
+  const node = `n${i}`;
+  const digest = createHash('sha256').update(node).digest('hex');
+  const at = new Date(t0 + i).toISOString();
+  readModel.apply([
+    rec({ id: declarationSentId(node, 1), type: 'DeclarationSent', data: { node, serial: 1, digest, declaration: '', signature: '', keyId: 'k', resourceIds: ['web'], sentAt: at } }, node, 0n),
+    rec({ id: reportReceivedId(node, 'm', Buffer.alloc(0)), type: 'ReportReceived', data: { node, declared: digest, applied: ['web'], failed: {}, refused: '', carried: [], receivedAt: at, transport: { messageId: 'm', redelivered: false, userId: node } } }, node, 1n),
+    rec({ id: aliveSeenId(node, at), type: 'AliveSeen', data: { node, seenAt: at } }, node, 2n),
+  ]);
+}
+const stored = new Map([...readModel.nodes()].map((s) => [s.node, nodeView(s, Date.now())]));
+
+const app = buildApp({ readModel, store: createMemoryEventStore(), logger: pino({ level: 'silent' }), tokens: parseApiTokens(`${token}:read`).table });
+app.get('/bare/:node', async (req) => stored.get((req.params as { node: string }).node));
+const base = new URL(await app.listen({ port: 0, host: '127.0.0.1' }));
+const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+
+function get(path: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: base.hostname, port: base.port, path, agent, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** `concurrency` loops issuing requests until `requests` are done or `maxSeconds` pass. */
+async function load(name: string, path: (i: number) => string, headers: Record<string, string>): Promise<{ rps: number; p50: number; p99: number }> {
+  const latencies: number[] = [];
+  let next = 0;
+  const start = performance.now();
+  const deadline = start + maxSeconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < requests && performance.now() < deadline) {
+        const i = next++;
+        const s = performance.now();
+        const status = await get(path(i), headers);
+        latencies.push(performance.now() - s);
+        if (status !== 200) throw new Error(`${name}: HTTP ${status}`);
+      }
+    }),
+  );
+  const secs = (performance.now() - start) / 1000;
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number): number => latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)] ?? NaN;
+  return { rps: latencies.length / secs, p50: pct(50), p99: pct(99) };
+}
+
+const pick = (i: number): string => `n${(i * 7919) % nodes}`;
+// Warm both paths (JIT, sockets) before measuring.
+await load('warm', (i) => `/bare/${pick(i)}`, {});
+await load('warm', (i) => `/v1/nodes/${pick(i)}`, { authorization: `Bearer ${token}` });
+const bare = await load('bare', (i) => `/bare/${pick(i)}`, {});
+const api = await load('api', (i) => `/v1/nodes/${pick(i)}`, { authorization: `Bearer ${token}` });
+const f = (n: number): string => Math.round(n).toLocaleString('en-US');
+console.log(`${nodes.toLocaleString('en-US')} nodes, ${concurrency} concurrent keep-alive clients, ${requests.toLocaleString('en-US')} requests each`);
+console.log(`bare fastify route (baseline)  ${f(bare.rps)} req/s  p50 ${bare.p50.toFixed(2)} ms  p99 ${bare.p99.toFixed(2)} ms`);
+console.log(`GET /v1/nodes/:node            ${f(api.rps)} req/s  p50 ${api.p50.toFixed(2)} ms  p99 ${api.p99.toFixed(2)} ms   ratio ${(api.rps / bare.rps).toFixed(2)} of baseline throughput`);
+agent.destroy();
+await app.close();
