@@ -47,7 +47,7 @@ export type Ingest = Readonly<{
   lastSeen: () => ReadonlyMap<string, Date>;
   /** False while appends are failing and deliveries are held unacked. */
   isHealthy: () => boolean;
-  stats: () => Readonly<{ appended: number; acked: number; deadLettered: number; coalesced: number; pending: number }>;
+  stats: () => Readonly<{ received: number; redelivered: number; appended: number; acked: number; deadLettered: number; coalesced: number; pending: number }>;
 }>;
 
 type Pending = Readonly<{ delivery: Delivery; event: NewEvent | null }>;
@@ -77,7 +77,7 @@ export function createIngest(options: IngestOptions): Ingest {
   const deadLettering = new Set<Promise<void>>();
   let healthy = true;
   let batchSeq = 0;
-  const counts = { appended: 0, acked: 0, deadLettered: 0, coalesced: 0 };
+  const counts = { received: 0, redelivered: 0, appended: 0, acked: 0, deadLettered: 0, coalesced: 0 };
 
   function checkSender(node: string, d: Delivery): void {
     if (d.userId === null) {
@@ -144,6 +144,8 @@ export function createIngest(options: IngestOptions): Ingest {
   }
 
   function onDelivery(d: Delivery): void {
+    counts.received++;
+    if (d.redelivered) counts.redelivered++;
     let event: NewEvent | null;
     try {
       event = toEvent(d);

@@ -35,6 +35,8 @@ export type AmqpConnection = Readonly<{
   isBlocked: () => boolean;
   /** Counts connections made; a new value means every earlier channel is gone. */
   generation: () => number;
+  /** Aborted by close(): channels supervised on this connection stop with it. */
+  closed: AbortSignal;
   close: () => Promise<void>;
 }>;
 
@@ -69,6 +71,7 @@ export async function connectAmqp(options: AmqpConnectionOptions): Promise<AmqpC
   let connected = false;
   let blocked = false;
   let generation = 0;
+  const closing = new AbortController();
 
   const setup = async (model: ChannelModel): Promise<void> => {
     if (topology === null) return;
@@ -128,8 +131,10 @@ export async function connectAmqp(options: AmqpConnectionOptions): Promise<AmqpC
     isConnected: () => connected,
     isBlocked: () => blocked,
     generation: () => generation,
+    closed: closing.signal,
     close: async () => {
       connected = false;
+      closing.abort();
       await model.close();
     },
   };

@@ -22,6 +22,7 @@ export function createAmqpDeclarationPublisher(conn: AmqpConnection, options: Am
   const channel = superviseChannel<ConfirmChannel>({
     open: () => conn.createConfirmChannel(),
     name: 'relay',
+    until: conn.closed,
     logger,
     setup: async (ch) => {
       declared = new Set();

@@ -80,10 +80,11 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
 
   const source: IngestSource = {
     async start(onDelivery) {
-      dead = superviseChannel<ConfirmChannel>({ open: () => conn.createConfirmChannel(), setup: async () => undefined, logger, name: 'dead-letter' });
+      dead = superviseChannel<ConfirmChannel>({ open: () => conn.createConfirmChannel(), setup: async () => undefined, logger, name: 'dead-letter', until: conn.closed });
       consumer = superviseChannel<Channel>({
         open: () => conn.createChannel(),
         name: 'ingest',
+        until: conn.closed,
         logger,
         setup: async (ch) => {
           const session: Session = { ch, live: true, outstanding: new Set(), consumerTags: [] };

@@ -24,7 +24,7 @@ export function createAmqpNodeLink(conn: AmqpConnection, options: AmqpNodeLinkOp
   const { node } = options;
   const logger = options.logger.child({ node });
   const userId = options.userId === undefined ? node : options.userId;
-  const out = superviseChannel<ConfirmChannel>({ open: () => conn.createConfirmChannel(), setup: async () => undefined, logger, name: 'node-out' });
+  const out = superviseChannel<ConfirmChannel>({ open: () => conn.createConfirmChannel(), setup: async () => undefined, logger, name: 'node-out', until: conn.closed });
   let inbox: SupervisedChannel<Channel> | null = null;
 
   return {
@@ -33,6 +33,7 @@ export function createAmqpNodeLink(conn: AmqpConnection, options: AmqpNodeLinkOp
       inbox = superviseChannel<Channel>({
         open: () => conn.createChannel(),
         name: 'node-in',
+        until: conn.closed,
         logger,
         setup: async (ch) => {
           await ch.prefetch(options.prefetch ?? 1);

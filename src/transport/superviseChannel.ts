@@ -18,6 +18,8 @@ export type SuperviseOptions<C extends Channel> = Readonly<{
   setup: (ch: C) => Promise<void>;
   logger: Logger;
   name: string;
+  /** Stop when this aborts (the connection's `closed`), so a closed connection leaves no retry loop behind. */
+  until?: AbortSignal;
   minBackoffMs?: number;
   maxBackoffMs?: number;
 }>;
@@ -45,6 +47,7 @@ export function superviseChannel<C extends Channel>(options: SuperviseOptions<C>
   const abort = new AbortController();
   let live: C | null = null;
   let waiters: Waiter<C>[] = [];
+  options.until?.addEventListener('abort', () => void stop(), { once: true });
 
   async function loop(): Promise<void> {
     let backoff = minBackoff;
@@ -79,14 +82,16 @@ export function superviseChannel<C extends Channel>(options: SuperviseOptions<C>
       if (live !== null) return Promise.resolve(live);
       return new Promise<C>((resolve, reject) => waiters.push({ resolve, reject }));
     },
-    stop: async () => {
-      abort.abort();
-      for (const w of waiters.splice(0)) w.reject(new Error(`${name} channel stopped`));
-      waiters = [];
-      const ch = live;
-      live = null;
-      if (ch !== null) await ch.close().catch(() => undefined);
-      await done;
-    },
+    stop,
   };
+
+  async function stop(): Promise<void> {
+    abort.abort();
+    for (const w of waiters.splice(0)) w.reject(new Error(`${name} channel stopped`));
+    waiters = [];
+    const ch = live;
+    live = null;
+    if (ch !== null) await ch.close().catch(() => undefined);
+    await done;
+  }
 }
