@@ -1,0 +1,133 @@
+// Ingest throughput: 50,000 reports pre-filled in mesh.reports (a scratch vhost), drained by the
+// engine's ingest into the SQLite store, beside a baseline measured in the same run — a minimal
+// hand-written amqplib consumer doing a better-sqlite3 batch insert of the same messages with the
+// same durability (WAL, synchronous=FULL). Prints both rates and the ratio (target ≥ 0.8).
+//   node --import tsx bench/ingest.ts        BENCH_REPORTS=20000 to shorten
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import amqp from 'amqplib';
+import type { ConsumeMessage } from 'amqplib';
+import Database from 'better-sqlite3';
+import pino from 'pino';
+import { enrollNode } from '../src/accounts/index.ts';
+import { createManagementClient, seg } from '../src/accounts/managementClient.ts';
+import { createIngest } from '../src/engine/ingest.ts';
+import { createScratchVhost, defaultBroker } from '../src/faults/scratchVhost.ts';
+import { createSqliteEventStore } from '../src/store/index.ts';
+import { connectAmqp } from '../src/transport/amqpConnection.ts';
+import { createAmqpTransport } from '../src/transport/amqpTransport.ts';
+import { meshTopology } from '../src/transport/topology.ts';
+import { encodeReport } from '../src/wire/index.ts';
+
+const total = Number(process.env['BENCH_REPORTS'] ?? 50_000);
+const nodes = 8;
+const prefetch = 1000;
+const batch = 500;
+const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' });
+
+const scratch = await createScratchVhost('converge-bench-ingest');
+const admin = createManagementClient({ managementUrl: scratch.managementUrl });
+const dir = mkdtempSync(join(tmpdir(), 'converge-bench-ingest-'));
+const ids = Array.from({ length: nodes }, (_, i) => `bench-${process.pid}-n${i}`);
+
+try {
+  await (await connectAmqp({ url: scratch.amqpUrl, logger, topology: meshTopology() })).close();
+  const nodeUrls: string[] = [];
+  for (const id of ids) {
+    const e = await enrollNode(id, { managementUrl: scratch.managementUrl, vhost: scratch.vhost });
+    nodeUrls.push(`amqp://${seg(id)}:${seg(e.password)}@${new URL(defaultBroker.amqpUrl).host}/${seg(scratch.vhost)}`);
+  }
+
+  /** Fill mesh.reports with `total` reports, as the nodes would send them (user_id, message id). */
+  async function fill(round: string): Promise<void> {
+    await Promise.all(
+      nodeUrls.map(async (url, n) => {
+        const conn = await amqp.connect(url);
+        const ch = await conn.createConfirmChannel();
+        const node = ids[n]!;
+        for (let i = n; i < total; i += nodes) {
+          const body = encodeReport({ node, applied: ['web', 'db'], failed: {}, refused: '', carried: [8080], declared: null });
+          if (!ch.publish('mesh', 'report', body, { persistent: true, userId: node, messageId: `${round}-${i}`, contentType: 'application/json' })) {
+            await new Promise((r) => ch.once('drain', r));
+          }
+          if (i % 5000 < nodes) await ch.waitForConfirms();
+        }
+        await ch.waitForConfirms();
+        await conn.close();
+      }),
+    );
+  }
+
+  async function baseline(): Promise<number> {
+    await fill('baseline');
+    const db = new Database(join(dir, 'baseline.db'));
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.exec('CREATE TABLE events (id TEXT PRIMARY KEY, stream TEXT NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL)');
+    const insert = db.prepare('INSERT OR IGNORE INTO events (id, stream, type, data) VALUES (?, ?, ?, ?)');
+    const insertMany = db.transaction((ms: ConsumeMessage[]) => {
+      for (const m of ms) {
+        const r = JSON.parse(m.content.toString()) as { node: string };
+        insert.run(String(m.properties.messageId), `node-${r.node}`, 'ReportReceived', JSON.stringify({ ...r, receivedAt: new Date().toISOString() }));
+      }
+    });
+    const conn = await amqp.connect(scratch.amqpUrl);
+    const ch = await conn.createChannel();
+    await ch.prefetch(prefetch);
+    let done = 0;
+    let buf: ConsumeMessage[] = [];
+    let timer: NodeJS.Timeout | null = null;
+    const t0 = performance.now();
+    await new Promise<void>((resolve) => {
+      const flush = (): void => {
+        if (timer) clearTimeout(timer);
+        timer = null;
+        const ms = buf;
+        buf = [];
+        if (ms.length === 0) return;
+        insertMany(ms);
+        ch.ack(ms[ms.length - 1]!, true);
+        done += ms.length;
+        if (done >= total) resolve();
+      };
+      void ch.consume('mesh.reports', (m) => {
+        if (m === null) return;
+        buf.push(m);
+        if (buf.length >= batch) flush();
+        else timer ??= setTimeout(flush, 10);
+      });
+    });
+    const rate = total / ((performance.now() - t0) / 1000);
+    await conn.close();
+    db.close();
+    return rate;
+  }
+
+  async function engine(): Promise<number> {
+    await fill('engine');
+    const store = createSqliteEventStore(join(dir, 'engine.db'));
+    const transport = await createAmqpTransport({ url: scratch.amqpUrl, logger, prefetch });
+    const ingest = createIngest({ store, source: transport.ingestSource(), logger, batchSize: batch });
+    const t0 = performance.now();
+    await ingest.start();
+    while (ingest.stats().acked < total) await new Promise((r) => setTimeout(r, 5));
+    const rate = total / ((performance.now() - t0) / 1000);
+    await ingest.stop();
+    await transport.close();
+    await store.close();
+    return rate;
+  }
+
+  const base = await baseline();
+  const ours = await engine();
+  console.log(`ingest of ${total} reports from mesh.reports into SQLite (WAL, synchronous=FULL), prefetch ${prefetch}, batch ${batch}`);
+  console.log(`  baseline (bare amqplib + better-sqlite3): ${base.toFixed(0)} reports/s`);
+  console.log(`  converge ingest:                          ${ours.toFixed(0)} reports/s`);
+  console.log(`  ratio converge/baseline: ${(ours / base).toFixed(2)} (target >= 0.80)`);
+} finally {
+  for (const id of ids) await admin.request('DELETE', `/users/${seg(id)}`).catch(() => undefined);
+  await scratch.remove();
+  rmSync(dir, { recursive: true, force: true });
+}
