@@ -19,6 +19,9 @@ import { createScratchVhost, defaultBroker, probeBroker } from '../../src/faults
 import type { ScratchVhost } from '../../src/faults/scratchVhost.ts';
 import { mountTinyTmpfs } from '../../src/faults/tinyTmpfs.ts';
 import { withStoreFaults } from '../../src/faults/withStoreFaults.ts';
+import { createProjectionRunner } from '../../src/engine/projectionRunner.ts';
+import { compareStates, replayStore } from '../../src/engine/replay.ts';
+import { readSnapshot } from '../../src/engine/snapshot.ts';
 import { createSqliteEventStore } from '../../src/store/index.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
@@ -55,8 +58,8 @@ export type ScenarioResult = {
 
 export type Scenario = Readonly<{ name: string; faults: string; run: (lab: FaultLab) => Promise<ScenarioResult> }>;
 
-const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' });
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function until(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 60_000, everyMs = 50): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -108,16 +111,16 @@ export async function createFaultLab(prefix: string): Promise<FaultLab> {
 
 // ---------------------------------------------------------------- nodes
 
-type NodeConn = { node: string; conn: AmqpConnection; link: NodeLink; raw: (userId: string | null) => NodeLink };
+export type NodeConn = { node: string; conn: AmqpConnection; link: NodeLink; raw: (userId: string | null) => NodeLink };
 
-async function connectNode(lab: FaultLab, node: string): Promise<NodeConn> {
+export async function connectNode(lab: FaultLab, node: string): Promise<NodeConn> {
   const url = await lab.enroll(node);
   const conn = await connectAmqp({ url, logger, topology: null, connectionName: `fault-node-${node}`, heartbeatSeconds: 2 });
   return { node, conn, link: createAmqpNodeLink(conn, { node, logger }), raw: (userId) => createAmqpNodeLink(conn, { node, logger, userId }) };
 }
 
 /** Publish until confirmed, same message id each time (a lost confirm may still have landed). */
-async function publishUntilConfirmed(link: NodeLink, key: InboundKind, body: Buffer, messageId: string, stop: () => boolean): Promise<boolean> {
+export async function publishUntilConfirmed(link: NodeLink, key: InboundKind, body: Buffer, messageId: string, stop: () => boolean): Promise<boolean> {
   for (let attempt = 0; !stop(); attempt++) {
     try {
       await link.publish(key, body, messageId);
@@ -133,16 +136,23 @@ export type Load = Readonly<{
   done: Promise<void>;
   sent: () => number;
   confirmed: () => ReadonlySet<string>;
+  /** Abandon the load, even reports not yet confirmed. */
   stop: () => void;
+  /** Start no new report; the ones being published are still retried until confirmed. */
+  finish: () => void;
 }>;
 
-/** Each node publishes `perNode` reports, one every `paceMs`, each retried until confirmed. */
+/**
+ * Each node publishes `perNode` reports (Infinity: until `finish()`), one every `paceMs`, each
+ * retried until confirmed.
+ */
 function startLoad(nodes: readonly NodeConn[], perNode: number, paceMs: number): Load {
   let sent = 0;
   let stopped = false;
+  let finished = false;
   const confirmed = new Set<string>();
   const one = async (n: NodeConn): Promise<void> => {
-    for (let i = 0; i < perNode && !stopped; i++) {
+    for (let i = 0; i < perNode && !stopped && !finished; i++) {
       const messageId = `${n.node}/${i}`;
       const body = encodeReport({ node: n.node, applied: [`r${i}`], failed: {}, refused: '', carried: [], declared: null });
       sent++;
@@ -157,6 +167,9 @@ function startLoad(nodes: readonly NodeConn[], perNode: number, paceMs: number):
     stop: () => {
       stopped = true;
     },
+    finish: () => {
+      finished = true;
+    },
   };
 }
 
@@ -167,9 +180,9 @@ const startEngine = (url: string, store: EventStore, heartbeatSeconds = 2): Prom
 
 // ---------------------------------------------------------------- tally
 
-type Stored = { reports: Map<string, number>; aliveByStream: Map<string, number>; reportsByStream: Map<string, number> };
+export type Stored = { reports: Map<string, number>; aliveByStream: Map<string, number>; reportsByStream: Map<string, number> };
 
-async function readStored(store: EventStore): Promise<Stored> {
+export async function readStored(store: EventStore): Promise<Stored> {
   const reports = new Map<string, number>();
   const aliveByStream = new Map<string, number>();
   const reportsByStream = new Map<string, number>();
@@ -270,11 +283,11 @@ async function tally(scenario: Scenario, store: EventStore, load: Load, recoverM
 
 // ---------------------------------------------------------------- scenarios
 
-const nodeIds = (prefix: string, n: number): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${Date.now().toString(36)}-${i}`);
+export const nodeIds = (prefix: string, n: number): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${Date.now().toString(36)}-${i}`);
 const PER_NODE = Number(process.env['CONVERGE_FAULT_PER_NODE'] ?? 300);
 const PACE_MS = 5;
 
-async function withNodes<T>(lab: FaultLab, prefix: string, n: number, body: (nodes: NodeConn[]) => Promise<T>): Promise<T> {
+export async function withNodes<T>(lab: FaultLab, prefix: string, n: number, body: (nodes: NodeConn[]) => Promise<T>): Promise<T> {
   const nodes: NodeConn[] = [];
   try {
     for (const id of nodeIds(prefix, n)) nodes.push(await connectNode(lab, id));
@@ -483,20 +496,37 @@ export const diskFull: Scenario = {
   },
 };
 
+/** Kills per SIGKILL run: at least 20 in CI; more with CONVERGE_FAULT_KILLS. */
+export const sigkillCount = (): number => Math.max(1, Number(process.env['CONVERGE_FAULT_KILLS'] ?? 20));
+
+/** The seed for seeded fault schedules: CONVERGE_FAULT_SEED replays a run; otherwise a fresh one, printed. */
+export function faultSeed(what: string): number {
+  const given = process.env['CONVERGE_FAULT_SEED'];
+  const seed = given !== undefined && given !== '' ? Number(given) : (Date.now() ^ (Math.random() * 0x7fffffff)) | 0;
+  process.stderr.write(`faults: ${what}: seed ${seed} (replay with CONVERGE_FAULT_SEED=${seed})\n`);
+  return seed;
+}
+
 export const engineSigkill: Scenario = {
   name: 'engine SIGKILL',
-  faults: 'ingest process SIGKILLed 3× under load and restarted',
+  faults: `engine process (ingest + projections with snapshots, as \`serve\`) SIGKILLed ${sigkillCount()}× at seeded random moments under load, restarted each time`,
   run: (lab) =>
     withNodes(lab, 'kill', 3, async (nodes) => {
       const path = join(lab.dir, 'sigkill.db');
+      const snapshotPath = `${path}.snapshot.json`;
+      const kills = sigkillCount();
+      const seed = faultSeed('engine SIGKILL');
+      // When each kill lands: this long after the restarted engine said it was consuming (0 ms
+      // included: a kill during the first fetch, before a batch was written or acked).
+      const dwellMs = fc.sample(fc.integer({ min: 0, max: 400 }), { numRuns: kills, seed });
       const spawnChild = async (): Promise<ChildProcess> => {
         const child = spawn(process.execPath, ['--import', 'tsx', new URL('../../src/faults/ingestChild.ts', import.meta.url).pathname], {
-          env: { ...process.env, CONVERGE_FAULT_AMQP_URL: lab.engineUrl, CONVERGE_FAULT_STORE: path },
+          env: { ...process.env, CONVERGE_FAULT_AMQP_URL: lab.engineUrl, CONVERGE_FAULT_STORE: path, CONVERGE_FAULT_SNAPSHOT: snapshotPath, CONVERGE_FAULT_SNAPSHOT_EVERY: '250' },
           stdio: ['ignore', 'pipe', 'inherit'],
         });
         await new Promise<void>((resolve, reject) => {
           child.stdout?.once('data', () => resolve());
-          child.once('exit', (code) => reject(new Error(`ingest child exited with ${code} before it was ready`)));
+          child.once('exit', (code) => reject(new Error(`engine child exited with ${code} before it was ready`)));
         });
         return child;
       };
@@ -507,31 +537,54 @@ export const engineSigkill: Scenario = {
         });
       let child = await spawnChild();
       const reader = createSqliteEventStore(path);
+      let killed = 0;
       try {
-        // Longer than the others: each restart takes a second (tsx start-up) and load must still
-        // be flowing after the last one for recovery to be measured.
-        const load = startLoad(nodes, PER_NODE * 2, PACE_MS);
+        // Load runs until the last restart, so every kill lands mid-stream.
+        const load = startLoad(nodes, Infinity, PACE_MS);
         let recovering: Promise<number | null> = Promise.resolve(null);
-        for (let i = 0; i < 3; i++) {
-          await until('some load to flow', () => load.confirmed().size >= ((i + 1) * PER_NODE * nodes.length) / 8);
+        await until('some load to flow', () => load.confirmed().size >= 3 * nodes.length);
+        for (const dwell of dwellMs) {
+          await sleep(dwell);
           await kill(child);
+          killed++;
           // Recovery counts the restart itself: from the kill to every confirmed report stored.
           recovering = recoveryFrom(() => reader, load, true);
           child = await spawnChild();
         }
+        // Give the last restart a report confirmed after it, then end the load.
+        const n = load.confirmed().size;
+        await until('load to flow after the last restart', () => load.confirmed().size >= n + nodes.length);
+        load.finish();
         await load.done;
         const recover = await recovering;
         await settleAll(() => reader, load);
+        // The last engine dies as the others did, so the snapshot left is one a kill left.
+        await kill(child);
+        // As `serve` starts after a crash: restore the snapshot the killed engines left, follow
+        // the store to its head; then a replay from zero must hold exactly the same states.
+        const snapshot = await readSnapshot(snapshotPath).catch(() => null);
+        const runner = createProjectionRunner({ store: reader, logger, snapshot: { path: snapshotPath, everyEvents: 1_000_000 } });
+        await runner.start();
+        await runner.caughtUp();
+        const head = await reader.headPosition();
+        await until('the read model to reach the store head', () => runner.readModel.position() === head, 30_000);
+        const replayed = await replayStore(reader);
+        const differences = compareStates(replayed, runner.readModel.nodes());
+        await runner.stop();
         return await tally(engineSigkill, reader, load, recover, {
-          notes: ['3 SIGKILLs; unacked deliveries were redelivered to each restart and stored once by event id'],
-          checks: { killedThreeTimes: true },
+          notes: [
+            `seed ${seed}; ${killed} SIGKILLs, each followed by a restart, and a last one before the check (dwell after restart ${Math.min(...dwellMs)}–${Math.max(...dwellMs)} ms); unacked deliveries were redelivered to each restart and stored once by event id`,
+            `read model from ${snapshot === null ? 'zero (no snapshot)' : `the snapshot at position ${snapshot.position}`} followed to position ${head ?? 'none'} vs replay from zero: ${differences.length} difference(s) over ${replayed.size} node(s)${differences.length === 0 ? '' : ` — first: ${JSON.stringify(differences[0])}`}`,
+          ],
+          checks: { killedEveryTime: killed === kills && kills >= 1, readModelEqualsReplay: differences.length === 0 && replayed.size === nodes.length },
         });
       } finally {
-        await new Promise<void>((resolve) => {
-          if (child.exitCode !== null) return resolve();
-          child.once('exit', () => resolve());
-          child.kill('SIGTERM');
-        });
+        if (child.exitCode === null && child.signalCode === null) {
+          await new Promise<void>((resolve) => {
+            child.once('exit', () => resolve());
+            child.kill('SIGTERM');
+          });
+        }
         await reader.close();
       }
     }),
@@ -632,7 +685,7 @@ export async function registerScenarioTests(what: string, scenarios: readonly Sc
       assert.equal(r.stored, r.confirmed);
       assert.equal(r.hostileAppended, 0, 'hostile input became events');
       assert.notEqual(r.recoverMs, null, 'never recovered');
-      for (const [check, held] of Object.entries(r.checks)) assert.equal(held, true, `${check} did not hold`);
+      for (const [check, held] of Object.entries(r.checks)) assert.equal(held, true, `${check} did not hold; ${r.notes.join('; ')}`);
     });
   }
 }
