@@ -27,6 +27,16 @@ test('uuidV5 matches RFC 4122 for the DNS namespace example', () => {
   assert.equal(uuidV5('www.example.com', '6ba7b810-9dad-11d1-80b4-00c04fd430c8'), '2ed6657d-e927-568b-95e1-2665a8aea6a2');
 });
 
+test('event ids keep the values stored by earlier versions: a store written before stays idempotent', () => {
+  // Made by the createHash-based uuidV5 before the ingest speed-up; any change here re-keys every stored event.
+  assert.equal(declarationSentId('edge-07', 12), '1a98c353-c6c7-512b-a3a2-0ea8399de353');
+  assert.equal(reportReceivedId('edge-07', 'm-1', Buffer.from('{}')), '310738e1-b217-588e-8cfd-4b2d837f0ed3');
+  assert.equal(reportReceivedId('edge-07', null, Buffer.from('{"node":"edge-07","applied":["web"]}')), '533968c6-0b05-5262-97af-b51c0261850e');
+  assert.equal(aliveSeenId('edge-07', '2026-11-29T12:00:00.000Z'), '16ecefe3-a649-5ec3-b169-5e7c226208e5');
+  assert.equal(uuidV5('ReportReceived/nœud-ü/msg/☃'), '0a853311-919e-5d32-9d3c-4b6aa8ddb8f2');
+  assert.equal(uuidV5('x'.repeat(5000)), 'ee23ba2e-09c7-58f1-aa9f-49043af81205');
+});
+
 test('the same send built twice has the same id and the same digest only if the time is the same', () => {
   const now = new Date('2026-11-29T12:00:00Z');
   const a = makeDeclarationSent({ node: 'n1', serial: 1, resources: [{ id: 'web' }], key: testKey, now });
