@@ -30,6 +30,20 @@ export function makeDeclarationSent({ node, serial, resources, key, now }: Decla
   };
 }
 
+// Under load many reports share one millisecond (~36 per ms in bench/ingest.ts), and
+// toISOString was ~0.6 µs of each; the string for the same instant is the same string.
+// Each delivery still has its own receipt time; only the formatting is shared.
+let lastMs = Number.NaN;
+let lastIso = '';
+const isoOf = (d: Date): string => {
+  const ms = d.getTime();
+  if (ms !== lastMs) {
+    lastIso = d.toISOString(); // throws for an invalid Date, as before
+    lastMs = ms;
+  }
+  return lastIso;
+};
+
 export type TransportFacts = Readonly<{ messageId: string | null; redelivered: boolean; userId: string | null }>;
 
 export function makeReportReceived(report: Report, body: Uint8Array, transport: TransportFacts, receivedAt: Date): WithId<ReportReceived> {
@@ -39,17 +53,19 @@ export function makeReportReceived(report: Report, body: Uint8Array, transport: 
     data: {
       node: report.node,
       declared: report.declared,
-      applied: [...report.applied],
-      failed: { ...report.failed },
+      // Shared, not copied (~0.6 µs a report on the ingest path): the Report is readonly and
+      // fresh from the parser, and every store serialises the data when it appends.
+      applied: report.applied as string[],
+      failed: report.failed,
       refused: report.refused,
-      carried: [...report.carried],
-      receivedAt: receivedAt.toISOString(),
+      carried: report.carried as number[],
+      receivedAt: isoOf(receivedAt),
       transport,
     },
   };
 }
 
 export function makeAliveSeen(alive: Alive, seenAt: Date): WithId<AliveSeen> {
-  const at = seenAt.toISOString();
+  const at = isoOf(seenAt);
   return { id: aliveSeenId(alive.node, at), type: 'AliveSeen', data: { node: alive.node, seenAt: at } };
 }
