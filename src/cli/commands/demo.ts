@@ -9,10 +9,10 @@ import { loadConfig } from '../../engine/config.ts';
 import { createEngine } from '../../engine/engine.ts';
 import type { EngineTransport } from '../../engine/engine.ts';
 import { ConvergeError } from '../../errors.ts';
+import { connectEngineTransport } from '../../engine/amqpEngineTransport.ts';
 import { createSimulatedNode } from '../../lab/simulatedNode.ts';
 import type { SimulatedNode } from '../../lab/simulatedNode.ts';
 import { createAmqpNodeLink } from '../../transport/amqpNodeLink.ts';
-import { createAmqpTransport } from '../../transport/amqpTransport.ts';
 import { createInProcessBroker } from '../../transport/inProcess.ts';
 import type { NodeLink } from '../../transport/port.ts';
 import type { Command } from '../command.ts';
@@ -69,12 +69,12 @@ export const demo: Command = {
     ensureStoreDir(config.store, io.cwd);
     const store = openStore(config, io, false);
 
-    let amqp: Awaited<ReturnType<typeof createAmqpTransport>> | null = null;
+    let amqp: Awaited<ReturnType<typeof connectEngineTransport>> | null = null;
     let transport: EngineTransport;
     let linkOf: (node: string) => NodeLink;
     if (config.amqpUrl !== null) {
-      amqp = await createAmqpTransport({ url: config.amqpUrl, logger, connectionName: 'converge-demo' });
-      transport = { ingestSource: amqp.ingestSource(), publisher: amqp.declarationPublisher() };
+      amqp = await connectEngineTransport(config.amqpUrl, logger, 'converge-demo');
+      transport = amqp.transport;
       const conn = amqp.connection;
       // One broker account for the whole simulated fleet, so no user_id (trusted lab, DESIGN §1).
       linkOf = (node) => createAmqpNodeLink(conn, { node, logger, userId: null });
@@ -108,7 +108,9 @@ export const demo: Command = {
     });
 
     const url = await engine.start();
-    for (const n of nodes) await n.start();
+    // Not awaited one by one: on RabbitMQ a node's inbox exists only once the engine first
+    // publishes to it (the engine declares it, DESIGN §1), so a node's consume waits for round 1.
+    const starting = Promise.allSettled(nodes.map((n) => n.start()));
     const where = dir === null ? config.store : `sqlite:${join(dir, 'converge.db')}`;
     io.stderr(
       [
@@ -164,10 +166,11 @@ export const demo: Command = {
       }
     } finally {
       clearInterval(ticker);
-      for (const n of nodes) await n.stop();
+      await Promise.race([starting, new Promise((r) => setTimeout(r, 2_000))]);
+      await Promise.all(nodes.map((n) => n.stop()));
       await engine.stop();
-      await transport.publisher.close();
-      await amqp?.close();
+      if (amqp === null) await transport.publisher.close();
+      else await amqp.close();
       await store.close();
     }
     return 0;

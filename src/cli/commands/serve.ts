@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { createEngine } from '../../engine/engine.ts';
 import type { EngineTransport } from '../../engine/engine.ts';
-import { createAmqpTransport } from '../../transport/amqpTransport.ts';
+import { connectEngineTransport } from '../../engine/amqpEngineTransport.ts';
 import type { Command } from '../command.ts';
 import { openStore } from '../command.ts';
 
@@ -22,11 +22,11 @@ export const serve: Command = {
   run: async ({ io, config, logger }) => {
     ensureStoreDir(config.store, io.cwd);
     const store = openStore(config, io, false);
-    let amqp: Awaited<ReturnType<typeof createAmqpTransport>> | null = null;
+    let amqp: Awaited<ReturnType<typeof connectEngineTransport>> | null = null;
     let transport: EngineTransport | undefined;
     if (config.amqpUrl !== null) {
-      amqp = await createAmqpTransport({ url: config.amqpUrl, logger });
-      transport = { ingestSource: amqp.ingestSource(), publisher: amqp.declarationPublisher() };
+      amqp = await connectEngineTransport(config.amqpUrl, logger);
+      transport = amqp.transport;
     } else {
       logger.warn({}, 'no --amqp / CONVERGE_AMQP_URL: serving the API over the store without ingest or relay');
     }
@@ -39,7 +39,6 @@ export const serve: Command = {
       logger.info({}, 'stopping');
     } finally {
       await engine.stop();
-      await transport?.publisher.close();
       await amqp?.close();
       await store.close();
     }
