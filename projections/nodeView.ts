@@ -51,6 +51,8 @@ export function nodeView(s: NodeState, now: Date | number, graceMs?: number): No
       superseded: s.convergence.superseded,
     },
     reports: s.reports,
-    position: s.position.toString(),
+    // Before its first event a node's fold sits at -1n; outside, "nothing folded yet" is position 0
+    // (no store gives an event position 0 to a node stream), so the field stays a decimal string.
+    position: s.position < 0n ? '0' : s.position.toString(),
   };
 }

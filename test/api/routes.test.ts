@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, describe, test } from 'node:test';
 import pino from 'pino';
+import { stateAtResponse } from '../../src/api/schemas.ts';
 import { harness, read, sendToken, write } from './harness.ts';
 
 describe('history and state', () => {
@@ -61,6 +62,19 @@ describe('history and state', () => {
     const r = (await h.app.inject({ url: `/v1/nodes/p1/state?at=${a.position}`, headers: read })).json();
     assert.equal(r.folded, 1);
     assert.equal(r.state.status, 'behind');
+  });
+
+  test('state before the node\'s first event is undeclared with a decimal position, as the schema says', async (t) => {
+    const h = await harness();
+    t.after(() => h.close());
+    const early = h.script.now().toISOString();
+    h.script.tick(1000);
+    await h.script.send('e1');
+    const r = (await h.app.inject({ url: `/v1/nodes/e1/state?at=${encodeURIComponent(early)}`, headers: read })).json();
+    assert.equal(r.folded, 0);
+    assert.equal(r.state.status, 'undeclared');
+    assert.match(r.state.position, /^\d{1,20}$/);
+    assert.ok(stateAtResponse.safeParse(r).success, JSON.stringify(r.state.position));
   });
 
   test('state with an `at` that is neither time nor position is 400', async (t) => {
