@@ -75,6 +75,8 @@ export function createEngine(options: EngineOptions): Engine {
       ? null
       : async (node, resources) => {
           const r = await sender.send(node, resources);
+          // Ingest counts what it appends; sends (API, demo) are appended here (DESIGN §7 metric).
+          metrics.eventsAppended.inc({ type: 'DeclarationSent' });
           return { digest: r.digest, serial: r.serial };
         };
   const ingest =

@@ -1,0 +1,24 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseApiTokens } from '../../src/api/auth.ts';
+import { generateSigningKey } from '../../src/declaration/index.ts';
+import { loadConfig } from '../../src/engine/config.ts';
+import { createEngine } from '../../src/engine/engine.ts';
+import { createMemoryEventStore } from '../../src/store/index.ts';
+import { silentLogger } from './storeScript.ts';
+
+test('a declaration sent through the engine counts in converge_events_appended_total{type="DeclarationSent"}', async (t) => {
+  const store = createMemoryEventStore();
+  const config = { ...loadConfig({ flags: { store: 'memory:', port: '0' }, env: {} }), apiTokens: parseApiTokens('sender-token-1:read,send').table };
+  const engine = createEngine({ config, logger: silentLogger, store, key: generateSigningKey() });
+  await engine.start();
+  t.after(async () => {
+    await engine.stop();
+    await store.close();
+  });
+  await engine.send!('m1', [{ id: 'web' }]);
+  const posted = await engine.app.inject({ method: 'POST', url: '/v1/nodes/m1/declarations', headers: { authorization: 'Bearer sender-token-1' }, payload: { resources: [{ id: 'web', v: 2 }] } });
+  assert.equal(posted.statusCode, 202, posted.body);
+  const text = (await engine.app.inject({ url: '/metrics' })).body;
+  assert.match(text, /^converge_events_appended_total\{type="DeclarationSent"\} 2$/m);
+});
