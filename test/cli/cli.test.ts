@@ -180,6 +180,42 @@ describe('converge CLI on a store with the seed\'s race', () => {
     assert.ok(lines.some((l) => l.includes('CONVERGE_API_TOKENS')));
   });
 
+  test('status with a --status or --liveness that no node can have is a usage mistake, not an empty list', async () => {
+    for (const args of [['status', '--status', 'bogus'], ['status', '--liveness', 'asleep']]) {
+      const r = await cli(args, env);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stdout}`);
+      assert.equal(r.stdout, '');
+      assert.equal(r.stderr.trim().split('\n').length, 1);
+    }
+    const ok = await cli(['status', '--status', 'converged', '--liveness', 'never-seen', '--json'], env);
+    assert.equal(ok.code, 0, ok.stderr);
+  });
+
+  test('history --limit takes a whole number of at least 1 and shows that many of the latest events', async () => {
+    for (const bad of ['0', '-2', '1.5', 'x']) {
+      const r = await cli(['history', 'n1', `--limit=${bad}`, '--json'], env);
+      assert.equal(r.code, 2, `--limit=${bad}: ${r.stdout}`);
+      assert.equal(r.stderr.trim().split('\n').length, 1);
+    }
+    const two = jsonLines((await cli(['history', 'n1', '--limit', '2', '--json'], env)).stdout) as { class: string | null }[];
+    assert.deepEqual(two.map((e) => e.class), ['stale', 'matching']);
+  });
+
+  test('send of a spec that is not JSON gives the whole reason on one line', async () => {
+    const r = await cli(['send', 'n3', '-'], env, 'nope\n');
+    assert.equal(r.code, 1);
+    const lines = r.stderr.trim().split('\n');
+    assert.equal(lines.length, 1);
+    assert.match(lines[0]!, /stdin is not JSON: .*nope.* is not valid JSON/);
+  });
+
+  test('replay --verify against a named snapshot that does not exist fails instead of verifying something else', async () => {
+    const r = await cli(['replay', '--verify', '--snapshot', join(dir, 'missing.snapshot.json')], env);
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stderr, /missing\.snapshot\.json/);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+  });
+
   test('a read command on a store that does not exist says so instead of creating one', async () => {
     const r = await cli(['status'], { CONVERGE_STORE: `sqlite:${join(dir, 'nope.db')}` });
     assert.equal(r.code, 1);

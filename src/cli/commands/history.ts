@@ -14,12 +14,15 @@ export const history: Command = {
   run: ({ io, values, positionals, config, json }) =>
     withStore(config, io, async (store) => {
       const node = positionals[0]!;
+      // slice(-0) and slice(-(-n)) would show everything or the wrong end: only n ≥ 1 means "the latest n".
+      if (values.limit !== undefined && !(typeof values.limit === 'string' && /^[1-9]\d*$/.test(values.limit))) {
+        throw new ConvergeError('CONVERGE_ERR_USAGE', `--limit must be a whole number ≥ 1, got ${JSON.stringify(values.limit)}`);
+      }
       const limit = values.limit === undefined ? Infinity : Number(values.limit);
-      if (!Number.isInteger(limit) && limit !== Infinity) throw new ConvergeError('CONVERGE_ERR_USAGE', '--limit must be a whole number');
       const events = await store.readStream(streamOf(node));
       if (events.length === 0) throw new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `no event has ever named node ${JSON.stringify(node)}`);
       const t = timeline(node, events);
-      const entries = t.entries.slice(limit === Infinity ? 0 : -limit);
+      const entries = limit === Infinity ? t.entries : t.entries.slice(-limit);
       if (json) {
         printJsonLines(io, entries.map((e) => ({ node, ...e })));
         return 0;

@@ -20,6 +20,9 @@ export const replay: Command = {
     return withStore(config, io, async (store) => {
       const head = await store.headPosition();
       const snap = config.snapshotPath === null ? null : await readSnapshot(config.snapshotPath);
+      // The default snapshot beside the store may not exist yet; one the operator named must.
+      const named = values.snapshot !== undefined || io.env['CONVERGE_SNAPSHOT'] !== undefined;
+      if (snap === null && named) throw new ConvergeError('CONVERGE_ERR_SNAPSHOT_INVALID', `snapshot ${config.snapshotPath ?? ''} does not exist`);
       const p = progress(io, 'replaying');
       const replayed = await replayStore(store, { until: snap?.position ?? null, onProgress: (_n, pos) => p.update(Number(pos), head === null ? null : Number(head)) });
       p.done();

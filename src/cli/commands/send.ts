@@ -22,7 +22,8 @@ export const send: Command = {
     try {
       spec = JSON.parse(text);
     } catch (e) {
-      throw new ConvergeError('CONVERGE_ERR_SPEC_INVALID', `${file === '-' ? 'stdin' : file} is not JSON: ${(e as Error).message}`);
+      // JSON.parse quotes the input, newlines included; the reason must stay one line.
+      throw new ConvergeError('CONVERGE_ERR_SPEC_INVALID', `${file === '-' ? 'stdin' : file} is not JSON: ${(e as Error).message.replace(/\s+/g, ' ')}`);
     }
     const resources = (spec as { resources?: unknown } | null)?.resources;
     const store = openStore(config, io, false);

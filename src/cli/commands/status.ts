@@ -1,5 +1,6 @@
 import { nodeView } from '../../../projections/index.ts';
 import type { NodeView } from '../../../projections/index.ts';
+import { livenessEnum, statusEnum } from '../../api/schemas.ts';
 import { ConvergeError } from '../../errors.ts';
 import type { Command } from '../command.ts';
 import { withStore } from '../command.ts';
@@ -41,8 +42,15 @@ export const status: Command = {
   summary: 'node states folded from the store (all nodes, or one)',
   args: [0, 1],
   options: { status: { type: 'string' }, liveness: { type: 'string' } },
-  run: ({ io, values, positionals, config, json }) =>
-    withStore(config, io, async (store) => {
+  run: ({ io, values, positionals, config, json }) => {
+    // The API's own enums: a filter no node can match is a typo, not an empty fleet.
+    for (const [flag, allowed] of [['status', statusEnum.options], ['liveness', livenessEnum.options]] as const) {
+      const v = values[flag];
+      if (v !== undefined && !(allowed as readonly unknown[]).includes(v)) {
+        throw new ConvergeError('CONVERGE_ERR_USAGE', `--${flag} must be one of ${allowed.join(', ')}, got ${JSON.stringify(v)}`);
+      }
+    }
+    return withStore(config, io, async (store) => {
       const states = await foldStore(store, io);
       const now = Date.now();
       const node = positionals[0];
@@ -61,5 +69,6 @@ export const status: Command = {
       if (json) printJsonLines(io, views);
       else io.stdout(table(nodeHeaders, views.map(nodeRow)));
       return 0;
-    }),
+    });
+  },
 };
