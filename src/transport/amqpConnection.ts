@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { connect } from 'amqplib';
 import type { Channel, ChannelModel, ConfirmChannel, RecoveringChannelModel } from 'amqplib';
 import type { Logger } from 'pino';
@@ -72,6 +73,9 @@ export async function connectAmqp(options: AmqpConnectionOptions): Promise<AmqpC
   let blocked = false;
   let generation = 0;
   const closing = new AbortController();
+  // Every supervised channel on this connection listens here (the demo: one per simulated node),
+  // so Node's default of 10 would print a leak warning for what is the design.
+  setMaxListeners(0, closing.signal);
 
   const setup = async (model: ChannelModel): Promise<void> => {
     if (topology === null) return;
