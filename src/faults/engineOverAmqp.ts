@@ -1,0 +1,84 @@
+import type { Logger } from 'pino';
+import type { SigningKey } from '../declaration/index.ts';
+import { loadConfig } from '../engine/config.ts';
+import { createEngine } from '../engine/engine.ts';
+import type { Engine } from '../engine/engine.ts';
+import { createMetrics } from '../engine/metrics.ts';
+import { createSqliteEventStore } from '../store/index.ts';
+import type { EventStore } from '../store/index.ts';
+import { createAmqpTransport } from '../transport/amqpTransport.ts';
+import type { AmqpTransport } from '../transport/amqpTransport.ts';
+
+// The whole engine as `converge serve` builds it (createEngine: ingest, relay, send, projection
+// runner with its snapshot beside the SQLite file, HTTP on an ephemeral port) over a real broker,
+// for fault tests that need to stop it two ways: `stop` drains as serve does on SIGTERM; `crash`
+// is what a process death leaves — the connection gone with deliveries unacked, nothing
+// drained, no snapshot written, the in-memory read model dropped. Only the files remain.
+
+export type EngineOverAmqp = Readonly<{
+  engine: Engine;
+  store: EventStore;
+  transport: AmqpTransport;
+  stop: () => Promise<void>;
+  crash: () => Promise<void>;
+}>;
+
+export async function startEngineOverAmqp(options: {
+  url: string;
+  storePath: string;
+  key: SigningKey;
+  logger: Logger;
+  /** Events between read-model snapshots (serve's default is 10,000; tests want many). */
+  snapshotEvery?: number;
+  heartbeatSeconds?: number;
+}): Promise<EngineOverAmqp> {
+  const { logger } = options;
+  const config = loadConfig(
+    { flags: {}, env: {} },
+    { store: `sqlite:${options.storePath}`, port: '0', logLevel: 'silent', snapshotEvery: String(options.snapshotEvery ?? 10_000) },
+  );
+  const transport = await createAmqpTransport({ url: options.url, logger, heartbeatSeconds: options.heartbeatSeconds ?? 2, connectionName: 'converge-fault-engine' });
+  const store = createSqliteEventStore(options.storePath);
+  const engine = createEngine({
+    config,
+    logger,
+    store,
+    key: options.key,
+    metrics: createMetrics(),
+    transport: { ingestSource: transport.ingestSource(), publisher: transport.declarationPublisher() },
+  });
+  try {
+    await engine.start();
+  } catch (e) {
+    await transport.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+    throw e;
+  }
+  let down = false;
+  return {
+    engine,
+    store,
+    transport,
+    stop: async () => {
+      if (down) return;
+      down = true;
+      await engine.stop();
+      await transport.close();
+      await store.close();
+    },
+    crash: async () => {
+      if (down) return;
+      down = true;
+      // The connection first, as a dying process loses it: the broker requeues every unacked
+      // delivery and every publish awaiting a confirm fails. Ingest is never asked to drain.
+      await transport.close();
+      // Stop the subscriptions (they would otherwise keep polling a closed file) without the
+      // snapshot a clean stop writes, and the socket.
+      await engine.relay?.stop();
+      await engine.runner.stop();
+      await engine.app.close();
+      // A batch ingest still holds finds the store closed and is dropped, unacked.
+      await store.close();
+    },
+  };
+}
