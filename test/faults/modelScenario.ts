@@ -295,8 +295,15 @@ async function restart(m: Model, r: Real): Promise<void> {
   m.up = true;
   m.atCrash = null;
   r.tally.restarts++;
-  await wait('the restarted engine to ack what was queued while it was down', () => acked(r) >= r.whileDown);
-  for (const [id, node] of r.reportIds) await wait(`report ${id} to be stored after the restart`, () => isStored(r, node, id));
+  const queued = r.whileDown;
+  try {
+    await wait(`the restarted engine to ack the ${queued} deliveries queued while it was down`, () => acked(r) >= queued);
+    for (const [id, node] of r.reportIds) await wait(`report ${id} to be stored after the restart`, () => isStored(r, node, id));
+  } catch (e) {
+    const missing: string[] = [];
+    for (const [id, node] of r.reportIds) if (!(await isStored(r, node, id))) missing.push(id);
+    throw new Error(`${(e as Error).message}; ingest ${JSON.stringify(up(r).engine.ingest?.stats())}; reports not stored: ${missing.join(', ') || 'none'}`, { cause: e });
+  }
   await projected(r);
   r.tally.recoverMs.push(Date.now() - t0);
   r.whileDown = 0;
@@ -383,32 +390,31 @@ async function finalChecks(m: Model, r: Real): Promise<void> {
   assert.deepEqual(compareStates(await replayStore(e.store), e.engine.runner.readModel.nodes()), [], 'read model differs from a replay from zero');
   assertMatches(m.nodes, (n) => e.engine.runner.readModel.get(n), 'at the end');
   // The relay (outbox) published every send to the node's queue at least once, crashes or not.
-  const conn = await amqp.connect(r.lab.engineUrl);
-  try {
-    conn.on('error', () => undefined);
-    for (const [node, nm] of m.nodes) {
-      if (nm.sent.length === 0) continue; // the relay declares a node's queue with its first send
-      const got = new Set<string>();
-      await wait(`every declaration sent to ${node} to reach ${nodeQueueOf(node)}`, async () => {
-        // A fresh channel per look: a queue not declared yet is a 404 that closes the channel.
+  for (const [node, nm] of m.nodes) {
+    if (nm.sent.length === 0) continue; // the relay declares a node's queue with its first send
+    const got = new Set<string>();
+    await wait(`every declaration sent to ${node} to reach ${nodeQueueOf(node)}`, async () => {
+      // A fresh connection per look: a queue not declared yet is a 404 that closes the channel, and
+      // a quorum queue whose replica is still starting answers `noproc`, which closes the connection.
+      let conn: amqp.ChannelModel | null = null;
+      try {
+        conn = await amqp.connect(r.lab.engineUrl);
+        conn.on('error', () => undefined);
         const ch = await conn.createChannel();
         ch.on('error', () => undefined);
-        try {
-          for (let msg = await ch.get(nodeQueueOf(node), { noAck: true }); msg !== false; msg = await ch.get(nodeQueueOf(node), { noAck: true })) {
-            const id = msg.properties.messageId as unknown;
-            if (typeof id === 'string') got.add(id);
-          }
-          await ch.close();
-        } catch {
-          return false;
+        for (let msg = await ch.get(nodeQueueOf(node), { noAck: true }); msg !== false; msg = await ch.get(nodeQueueOf(node), { noAck: true })) {
+          const id = msg.properties.messageId as unknown;
+          if (typeof id === 'string') got.add(id);
         }
-        return nm.sent.every((d) => got.has(d));
-      });
-      for (const d of got) assert.ok(nm.sent.includes(d), `${nodeQueueOf(node)} received ${d}, never sent`);
-      r.tally.relayed += nm.sent.length;
-    }
-  } finally {
-    await conn.close();
+      } catch {
+        return false;
+      } finally {
+        await conn?.close().catch(() => undefined);
+      }
+      return nm.sent.every((d) => got.has(d));
+    });
+    for (const d of got) assert.ok(nm.sent.includes(d), `${nodeQueueOf(node)} received ${d}, never sent`);
+    r.tally.relayed += nm.sent.length;
   }
 }
 
