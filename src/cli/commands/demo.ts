@@ -13,6 +13,7 @@ import { connectEngineTransport } from '../../engine/amqpEngineTransport.ts';
 import { createSimulatedNode } from '../../lab/simulatedNode.ts';
 import type { SimulatedNode } from '../../lab/simulatedNode.ts';
 import { createAmqpNodeLink } from '../../transport/amqpNodeLink.ts';
+import { assertTopology, nodeQueueOf, nodeTopology } from '../../transport/topology.ts';
 import { createInProcessBroker } from '../../transport/inProcess.ts';
 import type { NodeLink } from '../../transport/port.ts';
 import type { Command } from '../command.ts';
@@ -83,8 +84,20 @@ export const demo: Command = {
       transport = { ingestSource: broker.ingestSource(), publisher: broker.declarationPublisher() };
       linkOf = (node) => broker.nodeLink(node);
     }
-    const engine = createEngine({ config: { ...config, apiTokens: tokens }, logger, store, transport, key });
     const ids = Array.from({ length: count }, (_, i) => `node-${String(i + 1).padStart(3, '0')}`);
+    if (amqp !== null) {
+      // A previous demo run (another key, another store) may have left declarations in these
+      // inboxes; this run's nodes would refuse them as forged and the summary would count races
+      // that never happened in this run. Declaring them afresh (as the relay would on first send)
+      // lets the simulated nodes start consuming at once instead of retrying until round 1.
+      const ch = await amqp.connection.createChannel();
+      for (const id of ids) {
+        await ch.deleteQueue(nodeQueueOf(id));
+        await assertTopology(ch, nodeTopology(id));
+      }
+      await ch.close();
+    }
+    const engine = createEngine({ config: { ...config, apiTokens: tokens }, logger, store, transport, key });
     // The cast: slow (apply outlasts a round: the race), one refusing, one degraded, one silent.
     const slow = new Set(ids.slice(0, Math.max(2, Math.floor(count / 12))));
     const refusing = ids[count - 1]!;
