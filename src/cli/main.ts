@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { runNodeCommand } from '../accounts/nodeCommand.ts';
 import { configFlags, configHelp, loadConfig } from '../engine/config.ts';
 import { isConvergeError, toConvergeError } from '../errors.ts';
 import { ConvergeError } from '../errors.ts';
@@ -33,6 +34,7 @@ const mainHelp = (): string =>
     '',
     'commands:',
     ...commands.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`),
+    `  ${'node'.padEnd(10)} enroll <id> | revoke <id>: a node's broker account, scoped to what wire.go lets it say`,
     '',
     'every command takes --help and --json; configuration flags (and their variables):',
     ...configHelp.map((h) => `  ${h}`),
@@ -47,6 +49,10 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.stdout(mainHelp());
     return name === undefined ? 2 : 0;
+  }
+  if (name === 'node') {
+    // Broker accounts talk to RabbitMQ's management API, not the store: own flags, own help.
+    return runNodeCommand(rest, { stdout: (l) => io.stdout(`${l}\n`), stderr: (l) => io.stderr(`${l}\n`), env: io.env });
   }
   const command = commands.find((c) => c.name === name);
   try {
