@@ -10,7 +10,8 @@ import { ConvergeError } from '../errors.ts';
 // projections/nodeState.ts) and from this store (the event at its position has the same id).
 // Anything else is discarded and the runner folds from zero — slower, never wrong.
 
-export const snapshotFormat = 1;
+// 2: object keys starting with `$` are escaped (see replacer); a format-1 file is discarded.
+export const snapshotFormat = 2;
 
 /** Changes whenever the fold's source changes, so an old snapshot is never mistaken for current. */
 export const foldVersion: string = createHash('sha256')
@@ -30,17 +31,26 @@ export type Snapshot = Readonly<{
 
 type Json = Record<string, unknown>;
 
-// bigint → {"$big": "n"}, Map → {"$map": [[k, v]…]}: both round-trip exactly.
+// bigint → {"$big": "n"}, Map → {"$map": [[k, v]…]}: both round-trip exactly. Keys of other
+// objects that start with `$` get one more `$`, so data a node chose — a `failed` resource
+// named "$big" (wire.go Report.Failed) — is never read back as a tag: a restored model must be
+// the fold's state exactly (DESIGN §3: replay and live agree at any position).
+const isPlainObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Map);
 const replacer = (_k: string, v: unknown): unknown => {
   if (typeof v === 'bigint') return { $big: v.toString() };
   if (v instanceof Map) return { $map: [...(v as Map<unknown, unknown>)] };
+  if (isPlainObject(v) && Object.keys(v).some((k) => k.startsWith('$'))) {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k.startsWith('$') ? `$${k}` : k, x]));
+  }
   return v;
 };
 const reviver = (_k: string, v: unknown): unknown => {
-  if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
-    const o = v as Json;
-    if (typeof o.$big === 'string' && Object.keys(o).length === 1) return BigInt(o.$big);
-    if (Array.isArray(o.$map) && Object.keys(o).length === 1) return new Map(o.$map as [unknown, unknown][]);
+  if (isPlainObject(v)) {
+    const o = v;
+    const keys = Object.keys(o);
+    if (typeof o.$big === 'string' && keys.length === 1) return BigInt(o.$big);
+    if (Array.isArray(o.$map) && keys.length === 1) return new Map(o.$map as [unknown, unknown][]);
+    if (keys.some((k) => k.startsWith('$'))) return Object.fromEntries(Object.entries(o).map(([k, x]) => [k.startsWith('$$') ? k.slice(1) : k, x]));
   }
   return v;
 };
