@@ -269,7 +269,12 @@ export function createIngest(options: IngestOptions): Ingest {
     stop: async () => {
       await source.pause();
       // Give what is in flight a chance to land and be acked; a store that is down does not hold us.
-      const grace = setTimeout(() => abort.abort(), 5_000);
+      let graceEnded = (): void => {};
+      const graceOver = new Promise<void>((r) => (graceEnded = r));
+      const grace = setTimeout(() => {
+        abort.abort();
+        graceEnded();
+      }, 5_000);
       for (;;) {
         kick(true);
         const f = flushing as Promise<void> | null;
@@ -277,10 +282,15 @@ export function createIngest(options: IngestOptions): Ingest {
         await f;
         if (pending.length === 0 || abort.signal.aborted) break;
       }
+      // Dead-letters in flight get the rest of the grace, not forever: one may be waiting for a
+      // dead-letter channel while the broker is away, and only source.stop() ends that wait.
+      // Stopping the source first is safe (DESIGN §1): a delivery whose copy in mesh.dead was
+      // not confirmed is never acked, so the broker redelivers it and it is refused again.
+      await Promise.race([Promise.all([...deadLettering]), graceOver]);
       clearTimeout(grace);
       abort.abort();
-      await Promise.all([...deadLettering]);
       await source.stop();
+      await Promise.all([...deadLettering]);
     },
     lastSeenAt: (node) => lastSeen.get(node) ?? null,
     lastSeen: () => lastSeen,
