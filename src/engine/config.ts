@@ -110,6 +110,14 @@ export function loadConfig({ flags, env }: ConfigSource, overrides: Partial<Reco
       lines.push(`--signing-key / CONVERGE_SIGNING_KEY: cannot use ${keyPath}: ${why}`);
     }
   }
+  // DESIGN §2/§3: the store keeps one AliveSeen per resolution and liveness in a replay, in
+  // `state --at` and in the node gauges is read from those; a window as long as the grace would
+  // record a node that never went quiet as disconnected between two of them.
+  if (r.success && r.data.aliveResolutionMs >= r.data.graceMs) {
+    lines.push(
+      `--alive-resolution-ms / CONVERGE_ALIVE_RESOLUTION_MS: must be shorter than --grace-ms (${r.data.graceMs}), or a node alive all along reads as disconnected in the record (got ${r.data.aliveResolutionMs})`,
+    );
+  }
   if (lines.length > 0 || !r.success) {
     throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', lines.join('\n'), { details: { lines } });
   }
