@@ -39,13 +39,6 @@ export function createSender(options: SenderOptions): Sender {
   const defaultLoad = foldNodeFromStore(store);
   const maxAttempts = options.maxAttempts ?? 5;
 
-  async function storedDigest(node: string, serial: number): Promise<string | null> {
-    for (const e of await store.readStream(streamOf(node), { direction: 'backwards' })) {
-      if (e.type === 'DeclarationSent' && e.data.serial === serial) return e.data.digest;
-    }
-    return null;
-  }
-
   async function send(node: string, resources: unknown): Promise<SendResult> {
     // The id becomes a queue name, routing key and broker user: the accounts' rule, one place.
     validateNodeId(node);
@@ -60,9 +53,10 @@ export function createSender(options: SenderOptions): Sender {
       try {
         const r = await store.append([{ stream: streamOf(node), expected: state.revision < 0n ? 'no_stream' : state.revision, events: [event] }]);
         if (r.streams[0]?.written === 1) return { digest: event.data.digest, serial, position: r.position };
-        // The id (node + serial) was already stored, so the store took this as a retry. It is one
-        // only if the stored bytes are ours; otherwise another send took this serial first.
-        if (await storedDigest(node, serial) === event.data.digest) return { digest: event.data.digest, serial, position: r.position };
+        // The id (node + serial) was already stored, so the store took this as a retry. This call
+        // never retries an append whose outcome it does not know, so it is not ours: another send
+        // took this serial first — even one with identical bytes (same spec, same second) is a
+        // send of its own, and DESIGN §1 gives every send its own serial.
         lastErr = new ConvergeError('CONVERGE_ERR_WRONG_EXPECTED_REVISION', `serial ${serial} of ${node} was taken by another send`);
       } catch (err) {
         if (!isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION')) throw err;

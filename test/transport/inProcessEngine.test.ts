@@ -138,6 +138,16 @@ test('while the store refuses writes nothing is acked; once it recovers everythi
   await ingest.stop();
 });
 
+test('two concurrent sends of the same spec in the same second are two sends with two serials and two digests', async () => {
+  const { store, key } = rig();
+  // A frozen clock makes both builds of serial 1 byte-identical: same id, same digest.
+  const frozen = createSender({ store, key, now: () => new Date('2026-11-29T14:02:00Z') });
+  const [x, y] = await Promise.all([frozen.send('n1', [{ id: 'a' }]), frozen.send('n1', [{ id: 'a' }])]);
+  assert.deepEqual([x.serial, y.serial].sort(), [1, 2]);
+  assert.notEqual(x.digest, y.digest);
+  assert.equal((await store.readStream(streamOf('n1'))).length, 2);
+});
+
 test('two concurrent sends take consecutive serials; a carried port is refused', async () => {
   const { store, sender, key } = rig();
   const [x, y] = await Promise.all([sender.send('n1', [{ id: 'a' }]), sender.send('n1', [{ id: 'b' }])]);
