@@ -12,7 +12,7 @@ export type FleetSummary = Readonly<{
   nodes: number;
   byStatus: Readonly<Record<NodeStatus, number>>;
   byLiveness: Readonly<Record<LivenessState, number>>;
-  /** Nodes grouped by the digest their latest report names, largest cohort first. */
+  /** Nodes grouped by the digest their latest (not refused) report says they applied, largest cohort first. */
   cohorts: readonly DigestCohort[];
   convergence: Readonly<{
     samples: number;
@@ -46,7 +46,9 @@ export function summarizeFleet(states: Iterable<NodeState>, now: Date | number, 
     nodes++;
     byStatus[s.status]++;
     byLiveness[livenessAt(s.lastSeenAt, now, graceMs).state]++;
-    const digest = s.reported?.declared;
+    // A node runs the digest its latest report says it applied; one that refused it whole
+    // runs no part of it, so it joins no cohort.
+    const digest = s.reported !== null && s.reported.refused === '' ? s.reported.declared : null;
     if (digest) {
       const c = cohorts.get(digest) ?? { nodes: 0, caughtUp: 0 };
       c.nodes++;

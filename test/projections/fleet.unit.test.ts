@@ -39,3 +39,16 @@ test('the fleet summary counts status and liveness, groups nodes by the digest t
   assert.ok(f.cohorts.every((c) => c.nodes === 1));
   assert.equal(f.cohorts.filter((c) => c.caughtUp === 1).length, 3);
 });
+
+test('a node that refused a declaration is in no digest cohort: it does not run it', () => {
+  const h = history('n1');
+  const a = h.send();
+  h.report({ refused: 'signature does not verify', declared: a.data.digest });
+  const refused = foldNodeEvents('n1', h.events);
+  assert.equal(refused.status, 'refused');
+  const g = history('n2');
+  const b = g.send();
+  g.report({ applied: ['web'], declared: b.data.digest });
+  const f = summarizeFleet([refused, foldNodeEvents('n2', g.events)], h.now(), 60_000);
+  assert.deepEqual(f.cohorts, [{ digest: b.data.digest, nodes: 1, caughtUp: 1 }]);
+});
