@@ -56,6 +56,8 @@ export function createEngine(options: EngineOptions): Engine {
     logger,
     metrics,
     graceMs: config.graceMs,
+    // Read at scrape time, after `ingest` below exists.
+    lastSeen: (node) => ingest?.lastSeenAt(node) ?? null,
     ...(config.snapshotPath === null ? {} : { snapshot: { path: config.snapshotPath, everyEvents: config.snapshotEvery } }),
     ...(options.now === undefined ? {} : { now: options.now }),
   });

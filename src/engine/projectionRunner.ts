@@ -25,6 +25,11 @@ export type ProjectionRunnerOptions = Readonly<{
   graceMs?: number;
   /** Clock for liveness in the node gauges (tests inject one). */
   now?: () => number;
+  /**
+   * The ingest's exact last-seen time (alive is coalesced in the store, DESIGN §2), so the
+   * node gauges count liveness as the API reports it rather than by the coarser folded time.
+   */
+  lastSeen?: (node: string) => Date | null;
 }>;
 
 export type ProjectionRunner = Readonly<{
@@ -126,7 +131,9 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     metrics.projectionLag.set(Number(await lag()));
     const counts = new Map<string, number>();
     for (const s of readModel.nodes()) {
-      const key = `${s.status}\u0000${livenessAt(s.lastSeenAt, now, options.graceMs).state}`;
+      const exact = options.lastSeen?.(s.node) ?? null;
+      const seen = exact !== null && (s.lastSeenAt === null || exact.getTime() > Date.parse(s.lastSeenAt)) ? exact.toISOString() : s.lastSeenAt;
+      const key = `${s.status}\u0000${livenessAt(seen, now, options.graceMs).state}`;
       counts.set(key, (counts.get(key) ?? 0) + 1);
     }
     metrics.nodes.reset();

@@ -182,3 +182,25 @@ test('a report whose failed map has a resource named "$big" restores from a snap
   await second.stop();
   await store.close();
 });
+
+test('the node gauges count liveness from the exact last-seen time when the ingest knows a newer one', async () => {
+  const { createMetrics } = await import('../../src/engine/metrics.ts');
+  const { makeAliveSeen, streamOf } = await import('../../src/events/index.ts');
+  const store = createMemoryEventStore();
+  const seen = new Date('2026-11-29T14:00:00Z');
+  await store.append([{ stream: streamOf('n1'), expected: 'any', events: [makeAliveSeen({ node: 'n1' }, seen)] }]);
+  const now = seen.getTime() + 120_000; // the stored AliveSeen is two minutes old: past the grace
+  const gauge = async (lastSeen?: (node: string) => Date | null): Promise<string> => {
+    const metrics = createMetrics();
+    const runner = createProjectionRunner({ store, logger: silentLogger, metrics, graceMs: 60_000, now: () => now, ...(lastSeen ? { lastSeen } : {}) });
+    await runner.start();
+    await runner.caughtUp();
+    await runner.refreshMetrics();
+    await runner.stop();
+    const text = await metrics.registry.getSingleMetricAsString('converge_nodes');
+    return text.split('\n').find((l) => l.includes('undeclared') && / 1$/.test(l)) ?? '';
+  };
+  assert.match(await gauge(), /liveness="disconnected"/);
+  // Alive is coalesced in the store (DESIGN §2); the ingest heard the node 5 s ago.
+  assert.match(await gauge(() => new Date(now - 5_000)), /liveness="connected"/);
+});
