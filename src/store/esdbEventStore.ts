@@ -36,7 +36,16 @@ export type EsdbEventStoreOptions = Readonly<{
   /** Backoff bounds when a subscription drops and resubscribes (ms). */
   minBackoffMs?: number;
   maxBackoffMs?: number;
+  /**
+   * Test seam: use this client instead of one built from the connection string (the conformance
+   * suite runs the adapter over an emulated client, test/contracts/fakeEsdbClient.ts). The store
+   * disposes it on close.
+   */
+  client?: EsdbClient;
 }>;
+
+/** The part of `EventStoreDBClient` this adapter calls. */
+export type EsdbClient = Pick<EventStoreDBClient, 'appendToStream' | 'readStream' | 'readAll' | 'subscribeToAll' | 'setStreamMetadata' | 'dispose'>;
 
 const checkpointStream = (name: string): string => `$converge-checkpoint-${name}`;
 const toPosition = (p: bigint): Position => ({ commit: p, prepare: p });
@@ -60,9 +69,9 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
   const readBatchSize = options.readBatchSize ?? 1000;
   const minBackoffMs = options.minBackoffMs ?? 100;
   const maxBackoffMs = options.maxBackoffMs ?? 10_000;
-  let client: EventStoreDBClient;
+  let client: EsdbClient;
   try {
-    client = EventStoreDBClient.connectionString(connectionString);
+    client = options.client ?? EventStoreDBClient.connectionString(connectionString);
   } catch (err) {
     throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `esdb: cannot use connection string: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
@@ -98,26 +107,28 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
       if (!expectedRevisionHolds(w.expected, current)) throw wrongExpectedRevision(w.stream, w.expected, current);
       return { stream: w.stream, nextExpected: current, written: 0, position: null };
     }
-    let events = w.events;
-    let expected: AppendExpectedRevision;
-    if (w.expected === 'any' || w.expected === 'stream_exists') {
-      // Pin an explicit revision so the server's idempotency applies, and drop events a previous
-      // attempt already stored (they can only be in the stream's recent tail).
-      const tail = await readRaw(w.stream, 'backwards', undefined, Math.max(64, events.length * 4));
-      const current = tail[0]?.revision ?? -1n;
-      if (w.expected === 'stream_exists' && current < 0n) throw wrongExpectedRevision(w.stream, w.expected, current);
-      const stored = new Set(tail.map((e) => e.id));
-      events = events.filter((e) => !stored.has(e.id));
-      if (events.length === 0) return { stream: w.stream, nextExpected: current, written: 0, position: null };
-      expected = current < 0n ? 'no_stream' : current;
-    } else expected = w.expected;
+    // Read the stream's tail first, whatever the expected revision: drop events a previous
+    // attempt already stored (they can only be in the recent tail), check the expectation here,
+    // and pin the revision just read so the server's own check and idempotency apply. A retry
+    // with an explicit revision must not rely on the server: it answers "success" for the same
+    // ids right after the expected revision (an idempotent write), which would be reported as
+    // written, and it appends ids again when the stream is still at the expected revision.
+    const tail = await readRaw(w.stream, 'backwards', undefined, Math.max(64, w.events.length * 4));
+    const current = tail[0]?.revision ?? -1n;
+    const stored = new Set(tail.map((e) => e.id));
+    const events = w.events.filter((e) => !stored.has(e.id));
+    if (events.length === 0) return { stream: w.stream, nextExpected: current, written: 0, position: null };
+    if (!expectedRevisionHolds(w.expected, current)) throw wrongExpectedRevision(w.stream, w.expected, current);
+    const expected: AppendExpectedRevision = current < 0n ? 'no_stream' : current;
     try {
       const r = await client.appendToStream(
         w.stream,
         events.map((e) => jsonEvent({ id: e.id, type: e.type, data: JSON.parse(e.data) as JSONType, metadata: JSON.parse(e.metadata) as JSONType })),
         { expectedRevision: expected },
       );
-      return { stream: w.stream, nextExpected: r.nextExpectedRevision, written: events.length, position: r.position?.commit ?? null };
+      // No position: the server treated the append as an idempotent repeat of a concurrent retry.
+      if (r.position === undefined) return { stream: w.stream, nextExpected: await currentRevision(w.stream), written: 0, position: null };
+      return { stream: w.stream, nextExpected: r.nextExpectedRevision, written: events.length, position: r.position.commit };
     } catch (err) {
       if (!(err instanceof WrongExpectedVersionError)) throw esdbError(err, `append to ${w.stream}`);
       // A retry of a write that did land: its events sit right after the revision it expected.

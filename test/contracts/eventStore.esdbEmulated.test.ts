@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { isConvergeError } from '../../src/errors.ts';
+import type { Recorded } from '../../src/events/index.ts';
+import { createEsdbEventStore } from '../../src/store/index.ts';
+import type { EventStore } from '../../src/store/index.ts';
+import { aliveSeen, eventStoreContract } from './eventStore.contract.ts';
+import { createFakeEsdb } from './fakeEsdbClient.ts';
+import type { FakeEsdb } from './fakeEsdbClient.ts';
+
+// The EventStoreDB adapter's own logic (revision pinning, idempotent retries, error mapping,
+// checkpoint stream, subscribeToAll handling, resubscribe, positions) over an EMULATED client:
+// test/contracts/fakeEsdbClient.ts. This is not a run against EventStoreDB; that is
+// eventStore.esdb.test.ts with EVENTSTORE_URL.
+
+const maxEventBytes = 64 * 1024;
+const fakes = new WeakMap<EventStore, FakeEsdb>();
+const open = (fake: FakeEsdb): EventStore => {
+  const store = createEsdbEventStore('esdb://emulated:2113?tls=false', { maxEventBytes, client: fake.client, minBackoffMs: 5, maxBackoffMs: 50 });
+  fakes.set(store, fake);
+  return store;
+};
+
+eventStoreContract('esdb adapter over an emulated client (not a real EventStoreDB server)', {
+  create: async () => open(createFakeEsdb()),
+  // The emulated server outlives the store's client, as a real server would.
+  reopen: async (closed) => open(fakes.get(closed)!),
+  maxEventBytes,
+  crossStreamAtomicitySkip: 'EventStoreDB has no cross-stream transaction: a many-stream append is atomic per stream (README, Event store)',
+  crossStreamDuplicateIdSkip: 'EventStoreDB checks event ids per stream only; an id reused in another stream is not detected (README, Event store)',
+});
+
+async function eventually(cond: () => boolean, what: string, maxMs = 10_000): Promise<void> {
+  const start = Date.now();
+  while (!cond()) {
+    if (Date.now() - start > maxMs) assert.fail(`gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+void describe('esdb adapter over an emulated client (not a real EventStoreDB server): connection faults', () => {
+  void test('a dropped subscription resubscribes from the last handled position: no gap, no duplicate', async () => {
+    const fake = createFakeEsdb();
+    const store = open(fake);
+    const s = 'node-drop';
+    const expected: string[] = [];
+    const add = async (n: number, from: number): Promise<void> => {
+      for (let i = 0; i < n; i++) {
+        const e = aliveSeen('drop', from + i);
+        expected.push(e.id);
+        await store.append([{ stream: s, expected: 'any', events: [e] }]);
+      }
+    };
+    await add(10, 0);
+    const seen: Recorded[] = [];
+    const errors: unknown[] = [];
+    let drops = 0;
+    const sub = store.subscribe({
+      batchSize: 3,
+      handler: (ev) => {
+        seen.push(...ev);
+        // drop mid catch-up, with events still buffered in the client
+        if (drops === 0 && seen.length >= 4) {
+          drops++;
+          fake.dropSubscriptions();
+        }
+      },
+      onError: (err) => void errors.push(err),
+    });
+    try {
+      await eventually(() => sub.isCaughtUp() && seen.length >= 10, 'catch-up after a drop');
+      await add(5, 100);
+      await eventually(() => seen.length >= 15, 'live events');
+      fake.dropSubscriptions();
+      await add(5, 200);
+      await eventually(() => seen.length >= 20, 'live events after a second drop');
+      await new Promise((r) => setTimeout(r, 30));
+      assert.deepEqual(seen.map((e) => e.id), expected);
+      assert.ok(fake.subscribeCalls() >= 3, 'resubscribed after each drop');
+      assert.ok(errors.length >= 2 && errors.every((e) => isConvergeError(e, 'CONVERGE_ERR_STORE_UNAVAILABLE')), String(errors));
+      assert.equal(sub.position(), seen[seen.length - 1]!.position);
+    } finally {
+      await sub.stop();
+      await store.close();
+    }
+  });
+
+  void test('an unavailable server is CONVERGE_ERR_STORE_UNAVAILABLE; calls work again once it is back', async () => {
+    const fake = createFakeEsdb();
+    const store = open(fake);
+    const s = 'node-down';
+    await store.append([{ stream: s, expected: 'no_stream', events: [aliveSeen('down', 0)] }]);
+    fake.setUnavailable(true);
+    const rejects = async (p: Promise<unknown>, what: string): Promise<void> => {
+      await assert.rejects(p, (err) => isConvergeError(err, 'CONVERGE_ERR_STORE_UNAVAILABLE'), what);
+    };
+    await rejects(store.append([{ stream: s, expected: 0n, events: [aliveSeen('down', 1)] }]), 'append');
+    await rejects(store.readStream(s), 'readStream');
+    await rejects((async () => {
+      for await (const b of store.readAll()) void b;
+    })(), 'readAll');
+    await rejects(store.headPosition(), 'headPosition');
+    await rejects(store.setCheckpoint('down', 1n), 'setCheckpoint');
+    await rejects(store.getCheckpoint('down'), 'getCheckpoint');
+
+    const errors: unknown[] = [];
+    const seen: Recorded[] = [];
+    const sub = store.subscribe({ handler: (ev) => void seen.push(...ev), onError: (err) => void errors.push(err) });
+    try {
+      await eventually(() => errors.length >= 2, 'subscription retries while down');
+      assert.ok(errors.every((e) => isConvergeError(e, 'CONVERGE_ERR_STORE_UNAVAILABLE')), String(errors));
+      fake.setUnavailable(false);
+      const r = await store.append([{ stream: s, expected: 0n, events: [aliveSeen('down', 2)] }]);
+      assert.equal(r.streams[0]!.nextExpected, 1n);
+      await eventually(() => seen.length >= 2, 'subscription recovers');
+      assert.deepEqual(seen.map((e) => e.revision), [0n, 1n]);
+    } finally {
+      await sub.stop();
+      await store.close();
+    }
+  });
+});
