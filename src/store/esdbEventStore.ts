@@ -288,6 +288,18 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
     const passed = (p: bigint): void => {
       if (head !== null && p >= head) markCaughtUp();
     };
+    // The server's 'caughtUp' message and filter checkpoints reach the client's stream ahead of
+    // the events still buffered in it (the client emits them from its Transform, up to a
+    // highWaterMark of events before the consumer). They count only once everything received
+    // before them has been handed to the handler: nothing in hand, nothing buffered.
+    let inHand = 0;
+    let serverCaughtUp = false;
+    let serverCheckpoint: bigint | null = null;
+    const settle = (s: AllStreamSubscription): void => {
+      if (inHand > 0 || s.readableLength > 0) return;
+      if (serverCaughtUp) markCaughtUp();
+      if (serverCheckpoint !== null) passed(serverCheckpoint);
+    };
 
     async function retrying(fn: () => Promise<void>): Promise<boolean> {
       let backoff = minBackoffMs;
@@ -333,26 +345,45 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
         try {
           // Resubscribe from the last handled position: events are skipped by position below,
           // so a drop replays nothing to the handler and skips nothing.
+          inHand = 0;
+          serverCaughtUp = false;
+          serverCheckpoint = null;
           const sub = client.subscribeToAll({
             fromPosition: position === null ? START : toPosition(position),
-            filter: streamNameFilter({ prefixes: [prefix], checkpointReached: (_s, p) => passed(p.commit) }),
+            filter: streamNameFilter({
+              prefixes: [prefix],
+              checkpointReached: (s, p) => {
+                serverCheckpoint = p.commit;
+                settle(s);
+              },
+            }),
           });
           current = sub;
-          sub.on('caughtUp', markCaughtUp);
+          sub.on('caughtUp', () => {
+            serverCaughtUp = true;
+            settle(sub);
+          });
           let batch: Recorded[] = [];
           for await (const r of sub) {
             if (signal.aborted) break;
             backoff = minBackoffMs;
+            inHand++;
             const e = r.event;
-            if (e === undefined) continue;
-            const rec = toRecorded(e);
-            if (rec === null || (position !== null && rec.position <= position)) continue;
+            const rec = e === undefined ? null : toRecorded(e);
+            if (rec === null || (position !== null && rec.position <= position)) {
+              inHand--;
+              if (batch.length === 0) settle(sub);
+              continue;
+            }
             batch.push(rec);
             // Hand over what has arrived: a full batch, or whatever is buffered once the stream pauses.
             if (batch.length >= batchSize || sub.readableLength === 0) {
               const b = batch;
               batch = [];
-              if (!(await flush(b))) break;
+              const ok = await flush(b);
+              inHand -= b.length;
+              if (!ok) break;
+              settle(sub);
             }
           }
           if (batch.length > 0) await flush(batch);
