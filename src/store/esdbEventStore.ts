@@ -47,7 +47,10 @@ export type EsdbEventStoreOptions = Readonly<{
 /** The part of `EventStoreDBClient` this adapter calls. */
 export type EsdbClient = Pick<EventStoreDBClient, 'appendToStream' | 'readStream' | 'readAll' | 'subscribeToAll' | 'setStreamMetadata' | 'dispose'>;
 
-const checkpointStream = (name: string): string => `$converge-checkpoint-${name}`;
+// Not `$`-prefixed: streams starting with `$` are system streams that EventStoreDB's default
+// ACL ($systemStreamAcl) lets only admins read or write, and the engine need not run as admin.
+// The name is outside the `node-` category, so reads and subscriptions never see checkpoints.
+const checkpointStream = (name: string): string => `converge-checkpoint-${name}`;
 const toPosition = (p: bigint): Position => ({ commit: p, prepare: p });
 
 const esdbError = (err: unknown, what: string): ConvergeError => {
