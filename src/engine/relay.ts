@@ -55,11 +55,22 @@ export function createRelay(options: RelayOptions): Relay {
         batchSize: options.batchSize ?? 100,
         handler: async (events) => {
           const log = logger.child({ from: String(events[0]?.position), size: events.length });
+          // Nodes in parallel, each node's declarations one after another in store order: a
+          // node applies what reaches its inbox in that order, and an older declaration
+          // overtaking a newer one would leave it on words we have since replaced.
+          const byNode = new Map<string, Recorded<DeclarationSent>[]>();
+          for (const e of events) {
+            if (e.type !== 'DeclarationSent') continue;
+            const list = byNode.get(e.data.node);
+            if (list === undefined) byNode.set(e.data.node, [e as Recorded<DeclarationSent>]);
+            else list.push(e as Recorded<DeclarationSent>);
+          }
           await Promise.all(
-            events.map(async (e) => {
-              if (e.type !== 'DeclarationSent') return;
-              await publisher.publish(outboundOf(e as Recorded<DeclarationSent>));
-              metrics?.relayPublished.inc();
+            [...byNode.values()].map(async (list) => {
+              for (const e of list) {
+                await publisher.publish(outboundOf(e));
+                metrics?.relayPublished.inc();
+              }
             }),
           );
           log.debug({}, 'declarations confirmed');

@@ -1,0 +1,49 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pino from 'pino';
+import { createRelay } from '../../src/engine/relay.ts';
+import { makeDeclarationSent, streamOf } from '../../src/events/index.ts';
+import { createMemoryEventStore } from '../../src/store/index.ts';
+import type { DeclarationPublisher, OutboundDeclaration } from '../../src/transport/port.ts';
+import { testKey } from '../support/history.ts';
+
+// A node applies declarations in the order they reach its inbox. If serial 2 overtook serial 1
+// inside one relay batch, the node would end on the older words and report them (DESIGN §3:
+// stale, behind) although nothing went wrong but our own publishing order.
+
+test('the relay hands one node its declarations in serial order, even when a publish is slow', async () => {
+  const store = createMemoryEventStore();
+  const now = new Date('2026-11-29T14:02:00Z');
+  for (const node of ['a', 'b']) {
+    for (let serial = 1; serial <= 4; serial++) {
+      const e = makeDeclarationSent({ node, serial, resources: [{ id: `r${serial}` }], key: testKey, now });
+      await store.append([{ stream: streamOf(node), expected: 'any', events: [e] }]);
+    }
+  }
+  const arrived: OutboundDeclaration[] = [];
+  const first = new Set<string>();
+  // The first publish to each node is slow (its inbox is being declared, say); later ones are not.
+  const publisher: DeclarationPublisher = {
+    async publish(d) {
+      if (!first.has(d.node)) {
+        first.add(d.node);
+        await new Promise((r) => setTimeout(r, 30));
+      }
+      arrived.push(d);
+    },
+    close: async () => undefined,
+  };
+  const relay = createRelay({ store, publisher, logger: pino({ level: 'silent' }), batchSize: 100 });
+  relay.start();
+  for (let i = 0; i < 200 && arrived.length < 8; i++) await new Promise((r) => setTimeout(r, 10));
+  await relay.stop();
+  const serialsOf = (node: string): number[] =>
+    arrived
+      .filter((d) => d.node === node)
+      .map((d) => {
+        const signed = JSON.parse(d.body.toString('utf8')) as { declaration: string };
+        return (JSON.parse(Buffer.from(signed.declaration, 'base64').toString('utf8')) as { serial: number }).serial;
+      });
+  assert.deepEqual(serialsOf('a'), [1, 2, 3, 4]);
+  assert.deepEqual(serialsOf('b'), [1, 2, 3, 4]);
+});
