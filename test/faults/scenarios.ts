@@ -2,21 +2,16 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import pino from 'pino';
-import { enrollNode } from '../../src/accounts/index.ts';
-import { createManagementClient, seg } from '../../src/accounts/managementClient.ts';
 import { createFaultProxy } from '../../src/faults/faultProxy.ts';
 import { hostileBodies } from '../../src/faults/hostileBodies.ts';
 import { startIngestOverAmqp } from '../../src/faults/ingestOverAmqp.ts';
 import type { IngestOverAmqp } from '../../src/faults/ingestOverAmqp.ts';
-import { createScratchVhost, defaultBroker, probeBroker } from '../../src/faults/scratchVhost.ts';
-import type { ScratchVhost } from '../../src/faults/scratchVhost.ts';
+import { defaultBroker } from '../../src/faults/scratchVhost.ts';
 import { mountTinyTmpfs } from '../../src/faults/tinyTmpfs.ts';
 import { withStoreFaults } from '../../src/faults/withStoreFaults.ts';
 import { createProjectionRunner } from '../../src/engine/projectionRunner.ts';
@@ -29,6 +24,8 @@ import type { AmqpConnection } from '../../src/transport/amqpConnection.ts';
 import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
 import type { InboundKind, NodeLink } from '../../src/transport/port.ts';
 import { encodeReport } from '../../src/wire/index.ts';
+import { createBrokerLab, withBroker } from '../support/brokerLab.ts';
+import type { BrokerLab } from '../support/brokerLab.ts';
 
 // Fault scenarios against the real broker and the real ingest (src/engine/ingest.ts over
 // src/transport), shared by test/faults/*.fault.test.ts (which assert lost = duplicated =
@@ -69,45 +66,9 @@ export async function until(what: string, cond: () => Promise<boolean> | boolean
   }
 }
 
-export type FaultLab = Readonly<{
-  scratch: ScratchVhost;
-  /** The engine's URL (admin user, the scratch vhost). */
-  engineUrl: string;
-  dir: string;
-  enroll: (node: string) => Promise<string>;
-  /** `rabbitmqctl close_all_connections -p <vhost>`: every connection in this vhost, engine and nodes. */
-  closeAllConnections: () => Promise<number>;
-  remove: () => Promise<void>;
-}>;
-
-export async function createFaultLab(prefix: string): Promise<FaultLab> {
-  const scratch = await createScratchVhost(prefix);
-  const admin = createManagementClient({ managementUrl: scratch.managementUrl });
-  const enrolled: string[] = [];
-  const dir = mkdtempSync(join(tmpdir(), 'converge-faults-'));
-  return {
-    scratch,
-    engineUrl: scratch.amqpUrl,
-    dir,
-    enroll: async (node) => {
-      const e = await enrollNode(node, { managementUrl: scratch.managementUrl, vhost: scratch.vhost });
-      enrolled.push(node);
-      const base = new URL(defaultBroker.amqpUrl);
-      return `amqp://${seg(node)}:${seg(e.password)}@${base.host}/${seg(scratch.vhost)}`;
-    },
-    closeAllConnections: async () => {
-      // rabbitmqctl acts on the broker's live connection table; the management API's list comes
-      // from statistics that lag new connections by seconds, so it would miss the fresh ones.
-      const { stdout } = await promisify(execFile)('rabbitmqctl', ['close_all_connections', '-p', scratch.vhost, '--limit', '10000', 'fault scenario']);
-      return Number(/Closed (\d+) connections/.exec(stdout)?.[1] ?? 0);
-    },
-    remove: async () => {
-      for (const u of enrolled) await admin.request('DELETE', `/users/${seg(u)}`).catch(() => undefined);
-      await scratch.remove().catch(() => undefined);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
+/** Each scenario runs in a broker lab of its own (test/support/brokerLab.ts). */
+export type FaultLab = BrokerLab;
+export const createFaultLab = createBrokerLab;
 
 // ---------------------------------------------------------------- nodes
 
@@ -660,32 +621,25 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
  * one failing test under CONVERGE_REQUIRE_BROKER=1, else one loudly skipped test.
  */
 export async function registerScenarioTests(what: string, scenarios: readonly Scenario[]): Promise<void> {
-  const probe = await probeBroker();
-  if (!probe.ok) {
-    if (process.env['CONVERGE_REQUIRE_BROKER'] === '1') test(`${what} needs RabbitMQ (CONVERGE_REQUIRE_BROKER=1)`, () => assert.fail(`broker unreachable: ${probe.reason}`));
-    else {
-      console.warn(`\n*** SKIPPING ${what}: RabbitMQ unreachable (${probe.reason}); set CONVERGE_REQUIRE_BROKER=1 to fail instead ***\n`);
-      test(`${what} — SKIPPED: ${probe.reason}`, { skip: probe.reason }, () => {});
+  await withBroker(what, () => {
+    for (const s of scenarios) {
+      void test(`${s.name} (${s.faults}): every confirmed report stored exactly once, no hostile input appended`, { timeout: 240_000 }, async (t) => {
+        const r = await runScenario(s);
+        if (r.notes.some((n) => n.startsWith('skipped:'))) {
+          console.warn(`\n*** SKIPPING ${s.name}: ${r.notes.join('; ')} ***\n`);
+          t.skip(r.notes.join('; '));
+          return;
+        }
+        t.diagnostic(`${r.sent} sent, ${r.confirmed} confirmed, ${r.stored} stored; recovered in ${r.recoverMs ?? '—'} ms; ${r.notes.join('; ')}`);
+        assert.ok(r.sent > 0);
+        assert.equal(r.confirmed, r.sent, 'every report was eventually confirmed by the broker');
+        assert.equal(r.lost, 0, 'confirmed reports missing from the store');
+        assert.equal(r.duplicated, 0, 'reports stored more than once');
+        assert.equal(r.stored, r.confirmed);
+        assert.equal(r.hostileAppended, 0, 'hostile input became events');
+        assert.notEqual(r.recoverMs, null, 'never recovered');
+        for (const [check, held] of Object.entries(r.checks)) assert.equal(held, true, `${check} did not hold; ${r.notes.join('; ')}`);
+      });
     }
-    return;
-  }
-  for (const s of scenarios) {
-    void test(`${s.name} (${s.faults}): every confirmed report stored exactly once, no hostile input appended`, { timeout: 240_000 }, async (t) => {
-      const r = await runScenario(s);
-      if (r.notes.some((n) => n.startsWith('skipped:'))) {
-        console.warn(`\n*** SKIPPING ${s.name}: ${r.notes.join('; ')} ***\n`);
-        t.skip(r.notes.join('; '));
-        return;
-      }
-      t.diagnostic(`${r.sent} sent, ${r.confirmed} confirmed, ${r.stored} stored; recovered in ${r.recoverMs ?? '—'} ms; ${r.notes.join('; ')}`);
-      assert.ok(r.sent > 0);
-      assert.equal(r.confirmed, r.sent, 'every report was eventually confirmed by the broker');
-      assert.equal(r.lost, 0, 'confirmed reports missing from the store');
-      assert.equal(r.duplicated, 0, 'reports stored more than once');
-      assert.equal(r.stored, r.confirmed);
-      assert.equal(r.hostileAppended, 0, 'hostile input became events');
-      assert.notEqual(r.recoverMs, null, 'never recovered');
-      for (const [check, held] of Object.entries(r.checks)) assert.equal(held, true, `${check} did not hold; ${r.notes.join('; ')}`);
-    });
-  }
+  });
 }

@@ -58,11 +58,11 @@ await withBroker('active/passive engines', () => {
     test('only one consumes mesh.reports; when it is SIGKILLed the other takes over and nothing is lost or doubled', async () => {
       const path = join(dir, 'events.db');
       // Topology first, so the node accounts can publish before either engine is up.
-      await (await connectAmqp({ url: lab.url, logger, topology: meshTopology() })).close();
-      const a = startEngine(lab.url, path);
+      await (await connectAmqp({ url: lab.engineUrl, logger, topology: meshTopology() })).close();
+      const a = startEngine(lab.engineUrl, path);
       engines.push(a);
       await until('engine A consuming', () => a.last !== null, 60_000);
-      const b = startEngine(lab.url, path);
+      const b = startEngine(lab.engineUrl, path);
       engines.push(b);
       await until('engine B consuming', () => b.last !== null, 60_000);
 

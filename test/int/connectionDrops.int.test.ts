@@ -28,7 +28,7 @@ await withBroker('ingest under connection drops', () => {
     let transport: AmqpTransport;
     before(async () => {
       lab = await createLab('converge-int-drops');
-      transport = await createAmqpTransport({ url: lab.url, logger, prefetch: 500 });
+      transport = await createAmqpTransport({ url: lab.engineUrl, logger, prefetch: 500 });
     });
     after(async () => {
       await transport?.close();

@@ -21,7 +21,7 @@ await withBroker('declaration publisher over RabbitMQ', () => {
     });
 
     test('a declaration returned unroutable then acked rejects, and the retry re-declares the inbox and lands', async () => {
-      const conn = await connectAmqp({ url: lab.url, logger, topology: meshTopology() });
+      const conn = await connectAmqp({ url: lab.engineUrl, logger, topology: meshTopology() });
       const publisher = createAmqpDeclarationPublisher(conn, { logger });
       const ch = await conn.createChannel();
       try {

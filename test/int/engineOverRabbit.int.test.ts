@@ -37,7 +37,7 @@ await withBroker('engine over RabbitMQ', () => {
     let transport: AmqpTransport;
     before(async () => {
       lab = await createLab('converge-int-engine');
-      transport = await createAmqpTransport({ url: lab.url, logger, heartbeatSeconds: 5 });
+      transport = await createAmqpTransport({ url: lab.engineUrl, logger, heartbeatSeconds: 5 });
     });
     after(async () => {
       await transport?.close();
@@ -45,9 +45,9 @@ await withBroker('engine over RabbitMQ', () => {
     });
 
     test('asserting the topology twice is a no-op; a queue declared differently is a startup error naming it', async () => {
-      const again = await connectAmqp({ url: lab.url, logger, topology: meshTopology() });
+      const again = await connectAmqp({ url: lab.engineUrl, logger, topology: meshTopology() });
       await again.close();
-      await assert.rejects(connectAmqp({ url: lab.url, logger, topology: meshTopology({ deliveryLimit: 7 }) }), (e: unknown) => {
+      await assert.rejects(connectAmqp({ url: lab.engineUrl, logger, topology: meshTopology({ deliveryLimit: 7 }) }), (e: unknown) => {
         assert.ok(isConvergeError(e, 'CONVERGE_ERR_TOPOLOGY_CONFLICT'), String(e));
         assert.match(e.message, /mesh\.reports/);
         return true;
@@ -104,7 +104,7 @@ await withBroker('engine over RabbitMQ', () => {
       await ingest.start();
       const nodeUrl = await lab.enroll(n1);
       const node: ChannelModel = await amqp.connect(nodeUrl);
-      const guest: ChannelModel = await amqp.connect(lab.url);
+      const guest: ChannelModel = await amqp.connect(lab.engineUrl);
       try {
         const ch = await node.createConfirmChannel();
         const pub = (body: Buffer, id: string, userId: string | null = n1, key = 'report'): void => {
@@ -173,9 +173,9 @@ await withBroker('engine over RabbitMQ', () => {
       const key = generateSigningKey();
       const sender = createSender({ store, key });
       // The relay on its own connection, through a proxy we can cut.
-      const base = new URL(lab.url);
+      const base = new URL(lab.engineUrl);
       const proxy = await createFaultProxy({ target: { host: base.hostname, port: Number(base.port || 5672) } });
-      const relayConn = await createAmqpTransport({ url: proxy.rewrite(lab.url), logger, connectionName: 'relay-under-test' });
+      const relayConn = await createAmqpTransport({ url: proxy.rewrite(lab.engineUrl), logger, connectionName: 'relay-under-test' });
       const real = relayConn.declarationPublisher();
       const nodeConn = await connectAmqp({ url: await lab.enroll(node), logger });
       const sim = createSimulatedNode({ link: createAmqpNodeLink(nodeConn, { node, logger }), verifyingKey: key, logger, silent: true });

@@ -23,7 +23,7 @@ await withBroker('many supervised channels on one connection', () => {
       const warnings: Error[] = [];
       const onWarning = (w: Error): void => void warnings.push(w);
       process.on('warning', onWarning);
-      const conn = await connectAmqp({ url: lab.url, logger });
+      const conn = await connectAmqp({ url: lab.engineUrl, logger });
       try {
         const channels = Array.from({ length: 50 }, (_, i) =>
           superviseChannel({ open: () => conn.createChannel(), setup: async () => {}, logger, name: `ch-${i}`, until: conn.closed }),
