@@ -19,3 +19,14 @@ export function livenessAt(lastSeenAt: string | null, now: Date | number, graceM
     ? { state: 'disconnected', lastSeenAt, disconnectedForMs: silentFor }
     : { state: 'connected', lastSeenAt, disconnectedForMs: 0 };
 }
+
+/**
+ * The newer of the folded last-seen time and an exact one held elsewhere (the ingest keeps it in
+ * memory because AliveSeen is coalesced in the store, DESIGN §2). The API and the node gauges
+ * both read liveness through this, so they cannot disagree.
+ */
+export function newerLastSeen(folded: string | null, exact: Date | string | null | undefined): string | null {
+  if (exact === null || exact === undefined) return folded;
+  const iso = typeof exact === 'string' ? exact : exact.toISOString();
+  return folded === null || Date.parse(iso) > Date.parse(folded) ? iso : folded;
+}

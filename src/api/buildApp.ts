@@ -2,7 +2,7 @@ import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { eventTime, nodeView as toView, parseAt, stateAt, summarizeFleet } from '../../projections/index.ts';
+import { eventTime, newerLastSeen, nodeView as toView, parseAt, stateAt, summarizeFleet } from '../../projections/index.ts';
 import type { NodeState, NodeView } from '../../projections/index.ts';
 import type { Resource } from '../declaration/index.ts';
 import { validateSpec } from '../declaration/index.ts';
@@ -84,10 +84,8 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   const app: FastifyInstance = Fastify({ loggerInstance: logger as FastifyBaseLogger, bodyLimit: deps.bodyLimit ?? 4 * 1024 * 1024, return503OnClosing: true });
 
   const withLastSeen = (st: NodeState): NodeState => {
-    const ls = deps.lastSeen?.(st.node);
-    if (ls === null || ls === undefined) return st;
-    const iso = typeof ls === 'string' ? ls : ls.toISOString();
-    return st.lastSeenAt === null || Date.parse(iso) > Date.parse(st.lastSeenAt) ? { ...st, lastSeenAt: iso } : st;
+    const lastSeenAt = newerLastSeen(st.lastSeenAt, deps.lastSeen?.(st.node));
+    return lastSeenAt === st.lastSeenAt ? st : { ...st, lastSeenAt };
   };
   const view = (st: NodeState, at: number = now()): NodeView => toView(withLastSeen(st), at, graceMs);
   const known = (node: string): NodeState => {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { livenessAt } from '../../projections/index.ts';
+import { livenessAt, newerLastSeen } from '../../projections/index.ts';
 import type { LivenessState, NodeStatus } from '../../projections/index.ts';
 import type { EventStore, Subscription } from '../store/index.ts';
 import type { Metrics } from './metrics.ts';
@@ -131,8 +131,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     metrics.projectionLag.set(Number(await lag()));
     const counts = new Map<string, number>();
     for (const s of readModel.nodes()) {
-      const exact = options.lastSeen?.(s.node) ?? null;
-      const seen = exact !== null && (s.lastSeenAt === null || exact.getTime() > Date.parse(s.lastSeenAt)) ? exact.toISOString() : s.lastSeenAt;
+      const seen = newerLastSeen(s.lastSeenAt, options.lastSeen?.(s.node));
       const key = `${s.status}\u0000${livenessAt(seen, now, options.graceMs).state}`;
       counts.set(key, (counts.get(key) ?? 0) + 1);
     }
