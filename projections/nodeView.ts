@@ -1,6 +1,6 @@
 import { livenessAt } from './liveness.ts';
 import type { Liveness } from './liveness.ts';
-import type { Anomalies, NodeState, NodeStatus, ReportClass } from './nodeState.ts';
+import type { Anomalies, NodeState, NodeStatus, ReportedSummary, SentSummary } from './nodeState.ts';
 
 // The node state as people and programs read it (DESIGN §7): times ISO 8601, positions as
 // decimal strings (they are 64-bit), liveness computed for the supplied "now".
@@ -9,16 +9,8 @@ export type NodeView = Readonly<{
   node: string;
   status: NodeStatus;
   caughtUp: boolean;
-  sent: Readonly<{ digest: string; serial: number; sentAt: string; acknowledgedAt: string | null; resourceIds: readonly string[] }> | null;
-  reported: Readonly<{
-    declared: string | null;
-    receivedAt: string;
-    applied: readonly string[];
-    failed: Readonly<Record<string, string>>;
-    refused: string;
-    carried: readonly number[];
-    class: ReportClass;
-  }> | null;
+  sent: SentSummary | null;
+  reported: ReportedSummary | null;
   missing: readonly string[];
   carried: readonly number[];
   liveness: Liveness;
@@ -33,13 +25,7 @@ export function nodeView(s: NodeState, now: Date | number, graceMs?: number): No
     node: s.node,
     status: s.status,
     caughtUp: s.caughtUp,
-    sent: s.sent && {
-      digest: s.sent.digest,
-      serial: s.sent.serial,
-      sentAt: s.sent.sentAt,
-      acknowledgedAt: s.sent.acknowledgedAt,
-      resourceIds: s.sent.resourceIds,
-    },
+    sent: s.sent,
     reported: s.reported,
     missing: s.missing,
     carried: s.carried,
