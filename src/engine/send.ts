@@ -35,8 +35,8 @@ export const foldNodeFromStore =
 export function createSender(options: SenderOptions): Sender {
   const { store, key } = options;
   const now = options.now ?? (() => new Date());
-  const loadNode = options.loadNode ?? foldNodeFromStore(store);
-  const defaultLoad = foldNodeFromStore(store);
+  const fromStore = foldNodeFromStore(store);
+  const loadNode = options.loadNode ?? fromStore;
   const maxAttempts = options.maxAttempts ?? 5;
 
   async function send(node: string, resources: unknown): Promise<SendResult> {
@@ -46,7 +46,7 @@ export function createSender(options: SenderOptions): Sender {
     let lastErr: unknown = null;
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       // After a lost race an injected read model may lag the store; the store itself cannot.
-      const state = await (attempt === 1 ? loadNode : defaultLoad)(node);
+      const state = await (attempt === 1 ? loadNode : fromStore)(node);
       checkCarriedPorts(spec, state.carried);
       const serial = (state.sent?.serial ?? 0) + 1;
       const event = makeDeclarationSent({ node, serial, resources: spec.resources, key, now: now() });
