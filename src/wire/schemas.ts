@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-// Zod schemas of the node-side structs in shared/node-side/wire.go, reading JSON as Go's
+// Zod schemas of the node-side structs in test/fixtures/node-side/wire.go (the Go node's own structs), reading JSON as Go's
 // encoding/json writes it (DESIGN §1):
 // - `omitempty` fields may be absent; Go also decodes an explicit `null` into a nil slice/map
 //   and `""` is what an omitted string means, so absent, null and empty all read as empty.

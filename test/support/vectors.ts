@@ -1,8 +1,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-// The node side's own JSON, produced by the real Go encoder (shared/node-side/vectors/).
-export const vectorsDir = new URL('../../../shared/node-side/vectors/', import.meta.url).pathname;
+// The node side's own JSON, produced by the real Go encoder, kept byte for byte in
+// test/fixtures/node-side/ (with wire.go and the commit that motivated the design) so the
+// repository tests itself wherever it is cloned. test/fixtures/nodeSide.test.ts notices when the
+// node side's copy beside the project changes.
+export const nodeSideDir = new URL('../fixtures/node-side/', import.meta.url).pathname;
+export const vectorsDir = join(nodeSideDir, 'vectors');
 
 export const vectorFiles = (): string[] => readdirSync(vectorsDir).filter((f) => f.endsWith('.json')).sort();
 
