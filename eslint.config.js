@@ -2,9 +2,10 @@
 // message-acking engine are how an ack goes missing or happens before a write.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import layers from './eslint/layers.js';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'data/**', 'bin/**', 'scripts/**', 'eslint.config.js'] },
+  { ignores: ['node_modules/**', 'data/**', 'dist/**', 'bin/**', 'scripts/**', 'eslint/**', 'eslint.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -21,6 +22,12 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-restricted-imports': 'off',
     },
+  },
+  {
+    // DESIGN §4: one direction of imports between the folders of src/ and projections/.
+    files: ['src/**/*.ts', 'projections/**/*.ts'],
+    plugins: { converge: layers },
+    rules: { 'converge/layers': 'error' },
   },
   {
     // DESIGN §4: projections are pure folds; they may import event types and nothing else of src/.

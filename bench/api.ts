@@ -7,7 +7,7 @@ import { Agent, request } from 'node:http';
 import pino from 'pino';
 import { nodeView } from '../projections/index.ts';
 import { buildApp, parseApiTokens } from '../src/api/index.ts';
-import { createReadModel } from '../src/engine/readModel.ts';
+import { createReadModel } from '../src/readModel/readModel.ts';
 import { aliveSeenId, declarationSentId, reportReceivedId, streamOf } from '../src/events/index.ts';
 import type { Recorded } from '../src/events/index.ts';
 import { createMemoryEventStore } from '../src/store/index.ts';

@@ -16,7 +16,7 @@ import pino from 'pino';
 import { enrollNode } from '../src/accounts/index.ts';
 import { createManagementClient, seg } from '../src/accounts/managementClient.ts';
 import { createIngest } from '../src/engine/ingest.ts';
-import { createScratchVhost, defaultBroker } from '../src/faults/scratchVhost.ts';
+import { createScratchVhost, defaultBroker } from '../test/support/faults/scratchVhost.ts';
 import { createSqliteEventStore } from '../src/store/index.ts';
 import { connectAmqp } from '../src/transport/amqpConnection.ts';
 import { createAmqpTransport } from '../src/transport/amqpTransport.ts';

@@ -3,7 +3,7 @@ export { enrollNode, revokeNode } from './nodeAccounts.ts';
 export type { Enrolled, NodeAccountOptions, Revoked } from './nodeAccounts.ts';
 export { nodePermissions, nodeRoutingKeys, nodeQueueOf, meshExchange } from './nodePermissions.ts';
 export type { TopicPermissions, VhostPermissions } from './nodePermissions.ts';
-export { nodeIdPattern, validateNodeId, escapeRegex } from './nodeId.ts';
+export { nodeIdPattern, validateNodeId, escapeRegex } from '../wire/nodeId.ts';
 export { createManagementClient } from './managementClient.ts';
 export type { ManagementClient, ManagementOptions } from './managementClient.ts';
 export { runNodeCommand } from './nodeCommand.ts';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ConvergeError } from '../errors.ts';
 import { adminError, createManagementClient, seg } from './managementClient.ts';
 import type { ManagementClient, ManagementOptions } from './managementClient.ts';
-import { validateNodeId } from './nodeId.ts';
+import { validateNodeId } from '../wire/nodeId.ts';
 import { nodePermissions } from './nodePermissions.ts';
 import type { TopicPermissions, VhostPermissions } from './nodePermissions.ts';
 

@@ -1,4 +1,4 @@
-import { escapeRegex, validateNodeId } from './nodeId.ts';
+import { escapeRegex, validateNodeId } from '../wire/nodeId.ts';
 
 // What a node's broker account may do, derived from wire.go: "Its broker account is scoped to this
 // exchange and its own queue, so it can say these things and nothing else." (DESIGN §1)

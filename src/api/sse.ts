@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { NodeState, NodeView } from '../../projections/index.ts';
-import type { ReadModel } from '../engine/readModel.ts';
+import type { ReadModel } from '../readModel/readModel.ts';
 
 // GET /v1/events (DESIGN §7): one server-sent event per node state change, `id:` = the store
 // position of the event that caused it. Resuming with Last-Event-ID sends the *current* state of

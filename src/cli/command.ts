@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import pino from 'pino';
 import type { Logger } from 'pino';
-import type { Config } from '../engine/config.ts';
+import type { Config } from '../app/config.ts';
 import { ConvergeError } from '../errors.ts';
 import { openEventStore } from '../store/index.ts';
 import type { EventStore } from '../store/index.ts';

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { runNodeCommand } from '../accounts/nodeCommand.ts';
-import { configFlags, configHelp, loadConfig } from '../engine/config.ts';
+import { configFlags, configHelp, loadConfig } from '../app/config.ts';
 import { isConvergeError, toConvergeError } from '../errors.ts';
 import { ConvergeError } from '../errors.ts';
 import type { Command, Options } from './command.ts';

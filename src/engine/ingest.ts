@@ -7,7 +7,7 @@ import type { Delivery, IngestSource } from '../transport/port.ts';
 import { jittered, sleep } from '../transport/superviseChannel.ts';
 import { defaultWireLimits, parseAlive, parseReport } from '../wire/index.ts';
 import type { WireLimits } from '../wire/index.ts';
-import type { Metrics } from './metrics.ts';
+import type { Metrics } from '../metrics.ts';
 
 // Reports and alive in (DESIGN §1, §2): parse at the edge, check the sender, turn each
 // delivery into at most one event with a deterministic id, append many deliveries in one

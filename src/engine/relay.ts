@@ -3,7 +3,7 @@ import type { DeclarationSent, Recorded } from '../events/index.ts';
 import type { EventStore, Subscription } from '../store/port.ts';
 import type { DeclarationPublisher } from '../transport/port.ts';
 import { encodeSigned } from '../wire/index.ts';
-import type { Metrics } from './metrics.ts';
+import type { Metrics } from '../metrics.ts';
 
 // The store is the outbox (DESIGN §2): a checkpointed subscription to DeclarationSent
 // publishes each declaration and returns only once the broker confirmed every one in the

@@ -1,6 +1,6 @@
 import { checkCarriedPorts, validateSpec } from '../declaration/index.ts';
 import type { SigningKey } from '../declaration/index.ts';
-import { validateNodeId } from '../accounts/nodeId.ts';
+import { validateNodeId } from '../wire/nodeId.ts';
 import { ConvergeError, isConvergeError } from '../errors.ts';
 import { makeDeclarationSent, streamOf } from '../events/index.ts';
 import type { EventStore } from '../store/port.ts';

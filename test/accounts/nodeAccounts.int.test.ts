@@ -6,8 +6,8 @@ import type { ChannelModel, ConfirmChannel, Options } from 'amqplib';
 import { enrollNode, revokeNode, runNodeCommand } from '../../src/accounts/index.ts';
 import { createManagementClient } from '../../src/accounts/managementClient.ts';
 import { isConvergeError } from '../../src/errors.ts';
-import { createScratchVhost, declareMeshTopology, defaultBroker, probeBroker } from '../../src/faults/scratchVhost.ts';
-import type { ScratchVhost } from '../../src/faults/scratchVhost.ts';
+import { createScratchVhost, declareMeshTopology, defaultBroker, probeBroker } from '../support/faults/scratchVhost.ts';
+import type { ScratchVhost } from '../support/faults/scratchVhost.ts';
 
 // Real accounts on the real broker (DESIGN §1): what a node's credentials let it do, asserted by
 // the broker's own refusals, with a positive control beside each refusal so none passes vacuously.

@@ -2,15 +2,15 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseApiTokens } from '../../src/api/auth.ts';
 import { generateSigningKey } from '../../src/declaration/index.ts';
-import { loadConfig } from '../../src/engine/config.ts';
-import { createEngine } from '../../src/engine/engine.ts';
+import { loadConfig } from '../../src/app/config.ts';
+import { createServer } from '../../src/app/server.ts';
 import { createMemoryEventStore } from '../../src/store/index.ts';
 import { silentLogger } from './storeScript.ts';
 
 test('a declaration sent through the engine counts in converge_events_appended_total{type="DeclarationSent"}', async (t) => {
   const store = createMemoryEventStore();
   const config = { ...loadConfig({ flags: { store: 'memory:', port: '0' }, env: {} }), apiTokens: parseApiTokens('sender-token-1:read,send').table };
-  const engine = createEngine({ config, logger: silentLogger, store, key: generateSigningKey() });
+  const engine = createServer({ config, logger: silentLogger, store, key: generateSigningKey() });
   await engine.start();
   t.after(async () => {
     await engine.stop();

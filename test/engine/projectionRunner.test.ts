@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { createProjectionRunner } from '../../src/engine/projectionRunner.ts';
-import { verifyReadModel } from '../../src/engine/replay.ts';
-import { readSnapshot } from '../../src/engine/snapshot.ts';
+import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
+import { verifyReadModel } from '../../src/readModel/replay.ts';
+import { readSnapshot } from '../../src/readModel/snapshot.ts';
 import { createMemoryEventStore, createSqliteEventStore } from '../../src/store/index.ts';
 import { silentLogger, storeScript } from './storeScript.ts';
 
@@ -184,7 +184,7 @@ test('a report whose failed map has a resource named "$big" restores from a snap
 });
 
 test('the node gauges count liveness from the exact last-seen time when the ingest knows a newer one', async () => {
-  const { createMetrics } = await import('../../src/engine/metrics.ts');
+  const { createMetrics } = await import('../../src/metrics.ts');
   const { makeAliveSeen, streamOf } = await import('../../src/events/index.ts');
   const store = createMemoryEventStore();
   const seen = new Date('2026-11-29T14:00:00Z');

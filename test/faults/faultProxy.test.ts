@@ -3,8 +3,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { createFaultProxy } from '../../src/faults/faultProxy.ts';
-import type { FaultProxy } from '../../src/faults/faultProxy.ts';
+import { createFaultProxy } from '../support/faults/faultProxy.ts';
+import type { FaultProxy } from '../support/faults/faultProxy.ts';
 
 // The proxy between a client and a local server whose sockets the test holds, so each direction
 // can be driven and observed on its own.

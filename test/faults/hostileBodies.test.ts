@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { errorCodes, isConvergeError } from '../../src/errors.ts';
-import { hostileBodies, hostileBodiesOf, hostileKinds, validReportArb } from '../../src/faults/hostileBodies.ts';
-import type { HostileBody } from '../../src/faults/hostileBodies.ts';
+import { hostileBodies, hostileBodiesOf, hostileKinds, validReportArb } from '../support/faults/hostileBodies.ts';
+import type { HostileBody } from '../support/faults/hostileBodies.ts';
 import { defaultWireLimits, digestPattern, encodeReport, parseAlive, parseReport } from '../../src/wire/index.ts';
 import type { WireLimits } from '../../src/wire/index.ts';
 

@@ -5,10 +5,10 @@ import amqp from 'amqplib';
 import fc from 'fast-check';
 import { generateSigningKey } from '../../src/declaration/index.ts';
 import type { SigningKey } from '../../src/declaration/index.ts';
-import { compareStates, replayStore } from '../../src/engine/replay.ts';
+import { compareStates, replayStore } from '../../src/readModel/replay.ts';
 import { streamOf } from '../../src/events/index.ts';
-import { startEngineOverAmqp } from '../../src/faults/engineOverAmqp.ts';
-import type { EngineOverAmqp } from '../../src/faults/engineOverAmqp.ts';
+import { startEngineOverAmqp } from '../support/faults/engineOverAmqp.ts';
+import type { EngineOverAmqp } from '../support/faults/engineOverAmqp.ts';
 import { createSqliteEventStore } from '../../src/store/index.ts';
 import { nodeQueueOf } from '../../src/transport/topology.ts';
 import { encodeAlive, encodeReport } from '../../src/wire/index.ts';
@@ -17,7 +17,7 @@ import type { NodeState, NodeStatus } from '../../projections/index.ts';
 import { connectNode, faultSeed, logger, nodeIds, publishUntilConfirmed, readStored, until } from './scenarios.ts';
 import type { FaultLab, NodeConn, Scenario, ScenarioResult } from './scenarios.ts';
 
-// Model-based test of the whole engine (createEngine over real RabbitMQ and SQLite): fast-check
+// Model-based test of the whole engine (createServer over real RabbitMQ and SQLite): fast-check
 // draws sequences of commands — send, deliver a report (matching, stale, unknown, undeclared;
 // applied, failed or refused), deliver one again, alive, crash, restart, replay — runs them
 // against the real engine and against a model small enough to be obviously right (per node: the

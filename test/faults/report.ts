@@ -3,7 +3,7 @@
 // Exit status is non-zero if any scenario lost, duplicated or appended hostile input.
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { probeBroker } from '../../src/faults/scratchVhost.ts';
+import { probeBroker } from '../support/faults/scratchVhost.ts';
 import { modelBased } from './modelScenario.ts';
 import { allScenarios, runScenario } from './scenarios.ts';
 import type { ScenarioResult } from './scenarios.ts';
@@ -89,7 +89,7 @@ ${table}
 - **model-based** — \`test/faults/modelScenario.ts\`: fast-check draws runs of 10–15 commands (send; a report that is
   matching, stale, unknown or undeclared, and applied, failed or refused; the same delivery again; alive; crash =
   connection closed without draining, subscriptions stopped, no snapshot written, memory dropped; restart = the engine
-  built again on the same files; replay from zero) against the whole engine (\`createEngine\` over RabbitMQ and SQLite,
+  built again on the same files; replay from zero) against the whole engine (\`createServer\` over RabbitMQ and SQLite,
   two nodes with real accounts) and a model of a few lines per node. After every command, once its effect landed (report
   stored or delivery acked, projection at the store head; bounded waits), status, caughtUp, the anomaly counters, the
   latest send's digest and serial and the latest report must equal the model; each replay must equal the live read

@@ -7,16 +7,16 @@ import { test } from 'node:test';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import pino from 'pino';
-import { createFaultProxy } from '../../src/faults/faultProxy.ts';
-import { hostileBodies } from '../../src/faults/hostileBodies.ts';
-import { startIngestOverAmqp } from '../../src/faults/ingestOverAmqp.ts';
-import type { IngestOverAmqp } from '../../src/faults/ingestOverAmqp.ts';
-import { defaultBroker } from '../../src/faults/scratchVhost.ts';
-import { mountTinyTmpfs } from '../../src/faults/tinyTmpfs.ts';
-import { withStoreFaults } from '../../src/faults/withStoreFaults.ts';
-import { createProjectionRunner } from '../../src/engine/projectionRunner.ts';
-import { compareStates, replayStore } from '../../src/engine/replay.ts';
-import { readSnapshot } from '../../src/engine/snapshot.ts';
+import { createFaultProxy } from '../support/faults/faultProxy.ts';
+import { hostileBodies } from '../support/faults/hostileBodies.ts';
+import { startIngestOverAmqp } from '../support/faults/ingestOverAmqp.ts';
+import type { IngestOverAmqp } from '../support/faults/ingestOverAmqp.ts';
+import { defaultBroker } from '../support/faults/scratchVhost.ts';
+import { mountTinyTmpfs } from '../support/faults/tinyTmpfs.ts';
+import { withStoreFaults } from '../support/faults/withStoreFaults.ts';
+import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
+import { compareStates, replayStore } from '../../src/readModel/replay.ts';
+import { readSnapshot } from '../../src/readModel/snapshot.ts';
 import { createSqliteEventStore } from '../../src/store/index.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
@@ -481,7 +481,7 @@ export const engineSigkill: Scenario = {
       // included: a kill during the first fetch, before a batch was written or acked).
       const dwellMs = fc.sample(fc.integer({ min: 0, max: 400 }), { numRuns: kills, seed });
       const spawnChild = async (): Promise<ChildProcess> => {
-        const child = spawn(process.execPath, ['--import', 'tsx', new URL('../../src/faults/ingestChild.ts', import.meta.url).pathname], {
+        const child = spawn(process.execPath, ['--import', 'tsx', new URL('../support/faults/ingestChild.ts', import.meta.url).pathname], {
           env: { ...process.env, CONVERGE_FAULT_AMQP_URL: lab.engineUrl, CONVERGE_FAULT_STORE: path, CONVERGE_FAULT_SNAPSHOT: snapshotPath, CONVERGE_FAULT_SNAPSHOT_EVERY: '250' },
           stdio: ['ignore', 'pipe', 'inherit'],
         });

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { isConvergeError } from '../../src/errors.ts';
 import { makeAliveSeen, streamOf } from '../../src/events/index.ts';
-import { mountTinyTmpfs } from '../../src/faults/tinyTmpfs.ts';
-import { withStoreFaults } from '../../src/faults/withStoreFaults.ts';
+import { mountTinyTmpfs } from '../support/faults/tinyTmpfs.ts';
+import { withStoreFaults } from '../support/faults/withStoreFaults.ts';
 import { createMemoryEventStore, createSqliteEventStore } from '../../src/store/index.ts';
 import type { EventStore, StreamWrite } from '../../src/store/index.ts';
 

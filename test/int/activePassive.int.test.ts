@@ -22,11 +22,11 @@ import type { Lab } from './broker.ts';
 // mid-stream and the other takes over with nothing lost or doubled.
 
 type Stats = { pid: number; received: number; acked: number };
-type Engine = { child: ChildProcess; last: Stats | null; exited: Promise<void> };
+type EngineProc = { child: ChildProcess; last: Stats | null; exited: Promise<void> };
 
-function startEngine(url: string, path: string): Engine {
+function startEngine(url: string, path: string): EngineProc {
   const child = spawn(process.execPath, ['--import', 'tsx', 'test/int/fixtures/ingestProcess.ts', url, path], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const e: Engine = { child, last: null, exited: new Promise((r) => child.once('exit', () => r())) };
+  const e: EngineProc = { child, last: null, exited: new Promise((r) => child.once('exit', () => r())) };
   createInterface({ input: child.stdout! }).on('line', (line) => {
     try {
       e.last = JSON.parse(line) as Stats;
@@ -44,7 +44,7 @@ await withBroker('active/passive engines', () => {
     const tag = uniqueTag();
     let lab: Lab;
     let dir: string;
-    const engines: Engine[] = [];
+    const engines: EngineProc[] = [];
     before(async () => {
       lab = await createLab('converge-int-sac');
       dir = mkdtempSync(join(tmpdir(), 'converge-sac-'));

@@ -7,8 +7,8 @@ import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { enrollNode } from '../../src/accounts/index.ts';
 import { createManagementClient, seg } from '../../src/accounts/managementClient.ts';
-import { createScratchVhost, defaultBroker, probeBroker } from '../../src/faults/scratchVhost.ts';
-import type { ScratchVhost } from '../../src/faults/scratchVhost.ts';
+import { createScratchVhost, defaultBroker, probeBroker } from './faults/scratchVhost.ts';
+import type { ScratchVhost } from './faults/scratchVhost.ts';
 
 // What every test against the real broker needs (test/int, test/faults): is the broker there
 // (fail under CONVERGE_REQUIRE_BROKER=1, else skip loudly), a fresh vhost so DESIGN §1's names

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import pino from 'pino';
 import { generateSigningKey } from '../../src/declaration/index.ts';
 import { createIngest } from '../../src/engine/ingest.ts';
-import { createMetrics } from '../../src/engine/metrics.ts';
+import { createMetrics } from '../../src/metrics.ts';
 import { createRelay } from '../../src/engine/relay.ts';
 import { createSender } from '../../src/engine/send.ts';
 import { isConvergeError } from '../../src/errors.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { hostileBodies, nodeIdArb, validReportArb } from '../../src/faults/hostileBodies.ts';
+import { hostileBodies, nodeIdArb, validReportArb } from '../support/faults/hostileBodies.ts';
 import { fastAlive, fastReport } from '../../src/wire/fastPath.ts';
 import { aliveSchema, defaultWireLimits, encodeAlive, encodeReport, reportSchema } from '../../src/wire/index.ts';
 

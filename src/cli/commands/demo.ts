@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { createRaceScanner, livenessAt, summarizeFleet } from '../../../projections/index.ts';
 import { parseApiTokens } from '../../api/auth.ts';
 import { generateSigningKey } from '../../declaration/index.ts';
-import { loadConfig } from '../../engine/config.ts';
-import { createEngine } from '../../engine/engine.ts';
-import type { EngineTransport } from '../../engine/engine.ts';
+import { loadConfig } from '../../app/config.ts';
+import { createServer } from '../../app/server.ts';
+import type { ServerTransport } from '../../app/server.ts';
 import { ConvergeError } from '../../errors.ts';
-import { connectEngineTransport } from '../../engine/amqpEngineTransport.ts';
+import { connectServerTransport } from '../../app/amqp.ts';
 import { createSimulatedNode } from '../../lab/simulatedNode.ts';
 import type { SimulatedNode } from '../../lab/simulatedNode.ts';
 import { createAmqpNodeLink } from '../../transport/amqpNodeLink.ts';
@@ -70,11 +70,11 @@ export const demo: Command = {
     ensureStoreDir(config.store, io.cwd);
     const store = openStore(config, io, false);
 
-    let amqp: Awaited<ReturnType<typeof connectEngineTransport>> | null = null;
-    let transport: EngineTransport;
+    let amqp: Awaited<ReturnType<typeof connectServerTransport>> | null = null;
+    let transport: ServerTransport;
     let linkOf: (node: string) => NodeLink;
     if (config.amqpUrl !== null) {
-      amqp = await connectEngineTransport(config.amqpUrl, logger, 'converge-demo');
+      amqp = await connectServerTransport(config.amqpUrl, logger, 'converge-demo');
       transport = amqp.transport;
       const conn = amqp.connection;
       // One broker account for the whole simulated fleet, so no user_id (trusted lab, DESIGN §1).
@@ -97,7 +97,7 @@ export const demo: Command = {
       }
       await ch.close();
     }
-    const engine = createEngine({ config: { ...config, apiTokens: tokens }, logger, store, transport, key });
+    const engine = createServer({ config: { ...config, apiTokens: tokens }, logger, store, transport, key });
     // The cast: slow (apply outlasts a round: the race), one refusing, one degraded, one silent.
     const slow = new Set(ids.slice(0, Math.max(2, Math.floor(count / 12))));
     const refusing = ids[count - 1]!;

@@ -1,5 +1,5 @@
 import type { NodeState } from '../../../projections/index.ts';
-import { replayStore } from '../../engine/replay.ts';
+import { replayStore } from '../../readModel/replay.ts';
 import type { EventStore } from '../../store/index.ts';
 import type { CliIo } from '../io.ts';
 import { progress } from '../output.ts';

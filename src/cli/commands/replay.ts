@@ -1,6 +1,6 @@
-import { createProjectionRunner } from '../../engine/projectionRunner.ts';
-import { compareStates, replayStore } from '../../engine/replay.ts';
-import { readSnapshot } from '../../engine/snapshot.ts';
+import { createProjectionRunner } from '../../readModel/projectionRunner.ts';
+import { compareStates, replayStore } from '../../readModel/replay.ts';
+import { readSnapshot } from '../../readModel/snapshot.ts';
 import { ConvergeError } from '../../errors.ts';
 import type { Command } from '../command.ts';
 import { withStore } from '../command.ts';

@@ -1,8 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { createEngine } from '../../engine/engine.ts';
-import type { EngineTransport } from '../../engine/engine.ts';
-import { connectEngineTransport } from '../../engine/amqpEngineTransport.ts';
+import { createServer } from '../../app/server.ts';
+import type { ServerTransport } from '../../app/server.ts';
+import { connectServerTransport } from '../../app/amqp.ts';
 import type { Command } from '../command.ts';
 import { openStore } from '../command.ts';
 
@@ -22,16 +22,16 @@ export const serve: Command = {
   run: async ({ io, config, logger }) => {
     ensureStoreDir(config.store, io.cwd);
     const store = openStore(config, io, false);
-    let amqp: Awaited<ReturnType<typeof connectEngineTransport>> | null = null;
-    let transport: EngineTransport | undefined;
+    let amqp: Awaited<ReturnType<typeof connectServerTransport>> | null = null;
+    let transport: ServerTransport | undefined;
     if (config.amqpUrl !== null) {
-      amqp = await connectEngineTransport(config.amqpUrl, logger);
+      amqp = await connectServerTransport(config.amqpUrl, logger);
       transport = amqp.transport;
     } else {
       logger.warn({}, 'no --amqp / CONVERGE_AMQP_URL: serving the API over the store without ingest or relay');
     }
     if (config.signingKey === null) logger.warn({}, 'no --signing-key / CONVERGE_SIGNING_KEY: POST declarations is disabled');
-    const engine = createEngine({ config, logger, store, ...(transport === undefined ? {} : { transport }) });
+    const engine = createServer({ config, logger, store, ...(transport === undefined ? {} : { transport }) });
     try {
       const url = await engine.start();
       io.stderr(`converge serving on ${url}\n`);

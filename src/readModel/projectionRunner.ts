@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { livenessAt, newerLastSeen } from '../../projections/index.ts';
 import type { LivenessState, NodeStatus } from '../../projections/index.ts';
 import type { EventStore, Subscription } from '../store/index.ts';
-import type { Metrics } from './metrics.ts';
+import type { Metrics } from '../metrics.ts';
 import { createReadModel } from './readModel.ts';
 import type { ReadModel } from './readModel.ts';
 import { foldVersion, readSnapshot, serializeSnapshot, snapshotFormat, writeSnapshotText } from './snapshot.ts';

@@ -7,35 +7,35 @@ import { ConvergeError } from '../errors.ts';
 import type { EventStore } from '../store/index.ts';
 import type { DeclarationPublisher, IngestSource } from '../transport/port.ts';
 import type { Config } from './config.ts';
-import { createIngest } from './ingest.ts';
-import type { Ingest } from './ingest.ts';
-import { createMetrics } from './metrics.ts';
-import type { Metrics } from './metrics.ts';
-import { createProjectionRunner } from './projectionRunner.ts';
-import type { ProjectionRunner } from './projectionRunner.ts';
-import { createRelay } from './relay.ts';
-import type { Relay } from './relay.ts';
-import { createSender } from './send.ts';
+import { createIngest } from '../engine/ingest.ts';
+import type { Ingest } from '../engine/ingest.ts';
+import { createMetrics } from '../metrics.ts';
+import type { Metrics } from '../metrics.ts';
+import { createProjectionRunner } from '../readModel/projectionRunner.ts';
+import type { ProjectionRunner } from '../readModel/projectionRunner.ts';
+import { createRelay } from '../engine/relay.ts';
+import type { Relay } from '../engine/relay.ts';
+import { createSender } from '../engine/send.ts';
 
 // `converge serve` as a value (DESIGN §6): store → projections → API, plus ingest and relay
 // when a transport is given. Start order matters: projections first (the API reads them), then
 // the relay (it publishes what the store already holds), then ingest, then the socket.
 // Stop runs the other way so nothing is acked after the store is closed.
 
-export type EngineTransport = Readonly<{ ingestSource: IngestSource; publisher: DeclarationPublisher }>;
+export type ServerTransport = Readonly<{ ingestSource: IngestSource; publisher: DeclarationPublisher }>;
 
-export type EngineOptions = Readonly<{
+export type ServerOptions = Readonly<{
   config: Config;
   logger: Logger;
   store: EventStore;
-  transport?: EngineTransport;
+  transport?: ServerTransport;
   key?: SigningKey | null;
   metrics?: Metrics;
   /** Overrides for tests and the demo. */
   now?: () => number;
 }>;
 
-export type Engine = Readonly<{
+export type Server = Readonly<{
   store: EventStore;
   runner: ProjectionRunner;
   app: FastifyInstance;
@@ -48,7 +48,7 @@ export type Engine = Readonly<{
   stop: () => Promise<void>;
 }>;
 
-export function createEngine(options: EngineOptions): Engine {
+export function createServer(options: ServerOptions): Server {
   const { config, logger, store, transport } = options;
   const metrics = options.metrics ?? createMetrics({ processMetrics: true });
   const runner = createProjectionRunner({

@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
-import { createIngest } from '../engine/ingest.ts';
-import type { Ingest } from '../engine/ingest.ts';
-import type { EventStore } from '../store/port.ts';
-import { connectAmqp } from '../transport/amqpConnection.ts';
-import type { AmqpConnection } from '../transport/amqpConnection.ts';
-import { createAmqpIngestSource } from '../transport/amqpIngestSource.ts';
-import { meshTopology } from '../transport/topology.ts';
+import { createIngest } from '../../../src/engine/ingest.ts';
+import type { Ingest } from '../../../src/engine/ingest.ts';
+import type { EventStore } from '../../../src/store/port.ts';
+import { connectAmqp } from '../../../src/transport/amqpConnection.ts';
+import type { AmqpConnection } from '../../../src/transport/amqpConnection.ts';
+import { createAmqpIngestSource } from '../../../src/transport/amqpIngestSource.ts';
+import { meshTopology } from '../../../src/transport/topology.ts';
 
 // The engine's ingest path alone (AMQP → store), wired from the transport's own pieces, for the
 // fault scenarios and the SIGKILL child: the part of the engine that must lose nothing.

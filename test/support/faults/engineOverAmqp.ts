@@ -1,22 +1,22 @@
 import type { Logger } from 'pino';
-import type { SigningKey } from '../declaration/index.ts';
-import { loadConfig } from '../engine/config.ts';
-import { createEngine } from '../engine/engine.ts';
-import type { Engine } from '../engine/engine.ts';
-import { createMetrics } from '../engine/metrics.ts';
-import { createSqliteEventStore } from '../store/index.ts';
-import type { EventStore } from '../store/index.ts';
-import { createAmqpTransport } from '../transport/amqpTransport.ts';
-import type { AmqpTransport } from '../transport/amqpTransport.ts';
+import type { SigningKey } from '../../../src/declaration/index.ts';
+import { loadConfig } from '../../../src/app/config.ts';
+import { createServer } from '../../../src/app/server.ts';
+import type { Server } from '../../../src/app/server.ts';
+import { createMetrics } from '../../../src/metrics.ts';
+import { createSqliteEventStore } from '../../../src/store/index.ts';
+import type { EventStore } from '../../../src/store/index.ts';
+import { createAmqpTransport } from '../../../src/transport/amqpTransport.ts';
+import type { AmqpTransport } from '../../../src/transport/amqpTransport.ts';
 
-// The whole engine as `converge serve` builds it (createEngine: ingest, relay, send, projection
+// The whole engine as `converge serve` builds it (createServer: ingest, relay, send, projection
 // runner with its snapshot beside the SQLite file, HTTP on an ephemeral port) over a real broker,
 // for fault tests that need to stop it two ways: `stop` drains as serve does on SIGTERM; `crash`
 // is what a process death leaves — the connection gone with deliveries unacked, nothing
 // drained, no snapshot written, the in-memory read model dropped. Only the files remain.
 
 export type EngineOverAmqp = Readonly<{
-  engine: Engine;
+  engine: Server;
   store: EventStore;
   transport: AmqpTransport;
   stop: () => Promise<void>;
@@ -39,7 +39,7 @@ export async function startEngineOverAmqp(options: {
   );
   const transport = await createAmqpTransport({ url: options.url, logger, heartbeatSeconds: options.heartbeatSeconds ?? 2, connectionName: 'converge-fault-engine' });
   const store = createSqliteEventStore(options.storePath);
-  const engine = createEngine({
+  const engine = createServer({
     config,
     logger,
     store,

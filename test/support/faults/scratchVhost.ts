@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import amqp from 'amqplib';
-import { createManagementClient, seg } from '../accounts/managementClient.ts';
-import { adminError } from '../accounts/managementClient.ts';
+import { createManagementClient, seg } from '../../../src/accounts/managementClient.ts';
+import { adminError } from '../../../src/accounts/managementClient.ts';
 
 // A fresh RabbitMQ vhost per test or scenario, deleted afterwards, so tests that declare the mesh
 // topology never meet queues (or messages) left by another run on the shared broker.

@@ -9,9 +9,9 @@
 //                                  so kills land during snapshot writes too)
 // Prints one line `ready` on stdout once consuming; on SIGTERM stops cleanly (SIGKILL is the point).
 import pino from 'pino';
-import { createProjectionRunner } from '../engine/projectionRunner.ts';
-import type { ProjectionRunner } from '../engine/projectionRunner.ts';
-import { createSqliteEventStore } from '../store/index.ts';
+import { createProjectionRunner } from '../../../src/readModel/projectionRunner.ts';
+import type { ProjectionRunner } from '../../../src/readModel/projectionRunner.ts';
+import { createSqliteEventStore } from '../../../src/store/index.ts';
 import { startIngestOverAmqp } from './ingestOverAmqp.ts';
 
 const url = process.env['CONVERGE_FAULT_AMQP_URL'];
@@ -25,7 +25,7 @@ const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' }, pino.destin
 const store = createSqliteEventStore(path);
 let runner: ProjectionRunner | null = null;
 if (snapshotPath) {
-  // Start order as in createEngine (src/engine/engine.ts): projections first, then ingest.
+  // Start order as in createServer (src/engine/engine.ts): projections first, then ingest.
   runner = createProjectionRunner({ store, logger, snapshot: { path: snapshotPath, everyEvents: Number(process.env['CONVERGE_FAULT_SNAPSHOT_EVERY'] ?? 250) } });
   await runner.start();
 }

@@ -1,5 +1,5 @@
-import { ConvergeError } from '../errors.ts';
-import type { AppendResult, EventStore, StreamWrite } from '../store/port.ts';
+import { ConvergeError } from '../../../src/errors.ts';
+import type { AppendResult, EventStore, StreamWrite } from '../../../src/store/port.ts';
 
 // An EventStore that breaks on command, for engine tests. Faults are switched at run time so one
 // test can fail appends, watch the engine hold (nack, retry, never ack), lift the fault and check
