@@ -8,3 +8,4 @@ export { nodeView } from './nodeView.ts';
 export type { NodeView } from './nodeView.ts';
 export { parseAt, eventTime, isBeyond, stateAt, createFleetFold, timeline, createRaceScanner, findRaces } from './forensics.ts';
 export type { At, StoppedFold, FleetFold, TimelineEntry, DeclarationOutcome, Timeline, Race, RaceScanner } from './forensics.ts';
+export { foldVersion } from './foldVersion.ts';

@@ -1,27 +1,23 @@
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { readFile, rename, writeFile } from 'node:fs/promises';
+import { foldVersion } from '../../projections/index.ts';
 import type { NodeState } from '../../projections/index.ts';
 import { ConvergeError } from '../errors.ts';
 
 // Read-model snapshots: the folded states at one position, in a JSON file written atomically
 // (temp file + rename) so a crash leaves the old snapshot or the new one, never half of one.
-// A snapshot is only a shortcut: it is trusted only if it was made by this exact fold (hash of
-// projections/nodeState.ts) and from this store (the event at its position has the same id).
+// A snapshot is only a shortcut: it is trusted only if it was made by a fold of the same version
+// (projections/foldVersion.ts) and from this store (the event at its position has the same id).
 // Anything else is discarded and the runner folds from zero — slower, never wrong.
 
 // 2: object keys starting with `$` are escaped (see replacer); a format-1 file is discarded.
-export const snapshotFormat = 2;
-
-/** Changes whenever the fold's source changes, so an old snapshot is never mistaken for current. */
-export const foldVersion: string = createHash('sha256')
-  .update(readFileSync(new URL('../../projections/nodeState.ts', import.meta.url)))
-  .digest('hex')
-  .slice(0, 16);
+// 3: foldVersion is the number in projections/foldVersion.ts, no longer a hash of the fold's
+//    source file (which no build can read, and which a comment edit changed).
+export const snapshotFormat = 3;
+export { foldVersion };
 
 export type Snapshot = Readonly<{
   format: number;
-  foldVersion: string;
+  foldVersion: number;
   position: bigint;
   /** Id of the event at `position`: ties the snapshot to the store it was made from. */
   eventId: string;
@@ -59,7 +55,7 @@ export const serializeSnapshot = (s: Snapshot): string => JSON.stringify(s, repl
 
 export function parseSnapshot(text: string): Snapshot {
   const v = JSON.parse(text, reviver) as Partial<Snapshot>;
-  if (v.format !== snapshotFormat || typeof v.position !== 'bigint' || typeof v.eventId !== 'string' || !Array.isArray(v.states) || typeof v.foldVersion !== 'string') {
+  if (v.format !== snapshotFormat || typeof v.position !== 'bigint' || typeof v.eventId !== 'string' || !Array.isArray(v.states) || typeof v.foldVersion !== 'number') {
     throw new ConvergeError('CONVERGE_ERR_SNAPSHOT_INVALID', 'snapshot file is not a Converge read-model snapshot');
   }
   return v as Snapshot;

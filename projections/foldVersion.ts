@@ -1,0 +1,9 @@
+// The version of the fold's output. A read-model snapshot records it and is restored only by a
+// fold of the same version (src/readModel/snapshot.ts): a snapshot folded by other rules would
+// otherwise be served as if this fold had made it (DESIGN §3: restored model = replay).
+//
+// Bump it whenever a change to projections/ changes what foldNode returns for some history.
+// test/projections/foldVersion.test.ts folds a fixed corpus and fails with "bump foldVersion"
+// when the result differs from the one recorded for this version; comments, renames and speed-ups
+// that change no result need no bump, so snapshots survive them.
+export const foldVersion = 1;
