@@ -1,8 +1,13 @@
 #!/usr/bin/env node
-// Registers tsx so the TypeScript sources run as they are (no build step), then hands over
-// to the CLI. Works from `npx converge …` after `npm install` and from `npm start`.
-import { register } from 'tsx/esm/api';
+// The `converge` command: the compiled CLI in dist/ (built by `npm install` through `prepare`,
+// or `npm run build`). Plain JavaScript, so starting it costs what node's own start costs plus
+// the modules the command asks for (src/cli/main.ts loads each command lazily).
+import { existsSync } from 'node:fs';
 
-register();
-const { main } = await import('../src/cli/main.ts');
-await main();
+const main = new URL('../dist/src/cli/main.js', import.meta.url);
+if (!existsSync(main)) {
+  process.stderr.write('converge: dist/ is missing; run `npm run build` (npm install does it through prepare)\n');
+  process.exit(1);
+}
+const { main: run } = await import(main.href);
+await run();

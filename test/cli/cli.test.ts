@@ -137,7 +137,7 @@ describe('converge CLI on a store with the seed\'s race', () => {
   });
 
   test('replay --verify against a tampered snapshot prints the difference and exits non-zero', async () => {
-    const { createProjectionRunner } = await import('../../src/engine/projectionRunner.ts');
+    const { createProjectionRunner } = await import('../../src/readModel/projectionRunner.ts');
     const { silentLogger } = await import('../engine/storeScript.ts');
     const snapPath = join(dir, 'tampered.snapshot.json');
     const store = createSqliteEventStore(join(dir, 'store.db'));
@@ -224,7 +224,7 @@ describe('converge CLI on a store with the seed\'s race', () => {
 });
 
 describe('the converge binary', () => {
-  test('bin/converge.js runs the CLI through tsx; a bad flag exits non-zero with one line', () => {
+  test('bin/converge.js runs the compiled CLI; a bad flag exits non-zero with one line', () => {
     const r = spawnSync(process.execPath, [bin, 'status', '--nope'], { encoding: 'utf8' });
     assert.equal(r.status, 2);
     assert.equal(r.stderr.trim().split('\n').length, 1);
