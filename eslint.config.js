@@ -14,9 +14,12 @@ export default tseslint.config(
     },
     rules: {
       // node:test's test()/describe() return promises the runner itself awaits.
-      '@typescript-eslint/no-floating-promises': ['error', {
-        allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite'] }],
-      }],
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        {
+          allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite'] }],
+        },
+      ],
       '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false, attributes: false } }],
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
@@ -33,12 +36,21 @@ export default tseslint.config(
     // DESIGN §4: projections are pure folds; they may import event types and nothing else of src/.
     files: ['projections/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [
-          { group: ['../src/*', '!../src/events', '../src/events/*/**'], message: 'projections/ may import only src/events (DESIGN §4).' },
-          { group: ['node:*', 'amqplib', 'better-sqlite3', '@eventstore/*', 'fastify', 'pino', 'prom-client'], message: 'projections/ is pure: no infrastructure (DESIGN §4).' },
-        ],
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['../src/*', '!../src/events', '../src/events/*/**'],
+              message: 'projections/ may import only src/events (DESIGN §4).',
+            },
+            {
+              group: ['node:*', 'amqplib', 'better-sqlite3', '@eventstore/*', 'fastify', 'pino', 'prom-client'],
+              message: 'projections/ is pure: no infrastructure (DESIGN §4).',
+            },
+          ],
+        },
+      ],
     },
   },
 );

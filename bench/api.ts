@@ -23,20 +23,51 @@ const token = 'bench-token-0123456789';
 const readModel = createReadModel();
 const t0 = Date.now() - 5_000;
 let position = 0n;
-const rec = (e: Omit<Recorded, 'position' | 'revision' | 'stream'>, node: string, revision: bigint): Recorded => ({ ...e, stream: streamOf(node), revision, position: ++position }) as Recorded;
+const rec = (e: Omit<Recorded, 'position' | 'revision' | 'stream'>, node: string, revision: bigint): Recorded =>
+  ({ ...e, stream: streamOf(node), revision, position: ++position }) as Recorded;
 for (let i = 0; i < nodes; i++) {
   const node = `n${i}`;
   const digest = createHash('sha256').update(node).digest('hex');
   const at = new Date(t0 + i).toISOString();
   readModel.apply([
-    rec({ id: declarationSentId(node, 1), type: 'DeclarationSent', data: { node, serial: 1, digest, declaration: '', signature: '', keyId: 'k', resourceIds: ['web'], sentAt: at } }, node, 0n),
-    rec({ id: reportReceivedId(node, 'm', Buffer.alloc(0)), type: 'ReportReceived', data: { node, declared: digest, applied: ['web'], failed: {}, refused: '', carried: [], receivedAt: at, transport: { messageId: 'm', redelivered: false, userId: node } } }, node, 1n),
+    rec(
+      {
+        id: declarationSentId(node, 1),
+        type: 'DeclarationSent',
+        data: { node, serial: 1, digest, declaration: '', signature: '', keyId: 'k', resourceIds: ['web'], sentAt: at },
+      },
+      node,
+      0n,
+    ),
+    rec(
+      {
+        id: reportReceivedId(node, 'm', Buffer.alloc(0)),
+        type: 'ReportReceived',
+        data: {
+          node,
+          declared: digest,
+          applied: ['web'],
+          failed: {},
+          refused: '',
+          carried: [],
+          receivedAt: at,
+          transport: { messageId: 'm', redelivered: false, userId: node },
+        },
+      },
+      node,
+      1n,
+    ),
     rec({ id: aliveSeenId(node, at), type: 'AliveSeen', data: { node, seenAt: at } }, node, 2n),
   ]);
 }
 const stored = new Map([...readModel.nodes()].map((s) => [s.node, nodeView(s, Date.now())]));
 
-const app = buildApp({ readModel, store: createMemoryEventStore(), logger: pino({ level: 'silent' }), tokens: parseApiTokens(`${token}:read`).table });
+const app = buildApp({
+  readModel,
+  store: createMemoryEventStore(),
+  logger: pino({ level: 'silent' }),
+  tokens: parseApiTokens(`${token}:read`).table,
+});
 app.get('/bare/:node', async (req) => stored.get((req.params as { node: string }).node));
 const base = new URL(await app.listen({ port: 0, host: '127.0.0.1' }));
 const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
@@ -53,7 +84,11 @@ function get(path: string, headers: Record<string, string>): Promise<number> {
 }
 
 /** `concurrency` loops issuing requests until `requests` are done or `maxSeconds` pass. */
-async function load(name: string, path: (i: number) => string, headers: Record<string, string>): Promise<{ rps: number; p50: number; p99: number }> {
+async function load(
+  name: string,
+  path: (i: number) => string,
+  headers: Record<string, string>,
+): Promise<{ rps: number; p50: number; p99: number }> {
   const latencies: number[] = [];
   let next = 0;
   const start = performance.now();
@@ -82,8 +117,12 @@ await load('warm', (i) => `/v1/nodes/${pick(i)}`, { authorization: `Bearer ${tok
 const bare = await load('bare', (i) => `/bare/${pick(i)}`, {});
 const api = await load('api', (i) => `/v1/nodes/${pick(i)}`, { authorization: `Bearer ${token}` });
 const f = (n: number): string => Math.round(n).toLocaleString('en-US');
-console.log(`${nodes.toLocaleString('en-US')} nodes, ${concurrency} concurrent keep-alive clients, ${requests.toLocaleString('en-US')} requests each`);
+console.log(
+  `${nodes.toLocaleString('en-US')} nodes, ${concurrency} concurrent keep-alive clients, ${requests.toLocaleString('en-US')} requests each`,
+);
 console.log(`bare fastify route (baseline)  ${f(bare.rps)} req/s  p50 ${bare.p50.toFixed(2)} ms  p99 ${bare.p99.toFixed(2)} ms`);
-console.log(`GET /v1/nodes/:node            ${f(api.rps)} req/s  p50 ${api.p50.toFixed(2)} ms  p99 ${api.p99.toFixed(2)} ms   ratio ${(api.rps / bare.rps).toFixed(2)} of baseline throughput`);
+console.log(
+  `GET /v1/nodes/:node            ${f(api.rps)} req/s  p50 ${api.p50.toFixed(2)} ms  p99 ${api.p99.toFixed(2)} ms   ratio ${(api.rps / bare.rps).toFixed(2)} of baseline throughput`,
+);
 agent.destroy();
 await app.close();

@@ -52,7 +52,14 @@ try {
         const node = ids[n]!;
         for (let i = n; i < total; i += nodes) {
           const body = encodeReport({ node, applied: ['web', 'db'], failed: {}, refused: '', carried: [8080], declared: null });
-          if (!ch.publish('mesh', 'report', body, { persistent: true, userId: node, messageId: `${round}-${i}`, contentType: 'application/json' })) {
+          if (
+            !ch.publish('mesh', 'report', body, {
+              persistent: true,
+              userId: node,
+              messageId: `${round}-${i}`,
+              contentType: 'application/json',
+            })
+          ) {
             await new Promise((r) => ch.once('drain', r));
           }
           if (i % 5000 < nodes) await ch.waitForConfirms();
@@ -89,9 +96,18 @@ try {
     const db = new Database(path);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
-    const insert = db.prepare('INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING');
+    const insert = db.prepare(
+      'INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
+    );
     const revisions = new Map<string, number>();
-    type Body = { node: string; applied?: string[] | null; failed?: Record<string, string> | null; refused?: string; carried?: number[] | null; declared?: string };
+    type Body = {
+      node: string;
+      applied?: string[] | null;
+      failed?: Record<string, string> | null;
+      refused?: string;
+      carried?: number[] | null;
+      declared?: string;
+    };
     const insertMany = db.transaction((ms: ConsumeMessage[]) => {
       for (const m of ms) {
         const r = JSON.parse(m.content.toString()) as Body;
@@ -108,7 +124,11 @@ try {
           receivedAt: new Date().toISOString(),
           transport: { messageId, redelivered: m.fields.redelivered, userId: (m.properties.userId as string | undefined) ?? null },
         };
-        if (insert.run(ids === 'uuid' ? randomUUID() : messageId, stream, revision, 'ReportReceived', JSON.stringify(data), '{"v":1}').changes > 0) revisions.set(stream, revision);
+        if (
+          insert.run(ids === 'uuid' ? randomUUID() : messageId, stream, revision, 'ReportReceived', JSON.stringify(data), '{"v":1}')
+            .changes > 0
+        )
+          revisions.set(stream, revision);
       }
     });
     const conn = await amqp.connect(scratch.amqpUrl);
@@ -168,11 +188,15 @@ try {
     byMessageId = Math.max(byMessageId, await baseline('messageId', pass));
     ours = Math.max(ours, await engine(pass));
   }
-  console.log(`ingest of ${total} reports from mesh.reports into SQLite (WAL, synchronous=FULL), prefetch ${prefetch}, batch ${batch}, best of ${passes} alternating passes`);
+  console.log(
+    `ingest of ${total} reports from mesh.reports into SQLite (WAL, synchronous=FULL), prefetch ${prefetch}, batch ${batch}, best of ${passes} alternating passes`,
+  );
   console.log(`  baseline (bare amqplib + better-sqlite3, same schema and data, UUID ids): ${base.toFixed(0)} reports/s`);
   console.log(`  baseline with the message id as event id (sequential keys), for reference: ${byMessageId.toFixed(0)} reports/s`);
   console.log(`  converge ingest:                                                        ${ours.toFixed(0)} reports/s`);
-  console.log(`  ratio converge/baseline: ${(ours / base).toFixed(2)} (target >= 0.80); against the message-id baseline: ${(ours / byMessageId).toFixed(2)}`);
+  console.log(
+    `  ratio converge/baseline: ${(ours / base).toFixed(2)} (target >= 0.80); against the message-id baseline: ${(ours / byMessageId).toFixed(2)}`,
+  );
 } finally {
   for (const id of ids) await admin.request('DELETE', `/users/${seg(id)}`).catch(() => undefined);
   await scratch.remove();

@@ -25,7 +25,9 @@ const total = Math.round(1_000_000 * scale);
 const nodes = 10_000;
 const t0 = Date.parse('2026-01-01T00:00:00Z');
 const sig = Buffer.alloc(64, 1).toString('base64');
-const decl = Buffer.from('{"node":"x","serial":1,"issued":"2026-01-01T00:00:00Z","resources":[{"id":"web"},{"id":"db"}]}').toString('base64');
+const decl = Buffer.from('{"node":"x","serial":1,"issued":"2026-01-01T00:00:00Z","resources":[{"id":"web"},{"id":"db"}]}').toString(
+  'base64',
+);
 const digestOf = (node: string, serial: number): string => createHash('sha256').update(`${node}/${serial}`).digest('hex');
 
 /** Per node, a cycle of send → alive → matching report → alive (every fourth report is stale). */
@@ -36,10 +38,36 @@ function eventAt(k: number): NewEvent {
   const at = new Date(t0 + k * 10).toISOString();
   switch (round % 4) {
     case 0:
-      return { id: declarationSentId(node, serial), type: 'DeclarationSent', data: { node, serial, digest: digestOf(node, serial), declaration: decl, signature: sig, keyId: 'k', resourceIds: ['web', 'db'], sentAt: at } };
+      return {
+        id: declarationSentId(node, serial),
+        type: 'DeclarationSent',
+        data: {
+          node,
+          serial,
+          digest: digestOf(node, serial),
+          declaration: decl,
+          signature: sig,
+          keyId: 'k',
+          resourceIds: ['web', 'db'],
+          sentAt: at,
+        },
+      };
     case 2: {
       const declared = digestOf(node, serial > 1 && serial % 4 === 0 ? serial - 1 : serial);
-      return { id: reportReceivedId(node, `m${k}`, Buffer.alloc(0)), type: 'ReportReceived', data: { node, declared, applied: ['web', 'db'], failed: {}, refused: '', carried: [], receivedAt: at, transport: { messageId: `m${k}`, redelivered: false, userId: node } } };
+      return {
+        id: reportReceivedId(node, `m${k}`, Buffer.alloc(0)),
+        type: 'ReportReceived',
+        data: {
+          node,
+          declared,
+          applied: ['web', 'db'],
+          failed: {},
+          refused: '',
+          carried: [],
+          receivedAt: at,
+          transport: { messageId: `m${k}`, redelivered: false, userId: node },
+        },
+      };
     }
     default:
       return { id: aliveSeenId(node, at), type: 'AliveSeen', data: { node, seenAt: at } };
@@ -84,8 +112,12 @@ try {
   await runner.stop();
 
   console.log(`raw store read (baseline)   ${fmt(raw / rawSec)} events/s  (${raw} events, ${rawSec.toFixed(2)} s)`);
-  console.log(`replay from zero (fold)     ${fmt(total / foldSec)} events/s  (${states.size} nodes, ${foldSec.toFixed(2)} s)   ratio ${(rawSec / foldSec).toFixed(2)} of raw read`);
-  console.log(`projection runner catch-up  ${fmt(total / runnerSec)} events/s  (${runnerSec.toFixed(2)} s)   ratio ${(rawSec / runnerSec).toFixed(2)} of raw read`);
+  console.log(
+    `replay from zero (fold)     ${fmt(total / foldSec)} events/s  (${states.size} nodes, ${foldSec.toFixed(2)} s)   ratio ${(rawSec / foldSec).toFixed(2)} of raw read`,
+  );
+  console.log(
+    `projection runner catch-up  ${fmt(total / runnerSec)} events/s  (${runnerSec.toFixed(2)} s)   ratio ${(rawSec / runnerSec).toFixed(2)} of raw read`,
+  );
 
   // Memory: the read model of 10,000 nodes (each sent 1..25 declarations, reporting and alive),
   // measured as heap growth after a full GC, beside the heap of the same count of empty objects.
@@ -102,7 +134,9 @@ try {
   gc();
   const emptyBytes = process.memoryUsage().heapUsed - baseGc;
   const perTenK = ((after.heapUsed - before.heapUsed) / model.size()) * 10_000;
-  console.log(`read model memory           ${(perTenK / 1024 / 1024).toFixed(1)} MiB heap per 10,000 nodes (${(((emptyBytes / empties.length) * 10_000) / 1024 / 1024).toFixed(2)} MiB for 10,000 bare {node} objects)   rss ${(after.rss / 1024 / 1024).toFixed(0)} MiB total`);
+  console.log(
+    `read model memory           ${(perTenK / 1024 / 1024).toFixed(1)} MiB heap per 10,000 nodes (${(((emptyBytes / empties.length) * 10_000) / 1024 / 1024).toFixed(2)} MiB for 10,000 bare {node} objects)   rss ${(after.rss / 1024 / 1024).toFixed(0)} MiB total`,
+  );
 } finally {
   await store.close();
   rmSync(dir, { recursive: true, force: true });

@@ -26,7 +26,8 @@ function makeEvents(count: number, offset: number): NewEvent[] {
     return { id: aliveSeenId(node, seenAt), type: 'AliveSeen', data: { node, seenAt } } satisfies AliveSeen & { id: string };
   });
 }
-const chunk = <T>(xs: readonly T[], n: number): T[][] => Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n));
+const chunk = <T>(xs: readonly T[], n: number): T[][] =>
+  Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n));
 const streamOf = (e: NewEvent): string => `node-${e.data.node}`;
 
 /** A file with the adapter's schema, opened raw with the same pragmas the adapter uses. */
@@ -75,7 +76,9 @@ function baselineReplay(path: string): { ms: number; count: number } {
   const db = new Database(path, { readonly: true });
   const t = performance.now();
   let count = 0;
-  for (const row of db.prepare('SELECT position, id, stream, revision, type, data, metadata FROM events ORDER BY position').iterate() as Iterable<{ data: string }>) {
+  for (const row of db
+    .prepare('SELECT position, id, stream, revision, type, data, metadata FROM events ORDER BY position')
+    .iterate() as Iterable<{ data: string }>) {
     if (JSON.parse(row.data) !== null) count++;
   }
   const ms = performance.now() - t;
@@ -116,7 +119,13 @@ for (const [batchSize, total] of [
     mineMs = Math.min(mineMs, mine.ms);
     replayPath = mine.path;
   }
-  rows.push({ scenario: `append, batches of ${batchSize}`, events: total, adapter: rate(total, mineMs), baseline: rate(total, baseMs), target: 0.8 });
+  rows.push({
+    scenario: `append, batches of ${batchSize}`,
+    events: total,
+    adapter: rate(total, mineMs),
+    baseline: rate(total, baseMs),
+    target: 0.8,
+  });
 }
 
 // Full replay of the largest store: three alternating passes each, best of three.
@@ -127,7 +136,13 @@ for (let i = 0; i < 3; i++) {
   if (a.count !== b.count) throw new Error(`replay read ${a.count} events, baseline ${b.count}`);
   best = { a: Math.min(best.a, a.ms), b: Math.min(best.b, b.ms), count: a.count };
 }
-rows.push({ scenario: 'full replay (readAll)', events: best.count, adapter: rate(best.count, best.a), baseline: rate(best.count, best.b), target: 0.7 });
+rows.push({
+  scenario: 'full replay (readAll)',
+  events: best.count,
+  adapter: rate(best.count, best.a),
+  baseline: rate(best.count, best.b),
+  target: 0.7,
+});
 
 const fmt = (x: number): string => Math.round(x).toLocaleString('en-US');
 console.log(`\n### Event store (SQLite, WAL, synchronous=FULL) — ${streamCount.toLocaleString('en-US')} streams\n`);
@@ -135,6 +150,8 @@ console.log('| scenario | events | adapter (events/s) | baseline (events/s) | ra
 console.log('|---|---:|---:|---:|---:|---:|');
 for (const r of rows) {
   const ratio = r.adapter / r.baseline;
-  console.log(`| ${r.scenario} | ${fmt(r.events)} | ${fmt(r.adapter)} | ${fmt(r.baseline)} | ${ratio.toFixed(2)} | ≥ ${r.target} ${ratio >= r.target ? '✓' : '✗'} |`);
+  console.log(
+    `| ${r.scenario} | ${fmt(r.events)} | ${fmt(r.adapter)} | ${fmt(r.baseline)} | ${ratio.toFixed(2)} | ≥ ${r.target} ${ratio >= r.target ? '✓' : '✗'} |`,
+  );
 }
 rmSync(dir, { recursive: true, force: true });

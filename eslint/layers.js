@@ -50,7 +50,10 @@ export const layersRule = {
         return;
       }
       if (layerOf.get(to) >= layerOf.get(from)) {
-        const order = layers.map((l) => (l.length === 1 ? l[0] : `{${l.join(', ')}}`)).reverse().join(' → ');
+        const order = layers
+          .map((l) => (l.length === 1 ? l[0] : `{${l.join(', ')}}`))
+          .reverse()
+          .join(' → ');
         context.report({ node, messageId: 'upward', data: { from, to, order } });
       }
     };

@@ -67,9 +67,7 @@ export function summarizeFleet(states: Iterable<NodeState>, now: Date | number, 
     nodes,
     byStatus,
     byLiveness,
-    cohorts: [...cohorts]
-      .map(([digest, c]) => ({ digest, ...c }))
-      .sort((a, b) => b.nodes - a.nodes || (a.digest < b.digest ? -1 : 1)),
+    cohorts: [...cohorts].map(([digest, c]) => ({ digest, ...c })).sort((a, b) => b.nodes - a.nodes || (a.digest < b.digest ? -1 : 1)),
     convergence: {
       samples: latencies.length,
       p50Ms: percentile(latencies, 50),

@@ -31,7 +31,8 @@ export function eventTime(e: Recorded): string {
 }
 
 /** True once the event lies beyond `at`; the fold of that node stops there. */
-export const isBeyond = (e: Recorded, at: At): boolean => (at.kind === 'position' ? e.position > at.position : Date.parse(eventTime(e)) > at.time);
+export const isBeyond = (e: Recorded, at: At): boolean =>
+  at.kind === 'position' ? e.position > at.position : Date.parse(eventTime(e)) > at.time;
 
 export type StoppedFold = Readonly<{ state: NodeState; folded: number; lastEventAt: string | null }>;
 
@@ -102,7 +103,12 @@ export type DeclarationOutcome = Readonly<{
   supersededAt: string | null;
 }>;
 
-export type Timeline = Readonly<{ node: string; entries: readonly TimelineEntry[]; declarations: readonly DeclarationOutcome[]; state: NodeState }>;
+export type Timeline = Readonly<{
+  node: string;
+  entries: readonly TimelineEntry[];
+  declarations: readonly DeclarationOutcome[];
+  state: NodeState;
+}>;
 
 /** A node's whole history, each report classified and each declaration's convergence latency. */
 export function timeline(node: string, events: Iterable<Recorded>): Timeline {
@@ -120,8 +126,17 @@ export function timeline(node: string, events: Iterable<Recorded>): Timeline {
       digest = e.data.digest;
       serial = e.data.serial;
       const prev = declarations.at(-1);
-      if (prev !== undefined && prev.outcome === 'pending') declarations[declarations.length - 1] = { ...prev, outcome: 'superseded', supersededAt: e.data.sentAt };
-      declarations.push({ serial, digest, sentAt: e.data.sentAt, outcome: 'pending', acknowledgedAt: null, latencyMs: null, supersededAt: null });
+      if (prev !== undefined && prev.outcome === 'pending')
+        declarations[declarations.length - 1] = { ...prev, outcome: 'superseded', supersededAt: e.data.sentAt };
+      declarations.push({
+        serial,
+        digest,
+        sentAt: e.data.sentAt,
+        outcome: 'pending',
+        acknowledgedAt: null,
+        latencyMs: null,
+        supersededAt: null,
+      });
     } else if (e.type === 'ReportReceived') {
       digest = e.data.declared;
       serial = digest === null ? null : (before.sentDigests.get(digest) ?? null);
@@ -137,7 +152,18 @@ export function timeline(node: string, events: Iterable<Recorded>): Timeline {
         };
       }
     }
-    entries.push({ position: e.position, revision: e.revision, id: e.id, type: e.type, at: eventTime(e), digest, serial, class: cls, duplicate, status: state.status });
+    entries.push({
+      position: e.position,
+      revision: e.revision,
+      id: e.id,
+      type: e.type,
+      at: eventTime(e),
+      digest,
+      serial,
+      class: cls,
+      duplicate,
+      status: state.status,
+    });
   }
   return { node, entries, declarations, state };
 }
@@ -177,7 +203,13 @@ export function createRaceScanner(): RaceScanner {
         const prev = latest.get(node);
         const digests = prev?.digests ?? new Map<string, number>();
         digests.set(e.data.digest, e.data.serial);
-        latest.set(node, { digest: e.data.digest, serial: e.data.serial, sentAt: e.data.sentAt, sentMs: Date.parse(e.data.sentAt), digests });
+        latest.set(node, {
+          digest: e.data.digest,
+          serial: e.data.serial,
+          sentAt: e.data.sentAt,
+          sentMs: Date.parse(e.data.sentAt),
+          digests,
+        });
         return null;
       }
       if (e.type !== 'ReportReceived') return null;

@@ -105,7 +105,10 @@ export function classifyReport(state: Pick<NodeState, 'sent' | 'sentDigests'>, d
 }
 
 /** Status from the latest send and the latest report (DESIGN §3). */
-function statusOf(sent: SentSummary | null, reported: ReportedSummary | null): { status: NodeStatus; caughtUp: boolean; missing: readonly string[] } {
+function statusOf(
+  sent: SentSummary | null,
+  reported: ReportedSummary | null,
+): { status: NodeStatus; caughtUp: boolean; missing: readonly string[] } {
   if (sent === null) return { status: 'undeclared', caughtUp: false, missing: [] };
   const caughtUp = reported !== null && reported.declared === sent.digest;
   if (!caughtUp || reported === null) return { status: 'behind', caughtUp: false, missing: [] };

@@ -8,7 +8,11 @@ import { join } from 'node:path';
 const root = new URL('..', import.meta.url).pathname;
 const benchDir = join(root, 'bench');
 const only = process.argv.slice(2);
-const all = existsSync(benchDir) ? readdirSync(benchDir).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')).sort() : [];
+const all = existsSync(benchDir)
+  ? readdirSync(benchDir)
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))
+      .sort()
+  : [];
 const files = all.filter((f) => only.length === 0 || only.some((o) => f.includes(o)));
 if (files.length === 0) {
   console.error(only.length === 0 ? 'no benchmarks in bench/' : `no benchmark matches ${only.join(', ')}`);

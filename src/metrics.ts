@@ -18,16 +18,39 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
   if (options.processMetrics) collectDefaultMetrics({ register: registry });
   return {
     registry,
-    eventsAppended: new Counter({ name: 'converge_events_appended_total', help: 'Events appended to the store, by type', labelNames: ['type'], registers: [registry] }),
-    ingestRejected: new Counter({ name: 'converge_ingest_rejected_total', help: 'Messages dead-lettered by ingest, by error code', labelNames: ['reason'], registers: [registry] }),
-    projectionLag: new Gauge({ name: 'converge_projection_lag_events', help: 'Events in the store not yet folded into the read model', registers: [registry] }),
-    nodes: new Gauge({ name: 'converge_nodes', help: 'Nodes by status and liveness', labelNames: ['status', 'liveness'], registers: [registry] }),
+    eventsAppended: new Counter({
+      name: 'converge_events_appended_total',
+      help: 'Events appended to the store, by type',
+      labelNames: ['type'],
+      registers: [registry],
+    }),
+    ingestRejected: new Counter({
+      name: 'converge_ingest_rejected_total',
+      help: 'Messages dead-lettered by ingest, by error code',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    projectionLag: new Gauge({
+      name: 'converge_projection_lag_events',
+      help: 'Events in the store not yet folded into the read model',
+      registers: [registry],
+    }),
+    nodes: new Gauge({
+      name: 'converge_nodes',
+      help: 'Nodes by status and liveness',
+      labelNames: ['status', 'liveness'],
+      registers: [registry],
+    }),
     convergenceSeconds: new Histogram({
       name: 'converge_convergence_seconds',
       help: 'Send of a declaration to the first report naming its digest',
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600],
       registers: [registry],
     }),
-    relayPublished: new Counter({ name: 'converge_relay_published_total', help: 'Declarations confirmed by the broker', registers: [registry] }),
+    relayPublished: new Counter({
+      name: 'converge_relay_published_total',
+      help: 'Declarations confirmed by the broker',
+      registers: [registry],
+    }),
   };
 }

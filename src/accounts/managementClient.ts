@@ -18,7 +18,12 @@ export type ManagementResponse = Readonly<{ status: number; body: unknown }>;
 export type ManagementClient = Readonly<{
   /** The base URL without credentials (safe to log). */
   baseUrl: string;
-  request: (method: 'GET' | 'PUT' | 'DELETE', path: string, body?: unknown, headers?: Readonly<Record<string, string>>) => Promise<ManagementResponse>;
+  request: (
+    method: 'GET' | 'PUT' | 'DELETE',
+    path: string,
+    body?: unknown,
+    headers?: Readonly<Record<string, string>>,
+  ) => Promise<ManagementResponse>;
 }>;
 
 /** Percent-encode one path segment: `/` (the default vhost) must become `%2F`. */
@@ -55,10 +60,14 @@ export function createManagementClient(options: ManagementOptions): ManagementCl
           signal: AbortSignal.timeout(timeoutMs),
         });
       } catch (cause) {
-        throw new ConvergeError('CONVERGE_ERR_BROKER_ADMIN', `management API at ${baseUrl} cannot be reached: ${(cause as Error).message}`, {
-          cause,
-          details: { method, path },
-        });
+        throw new ConvergeError(
+          'CONVERGE_ERR_BROKER_ADMIN',
+          `management API at ${baseUrl} cannot be reached: ${(cause as Error).message}`,
+          {
+            cause,
+            details: { method, path },
+          },
+        );
       }
       const text = await res.text();
       let parsed: unknown = null;
@@ -80,8 +89,15 @@ export function createManagementClient(options: ManagementOptions): ManagementCl
  */
 export function adminError(method: string, path: string, res: ManagementResponse): ConvergeError {
   const reason =
-    typeof res.body === 'object' && res.body !== null && 'reason' in res.body ? String((res.body as { reason: unknown }).reason) : `HTTP ${res.status}`;
-  const hint = res.status === 401 ? ' (the admin credentials were refused)' : res.status === 403 ? ' (the admin user lacks the administrator tag)' : '';
+    typeof res.body === 'object' && res.body !== null && 'reason' in res.body
+      ? String((res.body as { reason: unknown }).reason)
+      : `HTTP ${res.status}`;
+  const hint =
+    res.status === 401
+      ? ' (the admin credentials were refused)'
+      : res.status === 403
+        ? ' (the admin user lacks the administrator tag)'
+        : '';
   return new ConvergeError('CONVERGE_ERR_BROKER_ADMIN', `management API ${method} ${path} failed: ${reason}${hint}`, {
     details: { method, path, status: res.status },
   });

@@ -71,14 +71,21 @@ export async function enrollNode(id: string, options: NodeAccountOptions): Promi
   const existing = await getUser(client, id);
   if (existing && existing.tags.length > 0) {
     // Rotating an administrator's password through a node command would lock operators out.
-    throw new ConvergeError('CONVERGE_ERR_NODE_EXISTS', `broker user ${id} exists with tags [${existing.tags.join(', ')}]; it is not a node account`);
+    throw new ConvergeError(
+      'CONVERGE_ERR_NODE_EXISTS',
+      `broker user ${id} exists with tags [${existing.tags.join(', ')}]; it is not a node account`,
+    );
   }
   if (existing && options.replace !== true) {
-    throw new ConvergeError('CONVERGE_ERR_NODE_EXISTS', `node ${id} already has a broker account; revoke it, or enroll with replace to rotate its password`);
+    throw new ConvergeError(
+      'CONVERGE_ERR_NODE_EXISTS',
+      `node ${id} already has a broker account; revoke it, or enroll with replace to rotate its password`,
+    );
   }
   const vhostPath = `/vhosts/${seg(vhost)}`;
   const vh = await client.request('GET', vhostPath);
-  if (vh.status === 404) throw new ConvergeError('CONVERGE_ERR_BROKER_ADMIN', `vhost ${vhost} does not exist on the broker`, { details: { vhost } });
+  if (vh.status === 404)
+    throw new ConvergeError('CONVERGE_ERR_BROKER_ADMIN', `vhost ${vhost} does not exist on the broker`, { details: { vhost } });
   if (vh.status !== 200) throw adminError('GET', vhostPath, vh);
 
   const { vhost: permissions, topic } = nodePermissions(id);
@@ -108,7 +115,10 @@ export async function revokeNode(id: string, options: Omit<NodeAccountOptions, '
   const client = createManagementClient(options);
   const user = await getUser(client, id);
   if (user && user.tags.length > 0) {
-    throw new ConvergeError('CONVERGE_ERR_NODE_EXISTS', `broker user ${id} has tags [${user.tags.join(', ')}]; it is not a node account, refusing to delete it`);
+    throw new ConvergeError(
+      'CONVERGE_ERR_NODE_EXISTS',
+      `broker user ${id} has tags [${user.tags.join(', ')}]; it is not a node account, refusing to delete it`,
+    );
   }
   const existed = user ? await deleteUser(client, id) : false;
   const connectionsClosed = await closeConnectionsOf(client, id);

@@ -51,7 +51,17 @@ export async function runNodeCommand(argv: readonly string[], io: NodeCommandIo)
     if (verb === 'enroll') {
       const r = await enrollNode(id, { ...common, replace: values.replace === true });
       // The password is printed here, once, and nowhere else: Converge keeps no copy.
-      if (values.json) io.stdout(JSON.stringify({ node: r.node, vhost: r.vhost, password: r.password, replaced: r.replaced, permissions: r.permissions, topicPermissions: r.topicPermissions }));
+      if (values.json)
+        io.stdout(
+          JSON.stringify({
+            node: r.node,
+            vhost: r.vhost,
+            password: r.password,
+            replaced: r.replaced,
+            permissions: r.permissions,
+            topicPermissions: r.topicPermissions,
+          }),
+        );
       else {
         io.stdout(`${r.replaced ? 'rotated' : 'enrolled'} node ${r.node} in vhost ${r.vhost}`);
         io.stdout(`password: ${r.password}`);
@@ -60,7 +70,12 @@ export async function runNodeCommand(argv: readonly string[], io: NodeCommandIo)
     } else {
       const r = await revokeNode(id, common);
       if (values.json) io.stdout(JSON.stringify(r));
-      else io.stdout(r.existed ? `revoked node ${r.node}; closed ${r.connectionsClosed} connection(s)` : `node ${r.node} had no broker account; closed ${r.connectionsClosed} connection(s)`);
+      else
+        io.stdout(
+          r.existed
+            ? `revoked node ${r.node}; closed ${r.connectionsClosed} connection(s)`
+            : `node ${r.node} had no broker account; closed ${r.connectionsClosed} connection(s)`,
+        );
     }
     return 0;
   } catch (e) {

@@ -18,7 +18,10 @@ const hashToken = (token: string): string => createHash('sha256').update(token, 
 export function parseApiTokens(text: string): { table: TokenTable; errors: string[] } {
   const table = new Map<string, TokenEntry>();
   const errors: string[] = [];
-  const entries = text.split(';').map((e) => e.trim()).filter((e) => e !== '');
+  const entries = text
+    .split(';')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
   entries.forEach((entry, i) => {
     const colon = entry.lastIndexOf(':');
     const where = `entry ${i + 1}`;
@@ -27,10 +30,15 @@ export function parseApiTokens(text: string): { table: TokenTable; errors: strin
       return;
     }
     const token = entry.slice(0, colon);
-    const wanted = entry.slice(colon + 1).split(',').map((s) => s.trim()).filter((s) => s !== '');
+    const wanted = entry
+      .slice(colon + 1)
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
     if (token.length < 8) errors.push(`${where}: token is shorter than 8 characters`);
     const bad = wanted.filter((s) => !(scopes as readonly string[]).includes(s));
-    if (bad.length > 0) errors.push(`${where}: unknown scope ${bad.map((b) => JSON.stringify(b)).join(', ')} (scopes: ${scopes.join(', ')})`);
+    if (bad.length > 0)
+      errors.push(`${where}: unknown scope ${bad.map((b) => JSON.stringify(b)).join(', ')} (scopes: ${scopes.join(', ')})`);
     if (wanted.length === 0) errors.push(`${where}: no scopes (scopes: ${scopes.join(', ')})`);
     const h = hashToken(token);
     if (table.has(h)) errors.push(`${where}: the same token is listed twice`);
@@ -46,12 +54,18 @@ export function parseApiTokens(text: string): { table: TokenTable; errors: strin
 export function authorize(table: TokenTable, header: string | undefined, need: Scope): TokenEntry | null {
   if (header === undefined || header === '') {
     if (table.size === 0 && need === 'read') return null;
-    throw new ConvergeError('CONVERGE_ERR_UNAUTHENTICATED', need === 'send' && table.size === 0 ? 'writes need a bearer token and none is configured (CONVERGE_API_TOKENS)' : 'this route needs a bearer token');
+    throw new ConvergeError(
+      'CONVERGE_ERR_UNAUTHENTICATED',
+      need === 'send' && table.size === 0
+        ? 'writes need a bearer token and none is configured (CONVERGE_API_TOKENS)'
+        : 'this route needs a bearer token',
+    );
   }
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (m === null) throw new ConvergeError('CONVERGE_ERR_UNAUTHENTICATED', 'Authorization header is not "Bearer <token>"');
   const entry = table.get(hashToken(m[1]!));
   if (entry === undefined) throw new ConvergeError('CONVERGE_ERR_UNAUTHENTICATED', 'bearer token is not valid');
-  if (!entry.scopes.has(need)) throw new ConvergeError('CONVERGE_ERR_FORBIDDEN', `token ${entry.id} lacks the ${need} scope`, { details: { need } });
+  if (!entry.scopes.has(need))
+    throw new ConvergeError('CONVERGE_ERR_FORBIDDEN', `token ${entry.id} lacks the ${need} scope`, { details: { need } });
   return entry;
 }

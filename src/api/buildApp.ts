@@ -81,7 +81,11 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       },
     },
   );
-  const app: FastifyInstance = Fastify({ loggerInstance: logger as FastifyBaseLogger, bodyLimit: deps.bodyLimit ?? 4 * 1024 * 1024, return503OnClosing: true });
+  const app: FastifyInstance = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    bodyLimit: deps.bodyLimit ?? 4 * 1024 * 1024,
+    return503OnClosing: true,
+  });
 
   const withLastSeen = (st: NodeState): NodeState => {
     const lastSeenAt = newerLastSeen(st.lastSeenAt, deps.lastSeen?.(st.node));
@@ -90,7 +94,8 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   const view = (st: NodeState, at: number = now()): NodeView => toView(withLastSeen(st), at, graceMs);
   const known = (node: string): NodeState => {
     const st = readModel.get(node);
-    if (st === undefined) throw new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `no event has ever named node ${JSON.stringify(node)}`, { details: { node } });
+    if (st === undefined)
+      throw new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `no event has ever named node ${JSON.stringify(node)}`, { details: { node } });
     return st;
   };
 
@@ -100,7 +105,12 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   };
 
   add({
-    method: 'GET', url: '/v1/nodes', scope: 'read', operationId: 'listNodes', summary: 'Node states, filterable', query: s.nodesQuery,
+    method: 'GET',
+    url: '/v1/nodes',
+    scope: 'read',
+    operationId: 'listNodes',
+    summary: 'Node states, filterable',
+    query: s.nodesQuery,
     responses: { 200: { schema: s.nodeList, description: 'matching nodes, sorted by id' } },
     handler: async ({ query }: Input<unknown, z.infer<typeof s.nodesQuery>, unknown>) => {
       const at = now();
@@ -118,15 +128,28 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   });
 
   add({
-    method: 'GET', url: '/v1/nodes/:node', scope: 'read', operationId: 'getNode', summary: 'One node\'s state', params: s.nodeParams,
-    responses: { 200: { schema: s.nodeView, description: 'the node\'s state' }, 404: { description: 'no event has ever named this node' } },
+    method: 'GET',
+    url: '/v1/nodes/:node',
+    scope: 'read',
+    operationId: 'getNode',
+    summary: "One node's state",
+    params: s.nodeParams,
+    responses: { 200: { schema: s.nodeView, description: "the node's state" }, 404: { description: 'no event has ever named this node' } },
     handler: async ({ params }: Input<z.infer<typeof s.nodeParams>, unknown, unknown>) => view(known(params.node)),
   });
 
   add({
-    method: 'GET', url: '/v1/nodes/:node/history', scope: 'read', operationId: 'getHistory', summary: 'A node\'s events, newest first, with positions',
-    params: s.nodeParams, query: s.historyQuery,
-    responses: { 200: { schema: s.history, description: 'a page of events; pass `next` as `before` for the following page' }, 404: { description: 'no such node' } },
+    method: 'GET',
+    url: '/v1/nodes/:node/history',
+    scope: 'read',
+    operationId: 'getHistory',
+    summary: "A node's events, newest first, with positions",
+    params: s.nodeParams,
+    query: s.historyQuery,
+    responses: {
+      200: { schema: s.history, description: 'a page of events; pass `next` as `before` for the following page' },
+      404: { description: 'no such node' },
+    },
     handler: async ({ params, query }: Input<z.infer<typeof s.nodeParams>, z.infer<typeof s.historyQuery>, unknown>) => {
       const before = query.before === undefined ? null : BigInt(query.before);
       const events: Recorded[] = [];
@@ -134,7 +157,11 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       let any = false;
       // Read backwards in pages, skipping what lies at or after `before`.
       for (;;) {
-        const page = await store.readStream(streamOf(params.node), { direction: 'backwards', limit: 256, ...(from === undefined ? {} : { fromRevision: from }) });
+        const page = await store.readStream(streamOf(params.node), {
+          direction: 'backwards',
+          limit: 256,
+          ...(from === undefined ? {} : { fromRevision: from }),
+        });
         if (page.length > 0) any = true;
         for (const e of page) if ((before === null || e.position < before) && events.length <= query.limit) events.push(e);
         const last = page[page.length - 1];
@@ -146,19 +173,35 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       const shown = events.slice(0, query.limit);
       return {
         node: params.node,
-        events: shown.map((e) => ({ position: e.position.toString(), revision: e.revision.toString(), id: e.id, type: e.type, at: eventTime(e), data: e.data })),
+        events: shown.map((e) => ({
+          position: e.position.toString(),
+          revision: e.revision.toString(),
+          id: e.id,
+          type: e.type,
+          at: eventTime(e),
+          data: e.data,
+        })),
         next: more ? (shown.at(-1)?.position.toString() ?? null) : null,
       };
     },
   });
 
   add({
-    method: 'GET', url: '/v1/nodes/:node/state', scope: 'read', operationId: 'getStateAt', summary: 'A node\'s state as of a time or position',
-    params: s.nodeParams, query: s.stateQuery,
+    method: 'GET',
+    url: '/v1/nodes/:node/state',
+    scope: 'read',
+    operationId: 'getStateAt',
+    summary: "A node's state as of a time or position",
+    params: s.nodeParams,
+    query: s.stateQuery,
     responses: { 200: { schema: s.stateAtResponse, description: 'the fold stopped at `at`' }, 404: { description: 'no such node' } },
     handler: async ({ params, query }: Input<z.infer<typeof s.nodeParams>, z.infer<typeof s.stateQuery>, unknown>) => {
       const at = parseAt(query.at);
-      if (at === null) throw new ConvergeError('CONVERGE_ERR_BAD_REQUEST', `query.at: ${JSON.stringify(query.at)} is neither an ISO 8601 time nor a decimal position`);
+      if (at === null)
+        throw new ConvergeError(
+          'CONVERGE_ERR_BAD_REQUEST',
+          `query.at: ${JSON.stringify(query.at)} is neither an ISO 8601 time nor a decimal position`,
+        );
       const events = await store.readStream(streamOf(params.node));
       if (events.length === 0) known(params.node);
       const r = stateAt(params.node, events, at);
@@ -169,8 +212,13 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   });
 
   add({
-    method: 'GET', url: '/v1/nodes/:node/await', scope: 'read', operationId: 'awaitNode',
-    summary: 'Wait until the node is caught up with a digest (default: the latest sent)', params: s.nodeParams, query: s.awaitQuery,
+    method: 'GET',
+    url: '/v1/nodes/:node/await',
+    scope: 'read',
+    operationId: 'awaitNode',
+    summary: 'Wait until the node is caught up with a digest (default: the latest sent)',
+    params: s.nodeParams,
+    query: s.awaitQuery,
     responses: {
       200: { schema: s.nodeView, description: 'the node is caught up with the digest' },
       404: { description: 'no such node' },
@@ -183,12 +231,28 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       const onClose = (): void => abort.abort();
       reply.raw.once('close', onClose);
       try {
-        const st = await waitForNode(readModel, params.node, (x) => x.caughtUp && (want === undefined || x.sent?.digest === want), query.timeoutMs, abort.signal);
+        const st = await waitForNode(
+          readModel,
+          params.node,
+          (x) => x.caughtUp && (want === undefined || x.sent?.digest === want),
+          query.timeoutMs,
+          abort.signal,
+        );
         if (st === null) {
           const cur = readModel.get(params.node);
-          throw new ConvergeError('CONVERGE_ERR_AWAIT_TIMEOUT', `node ${params.node} did not catch up with ${want ?? 'its latest declaration'} within ${query.timeoutMs} ms`, {
-            details: { node: params.node, digest: want ?? cur?.sent?.digest ?? null, latestSent: cur?.sent?.digest ?? null, reported: cur?.reported?.declared ?? null, status: cur?.status ?? null },
-          });
+          throw new ConvergeError(
+            'CONVERGE_ERR_AWAIT_TIMEOUT',
+            `node ${params.node} did not catch up with ${want ?? 'its latest declaration'} within ${query.timeoutMs} ms`,
+            {
+              details: {
+                node: params.node,
+                digest: want ?? cur?.sent?.digest ?? null,
+                latestSent: cur?.sent?.digest ?? null,
+                reported: cur?.reported?.declared ?? null,
+                status: cur?.status ?? null,
+              },
+            },
+          );
         }
         return view(st);
       } finally {
@@ -198,8 +262,13 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   });
 
   add({
-    method: 'POST', url: '/v1/nodes/:node/declarations', scope: 'send', operationId: 'sendDeclaration',
-    summary: 'Sign, record and send a declaration', params: s.nodeParams, body: s.declarationBody,
+    method: 'POST',
+    url: '/v1/nodes/:node/declarations',
+    scope: 'send',
+    operationId: 'sendDeclaration',
+    summary: 'Sign, record and send a declaration',
+    params: s.nodeParams,
+    body: s.declarationBody,
     responses: {
       202: { schema: s.declarationAccepted, description: 'recorded in the store and queued for the node' },
       409: { description: 'a resource asks for a port the node carries' },
@@ -217,47 +286,86 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   });
 
   add({
-    method: 'GET', url: '/v1/fleet', scope: 'read', operationId: 'getFleet', summary: 'Counts by status and liveness, digest cohorts, convergence latency',
+    method: 'GET',
+    url: '/v1/fleet',
+    scope: 'read',
+    operationId: 'getFleet',
+    summary: 'Counts by status and liveness, digest cohorts, convergence latency',
     responses: { 200: { schema: s.fleet, description: 'the fleet summary' } },
     handler: async () => {
       const states = [...readModel.nodes()].map(withLastSeen);
-      return { ...summarizeFleet(states, now(), graceMs), position: readModel.position()?.toString() ?? null, ready: deps.projections?.isReady() ?? true };
+      return {
+        ...summarizeFleet(states, now(), graceMs),
+        position: readModel.position()?.toString() ?? null,
+        ready: deps.projections?.isReady() ?? true,
+      };
     },
   });
 
   add({
-    method: 'GET', url: '/v1/events', scope: 'read', operationId: 'streamEvents',
-    summary: 'Server-sent events, one per node state change; id = position, resume with Last-Event-ID', query: s.eventsQuery,
+    method: 'GET',
+    url: '/v1/events',
+    scope: 'read',
+    operationId: 'streamEvents',
+    summary: 'Server-sent events, one per node state change; id = position, resume with Last-Event-ID',
+    query: s.eventsQuery,
     responses: { 200: { contentType: 'text/event-stream', description: '`event: node`, `id: <position>`, `data: <NodeState JSON>`' } },
     handler: async ({ query, req, reply }: Input<unknown, z.infer<typeof s.eventsQuery>, unknown>) => {
       const header = req.headers['last-event-id'];
       const raw = Array.isArray(header) ? header[0] : header;
-      if (raw !== undefined && !/^\d{1,20}$/.test(raw)) throw new ConvergeError('CONVERGE_ERR_BAD_REQUEST', 'Last-Event-ID must be a decimal position');
-      streamChanges({ readModel, reply, view, node: query.node ?? null, after: raw === undefined ? null : BigInt(raw), heartbeatMs: deps.heartbeatMs ?? 15_000 });
+      if (raw !== undefined && !/^\d{1,20}$/.test(raw))
+        throw new ConvergeError('CONVERGE_ERR_BAD_REQUEST', 'Last-Event-ID must be a decimal position');
+      streamChanges({
+        readModel,
+        reply,
+        view,
+        node: query.node ?? null,
+        after: raw === undefined ? null : BigInt(raw),
+        heartbeatMs: deps.heartbeatMs ?? 15_000,
+      });
       return reply;
     },
   });
 
   add({
-    method: 'GET', url: '/healthz', scope: null, operationId: 'healthz', summary: 'Liveness of the process, with projection lag',
+    method: 'GET',
+    url: '/healthz',
+    scope: null,
+    operationId: 'healthz',
+    summary: 'Liveness of the process, with projection lag',
     responses: { 200: { schema: s.health, description: 'the process is up' } },
-    handler: async () => ({ ok: true, ready: deps.projections?.isReady() ?? true, lag: ((await deps.projections?.lag()) ?? 0n).toString(), position: readModel.position()?.toString() ?? null }),
+    handler: async () => ({
+      ok: true,
+      ready: deps.projections?.isReady() ?? true,
+      lag: ((await deps.projections?.lag()) ?? 0n).toString(),
+      position: readModel.position()?.toString() ?? null,
+    }),
   });
 
   add({
-    method: 'GET', url: '/readyz', scope: null, operationId: 'readyz', summary: 'Ready once projections have caught up with the store',
+    method: 'GET',
+    url: '/readyz',
+    scope: null,
+    operationId: 'readyz',
+    summary: 'Ready once projections have caught up with the store',
     responses: { 200: { schema: s.health, description: 'projections caught up' }, 503: { description: 'projections still catching up' } },
     handler: async () => {
       const lag = (await deps.projections?.lag()) ?? 0n;
       if (!(deps.projections?.isReady() ?? true)) {
-        throw new ConvergeError('CONVERGE_ERR_NOT_READY', `projections are ${lag} events behind the store`, { details: { lag: lag.toString() } });
+        throw new ConvergeError('CONVERGE_ERR_NOT_READY', `projections are ${lag} events behind the store`, {
+          details: { lag: lag.toString() },
+        });
       }
       return { ok: true, ready: true, lag: lag.toString(), position: readModel.position()?.toString() ?? null };
     },
   });
 
   add({
-    method: 'GET', url: '/metrics', scope: null, operationId: 'metrics', summary: 'Prometheus metrics',
+    method: 'GET',
+    url: '/metrics',
+    scope: null,
+    operationId: 'metrics',
+    summary: 'Prometheus metrics',
     responses: { 200: { contentType: 'text/plain', description: 'Prometheus text exposition format' } },
     handler: async ({ reply }) => {
       const registry = deps.metrics?.registry;
@@ -270,7 +378,11 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
 
   const openapi = buildOpenApi(routes);
   add({
-    method: 'GET', url: '/v1/openapi.json', scope: null, operationId: 'openapi', summary: 'This document',
+    method: 'GET',
+    url: '/v1/openapi.json',
+    scope: null,
+    operationId: 'openapi',
+    summary: 'This document',
     responses: { 200: { contentType: 'application/json', description: 'OpenAPI 3.1 document' } },
     handler: async () => openapi,
   });
@@ -300,7 +412,10 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
     return sendProblem(reply, problem);
   });
   app.setNotFoundHandler((req, reply) =>
-    sendProblem(reply, problemOf(new ConvergeError('CONVERGE_ERR_ROUTE_NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0] ?? ''}`), req.url)),
+    sendProblem(
+      reply,
+      problemOf(new ConvergeError('CONVERGE_ERR_ROUTE_NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0] ?? ''}`), req.url),
+    ),
   );
   return app;
 }

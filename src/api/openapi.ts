@@ -59,7 +59,9 @@ const errorStatuses = (r: RouteDoc): number[] => {
 };
 
 export function buildOpenApi(routes: readonly RouteDoc[]): Json {
-  const components = z.toJSONSchema(apiRegistry, { uri: (id) => `#/components/schemas/${id}`, unrepresentable: 'any' }) as { schemas: Record<string, Json> };
+  const components = z.toJSONSchema(apiRegistry, { uri: (id) => `#/components/schemas/${id}`, unrepresentable: 'any' }) as {
+    schemas: Record<string, Json>;
+  };
   const schemas: Record<string, Json> = {};
   for (const [id, schema] of Object.entries(components.schemas)) schemas[id] = strip(schema);
 
@@ -71,12 +73,30 @@ export function buildOpenApi(routes: readonly RouteDoc[]): Json {
       const type = doc.contentType ?? (Number(status) >= 400 ? 'application/problem+json' : 'application/json');
       responses[status] = {
         description: doc.description,
-        content: { [type]: { schema: doc.schema !== undefined ? ref(doc.schema) : Number(status) >= 400 ? { $ref: '#/components/schemas/Problem' } : type === 'application/json' ? {} : { type: 'string' } } },
+        content: {
+          [type]: {
+            schema:
+              doc.schema !== undefined
+                ? ref(doc.schema)
+                : Number(status) >= 400
+                  ? { $ref: '#/components/schemas/Problem' }
+                  : type === 'application/json'
+                    ? {}
+                    : { type: 'string' },
+          },
+        },
       };
     }
     for (const st of errorStatuses(r)) {
       responses[String(st)] ??= {
-        description: st === 401 ? 'missing or invalid bearer token' : st === 403 ? 'token lacks the scope' : st === 400 ? 'invalid parameters or body' : 'internal error',
+        description:
+          st === 401
+            ? 'missing or invalid bearer token'
+            : st === 403
+              ? 'token lacks the scope'
+              : st === 400
+                ? 'invalid parameters or body'
+                : 'internal error',
         content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
       };
     }
@@ -96,12 +116,15 @@ export function buildOpenApi(routes: readonly RouteDoc[]): Json {
     info: {
       title: 'Converge',
       version: '1',
-      description: 'Event-sourced convergence engine. Errors are application/problem+json with a stable `code`: ' + Object.keys(errorCodes).join(', '),
+      description:
+        'Event-sourced convergence engine. Errors are application/problem+json with a stable `code`: ' + Object.keys(errorCodes).join(', '),
     },
     paths,
     components: {
       schemas,
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'CONVERGE_API_TOKENS: `<token>:<scopes>` entries; scopes read, send' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'CONVERGE_API_TOKENS: `<token>:<scopes>` entries; scopes read, send' },
+      },
     },
   };
 }

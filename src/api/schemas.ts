@@ -71,7 +71,7 @@ export const nodeView = named(
     reports: z.number().int(),
     position,
   }),
-  'One node\'s state: caughtUp means the latest report names the latest sent digest (DESIGN §3)',
+  "One node's state: caughtUp means the latest report names the latest sent digest (DESIGN §3)",
 );
 
 export const nodesQuery = named(
@@ -107,15 +107,12 @@ export const historyEntry = named(
 
 export const history = named('History', z.object({ node: z.string(), events: z.array(historyEntry), next: position.nullable() }));
 
-export const stateQuery = named(
-  'StateQuery',
-  z.object({ at: z.string().min(1).describe('an ISO 8601 time or a decimal store position') }),
-);
+export const stateQuery = named('StateQuery', z.object({ at: z.string().min(1).describe('an ISO 8601 time or a decimal store position') }));
 
 export const stateAtResponse = named(
   'StateAt',
   z.object({ at: z.string(), folded: z.number().int(), state: nodeView }),
-  'A node\'s state as of a time or position: the same fold, stopped',
+  "A node's state as of a time or position: the same fold, stopped",
 );
 
 export const awaitQuery = named(
@@ -156,9 +153,6 @@ export const fleet = named(
   }),
 );
 
-export const eventsQuery = named(
-  'EventsQuery',
-  z.object({ node: z.string().min(1).optional().describe('only this node\'s changes') }),
-);
+export const eventsQuery = named('EventsQuery', z.object({ node: z.string().min(1).optional().describe("only this node's changes") }));
 
 export const health = named('Health', z.object({ ok: z.boolean(), ready: z.boolean(), lag: position, position: position.nullable() }));

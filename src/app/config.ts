@@ -48,13 +48,21 @@ export const configHelp: readonly string[] = Object.values(settings).map((s) => 
 
 export const defaultStore = 'sqlite:./data/converge.db';
 
-const intIn = (min: number, max: number) => z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
+const intIn = (min: number, max: number) =>
+  z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(min, `must be at least ${min}`)
+    .max(max, `must be at most ${max}`);
 
 const schema = z.object({
   store: z
     .string()
     .default(defaultStore)
-    .refine((s) => s === 'memory:' || /^sqlite:.+/.test(s) || /^esdb(\+discover)?:\/\/.+/.test(s), 'must be sqlite:<path>, esdb://… or memory:'),
+    .refine(
+      (s) => s === 'memory:' || /^sqlite:.+/.test(s) || /^esdb(\+discover)?:\/\/.+/.test(s),
+      'must be sqlite:<path>, esdb://… or memory:',
+    ),
   amqpUrl: z
     .string()
     .refine((s) => /^amqps?:\/\/.+/.test(s), 'must be an amqp:// or amqps:// URL')
@@ -67,7 +75,11 @@ const schema = z.object({
   graceMs: intIn(1, 86_400_000).default(60_000),
   snapshotPath: z.string().min(1).nullable().default(null),
   snapshotEvery: intIn(1, 100_000_000).default(10_000),
-  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'must be one of fatal, error, warn, info, debug, trace, silent' }).default('info'),
+  logLevel: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+      error: 'must be one of fatal, error, warn, info, debug, trace, silent',
+    })
+    .default('info'),
   trustMissingUserId: z
     .enum(['on', 'off', 'true', 'false', '1', '0'], { error: 'must be on or off' })
     .default('off')

@@ -84,7 +84,14 @@ export function createServer(options: ServerOptions): Server {
   const ingest =
     transport === undefined
       ? null
-      : createIngest({ store, source: transport.ingestSource, logger, metrics, trustMissingUserId: config.trustMissingUserId, aliveResolutionMs: config.aliveResolutionMs });
+      : createIngest({
+          store,
+          source: transport.ingestSource,
+          logger,
+          metrics,
+          trustMissingUserId: config.trustMissingUserId,
+          aliveResolutionMs: config.aliveResolutionMs,
+        });
   const relay = transport === undefined ? null : createRelay({ store, publisher: transport.publisher, logger, metrics });
 
   const app = buildApp({
@@ -98,7 +105,10 @@ export function createServer(options: ServerOptions): Server {
     ...(send === null
       ? {
           send: async () => {
-            throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', 'this engine has no signing key: set --signing-key or CONVERGE_SIGNING_KEY');
+            throw new ConvergeError(
+              'CONVERGE_ERR_CONFIG_INVALID',
+              'this engine has no signing key: set --signing-key or CONVERGE_SIGNING_KEY',
+            );
           },
         }
       : { send }),

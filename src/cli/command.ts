@@ -39,7 +39,11 @@ export type Command = Readonly<{
   run: (ctx: Context) => Promise<number>;
 }>;
 
-export const makeLogger = (level: Config['logLevel']): Logger => pino({ level, redact: { paths: ['signingKey', '*.signingKey', 'token', '*.token', 'req.headers.authorization'], censor: '[redacted]' } }, pino.destination(2));
+export const makeLogger = (level: Config['logLevel']): Logger =>
+  pino(
+    { level, redact: { paths: ['signingKey', '*.signingKey', 'token', '*.token', 'req.headers.authorization'], censor: '[redacted]' } },
+    pino.destination(2),
+  );
 
 /** Open the configured store; for a read command, a SQLite file that is not there is an error, not a new empty store. */
 export function openStore(config: Config, io: CliIo, mustExist: boolean): EventStore {

@@ -56,7 +56,8 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   }
   const command = commands.find((c) => c.name === name);
   try {
-    if (command === undefined) throw new ConvergeError('CONVERGE_ERR_USAGE', `unknown command ${JSON.stringify(name)}; run converge --help`);
+    if (command === undefined)
+      throw new ConvergeError('CONVERGE_ERR_USAGE', `unknown command ${JSON.stringify(name)}; run converge --help`);
     let parsed: ReturnType<typeof parseArgs>;
     try {
       parsed = parseArgs({ args: [...rest], options: { ...shared, ...command.options }, allowPositionals: true, strict: true });
@@ -70,14 +71,20 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     }
     const [min, max] = command.args;
     if (parsed.positionals.length < min || parsed.positionals.length > max) {
-      throw new ConvergeError('CONVERGE_ERR_USAGE', `${name}: expected ${min === max ? min : `${min} to ${max}`} argument(s), got ${parsed.positionals.length}; usage: ${command.usage}`);
+      throw new ConvergeError(
+        'CONVERGE_ERR_USAGE',
+        `${name}: expected ${min === max ? min : `${min} to ${max}`} argument(s), got ${parsed.positionals.length}; usage: ${command.usage}`,
+      );
     }
     const config = loadConfig({ flags: values, env: io.env }, { logLevel: command.defaultLogLevel ?? 'warn' });
     const logger = makeLogger(config.logLevel);
     return await command.run({ io, values, positionals: parsed.positionals, config, json: values.json === true, logger });
   } catch (err) {
     const e = toConvergeError(err);
-    const lines = isConvergeError(e, 'CONVERGE_ERR_CONFIG_INVALID') && Array.isArray(e.details?.lines) ? (e.details.lines as string[]) : [e.message.split('\n')[0] ?? e.code];
+    const lines =
+      isConvergeError(e, 'CONVERGE_ERR_CONFIG_INVALID') && Array.isArray(e.details?.lines)
+        ? (e.details.lines as string[])
+        : [e.message.split('\n')[0] ?? e.code];
     for (const line of lines) io.stderr(`converge: ${line}\n`);
     if (e.code === 'CONVERGE_ERR_INTERNAL' && io.env['CONVERGE_DEBUG'] !== undefined) io.stderr(`${(err as Error).stack ?? ''}\n`);
     return e.code === 'CONVERGE_ERR_USAGE' ? 2 : 1;
@@ -91,4 +98,3 @@ export async function main(): Promise<void> {
   // Long-running commands leave handles (sockets, timers) behind on purpose only until they stop.
   if (code !== 0) setTimeout(() => process.exit(code), 100).unref();
 }
-

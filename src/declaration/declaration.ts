@@ -39,12 +39,16 @@ export function validateSpec(input: unknown): Spec {
       .slice(0, 3)
       .map((i) => `${i.path.join('.') || '(spec)'}: ${i.message}`)
       .join('; ');
-    throw new ConvergeError('CONVERGE_ERR_SPEC_INVALID', `declaration spec is not valid: ${msg}`, { details: { issues: r.error.issues.slice(0, 10) } });
+    throw new ConvergeError('CONVERGE_ERR_SPEC_INVALID', `declaration spec is not valid: ${msg}`, {
+      details: { issues: r.error.issues.slice(0, 10) },
+    });
   }
   const seen = new Set<string>();
   for (const res of r.data.resources) {
     if (seen.has(res.id)) {
-      throw new ConvergeError('CONVERGE_ERR_SPEC_DUPLICATE_ID', `resource id ${JSON.stringify(res.id)} appears more than once`, { details: { id: res.id } });
+      throw new ConvergeError('CONVERGE_ERR_SPEC_DUPLICATE_ID', `resource id ${JSON.stringify(res.id)} appears more than once`, {
+        details: { id: res.id },
+      });
     }
     seen.add(res.id);
   }
@@ -95,7 +99,10 @@ export function readDeclaration(bytes: Uint8Array): Declaration {
   }
   const r = declarationSchema.safeParse(value);
   if (!r.success) {
-    throw new ConvergeError('CONVERGE_ERR_DECLARATION_INVALID', `declaration does not match DESIGN §1: ${r.error.issues[0]?.message ?? ''}`);
+    throw new ConvergeError(
+      'CONVERGE_ERR_DECLARATION_INVALID',
+      `declaration does not match DESIGN §1: ${r.error.issues[0]?.message ?? ''}`,
+    );
   }
   return r.data;
 }

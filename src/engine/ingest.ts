@@ -47,13 +47,25 @@ export type Ingest = Readonly<{
   lastSeen: () => ReadonlyMap<string, Date>;
   /** False while appends are failing and deliveries are held unacked. */
   isHealthy: () => boolean;
-  stats: () => Readonly<{ received: number; redelivered: number; appended: number; acked: number; deadLettered: number; coalesced: number; pending: number }>;
+  stats: () => Readonly<{
+    received: number;
+    redelivered: number;
+    appended: number;
+    acked: number;
+    deadLettered: number;
+    coalesced: number;
+    pending: number;
+  }>;
 }>;
 
 type Pending = Readonly<{ delivery: Delivery; event: NewEvent | null }>;
 
 /** Store errors that no retry will fix: the delivery itself is the problem. */
-const poisonCodes: ReadonlySet<ErrorCode> = new Set(['CONVERGE_ERR_EVENT_TOO_LARGE', 'CONVERGE_ERR_DUPLICATE_EVENT_ID', 'CONVERGE_ERR_EVENT_INVALID']);
+const poisonCodes: ReadonlySet<ErrorCode> = new Set([
+  'CONVERGE_ERR_EVENT_TOO_LARGE',
+  'CONVERGE_ERR_DUPLICATE_EVENT_ID',
+  'CONVERGE_ERR_EVENT_INVALID',
+]);
 
 export function createIngest(options: IngestOptions): Ingest {
   const { store, source, metrics } = options;
@@ -82,10 +94,16 @@ export function createIngest(options: IngestOptions): Ingest {
   function checkSender(node: string, d: Delivery): void {
     if (d.userId === null) {
       if (trustMissing) return;
-      throw new ConvergeError('CONVERGE_ERR_USER_ID_MISSING', `${d.kind} for node ${JSON.stringify(node)} has no user_id; the sender is unknown`);
+      throw new ConvergeError(
+        'CONVERGE_ERR_USER_ID_MISSING',
+        `${d.kind} for node ${JSON.stringify(node)} has no user_id; the sender is unknown`,
+      );
     }
     if (d.userId !== node) {
-      throw new ConvergeError('CONVERGE_ERR_USER_ID_MISMATCH', `${d.kind} names node ${JSON.stringify(node)} but was sent by ${JSON.stringify(d.userId)}`);
+      throw new ConvergeError(
+        'CONVERGE_ERR_USER_ID_MISMATCH',
+        `${d.kind} names node ${JSON.stringify(node)} but was sent by ${JSON.stringify(d.userId)}`,
+      );
     }
   }
 
@@ -97,7 +115,10 @@ export function createIngest(options: IngestOptions): Ingest {
   /** The event for a delivery, null for an alive inside the resolution window; throws to refuse it. */
   function toEvent(d: Delivery): NewEvent | null {
     if (d.routingKey !== d.kind) {
-      throw new ConvergeError('CONVERGE_ERR_ROUTING_KEY', `a message on the ${d.kind} queue arrived with routing key ${JSON.stringify(d.routingKey)}`);
+      throw new ConvergeError(
+        'CONVERGE_ERR_ROUTING_KEY',
+        `a message on the ${d.kind} queue arrived with routing key ${JSON.stringify(d.routingKey)}`,
+      );
     }
     const at = now();
     if (d.kind === 'report') {
@@ -122,7 +143,10 @@ export function createIngest(options: IngestOptions): Ingest {
   function refuse(d: Delivery, err: unknown): void {
     const e = toConvergeError(err);
     metrics?.ingestRejected.inc({ reason: e.code });
-    logger.warn({ code: e.code, kind: d.kind, messageId: d.messageId, userId: d.userId, reason: e.message }, 'refusing message to mesh.dead');
+    logger.warn(
+      { code: e.code, kind: d.kind, messageId: d.messageId, userId: d.userId, reason: e.message },
+      'refusing message to mesh.dead',
+    );
     const p = (async () => {
       let backoff = minRetry;
       // Retry while the delivery can still be acked; once its channel is gone the broker will

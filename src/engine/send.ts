@@ -51,7 +51,9 @@ export function createSender(options: SenderOptions): Sender {
       const serial = (state.sent?.serial ?? 0) + 1;
       const event = makeDeclarationSent({ node, serial, resources: spec.resources, key, now: now() });
       try {
-        const r = await store.append([{ stream: streamOf(node), expected: state.revision < 0n ? 'no_stream' : state.revision, events: [event] }]);
+        const r = await store.append([
+          { stream: streamOf(node), expected: state.revision < 0n ? 'no_stream' : state.revision, events: [event] },
+        ]);
         if (r.streams[0]?.written === 1) return { digest: event.data.digest, serial, position: r.position };
         // The id (node + serial) was already stored, so the store took this as a retry. This call
         // never retries an append whose outcome it does not know, so it is not ours: another send
@@ -63,7 +65,11 @@ export function createSender(options: SenderOptions): Sender {
         lastErr = err;
       }
     }
-    throw new ConvergeError('CONVERGE_ERR_WRONG_EXPECTED_REVISION', `send to ${node}: the stream kept moving; gave up after ${maxAttempts} attempts`, { cause: lastErr });
+    throw new ConvergeError(
+      'CONVERGE_ERR_WRONG_EXPECTED_REVISION',
+      `send to ${node}: the stream kept moving; gave up after ${maxAttempts} attempts`,
+      { cause: lastErr },
+    );
   }
 
   return { send };

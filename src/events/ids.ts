@@ -35,11 +35,26 @@ export function uuidV5(name: string, namespace: string = convergeNamespace): str
   const n = ns.length + scratch.write(name, ns.length, 'utf8');
   const h = sha1(scratch.subarray(0, n));
   return (
-    hex[h[0]!]! + hex[h[1]!]! + hex[h[2]!]! + hex[h[3]!]! + '-' +
-    hex[h[4]!]! + hex[h[5]!]! + '-' +
-    hex[(h[6]! & 0x0f) | 0x50]! + hex[h[7]!]! + '-' +
-    hex[(h[8]! & 0x3f) | 0x80]! + hex[h[9]!]! + '-' +
-    hex[h[10]!]! + hex[h[11]!]! + hex[h[12]!]! + hex[h[13]!]! + hex[h[14]!]! + hex[h[15]!]!
+    hex[h[0]!]! +
+    hex[h[1]!]! +
+    hex[h[2]!]! +
+    hex[h[3]!]! +
+    '-' +
+    hex[h[4]!]! +
+    hex[h[5]!]! +
+    '-' +
+    hex[(h[6]! & 0x0f) | 0x50]! +
+    hex[h[7]!]! +
+    '-' +
+    hex[(h[8]! & 0x3f) | 0x80]! +
+    hex[h[9]!]! +
+    '-' +
+    hex[h[10]!]! +
+    hex[h[11]!]! +
+    hex[h[12]!]! +
+    hex[h[13]!]! +
+    hex[h[14]!]! +
+    hex[h[15]!]!
   );
 }
 

@@ -24,9 +24,15 @@ export const eventMetadata = (): Readonly<{ v: number }> => ({ v: currentVersion
 /** Turn stored (type, data, metadata) back into a typed event, upcasting old shapes. */
 export function decodeEvent(type: string, data: unknown, metadata?: unknown): ConvergeEvent {
   if (!isEventType(type)) throw new ConvergeError('CONVERGE_ERR_EVENT_INVALID', `unknown event type ${JSON.stringify(type)}`);
-  let v = typeof metadata === 'object' && metadata !== null && typeof (metadata as { v?: unknown }).v === 'number' ? (metadata as { v: number }).v : 1;
+  let v =
+    typeof metadata === 'object' && metadata !== null && typeof (metadata as { v?: unknown }).v === 'number'
+      ? (metadata as { v: number }).v
+      : 1;
   if (v > currentVersion) {
-    throw new ConvergeError('CONVERGE_ERR_EVENT_INVALID', `${type} v${v} was written by a newer Converge (this one reads up to v${currentVersion})`);
+    throw new ConvergeError(
+      'CONVERGE_ERR_EVENT_INVALID',
+      `${type} v${v} was written by a newer Converge (this one reads up to v${currentVersion})`,
+    );
   }
   let d = data as Record<string, unknown>;
   for (; v < currentVersion; v++) {
@@ -36,7 +42,10 @@ export function decodeEvent(type: string, data: unknown, metadata?: unknown): Co
   }
   const r = eventDataSchemas[type].safeParse(d);
   if (!r.success) {
-    throw new ConvergeError('CONVERGE_ERR_EVENT_INVALID', `${type} does not match its schema: ${r.error.issues[0]?.path.join('.')} ${r.error.issues[0]?.message}`);
+    throw new ConvergeError(
+      'CONVERGE_ERR_EVENT_INVALID',
+      `${type} does not match its schema: ${r.error.issues[0]?.path.join('.')} ${r.error.issues[0]?.message}`,
+    );
   }
   return { type, data: r.data } as ConvergeEvent;
 }

@@ -123,7 +123,9 @@ export function createSimulatedNode(options: SimulatedNodeOptions): SimulatedNod
 
   function sendAlive(): void {
     if (silent || stopped) return;
-    link.publish('alive', encodeAlive({ node }), `${node}/alive/${randomUUID()}`).catch((err: unknown) => logger.debug({ err: (err as Error).message }, 'alive not confirmed'));
+    link
+      .publish('alive', encodeAlive({ node }), `${node}/alive/${randomUUID()}`)
+      .catch((err: unknown) => logger.debug({ err: (err as Error).message }, 'alive not confirmed'));
   }
 
   return {

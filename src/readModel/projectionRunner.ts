@@ -109,7 +109,14 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     const eventId = lastEventId;
     if (eventId === null) return Promise.resolve();
     // Serialised synchronously so the snapshot is exactly the model at `position`.
-    const text = serializeSnapshot({ format: snapshotFormat, foldVersion, position, eventId, writtenAt: new Date().toISOString(), states: [...readModel.nodes()] });
+    const text = serializeSnapshot({
+      format: snapshotFormat,
+      foldVersion,
+      position,
+      eventId,
+      writtenAt: new Date().toISOString(),
+      states: [...readModel.nodes()],
+    });
     lastSnapshotAt = position;
     writing = writeSnapshotText(opts.path, text)
       .then(() => log.debug({ position: position.toString() }, 'snapshot written'))

@@ -11,7 +11,10 @@ export type Difference = Readonly<{ node: string; field: string; expected: strin
 export type ReplayProgress = (folded: number, position: bigint) => void;
 
 /** Fold every event with position <= `until` (default: all) from zero. */
-export async function replayStore(store: EventStore, options: { until?: bigint | null; onProgress?: ReplayProgress } = {}): Promise<Map<string, NodeState>> {
+export async function replayStore(
+  store: EventStore,
+  options: { until?: bigint | null; onProgress?: ReplayProgress } = {},
+): Promise<Map<string, NodeState>> {
   const states = new Map<string, NodeState>();
   const until = options.until ?? null;
   let folded = 0;
@@ -32,7 +35,10 @@ export async function replayStore(store: EventStore, options: { until?: bigint |
 function canonical(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) => {
     if (typeof x === 'bigint') return `${x}n`;
-    if (x instanceof Map) return Object.fromEntries([...(x as Map<unknown, unknown>)].map(([k, val]) => [String(k), val]).sort(([a], [b]) => (String(a) < String(b) ? -1 : 1)));
+    if (x instanceof Map)
+      return Object.fromEntries(
+        [...(x as Map<unknown, unknown>)].map(([k, val]) => [String(k), val]).sort(([a], [b]) => (String(a) < String(b) ? -1 : 1)),
+      );
     return x;
   });
 }
@@ -59,7 +65,10 @@ export function compareStates(expected: ReadonlyMap<string, NodeState>, actual: 
 }
 
 /** Compare a live read model with a replay from zero stopped at the model's own position. */
-export async function verifyReadModel(store: EventStore, readModel: Readonly<{ position: () => bigint | null; nodes: () => Iterable<NodeState> }>): Promise<Difference[]> {
+export async function verifyReadModel(
+  store: EventStore,
+  readModel: Readonly<{ position: () => bigint | null; nodes: () => Iterable<NodeState> }>,
+): Promise<Difference[]> {
   const at = readModel.position();
   const replayed = at === null ? new Map<string, NodeState>() : await replayStore(store, { until: at });
   return compareStates(replayed, readModel.nodes());

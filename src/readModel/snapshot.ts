@@ -46,7 +46,8 @@ const reviver = (_k: string, v: unknown): unknown => {
     const keys = Object.keys(o);
     if (typeof o.$big === 'string' && keys.length === 1) return BigInt(o.$big);
     if (Array.isArray(o.$map) && keys.length === 1) return new Map(o.$map as [unknown, unknown][]);
-    if (keys.some((k) => k.startsWith('$'))) return Object.fromEntries(Object.entries(o).map(([k, x]) => [k.startsWith('$$') ? k.slice(1) : k, x]));
+    if (keys.some((k) => k.startsWith('$')))
+      return Object.fromEntries(Object.entries(o).map(([k, x]) => [k.startsWith('$$') ? k.slice(1) : k, x]));
   }
   return v;
 };
@@ -55,7 +56,13 @@ export const serializeSnapshot = (s: Snapshot): string => JSON.stringify(s, repl
 
 export function parseSnapshot(text: string): Snapshot {
   const v = JSON.parse(text, reviver) as Partial<Snapshot>;
-  if (v.format !== snapshotFormat || typeof v.position !== 'bigint' || typeof v.eventId !== 'string' || !Array.isArray(v.states) || typeof v.foldVersion !== 'number') {
+  if (
+    v.format !== snapshotFormat ||
+    typeof v.position !== 'bigint' ||
+    typeof v.eventId !== 'string' ||
+    !Array.isArray(v.states) ||
+    typeof v.foldVersion !== 'number'
+  ) {
     throw new ConvergeError('CONVERGE_ERR_SNAPSHOT_INVALID', 'snapshot file is not a Converge read-model snapshot');
   }
   return v as Snapshot;

@@ -21,11 +21,14 @@ export function encodeWrites(writes: readonly StreamWrite[], maxEventBytes: numb
   const ids = new Set<string>();
   const out: EncodedWrite[] = [];
   for (const w of writes) {
-    if (typeof w.stream !== 'string' || w.stream === '') throw new ConvergeError('CONVERGE_ERR_BAD_REQUEST', 'append: stream name must be a non-empty string');
+    if (typeof w.stream !== 'string' || w.stream === '')
+      throw new ConvergeError('CONVERGE_ERR_BAD_REQUEST', 'append: stream name must be a non-empty string');
     const events: EncodedEvent[] = [];
     for (const e of w.events) {
       if (ids.has(e.id)) {
-        throw new ConvergeError('CONVERGE_ERR_DUPLICATE_EVENT_ID', `append: event id ${e.id} appears twice in one call`, { details: { id: e.id, stream: w.stream } });
+        throw new ConvergeError('CONVERGE_ERR_DUPLICATE_EVENT_ID', `append: event id ${e.id} appears twice in one call`, {
+          details: { id: e.id, stream: w.stream },
+        });
       }
       ids.add(e.id);
       const data = JSON.stringify(e.data);
@@ -60,10 +63,14 @@ export const wrongExpectedRevision = (stream: string, expected: ExpectedRevision
   new ConvergeError(
     'CONVERGE_ERR_WRONG_EXPECTED_REVISION',
     `append to ${stream}: expected ${describe(expected)}, but the stream is at ${current === null ? 'an unknown revision' : describe(current)}; nothing of this call was written`,
-    { details: { stream, expected: String(expected), current: current === null ? null : String(current) }, ...(cause === undefined ? {} : { cause }) },
+    {
+      details: { stream, expected: String(expected), current: current === null ? null : String(current) },
+      ...(cause === undefined ? {} : { cause }),
+    },
   );
 
-export const storeClosed = (kind: string): ConvergeError => new ConvergeError('CONVERGE_ERR_STORE_CLOSED', `${kind} event store has been closed`);
+export const storeClosed = (kind: string): ConvergeError =>
+  new ConvergeError('CONVERGE_ERR_STORE_CLOSED', `${kind} event store has been closed`);
 
 /**
  * Build a Recorded from a decoded event. An object literal, not `{ ...event, id, … }`: on the

@@ -10,7 +10,14 @@ import {
   jsonEvent,
   streamNameFilter,
 } from '@eventstore/db-client';
-import type { AllStreamRecordedEvent, AllStreamSubscription, AppendExpectedRevision, JSONType, Position, RecordedEvent } from '@eventstore/db-client';
+import type {
+  AllStreamRecordedEvent,
+  AllStreamSubscription,
+  AppendExpectedRevision,
+  JSONType,
+  Position,
+  RecordedEvent,
+} from '@eventstore/db-client';
 import { ConvergeError, isConvergeError } from '../errors.ts';
 import type { Recorded } from '../events/index.ts';
 import { decodeEvent, isEventType, streamPrefix as nodeStreamPrefix } from '../events/index.ts';
@@ -45,7 +52,10 @@ export type EsdbEventStoreOptions = Readonly<{
 }>;
 
 /** The part of `EventStoreDBClient` this adapter calls. */
-export type EsdbClient = Pick<EventStoreDBClient, 'appendToStream' | 'readStream' | 'readAll' | 'subscribeToAll' | 'setStreamMetadata' | 'dispose'>;
+export type EsdbClient = Pick<
+  EventStoreDBClient,
+  'appendToStream' | 'readStream' | 'readAll' | 'subscribeToAll' | 'setStreamMetadata' | 'dispose'
+>;
 
 // Not `$`-prefixed: streams starting with `$` are system streams that EventStoreDB's default
 // ACL ($systemStreamAcl) lets only admins read or write, and the engine need not run as admin.
@@ -56,9 +66,13 @@ const toPosition = (p: bigint): Position => ({ commit: p, prepare: p });
 const esdbError = (err: unknown, what: string): ConvergeError => {
   if (err instanceof ConvergeError) return err;
   if (err instanceof MaxAppendSizeExceededError) {
-    return new ConvergeError('CONVERGE_ERR_EVENT_TOO_LARGE', `${what}: EventStoreDB refused the append as too large (${err.message})`, { cause: err });
+    return new ConvergeError('CONVERGE_ERR_EVENT_TOO_LARGE', `${what}: EventStoreDB refused the append as too large (${err.message})`, {
+      cause: err,
+    });
   }
-  return new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', `${what}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  return new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', `${what}: ${err instanceof Error ? err.message : String(err)}`, {
+    cause: err,
+  });
 };
 
 function toRecorded(e: RecordedEvent | AllStreamRecordedEvent): Recorded | null {
@@ -76,7 +90,11 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
   try {
     client = options.client ?? EventStoreDBClient.connectionString(connectionString);
   } catch (err) {
-    throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `esdb: cannot use connection string: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new ConvergeError(
+      'CONVERGE_ERR_CONFIG_INVALID',
+      `esdb: cannot use connection string: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
   let closed = false;
   const subscriptions = new Set<Subscription>();
@@ -85,7 +103,12 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
   };
 
   /** Events of a stream from a revision, forwards or backwards; a missing stream has none. */
-  async function readRaw(stream: string, direction: 'forwards' | 'backwards', from: bigint | undefined, maxCount: number | undefined): Promise<RecordedEvent[]> {
+  async function readRaw(
+    stream: string,
+    direction: 'forwards' | 'backwards',
+    from: bigint | undefined,
+    maxCount: number | undefined,
+  ): Promise<RecordedEvent[]> {
     const out: RecordedEvent[] = [];
     try {
       const read = client.readStream(stream, {
@@ -126,7 +149,9 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
     try {
       const r = await client.appendToStream(
         w.stream,
-        events.map((e) => jsonEvent({ id: e.id, type: e.type, data: JSON.parse(e.data) as JSONType, metadata: JSON.parse(e.metadata) as JSONType })),
+        events.map((e) =>
+          jsonEvent({ id: e.id, type: e.type, data: JSON.parse(e.data) as JSONType, metadata: JSON.parse(e.metadata) as JSONType }),
+        ),
         { expectedRevision: expected },
       );
       // No position: the server treated the append as an idempotent repeat of a concurrent retry.
@@ -159,7 +184,10 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
       const results = encoded.map((w) => {
         const previous = chains.get(w.stream) ?? Promise.resolve();
         const mine = previous.then(() => appendOne(w));
-        chains.set(w.stream, mine.catch(() => undefined));
+        chains.set(
+          w.stream,
+          mine.catch(() => undefined),
+        );
         return mine;
       });
       const settled = await Promise.allSettled(results);
@@ -190,7 +218,11 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
         let raw = 0;
         let last: bigint | null = null;
         try {
-          const read = client.readAll({ direction: FORWARDS, fromPosition: after === null ? START : toPosition(after), maxCount: readBatchSize });
+          const read = client.readAll({
+            direction: FORWARDS,
+            fromPosition: after === null ? START : toPosition(after),
+            maxCount: readBatchSize,
+          });
           for await (const r of read) {
             raw++;
             const e = r.event;

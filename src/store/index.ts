@@ -30,9 +30,13 @@ export function openEventStore(url: string, options: OpenEventStoreOptions = {})
   if (url === 'memory:' || url === 'memory') return createMemoryEventStore(limit);
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
-    if (path === '') throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} names no file: use sqlite:<path>`);
+    if (path === '')
+      throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} names no file: use sqlite:<path>`);
     return createSqliteEventStore(path, { ...options.sqlite, ...limit });
   }
   if (url.startsWith('esdb://') || url.startsWith('esdb+discover://')) return createEsdbEventStore(url, { ...options.esdb, ...limit });
-  throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} is not memory:, sqlite:<path>, esdb://… or esdb+discover://…`);
+  throw new ConvergeError(
+    'CONVERGE_ERR_CONFIG_INVALID',
+    `store url ${JSON.stringify(url)} is not memory:, sqlite:<path>, esdb://… or esdb+discover://…`,
+  );
 }

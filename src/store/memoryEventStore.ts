@@ -29,7 +29,8 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
   const open = (): void => {
     if (closed) throw storeClosed('memory');
   };
-  const decode = (r: Row): Recorded => recorded(decodeEvent(r.type, JSON.parse(r.data), JSON.parse(r.metadata)), r.id, r.stream, r.revision, r.position);
+  const decode = (r: Row): Recorded =>
+    recorded(decodeEvent(r.type, JSON.parse(r.data), JSON.parse(r.metadata)), r.id, r.stream, r.revision, r.position);
   const revisionOf = (stream: string): bigint => BigInt((streams.get(stream)?.length ?? 0) - 1);
 
   function readAfter(after: bigint | null, limit: number, prefix?: string): Recorded[] {
@@ -57,9 +58,13 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
           const storedIn = byId.get(e.id)?.stream ?? pendingIds.get(e.id);
           if (storedIn === undefined) fresh.push(e);
           else if (storedIn !== w.stream) {
-            throw new ConvergeError('CONVERGE_ERR_DUPLICATE_EVENT_ID', `append: event id ${e.id} is already stored in ${storedIn}, not ${w.stream}`, {
-              details: { id: e.id, stream: w.stream, storedIn },
-            });
+            throw new ConvergeError(
+              'CONVERGE_ERR_DUPLICATE_EVENT_ID',
+              `append: event id ${e.id} is already stored in ${storedIn}, not ${w.stream}`,
+              {
+                details: { id: e.id, stream: w.stream, storedIn },
+              },
+            );
           }
         }
         const current = pendingRevision.get(w.stream) ?? revisionOf(w.stream);

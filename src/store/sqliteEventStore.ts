@@ -58,9 +58,13 @@ const sqliteError = (err: unknown, what: string): ConvergeError => {
   if (err instanceof ConvergeError) return err;
   const code = (err as { code?: unknown }).code;
   if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
-    return new ConvergeError('CONVERGE_ERR_STORE_SCHEMA', `${what}: the file is not a readable SQLite database (${String(code)})`, { cause: err });
+    return new ConvergeError('CONVERGE_ERR_STORE_SCHEMA', `${what}: the file is not a readable SQLite database (${String(code)})`, {
+      cause: err,
+    });
   }
-  return new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', `${what}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  return new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', `${what}: ${err instanceof Error ? err.message : String(err)}`, {
+    cause: err,
+  });
 };
 
 function migrate(db: Database.Database, path: string): void {
@@ -76,7 +80,10 @@ function migrate(db: Database.Database, path: string): void {
     return;
   }
   if (appId !== applicationId) {
-    throw new ConvergeError('CONVERGE_ERR_STORE_SCHEMA', `sqlite:${path} is a SQLite file but not a Converge event store (application_id ${appId}); refusing to touch it`);
+    throw new ConvergeError(
+      'CONVERGE_ERR_STORE_SCHEMA',
+      `sqlite:${path} is a SQLite file but not a Converge event store (application_id ${appId}); refusing to touch it`,
+    );
   }
   if (version > sqliteSchemaVersion) {
     throw new ConvergeError(
@@ -88,9 +95,13 @@ function migrate(db: Database.Database, path: string): void {
   for (let v = version; v < sqliteSchemaVersion; v++) {
     const step = migrations[v];
     if (step === undefined) {
-      throw new ConvergeError('CONVERGE_ERR_STORE_SCHEMA', `sqlite:${path} has store schema v${v} and there is no migration from it to v${v + 1}`, {
-        details: { found: version, supported: sqliteSchemaVersion },
-      });
+      throw new ConvergeError(
+        'CONVERGE_ERR_STORE_SCHEMA',
+        `sqlite:${path} has store schema v${v} and there is no migration from it to v${v + 1}`,
+        {
+          details: { found: version, supported: sqliteSchemaVersion },
+        },
+      );
     }
     db.transaction(() => {
       step(db);
@@ -129,15 +140,21 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   const cols = 'position, id, stream, revision, type, data, metadata';
   const q = {
     revision: conn.prepare('SELECT max(revision) AS r FROM events WHERE stream = ?').pluck().safeIntegers(),
-    insert: conn.prepare('INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING').safeIntegers(),
+    insert: conn
+      .prepare('INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING')
+      .safeIntegers(),
     streamOfId: conn.prepare('SELECT stream FROM events WHERE id = ?').pluck(),
     forwards: conn.prepare(`SELECT ${cols} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`).safeIntegers(),
     backwards: conn.prepare(`SELECT ${cols} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`).safeIntegers(),
     after: conn.prepare(`SELECT ${cols} FROM events WHERE position > ? ORDER BY position LIMIT ?`).safeIntegers(),
-    afterPrefix: conn.prepare(`SELECT ${cols} FROM events WHERE position > ? AND position <= ? AND substr(stream, 1, ?) = ? ORDER BY position LIMIT ?`).safeIntegers(),
+    afterPrefix: conn
+      .prepare(`SELECT ${cols} FROM events WHERE position > ? AND position <= ? AND substr(stream, 1, ?) = ? ORDER BY position LIMIT ?`)
+      .safeIntegers(),
     head: conn.prepare('SELECT max(position) FROM events').pluck().safeIntegers(),
     getCheckpoint: conn.prepare('SELECT position FROM checkpoints WHERE name = ?').pluck().safeIntegers(),
-    setCheckpoint: conn.prepare('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position'),
+    setCheckpoint: conn.prepare(
+      'INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position',
+    ),
   };
 
   let closed = false;
@@ -195,9 +212,13 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
         if (r.changes === 0) {
           const storedIn = q.streamOfId.get(e.id) as string;
           if (storedIn !== w.stream) {
-            throw new ConvergeError('CONVERGE_ERR_DUPLICATE_EVENT_ID', `append: event id ${e.id} is already stored in ${storedIn}, not ${w.stream}`, {
-              details: { id: e.id, stream: w.stream, storedIn },
-            });
+            throw new ConvergeError(
+              'CONVERGE_ERR_DUPLICATE_EVENT_ID',
+              `append: event id ${e.id} is already stored in ${storedIn}, not ${w.stream}`,
+              {
+                details: { id: e.id, stream: w.stream, storedIn },
+              },
+            );
           }
           continue;
         }

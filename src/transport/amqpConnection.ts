@@ -100,7 +100,11 @@ export async function connectAmqp(options: AmqpConnectionOptions): Promise<AmqpC
     });
   } catch (cause) {
     if (isConvergeError(cause)) throw cause;
-    throw new ConvergeError('CONVERGE_ERR_BROKER_UNAVAILABLE', `cannot connect to RabbitMQ at ${redactUrl(options.url)}: ${(cause as Error).message}`, { cause });
+    throw new ConvergeError(
+      'CONVERGE_ERR_BROKER_UNAVAILABLE',
+      `cannot connect to RabbitMQ at ${redactUrl(options.url)}: ${(cause as Error).message}`,
+      { cause },
+    );
   }
   connected = true;
   generation = 1;

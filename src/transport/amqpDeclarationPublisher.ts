@@ -49,7 +49,14 @@ export function createAmqpDeclarationPublisher(conn: AmqpConnection, options: Am
           names.declarationsExchange,
           d.node,
           d.body,
-          { mandatory: true, persistent: true, contentType: 'application/json', messageId: d.digest, type: 'declaration', headers: { 'key-id': d.keyId } },
+          {
+            mandatory: true,
+            persistent: true,
+            contentType: 'application/json',
+            messageId: d.digest,
+            type: 'declaration',
+            headers: { 'key-id': d.keyId },
+          },
           returned,
         );
       } catch (err) {

@@ -31,7 +31,10 @@ const handleOf = (d: Delivery): Handle => d.handle as Handle;
 export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngestSourceOptions): IngestSource {
   const logger = options.logger.child({ component: 'ingest-source' });
   const prefetch = options.prefetch ?? 1000;
-  const queues: Record<InboundKind, string> = { report: options.queues?.report ?? names.reportsQueue, alive: options.queues?.alive ?? names.aliveQueue };
+  const queues: Record<InboundKind, string> = {
+    report: options.queues?.report ?? names.reportsQueue,
+    alive: options.queues?.alive ?? names.aliveQueue,
+  };
   const maxReason = options.maxReasonLength ?? 1024;
   let consumer: SupervisedChannel<Channel> | null = null;
   let dead: SupervisedChannel<ConfirmChannel> | null = null;
@@ -80,7 +83,13 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
 
   const source: IngestSource = {
     async start(onDelivery) {
-      dead = superviseChannel<ConfirmChannel>({ open: () => conn.createConfirmChannel(), setup: async () => undefined, logger, name: 'dead-letter', until: conn.closed });
+      dead = superviseChannel<ConfirmChannel>({
+        open: () => conn.createConfirmChannel(),
+        setup: async () => undefined,
+        logger,
+        name: 'dead-letter',
+        until: conn.closed,
+      });
       consumer = superviseChannel<Channel>({
         open: () => conn.createChannel(),
         name: 'ingest',

@@ -24,7 +24,13 @@ export function createAmqpNodeLink(conn: AmqpConnection, options: AmqpNodeLinkOp
   const { node } = options;
   const logger = options.logger.child({ node });
   const userId = options.userId === undefined ? node : options.userId;
-  const out = superviseChannel<ConfirmChannel>({ open: () => conn.createConfirmChannel(), setup: async () => undefined, logger, name: 'node-out', until: conn.closed });
+  const out = superviseChannel<ConfirmChannel>({
+    open: () => conn.createConfirmChannel(),
+    setup: async () => undefined,
+    logger,
+    name: 'node-out',
+    until: conn.closed,
+  });
   let inbox: SupervisedChannel<Channel> | null = null;
 
   return {
@@ -44,13 +50,15 @@ export function createAmqpNodeLink(conn: AmqpConnection, options: AmqpNodeLinkOp
               ch.close().catch(() => undefined);
               return;
             }
-            onMessage(m.content).then(
-              () => ch.ack(m),
-              (err: unknown) => {
-                logger.warn({ err: (err as Error).message }, 'declaration handling failed; requeueing');
-                ch.nack(m, false, true);
-              },
-            ).catch(() => undefined); // ack/nack on a channel that closed meanwhile: the broker redelivers
+            onMessage(m.content)
+              .then(
+                () => ch.ack(m),
+                (err: unknown) => {
+                  logger.warn({ err: (err as Error).message }, 'declaration handling failed; requeueing');
+                  ch.nack(m, false, true);
+                },
+              )
+              .catch(() => undefined); // ack/nack on a channel that closed meanwhile: the broker redelivers
           });
         },
       });

@@ -40,7 +40,8 @@ export async function createAmqpTransport(options: AmqpTransportOptions): Promis
   });
   return {
     connection,
-    ingestSource: (o = {}) => createAmqpIngestSource(connection, { logger, ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }), ...o }),
+    ingestSource: (o = {}) =>
+      createAmqpIngestSource(connection, { logger, ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }), ...o }),
     declarationPublisher: () => createAmqpDeclarationPublisher(connection, { logger }),
     close: () => connection.close(),
   };

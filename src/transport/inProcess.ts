@@ -11,7 +11,14 @@ import type { DeclarationPublisher, Delivery, InboundKind, IngestSource, NodeLin
 type Message = { body: Buffer; messageId: string | null; userId: string | null; routingKey: string; redelivered: boolean };
 type Handle = Readonly<{ seq: number; generation: number }>;
 
-export type DeadLetter = Readonly<{ kind: InboundKind; body: Buffer; messageId: string | null; userId: string | null; code: ErrorCode; reason: string }>;
+export type DeadLetter = Readonly<{
+  kind: InboundKind;
+  body: Buffer;
+  messageId: string | null;
+  userId: string | null;
+  code: ErrorCode;
+  reason: string;
+}>;
 
 export type InProcessBroker = Readonly<{
   /** The engine's consumer of reports and alive (one at a time, like single-active-consumer). */
@@ -20,7 +27,11 @@ export type InProcessBroker = Readonly<{
   /** A node's side. `userId` defaults to the node id (what RabbitMQ would validate); null sends none. */
   nodeLink: (node: string, options?: Readonly<{ userId?: string | null }>) => NodeLink;
   /** Put any message on mesh (tests of hostile input): routing key 'report' or 'alive'. */
-  inject: (key: InboundKind, body: Buffer, props?: Readonly<{ messageId?: string | null; userId?: string | null; routingKey?: string }>) => void;
+  inject: (
+    key: InboundKind,
+    body: Buffer,
+    props?: Readonly<{ messageId?: string | null; userId?: string | null; routingKey?: string }>,
+  ) => void;
   deadLetters: () => readonly DeadLetter[];
   /** Messages waiting or unacked, per queue name (mesh.reports, mesh.alive, node.<id>). */
   depth: () => Readonly<Record<string, number>>;
@@ -148,7 +159,13 @@ export function createInProcessBroker(): InProcessBroker {
     },
 
     inject: (key, body, props = {}) =>
-      enqueue(key, { body, messageId: props.messageId ?? null, userId: props.userId ?? null, routingKey: props.routingKey ?? key, redelivered: false }),
+      enqueue(key, {
+        body,
+        messageId: props.messageId ?? null,
+        userId: props.userId ?? null,
+        routingKey: props.routingKey ?? key,
+        redelivered: false,
+      }),
 
     deadLetters: () => dead,
 

@@ -27,7 +27,8 @@ export function jsonDepthExceeds(bytes: Uint8Array, maxDepth: number): boolean {
   for (let i = 0; i < bytes.length; i++) {
     const c = bytes[i];
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped byte
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped byte
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
@@ -65,7 +66,13 @@ function describe(issues: readonly z.core.$ZodIssue[]): string {
 // Node 20) — against ~14 µs per report for the bare amqplib + better-sqlite3 loop. It returns
 // zod's own output for the common well-formed body and hands anything else to zod, which stays
 // the judge of what is valid and words every rejection (test/wire/fastPath.property.test.ts).
-function check<T extends z.ZodType>(schema: T, value: unknown, what: string, requiresNode = false, fast?: (v: unknown) => z.output<T> | null): z.output<T> {
+function check<T extends z.ZodType>(
+  schema: T,
+  value: unknown,
+  what: string,
+  requiresNode = false,
+  fast?: (v: unknown) => z.output<T> | null,
+): z.output<T> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ConvergeError('CONVERGE_ERR_WIRE_SCHEMA', `${what} must be a JSON object`);
   }
@@ -92,7 +99,10 @@ export function parseReport(body: Uint8Array, limits: WireLimits = defaultWireLi
   const r = check(reportSchema, parseJson(body, limits), 'report', true, fastReport);
   requireNode(r.node, 'report');
   if (r.declared !== '' && !digestPattern.test(r.declared)) {
-    throw new ConvergeError('CONVERGE_ERR_WIRE_DIGEST', `declared must be 64 lowercase hex characters, got ${JSON.stringify(r.declared.slice(0, 80))}`);
+    throw new ConvergeError(
+      'CONVERGE_ERR_WIRE_DIGEST',
+      `declared must be 64 lowercase hex characters, got ${JSON.stringify(r.declared.slice(0, 80))}`,
+    );
   }
   return { ...r, declared: r.declared === '' ? null : r.declared };
 }
@@ -119,7 +129,8 @@ export function encodeSigned(s: Signed): Buffer {
 export function encodeReport(r: Report): Buffer {
   const o: Record<string, unknown> = { node: r.node };
   if (r.applied.length) o['applied'] = r.applied;
-  if (Object.keys(r.failed).length) o['failed'] = Object.fromEntries(Object.entries(r.failed).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  if (Object.keys(r.failed).length)
+    o['failed'] = Object.fromEntries(Object.entries(r.failed).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   if (r.refused) o['refused'] = r.refused;
   if (r.carried.length) o['carried'] = r.carried;
   if (r.declared) o['declared'] = r.declared;

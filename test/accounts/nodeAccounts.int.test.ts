@@ -48,7 +48,9 @@ if (!probe.ok) {
       assert.fail(`broker unreachable: ${probe.reason}`);
     });
   } else {
-    console.warn(`\n*** SKIPPING node account tests: broker unreachable (${probe.reason}); set CONVERGE_REQUIRE_BROKER=1 to fail instead ***\n`);
+    console.warn(
+      `\n*** SKIPPING node account tests: broker unreachable (${probe.reason}); set CONVERGE_REQUIRE_BROKER=1 to fail instead ***\n`,
+    );
     test(`node accounts against RabbitMQ — SKIPPED: ${probe.reason}`, { skip: probe.reason }, () => {});
   }
 } else {
@@ -63,7 +65,14 @@ if (!probe.ok) {
     const nodeConns: ChannelModel[] = [];
     const connectAs = async (user: string, password: string): Promise<ChannelModel> => {
       const u = new URL(defaultBroker.amqpUrl);
-      const c = await amqp.connect({ protocol: 'amqp', hostname: u.hostname, port: Number(u.port || 5672), username: user, password, vhost: scratch.vhost });
+      const c = await amqp.connect({
+        protocol: 'amqp',
+        hostname: u.hostname,
+        port: Number(u.port || 5672),
+        username: user,
+        password,
+        vhost: scratch.vhost,
+      });
       c.on('error', () => undefined); // a forced close is an expected outcome here, not a crash
       nodeConns.push(c);
       return c;
@@ -93,7 +102,9 @@ if (!probe.ok) {
       const ch = await admin.createChannel();
       try {
         const m = await new Promise<amqp.ConsumeMessage>((resolve, reject) => {
-          ch.consume('mesh.reports', (msg) => (msg ? resolve(msg) : reject(new Error('consumer cancelled'))), { noAck: true }).catch(reject);
+          ch.consume('mesh.reports', (msg) => (msg ? resolve(msg) : reject(new Error('consumer cancelled'))), { noAck: true }).catch(
+            reject,
+          );
         });
         return m;
       } finally {
@@ -146,7 +157,13 @@ if (!probe.ok) {
 
     test('a node cannot publish to mesh.declarations, mesh.dead, amq.topic or the default exchange (403)', async () => {
       const conn = await connectAs(a, passwordA);
-      for (const [exchange, key] of [['mesh.declarations', b], ['mesh.dead', ''], ['amq.topic', 'report'], ['', `node.${b}`], ['', 'mesh.reports']] as const) {
+      for (const [exchange, key] of [
+        ['mesh.declarations', b],
+        ['mesh.dead', ''],
+        ['amq.topic', 'report'],
+        ['', `node.${b}`],
+        ['', 'mesh.reports'],
+      ] as const) {
         const r = await attempt(conn, publish(exchange, key, `{"node":"${a}"}`, { userId: a }));
         assert.equal(!r.ok && r.code, 403, `publishing to ${JSON.stringify(exchange)} with ${JSON.stringify(key)} was accepted`);
       }
@@ -205,12 +222,19 @@ if (!probe.ok) {
 
     test('invalid ids, a missing vhost, bad admin credentials and an unreachable API fail with codes', async () => {
       await assert.rejects(enrollNode('Node/1', options()), (e) => isConvergeError(e, 'CONVERGE_ERR_NODE_ID_INVALID'));
-      await assert.rejects(enrollNode(`t${tag}-c`, { ...options(), vhost: `${scratch.vhost}-missing` }), (e) => isConvergeError(e, 'CONVERGE_ERR_BROKER_ADMIN'));
+      await assert.rejects(enrollNode(`t${tag}-c`, { ...options(), vhost: `${scratch.vhost}-missing` }), (e) =>
+        isConvergeError(e, 'CONVERGE_ERR_BROKER_ADMIN'),
+      );
       const badCreds = new URL(scratch.managementUrl);
       badCreds.username = 'guest';
       badCreds.password = 'wrong';
-      await assert.rejects(enrollNode(`t${tag}-c`, { ...options(), managementUrl: badCreds.toString() }), (e) => isConvergeError(e, 'CONVERGE_ERR_BROKER_ADMIN') && /refused/.test(e.message) && !e.message.includes('wrong'));
-      await assert.rejects(enrollNode(`t${tag}-c`, { ...options(), managementUrl: 'http://127.0.0.1:1' }), (e) => isConvergeError(e, 'CONVERGE_ERR_BROKER_ADMIN'));
+      await assert.rejects(
+        enrollNode(`t${tag}-c`, { ...options(), managementUrl: badCreds.toString() }),
+        (e) => isConvergeError(e, 'CONVERGE_ERR_BROKER_ADMIN') && /refused/.test(e.message) && !e.message.includes('wrong'),
+      );
+      await assert.rejects(enrollNode(`t${tag}-c`, { ...options(), managementUrl: 'http://127.0.0.1:1' }), (e) =>
+        isConvergeError(e, 'CONVERGE_ERR_BROKER_ADMIN'),
+      );
       // Nothing half-made was left behind by the failures.
       assert.equal((await createManagementClient({ managementUrl: scratch.managementUrl }).request('GET', `/users/t${tag}-c`)).status, 404);
     });
@@ -219,7 +243,11 @@ if (!probe.ok) {
       const id = `t${tag}-cli`;
       const out: string[] = [];
       const err: string[] = [];
-      const io = { stdout: (l: string) => out.push(l), stderr: (l: string) => err.push(l), env: { CONVERGE_MANAGEMENT_URL: scratch.managementUrl } };
+      const io = {
+        stdout: (l: string) => out.push(l),
+        stderr: (l: string) => err.push(l),
+        env: { CONVERGE_MANAGEMENT_URL: scratch.managementUrl },
+      };
       assert.equal(await runNodeCommand(['enroll', id, '--vhost', scratch.vhost, '--json'], io), 0);
       const printed = JSON.parse(out[0] ?? '{}') as { password?: string; node?: string };
       assert.equal(printed.node, id);

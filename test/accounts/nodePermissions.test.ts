@@ -10,9 +10,16 @@ const matches = (pattern: string, name: string) => new RegExp(pattern).test(name
 test('node ids: lowercase letters, digits, dot, underscore, hyphen; 1 to 63 characters; no leading punctuation', () => {
   for (const ok of ['a', 'node-1', 'web.eu-west.3', 'x_y', 'a'.repeat(63)]) assert.equal(validateNodeId(ok), ok);
   for (const bad of ['', 'A', 'node/1', 'node 1', '-a', '.a', 'a*', 'a#', 'a'.repeat(64), 'né', 'a\n', 'a\u0000']) {
-    assert.throws(() => validateNodeId(bad), (e) => isConvergeError(e, 'CONVERGE_ERR_NODE_ID_INVALID'), JSON.stringify(bad));
+    assert.throws(
+      () => validateNodeId(bad),
+      (e) => isConvergeError(e, 'CONVERGE_ERR_NODE_ID_INVALID'),
+      JSON.stringify(bad),
+    );
   }
-  assert.throws(() => validateNodeId(42), (e) => isConvergeError(e, 'CONVERGE_ERR_NODE_ID_INVALID'));
+  assert.throws(
+    () => validateNodeId(42),
+    (e) => isConvergeError(e, 'CONVERGE_ERR_NODE_ID_INVALID'),
+  );
   assert.equal(nodeIdPattern.source, '^[a-z0-9][a-z0-9._-]{0,62}$');
 });
 
@@ -51,7 +58,11 @@ test('escapeRegex makes every regex metacharacter literal', () => {
 test('the node command rejects bad usage and bad ids with status 2 before touching the broker', async () => {
   const out: string[] = [];
   const err: string[] = [];
-  const io = { stdout: (l: string) => out.push(l), stderr: (l: string) => err.push(l), env: { CONVERGE_MANAGEMENT_URL: 'http://127.0.0.1:1' } };
+  const io = {
+    stdout: (l: string) => out.push(l),
+    stderr: (l: string) => err.push(l),
+    env: { CONVERGE_MANAGEMENT_URL: 'http://127.0.0.1:1' },
+  };
   assert.equal(await runNodeCommand([], io), 2);
   assert.equal(await runNodeCommand(['frobnicate', 'n1'], io), 2);
   assert.equal(await runNodeCommand(['enroll'], io), 2);

@@ -17,8 +17,14 @@ async function readEvents(res: Response, count: number): Promise<SseEvent[]> {
     while ((i = buf.indexOf('\n\n')) >= 0) {
       const block = buf.slice(0, i);
       buf = buf.slice(i + 2);
-      const fields = new Map(block.split('\n').filter((l) => !l.startsWith(':') && l.includes(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trimStart()]));
-      if (fields.get('event') === 'node') out.push({ id: fields.get('id') ?? '', event: 'node', data: JSON.parse(fields.get('data') ?? 'null') });
+      const fields = new Map(
+        block
+          .split('\n')
+          .filter((l) => !l.startsWith(':') && l.includes(':'))
+          .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trimStart()]),
+      );
+      if (fields.get('event') === 'node')
+        out.push({ id: fields.get('id') ?? '', event: 'node', data: JSON.parse(fields.get('data') ?? 'null') });
     }
   }
   await reader.cancel();
@@ -38,8 +44,14 @@ test('/v1/events streams each state change with id = position, and resumes from 
   await h.script.report('s1', { declared: a.digest, applied: ['web'] });
   await h.script.alive('s2');
   const events = await got;
-  assert.deepEqual(events.map((e) => e.data.node), ['s1', 's1', 's2']);
-  assert.deepEqual(events.map((e) => e.data.status), ['behind', 'converged', 'undeclared']);
+  assert.deepEqual(
+    events.map((e) => e.data.node),
+    ['s1', 's1', 's2'],
+  );
+  assert.deepEqual(
+    events.map((e) => e.data.status),
+    ['behind', 'converged', 'undeclared'],
+  );
   for (const e of events) assert.equal(e.id, e.data.position);
 
   // A client that saw only the first event resumes: it gets the current state of each node
@@ -48,7 +60,10 @@ test('/v1/events streams each state change with id = position, and resumes from 
   const more = readEvents(resumed, 3);
   await h.script.send('s3');
   const after = await more;
-  assert.deepEqual(after.map((e) => e.data.node), ['s1', 's2', 's3']);
+  assert.deepEqual(
+    after.map((e) => e.data.node),
+    ['s1', 's2', 's3'],
+  );
   assert.equal(after[0]!.data.status, 'converged');
   const ids = after.map((e) => BigInt(e.id));
   assert.ok(ids[0]! > BigInt(events[0]!.id) && ids[1]! > ids[0]! && ids[2]! > ids[1]!, 'ids keep increasing across the resume');

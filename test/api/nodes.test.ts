@@ -40,17 +40,29 @@ describe('node routes', () => {
 
   test('GET /v1/nodes filters by status and liveness', async () => {
     const all = (await h.app.inject({ url: '/v1/nodes', headers: read })).json();
-    assert.deepEqual(all.nodes.map((n: { node: string }) => n.node), ['n1', 'n2', 'n3']);
+    assert.deepEqual(
+      all.nodes.map((n: { node: string }) => n.node),
+      ['n1', 'n2', 'n3'],
+    );
     const behind = (await h.app.inject({ url: '/v1/nodes?status=behind', headers: read })).json();
-    assert.deepEqual(behind.nodes.map((n: { node: string }) => n.node), ['n2']);
+    assert.deepEqual(
+      behind.nodes.map((n: { node: string }) => n.node),
+      ['n2'],
+    );
     const never = (await h.app.inject({ url: '/v1/nodes?liveness=never-seen', headers: read })).json();
-    assert.deepEqual(never.nodes.map((n: { node: string }) => n.node), ['n2']);
+    assert.deepEqual(
+      never.nodes.map((n: { node: string }) => n.node),
+      ['n2'],
+    );
   });
 
   test('GET /v1/nodes filters by digest, sent or running', async () => {
     const digest = h.runner.readModel.get('n2')?.sent?.digest ?? '';
     const r = (await h.app.inject({ url: `/v1/nodes?digest=${digest}`, headers: read })).json();
-    assert.deepEqual(r.nodes.map((n: { node: string }) => n.node), ['n2']);
+    assert.deepEqual(
+      r.nodes.map((n: { node: string }) => n.node),
+      ['n2'],
+    );
   });
 
   test('a bad query value is a 400 with CONVERGE_ERR_BAD_REQUEST naming the field', async () => {
@@ -73,7 +85,12 @@ describe('node routes', () => {
 
   test('a read token on a write is 403 and sends nothing', async () => {
     const before = await h.store.headPosition();
-    const r = await h.app.inject({ method: 'POST', url: '/v1/nodes/n1/declarations', headers: read, payload: { resources: [{ id: 'x' }] } });
+    const r = await h.app.inject({
+      method: 'POST',
+      url: '/v1/nodes/n1/declarations',
+      headers: read,
+      payload: { resources: [{ id: 'x' }] },
+    });
     assert.equal(r.statusCode, 403);
     assert.equal(r.json().code, 'CONVERGE_ERR_FORBIDDEN');
     assert.equal(await h.store.headPosition(), before);

@@ -61,7 +61,8 @@ test('the OpenAPI document is 3.x, lists every DESIGN §7 route, resolves every 
     assert.doesNotThrow(() => ajv.compile({ $ref: `openapi.json#/components/schemas/${name}` }), `components.schemas.${name} compiles`);
   }
   for (const [path, ops] of Object.entries<Record<string, { parameters: { schema: object }[] }>>(doc.paths)) {
-    for (const op of Object.values(ops)) for (const p of op.parameters) assert.doesNotThrow(() => ajv.compile(p.schema), `a parameter of ${path} compiles`);
+    for (const op of Object.values(ops))
+      for (const p of op.parameters) assert.doesNotThrow(() => ajv.compile(p.schema), `a parameter of ${path} compiles`);
   }
 
   // The document describes what the API really answers: a node view validates against NodeState.

@@ -6,7 +6,7 @@ import { stateAtResponse } from '../../src/api/schemas.ts';
 import { harness, read, sendToken, write } from './harness.ts';
 
 describe('history and state', () => {
-  test('history lists a node\'s events newest first with positions, and pages with next', async (t) => {
+  test("history lists a node's events newest first with positions, and pages with next", async (t) => {
     const h = await harness();
     t.after(() => h.close());
     for (let i = 0; i < 5; i++) {
@@ -33,7 +33,7 @@ describe('history and state', () => {
     assert.equal(bad.json().code, 'CONVERGE_ERR_BAD_REQUEST');
   });
 
-  test('state at a time between A\'s stale report and B\'s report says behind', async (t) => {
+  test("state at a time between A's stale report and B's report says behind", async (t) => {
     const h = await harness();
     t.after(() => h.close());
     const a = await h.script.send('r1');
@@ -64,7 +64,7 @@ describe('history and state', () => {
     assert.equal(r.state.status, 'behind');
   });
 
-  test('state before the node\'s first event is undeclared with a decimal position, as the schema says', async (t) => {
+  test("state before the node's first event is undeclared with a decimal position, as the schema says", async (t) => {
     const h = await harness();
     t.after(() => h.close());
     const early = h.script.now().toISOString();
@@ -91,7 +91,12 @@ describe('declarations', () => {
   test('POST signs, records and answers 202 with digest and serial, visible at once', async (t) => {
     const h = await harness();
     t.after(() => h.close());
-    const r = await h.app.inject({ method: 'POST', url: '/v1/nodes/d1/declarations', headers: write, payload: { resources: [{ id: 'web', ports: [8080] }] } });
+    const r = await h.app.inject({
+      method: 'POST',
+      url: '/v1/nodes/d1/declarations',
+      headers: write,
+      payload: { resources: [{ id: 'web', ports: [8080] }] },
+    });
     assert.equal(r.statusCode, 202);
     const body = r.json();
     assert.match(body.digest, /^[0-9a-f]{64}$/);
@@ -103,7 +108,12 @@ describe('declarations', () => {
   test('a spec with duplicate resource ids is 400 CONVERGE_ERR_SPEC_DUPLICATE_ID', async (t) => {
     const h = await harness();
     t.after(() => h.close());
-    const r = await h.app.inject({ method: 'POST', url: '/v1/nodes/d1/declarations', headers: write, payload: { resources: [{ id: 'a' }, { id: 'a' }] } });
+    const r = await h.app.inject({
+      method: 'POST',
+      url: '/v1/nodes/d1/declarations',
+      headers: write,
+      payload: { resources: [{ id: 'a' }, { id: 'a' }] },
+    });
     assert.equal(r.statusCode, 400);
     assert.equal(r.json().code, 'CONVERGE_ERR_SPEC_DUPLICATE_ID');
   });
@@ -111,7 +121,12 @@ describe('declarations', () => {
   test('a body that is not JSON is a 400 problem', async (t) => {
     const h = await harness();
     t.after(() => h.close());
-    const r = await h.app.inject({ method: 'POST', url: '/v1/nodes/d1/declarations', headers: { ...write, 'content-type': 'application/json' }, payload: '{nope' });
+    const r = await h.app.inject({
+      method: 'POST',
+      url: '/v1/nodes/d1/declarations',
+      headers: { ...write, 'content-type': 'application/json' },
+      payload: '{nope',
+    });
     assert.equal(r.statusCode, 400);
     assert.equal(r.json().code, 'CONVERGE_ERR_BAD_REQUEST');
   });

@@ -40,7 +40,7 @@ let dir: string;
 let env: Record<string, string>;
 let digests: { a: string; b: string };
 
-describe('converge CLI on a store with the seed\'s race', () => {
+describe("converge CLI on a store with the seed's race", () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'converge-cli-'));
     const key = await cli(['keygen', '--out', 'key.pem', '--json']);
@@ -89,7 +89,10 @@ describe('converge CLI on a store with the seed\'s race', () => {
     const r = await cli(['status', '--json'], env);
     assert.equal(r.code, 0, r.stderr);
     const nodes = jsonLines(r.stdout) as { node: string; status: string }[];
-    assert.deepEqual(nodes.map((n) => n.node), ['n1', 'n2', 'n3']);
+    assert.deepEqual(
+      nodes.map((n) => n.node),
+      ['n1', 'n2', 'n3'],
+    );
     assert.equal(nodes[0]?.status, 'converged');
     const one = JSON.parse((await cli(['status', 'n1', '--json'], env)).stdout);
     assert.equal(one.caughtUp, true);
@@ -106,10 +109,13 @@ describe('converge CLI on a store with the seed\'s race', () => {
   test('history --json lists each event with its report class', async () => {
     const r = await cli(['history', 'n1', '--json'], env);
     const entries = jsonLines(r.stdout) as { type: string; class: string | null }[];
-    assert.deepEqual(entries.map((e) => e.class), [null, null, 'stale', 'matching']);
+    assert.deepEqual(
+      entries.map((e) => e.class),
+      [null, null, 'stale', 'matching'],
+    );
   });
 
-  test('state --at a time between A\'s stale report and B\'s report says behind', async () => {
+  test("state --at a time between A's stale report and B's report says behind", async () => {
     const h = jsonLines((await cli(['history', 'n1', '--json'], env)).stdout) as { at: string }[];
     const between = new Date((Date.parse(h[2]!.at) + Date.parse(h[3]!.at)) / 2).toISOString();
     const r = await cli(['state', 'n1', '--at', between, '--json'], env);
@@ -181,7 +187,10 @@ describe('converge CLI on a store with the seed\'s race', () => {
   });
 
   test('status with a --status or --liveness that no node can have is a usage mistake, not an empty list', async () => {
-    for (const args of [['status', '--status', 'bogus'], ['status', '--liveness', 'asleep']]) {
+    for (const args of [
+      ['status', '--status', 'bogus'],
+      ['status', '--liveness', 'asleep'],
+    ]) {
       const r = await cli(args, env);
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stdout}`);
       assert.equal(r.stdout, '');
@@ -198,7 +207,10 @@ describe('converge CLI on a store with the seed\'s race', () => {
       assert.equal(r.stderr.trim().split('\n').length, 1);
     }
     const two = jsonLines((await cli(['history', 'n1', '--limit', '2', '--json'], env)).stdout) as { class: string | null }[];
-    assert.deepEqual(two.map((e) => e.class), ['stale', 'matching']);
+    assert.deepEqual(
+      two.map((e) => e.class),
+      ['stale', 'matching'],
+    );
   });
 
   test('send of a spec that is not JSON gives the whole reason on one line', async () => {
@@ -234,7 +246,10 @@ describe('the converge binary', () => {
   });
 
   test('demo runs a small fleet to completion, reproduces the race and reports JSON', () => {
-    const r = spawnSync(process.execPath, [bin, 'demo', '--nodes', '8', '--rounds', '3', '--interval-ms', '300', '--port', '0', '--json'], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, [bin, 'demo', '--nodes', '8', '--rounds', '3', '--interval-ms', '300', '--port', '0', '--json'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     assert.equal(r.status, 0, r.stderr);
     const lines = jsonLines(r.stdout) as { final?: boolean; races: number; refused: number; degraded: number; round: number }[];
     const final = lines.find((l) => l.final === true);

@@ -14,5 +14,6 @@ eventStoreContract('esdb', {
   maxEventBytes,
   ...(url === undefined || url === '' ? { skip: 'skipped: no EventStoreDB (set EVENTSTORE_URL=esdb://localhost:2113?tls=false)' } : {}),
   crossStreamAtomicitySkip: 'EventStoreDB has no cross-stream transaction: a many-stream append is atomic per stream (src/store/README.md)',
-  crossStreamDuplicateIdSkip: 'EventStoreDB checks event ids per stream only; an id reused in another stream is not detected (src/store/README.md)',
+  crossStreamDuplicateIdSkip:
+    'EventStoreDB checks event ids per stream only; an id reused in another stream is not detected (src/store/README.md)',
 });

@@ -16,7 +16,12 @@ import type { FakeEsdb } from './fakeEsdbClient.ts';
 const maxEventBytes = 64 * 1024;
 const fakes = new WeakMap<EventStore, FakeEsdb>();
 const open = (fake: FakeEsdb): EventStore => {
-  const store = createEsdbEventStore('esdb://emulated:2113?tls=false', { maxEventBytes, client: fake.client, minBackoffMs: 5, maxBackoffMs: 50 });
+  const store = createEsdbEventStore('esdb://emulated:2113?tls=false', {
+    maxEventBytes,
+    client: fake.client,
+    minBackoffMs: 5,
+    maxBackoffMs: 50,
+  });
   fakes.set(store, fake);
   return store;
 };
@@ -27,7 +32,8 @@ eventStoreContract('esdb adapter over an emulated client (not a real EventStoreD
   reopen: async (closed) => open(fakes.get(closed)!),
   maxEventBytes,
   crossStreamAtomicitySkip: 'EventStoreDB has no cross-stream transaction: a many-stream append is atomic per stream (README, Event store)',
-  crossStreamDuplicateIdSkip: 'EventStoreDB checks event ids per stream only; an id reused in another stream is not detected (README, Event store)',
+  crossStreamDuplicateIdSkip:
+    'EventStoreDB checks event ids per stream only; an id reused in another stream is not detected (README, Event store)',
 });
 
 async function eventually(cond: () => boolean, what: string, maxMs = 10_000): Promise<void> {
@@ -75,7 +81,10 @@ void describe('esdb adapter over an emulated client (not a real EventStoreDB ser
       await add(5, 200);
       await eventually(() => seen.length >= 20, 'live events after a second drop');
       await new Promise((r) => setTimeout(r, 30));
-      assert.deepEqual(seen.map((e) => e.id), expected);
+      assert.deepEqual(
+        seen.map((e) => e.id),
+        expected,
+      );
       assert.ok(fake.subscribeCalls() >= 3, 'resubscribed after each drop');
       assert.ok(errors.length >= 2 && errors.every((e) => isConvergeError(e, 'CONVERGE_ERR_STORE_UNAVAILABLE')), String(errors));
       assert.equal(sub.position(), seen[seen.length - 1]!.position);
@@ -96,9 +105,12 @@ void describe('esdb adapter over an emulated client (not a real EventStoreDB ser
     };
     await rejects(store.append([{ stream: s, expected: 0n, events: [aliveSeen('down', 1)] }]), 'append');
     await rejects(store.readStream(s), 'readStream');
-    await rejects((async () => {
-      for await (const b of store.readAll()) void b;
-    })(), 'readAll');
+    await rejects(
+      (async () => {
+        for await (const b of store.readAll()) void b;
+      })(),
+      'readAll',
+    );
     await rejects(store.headPosition(), 'headPosition');
     await rejects(store.setCheckpoint('down', 1n), 'setCheckpoint');
     await rejects(store.getCheckpoint('down'), 'getCheckpoint');
@@ -108,12 +120,18 @@ void describe('esdb adapter over an emulated client (not a real EventStoreDB ser
     const sub = store.subscribe({ handler: (ev) => void seen.push(...ev), onError: (err) => void errors.push(err) });
     try {
       await eventually(() => errors.length >= 2, 'subscription retries while down');
-      assert.ok(errors.every((e) => isConvergeError(e, 'CONVERGE_ERR_STORE_UNAVAILABLE')), String(errors));
+      assert.ok(
+        errors.every((e) => isConvergeError(e, 'CONVERGE_ERR_STORE_UNAVAILABLE')),
+        String(errors),
+      );
       fake.setUnavailable(false);
       const r = await store.append([{ stream: s, expected: 0n, events: [aliveSeen('down', 2)] }]);
       assert.equal(r.streams[0]!.nextExpected, 1n);
       await eventually(() => seen.length >= 2, 'subscription recovers');
-      assert.deepEqual(seen.map((e) => e.revision), [0n, 1n]);
+      assert.deepEqual(
+        seen.map((e) => e.revision),
+        [0n, 1n],
+      );
     } finally {
       await sub.stop();
       await store.close();

@@ -1,10 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import {
-  MaxAppendSizeExceededError,
-  UnavailableError,
-  WrongExpectedVersionError,
-} from '@eventstore/db-client';
+import { MaxAppendSizeExceededError, UnavailableError, WrongExpectedVersionError } from '@eventstore/db-client';
 import type {
   AllStreamRecordedEvent,
   AllStreamResolvedEvent,
@@ -45,7 +41,11 @@ const CANCELLED = 1;
 
 /** A gRPC ServiceError as grpc-js builds it; the client's convertToCommandError maps it by `code`. */
 const serviceError = (code: number, details: string): Error =>
-  Object.assign(new Error(`${code} ${code === UNAVAILABLE ? 'UNAVAILABLE' : 'CANCELLED'}: ${details}`), { code, details, metadata: { getMap: () => ({}) } });
+  Object.assign(new Error(`${code} ${code === UNAVAILABLE ? 'UNAVAILABLE' : 'CANCELLED'}: ${details}`), {
+    code,
+    details,
+    metadata: { getMap: () => ({}) },
+  });
 
 /** The server's default max append size (EventStoreDB option MaxAppendSize, 1 MiB). */
 const maxAppendSize = 1024 * 1024;
@@ -61,12 +61,18 @@ type Response = {
   hasStreamNotFound?: () => boolean;
   getStreamNotFound?: () => { getStreamIdentifier: () => { getStreamName: () => string } };
 };
-const eventResponse = (e: Stored): Response => ({ hasEvent: () => true, getEvent: () => ({ event: e, commitPosition: e.position.commit }) });
+const eventResponse = (e: Stored): Response => ({
+  hasEvent: () => true,
+  getEvent: () => ({ event: e, commitPosition: e.position.commit }),
+});
 
 /** What the client's stream classes need from a gRPC server-streaming call. */
 class FakeCall extends Readable {
   private ended = false;
-  constructor(private readonly next: () => Response | null | 'wait', private readonly onClose: (c: FakeCall) => void) {
+  constructor(
+    private readonly next: () => Response | null | 'wait',
+    private readonly onClose: (c: FakeCall) => void,
+  ) {
     super({ objectMode: true });
   }
   override _read(): void {
@@ -150,7 +156,9 @@ export function createFakeEsdb(): FakeEsdb {
   }
 
   // A real server's $all starts with system events; the adapter must skip them.
-  write('$stats-127.0.0.1:2113', [{ id: randomUUID(), contentType: 'application/json', type: '$statsCollected', data: {}, metadata: undefined } as EventData]);
+  write('$stats-127.0.0.1:2113', [
+    { id: randomUUID(), contentType: 'application/json', type: '$statsCollected', data: {}, metadata: undefined } as EventData,
+  ]);
 
   /** maxCount from the stream's metadata stream (`$$<stream>`): reads see only the newest maxCount events. */
   function visible(stream: string): Stored[] {
@@ -167,7 +175,10 @@ export function createFakeEsdb(): FakeEsdb {
   // already-converted events (the convert function is the identity); casts only at this seam.
   type CreateCall = ConstructorParameters<typeof ReadStream>[0];
   type Convert = ConstructorParameters<typeof ReadStream<AllStreamResolvedEvent>>[1];
-  const asCall = (call: FakeCall): CreateCall => () => Promise.resolve(call) as unknown as ReturnType<CreateCall>;
+  const asCall =
+    (call: FakeCall): CreateCall =>
+    () =>
+      Promise.resolve(call) as unknown as ReturnType<CreateCall>;
   const identity = ((r: unknown) => r) as unknown as Convert;
 
   function callFrom(responses: () => Response | null | 'wait'): FakeCall {
@@ -175,16 +186,27 @@ export function createFakeEsdb(): FakeEsdb {
     return call;
   }
 
-  async function appendToStream(stream: string, event: EventData | EventData[], options: { expectedRevision?: AppendExpectedRevision } = {}): Promise<AppendResult> {
+  async function appendToStream(
+    stream: string,
+    event: EventData | EventData[],
+    options: { expectedRevision?: AppendExpectedRevision } = {},
+  ): Promise<AppendResult> {
     await Promise.resolve();
     if (unavailable) throw down();
     const events = Array.isArray(event) ? event : [event];
     const expected = options.expectedRevision ?? 'any';
     const current = currentOf(stream);
-    const bytes = events.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e.data ?? null)) + Buffer.byteLength(JSON.stringify(e.metadata ?? null)), 0);
+    const bytes = events.reduce(
+      (n, e) => n + Buffer.byteLength(JSON.stringify(e.data ?? null)) + Buffer.byteLength(JSON.stringify(e.metadata ?? null)),
+      0,
+    );
     if (bytes > maxAppendSize) throw new MaxAppendSizeExceededError(undefined, maxAppendSize);
     const wrong = (): Error =>
-      new WrongExpectedVersionError(undefined, { streamName: stream, expected, current: (current < 0n ? 'no_stream' : current) as CurrentRevision });
+      new WrongExpectedVersionError(undefined, {
+        streamName: stream,
+        expected,
+        current: (current < 0n ? 'no_stream' : current) as CurrentRevision,
+      });
     if (expected === 'stream_exists' && current < 0n) throw wrong();
     const base = expected === 'no_stream' ? -1n : typeof expected === 'bigint' ? expected : null;
     if (base !== null && base !== current) {
@@ -206,7 +228,10 @@ export function createFakeEsdb(): FakeEsdb {
     return { success: true, nextExpectedRevision: currentOf(stream), position: written[written.length - 1]!.position };
   }
 
-  function readStream(stream: string, options: { direction?: 'forwards' | 'backwards'; fromRevision?: ReadRevision; maxCount?: number | bigint } = {}): ReadStream<AllStreamResolvedEvent> {
+  function readStream(
+    stream: string,
+    options: { direction?: 'forwards' | 'backwards'; fromRevision?: ReadRevision; maxCount?: number | bigint } = {},
+  ): ReadStream<AllStreamResolvedEvent> {
     const backwards = options.direction === 'backwards';
     let items: Stored[] | null = null;
     let i = 0;
@@ -221,13 +246,17 @@ export function createFakeEsdb(): FakeEsdb {
         if (!streams.has(stream)) {
           if (sentNotFound) return 'wait';
           sentNotFound = true;
-          return { hasStreamNotFound: () => true, getStreamNotFound: () => ({ getStreamIdentifier: () => ({ getStreamName: () => stream }) }) };
+          return {
+            hasStreamNotFound: () => true,
+            getStreamNotFound: () => ({ getStreamIdentifier: () => ({ getStreamName: () => stream }) }),
+          };
         }
         const from = options.fromRevision ?? (backwards ? 'end' : 'start');
         const max = Number(options.maxCount ?? Number.MAX_SAFE_INTEGER);
         const ordered = backwards ? [...list].reverse() : list;
         // fromRevision is inclusive in both directions (client docs: "Starts the read at the given event revision").
-        const start = from === 'start' || from === 'end' ? ordered : ordered.filter((e) => (backwards ? e.revision <= from : e.revision >= from));
+        const start =
+          from === 'start' || from === 'end' ? ordered : ordered.filter((e) => (backwards ? e.revision <= from : e.revision >= from));
         items = start.slice(0, max);
       }
       const e = items[i++];
@@ -240,7 +269,9 @@ export function createFakeEsdb(): FakeEsdb {
   const after = (p: Position, e: Stored): boolean => e.position.commit > p.commit;
   const atOrAfter = (p: Position, e: Stored): boolean => e.position.commit >= p.commit;
 
-  function readAll(options: { direction?: 'forwards' | 'backwards'; fromPosition?: ReadPosition; maxCount?: number | bigint } = {}): ReadStream<AllStreamResolvedEvent> {
+  function readAll(
+    options: { direction?: 'forwards' | 'backwards'; fromPosition?: ReadPosition; maxCount?: number | bigint } = {},
+  ): ReadStream<AllStreamResolvedEvent> {
     const backwards = options.direction === 'backwards';
     const from = options.fromPosition ?? (backwards ? 'end' : 'start');
     const max = Number(options.maxCount ?? Number.MAX_SAFE_INTEGER);
@@ -255,7 +286,11 @@ export function createFakeEsdb(): FakeEsdb {
         // adapter relies on this and skips it (esdbEventStore.ts readAll). Backwards from a
         // position is only used from END here. Unverified for positions that are not an event's.
         const start =
-          from === 'start' || from === 'end' ? (backwards === (from === 'end') ? ordered : []) : ordered.filter((e) => (backwards ? !atOrAfter(from, e) : atOrAfter(from, e)));
+          from === 'start' || from === 'end'
+            ? backwards === (from === 'end')
+              ? ordered
+              : []
+            : ordered.filter((e) => (backwards ? !atOrAfter(from, e) : atOrAfter(from, e)));
         items = start.slice(0, max);
       }
       const e = items[i++];
@@ -288,7 +323,10 @@ export function createFakeEsdb(): FakeEsdb {
         if (pendingCheckpoint !== null) {
           const p = pendingCheckpoint;
           pendingCheckpoint = null;
-          return { hasCheckpoint: () => true, getCheckpoint: () => ({ getCommitPosition: () => p.commit.toString(), getPreparePosition: () => p.prepare.toString() }) };
+          return {
+            hasCheckpoint: () => true,
+            getCheckpoint: () => ({ getCommitPosition: () => p.commit.toString(), getPreparePosition: () => p.prepare.toString() }),
+          };
         }
         const e = log[cursor];
         if (e === undefined) {
@@ -320,7 +358,13 @@ export function createFakeEsdb(): FakeEsdb {
   async function setStreamMetadata(stream: string, metadata: { maxCount?: number }): Promise<AppendResult> {
     // The client writes a `$metadata` event to `$$<stream>`, with maxCount as `$maxCount`
     // (client setStreamMetadata.js, streamMetadata.js prepareStreamMetadata).
-    return appendToStream(`$$${stream}`, { id: randomUUID(), contentType: 'application/json', type: '$metadata', data: { $maxCount: metadata.maxCount }, metadata: undefined } as EventData);
+    return appendToStream(`$$${stream}`, {
+      id: randomUUID(),
+      contentType: 'application/json',
+      type: '$metadata',
+      data: { $maxCount: metadata.maxCount },
+      metadata: undefined,
+    } as EventData);
   }
 
   const client = {

@@ -1,8 +1,21 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  buildDeclaration, checkCarriedPorts, digestOf, generateSigningKey, publicKeyToPem, rawPublicKey, readDeclaration, signDeclaration,
-  signingKeyFromPem, signingKeyFromSeed, signingKeyToPem, validateSpec, verifyDeclaration, verifyingKeyFromPem, verifyingKeyFromRaw,
+  buildDeclaration,
+  checkCarriedPorts,
+  digestOf,
+  generateSigningKey,
+  publicKeyToPem,
+  rawPublicKey,
+  readDeclaration,
+  signDeclaration,
+  signingKeyFromPem,
+  signingKeyFromSeed,
+  signingKeyToPem,
+  validateSpec,
+  verifyDeclaration,
+  verifyingKeyFromPem,
+  verifyingKeyFromRaw,
 } from '../../src/declaration/index.ts';
 import { isConvergeError } from '../../src/errors.ts';
 import { parseSigned } from '../../src/wire/index.ts';
@@ -51,7 +64,10 @@ test('keys round-trip through PEM with a stable key id', () => {
   assert.equal(back.keyId, k.keyId);
   assert.match(k.keyId, /^[0-9a-f]{16}$/);
   assert.equal(verifyingKeyFromPem(publicKeyToPem(k)).keyId, k.keyId);
-  assert.throws(() => signingKeyFromPem('not a key'), (e) => isConvergeError(e, 'CONVERGE_ERR_KEY_INVALID'));
+  assert.throws(
+    () => signingKeyFromPem('not a key'),
+    (e) => isConvergeError(e, 'CONVERGE_ERR_KEY_INVALID'),
+  );
 });
 
 test('declaration bytes carry node, serial, issued and resources, and each serial gives a new digest', () => {
@@ -68,19 +84,32 @@ test('declaration bytes carry node, serial, issued and resources, and each seria
 
 test('a spec with duplicate resource ids, non-string ids or bad ports is refused with a clear code', () => {
   const refused = (spec: unknown, code: string) =>
-    assert.throws(() => validateSpec(spec), (e) => isConvergeError(e) && e.code === code && e.message.length > 20);
+    assert.throws(
+      () => validateSpec(spec),
+      (e) => isConvergeError(e) && e.code === code && e.message.length > 20,
+    );
   refused({ resources: [{ id: 'web' }, { id: 'web' }] }, 'CONVERGE_ERR_SPEC_DUPLICATE_ID');
   refused({ resources: [{ id: 7 }] }, 'CONVERGE_ERR_SPEC_INVALID');
   refused({ resources: [{ name: 'no id' }] }, 'CONVERGE_ERR_SPEC_INVALID');
   refused({ resources: [{ id: 'web', ports: [70000] }] }, 'CONVERGE_ERR_SPEC_INVALID');
   refused({ resources: 'web' }, 'CONVERGE_ERR_SPEC_INVALID');
-  assert.throws(() => buildDeclaration({ node: 'n', serial: 1, issued: new Date(), resources: [{ id: 'a' }, { id: 'a' }] }), (e) =>
-    isConvergeError(e, 'CONVERGE_ERR_SPEC_DUPLICATE_ID'));
+  assert.throws(
+    () => buildDeclaration({ node: 'n', serial: 1, issued: new Date(), resources: [{ id: 'a' }, { id: 'a' }] }),
+    (e) => isConvergeError(e, 'CONVERGE_ERR_SPEC_DUPLICATE_ID'),
+  );
   assert.deepEqual(validateSpec({ resources: [] }).resources, []);
 });
 
 test('assigning a port the node carries is refused, naming the port and the resource', () => {
-  const spec = validateSpec({ resources: [{ id: 'web', ports: [8080] }, { id: 'queue', ports: [5672] }] });
+  const spec = validateSpec({
+    resources: [
+      { id: 'web', ports: [8080] },
+      { id: 'queue', ports: [5672] },
+    ],
+  });
   assert.doesNotThrow(() => checkCarriedPorts(spec, [4222]));
-  assert.throws(() => checkCarriedPorts(spec, [4222, 5672]), (e) => isConvergeError(e, 'CONVERGE_ERR_PORT_CARRIED') && /5672/.test(e.message) && /queue/.test(e.message));
+  assert.throws(
+    () => checkCarriedPorts(spec, [4222, 5672]),
+    (e) => isConvergeError(e, 'CONVERGE_ERR_PORT_CARRIED') && /5672/.test(e.message) && /queue/.test(e.message),
+  );
 });

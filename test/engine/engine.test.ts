@@ -9,7 +9,10 @@ import { silentLogger } from './storeScript.ts';
 
 test('a declaration sent through the engine counts in converge_events_appended_total{type="DeclarationSent"}', async (t) => {
   const store = createMemoryEventStore();
-  const config = { ...loadConfig({ flags: { store: 'memory:', port: '0' }, env: {} }), apiTokens: parseApiTokens('sender-token-1:read,send').table };
+  const config = {
+    ...loadConfig({ flags: { store: 'memory:', port: '0' }, env: {} }),
+    apiTokens: parseApiTokens('sender-token-1:read,send').table,
+  };
   const engine = createServer({ config, logger: silentLogger, store, key: generateSigningKey() });
   await engine.start();
   t.after(async () => {
@@ -17,7 +20,12 @@ test('a declaration sent through the engine counts in converge_events_appended_t
     await store.close();
   });
   await engine.send!('m1', [{ id: 'web' }]);
-  const posted = await engine.app.inject({ method: 'POST', url: '/v1/nodes/m1/declarations', headers: { authorization: 'Bearer sender-token-1' }, payload: { resources: [{ id: 'web', v: 2 }] } });
+  const posted = await engine.app.inject({
+    method: 'POST',
+    url: '/v1/nodes/m1/declarations',
+    headers: { authorization: 'Bearer sender-token-1' },
+    payload: { resources: [{ id: 'web', v: 2 }] },
+  });
   assert.equal(posted.statusCode, 202, posted.body);
   const text = (await engine.app.inject({ url: '/metrics' })).body;
   assert.match(text, /^converge_events_appended_total\{type="DeclarationSent"\} 2$/m);
@@ -26,7 +34,11 @@ test('a declaration sent through the engine counts in converge_events_appended_t
 test('an alive resolution as long as the grace period is refused at start: the record would show a node alive all along as disconnected', () => {
   assert.throws(
     () => loadConfig({ flags: { store: 'memory:', 'grace-ms': '60000', 'alive-resolution-ms': '60000' }, env: {} }),
-    (e: unknown) => (e as { code?: string }).code === 'CONVERGE_ERR_CONFIG_INVALID' && /alive-resolution-ms.*grace-ms/.test((e as Error).message),
+    (e: unknown) =>
+      (e as { code?: string }).code === 'CONVERGE_ERR_CONFIG_INVALID' && /alive-resolution-ms.*grace-ms/.test((e as Error).message),
   );
-  assert.equal(loadConfig({ flags: { store: 'memory:', 'grace-ms': '60000', 'alive-resolution-ms': '59999' }, env: {} }).aliveResolutionMs, 59_999);
+  assert.equal(
+    loadConfig({ flags: { store: 'memory:', 'grace-ms': '60000', 'alive-resolution-ms': '59999' }, env: {} }).aliveResolutionMs,
+    59_999,
+  );
 });

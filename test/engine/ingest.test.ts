@@ -30,9 +30,23 @@ test('stop returns while a dead-letter publish waits for a channel that only the
       for (const reject of waiting.splice(0)) reject(new Error('dead-letter channel stopped'));
     },
   };
-  const ingest = createIngest({ store: createMemoryEventStore(), source, logger: silentLogger, flushMs: 1, retry: { minMs: 5, maxMs: 20 } });
+  const ingest = createIngest({
+    store: createMemoryEventStore(),
+    source,
+    logger: silentLogger,
+    flushMs: 1,
+    retry: { minMs: 5, maxMs: 20 },
+  });
   await ingest.start();
-  onDelivery!({ kind: 'report', body: Buffer.from('not json'), messageId: 'm1', userId: 'n1', redelivered: false, routingKey: 'report', handle: 1 });
+  onDelivery!({
+    kind: 'report',
+    body: Buffer.from('not json'),
+    messageId: 'm1',
+    userId: 'n1',
+    redelivered: false,
+    routingKey: 'report',
+    handle: 1,
+  });
   assert.equal(waiting.length, 1, 'the refused delivery is being dead-lettered');
 
   let timer: NodeJS.Timeout | undefined;

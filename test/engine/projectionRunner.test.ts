@@ -76,7 +76,13 @@ test('after tampering with the read model, replay --verify finds the difference 
   const t1 = runner.readModel.get('t1')!;
   runner.readModel.set({ ...t1, status: 'behind', caughtUp: false });
   const diffs = await verifyReadModel(store, runner.readModel);
-  assert.deepEqual(diffs.map((d) => [d.node, d.field]), [['t1', 'caughtUp'], ['t1', 'status']]);
+  assert.deepEqual(
+    diffs.map((d) => [d.node, d.field]),
+    [
+      ['t1', 'caughtUp'],
+      ['t1', 'status'],
+    ],
+  );
   assert.equal(diffs.find((d) => d.field === 'status')?.expected, '"converged"');
   await runner.stop();
 });
@@ -132,7 +138,10 @@ test('a snapshot from another store is ignored and the runner folds from zero', 
   const r2 = createProjectionRunner({ store: other, logger: silentLogger, snapshot });
   await r2.start();
   await r2.caughtUp();
-  assert.deepEqual([...r2.readModel.nodes()].map((s) => s.node), ['y']);
+  assert.deepEqual(
+    [...r2.readModel.nodes()].map((s) => s.node),
+    ['y'],
+  );
   await r2.stop();
 });
 
@@ -192,7 +201,14 @@ test('the node gauges count liveness from the exact last-seen time when the inge
   const now = seen.getTime() + 120_000; // the stored AliveSeen is two minutes old: past the grace
   const gauge = async (lastSeen?: (node: string) => Date | null): Promise<string> => {
     const metrics = createMetrics();
-    const runner = createProjectionRunner({ store, logger: silentLogger, metrics, graceMs: 60_000, now: () => now, ...(lastSeen ? { lastSeen } : {}) });
+    const runner = createProjectionRunner({
+      store,
+      logger: silentLogger,
+      metrics,
+      graceMs: 60_000,
+      now: () => now,
+      ...(lastSeen ? { lastSeen } : {}),
+    });
     await runner.start();
     await runner.caughtUp();
     await runner.refreshMetrics();

@@ -28,7 +28,10 @@ export function storeScript(store: EventStore, start = Date.parse('2026-11-29T14
     now: () => new Date(clock),
     /** Digests sent to a node so far, oldest first. */
     digests: (node: string): readonly string[] => digests.get(node) ?? [],
-    async send(node: string, resources: readonly Resource[] = [{ id: 'web' }]): Promise<{ digest: string; serial: number; position: bigint }> {
+    async send(
+      node: string,
+      resources: readonly Resource[] = [{ id: 'web' }],
+    ): Promise<{ digest: string; serial: number; position: bigint }> {
       const serial = (serials.get(node) ?? 0) + 1;
       serials.set(node, serial);
       const e = makeDeclarationSent({ node, serial, resources, key: testKey, now: new Date(clock) });
@@ -37,7 +40,15 @@ export function storeScript(store: EventStore, start = Date.parse('2026-11-29T14
     },
     async report(node: string, fields: Partial<Report> = {}): Promise<bigint> {
       const report: Report = { node, applied: [], failed: {}, refused: '', carried: [], declared: null, ...fields };
-      return append(node, makeReportReceived(report, Buffer.from(JSON.stringify(report)), { messageId: `m-${++msg}`, redelivered: false, userId: node }, new Date(clock)));
+      return append(
+        node,
+        makeReportReceived(
+          report,
+          Buffer.from(JSON.stringify(report)),
+          { messageId: `m-${++msg}`, redelivered: false, userId: node },
+          new Date(clock),
+        ),
+      );
     },
     async alive(node: string): Promise<bigint> {
       return append(node, makeAliveSeen({ node }, new Date(clock)));

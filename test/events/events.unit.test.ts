@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isConvergeError } from '../../src/errors.ts';
 import {
-  aliveSeenId, declarationSentId, decodeEvent, eventMetadata, makeDeclarationSent, makeReportReceived, reportReceivedId, uuidV5,
+  aliveSeenId,
+  declarationSentId,
+  decodeEvent,
+  eventMetadata,
+  makeDeclarationSent,
+  makeReportReceived,
+  reportReceivedId,
+  uuidV5,
 } from '../../src/events/index.ts';
 import { parseReport } from '../../src/wire/index.ts';
 import { testKey } from '../support/history.ts';
@@ -31,7 +38,10 @@ test('event ids keep the values stored by earlier versions: a store written befo
   // Made by the createHash-based uuidV5 before the ingest speed-up; any change here re-keys every stored event.
   assert.equal(declarationSentId('edge-07', 12), '1a98c353-c6c7-512b-a3a2-0ea8399de353');
   assert.equal(reportReceivedId('edge-07', 'm-1', Buffer.from('{}')), '310738e1-b217-588e-8cfd-4b2d837f0ed3');
-  assert.equal(reportReceivedId('edge-07', null, Buffer.from('{"node":"edge-07","applied":["web"]}')), '533968c6-0b05-5262-97af-b51c0261850e');
+  assert.equal(
+    reportReceivedId('edge-07', null, Buffer.from('{"node":"edge-07","applied":["web"]}')),
+    '533968c6-0b05-5262-97af-b51c0261850e',
+  );
   assert.equal(aliveSeenId('edge-07', '2026-11-29T12:00:00.000Z'), '16ecefe3-a649-5ec3-b169-5e7c226208e5');
   assert.equal(uuidV5('ReportReceived/nœud-ü/msg/☃'), '0a853311-919e-5d32-9d3c-4b6aa8ddb8f2');
   assert.equal(uuidV5('x'.repeat(5000)), 'ee23ba2e-09c7-58f1-aa9f-49043af81205');
@@ -51,7 +61,13 @@ test('stored events are read back through their schema, and a malformed one is r
   const e = makeReportReceived(parseReport(body), body, { messageId: null, redelivered: true, userId: 'edge-07' }, new Date());
   const stored = JSON.parse(JSON.stringify(e.data)) as unknown;
   assert.deepEqual(decodeEvent('ReportReceived', stored, eventMetadata()), { type: 'ReportReceived', data: e.data });
-  assert.throws(() => decodeEvent('ReportReceived', { ...(stored as object), declared: 'zz' }), (x) => isConvergeError(x, 'CONVERGE_ERR_EVENT_INVALID'));
-  assert.throws(() => decodeEvent('NodeExploded', {}), (x) => isConvergeError(x, 'CONVERGE_ERR_EVENT_INVALID'));
+  assert.throws(
+    () => decodeEvent('ReportReceived', { ...(stored as object), declared: 'zz' }),
+    (x) => isConvergeError(x, 'CONVERGE_ERR_EVENT_INVALID'),
+  );
+  assert.throws(
+    () => decodeEvent('NodeExploded', {}),
+    (x) => isConvergeError(x, 'CONVERGE_ERR_EVENT_INVALID'),
+  );
   assert.throws(() => decodeEvent('AliveSeen', { node: 'n', seenAt: '2026-11-29T12:00:00Z' }, { v: 99 }), /newer Converge/);
 });

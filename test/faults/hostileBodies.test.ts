@@ -20,7 +20,8 @@ function check(h: HostileBody, limits: WireLimits): void {
   } catch (e) {
     assert.ok(isConvergeError(e), `${h.kind} (${h.note}) threw a non-ConvergeError: ${String(e)}`);
     assert.ok(e.code in errorCodes, `unregistered code ${e.code}`);
-    if (h.codes) assert.ok(h.codes.includes(e.code), `${h.kind} (${h.note}) rejected with ${e.code}, expected one of ${h.codes.join(', ')}`);
+    if (h.codes)
+      assert.ok(h.codes.includes(e.code), `${h.kind} (${h.note}) rejected with ${e.code}, expected one of ${h.codes.join(', ')}`);
     return;
   }
   assert.equal(h.mustReject, false, `${h.kind} (${h.note}) was accepted: ${h.body.subarray(0, 120).toString('latin1')}`);
@@ -38,17 +39,26 @@ function check(h: HostileBody, limits: WireLimits): void {
 }
 
 test('thousands of hostile reports and alives: only ConvergeErrors with registered codes, and none hostile by construction accepted', () => {
-  fc.assert(fc.property(hostileBodies(small), (h) => check(h, small)), { numRuns: 6000 });
+  fc.assert(
+    fc.property(hostileBodies(small), (h) => check(h, small)),
+    { numRuns: 6000 },
+  );
 });
 
 test('at the default limits too (256 KiB, depth 32)', () => {
-  fc.assert(fc.property(hostileBodies(defaultWireLimits), (h) => check(h, defaultWireLimits)), { numRuns: 1500 });
+  fc.assert(
+    fc.property(hostileBodies(defaultWireLimits), (h) => check(h, defaultWireLimits)),
+    { numRuns: 1500 },
+  );
 });
 
 test('each kind, on its own, is refused as it should be', () => {
   for (const kind of hostileKinds) {
     for (const message of kind === 'nonHexDigest' ? (['report'] as const) : (['report', 'alive'] as const)) {
-      fc.assert(fc.property(hostileBodiesOf(kind, message, small), (h) => check(h, small)), { numRuns: 200 });
+      fc.assert(
+        fc.property(hostileBodiesOf(kind, message, small), (h) => check(h, small)),
+        { numRuns: 200 },
+      );
     }
   }
 });

@@ -38,13 +38,15 @@ type Model = {
   atCrash: Map<string, NodeModel> | null;
 };
 
-const cloneNodes = (m: ReadonlyMap<string, NodeModel>): Map<string, NodeModel> => new Map([...m].map(([k, v]) => [k, { ...v, sent: [...v.sent] }]));
+const cloneNodes = (m: ReadonlyMap<string, NodeModel>): Map<string, NodeModel> =>
+  new Map([...m].map(([k, v]) => [k, { ...v, sent: [...v.sent] }]));
 
 /** What DESIGN §3 says the node's state is, from the model alone. */
 function expectedOf(m: NodeModel) {
   const latest = m.sent[m.sent.length - 1] ?? null;
   const caughtUp = latest !== null && m.report?.declared === latest;
-  const status: NodeStatus = latest === null ? 'undeclared' : !caughtUp ? 'behind' : m.report?.refused ? 'refused' : m.report?.failed ? 'degraded' : 'converged';
+  const status: NodeStatus =
+    latest === null ? 'undeclared' : !caughtUp ? 'behind' : m.report?.refused ? 'refused' : m.report?.failed ? 'degraded' : 'converged';
   return {
     status,
     caughtUp,
@@ -67,7 +69,8 @@ function observedOf(s: NodeState): ReturnType<typeof expectedOf> {
 }
 
 function assertMatches(nodes: ReadonlyMap<string, NodeModel>, state: (node: string) => NodeState | undefined, where: string): void {
-  for (const [node, nm] of nodes) assert.deepEqual(observedOf(state(node) ?? initialNodeState(node)), expectedOf(nm), `${where}: node ${node} differs from the model`);
+  for (const [node, nm] of nodes)
+    assert.deepEqual(observedOf(state(node) ?? initialNodeState(node)), expectedOf(nm), `${where}: node ${node} differs from the model`);
 }
 
 // ---------------------------------------------------------------- the real system
@@ -148,7 +151,14 @@ async function deliverReport(m: Model, r: Real, index: number, declared: string 
   const nm = m.nodes.get(node);
   if (nm === undefined) throw new Error(`no model for ${node}`);
   const messageId = `${node}/m${++r.seq}`;
-  const body = encodeReport({ node, applied: refused || failed ? [] : ['web'], failed: failed && !refused ? { web: 'model says no' } : {}, refused: refused ? 'model refuses' : '', carried: [], declared });
+  const body = encodeReport({
+    node,
+    applied: refused || failed ? [] : ['web'],
+    failed: failed && !refused ? { web: 'model says no' } : {},
+    refused: refused ? 'model refuses' : '',
+    carried: [],
+    declared,
+  });
   r.tally.published++;
   r.reportIds.set(messageId, node);
   r.lastReport.set(node, { body, messageId });
@@ -173,7 +183,15 @@ async function deliverReport(m: Model, r: Real, index: number, declared: string 
 }
 
 /** Publish something that must change nothing but liveness (alive, a repeated report); wait for its ack. */
-async function deliverAndAwaitAck(m: Model, r: Real, node: string, kind: 'report' | 'alive', body: Buffer, messageId: string, what: string): Promise<void> {
+async function deliverAndAwaitAck(
+  m: Model,
+  r: Real,
+  node: string,
+  kind: 'report' | 'alive',
+  body: Buffer,
+  messageId: string,
+  what: string,
+): Promise<void> {
   if (!m.up) {
     await publish(r, node, kind, body, messageId);
     r.whileDown++;
@@ -302,7 +320,10 @@ async function restart(m: Model, r: Real): Promise<void> {
   } catch (e) {
     const missing: string[] = [];
     for (const [id, node] of r.reportIds) if (!(await isStored(r, node, id))) missing.push(id);
-    throw new Error(`${(e as Error).message}; ingest ${JSON.stringify(up(r).engine.ingest?.stats())}; reports not stored: ${missing.join(', ') || 'none'}`, { cause: e });
+    throw new Error(
+      `${(e as Error).message}; ingest ${JSON.stringify(up(r).engine.ingest?.stats())}; reports not stored: ${missing.join(', ') || 'none'}`,
+      { cause: e },
+    );
   }
   await projected(r);
   r.tally.recoverMs.push(Date.now() - t0);
@@ -326,7 +347,11 @@ class Replay implements Cmd {
       await projected(r);
       const e = up(r);
       const replayed = await replayStore(e.store);
-      assert.deepEqual(compareStates(replayed, e.engine.runner.readModel.nodes()), [], 'the live read model differs from a replay from zero');
+      assert.deepEqual(
+        compareStates(replayed, e.engine.runner.readModel.nodes()),
+        [],
+        'the live read model differs from a replay from zero',
+      );
       assertMatches(m.nodes, (n) => replayed.get(n), 'replay from zero');
       return;
     }
@@ -345,13 +370,13 @@ class Replay implements Cmd {
 /** Count the commands that actually ran (a command whose `check` fails is skipped). */
 const counted = (c: Cmd): Cmd => {
   const wrapped: Cmd & { [fc.toStringMethod]: () => string } = {
-  check: (m) => c.check(m),
-  run: (m, r) => {
-    r.tally.commands++;
-    return c.run(m, r);
-  },
-  toString: () => c.toString(),
-  [fc.toStringMethod]: () => c.toString(),
+    check: (m) => c.check(m),
+    run: (m, r) => {
+      r.tally.commands++;
+      return c.run(m, r);
+    },
+    toString: () => c.toString(),
+    [fc.toStringMethod]: () => c.toString(),
   };
   return wrapped;
 };
@@ -361,7 +386,12 @@ const counted = (c: Cmd): Cmd => {
 const command: fc.Arbitrary<Cmd> = fc
   .oneof(
     { weight: 3, arbitrary: nodeIndex.map((i): Cmd => new Send(i)) },
-    { weight: 3, arbitrary: fc.tuple(nodeIndex, fc.constantFrom('applied', 'failed', 'refused') as fc.Arbitrary<'applied' | 'failed' | 'refused'>).map(([i, o]): Cmd => new Report(i, o)) },
+    {
+      weight: 3,
+      arbitrary: fc
+        .tuple(nodeIndex, fc.constantFrom('applied', 'failed', 'refused') as fc.Arbitrary<'applied' | 'failed' | 'refused'>)
+        .map(([i, o]): Cmd => new Report(i, o)),
+    },
     { weight: 2, arbitrary: fc.tuple(nodeIndex, fc.nat()).map(([i, p]): Cmd => new StaleReport(i, p)) },
     { weight: 1, arbitrary: fc.tuple(nodeIndex, fc.stringMatching(/^[0-9a-f]{64}$/)).map(([i, d]): Cmd => new UnknownReport(i, d)) },
     { weight: 1, arbitrary: nodeIndex.map((i): Cmd => new DuplicateDelivery(i)) },
@@ -387,7 +417,11 @@ async function finalChecks(m: Model, r: Real): Promise<void> {
     if (n > 1) r.tally.duplicated += n - 1;
   }
   for (const id of r.reportIds.keys()) assert.equal(reports.get(id) ?? 0, 1, `report ${id} stored exactly once`);
-  assert.deepEqual(compareStates(await replayStore(e.store), e.engine.runner.readModel.nodes()), [], 'read model differs from a replay from zero');
+  assert.deepEqual(
+    compareStates(await replayStore(e.store), e.engine.runner.readModel.nodes()),
+    [],
+    'read model differs from a replay from zero',
+  );
   assertMatches(m.nodes, (n) => e.engine.runner.readModel.get(n), 'at the end');
   // The relay (outbox) published every send to the node's queue at least once, crashes or not.
   for (const [node, nm] of m.nodes) {
@@ -402,7 +436,11 @@ async function finalChecks(m: Model, r: Real): Promise<void> {
         conn.on('error', () => undefined);
         const ch = await conn.createChannel();
         ch.on('error', () => undefined);
-        for (let msg = await ch.get(nodeQueueOf(node), { noAck: true }); msg !== false; msg = await ch.get(nodeQueueOf(node), { noAck: true })) {
+        for (
+          let msg = await ch.get(nodeQueueOf(node), { noAck: true });
+          msg !== false;
+          msg = await ch.get(nodeQueueOf(node), { noAck: true })
+        ) {
           const id = msg.properties.messageId as unknown;
           if (typeof id === 'string') got.add(id);
         }
@@ -421,8 +459,24 @@ async function finalChecks(m: Model, r: Real): Promise<void> {
 async function oneRun(lab: FaultLab, key: SigningKey, tally: Tally, cmds: readonly Cmd[]): Promise<void> {
   const run = ++tally.runs;
   const ids = nodeIds(`model${run}`, 2);
-  const r: Real = { lab, dir: mkdtempSync(join(lab.dir, `model-${run}-`)), key, nodes: new Map(), engine: null, whileDown: 0, reportIds: new Map(), lastReport: new Map(), seq: 0, tally };
-  const m: Model = { ids, nodes: new Map(ids.map((id) => [id, { sent: [], report: null, stale: 0, unknown: 0, undeclared: 0, seen: false }])), up: true, atCrash: null };
+  const r: Real = {
+    lab,
+    dir: mkdtempSync(join(lab.dir, `model-${run}-`)),
+    key,
+    nodes: new Map(),
+    engine: null,
+    whileDown: 0,
+    reportIds: new Map(),
+    lastReport: new Map(),
+    seq: 0,
+    tally,
+  };
+  const m: Model = {
+    ids,
+    nodes: new Map(ids.map((id) => [id, { sent: [], report: null, stale: 0, unknown: 0, undeclared: 0, seen: false }])),
+    up: true,
+    atCrash: null,
+  };
   try {
     for (const id of ids) r.nodes.set(id, await connectNode(lab, id));
     r.engine = await startEngine(r);
@@ -446,8 +500,26 @@ export const modelBased: Scenario = {
   run: async (lab) => {
     const seed = faultSeed('model-based');
     const key = generateSigningKey();
-    const tally: Tally = { runs: 0, commands: 0, published: 0, confirmed: 0, stored: 0, lost: 0, duplicated: 0, sends: 0, crashes: 0, restarts: 0, duplicates: 0, stale: 0, replays: 0, relayed: 0, recoverMs: [] };
-    const property = fc.asyncProperty(fc.array(command, { minLength: maxCommands - 5, maxLength: maxCommands }), (cmds) => oneRun(lab, key, tally, cmds));
+    const tally: Tally = {
+      runs: 0,
+      commands: 0,
+      published: 0,
+      confirmed: 0,
+      stored: 0,
+      lost: 0,
+      duplicated: 0,
+      sends: 0,
+      crashes: 0,
+      restarts: 0,
+      duplicates: 0,
+      stale: 0,
+      replays: 0,
+      relayed: 0,
+      recoverMs: [],
+    };
+    const property = fc.asyncProperty(fc.array(command, { minLength: maxCommands - 5, maxLength: maxCommands }), (cmds) =>
+      oneRun(lab, key, tally, cmds),
+    );
     // Shrinking re-runs the engine many times; on by request only (the seed replays the failure).
     const details = await fc.check(property, { numRuns: modelRuns(), seed, endOnFailure: process.env['CONVERGE_FAULT_SHRINK'] !== '1' });
     const failure = details.failed

@@ -23,15 +23,35 @@ for (const s of chosen) {
   try {
     const r = await runScenario(s);
     results.push(r);
-    process.stderr.write(`faults: ${s.name}: sent ${r.sent}, confirmed ${r.confirmed}, stored ${r.stored}, lost ${r.lost}, duplicated ${r.duplicated}, hostile ${r.hostileAppended}/${r.hostileTried}, recovered in ${r.recoverMs ?? '—'} ms; ${r.notes.join('; ')}; checks ${JSON.stringify(r.checks)}\n`);
+    process.stderr.write(
+      `faults: ${s.name}: sent ${r.sent}, confirmed ${r.confirmed}, stored ${r.stored}, lost ${r.lost}, duplicated ${r.duplicated}, hostile ${r.hostileAppended}/${r.hostileTried}, recovered in ${r.recoverMs ?? '—'} ms; ${r.notes.join('; ')}; checks ${JSON.stringify(r.checks)}\n`,
+    );
   } catch (e) {
     process.stderr.write(`faults: ${s.name} failed to run: ${(e as Error).message}\n`);
-    results.push({ scenario: s.name, faults: s.faults, sent: 0, confirmed: 0, stored: 0, lost: 0, duplicated: 0, hostileTried: 0, hostileAppended: 0, recoverMs: null, notes: [`did not run to the end: ${(e as Error).message}`], checks: {} });
+    results.push({
+      scenario: s.name,
+      faults: s.faults,
+      sent: 0,
+      confirmed: 0,
+      stored: 0,
+      lost: 0,
+      duplicated: 0,
+      hostileTried: 0,
+      hostileAppended: 0,
+      recoverMs: null,
+      notes: [`did not run to the end: ${(e as Error).message}`],
+      checks: {},
+    });
   }
 }
 
 const bad = (r: ScenarioResult): boolean =>
-  r.lost > 0 || r.duplicated > 0 || r.hostileAppended > 0 || r.confirmed < r.sent || Object.values(r.checks).includes(false) || r.notes.some((n) => n.startsWith('did not run'));
+  r.lost > 0 ||
+  r.duplicated > 0 ||
+  r.hostileAppended > 0 ||
+  r.confirmed < r.sent ||
+  Object.values(r.checks).includes(false) ||
+  r.notes.some((n) => n.startsWith('did not run'));
 const cell = (s: string): string => s.replace(/\|/g, '\\|');
 const rows = results.map(
   (r) =>

@@ -77,11 +77,22 @@ export type NodeConn = { node: string; conn: AmqpConnection; link: NodeLink; raw
 export async function connectNode(lab: FaultLab, node: string): Promise<NodeConn> {
   const url = await lab.enroll(node);
   const conn = await connectAmqp({ url, logger, topology: null, connectionName: `fault-node-${node}`, heartbeatSeconds: 2 });
-  return { node, conn, link: createAmqpNodeLink(conn, { node, logger }), raw: (userId) => createAmqpNodeLink(conn, { node, logger, userId }) };
+  return {
+    node,
+    conn,
+    link: createAmqpNodeLink(conn, { node, logger }),
+    raw: (userId) => createAmqpNodeLink(conn, { node, logger, userId }),
+  };
 }
 
 /** Publish until confirmed, same message id each time (a lost confirm may still have landed). */
-export async function publishUntilConfirmed(link: NodeLink, key: InboundKind, body: Buffer, messageId: string, stop: () => boolean): Promise<boolean> {
+export async function publishUntilConfirmed(
+  link: NodeLink,
+  key: InboundKind,
+  body: Buffer,
+  messageId: string,
+  stop: () => boolean,
+): Promise<boolean> {
   for (let attempt = 0; !stop(); attempt++) {
     try {
       await link.publish(key, body, messageId);
@@ -213,7 +224,13 @@ const settleAll = async (store: () => EventStore, load: Load): Promise<void> => 
   await timeToStore(store, load.confirmed());
 };
 
-async function tally(scenario: Scenario, store: EventStore, load: Load, recoverMs: number | null, extra: Partial<ScenarioResult> = {}): Promise<ScenarioResult> {
+async function tally(
+  scenario: Scenario,
+  store: EventStore,
+  load: Load,
+  recoverMs: number | null,
+  extra: Partial<ScenarioResult> = {},
+): Promise<ScenarioResult> {
   const { reports } = await readStored(store);
   const confirmed = load.confirmed();
   let stored = 0;
@@ -244,7 +261,8 @@ async function tally(scenario: Scenario, store: EventStore, load: Load, recoverM
 
 // ---------------------------------------------------------------- scenarios
 
-export const nodeIds = (prefix: string, n: number): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${Date.now().toString(36)}-${i}`);
+export const nodeIds = (prefix: string, n: number): string[] =>
+  Array.from({ length: n }, (_, i) => `${prefix}-${Date.now().toString(36)}-${i}`);
 const PER_NODE = Number(process.env['CONVERGE_FAULT_PER_NODE'] ?? 300);
 const PACE_MS = 5;
 
@@ -285,7 +303,9 @@ export const proxyReset: Scenario = {
   faults: 'engine↔broker TCP reset (RST) 3× under load',
   run: (lab) =>
     withNodes(lab, 'rst', 3, async (nodes) => {
-      const proxy = await createFaultProxy({ target: { host: new URL(defaultBroker.amqpUrl).hostname, port: Number(new URL(defaultBroker.amqpUrl).port || 5672) } });
+      const proxy = await createFaultProxy({
+        target: { host: new URL(defaultBroker.amqpUrl).hostname, port: Number(new URL(defaultBroker.amqpUrl).port || 5672) },
+      });
       const store = createSqliteEventStore(join(lab.dir, 'reset.db'));
       const engine = await startEngine(proxy.rewrite(lab.engineUrl), store);
       try {
@@ -300,7 +320,9 @@ export const proxyReset: Scenario = {
         await load.done;
         const recover = await recovering;
         await settleAll(() => store, load);
-        await until('the engine to reconnect after the last reset', () => engine.connection.generation() >= 4, 30_000).catch(() => undefined);
+        await until('the engine to reconnect after the last reset', () => engine.connection.generation() >= 4, 30_000).catch(
+          () => undefined,
+        );
         const reconnected = engine.connection.generation() - 1;
         return await tally(proxyReset, store, load, recover, {
           notes: [`${resets} connection(s) reset; engine reconnected ${reconnected}×`],
@@ -340,7 +362,9 @@ export const proxyBlackhole: Scenario = {
         await settleAll(() => store, load);
         const reconnected = engine.connection.generation() - gen;
         return await tally(proxyBlackhole, store, load, recover, {
-          notes: [`engine ${noticed ? 'noticed the blackhole through heartbeats' : 'did NOT notice the blackhole'}; reconnected ${reconnected}×`],
+          notes: [
+            `engine ${noticed ? 'noticed the blackhole through heartbeats' : 'did NOT notice the blackhole'}; reconnected ${reconnected}×`,
+          ],
           checks: { engineNoticedBlackhole: noticed, engineReconnected: reconnected >= 1 },
         });
       } finally {
@@ -371,7 +395,11 @@ export const closeAllConnections: Scenario = {
         await load.done;
         const recover = await recovering;
         await settleAll(() => store, load);
-        const reconnectedAfterLast = await until('the engine to reconnect after the last close', () => engine.connection.generation() >= 4, 30_000).then(
+        const reconnectedAfterLast = await until(
+          'the engine to reconnect after the last close',
+          () => engine.connection.generation() >= 4,
+          30_000,
+        ).then(
           () => true,
           () => false,
         );
@@ -408,7 +436,9 @@ export const storeUnavailable: Scenario = {
         await settleAll(() => inner, load);
         const c = store.faults.counters();
         return await tally(storeUnavailable, inner, load, recover, {
-          notes: [`${c.appendsFailed} append(s) failed, ${c.appendAcksLost} ack(s) lost after writing (each lost ack costs the ingest one retry backoff)`],
+          notes: [
+            `${c.appendsFailed} append(s) failed, ${c.appendAcksLost} ack(s) lost after writing (each lost ack costs the ingest one retry backoff)`,
+          ],
           checks: { appendsFailed: c.appendsFailed > 0, acksLost: c.appendAcksLost === 5, ingestHealthyAgain: engine.ingest.isHealthy() },
         });
       } finally {
@@ -424,7 +454,20 @@ export const diskFull: Scenario = {
   run: async (lab) => {
     const fs = mountTinyTmpfs(192);
     if ('unavailable' in fs) {
-      return { scenario: diskFull.name, faults: diskFull.faults, sent: 0, confirmed: 0, stored: 0, lost: 0, duplicated: 0, hostileTried: 0, hostileAppended: 0, recoverMs: null, notes: [`skipped: ${fs.unavailable}`], checks: {} };
+      return {
+        scenario: diskFull.name,
+        faults: diskFull.faults,
+        sent: 0,
+        confirmed: 0,
+        stored: 0,
+        lost: 0,
+        duplicated: 0,
+        hostileTried: 0,
+        hostileAppended: 0,
+        recoverMs: null,
+        notes: [`skipped: ${fs.unavailable}`],
+        checks: {},
+      };
     }
     try {
       return await withNodes(lab, 'full', 3, async (nodes) => {
@@ -443,7 +486,9 @@ export const diskFull: Scenario = {
           const recover = await recovering;
           await settleAll(() => store, load);
           return await tally(diskFull, store, load, recover, {
-            notes: [filled ? 'ingest held deliveries unacked while the disk was full (SQLITE_FULL)' : 'the disk never filled (load too small)'],
+            notes: [
+              filled ? 'ingest held deliveries unacked while the disk was full (SQLITE_FULL)' : 'the disk never filled (load too small)',
+            ],
             checks: { diskFilled: filled, ingestHealthyAgain: engine.ingest.isHealthy() },
           });
         } finally {
@@ -482,7 +527,13 @@ export const engineSigkill: Scenario = {
       const dwellMs = fc.sample(fc.integer({ min: 0, max: 400 }), { numRuns: kills, seed });
       const spawnChild = async (): Promise<ChildProcess> => {
         const child = spawn(process.execPath, ['--import', 'tsx', new URL('../support/faults/ingestChild.ts', import.meta.url).pathname], {
-          env: { ...process.env, CONVERGE_FAULT_AMQP_URL: lab.engineUrl, CONVERGE_FAULT_STORE: path, CONVERGE_FAULT_SNAPSHOT: snapshotPath, CONVERGE_FAULT_SNAPSHOT_EVERY: '250' },
+          env: {
+            ...process.env,
+            CONVERGE_FAULT_AMQP_URL: lab.engineUrl,
+            CONVERGE_FAULT_STORE: path,
+            CONVERGE_FAULT_SNAPSHOT: snapshotPath,
+            CONVERGE_FAULT_SNAPSHOT_EVERY: '250',
+          },
           stdio: ['ignore', 'pipe', 'inherit'],
         });
         await new Promise<void>((resolve, reject) => {
@@ -537,7 +588,10 @@ export const engineSigkill: Scenario = {
             `seed ${seed}; ${killed} SIGKILLs, each followed by a restart, and a last one before the check (dwell after restart ${Math.min(...dwellMs)}–${Math.max(...dwellMs)} ms); unacked deliveries were redelivered to each restart and stored once by event id`,
             `read model from ${snapshot === null ? 'zero (no snapshot)' : `the snapshot at position ${snapshot.position}`} followed to position ${head ?? 'none'} vs replay from zero: ${differences.length} difference(s) over ${replayed.size} node(s)${differences.length === 0 ? '' : ` — first: ${JSON.stringify(differences[0])}`}`,
           ],
-          checks: { killedEveryTime: killed === kills && kills >= 1, readModelEqualsReplay: differences.length === 0 && replayed.size === nodes.length },
+          checks: {
+            killedEveryTime: killed === kills && kills >= 1,
+            readModelEqualsReplay: differences.length === 0 && replayed.size === nodes.length,
+          },
         });
       } finally {
         if (child.exitCode === null && child.signalCode === null) {
@@ -576,12 +630,26 @@ export const hostileOverBroker: Scenario = {
         // a body naming node b sent by node a (user_id a).
         for (let i = 0; i < 25; i++) {
           tried += 2;
-          await publishUntilConfirmed(noUserId, 'report', encodeReport({ node: a.node, applied: [], failed: {}, refused: '', carried: [], declared: null }), `hostile/nouser/${i}`, stop);
-          await publishUntilConfirmed(a.link, 'report', encodeReport({ node: b.node, applied: [], failed: {}, refused: '', carried: [], declared: null }), `hostile/mismatch/${i}`, stop);
+          await publishUntilConfirmed(
+            noUserId,
+            'report',
+            encodeReport({ node: a.node, applied: [], failed: {}, refused: '', carried: [], declared: null }),
+            `hostile/nouser/${i}`,
+            stop,
+          );
+          await publishUntilConfirmed(
+            a.link,
+            'report',
+            encodeReport({ node: b.node, applied: [], failed: {}, refused: '', carried: [], declared: null }),
+            `hostile/mismatch/${i}`,
+            stop,
+          );
         }
         await load.done;
         const recover = await timeToStore(() => store, load.confirmed());
-        await until('every hostile message to be dead-lettered', () => engine.ingest.stats().deadLettered >= tried, 60_000).catch(() => undefined);
+        await until('every hostile message to be dead-lettered', () => engine.ingest.stats().deadLettered >= tried, 60_000).catch(
+          () => undefined,
+        );
         const stored = await readStored(store);
         const legit = new Set([a, b].map((n) => `node-${n.node}`));
         let hostileAppended = 0;
@@ -604,7 +672,16 @@ export const hostileOverBroker: Scenario = {
     }),
 };
 
-export const allScenarios: readonly Scenario[] = [baseline, proxyReset, proxyBlackhole, closeAllConnections, storeUnavailable, diskFull, engineSigkill, hostileOverBroker];
+export const allScenarios: readonly Scenario[] = [
+  baseline,
+  proxyReset,
+  proxyBlackhole,
+  closeAllConnections,
+  storeUnavailable,
+  diskFull,
+  engineSigkill,
+  hostileOverBroker,
+];
 
 /** Run one scenario in its own vhost, always cleaning up. */
 export async function runScenario(s: Scenario): Promise<ScenarioResult> {
@@ -623,23 +700,29 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
 export async function registerScenarioTests(what: string, scenarios: readonly Scenario[]): Promise<void> {
   await withBroker(what, () => {
     for (const s of scenarios) {
-      void test(`${s.name} (${s.faults}): every confirmed report stored exactly once, no hostile input appended`, { timeout: 240_000 }, async (t) => {
-        const r = await runScenario(s);
-        if (r.notes.some((n) => n.startsWith('skipped:'))) {
-          console.warn(`\n*** SKIPPING ${s.name}: ${r.notes.join('; ')} ***\n`);
-          t.skip(r.notes.join('; '));
-          return;
-        }
-        t.diagnostic(`${r.sent} sent, ${r.confirmed} confirmed, ${r.stored} stored; recovered in ${r.recoverMs ?? '—'} ms; ${r.notes.join('; ')}`);
-        assert.ok(r.sent > 0);
-        assert.equal(r.confirmed, r.sent, 'every report was eventually confirmed by the broker');
-        assert.equal(r.lost, 0, 'confirmed reports missing from the store');
-        assert.equal(r.duplicated, 0, 'reports stored more than once');
-        assert.equal(r.stored, r.confirmed);
-        assert.equal(r.hostileAppended, 0, 'hostile input became events');
-        assert.notEqual(r.recoverMs, null, 'never recovered');
-        for (const [check, held] of Object.entries(r.checks)) assert.equal(held, true, `${check} did not hold; ${r.notes.join('; ')}`);
-      });
+      void test(
+        `${s.name} (${s.faults}): every confirmed report stored exactly once, no hostile input appended`,
+        { timeout: 240_000 },
+        async (t) => {
+          const r = await runScenario(s);
+          if (r.notes.some((n) => n.startsWith('skipped:'))) {
+            console.warn(`\n*** SKIPPING ${s.name}: ${r.notes.join('; ')} ***\n`);
+            t.skip(r.notes.join('; '));
+            return;
+          }
+          t.diagnostic(
+            `${r.sent} sent, ${r.confirmed} confirmed, ${r.stored} stored; recovered in ${r.recoverMs ?? '—'} ms; ${r.notes.join('; ')}`,
+          );
+          assert.ok(r.sent > 0);
+          assert.equal(r.confirmed, r.sent, 'every report was eventually confirmed by the broker');
+          assert.equal(r.lost, 0, 'confirmed reports missing from the store');
+          assert.equal(r.duplicated, 0, 'reports stored more than once');
+          assert.equal(r.stored, r.confirmed);
+          assert.equal(r.hostileAppended, 0, 'hostile input became events');
+          assert.notEqual(r.recoverMs, null, 'never recovered');
+          for (const [check, held] of Object.entries(r.checks)) assert.equal(held, true, `${check} did not hold; ${r.notes.join('; ')}`);
+        },
+      );
     }
   });
 }

@@ -50,7 +50,12 @@ const flipBit = (bytes: Buffer, bit: number): Buffer => {
 };
 
 /** The tampered (declaration, signature) and whether the declaration's bytes still are the ones sent. */
-function tamper(t: Tamper, declaration: Buffer, signature: Buffer, otherKey: SigningKey): { declaration: Buffer; signature: Buffer; bytesIntact: boolean } {
+function tamper(
+  t: Tamper,
+  declaration: Buffer,
+  signature: Buffer,
+  otherKey: SigningKey,
+): { declaration: Buffer; signature: Buffer; bytesIntact: boolean } {
   switch (t.kind) {
     case 'declaration bit':
       return { declaration: flipBit(declaration, t.bit), signature, bytesIntact: false };
@@ -69,7 +74,15 @@ function tamper(t: Tamper, declaration: Buffer, signature: Buffer, otherKey: Sig
 
 const describeTamper = (t: Tamper): string => ('bit' in t ? `${t.kind} ${t.bit}` : t.kind);
 
-type Rig = Readonly<{ node: string; store: EventStore; sender: Sender; publisher: DeclarationPublisher; sim: SimulatedNode; key: SigningKey; otherKey: SigningKey }>;
+type Rig = Readonly<{
+  node: string;
+  store: EventStore;
+  sender: Sender;
+  publisher: DeclarationPublisher;
+  sim: SimulatedNode;
+  key: SigningKey;
+  otherKey: SigningKey;
+}>;
 
 async function lastSent(rig: Rig): Promise<Recorded<DeclarationSent>> {
   const events = await rig.store.readStream(streamOf(rig.node), { direction: 'backwards' });
@@ -88,7 +101,12 @@ async function deliver(rig: Rig, i: number, t: Tamper | null) {
   const out = t === null ? { declaration: bytes, signature, bytesIntact: true } : tamper(t, bytes, signature, rig.otherKey);
   const reportsBefore = rig.sim.confirmedReports().length;
   const before = foldNodeEvents(rig.node, await rig.store.readStream(streamOf(rig.node)));
-  await rig.publisher.publish({ node: rig.node, digest, keyId: t?.kind === 'wrong key' ? rig.otherKey.keyId : sent.data.keyId, body: encodeSigned(out) });
+  await rig.publisher.publish({
+    node: rig.node,
+    digest,
+    keyId: t?.kind === 'wrong key' ? rig.otherKey.keyId : sent.data.keyId,
+    body: encodeSigned(out),
+  });
   await until('the node to answer', () => rig.sim.confirmedReports().length > reportsBefore, 20_000, 10);
   const answer = rig.sim.confirmedReports()[reportsBefore];
   if (answer === undefined) throw new Error('no answer');
@@ -97,14 +115,24 @@ async function deliver(rig: Rig, i: number, t: Tamper | null) {
     `the answer ${answer.messageId} to be stored`,
     async () => {
       const events = await rig.store.readStream(streamOf(rig.node));
-      stored = events.find((e): e is Recorded<ReportReceived> => e.type === 'ReportReceived' && e.data.transport.messageId === answer.messageId);
+      stored = events.find(
+        (e): e is Recorded<ReportReceived> => e.type === 'ReportReceived' && e.data.transport.messageId === answer.messageId,
+      );
       return stored !== undefined;
     },
     20_000,
     10,
   );
   const after = foldNodeEvents(rig.node, await rig.store.readStream(streamOf(rig.node)));
-  return { digest, received: out.declaration, bytesIntact: out.bytesIntact, answer, stored: stored as Recorded<ReportReceived>, before, after };
+  return {
+    digest,
+    received: out.declaration,
+    bytesIntact: out.bytesIntact,
+    answer,
+    stored: stored as Recorded<ReportReceived>,
+    before,
+    after,
+  };
 }
 
 export const tamperRuns = (): number => Math.max(1, Number(process.env['CONVERGE_FAULT_TAMPER_RUNS'] ?? 40));
@@ -118,11 +146,24 @@ export const tampering: Scenario = {
       const seed = faultSeed('tampered declarations');
       const key = generateSigningKey();
       const store = createSqliteEventStore(join(lab.dir, 'tamper.db'));
-      const transport = await createAmqpTransport({ url: lab.engineUrl, logger, heartbeatSeconds: 2, connectionName: 'converge-fault-tamper' });
+      const transport = await createAmqpTransport({
+        url: lab.engineUrl,
+        logger,
+        heartbeatSeconds: 2,
+        connectionName: 'converge-fault-tamper',
+      });
       const ingest = createIngest({ store, source: transport.ingestSource(), logger });
       const publisher = transport.declarationPublisher();
       const sim = createSimulatedNode({ link: conn.link, verifyingKey: key, logger });
-      const rig: Rig = { node: conn.node, store, sender: createSender({ store, key }), publisher, sim, key, otherKey: generateSigningKey() };
+      const rig: Rig = {
+        node: conn.node,
+        store,
+        sender: createSender({ store, key }),
+        publisher,
+        sim,
+        key,
+        otherKey: generateSigningKey(),
+      };
       const byKind = new Map<string, number>();
       let tried = 0;
       let lastPublishAt = 0;

@@ -38,7 +38,13 @@ test('failAppends(n) fails exactly the next n appends', async () => {
   const store = withStoreFaults(createMemoryEventStore());
   store.faults.failAppends(2);
   const outcomes: boolean[] = [];
-  for (let i = 0; i < 4; i++) outcomes.push(await store.append([aliveWrite('n1', i)]).then(() => true, () => false));
+  for (let i = 0; i < 4; i++)
+    outcomes.push(
+      await store.append([aliveWrite('n1', i)]).then(
+        () => true,
+        () => false,
+      ),
+    );
   assert.deepEqual(outcomes, [false, false, true, true]);
 });
 

@@ -25,7 +25,9 @@ type Stats = { pid: number; received: number; acked: number };
 type EngineProc = { child: ChildProcess; last: Stats | null; exited: Promise<void> };
 
 function startEngine(url: string, path: string): EngineProc {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/int/fixtures/ingestProcess.ts', url, path], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/int/fixtures/ingestProcess.ts', url, path], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const e: EngineProc = { child, last: null, exited: new Promise((r) => child.once('exit', () => r())) };
   createInterface({ input: child.stdout! }).on('line', (line) => {
     try {
@@ -106,13 +108,19 @@ await withBroker('active/passive engines', () => {
             async () => {
               const seen = new Map<string, number>();
               for await (const batch of store.readAll()) {
-                for (const e of batch) if (e.type === 'ReportReceived') seen.set(e.data.transport.messageId ?? '', (seen.get(e.data.transport.messageId ?? '') ?? 0) + 1);
+                for (const e of batch)
+                  if (e.type === 'ReportReceived')
+                    seen.set(e.data.transport.messageId ?? '', (seen.get(e.data.transport.messageId ?? '') ?? 0) + 1);
               }
               return [...want].every((id) => seen.has(id)) ? seen : null;
             },
             60_000,
           );
-          assert.deepEqual([...counts].filter(([, n]) => n !== 1), [], 'no report stored twice');
+          assert.deepEqual(
+            [...counts].filter(([, n]) => n !== 1),
+            [],
+            'no report stored twice',
+          );
           assert.equal(counts.size, total);
         } finally {
           await store.close();

@@ -8,7 +8,11 @@ export const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' });
 
 export const uniqueTag = (): string => randomBytes(3).toString('hex');
 
-export async function until<T>(what: string, f: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 30_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  f: () => Promise<T | null | undefined | false> | T | null | undefined | false,
+  timeoutMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await f();

@@ -32,7 +32,11 @@ await withBroker('declaration publisher over RabbitMQ', () => {
         await ch.deleteQueue(nodeQueueOf('p1'));
         await assert.rejects(publisher.publish(d('b'.repeat(64))), /returned unroutable/);
         await publisher.publish(d('b'.repeat(64)));
-        assert.equal((await ch.checkQueue(nodeQueueOf('p1'))).messageCount, 1, 'the retry re-declared the inbox and the declaration is in it');
+        assert.equal(
+          (await ch.checkQueue(nodeQueueOf('p1'))).messageCount,
+          1,
+          'the retry re-declared the inbox and the declaration is in it',
+        );
       } finally {
         await ch.close().catch(() => undefined);
         await publisher.close();

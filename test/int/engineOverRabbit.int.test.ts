@@ -54,7 +54,7 @@ await withBroker('engine over RabbitMQ', () => {
       });
     });
 
-    test('a report for A that lands after B was sent leaves the node behind (stale); B\'s report converges it', async () => {
+    test("a report for A that lands after B was sent leaves the node behind (stale); B's report converges it", async () => {
       const node = `${tag}-race`;
       const store = createMemoryEventStore();
       const key = generateSigningKey();
@@ -64,21 +64,26 @@ await withBroker('engine over RabbitMQ', () => {
       await ingest.start();
       relay.start();
       const nodeConn = await connectAmqp({ url: await lab.enroll(node), logger });
-      const sim = createSimulatedNode({ link: createAmqpNodeLink(nodeConn, { node, logger }), verifyingKey: key, logger, applyDelayMs: 800 });
+      const sim = createSimulatedNode({
+        link: createAmqpNodeLink(nodeConn, { node, logger }),
+        verifyingKey: key,
+        logger,
+        applyDelayMs: 800,
+      });
       try {
         const a = await sender.send(node, [{ id: 'web', image: 'web:1' }]);
         const started = sim.start();
         await until('the node to take A', () => started.then(() => sim.applied().length === 0));
         const b = await sender.send(node, [{ id: 'web', image: 'web:2' }]);
-        const afterA = await until('A\'s report stored', async () => {
+        const afterA = await until("A's report stored", async () => {
           const s = await fold(store, node);
           return s.reported?.declared === a.digest ? s : null;
         });
-        assert.equal(afterA.sent?.digest, b.digest, 'B was sent before A\'s report was folded');
+        assert.equal(afterA.sent?.digest, b.digest, "B was sent before A's report was folded");
         assert.equal(afterA.status, 'behind');
         assert.equal(afterA.caughtUp, false);
         assert.equal(afterA.reported?.class, 'stale');
-        const afterB = await until('B\'s report stored', async () => {
+        const afterB = await until("B's report stored", async () => {
           const s = await fold(store, node);
           return s.reported?.declared === b.digest ? s : null;
         });
@@ -86,7 +91,11 @@ await withBroker('engine over RabbitMQ', () => {
         assert.equal(afterB.anomalies.stale, 1);
         assert.equal(sim.badSignatures(), 0);
         const stored = await store.readStream(streamOf(node));
-        assert.equal(stored.filter((e) => e.type === 'ReportReceived' && e.data.transport.userId === node).length, 2, 'user_id recorded as validated by the broker');
+        assert.equal(
+          stored.filter((e) => e.type === 'ReportReceived' && e.data.transport.userId === node).length,
+          2,
+          'user_id recorded as validated by the broker',
+        );
       } finally {
         await sim.stop();
         await nodeConn.close();
@@ -156,10 +165,16 @@ await withBroker('engine over RabbitMQ', () => {
           const events = await store.readStream(streamOf(n1));
           return events.length > 0 ? events : null;
         });
-        assert.deepEqual(good.map((e) => (e.type === 'ReportReceived' ? e.data.transport.messageId : e.type)), ['good']);
+        assert.deepEqual(
+          good.map((e) => (e.type === 'ReportReceived' ? e.data.transport.messageId : e.type)),
+          ['good'],
+        );
         assert.deepEqual(await store.readStream(streamOf(n2)), []);
         const rejected = await metrics.registry.getSingleMetric('converge_ingest_rejected_total')?.get();
-        assert.equal(rejected?.values.reduce((n, v) => n + v.value, 0), Object.keys(expected).length);
+        assert.equal(
+          rejected?.values.reduce((n, v) => n + v.value, 0),
+          Object.keys(expected).length,
+        );
       } finally {
         await node.close();
         await guest.close();

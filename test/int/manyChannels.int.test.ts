@@ -35,7 +35,10 @@ await withBroker('many supervised channels on one connection', () => {
         await conn.close();
         process.off('warning', onWarning);
       }
-      assert.deepEqual(warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message), []);
+      assert.deepEqual(
+        warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message),
+        [],
+      );
     });
   });
 });

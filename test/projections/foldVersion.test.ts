@@ -88,7 +88,10 @@ test('the fold of the fixed corpus is the one recorded for this foldVersion (els
     writeFileSync(goldenPath, `${JSON.stringify({ ...golden, [String(foldVersion)]: hash }, null, 2)}\n`);
     return;
   }
-  assert.ok(recorded !== undefined, `no fold result is recorded for foldVersion ${foldVersion}: run UPDATE_FOLD_GOLDEN=1 npm run test:only -- foldVersion, and commit test/fixtures/foldGolden.json`);
+  assert.ok(
+    recorded !== undefined,
+    `no fold result is recorded for foldVersion ${foldVersion}: run UPDATE_FOLD_GOLDEN=1 npm run test:only -- foldVersion, and commit test/fixtures/foldGolden.json`,
+  );
   assert.equal(
     hash,
     recorded,

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { createFleetFold, findRaces, parseAt, stateAt, timeline } from '../../projections/index.ts';
 import { history } from '../support/history.ts';
 
-test('the seed\'s race — A\'s report landing after B was sent — shows up in races with both digests', () => {
+test("the seed's race — A's report landing after B was sent — shows up in races with both digests", () => {
   const h = history('n1');
   const a = h.send([{ id: 'web', image: 'a' }]);
   h.tick();
@@ -41,10 +41,13 @@ test('legacy and unknown reports after a send are races the clock rule would hav
   h.tick();
   h.report({ declared: null });
   h.report({ declared: 'e'.repeat(64) });
-  assert.deepEqual(findRaces(h.events).map((r) => r.class), ['undeclared', 'unknown']);
+  assert.deepEqual(
+    findRaces(h.events).map((r) => r.class),
+    ['undeclared', 'unknown'],
+  );
 });
 
-test('state at a time between A\'s stale report and B\'s report says behind; after B, converged', () => {
+test("state at a time between A's stale report and B's report says behind; after B, converged", () => {
   const h = history('n4');
   const a = h.send();
   h.tick();
@@ -77,8 +80,14 @@ test('the timeline classifies each report and gives each declaration its latency
   h.report({ declared: b.data.digest, applied: ['web'] });
   h.report({ declared: null });
   const t = timeline('n5', h.events);
-  assert.deepEqual(t.entries.map((e) => e.class), [null, null, 'stale', 'matching', 'undeclared']);
-  assert.deepEqual(t.declarations.map((d) => d.outcome), ['superseded', 'acknowledged']);
+  assert.deepEqual(
+    t.entries.map((e) => e.class),
+    [null, null, 'stale', 'matching', 'undeclared'],
+  );
+  assert.deepEqual(
+    t.declarations.map((d) => d.outcome),
+    ['superseded', 'acknowledged'],
+  );
   assert.equal(t.declarations[1]?.latencyMs, 5000);
 });
 

@@ -34,10 +34,13 @@ function run(cmds: readonly Cmd[]): Recorded[] {
     else if (c.kind === 'tick') h.tick(c.ms);
     else {
       const declared =
-        c.about === 'none' ? null
-        : c.about === 'unknown' ? 'e'.repeat(64)
-        : c.about === 'latest' ? (digests.at(-1) ?? null)
-        : (digests.at(-2) ?? digests.at(-1) ?? null);
+        c.about === 'none'
+          ? null
+          : c.about === 'unknown'
+            ? 'e'.repeat(64)
+            : c.about === 'latest'
+              ? (digests.at(-1) ?? null)
+              : (digests.at(-2) ?? digests.at(-1) ?? null);
       h.report({
         declared,
         applied: Array.from({ length: c.applied }, (_, i) => `r${i}`),

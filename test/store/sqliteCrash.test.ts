@@ -51,46 +51,53 @@ async function runAndKill(path: string, run: string, killAfter: number, extraMs:
 
 const seed = Number(process.env.CONVERGE_CRASH_SEED ?? 20240601);
 
-test(`every batch reported committed survives SIGKILL exactly once and no partial batch exists (seed ${seed})`, { timeout: 120_000 }, async () => {
-  const path = join(dir, 'crash.db');
-  const random = prng(seed);
-  const reported = new Map<string, number[]>();
-  for (let round = 0; round < 5; round++) {
-    const run = `r${round}`;
-    reported.set(run, await runAndKill(path, run, 1 + Math.floor(random() * 30), Math.floor(random() * 40)));
-  }
+test(
+  `every batch reported committed survives SIGKILL exactly once and no partial batch exists (seed ${seed})`,
+  { timeout: 120_000 },
+  async () => {
+    const path = join(dir, 'crash.db');
+    const random = prng(seed);
+    const reported = new Map<string, number[]>();
+    for (let round = 0; round < 5; round++) {
+      const run = `r${round}`;
+      reported.set(run, await runAndKill(path, run, 1 + Math.floor(random() * 30), Math.floor(random() * 40)));
+    }
 
-  const store = createSqliteEventStore(path);
-  try {
-    const counts = new Map<string, number>();
-    let total = 0;
-    for await (const batch of store.readAll()) {
-      for (const e of batch) {
-        counts.set(e.id, (counts.get(e.id) ?? 0) + 1);
-        total++;
+    const store = createSqliteEventStore(path);
+    try {
+      const counts = new Map<string, number>();
+      let total = 0;
+      for await (const batch of store.readAll()) {
+        for (const e of batch) {
+          counts.set(e.id, (counts.get(e.id) ?? 0) + 1);
+          total++;
+        }
       }
-    }
-    let accounted = 0;
-    for (const [run, committed] of reported) {
-      assert.ok(committed.length > 0, `round ${run} reported at least one batch`);
-      const last = Math.max(...committed);
-      // Batches beyond the last reported one may have committed just before the kill.
-      for (let b = 0; b <= last + 50; b++) {
-        const ids = batchEventIds(run, b);
-        const present = ids.filter((id) => counts.has(id)).length;
-        assert.ok(present === 0 || present === ids.length, `batch ${run}/${b} is whole or absent, found ${present}/${ids.length} events`);
-        if (committed.includes(b)) assert.equal(present, ids.length, `batch ${run}/${b} was reported committed`);
-        for (const id of ids) if (counts.has(id)) assert.equal(counts.get(id), 1, `event ${id} stored once`);
-        accounted += present;
+      let accounted = 0;
+      for (const [run, committed] of reported) {
+        assert.ok(committed.length > 0, `round ${run} reported at least one batch`);
+        const last = Math.max(...committed);
+        // Batches beyond the last reported one may have committed just before the kill.
+        for (let b = 0; b <= last + 50; b++) {
+          const ids = batchEventIds(run, b);
+          const present = ids.filter((id) => counts.has(id)).length;
+          assert.ok(present === 0 || present === ids.length, `batch ${run}/${b} is whole or absent, found ${present}/${ids.length} events`);
+          if (committed.includes(b)) assert.equal(present, ids.length, `batch ${run}/${b} was reported committed`);
+          for (const id of ids) if (counts.has(id)) assert.equal(counts.get(id), 1, `event ${id} stored once`);
+          accounted += present;
+        }
       }
+      assert.equal(total, accounted, 'every stored event belongs to a batch a child wrote');
+      // Stream revisions stay dense after crashes: no stream has a hole or a repeated revision.
+      for (let s = 0; s < 13; s++) {
+        const events = await store.readStream(`node-crash-${s}`);
+        assert.deepEqual(
+          events.map((e) => e.revision),
+          events.map((_, i) => BigInt(i)),
+        );
+      }
+    } finally {
+      await store.close();
     }
-    assert.equal(total, accounted, 'every stored event belongs to a batch a child wrote');
-    // Stream revisions stay dense after crashes: no stream has a hole or a repeated revision.
-    for (let s = 0; s < 13; s++) {
-      const events = await store.readStream(`node-crash-${s}`);
-      assert.deepEqual(events.map((e) => e.revision), events.map((_, i) => BigInt(i)));
-    }
-  } finally {
-    await store.close();
-  }
-});
+  },
+);

@@ -78,7 +78,10 @@ test('openEventStore picks the adapter from the url and refuses an unknown schem
   const sqlite = openEventStore(`sqlite:${fresh()}`);
   assert.equal(sqlite.kind, 'sqlite');
   await sqlite.close();
-  assert.throws(() => openEventStore('postgres://x'), (err: unknown) => isConvergeError(err, 'CONVERGE_ERR_CONFIG_INVALID'));
+  assert.throws(
+    () => openEventStore('postgres://x'),
+    (err: unknown) => isConvergeError(err, 'CONVERGE_ERR_CONFIG_INVALID'),
+  );
 });
 
 test('two handles on one file in one process: a subscription on one sees appends through the other', async () => {
@@ -88,7 +91,13 @@ test('two handles on one file in one process: a subscription on one sees appends
   const seen: Recorded[] = [];
   const sub = a.subscribe({ handler: (ev) => void seen.push(...ev) });
   try {
-    await b.append([{ stream: 'node-x', expected: 'no_stream', events: [{ id: batchEventIds('two', 0)[0]!, type: 'AliveSeen', data: { node: 'x', seenAt: '2024-01-01T00:00:00.000Z' } }] }]);
+    await b.append([
+      {
+        stream: 'node-x',
+        expected: 'no_stream',
+        events: [{ id: batchEventIds('two', 0)[0]!, type: 'AliveSeen', data: { node: 'x', seenAt: '2024-01-01T00:00:00.000Z' } }],
+      },
+    ]);
     // pollMs is a minute, so only the shared in-process notifier can deliver this in time.
     const start = Date.now();
     while (seen.length === 0 && Date.now() - start < 10_000) await new Promise((r) => setTimeout(r, 10));
@@ -113,14 +122,17 @@ test('a live subscription sees batches appended by another process (polling)', {
     const want = [0, 1, 2].flatMap((b) => batchEventIds('xp', b));
     const start = Date.now();
     while (!want.every((id) => seen.has(id)) && Date.now() - start < 10_000) await new Promise((r) => setTimeout(r, 20));
-    assert.deepEqual(want.filter((id) => !seen.has(id)), []);
+    assert.deepEqual(
+      want.filter((id) => !seen.has(id)),
+      [],
+    );
   } finally {
     await sub.stop();
     await store.close();
   }
 });
 
-test('two handles appending to one stream in turn each see the other\'s revisions', async () => {
+test("two handles appending to one stream in turn each see the other's revisions", async () => {
   const path = fresh();
   const a = createSqliteEventStore(path);
   const b = createSqliteEventStore(path);
@@ -132,8 +144,13 @@ test('two handles appending to one stream in turn each see the other\'s revision
     // a's own view of node-x is stale now; it must notice b's commit, not reuse revision 1
     const r = await a.append([{ stream: 'node-x', expected: 1n, events: [ev(2)] }]);
     assert.equal(r.streams[0]!.nextExpected, 2n);
-    await assert.rejects(a.append([{ stream: 'node-x', expected: 1n, events: [ev(3)] }]), (err: unknown) => isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION'));
-    assert.deepEqual((await b.readStream('node-x')).map((e) => e.id), ids.slice(0, 3));
+    await assert.rejects(a.append([{ stream: 'node-x', expected: 1n, events: [ev(3)] }]), (err: unknown) =>
+      isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION'),
+    );
+    assert.deepEqual(
+      (await b.readStream('node-x')).map((e) => e.id),
+      ids.slice(0, 3),
+    );
   } finally {
     await a.close();
     await b.close();

@@ -58,7 +58,14 @@ export async function createBrokerLab(prefix: string): Promise<BrokerLab> {
     closeAllConnections: async () => {
       // rabbitmqctl acts on the broker's live connection table; the management API's list comes
       // from statistics that lag new connections by seconds, so it would miss the fresh ones.
-      const { stdout } = await promisify(execFile)('rabbitmqctl', ['close_all_connections', '-p', scratch.vhost, '--limit', '10000', 'converge test']);
+      const { stdout } = await promisify(execFile)('rabbitmqctl', [
+        'close_all_connections',
+        '-p',
+        scratch.vhost,
+        '--limit',
+        '10000',
+        'converge test',
+      ]);
       return Number(/Closed (\d+) connections/.exec(stdout)?.[1] ?? 0);
     },
     remove: async () => {

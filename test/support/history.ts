@@ -31,7 +31,14 @@ export function history(node: string, start = Date.parse('2026-11-29T14:00:00Z')
     },
     report(fields: Partial<Report> = {}) {
       const report: Report = { node, applied: [], failed: {}, refused: '', carried: [], declared: null, ...fields };
-      return record(makeReportReceived(report, Buffer.from(JSON.stringify(report)), { messageId: `m-${++msg}`, redelivered: false, userId: node }, new Date(clock)));
+      return record(
+        makeReportReceived(
+          report,
+          Buffer.from(JSON.stringify(report)),
+          { messageId: `m-${++msg}`, redelivered: false, userId: node },
+          new Date(clock),
+        ),
+      );
     },
     alive() {
       return record(makeAliveSeen({ node }, new Date(clock)));

@@ -8,7 +8,10 @@ import { join } from 'node:path';
 export const nodeSideDir = new URL('../fixtures/node-side/', import.meta.url).pathname;
 export const vectorsDir = join(nodeSideDir, 'vectors');
 
-export const vectorFiles = (): string[] => readdirSync(vectorsDir).filter((f) => f.endsWith('.json')).sort();
+export const vectorFiles = (): string[] =>
+  readdirSync(vectorsDir)
+    .filter((f) => f.endsWith('.json'))
+    .sort();
 
 /** A vector's bytes as the Go encoder wrote them, less the newline a file ends with. */
 export const vectorBytes = (name: string): Buffer => {

@@ -75,14 +75,25 @@ test('hostile messages are dead-lettered with their code and never stored; inges
   broker.inject('report', Buffer.from('not json'), { userId: 'n1' });
   broker.inject('report', Buffer.from('{"node":"n1","applied":"web"}'), { userId: 'n1' });
   broker.inject('report', encodeReport({ node: 'n1', applied: [], failed: {}, refused: '', carried: [], declared: null }), {});
-  broker.inject('report', encodeReport({ node: 'n1', applied: [], failed: {}, refused: '', carried: [], declared: null }), { userId: 'n2' });
+  broker.inject('report', encodeReport({ node: 'n1', applied: [], failed: {}, refused: '', carried: [], declared: null }), {
+    userId: 'n2',
+  });
   broker.inject('alive', Buffer.alloc(300 * 1024, 0x20), { userId: 'n1' });
-  broker.inject('report', encodeReport({ node: 'n1', applied: ['ok'], failed: {}, refused: '', carried: [], declared: null }), { userId: 'n1', messageId: 'm-ok' });
+  broker.inject('report', encodeReport({ node: 'n1', applied: ['ok'], failed: {}, refused: '', carried: [], declared: null }), {
+    userId: 'n1',
+    messageId: 'm-ok',
+  });
   await until('the good report stored', async () => (await store.readStream(streamOf('n1'))).length === 1);
   await until('five dead letters', async () => broker.deadLetters().length === 5);
   assert.deepEqual(
     broker.deadLetters().map((d) => d.code),
-    ['CONVERGE_ERR_WIRE_NOT_JSON', 'CONVERGE_ERR_WIRE_SCHEMA', 'CONVERGE_ERR_USER_ID_MISSING', 'CONVERGE_ERR_USER_ID_MISMATCH', 'CONVERGE_ERR_WIRE_TOO_LARGE'],
+    [
+      'CONVERGE_ERR_WIRE_NOT_JSON',
+      'CONVERGE_ERR_WIRE_SCHEMA',
+      'CONVERGE_ERR_USER_ID_MISSING',
+      'CONVERGE_ERR_USER_ID_MISMATCH',
+      'CONVERGE_ERR_WIRE_TOO_LARGE',
+    ],
   );
   const stored = await store.readStream(streamOf('n1'));
   assert.equal(stored[0]?.type, 'ReportReceived');
@@ -96,7 +107,10 @@ test('with trustMissingUserId a report without user_id is accepted, a mismatched
   const r = encodeReport({ node: 'n1', applied: [], failed: {}, refused: '', carried: [], declared: null });
   broker.inject('report', r, { messageId: 'a' });
   broker.inject('report', r, { messageId: 'b', userId: 'mallory' });
-  await until('one stored, one dead', async () => (await store.readStream(streamOf('n1'))).length === 1 && broker.deadLetters().length === 1);
+  await until(
+    'one stored, one dead',
+    async () => (await store.readStream(streamOf('n1'))).length === 1 && broker.deadLetters().length === 1,
+  );
   assert.equal(broker.deadLetters()[0]?.code, 'CONVERGE_ERR_USER_ID_MISMATCH');
   await ingest.stop();
 });
@@ -122,12 +136,21 @@ test('alive is coalesced to one event per node per resolution, the first after a
 test('while the store refuses writes nothing is acked; once it recovers everything is stored once', async () => {
   const inner = createMemoryEventStore();
   let down = true;
-  const store: EventStore = { ...inner, kind: inner.kind, append: (w) => (down ? Promise.reject(new Error('disk gone')) : inner.append(w)) };
+  const store: EventStore = {
+    ...inner,
+    kind: inner.kind,
+    append: (w) => (down ? Promise.reject(new Error('disk gone')) : inner.append(w)),
+  };
   const broker = createInProcessBroker();
   const ingest = createIngest({ store, source: broker.ingestSource(), logger, flushMs: 1, retry: { minMs: 5, maxMs: 20 } });
   await ingest.start();
   const link = broker.nodeLink('n1');
-  for (let i = 0; i < 20; i++) await link.publish('report', encodeReport({ node: 'n1', applied: [String(i)], failed: {}, refused: '', carried: [], declared: null }), `m${i}`);
+  for (let i = 0; i < 20; i++)
+    await link.publish(
+      'report',
+      encodeReport({ node: 'n1', applied: [String(i)], failed: {}, refused: '', carried: [], declared: null }),
+      `m${i}`,
+    );
   await until('append failing', async () => !ingest.isHealthy());
   assert.equal(ingest.stats().acked, 0);
   assert.equal(broker.depth()['mesh.reports'], 20);

@@ -32,7 +32,11 @@ const fieldish = fc.record(
     node: fc.oneof(nodeIdArb, fc.constant(null), fc.constant(''), anyJson),
     applied: fc.oneof(fc.array(fc.string({ maxLength: 6 }), { maxLength: 4 }), fc.constant(null), anyJson),
     failed: fc.oneof(
-      fc.dictionary(fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('__proto__', 'constructor', 'toString')), fc.oneof(fc.string({ maxLength: 6 }), anyJson), { maxKeys: 3 }),
+      fc.dictionary(
+        fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('__proto__', 'constructor', 'toString')),
+        fc.oneof(fc.string({ maxLength: 6 }), anyJson),
+        { maxKeys: 3 },
+      ),
       fc.constant(null),
       anyJson,
     ),
@@ -49,7 +53,10 @@ const fieldish = fc.record(
 );
 
 test('whatever the fast path accepts, zod accepts and returns the same: fields of every JSON type, present or absent', () => {
-  fc.assert(fc.property(fieldish, (v) => agrees(JSON.parse(JSON.stringify(v)))), { numRuns: 20_000 });
+  fc.assert(
+    fc.property(fieldish, (v) => agrees(JSON.parse(JSON.stringify(v)))),
+    { numRuns: 20_000 },
+  );
 });
 
 test('on any JSON value at all', () => {

@@ -5,7 +5,8 @@ import type { ErrorCode } from '../../src/errors.ts';
 import { encodeReport, encodeSigned, parseAlive, parseReport, parseSigned } from '../../src/wire/index.ts';
 import { keysVector, vectorBytes, vectorFiles } from '../support/vectors.ts';
 
-const parserFor = (name: string) => (name.startsWith('report') ? parseReport : name === 'alive.json' ? parseAlive : name === 'signed.json' ? parseSigned : null);
+const parserFor = (name: string) =>
+  name.startsWith('report') ? parseReport : name === 'alive.json' ? parseAlive : name === 'signed.json' ? parseSigned : null;
 
 test('every vector the Go encoder wrote parses as-is', () => {
   const files = vectorFiles().filter((f) => f !== 'signed.keys.json');
@@ -20,7 +21,14 @@ test('every vector the Go encoder wrote parses as-is', () => {
 test('absent omitempty fields read as empty, and a report with no declared is legacy', () => {
   const r = parseReport(vectorBytes('report-legacy-no-declared.json'));
   assert.deepEqual(r, { node: 'edge-07', applied: ['web'], failed: {}, refused: '', carried: [], declared: null });
-  assert.deepEqual(parseReport(vectorBytes('report-minimal.json')), { node: 'edge-07', applied: [], failed: {}, refused: '', carried: [], declared: null });
+  assert.deepEqual(parseReport(vectorBytes('report-minimal.json')), {
+    node: 'edge-07',
+    applied: [],
+    failed: {},
+    refused: '',
+    carried: [],
+    declared: null,
+  });
 });
 
 test('Go escapes (\\u003c, \\u0026, \\n, non-ASCII) decode to the words the node wrote', () => {
@@ -31,7 +39,13 @@ test('Go escapes (\\u003c, \\u0026, \\n, non-ASCII) decode to the words the node
 });
 
 test('a report encoded the way Go encodes it is byte-identical to the vectors', () => {
-  for (const f of ['report-applied.json', 'report-failed.json', 'report-refused.json', 'report-legacy-no-declared.json', 'report-minimal.json']) {
+  for (const f of [
+    'report-applied.json',
+    'report-failed.json',
+    'report-refused.json',
+    'report-legacy-no-declared.json',
+    'report-minimal.json',
+  ]) {
     assert.equal(encodeReport(parseReport(vectorBytes(f))).toString('utf8'), vectorBytes(f).toString('utf8'), f);
   }
 });
@@ -89,7 +103,11 @@ test('hostile bodies are rejected with the right code and a reason a person can 
     ['declared too short', '{"node":"n","declared":"abc"}', 'CONVERGE_ERR_WIRE_DIGEST'],
     ['a JSON array body', '[{"node":"n"}]', 'CONVERGE_ERR_WIRE_SCHEMA'],
     ['a JSON string body', '"n"', 'CONVERGE_ERR_WIRE_SCHEMA'],
-    ['a leading UTF-8 byte-order mark (Go refuses it)', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"node":"n"}')]), 'CONVERGE_ERR_WIRE_NOT_JSON'],
+    [
+      'a leading UTF-8 byte-order mark (Go refuses it)',
+      Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"node":"n"}')]),
+      'CONVERGE_ERR_WIRE_NOT_JSON',
+    ],
   ];
   for (const [, body, code] of cases) assertRejected(() => parseReport(Buffer.from(body)), code);
   assertRejected(() => parseAlive(Buffer.from('{"node":1}')), 'CONVERGE_ERR_WIRE_SCHEMA');

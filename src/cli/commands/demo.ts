@@ -30,13 +30,15 @@ import { ensureStoreDir } from './serve.ts';
 const int = (v: string | boolean | undefined, fallback: number, name: string): number => {
   if (v === undefined) return fallback;
   const n = Number(v);
-  if (typeof v !== 'string' || !Number.isInteger(n) || n < 0) throw new ConvergeError('CONVERGE_ERR_USAGE', `--${name} must be a whole number ≥ 0`);
+  if (typeof v !== 'string' || !Number.isInteger(n) || n < 0)
+    throw new ConvergeError('CONVERGE_ERR_USAGE', `--${name} must be a whole number ≥ 0`);
   return n;
 };
 
 export const demo: Command = {
   name: 'demo',
-  usage: 'converge demo [--nodes 50] [--rounds n] [--duration ms] [--interval-ms 3000] [--port 8080] [--amqp <url>] [--store <url>] [--json]',
+  usage:
+    'converge demo [--nodes 50] [--rounds n] [--duration ms] [--interval-ms 3000] [--port 8080] [--amqp <url>] [--store <url>] [--json]',
   summary: 'a simulated fleet on embedded defaults, the race reproduced, the API served, a live summary',
   args: [0, 0],
   options: {
@@ -58,7 +60,12 @@ export const demo: Command = {
     const dir = explicitStore ? null : mkdtempSync(join(tmpdir(), 'converge-demo-'));
     const config = loadConfig(
       { flags: { ...values, ...(dir === null ? {} : { store: `sqlite:${join(dir, 'converge.db')}` }) }, env: io.env },
-      { logLevel: 'warn', graceMs: String(Math.max(3 * 1000, intervalMs)), aliveResolutionMs: '1000', trustMissingUserId: given.amqpUrl === null ? 'off' : 'on' },
+      {
+        logLevel: 'warn',
+        graceMs: String(Math.max(3 * 1000, intervalMs)),
+        aliveResolutionMs: '1000',
+        trustMissingUserId: given.amqpUrl === null ? 'off' : 'on',
+      },
     );
     let tokens = config.apiTokens;
     let token: string | null = null;
@@ -138,7 +145,9 @@ export const demo: Command = {
       const now = Date.now();
       const states = [...engine.runner.readModel.nodes()].map((s) => {
         const ls = engine.ingest?.lastSeenAt(s.node);
-        return ls !== null && ls !== undefined && (s.lastSeenAt === null || ls.getTime() > Date.parse(s.lastSeenAt)) ? { ...s, lastSeenAt: ls.toISOString() } : s;
+        return ls !== null && ls !== undefined && (s.lastSeenAt === null || ls.getTime() > Date.parse(s.lastSeenAt))
+          ? { ...s, lastSeenAt: ls.toISOString() }
+          : s;
       });
       const f = summarizeFleet(states, now, config.graceMs);
       return { round, ...f.byStatus, ...f.byLiveness, races, p50Ms: f.convergence.p50Ms, p99Ms: f.convergence.p99Ms };
@@ -163,7 +172,14 @@ export const demo: Command = {
     try {
       while (!stopped && (rounds === null || round < rounds)) {
         round++;
-        await Promise.all(ids.map((id) => engine.send!(id, [{ id: 'web', image: `registry.local/web:${round}` }, { id: 'sidecar', image: 'registry.local/envoy:1' }])));
+        await Promise.all(
+          ids.map((id) =>
+            engine.send!(id, [
+              { id: 'web', image: `registry.local/web:${round}` },
+              { id: 'sidecar', image: 'registry.local/envoy:1' },
+            ]),
+          ),
+        );
         if (round === 2) nodes[ids.indexOf(silentOne)]!.setSilent(true);
         await Promise.race([stop, new Promise((r) => setTimeout(r, intervalMs))]);
       }
@@ -175,7 +191,9 @@ export const demo: Command = {
       else io.stdout(`${io.stderrIsTTY ? '\r' : ''}${line(final)}\n`);
       const silentState = engine.runner.readModel.get(silentOne);
       if (silentState !== undefined && !json) {
-        io.stderr(`${silentOne}: ${silentState.status}, ${livenessAt(engine.ingest?.lastSeenAt(silentOne)?.toISOString() ?? silentState.lastSeenAt, Date.now(), config.graceMs).state}\n`);
+        io.stderr(
+          `${silentOne}: ${silentState.status}, ${livenessAt(engine.ingest?.lastSeenAt(silentOne)?.toISOString() ?? silentState.lastSeenAt, Date.now(), config.graceMs).state}\n`,
+        );
       }
     } finally {
       clearInterval(ticker);

@@ -12,7 +12,8 @@ export const forensics: Command = {
   args: [1, 1],
   options: { node: { type: 'string' } },
   run: ({ io, values, positionals, config, json }) => {
-    if (positionals[0] !== 'races') throw new ConvergeError('CONVERGE_ERR_USAGE', `unknown forensics report ${JSON.stringify(positionals[0])}; try: forensics races`);
+    if (positionals[0] !== 'races')
+      throw new ConvergeError('CONVERGE_ERR_USAGE', `unknown forensics report ${JSON.stringify(positionals[0])}; try: forensics races`);
     return withStore(config, io, async (store) => {
       const head = await store.headPosition();
       const scanner = createRaceScanner();

@@ -8,7 +8,7 @@ import { printJsonLines, short, table } from '../output.ts';
 export const history: Command = {
   name: 'history',
   usage: 'converge history <node> [--limit <n>] [--json]',
-  summary: 'a node\'s events, oldest first, each report classified, each declaration\'s latency',
+  summary: "a node's events, oldest first, each report classified, each declaration's latency",
   args: [1, 1],
   options: { limit: { type: 'string' } },
   run: ({ io, values, positionals, config, json }) =>
@@ -20,24 +20,42 @@ export const history: Command = {
       }
       const limit = values.limit === undefined ? Infinity : Number(values.limit);
       const events = await store.readStream(streamOf(node));
-      if (events.length === 0) throw new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `no event has ever named node ${JSON.stringify(node)}`);
+      if (events.length === 0)
+        throw new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `no event has ever named node ${JSON.stringify(node)}`);
       const t = timeline(node, events);
       const entries = limit === Infinity ? t.entries : t.entries.slice(-limit);
       if (json) {
-        printJsonLines(io, entries.map((e) => ({ node, ...e })));
+        printJsonLines(
+          io,
+          entries.map((e) => ({ node, ...e })),
+        );
         return 0;
       }
       io.stdout(
         table(
           ['POSITION', 'AT', 'EVENT', 'SERIAL', 'DIGEST', 'CLASS', 'STATUS AFTER'],
-          entries.map((e) => [e.position.toString(), e.at, e.type, e.serial === null ? '-' : String(e.serial), short(e.digest), e.class === null ? '-' : `${e.class}${e.duplicate ? ' (dup)' : ''}`, e.status]),
+          entries.map((e) => [
+            e.position.toString(),
+            e.at,
+            e.type,
+            e.serial === null ? '-' : String(e.serial),
+            short(e.digest),
+            e.class === null ? '-' : `${e.class}${e.duplicate ? ' (dup)' : ''}`,
+            e.status,
+          ]),
         ),
       );
       io.stdout('\n');
       io.stdout(
         table(
           ['SERIAL', 'DIGEST', 'SENT', 'OUTCOME', 'LATENCY'],
-          t.declarations.map((d) => [String(d.serial), short(d.digest), d.sentAt, d.outcome, d.latencyMs === null ? '-' : `${d.latencyMs} ms`]),
+          t.declarations.map((d) => [
+            String(d.serial),
+            short(d.digest),
+            d.sentAt,
+            d.outcome,
+            d.latencyMs === null ? '-' : `${d.latencyMs} ms`,
+          ]),
         ),
       );
       return 0;

@@ -5,7 +5,12 @@ import type { CliIo } from '../io.ts';
 import { progress } from '../output.ts';
 
 /** Fold the whole store (read commands work without a running server), with progress on a TTY. */
-export async function foldStore(store: EventStore, io: CliIo, label = 'folding', until: bigint | null = null): Promise<Map<string, NodeState>> {
+export async function foldStore(
+  store: EventStore,
+  io: CliIo,
+  label = 'folding',
+  until: bigint | null = null,
+): Promise<Map<string, NodeState>> {
   const head = await store.headPosition();
   const p = progress(io, label);
   try {

@@ -22,9 +22,13 @@ export const replay: Command = {
       const snap = config.snapshotPath === null ? null : await readSnapshot(config.snapshotPath);
       // The default snapshot beside the store may not exist yet; one the operator named must.
       const named = values.snapshot !== undefined || io.env['CONVERGE_SNAPSHOT'] !== undefined;
-      if (snap === null && named) throw new ConvergeError('CONVERGE_ERR_SNAPSHOT_INVALID', `snapshot ${config.snapshotPath ?? ''} does not exist`);
+      if (snap === null && named)
+        throw new ConvergeError('CONVERGE_ERR_SNAPSHOT_INVALID', `snapshot ${config.snapshotPath ?? ''} does not exist`);
       const p = progress(io, 'replaying');
-      const replayed = await replayStore(store, { until: snap?.position ?? null, onProgress: (_n, pos) => p.update(Number(pos), head === null ? null : Number(head)) });
+      const replayed = await replayStore(store, {
+        until: snap?.position ?? null,
+        onProgress: (_n, pos) => p.update(Number(pos), head === null ? null : Number(head)),
+      });
       p.done();
       let against: string;
       let actual;
@@ -45,9 +49,12 @@ export const replay: Command = {
         printJson(io, { verified: diffs.length === 0, nodes: replayed.size, against, differences: diffs.length });
       } else {
         for (const d of diffs) io.stdout(`${d.node}  ${d.field}: replay=${d.expected} live=${d.actual}\n`);
-        io.stdout(`${replayed.size} nodes replayed against ${against}: ${diffs.length === 0 ? 'no difference' : `${diffs.length} difference(s)`}\n`);
+        io.stdout(
+          `${replayed.size} nodes replayed against ${against}: ${diffs.length === 0 ? 'no difference' : `${diffs.length} difference(s)`}\n`,
+        );
       }
-      if (diffs.length > 0) throw new ConvergeError('CONVERGE_ERR_REPLAY_MISMATCH', `replay disagrees with ${against} in ${diffs.length} field(s)`);
+      if (diffs.length > 0)
+        throw new ConvergeError('CONVERGE_ERR_REPLAY_MISMATCH', `replay disagrees with ${against} in ${diffs.length} field(s)`);
       return 0;
     });
   },

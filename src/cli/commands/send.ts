@@ -16,14 +16,18 @@ export const send: Command = {
   options: {},
   run: async ({ io, positionals, config, json }) => {
     const [node, file] = positionals as [string, string];
-    if (config.signingKey === null) throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', 'send needs a signing key: --signing-key <pem> or CONVERGE_SIGNING_KEY');
+    if (config.signingKey === null)
+      throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', 'send needs a signing key: --signing-key <pem> or CONVERGE_SIGNING_KEY');
     const text = file === '-' ? (await io.readStdin()).toString('utf8') : readSpec(resolve(io.cwd, file));
     let spec: unknown;
     try {
       spec = JSON.parse(text);
     } catch (e) {
       // JSON.parse quotes the input, newlines included; the reason must stay one line.
-      throw new ConvergeError('CONVERGE_ERR_SPEC_INVALID', `${file === '-' ? 'stdin' : file} is not JSON: ${(e as Error).message.replace(/\s+/g, ' ')}`);
+      throw new ConvergeError(
+        'CONVERGE_ERR_SPEC_INVALID',
+        `${file === '-' ? 'stdin' : file} is not JSON: ${(e as Error).message.replace(/\s+/g, ' ')}`,
+      );
     }
     const resources = (spec as { resources?: unknown } | null)?.resources;
     const store = openStore(config, io, false);
@@ -42,6 +46,9 @@ function readSpec(path: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (e) {
-    throw new ConvergeError('CONVERGE_ERR_SPEC_INVALID', `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new ConvergeError(
+      'CONVERGE_ERR_SPEC_INVALID',
+      `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
   }
 }

@@ -26,12 +26,22 @@ export function describeNode(v: NodeView): string {
     ['sent', v.sent === null ? '-' : `serial ${v.sent.serial} ${v.sent.digest} at ${v.sent.sentAt}`],
     ['reported', v.reported === null ? '-' : `${v.reported.declared ?? '(no digest)'} at ${v.reported.receivedAt} (${v.reported.class})`],
     ['applied', v.reported?.applied.join(', ') || '-'],
-    ['failed', Object.entries(v.reported?.failed ?? {}).map(([k, why]) => `${k}: ${why}`).join('; ') || '-'],
+    [
+      'failed',
+      Object.entries(v.reported?.failed ?? {})
+        .map(([k, why]) => `${k}: ${why}`)
+        .join('; ') || '-',
+    ],
     ['refused', v.reported?.refused || '-'],
     ['missing', v.missing.join(', ') || '-'],
     ['carried', v.carried.join(', ') || '-'],
     ['anomalies', `stale ${v.anomalies.stale}, unknown ${v.anomalies.unknown}, undeclared ${v.anomalies.undeclared}`],
-    ['latency', v.convergence.lastLatencyMs === null ? '-' : `${v.convergence.lastLatencyMs} ms (acknowledged ${v.convergence.acknowledged}, superseded ${v.convergence.superseded})`],
+    [
+      'latency',
+      v.convergence.lastLatencyMs === null
+        ? '-'
+        : `${v.convergence.lastLatencyMs} ms (acknowledged ${v.convergence.acknowledged}, superseded ${v.convergence.superseded})`,
+    ],
     ['position', v.position],
   ]);
 }
@@ -44,7 +54,10 @@ export const status: Command = {
   options: { status: { type: 'string' }, liveness: { type: 'string' } },
   run: ({ io, values, positionals, config, json }) => {
     // The API's own enums: a filter no node can match is a typo, not an empty fleet.
-    for (const [flag, allowed] of [['status', statusEnum.options], ['liveness', livenessEnum.options]] as const) {
+    for (const [flag, allowed] of [
+      ['status', statusEnum.options],
+      ['liveness', livenessEnum.options],
+    ] as const) {
       const v = values[flag];
       if (v !== undefined && !(allowed as readonly unknown[]).includes(v)) {
         throw new ConvergeError('CONVERGE_ERR_USAGE', `--${flag} must be one of ${allowed.join(', ')}, got ${JSON.stringify(v)}`);
@@ -64,7 +77,11 @@ export const status: Command = {
       }
       const views = [...states.values()]
         .map((s) => nodeView(s, now, config.graceMs))
-        .filter((v) => (values.status === undefined || v.status === values.status) && (values.liveness === undefined || v.liveness.state === values.liveness))
+        .filter(
+          (v) =>
+            (values.status === undefined || v.status === values.status) &&
+            (values.liveness === undefined || v.liveness.state === values.liveness),
+        )
         .sort((a, b) => (a.node < b.node ? -1 : 1));
       if (json) printJsonLines(io, views);
       else io.stdout(table(nodeHeaders, views.map(nodeRow)));

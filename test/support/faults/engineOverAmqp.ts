@@ -37,7 +37,12 @@ export async function startEngineOverAmqp(options: {
     { flags: {}, env: {} },
     { store: `sqlite:${options.storePath}`, port: '0', logLevel: 'silent', snapshotEvery: String(options.snapshotEvery ?? 10_000) },
   );
-  const transport = await createAmqpTransport({ url: options.url, logger, heartbeatSeconds: options.heartbeatSeconds ?? 2, connectionName: 'converge-fault-engine' });
+  const transport = await createAmqpTransport({
+    url: options.url,
+    logger,
+    heartbeatSeconds: options.heartbeatSeconds ?? 2,
+    connectionName: 'converge-fault-engine',
+  });
   const store = createSqliteEventStore(options.storePath);
   const engine = createServer({
     config,

@@ -91,7 +91,14 @@ function truncated(message: WireMessage): fc.Arbitrary<HostileBody> {
   // A JSON object missing its last byte (`}`) or more is never valid JSON.
   return fc.tuple(validBody(message), fc.nat()).map(([body, n]) => {
     const cut = n % body.length;
-    return { kind: 'truncatedJson', message, body: body.subarray(0, cut), mustReject: true, codes: notJson, note: `cut at ${cut} of ${body.length}` };
+    return {
+      kind: 'truncatedJson',
+      message,
+      body: body.subarray(0, cut),
+      mustReject: true,
+      codes: notJson,
+      note: `cut at ${cut} of ${body.length}`,
+    };
   });
 }
 
@@ -106,11 +113,21 @@ function hugeArray(message: WireMessage, limits: WireLimits): fc.Arbitrary<Hosti
 
 function deepNesting(message: WireMessage, limits: WireLimits): fc.Arbitrary<HostileBody> {
   return fc
-    .tuple(nodeIdArb, fc.integer({ min: 0, max: 64 }), fc.array(fc.boolean(), { minLength: limits.maxDepth, maxLength: limits.maxDepth }), fc.boolean())
+    .tuple(
+      nodeIdArb,
+      fc.integer({ min: 0, max: 64 }),
+      fc.array(fc.boolean(), { minLength: limits.maxDepth, maxLength: limits.maxDepth }),
+      fc.boolean(),
+    )
     .map(([node, extra, shape, balanced]) => {
       const kinds = [...shape, ...Array<boolean>(extra).fill(true)];
       const open = kinds.map((k) => (k ? '[' : '{"a":')).join('');
-      const close = balanced ? [...kinds].reverse().map((k) => (k ? ']' : '}')).join('') : '';
+      const close = balanced
+        ? [...kinds]
+            .reverse()
+            .map((k) => (k ? ']' : '}'))
+            .join('')
+        : '';
       // Inside the body object (depth 1), so the total depth exceeds maxDepth by construction.
       const body = Buffer.from(`{"node":${json(node)},"x":${open}0${close}}`);
       return {
@@ -128,7 +145,20 @@ function deepNesting(message: WireMessage, limits: WireLimits): fc.Arbitrary<Hos
 const wrongForString = fc.constantFrom('1', '0', '-1.5', 'true', 'false', '[]', '["a"]', '{}', '{"a":"b"}');
 const wrongForArrayOfString = fc.constantFrom('"a"', '""', '1', 'true', '{}', '{"a":"b"}', '[1]', '["a",2]', '[null]', '[[]]', '[{}]');
 const wrongForRecord = fc.constantFrom('"a"', '1', 'true', '[]', '["x"]', '{"a":1}', '{"a":null}', '{"a":["x"]}', '{"a":{}}');
-const wrongForInts = fc.constantFrom('"80"', '80', 'true', '{}', '[80.5]', '["80"]', '[true]', '[null]', '[{}]', '[9007199254740993]', '[1e400]', '[-0.0001]');
+const wrongForInts = fc.constantFrom(
+  '"80"',
+  '80',
+  'true',
+  '{}',
+  '[80.5]',
+  '["80"]',
+  '[true]',
+  '[null]',
+  '[{}]',
+  '[9007199254740993]',
+  '[1e400]',
+  '[-0.0001]',
+);
 
 function wrongType(message: WireMessage): fc.Arbitrary<HostileBody> {
   const fields: fc.Arbitrary<[string, string]>[] =
@@ -149,14 +179,16 @@ function wrongType(message: WireMessage): fc.Arbitrary<HostileBody> {
 }
 
 function nodeMissing(message: WireMessage): fc.Arbitrary<HostileBody> {
-  return fc.constantFrom('{}', '{"node":null}', '{"node":""}', '{"Node":"a"}', '{"NODE":"a"}', '{"nodes":"a"}', '{"applied":["x"]}').map((b) => ({
-    kind: 'nodeMissing',
-    message,
-    body: Buffer.from(b),
-    mustReject: true,
-    codes: ['CONVERGE_ERR_WIRE_NODE_MISSING'],
-    note: b,
-  }));
+  return fc
+    .constantFrom('{}', '{"node":null}', '{"node":""}', '{"Node":"a"}', '{"NODE":"a"}', '{"nodes":"a"}', '{"applied":["x"]}')
+    .map((b) => ({
+      kind: 'nodeMissing',
+      message,
+      body: Buffer.from(b),
+      mustReject: true,
+      codes: ['CONVERGE_ERR_WIRE_NODE_MISSING'],
+      note: b,
+    }));
 }
 
 function nonHexDigest(): fc.Arbitrary<HostileBody> {
@@ -165,7 +197,9 @@ function nonHexDigest(): fc.Arbitrary<HostileBody> {
   const sixtyFour = fc
     .tuple(fc.array(fc.constantFrom(...hexChars), { minLength: 63, maxLength: 63 }), bad, fc.nat(63))
     .map(([hex, b, at]) => [...hex.slice(0, at), b, ...hex.slice(at)].join(''));
-  const wrongLength = fc.oneof(fc.integer({ min: 1, max: 63 }), fc.integer({ min: 65, max: 200 })).chain((n) => fc.array(fc.constantFrom(...hexChars), { minLength: n, maxLength: n }).map((a) => a.join('')));
+  const wrongLength = fc
+    .oneof(fc.integer({ min: 1, max: 63 }), fc.integer({ min: 65, max: 200 }))
+    .chain((n) => fc.array(fc.constantFrom(...hexChars), { minLength: n, maxLength: n }).map((a) => a.join('')));
   return fc.tuple(nodeIdArb, fc.oneof(sixtyFour, wrongLength)).map(([node, declared]) => ({
     kind: 'nonHexDigest',
     message: 'report',
@@ -180,7 +214,14 @@ function oversize(message: WireMessage, limits: WireLimits): fc.Arbitrary<Hostil
   return fc.tuple(validBody(message), fc.integer({ min: 1, max: 4096 })).map(([body, extra]) => {
     // Whitespace padding: a valid body in every other respect, only too large.
     const pad = Buffer.alloc(Math.max(0, limits.maxBytes - body.length) + extra, 0x20);
-    return { kind: 'oversize', message, body: Buffer.concat([body, pad]), mustReject: true, codes: ['CONVERGE_ERR_WIRE_TOO_LARGE'], note: `${body.length + pad.length} bytes` };
+    return {
+      kind: 'oversize',
+      message,
+      body: Buffer.concat([body, pad]),
+      mustReject: true,
+      codes: ['CONVERGE_ERR_WIRE_TOO_LARGE'],
+      note: `${body.length + pad.length} bytes`,
+    };
   });
 }
 
@@ -188,11 +229,25 @@ function nulByte(message: WireMessage): fc.Arbitrary<HostileBody> {
   // A raw NUL is neither JSON whitespace nor allowed unescaped inside a string: invalid anywhere.
   return fc.tuple(validBody(message), fc.nat()).map(([body, n]) => {
     const at = n % (body.length + 1);
-    return { kind: 'nulByte', message, body: Buffer.concat([body.subarray(0, at), Buffer.of(0), body.subarray(at)]), mustReject: true, codes: notJson, note: `NUL at ${at}` };
+    return {
+      kind: 'nulByte',
+      message,
+      body: Buffer.concat([body.subarray(0, at), Buffer.of(0), body.subarray(at)]),
+      mustReject: true,
+      codes: notJson,
+      note: `NUL at ${at}`,
+    };
   });
 }
 
-const invalidUtf8 = fc.constantFrom(Buffer.of(0xff), Buffer.of(0xc0, 0xaf), Buffer.of(0xed, 0xa0, 0x80), Buffer.of(0x80), Buffer.of(0xe2, 0x82), Buffer.of(0xf8, 0x88, 0x80, 0x80, 0x80));
+const invalidUtf8 = fc.constantFrom(
+  Buffer.of(0xff),
+  Buffer.of(0xc0, 0xaf),
+  Buffer.of(0xed, 0xa0, 0x80),
+  Buffer.of(0x80),
+  Buffer.of(0xe2, 0x82),
+  Buffer.of(0xf8, 0x88, 0x80, 0x80, 0x80),
+);
 
 function invalidUtf8Outside(message: WireMessage): fc.Arbitrary<HostileBody> {
   // At the start, right after `{`, or at the end: between tokens, never inside a string.
@@ -213,7 +268,13 @@ function invalidUtf8InString(message: WireMessage): fc.Arbitrary<HostileBody> {
   return fc.tuple(nodeIdArb, invalidUtf8).map(([node, bad]) => {
     const field = message === 'report' ? 'refused' : 'x';
     const body = Buffer.concat([Buffer.from(`{"node":${json(node)},"${field}":"a`), bad, Buffer.from('b"}')]);
-    return { kind: 'invalidUtf8InString', message, body, mustReject: false, note: `${bad.toString('hex')} inside a string (Go replaces it with U+FFFD)` };
+    return {
+      kind: 'invalidUtf8InString',
+      message,
+      body,
+      mustReject: false,
+      note: `${bad.toString('hex')} inside a string (Go replaces it with U+FFFD)`,
+    };
   });
 }
 
@@ -221,14 +282,20 @@ function prototypeKeys(message: WireMessage): fc.Arbitrary<HostileBody> {
   return fc.tuple(nodeIdArb, fc.constantFrom('__proto__', 'constructor', 'prototype', 'hasOwnProperty', 'toString')).map(([node, key]) => ({
     kind: 'prototypeKeys',
     message,
-    body: Buffer.from(`{"node":${json(node)},"${key}":{"polluted":true,"prototype":{"polluted":true}}${message === 'report' ? `,"failed":{"${key}":"x"}` : ''}}`),
+    body: Buffer.from(
+      `{"node":${json(node)},"${key}":{"polluted":true,"prototype":{"polluted":true}}${message === 'report' ? `,"failed":{"${key}":"x"}` : ''}}`,
+    ),
     mustReject: false,
     note: `key ${key}`,
   }));
 }
 
 /** Hostile bodies of one kind for one message type (`nonHexDigest` is report-only). */
-export function hostileBodiesOf(kind: HostileKind, message: WireMessage, limits: WireLimits = defaultWireLimits): fc.Arbitrary<HostileBody> {
+export function hostileBodiesOf(
+  kind: HostileKind,
+  message: WireMessage,
+  limits: WireLimits = defaultWireLimits,
+): fc.Arbitrary<HostileBody> {
   switch (kind) {
     case 'randomBytes':
       return randomBytes(message);

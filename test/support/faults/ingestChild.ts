@@ -26,7 +26,11 @@ const store = createSqliteEventStore(path);
 let runner: ProjectionRunner | null = null;
 if (snapshotPath) {
   // Start order as in createServer (src/engine/engine.ts): projections first, then ingest.
-  runner = createProjectionRunner({ store, logger, snapshot: { path: snapshotPath, everyEvents: Number(process.env['CONVERGE_FAULT_SNAPSHOT_EVERY'] ?? 250) } });
+  runner = createProjectionRunner({
+    store,
+    logger,
+    snapshot: { path: snapshotPath, everyEvents: Number(process.env['CONVERGE_FAULT_SNAPSHOT_EVERY'] ?? 250) },
+  });
   await runner.start();
 }
 const engine = await startIngestOverAmqp({ url, store, logger, connectionName: 'converge-fault-ingest-child' });

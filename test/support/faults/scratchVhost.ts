@@ -29,7 +29,11 @@ export async function createScratchVhost(prefix: string, broker: BrokerEndpoints
   if (created.status !== 201 && created.status !== 204) throw adminError('PUT', `/vhosts/${vhost}`, created);
   // The admin user needs rights in the new vhost to declare the topology.
   const adminUser = new URL(broker.amqpUrl).username || 'guest';
-  const perm = await admin.request('PUT', `/permissions/${seg(vhost)}/${seg(decodeURIComponent(adminUser))}`, { configure: '.*', write: '.*', read: '.*' });
+  const perm = await admin.request('PUT', `/permissions/${seg(vhost)}/${seg(decodeURIComponent(adminUser))}`, {
+    configure: '.*',
+    write: '.*',
+    read: '.*',
+  });
   if (perm.status !== 201 && perm.status !== 204) throw adminError('PUT', `/permissions/${vhost}`, perm);
   return {
     vhost,
