@@ -34,7 +34,7 @@ for (let i = 0; i < nodes; i++) {
       {
         id: declarationSentId(node, 1),
         type: 'DeclarationSent',
-        data: { node, serial: 1, digest, declaration: '', signature: '', keyId: 'k', resourceIds: ['web'], sentAt: at },
+        data: { node, serial: 1, digest, specDigest: digest, declaration: '', signature: '', keyId: 'k', resourceIds: ['web'], sentAt: at },
       },
       node,
       0n,

@@ -45,6 +45,7 @@ function eventAt(k: number): NewEvent {
           node,
           serial,
           digest: digestOf(node, serial),
+          specDigest: digestOf('spec', round % 8),
           declaration: decl,
           signature: sig,
           keyId: 'k',

@@ -3,7 +3,7 @@ export type { NodeState, NodeStatus, ReportClass, SentSummary, ReportedSummary, 
 export { livenessAt, defaultGraceMs, newerLastSeen } from './liveness.ts';
 export type { Liveness, LivenessState } from './liveness.ts';
 export { summarizeFleet, percentile } from './fleet.ts';
-export type { FleetSummary, DigestCohort } from './fleet.ts';
+export type { FleetSummary, FleetSummaryOptions, SpecCohort } from './fleet.ts';
 export { nodeView } from './nodeView.ts';
 export type { NodeView } from './nodeView.ts';
 export { parseAt, eventTime, isBeyond, stateAt, createFleetFold, timeline, createRaceScanner, findRaces } from './forensics.ts';

@@ -14,6 +14,8 @@ export type ReportClass = 'matching' | 'stale' | 'unknown' | 'undeclared';
 
 export type SentSummary = Readonly<{
   digest: string;
+  /** Digest of the resources alone (DESIGN §2): the same for every node sent the same spec. */
+  specDigest: string;
   serial: number;
   sentAt: string;
   resourceIds: readonly string[];
@@ -126,7 +128,14 @@ type Changes = Partial<{ -readonly [K in keyof NodeState]: NodeState[K] }>;
 
 function onDeclarationSent(s: NodeState, d: DeclarationSentData): Changes {
   const superseded = s.sent !== null && s.sent.acknowledgedAt === null ? 1 : 0;
-  const sent: SentSummary = { digest: d.digest, serial: d.serial, sentAt: d.sentAt, resourceIds: d.resourceIds, acknowledgedAt: null };
+  const sent: SentSummary = {
+    digest: d.digest,
+    specDigest: d.specDigest,
+    serial: d.serial,
+    sentAt: d.sentAt,
+    resourceIds: d.resourceIds,
+    acknowledgedAt: null,
+  };
   return {
     sent,
     sentDigests: new Map(s.sentDigests).set(d.digest, d.serial),

@@ -109,21 +109,27 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
     url: '/v1/nodes',
     scope: 'read',
     operationId: 'listNodes',
-    summary: 'Node states, filterable',
+    summary: 'Node states, filterable, in pages by node id',
     query: s.nodesQuery,
     responses: { 200: { schema: s.nodeList, description: 'matching nodes, sorted by id' } },
     handler: async ({ query }: Input<unknown, z.infer<typeof s.nodesQuery>, unknown>) => {
       const at = now();
-      const nodes: NodeView[] = [];
+      const matching: NodeView[] = [];
       for (const st of readModel.nodes()) {
         if (query.status !== undefined && st.status !== query.status) continue;
+        if (query.spec !== undefined && st.sent?.specDigest !== query.spec) continue;
         if (query.digest !== undefined && st.sent?.digest !== query.digest && st.reported?.declared !== query.digest) continue;
         const v = view(st, at);
         if (query.liveness !== undefined && v.liveness.state !== query.liveness) continue;
-        nodes.push(v);
+        matching.push(v);
       }
-      nodes.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
-      return { count: nodes.length, nodes };
+      matching.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+      const after = query.after;
+      const from = after === undefined ? 0 : matching.findIndex((v) => v.node > after);
+      const nodes = from < 0 ? [] : matching.slice(from, from + query.limit);
+      const last = nodes.at(-1);
+      const more = from >= 0 && from + nodes.length < matching.length;
+      return { count: nodes.length, total: matching.length, nodes, next: more && last !== undefined ? last.node : null };
     },
   });
 

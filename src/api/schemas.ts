@@ -50,7 +50,14 @@ export const nodeView = named(
     status: statusEnum,
     caughtUp: z.boolean(),
     sent: z
-      .object({ digest, serial: z.number().int(), sentAt: iso, acknowledgedAt: iso.nullable(), resourceIds: z.array(z.string()) })
+      .object({
+        digest,
+        specDigest: digest.describe('sha256 of the resources alone: the same for every node sent this spec'),
+        serial: z.number().int(),
+        sentAt: iso,
+        acknowledgedAt: iso.nullable(),
+        resourceIds: z.array(z.string()),
+      })
       .nullable(),
     reported: z
       .object({
@@ -79,11 +86,23 @@ export const nodesQuery = named(
   z.object({
     status: statusEnum.optional(),
     liveness: livenessEnum.optional(),
-    digest: digest.optional().describe('nodes sent or running this digest'),
+    digest: digest.optional().describe('nodes sent or running this declaration digest'),
+    spec: digest.optional().describe('nodes whose latest send has this spec digest'),
+    limit: z.coerce.number().int().min(1).max(5_000).default(500).describe('nodes per page (default 500, at most 5,000)'),
+    after: z.string().min(1).max(255).optional().describe('only nodes whose id sorts after this one: pass `next` to page'),
   }),
 );
 
-export const nodeList = named('NodeList', z.object({ count: z.number().int(), nodes: z.array(nodeView) }));
+export const nodeList = named(
+  'NodeList',
+  z.object({
+    count: z.number().int().describe('nodes in this page'),
+    total: z.number().int().describe('nodes matching the filters, on every page'),
+    nodes: z.array(nodeView),
+    next: z.string().nullable().describe('pass as `after` for the next page; null on the last page'),
+  }),
+  'A page of node states in node id order',
+);
 
 export const historyQuery = named(
   'HistoryQuery',
@@ -137,7 +156,19 @@ export const fleet = named(
     nodes: z.number().int(),
     byStatus: z.record(statusEnum, z.number().int()),
     byLiveness: z.record(livenessEnum, z.number().int()),
-    cohorts: z.array(z.object({ digest, nodes: z.number().int(), caughtUp: z.number().int() })),
+    cohorts: z
+      .array(
+        z.object({
+          spec: digest,
+          nodes: z.number().int(),
+          caughtUp: z.number().int(),
+          byStatus: z.record(statusEnum, z.number().int()),
+        }),
+      )
+      .describe('the largest cohorts of nodes by the spec digest of their latest send'),
+    otherCohorts: z
+      .object({ cohorts: z.number().int(), nodes: z.number().int(), caughtUp: z.number().int() })
+      .describe('the cohorts not listed, summed'),
     convergence: z.object({
       samples: z.number().int(),
       p50Ms: z.number().nullable(),

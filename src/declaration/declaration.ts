@@ -89,6 +89,32 @@ export function buildDeclaration(input: DeclarationInput): Buffer {
 /** DESIGN §1: lowercase hex sha256 of the exact bytes. */
 export const digestOf = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
+/**
+ * JSON with every object's keys sorted (by UTF-16 code units, as Array.prototype.sort compares),
+ * no whitespace, arrays in order: one text per value, whatever order its keys were written in.
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
+  const o = value as Record<string, unknown>;
+  const keys = Object.keys(o)
+    .filter((k) => o[k] !== undefined)
+    .sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(',')}}`;
+}
+
+/**
+ * DESIGN §2: the spec digest, lowercase hex sha256 of the canonical JSON of the resources alone,
+ * sorted by id (ids are unique in a declaration, and a spec is the set of resources it names).
+ * A declaration's own digest covers the node id, serial and time, so it is unique per send; the
+ * spec digest is what every node sent the same resources shares (cohorts, rollouts). It only
+ * groups: caught up stays the equality of declaration digests (DESIGN §3).
+ */
+export function specDigestOf(resources: readonly Resource[]): string {
+  const sorted = [...resources].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return createHash('sha256').update(canonicalJson(sorted), 'utf8').digest('hex');
+}
+
 /** Parse declaration bytes as received (after verifying them, never before). */
 export function readDeclaration(bytes: Uint8Array): Declaration {
   let value: unknown;

@@ -1,6 +1,8 @@
 export {
   buildDeclaration,
   digestOf,
+  specDigestOf,
+  canonicalJson,
   readDeclaration,
   validateSpec,
   checkCarriedPorts,

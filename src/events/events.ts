@@ -10,6 +10,8 @@ export const declarationSentData = z.object({
   node: z.string().min(1),
   serial: z.number().int().min(1),
   digest,
+  /** sha256 of the canonical resources alone (DESIGN §2): groups nodes sent the same spec. v2; upcast for v1. */
+  specDigest: digest,
   /** The exact declaration bytes, standard base64. */
   declaration: z.string(),
   /** Ed25519 signature over those bytes, standard base64. */

@@ -1,4 +1,4 @@
-import { buildDeclaration, digestOf, signDeclaration } from '../declaration/index.ts';
+import { buildDeclaration, digestOf, signDeclaration, specDigestOf } from '../declaration/index.ts';
 import type { Resource, SigningKey } from '../declaration/index.ts';
 import type { Alive, Report } from '../wire/index.ts';
 import type { AliveSeen, DeclarationSent, ReportReceived } from './events.ts';
@@ -21,6 +21,7 @@ export function makeDeclarationSent({ node, serial, resources, key, now }: Decla
       node,
       serial,
       digest: digestOf(bytes),
+      specDigest: specDigestOf(resources),
       declaration: bytes.toString('base64'),
       signature: signDeclaration(bytes, key).toString('base64'),
       keyId: key.keyId,

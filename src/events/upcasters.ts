@@ -1,3 +1,4 @@
+import { readDeclaration, specDigestOf } from '../declaration/index.ts';
 import { ConvergeError } from '../errors.ts';
 import { eventDataSchemas, eventTypes } from './events.ts';
 import type { ConvergeEvent, ConvergeEventType } from './events.ts';
@@ -6,15 +7,34 @@ import type { ConvergeEvent, ConvergeEventType } from './events.ts';
 // the upcasters from its version to the current one, then checks the current schema (zod at
 // the edge, STYLE.md §3). An upcaster is a pure function of the old data.
 
-export const currentVersion = 1;
+// v2: DeclarationSent carries `specDigest` (DESIGN §2).
+export const currentVersion = 2;
 
 type Upcaster = (data: Readonly<Record<string, unknown>>) => Record<string, unknown>;
 
-/** upcasters[type][v] turns version v data into version v+1. None yet: every stored event is v1. */
+const unchanged: Upcaster = (data) => data;
+
+/** v1 → v2: the spec digest, from the declaration bytes the event already holds (never re-encoded, only read). */
+const withSpecDigest: Upcaster = (data) => {
+  if (typeof data.specDigest === 'string') return data;
+  if (typeof data.declaration !== 'string') return data; // the schema check below names what is wrong
+  try {
+    const { resources } = readDeclaration(Buffer.from(data.declaration, 'base64'));
+    return { ...data, specDigest: specDigestOf(resources) };
+  } catch (cause) {
+    throw new ConvergeError(
+      'CONVERGE_ERR_EVENT_INVALID',
+      `DeclarationSent v1 holds declaration bytes that cannot be read: ${(cause as Error).message}`,
+      { cause },
+    );
+  }
+};
+
+/** upcasters[type][v] turns version v data into version v+1. */
 export const upcasters: Readonly<Record<ConvergeEventType, Readonly<Record<number, Upcaster>>>> = {
-  DeclarationSent: {},
-  ReportReceived: {},
-  AliveSeen: {},
+  DeclarationSent: { 1: withSpecDigest },
+  ReportReceived: { 1: unchanged },
+  AliveSeen: { 1: unchanged },
 };
 
 export const isEventType = (t: string): t is ConvergeEventType => (eventTypes as readonly string[]).includes(t);

@@ -114,3 +114,48 @@ describe('node routes', () => {
     assert.equal(f.ready, true);
   });
 });
+
+describe('GET /v1/nodes at fleet size: cursor pages and the spec filter', () => {
+  let h: Harness;
+  before(async () => {
+    h = await harness();
+    for (let i = 0; i < 25; i++) {
+      const node = `p${String(i).padStart(2, '0')}`;
+      await h.script.send(node, [{ id: i % 2 === 0 ? 'even' : 'odd' }]);
+    }
+    await h.settle();
+  });
+  after(() => h.close());
+
+  test('pages walk every node once, in id order, and the last page says there is no next', async () => {
+    const seen: string[] = [];
+    let after: string | null = null;
+    let pages = 0;
+    do {
+      const url: string = `/v1/nodes?limit=10${after === null ? '' : `&after=${after}`}`;
+      const page = (await h.app.inject({ url, headers: read })).json();
+      assert.equal(page.total, 25);
+      assert.equal(page.count, page.nodes.length);
+      seen.push(...page.nodes.map((n: { node: string }) => n.node));
+      after = page.next;
+      pages++;
+    } while (after !== null && pages < 10);
+    assert.equal(pages, 3);
+    assert.deepEqual(seen, [...seen].sort());
+    assert.equal(new Set(seen).size, 25);
+  });
+
+  test('spec= keeps the nodes whose latest send has that spec digest', async () => {
+    const spec = h.runner.readModel.get('p00')?.sent?.specDigest ?? '';
+    assert.notEqual(h.runner.readModel.get('p01')?.sent?.specDigest, spec);
+    const page = (await h.app.inject({ url: `/v1/nodes?spec=${spec}`, headers: read })).json();
+    assert.equal(page.total, 13);
+    assert.ok(page.nodes.every((n: { sent: { specDigest: string } }) => n.sent.specDigest === spec));
+  });
+
+  test('a limit above 5,000 is a 400 problem, not a silent cap', async () => {
+    const r = await h.app.inject({ url: '/v1/nodes?limit=5001', headers: read });
+    assert.equal(r.statusCode, 400);
+    assert.equal(r.json().code, 'CONVERGE_ERR_BAD_REQUEST');
+  });
+});

@@ -36,6 +36,7 @@ export const declarationSent = (node: string, serial: number, extra = ''): NewEv
     node,
     serial,
     digest: 'a'.repeat(64),
+    specDigest: 'b'.repeat(64),
     declaration: Buffer.from(`{"node":"${node}"}${extra}`).toString('base64'),
     signature: 'c2ln',
     keyId: 'k1',

@@ -11,6 +11,7 @@ import {
   reportReceivedId,
   uuidV5,
 } from '../../src/events/index.ts';
+import { specDigestOf } from '../../src/declaration/index.ts';
 import { parseReport } from '../../src/wire/index.ts';
 import { testKey } from '../support/history.ts';
 import { vectorBytes } from '../support/vectors.ts';
@@ -70,4 +71,24 @@ test('stored events are read back through their schema, and a malformed one is r
     (x) => isConvergeError(x, 'CONVERGE_ERR_EVENT_INVALID'),
   );
   assert.throws(() => decodeEvent('AliveSeen', { node: 'n', seenAt: '2026-11-29T12:00:00Z' }, { v: 99 }), /newer Converge/);
+});
+
+test('a v1 DeclarationSent (before spec digests) is read back with the spec digest of its own bytes', () => {
+  const e = makeDeclarationSent({
+    node: 'n1',
+    serial: 4,
+    resources: [{ id: 'web', image: 'nginx' }, { id: 'db' }],
+    key: testKey,
+    now: new Date('2026-11-29T12:00:00Z'),
+  });
+  const { specDigest, ...v1 } = e.data;
+  const decoded = decodeEvent('DeclarationSent', v1, { v: 1 });
+  assert.equal(decoded.type, 'DeclarationSent');
+  assert.equal(decoded.type === 'DeclarationSent' ? decoded.data.specDigest : null, specDigest);
+  assert.equal(specDigest, specDigestOf([{ id: 'db' }, { image: 'nginx', id: 'web' }]));
+  assert.deepEqual(eventMetadata(), { v: 2 });
+  assert.throws(
+    () => decodeEvent('DeclarationSent', { ...v1, declaration: Buffer.from('not json').toString('base64') }, { v: 1 }),
+    (err: unknown) => isConvergeError(err, 'CONVERGE_ERR_EVENT_INVALID'),
+  );
 });

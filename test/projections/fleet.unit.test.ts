@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { foldNodeEvents, percentile, summarizeFleet } from '../../projections/index.ts';
+import { specDigestOf } from '../../src/declaration/index.ts';
 import { history } from '../support/history.ts';
 
 test('percentiles are nearest-rank and empty samples give null', () => {
@@ -34,21 +35,61 @@ test('the fleet summary counts status and liveness, groups nodes by the digest t
   assert.equal(f.convergence.p50Ms, 2000);
   assert.equal(f.convergence.maxMs, 3000);
   assert.equal(f.anomalies.unknown, 1);
-  // Every node got its own serial-1 declaration, so each caught-up node is its own cohort.
-  assert.equal(f.cohorts.length, 4);
-  assert.ok(f.cohorts.every((c) => c.nodes === 1));
-  assert.equal(f.cohorts.filter((c) => c.caughtUp === 1).length, 3);
+  // Every node got its own serial-1 declaration (unique digests), but the same spec: one cohort.
+  assert.equal(f.cohorts.length, 1);
+  assert.deepEqual(f.cohorts[0], {
+    spec: specDigestOf([{ id: 'web' }]),
+    nodes: 5,
+    caughtUp: 3,
+    byStatus: { undeclared: 0, behind: 2, refused: 0, degraded: 0, converged: 3 },
+  });
+  assert.deepEqual(f.otherCohorts, { cohorts: 0, nodes: 0, caughtUp: 0 });
 });
 
-test('a node that refused a declaration is in no digest cohort: it does not run it', () => {
-  const h = history('n1');
-  const a = h.send();
-  h.report({ refused: 'signature does not verify', declared: a.data.digest });
-  const refused = foldNodeEvents('n1', h.events);
-  assert.equal(refused.status, 'refused');
-  const g = history('n2');
-  const b = g.send();
-  g.report({ applied: ['web'], declared: b.data.digest });
-  const f = summarizeFleet([refused, foldNodeEvents('n2', g.events)], h.now(), 60_000);
-  assert.deepEqual(f.cohorts, [{ digest: b.data.digest, nodes: 1, caughtUp: 1 }]);
+test('cohorts group nodes by the spec digest of their latest send, not by declaration digest', () => {
+  const states = [];
+  for (const [node, resources, reply] of [
+    ['a', [{ id: 'web' }], 'apply'],
+    ['b', [{ id: 'web' }], 'refuse'],
+    ['c', [{ id: 'db' }], 'none'],
+  ] as const) {
+    const h = history(node);
+    const d = h.send(resources);
+    if (reply === 'apply') h.report({ applied: ['web'], declared: d.data.digest });
+    if (reply === 'refuse') h.report({ refused: 'no', declared: d.data.digest });
+    states.push(foldNodeEvents(node, h.events));
+  }
+  states.push(foldNodeEvents('d', history('d').events)); // never sent anything: no cohort
+  const f = summarizeFleet(states, Date.parse('2026-11-29T14:00:00Z'), 60_000);
+  assert.deepEqual(
+    f.cohorts.map((c) => [c.spec, c.nodes, c.caughtUp, c.byStatus.refused, c.byStatus.behind]),
+    [
+      [specDigestOf([{ id: 'web' }]), 2, 2, 1, 0],
+      [specDigestOf([{ id: 'db' }]), 1, 0, 0, 1],
+    ],
+  );
+});
+
+test('only the largest cohorts are listed; the rest are summed', () => {
+  const states = [];
+  for (let i = 0; i < 12; i++) {
+    for (let k = 0; k <= i; k++) {
+      const h = history(`s${i}-${k}`);
+      h.send([{ id: `spec-${i}` }]);
+      states.push(foldNodeEvents(`s${i}-${k}`, h.events));
+    }
+  }
+  const f = summarizeFleet(states, Date.now(), 60_000, { topCohorts: 3 });
+  assert.deepEqual(
+    f.cohorts.map((c) => c.nodes),
+    [12, 11, 10],
+  );
+  assert.deepEqual(f.otherCohorts, { cohorts: 9, nodes: 45, caughtUp: 0 });
+});
+
+test('the spec digest ignores resource order and key order, and changes with any value', () => {
+  const a = specDigestOf([{ id: 'web', image: 'nginx', ports: [80] }, { id: 'db' }]);
+  assert.equal(a, specDigestOf([{ id: 'db' }, { ports: [80], image: 'nginx', id: 'web' }]));
+  assert.notEqual(a, specDigestOf([{ id: 'web', image: 'nginx', ports: [81] }, { id: 'db' }]));
+  assert.match(a, /^[0-9a-f]{64}$/);
 });
