@@ -2,15 +2,14 @@ import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { eventTime, newerLastSeen, nodeView as toView, parseAt, stateAt, summarizeFleet } from '../../projections/index.ts';
+import { nodeView as toView, parseAt, summarizeFleet } from '../../projections/index.ts';
 import type { NodeState, NodeView } from '../../projections/index.ts';
 import type { Resource } from '../declaration/index.ts';
 import { validateSpec } from '../declaration/index.ts';
 import { ConvergeError } from '../errors.ts';
-import type { Recorded } from '../events/index.ts';
-import { streamOf } from '../events/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ReadModel } from '../readModel/readModel.ts';
+import { historyPage, nodeNotFound, stateAsOf, withExactLastSeen } from '../readModel/queries.ts';
 import { waitForNode } from '../readModel/waitForNode.ts';
 import type { EventStore } from '../store/index.ts';
 import { authorize } from './auth.ts';
@@ -87,15 +86,11 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
     return503OnClosing: true,
   });
 
-  const withLastSeen = (st: NodeState): NodeState => {
-    const lastSeenAt = newerLastSeen(st.lastSeenAt, deps.lastSeen?.(st.node));
-    return lastSeenAt === st.lastSeenAt ? st : { ...st, lastSeenAt };
-  };
+  const withLastSeen = (st: NodeState): NodeState => withExactLastSeen(st, deps.lastSeen?.(st.node));
   const view = (st: NodeState, at: number = now()): NodeView => toView(withLastSeen(st), at, graceMs);
   const known = (node: string): NodeState => {
     const st = readModel.get(node);
-    if (st === undefined)
-      throw new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `no event has ever named node ${JSON.stringify(node)}`, { details: { node } });
+    if (st === undefined) throw nodeNotFound(node);
     return st;
   };
 
@@ -156,40 +151,8 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       200: { schema: s.history, description: 'a page of events; pass `next` as `before` for the following page' },
       404: { description: 'no such node' },
     },
-    handler: async ({ params, query }: Input<z.infer<typeof s.nodeParams>, z.infer<typeof s.historyQuery>, unknown>) => {
-      const before = query.before === undefined ? null : BigInt(query.before);
-      const events: Recorded[] = [];
-      let from: bigint | undefined;
-      let any = false;
-      // Read backwards in pages, skipping what lies at or after `before`.
-      for (;;) {
-        const page = await store.readStream(streamOf(params.node), {
-          direction: 'backwards',
-          limit: 256,
-          ...(from === undefined ? {} : { fromRevision: from }),
-        });
-        if (page.length > 0) any = true;
-        for (const e of page) if ((before === null || e.position < before) && events.length <= query.limit) events.push(e);
-        const last = page[page.length - 1];
-        if (page.length < 256 || last === undefined || last.revision === 0n || events.length > query.limit) break;
-        from = last.revision - 1n;
-      }
-      if (!any) known(params.node);
-      const more = events.length > query.limit;
-      const shown = events.slice(0, query.limit);
-      return {
-        node: params.node,
-        events: shown.map((e) => ({
-          position: e.position.toString(),
-          revision: e.revision.toString(),
-          id: e.id,
-          type: e.type,
-          at: eventTime(e),
-          data: e.data,
-        })),
-        next: more ? (shown.at(-1)?.position.toString() ?? null) : null,
-      };
-    },
+    handler: async ({ params, query }: Input<z.infer<typeof s.nodeParams>, z.infer<typeof s.historyQuery>, unknown>) =>
+      historyPage(store, params.node, query.limit, query.before === undefined ? null : BigInt(query.before)),
   });
 
   add({
@@ -208,12 +171,8 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
           'CONVERGE_ERR_BAD_REQUEST',
           `query.at: ${JSON.stringify(query.at)} is neither an ISO 8601 time nor a decimal position`,
         );
-      const events = await store.readStream(streamOf(params.node));
-      if (events.length === 0) known(params.node);
-      const r = stateAt(params.node, events, at);
-      // Liveness as of that moment: the asked time, or the time of the last event folded.
-      const moment = at.kind === 'time' ? at.time : r.lastEventAt === null ? 0 : Date.parse(r.lastEventAt);
-      return { at: query.at, folded: r.folded, state: toView(r.state, moment, graceMs) };
+      const r = await stateAsOf(store, params.node, at, graceMs);
+      return { at: query.at, folded: r.folded, state: r.state };
     },
   });
 

@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
-import { livenessAt, newerLastSeen } from '../../projections/index.ts';
+import { livenessAt } from '../../projections/index.ts';
 import type { LivenessState, NodeStatus } from '../../projections/index.ts';
 import type { EventStore, Subscription } from '../store/index.ts';
 import type { Metrics } from '../metrics.ts';
+import { withExactLastSeen } from './queries.ts';
 import { createReadModel } from './readModel.ts';
 import type { ReadModel } from './readModel.ts';
 import { foldVersion, readSnapshot, serializeSnapshot, snapshotFormat, writeSnapshotText } from './snapshot.ts';
@@ -138,7 +139,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     metrics.projectionLag.set(Number(await lag()));
     const counts = new Map<string, number>();
     for (const s of readModel.nodes()) {
-      const seen = newerLastSeen(s.lastSeenAt, options.lastSeen?.(s.node));
+      const seen = withExactLastSeen(s, options.lastSeen?.(s.node)).lastSeenAt;
       const key = `${s.status}\u0000${livenessAt(seen, now, options.graceMs).state}`;
       counts.set(key, (counts.get(key) ?? 0) + 1);
     }

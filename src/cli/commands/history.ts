@@ -1,6 +1,6 @@
 import { timeline } from '../../../projections/index.ts';
 import { ConvergeError } from '../../errors.ts';
-import { streamOf } from '../../events/index.ts';
+import { readNodeStream } from '../../readModel/queries.ts';
 import type { Command } from '../command.ts';
 import { withStore } from '../command.ts';
 import { printJsonLines, short, table } from '../output.ts';
@@ -19,9 +19,7 @@ export const history: Command = {
         throw new ConvergeError('CONVERGE_ERR_USAGE', `--limit must be a whole number ≥ 1, got ${JSON.stringify(values.limit)}`);
       }
       const limit = values.limit === undefined ? Infinity : Number(values.limit);
-      const events = await store.readStream(streamOf(node));
-      if (events.length === 0)
-        throw new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `no event has ever named node ${JSON.stringify(node)}`);
+      const events = await readNodeStream(store, node);
       const t = timeline(node, events);
       const entries = limit === Infinity ? t.entries : t.entries.slice(-limit);
       if (json) {

@@ -1,6 +1,6 @@
-import { nodeView, parseAt, stateAt } from '../../../projections/index.ts';
+import { parseAt } from '../../../projections/index.ts';
 import { ConvergeError } from '../../errors.ts';
-import { streamOf } from '../../events/index.ts';
+import { stateAsOf } from '../../readModel/queries.ts';
 import type { Command } from '../command.ts';
 import { withStore } from '../command.ts';
 import { printJson } from '../output.ts';
@@ -22,14 +22,10 @@ export const state: Command = {
           'CONVERGE_ERR_USAGE',
           `--at ${JSON.stringify(values.at)} is neither an ISO 8601 time nor a decimal position`,
         );
-      const events = await store.readStream(streamOf(node));
-      if (events.length === 0)
-        throw new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `no event has ever named node ${JSON.stringify(node)}`);
-      const r = stateAt(node, events, at);
-      const moment = at.kind === 'time' ? at.time : r.lastEventAt === null ? 0 : Date.parse(r.lastEventAt);
-      const v = nodeView(r.state, moment, config.graceMs);
+      const r = await stateAsOf(store, node, at, config.graceMs);
+      const v = r.state;
       if (json) printJson(io, { at: values.at, folded: r.folded, state: v });
-      else io.stdout(`as of ${values.at} (${r.folded} of ${events.length} events folded)\n${describeNode(v)}`);
+      else io.stdout(`as of ${values.at} (${r.folded} of ${r.total} events folded)\n${describeNode(v)}`);
       return 0;
     }),
 };

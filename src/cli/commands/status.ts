@@ -5,6 +5,7 @@ import { ConvergeError } from '../../errors.ts';
 import type { Command } from '../command.ts';
 import { withStore } from '../command.ts';
 import { pairs, printJson, printJsonLines, short, table } from '../output.ts';
+import { currentNode } from '../../readModel/queries.ts';
 import { foldStore } from './readModelFromStore.ts';
 
 export const nodeRow = (v: NodeView): string[] => [
@@ -64,17 +65,16 @@ export const status: Command = {
       }
     }
     return withStore(config, io, async (store) => {
-      const states = await foldStore(store, io);
       const now = Date.now();
       const node = positionals[0];
       if (node !== undefined) {
-        const s = states.get(node);
-        if (s === undefined) throw new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `no event has ever named node ${JSON.stringify(node)}`);
-        const v = nodeView(s, now, config.graceMs);
+        // One node: its own stream, not the whole store.
+        const v = await currentNode(store, node, now, config.graceMs);
         if (json) printJson(io, v);
         else io.stdout(describeNode(v));
         return 0;
       }
+      const states = await foldStore(store, io);
       const views = [...states.values()]
         .map((s) => nodeView(s, now, config.graceMs))
         .filter(

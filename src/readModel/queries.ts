@@ -1,0 +1,95 @@
+import { eventTime, foldNodeEvents, newerLastSeen, nodeView, stateAt } from '../../projections/index.ts';
+import type { At, NodeState, NodeView } from '../../projections/index.ts';
+import { ConvergeError } from '../errors.ts';
+import type { Recorded } from '../events/index.ts';
+import { streamOf } from '../events/index.ts';
+import type { EventStore } from '../store/index.ts';
+
+// Questions about one node that the API and the CLI both answer, answered one way. Each reads
+// the node's own stream (never the whole store), so its cost is the node's history, not the
+// fleet's (`status <node>` took 4.6 s on a 100,000-node store when it folded everything).
+
+/** The one "node not found" error (DESIGN §7: 404 in the API, exit 1 in the CLI). */
+export const nodeNotFound = (node: string): ConvergeError =>
+  new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `no event has ever named node ${JSON.stringify(node)}`, { details: { node } });
+
+/** A node's whole stream, oldest first; a node with no event is not found. */
+export async function readNodeStream(store: EventStore, node: string): Promise<readonly Recorded[]> {
+  const events = await store.readStream(streamOf(node));
+  if (events.length === 0) throw nodeNotFound(node);
+  return events;
+}
+
+/**
+ * The folded last-seen time, or the exact one the ingest holds in memory if newer (alive is
+ * coalesced in the store, DESIGN §2): what the API, the metrics and the CLI call "last seen".
+ */
+export const withExactLastSeen = (state: NodeState, exact: Date | string | null | undefined): NodeState => {
+  const lastSeenAt = newerLastSeen(state.lastSeenAt, exact);
+  return lastSeenAt === state.lastSeenAt ? state : { ...state, lastSeenAt };
+};
+
+/** A node's current state folded from its own stream (for a process without a read model). */
+export async function currentNode(store: EventStore, node: string, now: number, graceMs?: number): Promise<NodeView> {
+  return nodeView(foldNodeEvents(node, await readNodeStream(store, node)), now, graceMs);
+}
+
+export type StateAsOf = Readonly<{ folded: number; total: number; state: NodeView }>;
+
+/**
+ * DESIGN §3: "state as of time T or position P" is the same fold, stopped. Liveness is judged as
+ * of that moment too: the asked time, or the time of the last event folded.
+ */
+export async function stateAsOf(store: EventStore, node: string, at: At, graceMs?: number): Promise<StateAsOf> {
+  const events = await readNodeStream(store, node);
+  const r = stateAt(node, events, at);
+  const moment = at.kind === 'time' ? at.time : r.lastEventAt === null ? 0 : Date.parse(r.lastEventAt);
+  return { folded: r.folded, total: events.length, state: nodeView(r.state, moment, graceMs) };
+}
+
+export type HistoryEntry = Readonly<{
+  position: string;
+  revision: string;
+  id: string;
+  type: Recorded['type'];
+  at: string;
+  data: Recorded['data'];
+}>;
+export type HistoryPage = Readonly<{ node: string; events: readonly HistoryEntry[]; next: string | null }>;
+
+const pageSize = 256;
+
+/** A node's events newest first, `limit` at a time, below `before` (exclusive); `next` pages on. */
+export async function historyPage(store: EventStore, node: string, limit: number, before: bigint | null): Promise<HistoryPage> {
+  const events: Recorded[] = [];
+  let from: bigint | undefined;
+  let any = false;
+  // Read backwards in pages, skipping what lies at or after `before`; one more than asked tells whether there is a next page.
+  for (;;) {
+    const page = await store.readStream(streamOf(node), {
+      direction: 'backwards',
+      limit: pageSize,
+      ...(from === undefined ? {} : { fromRevision: from }),
+    });
+    if (page.length > 0) any = true;
+    for (const e of page) if ((before === null || e.position < before) && events.length <= limit) events.push(e);
+    const last = page[page.length - 1];
+    if (page.length < pageSize || last === undefined || last.revision === 0n || events.length > limit) break;
+    from = last.revision - 1n;
+  }
+  if (!any) throw nodeNotFound(node);
+  const more = events.length > limit;
+  const shown = events.slice(0, limit);
+  return {
+    node,
+    events: shown.map((e) => ({
+      position: e.position.toString(),
+      revision: e.revision.toString(),
+      id: e.id,
+      type: e.type,
+      at: eventTime(e),
+      data: e.data,
+    })),
+    next: more ? (shown.at(-1)?.position.toString() ?? null) : null,
+  };
+}
