@@ -6,7 +6,7 @@
 import { dirname, relative, resolve, sep } from 'node:path';
 
 export const layers = [
-  ['src/errors'],
+  ['src/errors', 'src/retry'],
   ['src/wire', 'src/declaration'],
   ['src/events'],
   ['src/metrics', 'src/store', 'src/transport', 'projections'],

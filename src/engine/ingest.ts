@@ -4,10 +4,10 @@ import type { ErrorCode } from '../errors.ts';
 import { makeAliveSeen, makeReportReceived, streamOf } from '../events/index.ts';
 import type { EventStore, NewEvent, StreamWrite } from '../store/port.ts';
 import type { Delivery, IngestSource } from '../transport/port.ts';
-import { jittered, sleep } from '../transport/superviseChannel.ts';
 import { defaultWireLimits, parseAlive, parseReport } from '../wire/index.ts';
 import type { WireLimits } from '../wire/index.ts';
 import type { Metrics } from '../metrics.ts';
+import { retry } from '../retry.ts';
 
 // Reports and alive in (DESIGN §1, §2): parse at the edge, check the sender, turn each
 // delivery into at most one event with a deterministic id, append many deliveries in one
@@ -76,8 +76,8 @@ export function createIngest(options: IngestOptions): Ingest {
   const batchSize = Math.max(1, options.batchSize ?? 500);
   const flushMs = options.flushMs ?? 10;
   const now = options.now ?? (() => new Date());
-  const minRetry = options.retry?.minMs ?? 100;
-  const maxRetry = options.retry?.maxMs ?? 5_000;
+  // Jittered: every engine instance behind one broker or store retries after the same outage.
+  const backoff = { minMs: options.retry?.minMs ?? 100, maxMs: options.retry?.maxMs ?? 5_000, jitter: 0.5 };
 
   const abort = new AbortController();
   const lastSeen = new Map<string, Date>();
@@ -147,21 +147,19 @@ export function createIngest(options: IngestOptions): Ingest {
       { code: e.code, kind: d.kind, messageId: d.messageId, userId: d.userId, reason: e.message },
       'refusing message to mesh.dead',
     );
+    // Retry while the delivery can still be acked; once its channel is gone the broker will
+    // redeliver it and it is refused again then.
     const p = (async () => {
-      let backoff = minRetry;
-      // Retry while the delivery can still be acked; once its channel is gone the broker will
-      // redeliver it and it is refused again then.
-      while (!abort.signal.aborted && source.isLive(d)) {
-        try {
-          await source.deadLetter(d, e.code, e.message);
-          counts.deadLettered++;
-          return;
-        } catch (err2) {
+      if (!source.isLive(d)) return;
+      const r = await retry(() => source.deadLetter(d, e.code, e.message), {
+        ...backoff,
+        signal: abort.signal,
+        onError: (err2) => {
           logger.warn({ err: (err2 as Error).message, messageId: d.messageId }, 'dead-letter publish failed; retrying');
-          await sleep(jittered(backoff), abort.signal);
-          backoff = Math.min(backoff * 2, maxRetry);
-        }
-      }
+          return source.isLive(d);
+        },
+      });
+      if (r.ok) counts.deadLettered++;
     })();
     deadLettering.add(p);
     void p.finally(() => deadLettering.delete(p));
@@ -231,31 +229,35 @@ export function createIngest(options: IngestOptions): Ingest {
   async function commit(batch: readonly Pending[]): Promise<boolean> {
     const log = logger.child({ batch: ++batchSeq, size: batch.length });
     const writes = writesOf(batch);
-    let backoff = minRetry;
-    while (writes.length > 0) {
-      try {
-        const result = await store.append(writes);
-        if (!healthy) log.info({}, 'store writable again; resuming acks');
-        healthy = true;
-        result.streams.forEach((s, i) => {
-          // Skipped duplicates (redeliveries) are not appended; count the written tail by type.
-          const events = writes[i]?.events ?? [];
-          for (const e of events.slice(events.length - s.written)) metrics?.eventsAppended.inc({ type: e.type });
-          counts.appended += s.written;
-        });
-        break;
-      } catch (err) {
-        const e = toConvergeError(err, 'CONVERGE_ERR_STORE_UNAVAILABLE');
+    if (writes.length > 0) {
+      const r = await retry(() => store.append(writes), {
+        ...backoff,
+        signal: abort.signal,
+        onError: (err) => {
+          const e = toConvergeError(err, 'CONVERGE_ERR_STORE_UNAVAILABLE');
+          if (poisonCodes.has(e.code) || e.code === 'CONVERGE_ERR_STORE_CLOSED') return false;
+          if (healthy) log.error({ code: e.code, err: e.message }, 'store append failed; holding deliveries unacked and retrying');
+          healthy = false;
+          return true;
+        },
+      });
+      if (!r.ok) {
+        const e = toConvergeError(
+          r.error ?? new ConvergeError('CONVERGE_ERR_STORE_CLOSED', 'ingest stopped'),
+          'CONVERGE_ERR_STORE_UNAVAILABLE',
+        );
         if (poisonCodes.has(e.code)) return commitOneByOne(batch, log);
-        if (abort.signal.aborted || e.code === 'CONVERGE_ERR_STORE_CLOSED') {
-          log.warn({ code: e.code }, 'stopping with a batch unwritten; its deliveries stay unacked');
-          return false;
-        }
-        if (healthy) log.error({ code: e.code, err: e.message }, 'store append failed; holding deliveries unacked and retrying');
-        healthy = false;
-        await sleep(jittered(backoff), abort.signal);
-        backoff = Math.min(backoff * 2, maxRetry);
+        log.warn({ code: e.code }, 'stopping with a batch unwritten; its deliveries stay unacked');
+        return false;
       }
+      if (!healthy) log.info({}, 'store writable again; resuming acks');
+      healthy = true;
+      r.value.streams.forEach((s, i) => {
+        // Skipped duplicates (redeliveries) are not appended; count the written tail by type.
+        const events = writes[i]?.events ?? [];
+        for (const e of events.slice(events.length - s.written)) metrics?.eventsAppended.inc({ type: e.type });
+        counts.appended += s.written;
+      });
     }
     source.ack(batch.map((p) => p.delivery));
     counts.acked += batch.length;

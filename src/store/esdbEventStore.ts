@@ -19,11 +19,11 @@ import type {
   RecordedEvent,
 } from '@eventstore/db-client';
 import { ConvergeError, isConvergeError } from '../errors.ts';
+import { createBackoff, retry, sleep } from '../retry.ts';
 import type { Recorded } from '../events/index.ts';
 import { decodeEvent, isEventType, streamPrefix as nodeStreamPrefix } from '../events/index.ts';
 import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision, recorded } from './appendRules.ts';
 import type { EncodedWrite } from './appendRules.ts';
-import { sleep } from './notifier.ts';
 import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions, Subscription } from './port.ts';
 
 // EventStoreDB adapter (DESIGN §5): for fleets that outgrow one machine. Differences from the
@@ -84,8 +84,7 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
   const maxEventBytes = options.maxEventBytes ?? defaultMaxEventBytes;
   const prefix = options.streamPrefix ?? nodeStreamPrefix;
   const readBatchSize = options.readBatchSize ?? 1000;
-  const minBackoffMs = options.minBackoffMs ?? 100;
-  const maxBackoffMs = options.maxBackoffMs ?? 10_000;
+  const backoff = { minMs: options.minBackoffMs ?? 100, maxMs: options.maxBackoffMs ?? 10_000 };
   let client: EsdbClient;
   try {
     client = options.client ?? EventStoreDBClient.connectionString(connectionString);
@@ -336,21 +335,18 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
       if (serverCheckpoint !== null) passed(serverCheckpoint);
     };
 
-    async function retrying(fn: () => Promise<void>): Promise<boolean> {
-      let backoff = minBackoffMs;
-      while (!signal.aborted) {
-        try {
-          await fn();
-          return true;
-        } catch (err) {
-          if (isConvergeError(err, 'CONVERGE_ERR_STORE_CLOSED')) break;
-          report(err);
-          await sleep(backoff, signal);
-          backoff = Math.min(backoff * 2, maxBackoffMs);
-        }
-      }
-      return false;
-    }
+    const retrying = async (fn: () => Promise<void>): Promise<boolean> =>
+      (
+        await retry(fn, {
+          ...backoff,
+          signal,
+          onError: (err) => {
+            if (isConvergeError(err, 'CONVERGE_ERR_STORE_CLOSED')) return false;
+            report(err);
+            return true;
+          },
+        })
+      ).ok;
 
     async function flush(batch: Recorded[]): Promise<boolean> {
       const last = batch[batch.length - 1];
@@ -375,7 +371,7 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
       });
       if (!started) return;
       if (head === null || (position !== null && position >= head)) markCaughtUp();
-      let backoff = minBackoffMs;
+      const delays = createBackoff(backoff);
       while (!signal.aborted && !closed) {
         try {
           // Resubscribe from the last handled position: events are skipped by position below,
@@ -401,7 +397,7 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
           let batch: Recorded[] = [];
           for await (const r of sub) {
             if (signal.aborted) break;
-            backoff = minBackoffMs;
+            delays.reset();
             inHand++;
             const e = r.event;
             const rec = e === undefined ? null : toRecorded(e);
@@ -427,8 +423,7 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
         } catch (err) {
           if (signal.aborted || closed) break;
           report(esdbError(err, 'subscribe to $all'));
-          await sleep(backoff, signal);
-          backoff = Math.min(backoff * 2, maxBackoffMs);
+          await sleep(delays.next(), signal);
         } finally {
           const sub = current;
           current = null;

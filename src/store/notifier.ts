@@ -32,16 +32,3 @@ export function createNotifier(): Notifier {
       }),
   };
 }
-
-/** Sleep that ends early on abort (used for backoff, so stop() never waits out a delay). */
-export const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });

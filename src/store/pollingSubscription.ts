@@ -1,7 +1,8 @@
 import { isConvergeError } from '../errors.ts';
 import type { Recorded } from '../events/index.ts';
+import { retry } from '../retry.ts';
+import type { RetryResult } from '../retry.ts';
 import type { Notifier } from './notifier.ts';
-import { sleep } from './notifier.ts';
 import type { SubscribeOptions, Subscription } from './port.ts';
 
 // Catch-up and live are one loop over the global position: read the next batch after the last
@@ -20,8 +21,7 @@ export type PollingSource = Readonly<{
   pollMs: number;
 }>;
 
-const minBackoffMs = 50;
-const maxBackoffMs = 5_000;
+const backoff = { minMs: 50, maxMs: 5_000 } as const;
 
 export function createPollingSubscription(source: PollingSource, options: SubscribeOptions): Subscription {
   const abort = new AbortController();
@@ -40,23 +40,19 @@ export function createPollingSubscription(source: PollingSource, options: Subscr
   };
 
   /** Retry `fn` with doubling backoff until it succeeds or the subscription stops. */
-  async function retrying<T>(fn: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false }> {
-    let backoff = minBackoffMs;
-    while (!signal.aborted) {
-      try {
-        return { ok: true, value: await fn() };
-      } catch (err) {
+  const retrying = <T>(fn: () => Promise<T>): Promise<RetryResult<T>> =>
+    retry(fn, {
+      ...backoff,
+      signal,
+      onError: (err) => {
         if (isConvergeError(err, 'CONVERGE_ERR_STORE_CLOSED')) {
           abort.abort();
-          break;
+          return false;
         }
         report(err);
-        await sleep(backoff, signal);
-        backoff = Math.min(backoff * 2, maxBackoffMs);
-      }
-    }
-    return { ok: false };
-  }
+        return true;
+      },
+    });
 
   async function run(): Promise<void> {
     const start = await retrying(async () => {

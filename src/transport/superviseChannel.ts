@@ -1,5 +1,6 @@
 import type { Channel } from 'amqplib';
 import type { Logger } from 'pino';
+import { createBackoff, sleep } from '../retry.ts';
 import { guardChannel } from './amqpConnection.ts';
 
 // A channel that comes back. Its owner says how to open it and what to do on each new one
@@ -24,33 +25,18 @@ export type SuperviseOptions<C extends Channel> = Readonly<{
   maxBackoffMs?: number;
 }>;
 
-export const jittered = (ms: number): number => Math.round(ms / 2 + Math.random() * ms);
-
-export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
-
 type Waiter<C> = { resolve: (c: C) => void; reject: (e: Error) => void };
 
 export function superviseChannel<C extends Channel>(options: SuperviseOptions<C>): SupervisedChannel<C> {
   const { logger, name } = options;
-  const minBackoff = options.minBackoffMs ?? 100;
-  const maxBackoff = options.maxBackoffMs ?? 5_000;
+  // Jittered: a broker restart closes every node's and engine's channels at the same instant.
+  const delays = createBackoff({ minMs: options.minBackoffMs ?? 100, maxMs: options.maxBackoffMs ?? 5_000, jitter: 0.5 });
   const abort = new AbortController();
   let live: C | null = null;
   let waiters: Waiter<C>[] = [];
   options.until?.addEventListener('abort', () => void stop(), { once: true });
 
   async function loop(): Promise<void> {
-    let backoff = minBackoff;
     while (!abort.signal.aborted) {
       let ch: C | null = null;
       try {
@@ -60,7 +46,7 @@ export function superviseChannel<C extends Channel>(options: SuperviseOptions<C>
         if (abort.signal.aborted) break;
         live = ch;
         for (const w of waiters.splice(0)) w.resolve(ch);
-        backoff = minBackoff;
+        delays.reset();
         await Promise.race([closed, new Promise<void>((r) => abort.signal.addEventListener('abort', () => r(), { once: true }))]);
         live = null;
         if (!abort.signal.aborted) logger.warn({ channel: name }, 'channel closed; re-opening');
@@ -70,8 +56,7 @@ export function superviseChannel<C extends Channel>(options: SuperviseOptions<C>
         logger.warn({ channel: name, err: (err as Error).message }, 'channel setup failed; retrying');
         ch?.close().catch(() => undefined);
       }
-      await sleep(jittered(backoff), abort.signal);
-      backoff = Math.min(backoff * 2, maxBackoff);
+      await sleep(delays.next(), abort.signal);
     }
   }
   const done = loop();
