@@ -1,3 +1,4 @@
+import { inboundKinds, names, nodeQueueOf } from '../transport/brokerNames.ts';
 import { escapeRegex, validateNodeId } from '../wire/nodeId.ts';
 
 // What a node's broker account may do, derived from wire.go: "Its broker account is scoped to this
@@ -7,10 +8,8 @@ export type VhostPermissions = Readonly<{ configure: string; write: string; read
 export type TopicPermissions = Readonly<{ exchange: string; write: string; read: string }>;
 
 /** Routing keys a node may publish (wire.go KeyReport, KeyAlive). */
-export const nodeRoutingKeys = ['report', 'alive'] as const;
-
-export const meshExchange = 'mesh';
-export const nodeQueueOf = (id: string): string => `node.${id}`;
+export const nodeRoutingKeys = inboundKinds;
+const meshExchange = names.meshExchange;
 
 export function nodePermissions(id: string): Readonly<{ vhost: VhostPermissions; topic: TopicPermissions }> {
   validateNodeId(id);

@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import type { AmqpConnection } from './amqpConnection.ts';
 import { publishConfirmed } from './publishConfirmed.ts';
 import { superviseChannel } from './superviseChannel.ts';
-import { assertTopology, names, nodeTopology } from './topology.ts';
+import { names } from './brokerNames.ts';
+import { assertTopology, nodeTopology } from './topology.ts';
 import type { DeclarationPublisher } from './port.ts';
 
 // Declarations out (DESIGN §1): `Signed` JSON to mesh.declarations, routing key = node id, on

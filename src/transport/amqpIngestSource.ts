@@ -5,7 +5,7 @@ import type { AmqpConnection } from './amqpConnection.ts';
 import { publishConfirmed } from './publishConfirmed.ts';
 import { superviseChannel } from './superviseChannel.ts';
 import type { SupervisedChannel } from './superviseChannel.ts';
-import { names } from './topology.ts';
+import { inboundKinds, names, queueOfKind } from './brokerNames.ts';
 import type { Delivery, InboundKind, IngestSource } from './port.ts';
 
 // Consumes mesh.reports and mesh.alive (DESIGN §1). Every delivery is tied to the channel
@@ -32,8 +32,8 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
   const logger = options.logger.child({ component: 'ingest-source' });
   const prefetch = options.prefetch ?? 1000;
   const queues: Record<InboundKind, string> = {
-    report: options.queues?.report ?? names.reportsQueue,
-    alive: options.queues?.alive ?? names.aliveQueue,
+    report: options.queues?.report ?? queueOfKind.report,
+    alive: options.queues?.alive ?? queueOfKind.alive,
   };
   const maxReason = options.maxReasonLength ?? 1024;
   let consumer: SupervisedChannel<Channel> | null = null;
@@ -103,7 +103,7 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
           });
           // Per-consumer prefetch (global=false), so alive traffic cannot starve reports.
           await ch.prefetch(prefetch, false);
-          for (const kind of ['report', 'alive'] as const) {
+          for (const kind of inboundKinds) {
             const { consumerTag } = await ch.consume(queues[kind], (m) => {
               if (m === null) {
                 // basic.cancel from the broker (queue deleted, failover): start over on a new channel.

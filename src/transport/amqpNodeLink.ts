@@ -4,7 +4,7 @@ import type { AmqpConnection } from './amqpConnection.ts';
 import { publishConfirmed } from './publishConfirmed.ts';
 import { superviseChannel } from './superviseChannel.ts';
 import type { SupervisedChannel } from './superviseChannel.ts';
-import { names, nodeQueueOf } from './topology.ts';
+import { names, nodeQueueOf } from './brokerNames.ts';
 import type { NodeLink } from './port.ts';
 
 // The Go node's side of the broker, for the simulated node and tests: consume `node.<id>`,

@@ -1,4 +1,5 @@
 import type { ErrorCode } from '../errors.ts';
+import { inboundKinds, nodeQueueOf, queueOfKind } from './brokerNames.ts';
 import type { DeclarationPublisher, Delivery, InboundKind, IngestSource, NodeLink, OutboundDeclaration } from './port.ts';
 
 // The transport without a broker: the same ports as the AMQP side (port.ts), backed by arrays
@@ -57,7 +58,7 @@ export function createInProcessBroker(): InProcessBroker {
     setImmediate(() => {
       scheduled = false;
       if (consumer === null || paused) return;
-      for (const kind of ['report', 'alive'] as const) {
+      for (const kind of inboundKinds) {
         for (const message of queues[kind].splice(0)) {
           const handle: Handle = { seq: ++seq, generation };
           unacked.set(handle.seq, { kind, message });
@@ -170,9 +171,9 @@ export function createInProcessBroker(): InProcessBroker {
     deadLetters: () => dead,
 
     depth: () => {
-      const out: Record<string, number> = { 'mesh.reports': queues.report.length, 'mesh.alive': queues.alive.length };
-      for (const { kind } of unacked.values()) out[kind === 'report' ? 'mesh.reports' : 'mesh.alive']! += 1;
-      for (const [node, box] of inboxes) out[`node.${node}`] = box.messages.length;
+      const out: Record<string, number> = { [queueOfKind.report]: queues.report.length, [queueOfKind.alive]: queues.alive.length };
+      for (const { kind } of unacked.values()) out[queueOfKind[kind]]! += 1;
+      for (const [node, box] of inboxes) out[nodeQueueOf(node)] = box.messages.length;
       return out;
     },
   };

@@ -1,10 +1,11 @@
 import type { ErrorCode } from '../errors.ts';
+import type { InboundKind } from './brokerNames.ts';
 
 // The transport's two sides as the engine sees them, with no broker in the types: the AMQP
 // implementation (amqp*.ts) and the in-process one (inProcess.ts) both provide them, so ingest,
 // relay and the simulated node run unchanged on either (STYLE.md §5).
 
-export type InboundKind = 'report' | 'alive';
+export type { InboundKind } from './brokerNames.ts';
 
 /** One message a node sent, as received: raw body plus the transport facts we record. */
 export type Delivery = Readonly<{

@@ -1,5 +1,6 @@
 import type { Channel } from 'amqplib';
 import { ConvergeError } from '../errors.ts';
+import { names, nodeQueueOf } from './brokerNames.ts';
 
 // DESIGN §1 broker topology as data, and one thin function that asserts it on a channel.
 // Names and arguments are a contract with the Go nodes: change them only with the node side.
@@ -8,19 +9,6 @@ export type ExchangeSpec = Readonly<{ name: string; type: 'topic' | 'direct' | '
 export type QueueSpec = Readonly<{ name: string; durable: true; arguments: Readonly<Record<string, string | number | boolean>> }>;
 export type BindingSpec = Readonly<{ queue: string; exchange: string; routingKey: string }>;
 export type Topology = Readonly<{ exchanges: readonly ExchangeSpec[]; queues: readonly QueueSpec[]; bindings: readonly BindingSpec[] }>;
-
-export const names = Object.freeze({
-  meshExchange: 'mesh',
-  declarationsExchange: 'mesh.declarations',
-  deadExchange: 'mesh.dead',
-  deadQueue: 'mesh.dead',
-  reportsQueue: 'mesh.reports',
-  aliveQueue: 'mesh.alive',
-  reportKey: 'report',
-  aliveKey: 'alive',
-});
-
-export const nodeQueueOf = (node: string): string => `node.${node}`;
 
 /**
  * Explicit so a poison message cannot loop forever, and high enough that connection drops

@@ -10,7 +10,7 @@ import { streamOf } from '../../src/events/index.ts';
 import { startEngineOverAmqp } from '../support/faults/engineOverAmqp.ts';
 import type { EngineOverAmqp } from '../support/faults/engineOverAmqp.ts';
 import { createSqliteEventStore } from '../../src/store/index.ts';
-import { nodeQueueOf } from '../../src/transport/topology.ts';
+import { nodeQueueOf } from '../../src/transport/brokerNames.ts';
 import { encodeAlive, encodeReport } from '../../src/wire/index.ts';
 import { initialNodeState } from '../../projections/index.ts';
 import type { NodeState, NodeStatus } from '../../projections/index.ts';

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import { createAmqpDeclarationPublisher } from '../../src/transport/amqpDeclarationPublisher.ts';
-import { meshTopology, nodeQueueOf } from '../../src/transport/topology.ts';
+import { nodeQueueOf } from '../../src/transport/brokerNames.ts';
+import { meshTopology } from '../../src/transport/topology.ts';
 import { createLab, logger, withBroker } from './broker.ts';
 import type { Lab } from './broker.ts';
 
