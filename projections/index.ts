@@ -1,6 +1,14 @@
-export { foldNode, foldNodeEvents, initialNodeState, classifyReport, recentLatencyLimit } from './nodeState.ts';
+export {
+  foldNode,
+  foldNodeEvents,
+  initialNodeState,
+  classifyReport,
+  recentLatencyLimit,
+  nodeStatuses,
+  reportClasses,
+} from './nodeState.ts';
 export type { NodeState, NodeStatus, ReportClass, SentSummary, ReportedSummary, Anomalies } from './nodeState.ts';
-export { livenessAt, defaultGraceMs, newerLastSeen } from './liveness.ts';
+export { livenessAt, defaultGraceMs, newerLastSeen, livenessStates } from './liveness.ts';
 export type { Liveness, LivenessState } from './liveness.ts';
 export { summarizeFleet, percentile } from './fleet.ts';
 export type { FleetSummary, FleetSummaryOptions, SpecCohort } from './fleet.ts';

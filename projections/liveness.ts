@@ -1,7 +1,9 @@
 // DESIGN §3: liveness is separate from convergence and depends on time, so it is computed at
 // read time from the last sign of life, a grace period and a supplied "now" — never folded.
 
-export type LivenessState = 'connected' | 'disconnected' | 'never-seen';
+/** DESIGN §3's liveness states, as a list: the API's schemas and the CLI's filters are built from it. */
+export const livenessStates = ['connected', 'disconnected', 'never-seen'] as const;
+export type LivenessState = (typeof livenessStates)[number];
 
 export type Liveness = Readonly<{
   state: LivenessState;

@@ -7,10 +7,13 @@ import type { AliveSeenData, DeclarationSentData, Recorded, ReportReceivedData }
 // caughtUp is an equality of digests — the latest report names the digest of the latest send —
 // and never a comparison of clocks. Times are carried only as facts for people (latency, age).
 
-export type NodeStatus = 'undeclared' | 'behind' | 'refused' | 'degraded' | 'converged';
+/** DESIGN §3's statuses, as a list: the API's schemas and the CLI's filters are built from it. */
+export const nodeStatuses = ['undeclared', 'behind', 'refused', 'degraded', 'converged'] as const;
+export type NodeStatus = (typeof nodeStatuses)[number];
 
 /** How a report relates to what had been sent when it was folded. */
-export type ReportClass = 'matching' | 'stale' | 'unknown' | 'undeclared';
+export const reportClasses = ['matching', 'stale', 'unknown', 'undeclared'] as const;
+export type ReportClass = (typeof reportClasses)[number];
 
 export type SentSummary = Readonly<{
   digest: string;

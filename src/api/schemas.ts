@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { livenessStates, nodeStatuses, reportClasses } from '../../projections/index.ts';
 
 // Zod schemas of everything the HTTP API reads and writes (DESIGN §7). Handlers parse requests
 // with them, and /v1/openapi.json is generated from them, so the document cannot drift from
@@ -15,9 +16,9 @@ const digest = z.string().regex(/^[0-9a-f]{64}$/, 'a digest is 64 lowercase hex 
 const position = z.string().regex(/^\d{1,20}$/, 'a position is a decimal string');
 const iso = z.string().describe('ISO 8601 time');
 
-export const statusEnum = z.enum(['undeclared', 'behind', 'refused', 'degraded', 'converged']);
-export const livenessEnum = z.enum(['connected', 'disconnected', 'never-seen']);
-export const reportClassEnum = z.enum(['matching', 'stale', 'unknown', 'undeclared']);
+export const statusEnum = z.enum(nodeStatuses);
+export const livenessEnum = z.enum(livenessStates);
+export const reportClassEnum = z.enum(reportClasses);
 
 // Node ids come from broker user names; only refuse what cannot be one.
 export const nodeParams = named('NodeParams', z.object({ node: z.string().min(1).max(255) }));

@@ -1,6 +1,5 @@
-import { nodeView } from '../../../projections/index.ts';
+import { livenessStates, nodeStatuses, nodeView } from '../../../projections/index.ts';
 import type { NodeView } from '../../../projections/index.ts';
-import { livenessEnum, statusEnum } from '../../api/schemas.ts';
 import { ConvergeError } from '../../errors.ts';
 import type { Command } from '../command.ts';
 import { withStore } from '../command.ts';
@@ -54,10 +53,10 @@ export const status: Command = {
   args: [0, 1],
   options: { status: { type: 'string' }, liveness: { type: 'string' } },
   run: ({ io, values, positionals, config, json }) => {
-    // The API's own enums: a filter no node can match is a typo, not an empty fleet.
+    // The fold's own lists (the API's enums are built from them): a filter no node can match is a typo, not an empty fleet.
     for (const [flag, allowed] of [
-      ['status', statusEnum.options],
-      ['liveness', livenessEnum.options],
+      ['status', nodeStatuses],
+      ['liveness', livenessStates],
     ] as const) {
       const v = values[flag];
       if (v !== undefined && !(allowed as readonly unknown[]).includes(v)) {
