@@ -1,0 +1,413 @@
+// The whole engine as users run it (issue 10): `converge serve` — the built dist CLI, as a child
+// process — over RabbitMQ and SQLite, draining N prefilled reports, against the minimal pipeline
+// (quorum queue → JSON.parse → better-sqlite3 batch of 500, WAL, FULL → ack;
+// bench/engine/minimalPipeline.ts) on the same broker and disk, in the same run, alternating
+// passes. Both are timed from outside, the same way: the drain starts when the queue's ready
+// count first drops (AMQP passive declare, polled every 2 ms) and ends when the engine's
+// /healthz position reaches the last report's event (every report folded, so visible in the
+// API) or the baseline says it committed the last row. CPU is the child's utime + stime over the
+// drain (/proc/<pid>/stat), per report.
+//
+// Then, on a serve under a steady load: report → visible latency (publish → the report's state
+// arrives on GET /v1/events) and `await` wake-up (publish of the matching report → the pending
+// GET /v1/nodes/:node/await answers), p50/p99.
+//
+//   npm run bench -- engine          BENCH_REPORTS=50000 BENCH_PASSES=3 BENCH_RATE=1000 BENCH_SECONDS=10
+//   (`npm run build` first: the engine runs from dist/, as `converge serve` does)
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import amqp from 'amqplib';
+import pino from 'pino';
+import { createManagementClient, seg } from '../src/accounts/managementClient.ts';
+import { generateSigningKey, signingKeyToPem } from '../src/declaration/index.ts';
+import { makeDeclarationSent, streamOf } from '../src/events/index.ts';
+import { createSqliteEventStore } from '../src/store/index.ts';
+import type { StreamWrite } from '../src/store/index.ts';
+import { connectAmqp } from '../src/transport/amqpConnection.ts';
+import { meshTopology } from '../src/transport/topology.ts';
+import { encodeReport } from '../src/wire/index.ts';
+import { createScratchVhost, defaultBroker } from '../test/support/faults/scratchVhost.ts';
+
+const root = new URL('..', import.meta.url).pathname;
+const total = Number(process.env['BENCH_REPORTS'] ?? 50_000);
+const passes = Number(process.env['BENCH_PASSES'] ?? 3);
+const rate = Number(process.env['BENCH_RATE'] ?? 1_000);
+const seconds = Number(process.env['BENCH_SECONDS'] ?? 10);
+const probes = Number(process.env['BENCH_AWAIT_PROBES'] ?? 40);
+const clockTick = 100; // CLK_TCK on Linux: /proc/<pid>/stat counts CPU in 1/100 s
+const logger = pino({ level: 'silent' });
+
+if (!existsSync(join(root, 'dist/src/cli/main.js'))) {
+  console.error('bench/engine: dist/ is missing; run `npm run build` first');
+  process.exit(1);
+}
+
+const scratch = await createScratchVhost('converge-bench-engine');
+const admin = createManagementClient({ managementUrl: scratch.managementUrl });
+const dir = mkdtempSync(join(tmpdir(), 'converge-bench-engine-'));
+// One broker user that may publish with any user_id (RabbitMQ's `impersonator` tag), so every
+// report carries its node's user_id as a real node's would and the engine's sender check runs.
+const publisherUser = `bench-publisher-${randomBytes(4).toString('hex')}`;
+const publisherPass = randomBytes(16).toString('hex');
+const children = new Set<ChildProcess>();
+
+const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** utime + stime of a process in µs (all its threads: GC, libuv pool, SQLite). */
+function cpuMicros(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) / clockTick) * 1e6;
+}
+
+type Scenario = Readonly<{ name: string; nodes: readonly string[] }>;
+type Prefilled = Readonly<{ head: bigint; digests: ReadonlyMap<string, string> }>;
+
+const key = generateSigningKey();
+const keyPath = join(dir, 'key.pem');
+
+/**
+ * A store that already holds one declaration per node (so reports match and the fold does its
+ * full work), written through the engine's own event constructor and store, with the relay's
+ * checkpoint at the head: those declarations count as delivered, and no inbox is declared.
+ */
+async function prefillStore(path: string, nodes: readonly string[]): Promise<Prefilled> {
+  const store = createSqliteEventStore(path);
+  const digests = new Map<string, string>();
+  const now = new Date();
+  for (let i = 0; i < nodes.length; i += 1_000) {
+    const writes: StreamWrite[] = nodes.slice(i, i + 1_000).map((node) => {
+      const e = makeDeclarationSent({ node, serial: 1, resources: [{ id: 'web' }, { id: 'db' }], key, now });
+      digests.set(node, e.data.digest);
+      return { stream: streamOf(node), expected: 'no_stream', events: [e] };
+    });
+    await store.append(writes);
+  }
+  const head = (await store.headPosition()) ?? 0n;
+  await store.setCheckpoint('relay', head);
+  await store.close();
+  return { head, digests };
+}
+
+const reportBody = (node: string, declared: string): Buffer =>
+  encodeReport({ node, applied: ['web', 'db'], failed: {}, refused: '', carried: [8080], declared });
+
+const publisherUrl = (): string =>
+  `amqp://${seg(publisherUser)}:${publisherPass}@${new URL(defaultBroker.amqpUrl).host}/${seg(scratch.vhost)}`;
+
+/** `count` reports into mesh.reports, round robin over the nodes, confirmed by the broker. */
+async function fillQueue(nodes: readonly string[], digests: ReadonlyMap<string, string>, count: number, tag: string): Promise<void> {
+  const lanes = 4;
+  await Promise.all(
+    Array.from({ length: lanes }, async (_, lane) => {
+      const conn = await amqp.connect(publisherUrl());
+      const ch = await conn.createConfirmChannel();
+      for (let i = lane; i < count; i += lanes) {
+        const node = nodes[i % nodes.length]!;
+        const ok = ch.publish('mesh', 'report', reportBody(node, digests.get(node)!), {
+          persistent: true,
+          userId: node,
+          messageId: `${tag}-${i}`,
+          contentType: 'application/json',
+        });
+        if (!ok) await new Promise((r) => ch.once('drain', r));
+        if (i % 4_000 < lanes) await ch.waitForConfirms();
+      }
+      await ch.waitForConfirms();
+      await conn.close();
+    }),
+  );
+}
+
+function httpGet(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+type Child = Readonly<{ proc: ChildProcess; lines: AsyncIterator<string>; stop: () => Promise<void> }>;
+
+function startChild(args: readonly string[], stdoutOrErr: 'stdout' | 'stderr'): Child {
+  const proc = spawn(process.execPath, args, { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
+  children.add(proc);
+  const out = stdoutOrErr === 'stdout' ? proc.stdout! : proc.stderr!;
+  const other = stdoutOrErr === 'stdout' ? proc.stderr! : proc.stdout!;
+  let tail = '';
+  other.on('data', (c: Buffer) => (tail = (tail + c.toString()).slice(-4000)));
+  const lines = createInterface({ input: out })[Symbol.asyncIterator]();
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  proc.once('exit', (code, signal) => {
+    children.delete(proc);
+    if (code !== 0 && signal === null) console.error(`child ${args.join(' ')} exited ${code}: ${tail}`);
+  });
+  return {
+    proc,
+    lines,
+    stop: async () => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      // serve stops on SIGTERM; the baseline when its stdin closes (after its last acks are flushed).
+      if (stdoutOrErr === 'stderr') proc.kill('SIGTERM');
+      proc.stdin?.end();
+      await exited;
+    },
+  };
+}
+
+async function waitForLine(lines: AsyncIterator<string>, match: RegExp): Promise<RegExpMatchArray> {
+  for (;;) {
+    const r = await lines.next();
+    if (r.done === true) throw new Error(`child ended before printing ${match}`);
+    const m = r.value.match(match);
+    if (m !== null) return m;
+  }
+}
+
+function startServe(storePath: string): Child & { url: Promise<string> } {
+  const c = startChild(
+    [
+      'bin/converge.js',
+      'serve',
+      '--store',
+      `sqlite:${storePath}`,
+      '--amqp',
+      scratch.amqpUrl,
+      '--port',
+      '0',
+      '--log-level',
+      'warn',
+      '--signing-key',
+      keyPath,
+    ],
+    'stderr',
+  );
+  return { ...c, url: waitForLine(c.lines, /converge serving on (\S+)/).then((m) => m[1]!) };
+}
+
+type Drain = Readonly<{ seconds: number; cpuPerReport: number }>;
+
+/** Start the consumer on a full queue; time from the first message taken to the last one visible. */
+async function drain(kind: 'engine' | 'baseline', scenario: Scenario, pass: number): Promise<Drain> {
+  const path = join(dir, `${kind}-${scenario.name}-${pass}.db`);
+  const { head, digests } = await prefillStore(path, scenario.nodes);
+  await fillQueue(scenario.nodes, digests, total, `${kind}-${scenario.name}-${pass}`);
+  const conn = await amqp.connect(scratch.amqpUrl);
+  const ch = await conn.createChannel();
+  const depth = async (): Promise<number> => (await ch.checkQueue('mesh.reports')).messageCount;
+  if ((await depth()) !== total) throw new Error(`queue holds ${await depth()} reports, expected ${total}`);
+
+  let child: Child;
+  let done: () => Promise<void>;
+  if (kind === 'engine') {
+    const serve = startServe(path);
+    child = serve;
+    const target = head + BigInt(total);
+    done = async () => {
+      const url = await serve.url;
+      for (;;) {
+        const r = await httpGet(`${url}/healthz`);
+        const h = JSON.parse(r.body) as { position: string | null };
+        if (h.position !== null && BigInt(h.position) >= target) return;
+        await sleep(2);
+      }
+    };
+  } else {
+    const base = startChild(
+      ['--import', 'tsx', 'bench/engine/minimalPipeline.ts', scratch.amqpUrl, `${path}.baseline`, String(total)],
+      'stdout',
+    );
+    child = base;
+    const finished = waitForLine(base.lines, /^done (\d+)/);
+    done = async () => {
+      await finished;
+    };
+  }
+  const pid = child.proc.pid!;
+  while ((await depth()) === total) await sleep(2);
+  const t0 = performance.now();
+  const cpu0 = cpuMicros(pid);
+  while ((await depth()) > 0) await sleep(2);
+  await done();
+  const t1 = performance.now();
+  const cpu1 = cpuMicros(pid);
+  await child.stop();
+  await conn.close();
+  return { seconds: (t1 - t0) / 1000, cpuPerReport: (cpu1 - cpu0) / total };
+}
+
+const pct = (sorted: readonly number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+
+async function drainScenario(scenario: Scenario): Promise<void> {
+  const engine: Drain[] = [];
+  const baseline: Drain[] = [];
+  // Alternating, each side first in turn: the broker and the disk are shared with whatever else
+  // runs on the machine, and neither side should always get the quieter moment.
+  for (let pass = 0; pass < passes; pass++) {
+    if (pass % 2 === 0) {
+      baseline.push(await drain('baseline', scenario, pass));
+      engine.push(await drain('engine', scenario, pass));
+    } else {
+      engine.push(await drain('engine', scenario, pass));
+      baseline.push(await drain('baseline', scenario, pass));
+    }
+  }
+  const rateOf = (d: Drain): number => total / d.seconds;
+  const best = (ds: Drain[]): number => Math.max(...ds.map(rateOf));
+  const ratios = engine.map((e, i) => rateOf(e) / rateOf(baseline[i]!));
+  const cpu = (ds: Drain[]): string =>
+    `${fmt(Math.min(...ds.map((d) => d.cpuPerReport)))}–${fmt(Math.max(...ds.map((d) => d.cpuPerReport)))}`;
+  console.log(`\ndrain of ${fmt(total)} prefilled reports, ${scenario.name} (${passes} alternating passes)`);
+  console.log(
+    `  minimal pipeline  best ${fmt(best(baseline))} reports/s   passes ${baseline.map((d) => fmt(rateOf(d))).join(', ')}   CPU ${cpu(baseline)} µs/report`,
+  );
+  console.log(
+    `  converge serve    best ${fmt(best(engine))} reports/s   passes ${engine.map((d) => fmt(rateOf(d))).join(', ')}   CPU ${cpu(engine)} µs/report`,
+  );
+  console.log(
+    `  ratio serve/minimal: ${(best(engine) / best(baseline)).toFixed(2)} best vs best; per pass ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}   (goal ≥ 0.8, moonshot 0.95)`,
+  );
+}
+
+/** report → visible and await wake-up on a serve under a steady load of `rate` reports/s. */
+async function latency(): Promise<void> {
+  const loadNodes = Array.from({ length: 1_000 }, (_, i) => `load-${i}`);
+  const probeNodes = Array.from({ length: probes }, (_, i) => `probe-${i}`);
+  const others = Array.from({ length: 9_000 - probes }, (_, i) => `idle-${i}`);
+  const path = join(dir, 'latency.db');
+  const { digests } = await prefillStore(path, [...loadNodes, ...probeNodes, ...others]);
+  const serve = startServe(path);
+  const url = await serve.url;
+  while ((await httpGet(`${url}/readyz`)).status !== 200) await sleep(20);
+
+  // Every node state change, as the dashboard would hear it.
+  const visible = new Map<string, number>();
+  const sse = await new Promise<IncomingMessage>((resolve, reject) => {
+    const req = request(`${url}/v1/events`, { agent: false }, resolve);
+    req.on('error', reject);
+    req.end();
+  });
+  let buf = '';
+  sse.setEncoding('utf8');
+  sse.on('data', (chunk: string) => {
+    const at = performance.now();
+    buf += chunk;
+    let end: number;
+    while ((end = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, end);
+      buf = buf.slice(end + 2);
+      const data = block.split('\n').find((l) => l.startsWith('data: '));
+      if (data === undefined) continue;
+      const v = JSON.parse(data.slice(6)) as { node: string; reports: number };
+      visible.set(`${v.node}#${v.reports}`, at);
+    }
+  });
+
+  const conn = await amqp.connect(publisherUrl());
+  const ch = await conn.createConfirmChannel();
+  const published = new Map<string, number>();
+  const sent = new Map<string, number>();
+  const publish = (node: string): void => {
+    const k = (sent.get(node) ?? 0) + 1;
+    sent.set(node, k);
+    published.set(`${node}#${k}`, performance.now());
+    ch.publish('mesh', 'report', reportBody(node, digests.get(node)!), {
+      persistent: true,
+      userId: node,
+      messageId: `lat-${node}-${k}`,
+      contentType: 'application/json',
+    });
+  };
+
+  // The steady load: rate/100 reports every 10 ms, round robin over the load nodes.
+  let next = 0;
+  let running = true;
+  const load = (async () => {
+    const start = performance.now();
+    let tick = 0;
+    while (running) {
+      const due = Math.floor(((performance.now() - start) / 1000) * rate);
+      while (next < due) publish(loadNodes[next++ % loadNodes.length]!);
+      tick++;
+      await sleep(Math.max(0, start + tick * 10 - performance.now()));
+    }
+  })();
+
+  // Await probes, one at a time during the load: a GET …/await for a node behind its
+  // declaration, then its matching report; the wake-up is publish → the await's answer.
+  const awaits: number[] = [];
+  const probeStart = performance.now();
+  for (const node of probeNodes) {
+    const answered = httpGet(`${url}/v1/nodes/${node}/await?timeoutMs=10000`).then((r) => ({ r, at: performance.now() }));
+    await sleep(50); // the request is registered by then (loopback, a few ms)
+    publish(node);
+    const t = published.get(`${node}#1`)!;
+    const { r, at } = await answered;
+    if (r.status === 200) awaits.push(at - t);
+    await sleep(Math.max(0, (seconds * 1000) / probeNodes.length - (performance.now() - probeStart) / (awaits.length + 1)));
+  }
+  while (performance.now() - probeStart < seconds * 1000) await sleep(50);
+  running = false;
+  await load;
+  await ch.waitForConfirms();
+  await sleep(1_000);
+  sse.destroy();
+  await conn.close();
+  await serve.stop();
+
+  const lat: number[] = [];
+  let missing = 0;
+  for (const [k, t] of published) {
+    if (k.startsWith('probe-')) continue;
+    const v = visible.get(k);
+    if (v === undefined) missing++;
+    else lat.push(v - t);
+  }
+  lat.sort((a, b) => a - b);
+  awaits.sort((a, b) => a - b);
+  console.log(
+    `\nunder a steady load of ${fmt(rate)} reports/s over ${fmt(loadNodes.length)} nodes (${fmt(10_000)} nodes in the store), ${seconds} s`,
+  );
+  console.log(
+    `  report → visible (publish → its state on GET /v1/events): p50 ${pct(lat, 50).toFixed(1)} ms, p99 ${pct(lat, 99).toFixed(1)} ms, max ${pct(lat, 100).toFixed(1)} ms (${fmt(lat.length)} reports${missing > 0 ? `, ${missing} never seen` : ''})`,
+  );
+  console.log(
+    `  await wake-up (publish of the matching report → GET …/await answers): p50 ${pct(awaits, 50).toFixed(1)} ms, p99 ${pct(awaits, 99).toFixed(1)} ms (${awaits.length} of ${probeNodes.length} probes)`,
+  );
+}
+
+try {
+  writeFileSync(keyPath, signingKeyToPem(key), { mode: 0o600 });
+  const u = await admin.request('PUT', `/users/${seg(publisherUser)}`, { password: publisherPass, tags: 'impersonator' });
+  if (u.status !== 201 && u.status !== 204) throw new Error(`cannot create the publisher user: HTTP ${u.status}`);
+  await admin.request('PUT', `/permissions/${seg(scratch.vhost)}/${seg(publisherUser)}`, { configure: '', write: '.*', read: '' });
+  await (await connectAmqp({ url: scratch.amqpUrl, logger, topology: meshTopology() })).close();
+
+  console.log(
+    `converge serve (dist, child process) vs the minimal pipeline, same broker and disk; machine: ${cpus().length} cores, shared`,
+  );
+  const only = process.env['BENCH_ONLY'];
+  if (only === undefined || only.includes('one')) await drainScenario({ name: 'one node', nodes: ['solo'] });
+  if (only === undefined || only.includes('10k'))
+    await drainScenario({ name: '10,000 nodes', nodes: Array.from({ length: 10_000 }, (_, i) => `n${i}`) });
+  if (only === undefined || only.includes('latency')) await latency();
+} finally {
+  for (const c of children) c.kill('SIGKILL');
+  await admin.request('DELETE', `/users/${seg(publisherUser)}`).catch(() => undefined);
+  await scratch.remove();
+  rmSync(dir, { recursive: true, force: true });
+}
