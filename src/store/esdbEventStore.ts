@@ -7,6 +7,7 @@ import {
   START,
   StreamNotFoundError,
   WrongExpectedVersionError,
+  eventTypeFilter,
   jsonEvent,
   streamNameFilter,
 } from '@eventstore/db-client';
@@ -379,15 +380,19 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
           inHand = 0;
           serverCaughtUp = false;
           serverCheckpoint = null;
+          const checkpointReached = (s: AllStreamSubscription, p: Position): void => {
+            serverCheckpoint = p.commit;
+            settle(s);
+          };
+          // A type filter is applied by the server (SubscribeOptions.types): the relay is sent the
+          // declarations only. The server filters on one thing, so the stream prefix is then
+          // checked here.
           const sub = client.subscribeToAll({
             fromPosition: position === null ? START : toPosition(position),
-            filter: streamNameFilter({
-              prefixes: [prefix],
-              checkpointReached: (s, p) => {
-                serverCheckpoint = p.commit;
-                settle(s);
-              },
-            }),
+            filter:
+              types === null
+                ? streamNameFilter({ prefixes: [prefix], checkpointReached })
+                : eventTypeFilter({ prefixes: [...types], checkpointReached }),
           });
           current = sub;
           sub.on('caughtUp', () => {
@@ -400,7 +405,7 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
             delays.reset();
             inHand++;
             const e = r.event;
-            const rec = e === undefined ? null : toRecorded(e);
+            const rec = e === undefined || !e.streamId.startsWith(prefix) ? null : toRecorded(e);
             if (rec === null || (position !== null && rec.position <= position)) {
               inHand--;
               if (batch.length === 0) settle(sub);

@@ -22,6 +22,8 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
   const log: Row[] = [];
   const streams = new Map<string, Row[]>();
   const byId = new Map<string, Row>();
+  /** Rows of each type in position order: the in-memory counterpart of an index by type (SubscribeOptions.types). */
+  const byType = new Map<string, Row[]>();
   const checkpoints = new Map<string, bigint>();
   const notifier = createNotifier();
   let closed = false;
@@ -33,11 +35,36 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
     recorded(decodeEvent(r.type, JSON.parse(r.data), JSON.parse(r.metadata)), r.id, r.stream, r.revision, r.position);
   const revisionOf = (stream: string): bigint => BigInt((streams.get(stream)?.length ?? 0) - 1);
 
-  function readAfter(after: bigint | null, limit: number, prefix?: string): Recorded[] {
+  function readAfter(after: bigint | null, limit: number, types: ReadonlySet<string> | null): Recorded[] {
+    const from = after === null || after < 0n ? 0n : after;
+    if (types !== null) return readTypesAfter(from, limit, types);
     const out: Recorded[] = [];
-    for (let i = after === null || after < 0n ? 0 : Number(after); i < log.length && out.length < limit; i++) {
-      const r = log[i]!;
-      if (prefix === undefined || r.stream.startsWith(prefix)) out.push(decode(r));
+    for (let i = Number(from); i < log.length && out.length < limit; i++) out.push(decode(log[i]!));
+    return out;
+  }
+
+  /** Merge the per-type lists after `after`: only the wanted rows are visited and decoded. */
+  function readTypesAfter(after: bigint, limit: number, types: ReadonlySet<string>): Recorded[] {
+    const lists = [...types].map((t) => byType.get(t) ?? []);
+    const at = lists.map((rows) => {
+      let lo = 0;
+      let hi = rows.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (rows[mid]!.position <= after) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    });
+    const out: Recorded[] = [];
+    while (out.length < limit) {
+      let pick = -1;
+      for (let k = 0; k < lists.length; k++) {
+        const r = lists[k]![at[k]!];
+        if (r !== undefined && (pick < 0 || r.position < lists[pick]![at[pick]!]!.position)) pick = k;
+      }
+      if (pick < 0) break;
+      out.push(decode(lists[pick]![at[pick]!++]!));
     }
     return out;
   }
@@ -84,6 +111,9 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
           const row: Row = { ...e, stream, revision: BigInt(rows!.length), position: BigInt(log.length + 1) };
           rows!.push(row);
           log.push(row);
+          const ofType = byType.get(row.type);
+          if (ofType === undefined) byType.set(row.type, [row]);
+          else ofType.push(row);
           byId.set(e.id, row);
           position = row.position;
         }
@@ -132,9 +162,9 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
       open();
       return createPollingSubscription(
         {
-          readAfter: async (after, limit) => {
+          readAfter: async (after, limit, types) => {
             open();
-            return readAfter(after, limit);
+            return readAfter(after, limit, types);
           },
           headPosition: () => store.headPosition(),
           getCheckpoint: (name) => store.getCheckpoint(name),

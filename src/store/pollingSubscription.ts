@@ -12,8 +12,11 @@ import type { SubscribeOptions, Subscription } from './port.ts';
 // Memory and SQLite share it; they only differ in how they read and how they are woken.
 
 export type PollingSource = Readonly<{
-  /** Events with position > after, in position order, at most `limit`. */
-  readAfter: (after: bigint | null, limit: number) => Promise<readonly Recorded[]>;
+  /**
+   * Events with position > after, in position order, at most `limit`; only `types` when given
+   * (the source selects them, so the rest is never decoded: SubscribeOptions.types).
+   */
+  readAfter: (after: bigint | null, limit: number, types: ReadonlySet<string> | null) => Promise<readonly Recorded[]>;
   headPosition: () => Promise<bigint | null>;
   getCheckpoint: (name: string) => Promise<bigint | null>;
   setCheckpoint: (name: string, position: bigint) => Promise<void>;
@@ -77,7 +80,7 @@ export function createPollingSubscription(source: PollingSource, options: Subscr
     while (!signal.aborted) {
       const seen = source.notifier.version();
       const after = position;
-      const read = await retrying(() => source.readAfter(after, batchSize));
+      const read = await retrying(() => source.readAfter(after, batchSize, types));
       if (!read.ok) return;
       const batch = read.value;
       const last = batch[batch.length - 1];
@@ -86,11 +89,8 @@ export function createPollingSubscription(source: PollingSource, options: Subscr
         await source.notifier.wait(seen, source.pollMs, signal);
         continue;
       }
-      const wanted = types === null ? batch : batch.filter((e) => types.has(e.type));
-      if (wanted.length > 0) {
-        const handled = await retrying(async () => options.handler(wanted));
-        if (!handled.ok) return;
-      }
+      const handled = await retrying(async () => options.handler(batch));
+      if (!handled.ok) return;
       position = last.position;
       if (options.checkpoint !== undefined) {
         const name = options.checkpoint;

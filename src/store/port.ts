@@ -53,7 +53,15 @@ export type SubscribeOptions = Readonly<{
    * of each batch after `handler` resolves for it (so a crash replays, never skips).
    */
   checkpoint?: string;
-  /** Only these event types (others are still skipped past by the checkpoint). */
+  /**
+   * Only these event types, selected by the store itself so the subscriber never reads or decodes
+   * the others (issue 10: the relay wants the rare DeclarationSent out of a log of reports).
+   * Every adapter serves it: SQLite from a partial index of DeclarationSent (schema v2; other
+   * types by a scan that decodes only the matching rows), memory by skipping rows before
+   * decoding, EventStoreDB by a server-side event-type filter; PostgreSQL can keep the same
+   * partial index. With a checkpoint, the saved position is that of the last matching event
+   * handled: a restart re-reads from there, through the same filter.
+   */
   types?: readonly ConvergeEvent['type'][];
   /** Max events handed to `handler` at once. */
   batchSize?: number;

@@ -566,6 +566,52 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
     );
 
     void test(
+      'a type-filtered subscription with a checkpoint resumes after the last event of those types it handled, through many others',
+      withStore(async (store) => {
+        const n = nodeName();
+        const s = `node-${n}`;
+        const cp = `contract-types-${n}`;
+        const head = await store.headPosition();
+        const first = declarationSent(n, 1);
+        // Declarations are rare among reports and alives: the filter is what the relay relies on.
+        const noise = (from: number): NewEvent[] =>
+          Array.from({ length: 40 }, (_, i) => (i % 2 ? aliveSeen(n, from + i) : reportReceived(n, from + i)));
+        await store.append([{ stream: s, expected: 'any', events: [...noise(0), first, ...noise(100)] }]);
+        const seen1: Recorded[] = [];
+        const sub1 = store.subscribe({
+          after: head,
+          checkpoint: cp,
+          types: ['DeclarationSent'],
+          batchSize: 7,
+          handler: (ev) => void seen1.push(...ev),
+        });
+        await eventually(() => sub1.isCaughtUp() && seen1.some((e) => e.id === first.id), 'the first declaration');
+        await sub1.stop();
+        assert.ok(seen1.every((e) => e.type === 'DeclarationSent'));
+        const saved = await store.getCheckpoint(cp);
+        const firstAt = seen1.find((e) => e.id === first.id)!.position;
+        assert.ok(saved !== null && saved >= firstAt, 'checkpoint at or after the declaration handled');
+
+        const second = declarationSent(n, 2, ' second');
+        await store.append([{ stream: s, expected: 'any', events: [...noise(200), second, ...noise(300)] }]);
+        const seen2: Recorded[] = [];
+        const sub2 = store.subscribe({
+          after: head,
+          checkpoint: cp,
+          types: ['DeclarationSent'],
+          handler: (ev) => void seen2.push(...ev.filter((e) => e.stream === s)),
+        });
+        try {
+          await eventually(() => sub2.isCaughtUp() && seen2.length >= 1, 'the second declaration');
+          await new Promise((r) => setTimeout(r, 50));
+          assert.deepEqual(ids(seen2), [second.id], 'the declaration handled before the restart is not handed over again');
+        } finally {
+          await sub2.stop();
+        }
+      }),
+    );
+
+    void test(
       'a handler that throws gets the same batch again; nothing is skipped',
       withStore(async (store) => {
         const n = nodeName();

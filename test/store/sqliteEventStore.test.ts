@@ -156,3 +156,89 @@ test("two handles appending to one stream in turn each see the other's revisions
     await b.close();
   }
 });
+
+const v1Schema = `
+CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, stream TEXT NOT NULL,
+  revision INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, UNIQUE (stream, revision));
+CREATE TABLE checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;`;
+
+test('a schema v1 file is migrated to v2 in place: the declarations index is added, events and checkpoints kept', async () => {
+  const path = fresh();
+  const db = new Database(path);
+  db.exec(v1Schema);
+  db.pragma('application_id = 1129207367'); // 'CNVG'
+  db.pragma('user_version = 1');
+  const insert = db.prepare('INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)');
+  const ids = batchEventIds('v1', 0);
+  insert.run(ids[0], 'node-x', 0, 'AliveSeen', '{"node":"x","seenAt":"2024-01-01T00:00:00.000Z"}', '{"v":1}');
+  db.prepare('INSERT INTO checkpoints (name, position) VALUES (?, ?)').run('relay', 1);
+  db.close();
+
+  const store = createSqliteEventStore(path);
+  try {
+    assert.deepEqual(
+      (await store.readStream('node-x')).map((e) => e.id),
+      [ids[0]],
+    );
+    assert.equal(await store.getCheckpoint('relay'), 1n);
+  } finally {
+    await store.close();
+  }
+  const after = new Database(path, { readonly: true });
+  try {
+    assert.equal(after.pragma('user_version', { simple: true }), 2);
+    const plan = after
+      .prepare("EXPLAIN QUERY PLAN SELECT * FROM events WHERE type = 'DeclarationSent' AND position > ? ORDER BY position LIMIT ?")
+      .all(0, 10) as { detail: string }[];
+    assert.match(plan.map((p) => p.detail).join('; '), /events_declarations/);
+  } finally {
+    after.close();
+  }
+});
+
+test('a DeclarationSent-only subscription is served from the index: it never reads, so never decodes, the other rows', async () => {
+  const path = fresh();
+  const store = createSqliteEventStore(path);
+  const ids = batchEventIds('filter', 0);
+  const declaration = {
+    id: ids[1]!,
+    type: 'DeclarationSent' as const,
+    data: {
+      node: 'x',
+      serial: 1,
+      digest: 'a'.repeat(64),
+      specDigest: 'b'.repeat(64),
+      declaration: 'e30=',
+      signature: 'c2ln',
+      keyId: 'k',
+      resourceIds: [],
+      sentAt: '2024-01-01T00:00:01.000Z',
+    },
+  };
+  await store.append([{ stream: 'node-x', expected: 'no_stream', events: [declaration] }]);
+  // A report row no decoder accepts: a subscription that read it would fail on it and retry forever.
+  const raw = new Database(path);
+  raw
+    .prepare('INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)')
+    .run(ids[2], 'node-x', 1, 'ReportReceived', '{"not":"a report"}', '{"v":2}');
+  raw.close();
+  const seen: Recorded[] = [];
+  const errors: unknown[] = [];
+  const sub = store.subscribe({
+    types: ['DeclarationSent'],
+    handler: (ev) => void seen.push(...ev),
+    onError: (err) => void errors.push(err),
+  });
+  try {
+    const start = Date.now();
+    while (!sub.isCaughtUp() && Date.now() - start < 10_000) await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(
+      seen.map((e) => e.id),
+      [declaration.id],
+    );
+    assert.deepEqual(errors, []);
+  } finally {
+    await sub.stop();
+    await store.close();
+  }
+});
