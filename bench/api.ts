@@ -1,7 +1,7 @@
 // API benchmark (DESIGN §7, STYLE.md §9): GET /v1/nodes/:node on a read model of 10,000 nodes
 // under concurrent load, beside a bare fastify route on the same server returning a stored
 // object (no auth, no view, no zod) — the floor fastify itself sets. Same client, same run.
-// Run: node --import tsx bench/api.ts   (CONVERGE_BENCH_SCALE=0.2 for a quick look)
+// Run: npm run bench -- api   (CONVERGE_BENCH_SCALE=0.2 for a quick look)
 import { createHash } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import pino from 'pino';
@@ -11,6 +11,7 @@ import { createReadModel } from '../src/readModel/readModel.ts';
 import { aliveSeenId, declarationSentId, reportReceivedId, streamOf } from '../src/events/index.ts';
 import type { Recorded } from '../src/events/index.ts';
 import { createMemoryEventStore } from '../src/store/index.ts';
+import { createBenchReport } from './support/report.ts';
 
 const scale = Number(process.env.CONVERGE_BENCH_SCALE ?? 1);
 const requests = Math.round(40_000 * scale);
@@ -116,13 +117,15 @@ await load('warm', (i) => `/bare/${pick(i)}`, {});
 await load('warm', (i) => `/v1/nodes/${pick(i)}`, { authorization: `Bearer ${token}` });
 const bare = await load('bare', (i) => `/bare/${pick(i)}`, {});
 const api = await load('api', (i) => `/v1/nodes/${pick(i)}`, { authorization: `Bearer ${token}` });
-const f = (n: number): string => Math.round(n).toLocaleString('en-US');
-console.log(
-  `${nodes.toLocaleString('en-US')} nodes, ${concurrency} concurrent keep-alive clients, ${requests.toLocaleString('en-US')} requests each`,
+const report = createBenchReport(
+  'API: GET /v1/nodes/:node',
+  `A read model of ${nodes.toLocaleString('en-US')} nodes behind the real API (auth, view, schemas), ${concurrency} concurrent ` +
+    `keep-alive clients, ${requests.toLocaleString('en-US')} requests per side (at most ${maxSeconds} s), against a bare fastify ` +
+    'route on the same server returning a stored object (no auth, no view, no zod): the floor fastify itself sets.',
 );
-console.log(`bare fastify route (baseline)  ${f(bare.rps)} req/s  p50 ${bare.p50.toFixed(2)} ms  p99 ${bare.p99.toFixed(2)} ms`);
-console.log(
-  `GET /v1/nodes/:node            ${f(api.rps)} req/s  p50 ${api.p50.toFixed(2)} ms  p99 ${api.p99.toFixed(2)} ms   ratio ${(api.rps / bare.rps).toFixed(2)} of baseline throughput`,
-);
+report.row({ name: 'throughput', unit: 'req/s', converge: api.rps, baseline: bare.rps });
+report.row({ name: 'latency p50', unit: 'ms', better: 'lower', converge: api.p50, baseline: bare.p50 });
+report.row({ name: 'latency p99', unit: 'ms', better: 'lower', converge: api.p99, baseline: bare.p99 });
+report.end();
 agent.destroy();
 await app.close();

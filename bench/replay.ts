@@ -1,7 +1,7 @@
 // Replay benchmark (DESIGN §3, STYLE.md §9): fold 1,000,000 stored events into the read model
 // from zero, beside the store's raw read rate measured in the same run (ratio = fold / raw read),
 // and the resident memory of the read model per 10,000 nodes.
-// Run: node --import tsx bench/replay.ts   (CONVERGE_BENCH_SCALE=0.1 for a quick look)
+// Run: npm run bench -- replay   (CONVERGE_BENCH_SCALE=0.1 for a quick look)
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import { aliveSeenId, declarationSentId, reportReceivedId, streamOf } from '../s
 import type { Recorded } from '../src/events/index.ts';
 import { createSqliteEventStore } from '../src/store/index.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
+import { createBenchReport } from './support/report.ts';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -112,14 +113,6 @@ try {
   const runnerSec = (performance.now() - s) / 1000;
   await runner.stop();
 
-  console.log(`raw store read (baseline)   ${fmt(raw / rawSec)} events/s  (${raw} events, ${rawSec.toFixed(2)} s)`);
-  console.log(
-    `replay from zero (fold)     ${fmt(total / foldSec)} events/s  (${states.size} nodes, ${foldSec.toFixed(2)} s)   ratio ${(rawSec / foldSec).toFixed(2)} of raw read`,
-  );
-  console.log(
-    `projection runner catch-up  ${fmt(total / runnerSec)} events/s  (${runnerSec.toFixed(2)} s)   ratio ${(rawSec / runnerSec).toFixed(2)} of raw read`,
-  );
-
   // Memory: the read model of 10,000 nodes (each sent 1..25 declarations, reporting and alive),
   // measured as heap growth after a full GC, beside the heap of the same count of empty objects.
   const sample: Recorded[] = [];
@@ -135,9 +128,38 @@ try {
   gc();
   const emptyBytes = process.memoryUsage().heapUsed - baseGc;
   const perTenK = ((after.heapUsed - before.heapUsed) / model.size()) * 10_000;
-  console.log(
-    `read model memory           ${(perTenK / 1024 / 1024).toFixed(1)} MiB heap per 10,000 nodes (${(((emptyBytes / empties.length) * 10_000) / 1024 / 1024).toFixed(2)} MiB for 10,000 bare {node} objects)   rss ${(after.rss / 1024 / 1024).toFixed(0)} MiB total`,
+  const bareTenK = (emptyBytes / empties.length) * 10_000;
+  const mib = (bytes: number): number => bytes / 1024 / 1024;
+
+  const report = createBenchReport(
+    'Replay: folding the store into the read model',
+    `A SQLite store of ${fmt(total)} events over ${fmt(nodes)} nodes (per node: send, alive, report — every fourth stale —, alive) ` +
+      "folded from zero, against the store's raw read of the same events (decoding and nothing else) in the same run; " +
+      'and the heap the read model of those nodes holds.',
   );
+  report.row({
+    name: 'replay from zero (the fold `replay --verify` runs)',
+    unit: 'events/s',
+    converge: total / foldSec,
+    baseline: raw / rawSec,
+    notes: `${states.size} nodes, ${foldSec.toFixed(2)} s; baseline: raw store read, ${rawSec.toFixed(2)} s`,
+  });
+  report.row({
+    name: 'projection runner catch-up from zero',
+    unit: 'events/s',
+    converge: total / runnerSec,
+    baseline: raw / rawSec,
+    notes: `${runnerSec.toFixed(2)} s`,
+  });
+  report.row({
+    name: 'read model heap per 10,000 nodes',
+    unit: 'MiB',
+    better: 'lower',
+    converge: mib(perTenK),
+    baseline: mib(bareTenK),
+    notes: `baseline: 10,000 bare {node} objects; rss ${mib(after.rss).toFixed(0)} MiB total`,
+  });
+  report.end();
 } finally {
   await store.close();
   rmSync(dir, { recursive: true, force: true });

@@ -1,7 +1,7 @@
 // Store benchmark (DESIGN §5, STYLE.md §9): the SQLite adapter against a minimal hand-written
 // better-sqlite3 loop on the same schema, same pragmas (WAL, synchronous=FULL) and same events,
 // measured in the same run. Targets: appends ≥ 0.8 of baseline, full replay ≥ 0.7.
-// Run: node --import tsx bench/store.ts   (CONVERGE_BENCH_SCALE=0.2 for a quick look)
+// Run: npm run bench -- store   (CONVERGE_BENCH_SCALE=0.2 for a quick look)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { aliveSeenId } from '../src/events/index.ts';
 import type { AliveSeen } from '../src/events/index.ts';
 import { createSqliteEventStore } from '../src/store/index.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
+import { createBenchReport } from './support/report.ts';
 
 const scale = Number(process.env.CONVERGE_BENCH_SCALE ?? 1);
 const streamCount = 10_000;
@@ -96,8 +97,11 @@ async function adapterReplay(path: string): Promise<{ ms: number; count: number 
   return { ms, count };
 }
 
-type Row = { scenario: string; events: number; adapter: number; baseline: number; target: number };
-const rows: Row[] = [];
+const report = createBenchReport(
+  `Event store (SQLite, WAL, synchronous=FULL), ${streamCount.toLocaleString('en-US')} streams`,
+  'The SQLite adapter against a minimal hand-written better-sqlite3 loop on the same schema, pragmas and events ' +
+    '(appends: stringify, insert, one transaction per batch; replay: select every row in position order and parse it).',
+);
 const rate = (events: number, ms: number): number => (events / ms) * 1000;
 
 let offset = 0;
@@ -111,47 +115,41 @@ for (const [batchSize, total] of [
   offset += total;
   const batches = chunk(events, batchSize);
   // Two alternating passes each, best of two: neither side always gets the warmer machine.
-  let baseMs = Infinity;
-  let mineMs = Infinity;
+  const base: number[] = [];
+  const mine: number[] = [];
   for (let pass = 0; pass < 2; pass++) {
-    baseMs = Math.min(baseMs, await baselineAppend(batches));
-    const mine = await adapterAppend(batches);
-    mineMs = Math.min(mineMs, mine.ms);
-    replayPath = mine.path;
+    base.push(rate(total, await baselineAppend(batches)));
+    const a = await adapterAppend(batches);
+    mine.push(rate(total, a.ms));
+    replayPath = a.path;
   }
-  rows.push({
-    scenario: `append, batches of ${batchSize}`,
-    events: total,
-    adapter: rate(total, mineMs),
-    baseline: rate(total, baseMs),
-    target: 0.8,
+  report.row({
+    name: `append, batches of ${batchSize} (${total.toLocaleString('en-US')} events)`,
+    unit: 'events/s',
+    converge: mine,
+    baseline: base,
+    goal: { ratioAtLeast: 0.8 },
   });
 }
 
 // Full replay of the largest store: three alternating passes each, best of three.
-let best = { a: Infinity, b: Infinity, count: 0 };
+const base: number[] = [];
+const mine: number[] = [];
+let count = 0;
 for (let i = 0; i < 3; i++) {
   const b = baselineReplay(replayPath);
   const a = await adapterReplay(replayPath);
   if (a.count !== b.count) throw new Error(`replay read ${a.count} events, baseline ${b.count}`);
-  best = { a: Math.min(best.a, a.ms), b: Math.min(best.b, b.ms), count: a.count };
+  count = a.count;
+  base.push(rate(b.count, b.ms));
+  mine.push(rate(a.count, a.ms));
 }
-rows.push({
-  scenario: 'full replay (readAll)',
-  events: best.count,
-  adapter: rate(best.count, best.a),
-  baseline: rate(best.count, best.b),
-  target: 0.7,
+report.row({
+  name: `full replay, readAll (${count.toLocaleString('en-US')} events)`,
+  unit: 'events/s',
+  converge: mine,
+  baseline: base,
+  goal: { ratioAtLeast: 0.7 },
 });
-
-const fmt = (x: number): string => Math.round(x).toLocaleString('en-US');
-console.log(`\n### Event store (SQLite, WAL, synchronous=FULL) — ${streamCount.toLocaleString('en-US')} streams\n`);
-console.log('| scenario | events | adapter (events/s) | baseline (events/s) | ratio | target |');
-console.log('|---|---:|---:|---:|---:|---:|');
-for (const r of rows) {
-  const ratio = r.adapter / r.baseline;
-  console.log(
-    `| ${r.scenario} | ${fmt(r.events)} | ${fmt(r.adapter)} | ${fmt(r.baseline)} | ${ratio.toFixed(2)} | ≥ ${r.target} ${ratio >= r.target ? '✓' : '✗'} |`,
-  );
-}
+report.end();
 rmSync(dir, { recursive: true, force: true });
