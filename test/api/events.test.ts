@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { harness, read } from './harness.ts';
+import { apiHarness, read } from '../support/apiHarness.ts';
 
 type SseEvent = { id: string; event: string; data: { node: string; status: string; position: string } };
 
@@ -32,7 +32,7 @@ async function readEvents(res: Response, count: number): Promise<SseEvent[]> {
 }
 
 test('/v1/events streams each state change with id = position, and resumes from Last-Event-ID', async (t) => {
-  const h = await harness();
+  const h = await apiHarness();
   t.after(() => h.close());
   const base = await h.app.listen({ port: 0, host: '127.0.0.1' });
 
@@ -40,9 +40,9 @@ test('/v1/events streams each state change with id = position, and resumes from 
   assert.equal(live.status, 200);
   assert.match(live.headers.get('content-type') ?? '', /text\/event-stream/);
   const got = readEvents(live, 3);
-  const a = await h.script.send('s1');
-  await h.script.report('s1', { declared: a.digest, applied: ['web'] });
-  await h.script.alive('s2');
+  const a = await h.history.send('s1');
+  await h.history.report('s1', { declared: a.digest, applied: ['web'] });
+  await h.history.alive('s2');
   const events = await got;
   assert.deepEqual(
     events.map((e) => e.data.node),
@@ -58,7 +58,7 @@ test('/v1/events streams each state change with id = position, and resumes from 
   // that changed after that position, then live changes.
   const resumed = await fetch(`${base}/v1/events`, { headers: { ...read, 'last-event-id': events[0]!.id } });
   const more = readEvents(resumed, 3);
-  await h.script.send('s3');
+  await h.history.send('s3');
   const after = await more;
   assert.deepEqual(
     after.map((e) => e.data.node),
@@ -70,7 +70,7 @@ test('/v1/events streams each state change with id = position, and resumes from 
 });
 
 test('/v1/events without a token is 401 and a bad Last-Event-ID is 400', async (t) => {
-  const h = await harness();
+  const h = await apiHarness();
   t.after(() => h.close());
   assert.equal((await h.app.inject({ url: '/v1/events' })).statusCode, 401);
   const bad = await h.app.inject({ url: '/v1/events', headers: { ...read, 'last-event-id': 'x' } });

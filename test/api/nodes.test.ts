@@ -1,17 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { harness, read } from './harness.ts';
-import type { Harness } from './harness.ts';
+import { apiHarness, read } from '../support/apiHarness.ts';
+import type { ApiHarness } from '../support/apiHarness.ts';
 
 describe('node routes', () => {
-  let h: Harness;
+  let h: ApiHarness;
   before(async () => {
-    h = await harness();
-    const a = await h.script.send('n1');
-    h.script.tick();
-    await h.script.report('n1', { declared: a.digest, applied: ['web'] });
-    await h.script.send('n2');
-    await h.script.alive('n3');
+    h = await apiHarness();
+    const a = await h.history.send('n1');
+    h.history.tick();
+    await h.history.report('n1', { declared: a.digest, applied: ['web'] });
+    await h.history.send('n2');
+    await h.history.alive('n3');
     await h.settle();
   });
   after(() => h.close());
@@ -116,12 +116,12 @@ describe('node routes', () => {
 });
 
 describe('GET /v1/nodes at fleet size: cursor pages and the spec filter', () => {
-  let h: Harness;
+  let h: ApiHarness;
   before(async () => {
-    h = await harness();
+    h = await apiHarness();
     for (let i = 0; i < 25; i++) {
       const node = `p${String(i).padStart(2, '0')}`;
-      await h.script.send(node, [{ id: i % 2 === 0 ? 'even' : 'odd' }]);
+      await h.history.send(node, [{ id: i % 2 === 0 ? 'even' : 'odd' }]);
     }
     await h.settle();
   });

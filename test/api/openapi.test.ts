@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createRequire } from 'node:module';
-import { harness } from './harness.ts';
+import { apiHarness } from '../support/apiHarness.ts';
 
 // ajv ships with fastify; its 2020 build compiles the JSON Schema dialect OpenAPI 3.1 uses.
 type Validate = ((data: unknown) => boolean) & { errors?: unknown };
@@ -43,7 +43,7 @@ function resolvePointer(doc: unknown, ref: string): unknown {
 }
 
 test('the OpenAPI document is 3.x, lists every DESIGN §7 route, resolves every $ref and its schemas compile', async (t) => {
-  const h = await harness();
+  const h = await apiHarness();
   t.after(() => h.close());
   const r = await h.app.inject({ url: '/v1/openapi.json' });
   assert.equal(r.statusCode, 200);
@@ -66,8 +66,8 @@ test('the OpenAPI document is 3.x, lists every DESIGN §7 route, resolves every 
   }
 
   // The document describes what the API really answers: a node view validates against NodeState.
-  const a = await h.script.send('o1');
-  await h.script.report('o1', { declared: a.digest, applied: ['web'] });
+  const a = await h.history.send('o1');
+  await h.history.report('o1', { declared: a.digest, applied: ['web'] });
   await h.settle();
   const validate = ajv.compile({ $ref: 'openapi.json#/components/schemas/NodeState' });
   const node = (await h.app.inject({ url: '/v1/nodes/o1', headers: { authorization: 'Bearer reader-token-1' } })).json();

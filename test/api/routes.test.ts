@@ -3,15 +3,15 @@ import { Writable } from 'node:stream';
 import { after, describe, test } from 'node:test';
 import pino from 'pino';
 import { stateAtResponse } from '../../src/api/schemas.ts';
-import { harness, read, sendToken, write } from './harness.ts';
+import { apiHarness, read, sendToken, write } from '../support/apiHarness.ts';
 
 describe('history and state', () => {
   test("history lists a node's events newest first with positions, and pages with next", async (t) => {
-    const h = await harness();
+    const h = await apiHarness();
     t.after(() => h.close());
     for (let i = 0; i < 5; i++) {
-      h.script.tick();
-      await h.script.alive('h1');
+      h.history.tick();
+      await h.history.alive('h1');
     }
     const page1 = (await h.app.inject({ url: '/v1/nodes/h1/history?limit=3', headers: read })).json();
     assert.equal(page1.events.length, 3);
@@ -25,7 +25,7 @@ describe('history and state', () => {
   });
 
   test('history of an unknown node is 404 and a bad limit is 400', async (t) => {
-    const h = await harness();
+    const h = await apiHarness();
     t.after(() => h.close());
     assert.equal((await h.app.inject({ url: '/v1/nodes/ghost/history', headers: read })).json().code, 'CONVERGE_ERR_NODE_NOT_FOUND');
     const bad = await h.app.inject({ url: '/v1/nodes/ghost/history?limit=0', headers: read });
@@ -34,16 +34,16 @@ describe('history and state', () => {
   });
 
   test("state at a time between A's stale report and B's report says behind", async (t) => {
-    const h = await harness();
+    const h = await apiHarness();
     t.after(() => h.close());
-    const a = await h.script.send('r1');
-    h.script.tick(1000);
-    const b = await h.script.send('r1');
-    h.script.tick(1000);
-    await h.script.report('r1', { declared: a.digest, applied: ['web'] }); // the seed's race: A's report after B's send
-    const between = h.script.tick(1000).toISOString();
-    h.script.tick(1000);
-    await h.script.report('r1', { declared: b.digest, applied: ['web'] });
+    const a = await h.history.send('r1');
+    h.history.tick(1000);
+    const b = await h.history.send('r1');
+    h.history.tick(1000);
+    await h.history.report('r1', { declared: a.digest, applied: ['web'] }); // the seed's race: A's report after B's send
+    const between = h.history.tick(1000).toISOString();
+    h.history.tick(1000);
+    await h.history.report('r1', { declared: b.digest, applied: ['web'] });
     await h.settle();
     const r = (await h.app.inject({ url: `/v1/nodes/r1/state?at=${encodeURIComponent(between)}`, headers: read })).json();
     assert.equal(r.state.status, 'behind');
@@ -55,21 +55,21 @@ describe('history and state', () => {
   });
 
   test('state at a position stops the fold there', async (t) => {
-    const h = await harness();
+    const h = await apiHarness();
     t.after(() => h.close());
-    const a = await h.script.send('p1');
-    await h.script.report('p1', { declared: a.digest, applied: ['web'] });
+    const a = await h.history.send('p1');
+    await h.history.report('p1', { declared: a.digest, applied: ['web'] });
     const r = (await h.app.inject({ url: `/v1/nodes/p1/state?at=${a.position}`, headers: read })).json();
     assert.equal(r.folded, 1);
     assert.equal(r.state.status, 'behind');
   });
 
   test("state before the node's first event is undeclared with a decimal position, as the schema says", async (t) => {
-    const h = await harness();
+    const h = await apiHarness();
     t.after(() => h.close());
-    const early = h.script.now().toISOString();
-    h.script.tick(1000);
-    await h.script.send('e1');
+    const early = h.history.now().toISOString();
+    h.history.tick(1000);
+    await h.history.send('e1');
     const r = (await h.app.inject({ url: `/v1/nodes/e1/state?at=${encodeURIComponent(early)}`, headers: read })).json();
     assert.equal(r.folded, 0);
     assert.equal(r.state.status, 'undeclared');
@@ -78,9 +78,9 @@ describe('history and state', () => {
   });
 
   test('state with an `at` that is neither time nor position is 400', async (t) => {
-    const h = await harness();
+    const h = await apiHarness();
     t.after(() => h.close());
-    await h.script.alive('p2');
+    await h.history.alive('p2');
     const r = await h.app.inject({ url: '/v1/nodes/p2/state?at=yesterday', headers: read });
     assert.equal(r.statusCode, 400);
     assert.equal(r.json().code, 'CONVERGE_ERR_BAD_REQUEST');
@@ -89,7 +89,7 @@ describe('history and state', () => {
 
 describe('declarations', () => {
   test('POST signs, records and answers 202 with digest and serial, visible at once', async (t) => {
-    const h = await harness();
+    const h = await apiHarness();
     t.after(() => h.close());
     const r = await h.app.inject({
       method: 'POST',
@@ -106,7 +106,7 @@ describe('declarations', () => {
   });
 
   test('a spec with duplicate resource ids is 400 CONVERGE_ERR_SPEC_DUPLICATE_ID', async (t) => {
-    const h = await harness();
+    const h = await apiHarness();
     t.after(() => h.close());
     const r = await h.app.inject({
       method: 'POST',
@@ -119,7 +119,7 @@ describe('declarations', () => {
   });
 
   test('a body that is not JSON is a 400 problem', async (t) => {
-    const h = await harness();
+    const h = await apiHarness();
     t.after(() => h.close());
     const r = await h.app.inject({
       method: 'POST',
@@ -133,9 +133,9 @@ describe('declarations', () => {
 
   test('without any configured token, reads are open and writes are 401', async (t) => {
     const { parseApiTokens } = await import('../../src/api/index.ts');
-    const h = await harness({ tokens: parseApiTokens('').table });
+    const h = await apiHarness({ tokens: parseApiTokens('').table });
     t.after(() => h.close());
-    await h.script.alive('o1');
+    await h.history.alive('o1');
     assert.equal((await h.app.inject({ url: '/v1/nodes/o1' })).statusCode, 200);
     const w = await h.app.inject({ method: 'POST', url: '/v1/nodes/o1/declarations', payload: { resources: [] } });
     assert.equal(w.statusCode, 401);
@@ -144,7 +144,7 @@ describe('declarations', () => {
   test('the token never appears in request logs', async (t) => {
     const lines: string[] = [];
     const sink = new Writable({ write: (chunk, _enc, cb) => (lines.push(String(chunk)), cb()) });
-    const h = await harness({ logger: pino({ level: 'info' }, sink) });
+    const h = await apiHarness({ logger: pino({ level: 'info' }, sink) });
     t.after(() => h.close());
     await h.app.inject({ method: 'POST', url: '/v1/nodes/l1/declarations', headers: write, payload: { resources: [{ id: 'w' }] } });
     const all = lines.join('');
@@ -156,15 +156,15 @@ describe('declarations', () => {
 
 describe('await', () => {
   test('resolves the moment the projection sees the matching report', async (t) => {
-    const h = await harness();
+    const h = await apiHarness();
     t.after(() => h.close());
-    const a = await h.script.send('w1');
+    const a = await h.history.send('w1');
     await h.settle();
     const pending = h.app.inject({ url: `/v1/nodes/w1/await?digest=${a.digest}&timeoutMs=60000`, headers: read });
     // a stale-looking report for another digest does not resolve it
-    await h.script.report('w1', { declared: null });
+    await h.history.report('w1', { declared: null });
     await h.settle();
-    await h.script.report('w1', { declared: a.digest, applied: ['web'] });
+    await h.history.report('w1', { declared: a.digest, applied: ['web'] });
     const r = await pending;
     assert.equal(r.statusCode, 200);
     assert.equal(r.json().caughtUp, true);
@@ -172,21 +172,21 @@ describe('await', () => {
   });
 
   test('without a digest it waits for the latest sent', async (t) => {
-    const h = await harness();
+    const h = await apiHarness();
     t.after(() => h.close());
-    const a = await h.script.send('w2');
+    const a = await h.history.send('w2');
     await h.settle();
     const pending = h.app.inject({ url: '/v1/nodes/w2/await?timeoutMs=60000', headers: read });
-    await h.script.report('w2', { declared: a.digest, applied: ['web'] });
+    await h.history.report('w2', { declared: a.digest, applied: ['web'] });
     assert.equal((await pending).statusCode, 200);
   });
 
   test('times out with 408 and says what the node reported', async (t) => {
-    const h = await harness();
+    const h = await apiHarness();
     t.after(() => h.close());
-    const a = await h.script.send('w3');
-    await h.script.send('w3');
-    await h.script.report('w3', { declared: a.digest });
+    const a = await h.history.send('w3');
+    await h.history.send('w3');
+    await h.history.report('w3', { declared: a.digest });
     await h.settle();
     const r = await h.app.inject({ url: '/v1/nodes/w3/await?timeoutMs=20', headers: read });
     assert.equal(r.statusCode, 408);
@@ -195,10 +195,10 @@ describe('await', () => {
   });
 
   test('an unknown node is 404 and a bad digest is 400', async (t) => {
-    const h = await harness();
+    const h = await apiHarness();
     t.after(() => h.close());
     assert.equal((await h.app.inject({ url: '/v1/nodes/ghost/await?timeoutMs=10', headers: read })).statusCode, 404);
-    await h.script.alive('w4');
+    await h.history.alive('w4');
     await h.settle();
     const bad = await h.app.inject({ url: '/v1/nodes/w4/await?digest=abc', headers: read });
     assert.equal(bad.statusCode, 400);
@@ -206,16 +206,16 @@ describe('await', () => {
 });
 
 describe('operations routes', () => {
-  const hs: Awaited<ReturnType<typeof harness>>[] = [];
+  const hs: Awaited<ReturnType<typeof apiHarness>>[] = [];
   after(async () => {
     for (const h of hs) await h.close();
   });
 
   test('/metrics exposes the DESIGN §7 series with nodes by status and liveness', async () => {
-    const h = await harness();
+    const h = await apiHarness();
     hs.push(h);
-    const a = await h.script.send('m1');
-    await h.script.report('m1', { declared: a.digest, applied: ['web'] });
+    const a = await h.history.send('m1');
+    await h.history.report('m1', { declared: a.digest, applied: ['web'] });
     await h.settle();
     const r = await h.app.inject({ url: '/metrics' });
     assert.equal(r.statusCode, 200);
@@ -225,7 +225,7 @@ describe('operations routes', () => {
   });
 
   test('/healthz and /readyz report readiness and lag', async () => {
-    const h = await harness();
+    const h = await apiHarness();
     hs.push(h);
     const health = (await h.app.inject({ url: '/healthz' })).json();
     assert.equal(health.ok, true);
@@ -235,7 +235,7 @@ describe('operations routes', () => {
   });
 
   test('/readyz is 503 while projections catch up', async () => {
-    const h = await harness({ projections: { isReady: () => false, lag: async () => 42n } });
+    const h = await apiHarness({ projections: { isReady: () => false, lag: async () => 42n } });
     hs.push(h);
     const r = await h.app.inject({ url: '/readyz' });
     assert.equal(r.statusCode, 503);
@@ -244,13 +244,13 @@ describe('operations routes', () => {
 
   test('an exact last-seen time from the ingest wins over an older folded one', async () => {
     let exact: Date | null = null;
-    const h = await harness({ lastSeen: () => exact });
+    const h = await apiHarness({ lastSeen: () => exact });
     hs.push(h);
-    await h.script.alive('ls1');
-    h.script.tick(120_000);
+    await h.history.alive('ls1');
+    h.history.tick(120_000);
     await h.settle();
     assert.equal((await h.app.inject({ url: '/v1/nodes/ls1', headers: read })).json().liveness.state, 'disconnected');
-    exact = h.script.now(); // coalesced alive: seen in memory, not yet appended (DESIGN §2)
+    exact = h.history.now(); // coalesced alive: seen in memory, not yet appended (DESIGN §2)
     const v = (await h.app.inject({ url: '/v1/nodes/ls1', headers: read })).json();
     assert.equal(v.liveness.state, 'connected');
     assert.equal(v.liveness.lastSeenAt, exact.toISOString());

@@ -7,7 +7,7 @@ import { before, describe, test } from 'node:test';
 import { run } from '../../src/cli/main.ts';
 import type { CliIo } from '../../src/cli/io.ts';
 import { createSqliteEventStore } from '../../src/store/index.ts';
-import { storeScript } from '../engine/storeScript.ts';
+import { historyInStore } from '../support/history.ts';
 
 const bin = new URL('../../bin/converge.js', import.meta.url).pathname;
 
@@ -47,7 +47,7 @@ describe("converge CLI on a store with the seed's race", () => {
     assert.equal(key.code, 0, key.stderr);
     env = { CONVERGE_STORE: `sqlite:${join(dir, 'store.db')}`, CONVERGE_SIGNING_KEY: join(dir, 'key.pem') };
     const store = createSqliteEventStore(join(dir, 'store.db'));
-    const script = storeScript(store);
+    const script = historyInStore(store);
     const a = await script.send('n1');
     script.tick();
     const b = await script.send('n1');
@@ -144,10 +144,10 @@ describe("converge CLI on a store with the seed's race", () => {
 
   test('replay --verify against a tampered snapshot prints the difference and exits non-zero', async () => {
     const { createProjectionRunner } = await import('../../src/readModel/projectionRunner.ts');
-    const { silentLogger } = await import('../engine/storeScript.ts');
+    const { logger } = await import('../support/logger.ts');
     const snapPath = join(dir, 'tampered.snapshot.json');
     const store = createSqliteEventStore(join(dir, 'store.db'));
-    const runner = createProjectionRunner({ store, logger: silentLogger, snapshot: { path: snapPath, everyEvents: 1_000_000 } });
+    const runner = createProjectionRunner({ store, logger, snapshot: { path: snapPath, everyEvents: 1_000_000 } });
     await runner.start();
     await runner.caughtUp();
     const n1 = runner.readModel.get('n1')!;

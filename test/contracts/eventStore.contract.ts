@@ -5,6 +5,7 @@ import { isConvergeError } from '../../src/errors.ts';
 import type { ErrorCode } from '../../src/errors.ts';
 import type { ConvergeEvent, Recorded } from '../../src/events/index.ts';
 import type { EventStore, NewEvent } from '../../src/store/index.ts';
+import { until } from '../support/until.ts';
 
 // The one conformance suite every EventStore adapter passes (DESIGN §5, STYLE.md §5). Every
 // test names its own streams and checkpoints with a random suffix, so the suite also runs
@@ -78,15 +79,6 @@ async function collectAll(store: EventStore, options: Parameters<EventStore['rea
   const out: Recorded[] = [];
   for await (const batch of store.readAll(options)) out.push(...batch);
   return out;
-}
-
-/** Poll a condition without asserting on time; gives up after a generous bound so a bug fails rather than hangs. */
-async function eventually(cond: () => boolean, what: string, maxMs = 15_000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > maxMs) assert.fail(`gave up waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 export function eventStoreContract(name: string, harness: StoreHarness): void {
@@ -464,14 +456,14 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
           },
         });
         try {
-          await eventually(() => sub.isCaughtUp(), 'catch-up');
+          await until('catch-up', () => sub.isCaughtUp());
           assert.ok(caughtUpAt >= 30, 'caught up only after everything stored at start');
           for (let i = 0; i < 10; i++) {
             const e = aliveSeen(n, 200 + i);
             expected.push(e.id);
             await store.append([{ stream: s, expected: 'any', events: [e] }]);
           }
-          await eventually(() => seen.length >= expected.length, 'live events');
+          await until('live events', () => seen.length >= expected.length);
           await new Promise((r) => setTimeout(r, 50));
           assert.deepEqual(ids(seen), expected);
           assert.equal(sub.position(), seen[seen.length - 1]!.position);
@@ -497,8 +489,8 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
           checkpoint: cp,
           handler: (ev) => void seen1.push(...ev.filter((e) => e.stream === s)),
         });
-        await eventually(() => seen1.length === 3, 'first events');
-        await eventually(() => sub1.isCaughtUp(), 'catch-up');
+        await until('first events', () => seen1.length === 3);
+        await until('catch-up', () => sub1.isCaughtUp());
         await sub1.stop();
         const saved = await store.getCheckpoint(cp);
         assert.ok(saved !== null && saved >= seen1[2]!.position, 'checkpoint saved at or after the last handled event');
@@ -513,8 +505,8 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
           handler: (ev) => void seen2.push(...ev.filter((e) => e.stream === s)),
         });
         try {
-          await eventually(() => seen2.length >= 2, 'events after the checkpoint');
-          await eventually(() => sub2.isCaughtUp(), 'catch-up');
+          await until('events after the checkpoint', () => seen2.length >= 2);
+          await until('catch-up', () => sub2.isCaughtUp());
           assert.deepEqual(
             ids(seen2),
             second.map((e) => e.id),
@@ -551,11 +543,11 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
           handler: (ev) => void seen.push(...ev.filter((e) => e.stream === s)),
         });
         try {
-          await eventually(() => sub.isCaughtUp() && seen.length >= 1, 'catch-up');
+          await until('catch-up', () => sub.isCaughtUp() && seen.length >= 1);
           const last = aliveSeen(n, 9);
           const report2 = reportReceived(n, 10);
           await store.append([{ stream: s, expected: 'any', events: [last, report2] }]);
-          await eventually(() => seen.length >= 2, 'live report');
+          await until('live report', () => seen.length >= 2);
           await new Promise((r) => setTimeout(r, 50));
           assert.deepEqual(ids(seen), [report.id, report2.id]);
           assert.ok(seen.every((e) => e.type === 'ReportReceived'));
@@ -632,7 +624,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
           onError: (err) => void errors.push(err),
         });
         try {
-          await eventually(() => seen.length >= 2, 'the batch after retries');
+          await until('the batch after retries', () => seen.length >= 2);
           assert.deepEqual(
             ids(seen),
             events.map((e) => e.id),

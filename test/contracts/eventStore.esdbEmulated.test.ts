@@ -7,6 +7,7 @@ import type { EventStore } from '../../src/store/index.ts';
 import { aliveSeen, eventStoreContract } from './eventStore.contract.ts';
 import { createFakeEsdb } from './fakeEsdbClient.ts';
 import type { FakeEsdb } from './fakeEsdbClient.ts';
+import { until } from '../support/until.ts';
 
 // The EventStoreDB adapter's own logic (revision pinning, idempotent retries, error mapping,
 // checkpoint stream, subscribeToAll handling, resubscribe, positions) over an EMULATED client:
@@ -35,14 +36,6 @@ eventStoreContract('esdb adapter over an emulated client (not a real EventStoreD
   crossStreamDuplicateIdSkip:
     'EventStoreDB checks event ids per stream only; an id reused in another stream is not detected (README, Event store)',
 });
-
-async function eventually(cond: () => boolean, what: string, maxMs = 10_000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > maxMs) assert.fail(`gave up waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 void describe('esdb adapter over an emulated client (not a real EventStoreDB server): connection faults', () => {
   void test('a dropped subscription resubscribes from the last handled position: no gap, no duplicate', async () => {
@@ -74,12 +67,12 @@ void describe('esdb adapter over an emulated client (not a real EventStoreDB ser
       onError: (err) => void errors.push(err),
     });
     try {
-      await eventually(() => sub.isCaughtUp() && seen.length >= 10, 'catch-up after a drop');
+      await until('catch-up after a drop', () => sub.isCaughtUp() && seen.length >= 10);
       await add(5, 100);
-      await eventually(() => seen.length >= 15, 'live events');
+      await until('live events', () => seen.length >= 15);
       fake.dropSubscriptions();
       await add(5, 200);
-      await eventually(() => seen.length >= 20, 'live events after a second drop');
+      await until('live events after a second drop', () => seen.length >= 20);
       await new Promise((r) => setTimeout(r, 30));
       assert.deepEqual(
         seen.map((e) => e.id),
@@ -119,7 +112,7 @@ void describe('esdb adapter over an emulated client (not a real EventStoreDB ser
     const seen: Recorded[] = [];
     const sub = store.subscribe({ handler: (ev) => void seen.push(...ev), onError: (err) => void errors.push(err) });
     try {
-      await eventually(() => errors.length >= 2, 'subscription retries while down');
+      await until('subscription retries while down', () => errors.length >= 2);
       assert.ok(
         errors.every((e) => isConvergeError(e, 'CONVERGE_ERR_STORE_UNAVAILABLE')),
         String(errors),
@@ -127,7 +120,7 @@ void describe('esdb adapter over an emulated client (not a real EventStoreDB ser
       fake.setUnavailable(false);
       const r = await store.append([{ stream: s, expected: 0n, events: [aliveSeen('down', 2)] }]);
       assert.equal(r.streams[0]!.nextExpected, 1n);
-      await eventually(() => seen.length >= 2, 'subscription recovers');
+      await until('subscription recovers', () => seen.length >= 2);
       assert.deepEqual(
         seen.map((e) => e.revision),
         [0n, 1n],

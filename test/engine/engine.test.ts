@@ -5,7 +5,7 @@ import { generateSigningKey } from '../../src/declaration/index.ts';
 import { loadConfig } from '../../src/app/config.ts';
 import { createServer } from '../../src/app/server.ts';
 import { createMemoryEventStore } from '../../src/store/index.ts';
-import { silentLogger } from './storeScript.ts';
+import { logger } from '../support/logger.ts';
 
 test('a declaration sent through the engine counts in converge_events_appended_total{type="DeclarationSent"}', async (t) => {
   const store = createMemoryEventStore();
@@ -13,7 +13,7 @@ test('a declaration sent through the engine counts in converge_events_appended_t
     ...loadConfig({ flags: { store: 'memory:', port: '0' }, env: {} }),
     apiTokens: parseApiTokens('sender-token-1:read,send').table,
   };
-  const engine = createServer({ config, logger: silentLogger, store, key: generateSigningKey() });
+  const engine = createServer({ config, logger, store, key: generateSigningKey() });
   await engine.start();
   t.after(async () => {
     await engine.stop();

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { createIngest } from '../../src/engine/ingest.ts';
 import { createMemoryEventStore } from '../../src/store/index.ts';
 import type { Delivery, IngestSource } from '../../src/transport/port.ts';
-import { silentLogger } from './storeScript.ts';
+import { logger } from '../support/logger.ts';
 
 // Ingest against a hand-made IngestSource, for the corners a broker cannot be made to hit on cue.
 
@@ -33,7 +33,7 @@ test('stop returns while a dead-letter publish waits for a channel that only the
   const ingest = createIngest({
     store: createMemoryEventStore(),
     source,
-    logger: silentLogger,
+    logger,
     flushMs: 1,
     retry: { minMs: 5, maxMs: 20 },
   });

@@ -8,7 +8,10 @@ import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts'
 import { verifyReadModel } from '../../src/readModel/replay.ts';
 import { readSnapshot } from '../../src/readModel/snapshot.ts';
 import { createMemoryEventStore, createSqliteEventStore } from '../../src/store/index.ts';
-import { silentLogger, storeScript } from './storeScript.ts';
+import { historyInStore } from '../support/history.ts';
+import type { StoreHistory } from '../support/history.ts';
+import { logger } from '../support/logger.ts';
+import { until } from '../support/until.ts';
 
 type Op = { kind: 'send' | 'report-latest' | 'report-stale' | 'report-unknown' | 'report-legacy' | 'alive'; node: number; tick: number };
 
@@ -18,7 +21,7 @@ const op = fc.record({
   tick: fc.integer({ min: 0, max: 5_000 }),
 }) as fc.Arbitrary<Op>;
 
-async function play(script: ReturnType<typeof storeScript>, ops: readonly Op[]): Promise<void> {
+async function play(script: StoreHistory, ops: readonly Op[]): Promise<void> {
   for (const o of ops) {
     script.tick(o.tick + 1);
     const node = `n${o.node}`;
@@ -51,11 +54,11 @@ test('after a randomized run of sends, reports and alives, a replay from zero fi
     fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 80 }), fc.integer({ min: 1, max: 7 }), async (ops, batchSize) => {
       const store = createMemoryEventStore();
       // The runner follows live while the events are appended, in small batches: the path serve runs.
-      const runner = createProjectionRunner({ store, logger: silentLogger, batchSize });
+      const runner = createProjectionRunner({ store, logger, batchSize });
       await runner.start();
-      await play(storeScript(store), ops);
+      await play(historyInStore(store), ops);
       const head = await store.headPosition();
-      while ((runner.readModel.position() ?? null) !== head) await new Promise((r) => setImmediate(r));
+      await until('the runner to fold the store head', () => (runner.readModel.position() ?? null) === head, { everyMs: 0 });
       assert.deepEqual(await verifyReadModel(store, runner.readModel), []);
       await runner.stop();
       await store.close();
@@ -66,11 +69,11 @@ test('after a randomized run of sends, reports and alives, a replay from zero fi
 
 test('after tampering with the read model, replay --verify finds the difference node by node', async () => {
   const store = createMemoryEventStore();
-  const script = storeScript(store);
+  const script = historyInStore(store);
   const a = await script.send('t1');
   await script.report('t1', { declared: a.digest, applied: ['web'] });
   await script.send('t2');
-  const runner = createProjectionRunner({ store, logger: silentLogger });
+  const runner = createProjectionRunner({ store, logger });
   await runner.start();
   await runner.caughtUp();
   const t1 = runner.readModel.get('t1')!;
@@ -92,12 +95,12 @@ test('a restarted runner restores its snapshot, folds only what came after, and 
   const path = join(dir, 'store.db');
   const snapshot = { path: `${path}.snapshot.json`, everyEvents: 5 };
   let store = createSqliteEventStore(path);
-  let script = storeScript(store);
+  let script = historyInStore(store);
   for (let i = 0; i < 12; i++) {
     script.tick();
     await script.alive(`s${i % 3}`);
   }
-  const first = createProjectionRunner({ store, logger: silentLogger, snapshot });
+  const first = createProjectionRunner({ store, logger, snapshot });
   await first.start();
   await first.caughtUp();
   await first.writeSnapshot();
@@ -107,10 +110,10 @@ test('a restarted runner restores its snapshot, folds only what came after, and 
   await store.close();
 
   store = createSqliteEventStore(path);
-  script = storeScript(store, Date.parse('2026-11-30T00:00:00Z'));
+  script = historyInStore(store, Date.parse('2026-11-30T00:00:00Z'));
   const a = await script.send('s1');
   await script.report('s1', { declared: a.digest, applied: ['web'] });
-  const second = createProjectionRunner({ store, logger: silentLogger, snapshot });
+  const second = createProjectionRunner({ store, logger, snapshot });
   const folded: bigint[] = [];
   second.readModel.onChange((c) => folded.push(c.position));
   await second.start();
@@ -127,15 +130,15 @@ test('a snapshot from another store is ignored and the runner folds from zero', 
   const dir = mkdtempSync(join(tmpdir(), 'converge-snap-'));
   const snapshot = { path: join(dir, 'snap.json'), everyEvents: 1 };
   const one = createMemoryEventStore();
-  await storeScript(one).alive('x');
-  const r1 = createProjectionRunner({ store: one, logger: silentLogger, snapshot });
+  await historyInStore(one).alive('x');
+  const r1 = createProjectionRunner({ store: one, logger, snapshot });
   await r1.start();
   await r1.caughtUp();
   await r1.writeSnapshot();
   await r1.stop();
   const other = createMemoryEventStore();
-  await storeScript(other, Date.parse('2025-01-01T00:00:00Z')).alive('y');
-  const r2 = createProjectionRunner({ store: other, logger: silentLogger, snapshot });
+  await historyInStore(other, Date.parse('2025-01-01T00:00:00Z')).alive('y');
+  const r2 = createProjectionRunner({ store: other, logger, snapshot });
   await r2.start();
   await r2.caughtUp();
   assert.deepEqual(
@@ -147,12 +150,12 @@ test('a snapshot from another store is ignored and the runner folds from zero', 
 
 test('lag counts the events the runner has not folded, and readiness waits for the catch-up', async () => {
   const store = createMemoryEventStore();
-  const script = storeScript(store);
+  const script = historyInStore(store);
   for (let i = 0; i < 3; i++) {
     script.tick();
     await script.alive('l1');
   }
-  const runner = createProjectionRunner({ store, logger: silentLogger });
+  const runner = createProjectionRunner({ store, logger });
   assert.equal(runner.isReady(), false);
   assert.equal(await runner.lag(), 3n);
   await runner.start();
@@ -169,10 +172,10 @@ test('a report whose failed map has a resource named "$big" restores from a snap
   const path = join(dir, 'store.db');
   const snapshot = { path: `${path}.snapshot.json`, everyEvents: 1 };
   let store = createSqliteEventStore(path);
-  const script = storeScript(store);
+  const script = historyInStore(store);
   const a = await script.send('h1', [{ id: '$big' }, { id: '$map' }]);
   await script.report('h1', { declared: a.digest, applied: ['$map'], failed: { $big: '1' } });
-  const first = createProjectionRunner({ store, logger: silentLogger, snapshot });
+  const first = createProjectionRunner({ store, logger, snapshot });
   await first.start();
   await first.caughtUp();
   await first.writeSnapshot();
@@ -180,7 +183,7 @@ test('a report whose failed map has a resource named "$big" restores from a snap
   await store.close();
 
   store = createSqliteEventStore(path);
-  const second = createProjectionRunner({ store, logger: silentLogger, snapshot });
+  const second = createProjectionRunner({ store, logger, snapshot });
   const folded: bigint[] = [];
   second.readModel.onChange((c) => folded.push(c.position));
   await second.start();
@@ -203,7 +206,7 @@ test('the node gauges count liveness from the exact last-seen time when the inge
     const metrics = createMetrics();
     const runner = createProjectionRunner({
       store,
-      logger: silentLogger,
+      logger,
       metrics,
       graceMs: 60_000,
       now: () => now,

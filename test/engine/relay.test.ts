@@ -6,6 +6,7 @@ import { makeDeclarationSent, streamOf } from '../../src/events/index.ts';
 import { createMemoryEventStore } from '../../src/store/index.ts';
 import type { DeclarationPublisher, OutboundDeclaration } from '../../src/transport/port.ts';
 import { testKey } from '../support/history.ts';
+import { until } from '../support/until.ts';
 
 // A node applies declarations in the order they reach its inbox. If serial 2 overtook serial 1
 // inside one relay batch, the node would end on the older words and report them (DESIGN §3:
@@ -35,7 +36,7 @@ test('the relay hands one node its declarations in serial order, even when a pub
   };
   const relay = createRelay({ store, publisher, logger: pino({ level: 'silent' }), batchSize: 100 });
   relay.start();
-  for (let i = 0; i < 200 && arrived.length < 8; i++) await new Promise((r) => setTimeout(r, 10));
+  await until('eight declarations published', () => arrived.length >= 8);
   await relay.stop();
   const serialsOf = (node: string): number[] =>
     arrived

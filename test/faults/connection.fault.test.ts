@@ -2,4 +2,4 @@ import { closeAllConnections, proxyBlackhole, proxyReset, registerScenarioTests 
 
 // Engine ↔ broker connection faults under load (RELIABILITY.md): TCP reset, a blackhole noticed
 // only through heartbeats, and the broker closing every connection.
-await registerScenarioTests('connection fault scenarios', [proxyReset, proxyBlackhole, closeAllConnections]);
+registerScenarioTests('connection fault scenarios', [proxyReset, proxyBlackhole, closeAllConnections]);

@@ -2,4 +2,4 @@ import { baseline, diskFull, engineSigkill, registerScenarioTests, storeUnavaila
 
 // The engine and its store failing under load (RELIABILITY.md): SIGKILL and restart, appends
 // failing or losing their reply, a real full disk.
-await registerScenarioTests('engine fault scenarios', [baseline, engineSigkill, storeUnavailable, diskFull]);
+registerScenarioTests('engine fault scenarios', [baseline, engineSigkill, storeUnavailable, diskFull]);

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { createFaultProxy } from '../support/faults/faultProxy.ts';
 import type { FaultProxy } from '../support/faults/faultProxy.ts';
+import { until } from '../support/until.ts';
 
 // The proxy between a client and a local server whose sockets the test holds, so each direction
 // can be driven and observed on its own.
@@ -53,20 +54,11 @@ async function connect(): Promise<Client> {
   return { socket, received: () => Buffer.concat(chunks), events, error: () => error };
 }
 
-/** Wait for a condition; the runner's timeout bounds it. Asserts outcomes, never durations. */
-async function until(cond: () => boolean, what: string, maxMs = 5000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > maxMs) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 /** Give the event loop and the kernel a window in which something that should not happen could. */
 const settle = () => new Promise((r) => setTimeout(r, 150));
 
 const lastServerSocket = async (countBefore: number): Promise<net.Socket> => {
-  await until(() => serverSockets.length > countBefore, 'the server to accept');
+  await until('the server to accept', () => serverSockets.length > countBefore);
   return serverSockets.at(-1) as net.Socket;
 };
 
@@ -76,14 +68,14 @@ test('pass forwards bytes both ways unchanged, across backpressure, and counts t
   const c = await connect();
   const payload = randomBytes(4 * 1024 * 1024);
   c.socket.write(payload);
-  await until(() => c.received().length >= payload.length, 'the echo');
+  await until('the echo', () => c.received().length >= payload.length);
   assert.equal(createHash('sha256').update(c.received()).digest('hex'), createHash('sha256').update(payload).digest('hex'));
   const after = proxy.counters();
   assert.equal(after.bytesToTarget - before.bytesToTarget, payload.length);
   assert.equal(after.bytesToClient - before.bytesToClient, payload.length);
   assert.equal(after.accepted - before.accepted, 1);
   c.socket.end();
-  await until(() => c.events.includes('close'), 'a clean close');
+  await until('a clean close', () => c.events.includes('close'));
   assert.equal(c.error(), null);
 });
 
@@ -93,11 +85,11 @@ test('delay holds chunks in order until released, and pass releases them', async
   proxy.delay(60 * 60 * 1000); // an hour: nothing can arrive by timing, only by pass()
   const before = proxy.counters().delayedChunks;
   for (const part of ['one,', 'two,', 'three']) c.socket.write(part);
-  await until(() => proxy.counters().heldChunks > 0, 'the proxy to hold a chunk');
+  await until('the proxy to hold a chunk', () => proxy.counters().heldChunks > 0);
   await settle();
   assert.equal(c.received().length, 0);
   proxy.pass();
-  await until(() => c.received().toString() === 'one,two,three', 'the released echo');
+  await until('the released echo', () => c.received().toString() === 'one,two,three');
   assert.ok(proxy.counters().delayedChunks > before);
   c.socket.destroy();
 });
@@ -107,7 +99,7 @@ test('a short delay still delivers everything, in order', async () => {
   const c = await connect();
   const parts = Array.from({ length: 50 }, (_, i) => `${i};`);
   for (const p of parts) c.socket.write(p);
-  await until(() => c.received().toString() === parts.join(''), 'every delayed chunk');
+  await until('every delayed chunk', () => c.received().toString() === parts.join(''));
   proxy.pass();
   c.socket.destroy();
 });
@@ -124,7 +116,7 @@ test('blackhole forwards nothing either way and closes nothing; pass delivers wh
   s.on('end', () => serverEvents.push('end'));
   s.on('close', () => serverEvents.push('close'));
   c.socket.write('hello');
-  await until(() => Buffer.concat(atServer).toString() === 'hello', 'the first message');
+  await until('the first message', () => Buffer.concat(atServer).toString() === 'hello');
 
   proxy.blackhole();
   assert.equal(proxy.mode(), 'blackhole');
@@ -138,7 +130,7 @@ test('blackhole forwards nothing either way and closes nothing; pass delivers wh
   assert.equal(c.socket.destroyed || s.destroyed, false);
 
   proxy.pass();
-  await until(() => Buffer.concat(atServer).toString() === 'helloup' && c.received().toString() === 'down', 'the held bytes');
+  await until('the held bytes', () => Buffer.concat(atServer).toString() === 'helloup' && c.received().toString() === 'down');
   c.socket.destroy();
 });
 
@@ -152,17 +144,17 @@ test('a client that gives up during a blackhole is not seen by the server until 
   s.on('close', () => serverEvents.push('close'));
   proxy.blackhole();
   c.socket.resetAndDestroy();
-  await until(() => c.events.includes('close'), 'the client to close');
+  await until('the client to close', () => c.events.includes('close'));
   await settle();
   assert.equal(serverEvents.join(), '');
   proxy.pass();
-  await until(() => serverEvents.includes('close'), 'the server to learn');
+  await until('the server to learn', () => serverEvents.includes('close'));
 });
 
 test('reset destroys every open connection with RST, both sides, and the next connection works', async () => {
   proxy.pass();
   // Connections closed by earlier tests are gone from the proxy too (no leaked pairs).
-  await until(() => proxy.counters().active === 0, 'earlier connections to be released');
+  await until('earlier connections to be released', () => proxy.counters().active === 0);
   const n = serverSockets.length;
   const c1 = await connect();
   const c2 = await connect();
@@ -172,7 +164,7 @@ test('reset destroys every open connection with RST, both sides, and the next co
   const serverClosed = new Promise<void>((r) => s2.once('close', () => r()));
   const before = proxy.counters().reset;
   assert.equal(proxy.reset(), 2);
-  await until(() => c1.events.includes('close') && c2.events.includes('close'), 'both clients to close');
+  await until('both clients to close', () => c1.events.includes('close') && c2.events.includes('close'));
   assert.equal(c1.error()?.code, 'ECONNRESET');
   assert.equal(c2.error()?.code, 'ECONNRESET');
   await serverClosed;
@@ -182,7 +174,7 @@ test('reset destroys every open connection with RST, both sides, and the next co
 
   const c3 = await connect();
   c3.socket.write('again');
-  await until(() => c3.received().toString() === 'again', 'the echo after reset');
+  await until('the echo after reset', () => c3.received().toString() === 'again');
   c3.socket.destroy();
 });
 
@@ -196,11 +188,11 @@ test('refuse resets new connections until lifted; open ones are untouched', asyn
   assert.equal(err.code, 'ECONNRESET');
   assert.equal(proxy.counters().refused - before, 1);
   open.socket.write('still');
-  await until(() => open.received().toString() === 'still', 'the open connection to work');
+  await until('the open connection to work', () => open.received().toString() === 'still');
   proxy.refuse(false);
   const c = await connect();
   c.socket.write('back');
-  await until(() => c.received().toString() === 'back', 'a new connection to work');
+  await until('a new connection to work', () => c.received().toString() === 'back');
   c.socket.destroy();
   open.socket.destroy();
 });

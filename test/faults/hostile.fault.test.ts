@@ -2,4 +2,4 @@ import { hostileOverBroker, registerScenarioTests } from './scenarios.ts';
 
 // Hostile input over the real broker (RELIABILITY.md): nothing hostile becomes an event, all of
 // it is dead-lettered with a code, and the valid load beside it is stored exactly once.
-await registerScenarioTests('hostile input scenario', [hostileOverBroker]);
+registerScenarioTests('hostile input scenario', [hostileOverBroker]);

@@ -14,7 +14,9 @@ import { nodeQueueOf } from '../../src/transport/brokerNames.ts';
 import { encodeAlive, encodeReport } from '../../src/wire/index.ts';
 import { initialNodeState } from '../../projections/index.ts';
 import type { NodeState, NodeStatus } from '../../projections/index.ts';
-import { connectNode, faultSeed, logger, nodeIds, publishUntilConfirmed, readStored, until } from './scenarios.ts';
+import { logger } from '../support/logger.ts';
+import { until } from '../support/until.ts';
+import { connectNode, faultSeed, nodeIds, publishUntilConfirmed, readStored } from './scenarios.ts';
 import type { FaultLab, NodeConn, Scenario, ScenarioResult } from './scenarios.ts';
 
 // Model-based test of the whole engine (createServer over real RabbitMQ and SQLite): fast-check
@@ -110,7 +112,9 @@ type Real = {
 };
 
 const storePath = (r: Real): string => join(r.dir, 'converge.db');
-const wait = (what: string, cond: () => Promise<boolean> | boolean): Promise<void> => until(what, cond, 20_000, 10);
+const wait = async (what: string, cond: () => Promise<boolean> | boolean): Promise<void> => {
+  await until(what, cond, { timeoutMs: 20_000 });
+};
 
 const startEngine = (r: Real): Promise<EngineOverAmqp> =>
   // Snapshots every 3 events, so a restart usually restores one and folds only the tail.

@@ -3,7 +3,7 @@
 // Exit status is non-zero if any scenario lost, duplicated or appended hostile input.
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { probeBroker } from '../support/faults/scratchVhost.ts';
+import { probeBroker } from '../support/broker.ts';
 import { modelBased } from './modelScenario.ts';
 import { allScenarios, runScenario } from './scenarios.ts';
 import type { ScenarioResult } from './scenarios.ts';

@@ -6,12 +6,10 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
-import pino from 'pino';
 import { createFaultProxy } from '../support/faults/faultProxy.ts';
 import { hostileBodies } from '../support/faults/hostileBodies.ts';
 import { startIngestOverAmqp } from '../support/faults/ingestOverAmqp.ts';
 import type { IngestOverAmqp } from '../support/faults/ingestOverAmqp.ts';
-import { defaultBroker } from '../support/faults/scratchVhost.ts';
 import { mountTinyTmpfs } from '../support/faults/tinyTmpfs.ts';
 import { withStoreFaults } from '../support/faults/withStoreFaults.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
@@ -24,8 +22,10 @@ import type { AmqpConnection } from '../../src/transport/amqpConnection.ts';
 import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
 import type { InboundKind, NodeLink } from '../../src/transport/port.ts';
 import { encodeReport } from '../../src/wire/index.ts';
-import { createBrokerLab, withBroker } from '../support/brokerLab.ts';
-import type { BrokerLab } from '../support/brokerLab.ts';
+import { createBrokerLab, defaultBroker, describeOnBroker } from '../support/broker.ts';
+import type { BrokerLab } from '../support/broker.ts';
+import { logger } from '../support/logger.ts';
+import { sleep, until } from '../support/until.ts';
 
 // Fault scenarios against the real broker and the real ingest (src/engine/ingest.ts over
 // src/transport), shared by test/faults/*.fault.test.ts (which assert lost = duplicated =
@@ -55,18 +55,7 @@ export type ScenarioResult = {
 
 export type Scenario = Readonly<{ name: string; faults: string; run: (lab: FaultLab) => Promise<ScenarioResult> }>;
 
-export const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' });
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-export async function until(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 60_000, everyMs = 50): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
-
-/** Each scenario runs in a broker lab of its own (test/support/brokerLab.ts). */
+/** Each scenario runs in a broker lab of its own (test/support/broker.ts). */
 export type FaultLab = BrokerLab;
 export const createFaultLab = createBrokerLab;
 
@@ -181,7 +170,8 @@ async function timeToStore(store: () => EventStore, ids: ReadonlySet<string>, li
   const t0 = Date.now();
   const snapshot = [...ids];
   try {
-    await until('every confirmed report to be stored', () => allStored(store(), snapshot), limitMs);
+    // Each poll reads the whole store: poll gently.
+    await until('every confirmed report to be stored', () => allStored(store(), snapshot), { timeoutMs: limitMs, everyMs: 50 });
     return Date.now() - t0;
   } catch {
     return null;
@@ -210,8 +200,7 @@ async function recoveryFrom(store: () => EventStore, load: Load, instant: boolea
         for (const id of reports.keys()) if (!before.has(id)) return true;
         return false;
       },
-      limitMs,
-      20,
+      { timeoutMs: limitMs, everyMs: 20 },
     );
     return Date.now() - t0;
   } catch {
@@ -697,8 +686,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
  * Register each scenario as a test asserting what RELIABILITY.md promises. Without a broker:
  * one failing test under CONVERGE_REQUIRE_BROKER=1, else one loudly skipped test.
  */
-export async function registerScenarioTests(what: string, scenarios: readonly Scenario[]): Promise<void> {
-  await withBroker(what, () => {
+export function registerScenarioTests(what: string, scenarios: readonly Scenario[]): void {
+  describeOnBroker(what, () => {
     for (const s of scenarios) {
       void test(
         `${s.name} (${s.faults}): every confirmed report stored exactly once, no hostile input appended`,

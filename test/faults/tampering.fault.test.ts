@@ -5,4 +5,4 @@ import { tampering } from './tamperingScenario.ts';
 // declaration or its signature, a re-encoded declaration, a wrong key — the node refuses each
 // whole and the engine records the refusal with the state it implies (unknown, or refused).
 // CONVERGE_FAULT_SEED replays the bit positions; CONVERGE_FAULT_TAMPER_RUNS tries more.
-await registerScenarioTests('tampering scenario', [tampering]);
+registerScenarioTests('tampering scenario', [tampering]);

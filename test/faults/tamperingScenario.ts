@@ -16,7 +16,9 @@ import { createAmqpTransport } from '../../src/transport/amqpTransport.ts';
 import type { DeclarationPublisher } from '../../src/transport/port.ts';
 import { encodeSigned } from '../../src/wire/index.ts';
 import { foldNodeEvents } from '../../projections/index.ts';
-import { faultSeed, logger, readStored, until, withNodes } from './scenarios.ts';
+import { logger } from '../support/logger.ts';
+import { until } from '../support/until.ts';
+import { faultSeed, readStored, withNodes } from './scenarios.ts';
 import type { Scenario, ScenarioResult } from './scenarios.ts';
 
 // Declarations tampered with on the way to a node (DESIGN §1, ADR 0004 in wire.go): a flipped
@@ -107,7 +109,7 @@ async function deliver(rig: Rig, i: number, t: Tamper | null) {
     keyId: t?.kind === 'wrong key' ? rig.otherKey.keyId : sent.data.keyId,
     body: encodeSigned(out),
   });
-  await until('the node to answer', () => rig.sim.confirmedReports().length > reportsBefore, 20_000, 10);
+  await until('the node to answer', () => rig.sim.confirmedReports().length > reportsBefore, { timeoutMs: 20_000, everyMs: 10 });
   const answer = rig.sim.confirmedReports()[reportsBefore];
   if (answer === undefined) throw new Error('no answer');
   let stored: Recorded<ReportReceived> | undefined;
@@ -120,8 +122,7 @@ async function deliver(rig: Rig, i: number, t: Tamper | null) {
       );
       return stored !== undefined;
     },
-    20_000,
-    10,
+    { timeoutMs: 20_000, everyMs: 10 },
   );
   const after = foldNodeEvents(rig.node, await rig.store.readStream(streamOf(rig.node)));
   return {

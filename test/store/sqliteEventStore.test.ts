@@ -10,6 +10,7 @@ import { isConvergeError } from '../../src/errors.ts';
 import type { Recorded } from '../../src/events/index.ts';
 import { createSqliteEventStore, openEventStore, sqliteSchemaVersion } from '../../src/store/index.ts';
 import { batchEventIds } from './fixtures/sqliteAppender.ts';
+import { until } from '../support/until.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'converge-sqlite-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -99,8 +100,7 @@ test('two handles on one file in one process: a subscription on one sees appends
       },
     ]);
     // pollMs is a minute, so only the shared in-process notifier can deliver this in time.
-    const start = Date.now();
-    while (seen.length === 0 && Date.now() - start < 10_000) await new Promise((r) => setTimeout(r, 10));
+    await until('the notifier to deliver the batch', () => seen.length > 0);
     assert.equal(seen.length, 1);
   } finally {
     await sub.stop();
@@ -120,8 +120,7 @@ test('a live subscription sees batches appended by another process (polling)', {
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     assert.equal(code, 0);
     const want = [0, 1, 2].flatMap((b) => batchEventIds('xp', b));
-    const start = Date.now();
-    while (!want.every((id) => seen.has(id)) && Date.now() - start < 10_000) await new Promise((r) => setTimeout(r, 20));
+    await until('every batch the other process appended', () => want.every((id) => seen.has(id)), { everyMs: 20 });
     assert.deepEqual(
       want.filter((id) => !seen.has(id)),
       [],

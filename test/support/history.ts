@@ -1,47 +1,88 @@
 import { signingKeyFromSeed } from '../../src/declaration/index.ts';
 import type { Resource } from '../../src/declaration/index.ts';
 import { makeAliveSeen, makeDeclarationSent, makeReportReceived, streamOf } from '../../src/events/index.ts';
-import type { ConvergeEvent, Recorded } from '../../src/events/index.ts';
+import type { AliveSeen, ConvergeEvent, DeclarationSent, Recorded, ReportReceived, WithId } from '../../src/events/index.ts';
+import type { EventStore } from '../../src/store/index.ts';
 import type { Report } from '../../src/wire/index.ts';
 
-// Builds one node's recorded history the way a store would number it, for fold tests.
+// A scripted history: sends, reports and alives on a controlled clock, made by the same functions
+// the sender and the ingest use (src/events/make.ts). One vocabulary, two places to put it:
+//   history(node)          one node's events in memory, numbered as a store numbers them — for folds;
+//   historyInStore(store)  the same events appended to a real store — for engine, API and CLI tests.
 
 export const testKey = signingKeyFromSeed(Buffer.alloc(32, 7));
+export const historyStart = Date.parse('2026-11-29T14:00:00Z');
 
-export function history(node: string, start = Date.parse('2026-11-29T14:00:00Z')) {
-  const events: Recorded[] = [];
+/** The clock, the serials and the message ids a history shares between its events. */
+function scriptedEvents(start: number) {
   let clock = start;
-  let serial = 0;
   let msg = 0;
-  const record = <E extends ConvergeEvent>(e: E & { id: string }): Recorded<E> => {
+  const serials = new Map<string, number>();
+  const digests = new Map<string, string[]>();
+  return {
+    /** Advance the clock by `ms` and return the new time. */
+    tick(ms = 1000): Date {
+      clock += ms;
+      return new Date(clock);
+    },
+    now: (): Date => new Date(clock),
+    /** Digests sent to a node so far, oldest first. */
+    digests: (node: string): readonly string[] => digests.get(node) ?? [],
+    /** The node's next declaration (serial 1, 2, …) signed by `testKey`. */
+    send(node: string, resources: readonly Resource[] = [{ id: 'web' }]): WithId<DeclarationSent> {
+      const serial = (serials.get(node) ?? 0) + 1;
+      serials.set(node, serial);
+      const e = makeDeclarationSent({ node, serial, resources, key: testKey, now: new Date(clock) });
+      digests.set(node, [...(digests.get(node) ?? []), e.data.digest]);
+      return e;
+    },
+    /** A report as ingest records it; unset fields are the Go node's omitempty defaults. */
+    report(node: string, fields: Partial<Report> = {}): WithId<ReportReceived> {
+      const report: Report = { node, applied: [], failed: {}, refused: '', carried: [], declared: null, ...fields };
+      const transport = { messageId: `m-${++msg}`, redelivered: false, userId: node };
+      return makeReportReceived(report, Buffer.from(JSON.stringify(report)), transport, new Date(clock));
+    },
+    alive: (node: string): WithId<AliveSeen> => makeAliveSeen({ node }, new Date(clock)),
+  };
+}
+
+/** One node's history in memory: each step returns the Recorded event; `events` holds them all, in order. */
+export function history(node: string, start = historyStart) {
+  const script = scriptedEvents(start);
+  const events: Recorded[] = [];
+  const record = <E extends ConvergeEvent>(e: WithId<E>): Recorded<E> => {
     const r = { ...e, stream: streamOf(node), revision: BigInt(events.length), position: BigInt(events.length + 1) * 10n } as Recorded<E>;
     events.push(r);
     return r;
   };
   return {
     events,
-    /** Advance the clock by ms and return the new time. */
-    tick(ms = 1000): Date {
-      clock += ms;
-      return new Date(clock);
+    tick: script.tick,
+    now: script.now,
+    send: (resources?: readonly Resource[]) => record(script.send(node, resources)),
+    report: (fields?: Partial<Report>) => record(script.report(node, fields)),
+    alive: () => record(script.alive(node)),
+  };
+}
+
+export type StoreHistory = ReturnType<typeof historyInStore>;
+
+/** The same steps for any node, appended to `store`; each resolves once its event is stored. */
+export function historyInStore(store: EventStore, start = historyStart) {
+  const script = scriptedEvents(start);
+  const append = async (node: string, e: WithId<ConvergeEvent>): Promise<bigint> => {
+    const r = await store.append([{ stream: streamOf(node), expected: 'any', events: [e] }]);
+    return r.position ?? -1n;
+  };
+  return {
+    tick: script.tick,
+    now: script.now,
+    digests: script.digests,
+    async send(node: string, resources?: readonly Resource[]): Promise<{ digest: string; serial: number; position: bigint }> {
+      const e = script.send(node, resources);
+      return { digest: e.data.digest, serial: e.data.serial, position: await append(node, e) };
     },
-    now: () => new Date(clock),
-    send(resources: readonly Resource[] = [{ id: 'web' }]) {
-      return record(makeDeclarationSent({ node, serial: ++serial, resources, key: testKey, now: new Date(clock) }));
-    },
-    report(fields: Partial<Report> = {}) {
-      const report: Report = { node, applied: [], failed: {}, refused: '', carried: [], declared: null, ...fields };
-      return record(
-        makeReportReceived(
-          report,
-          Buffer.from(JSON.stringify(report)),
-          { messageId: `m-${++msg}`, redelivered: false, userId: node },
-          new Date(clock),
-        ),
-      );
-    },
-    alive() {
-      return record(makeAliveSeen({ node }, new Date(clock)));
-    },
+    report: (node: string, fields?: Partial<Report>): Promise<bigint> => append(node, script.report(node, fields)),
+    alive: (node: string): Promise<bigint> => append(node, script.alive(node)),
   };
 }

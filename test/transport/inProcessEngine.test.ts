@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import pino from 'pino';
 import { generateSigningKey } from '../../src/declaration/index.ts';
 import { createIngest } from '../../src/engine/ingest.ts';
 import { createMetrics } from '../../src/metrics.ts';
@@ -15,20 +14,10 @@ import { createInProcessBroker } from '../../src/transport/inProcess.ts';
 import { encodeAlive, encodeReport } from '../../src/wire/index.ts';
 import { foldNodeEvents } from '../../projections/index.ts';
 import type { NodeState } from '../../projections/index.ts';
+import { logger } from '../support/logger.ts';
+import { until } from '../support/until.ts';
 
 // The engine's transport pieces on the in-process broker: same ports as AMQP, no broker.
-
-const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' });
-
-async function until<T>(what: string, f: () => Promise<T | null | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 const fold = async (store: EventStore, node: string): Promise<NodeState> => foldNodeEvents(node, await store.readStream(streamOf(node)));
 

@@ -7,53 +7,60 @@ import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts'
 import type { ProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import { createMemoryEventStore } from '../../src/store/index.ts';
 import type { EventStore } from '../../src/store/index.ts';
-import { silentLogger, storeScript } from '../engine/storeScript.ts';
+import { historyInStore } from './history.ts';
+import type { StoreHistory } from './history.ts';
+import { logger } from './logger.ts';
+import { until } from './until.ts';
+
+// The HTTP API over a memory store and a live projection runner, driven through app.inject()
+// (no socket); a scripted history appends to the store and `settle` waits for the fold.
 
 export const readToken = 'reader-token-1';
 export const sendToken = 'sender-token-1';
 export const read = { authorization: `Bearer ${readToken}` };
 export const write = { authorization: `Bearer ${sendToken}` };
 
-export type Harness = Readonly<{
+export type ApiHarness = Readonly<{
   app: FastifyInstance;
   store: EventStore;
   runner: ProjectionRunner;
-  script: ReturnType<typeof storeScript>;
+  history: StoreHistory;
   /** Resolves once the read model has folded everything appended so far. */
   settle: () => Promise<void>;
   close: () => Promise<void>;
 }>;
 
-export async function harness(extra: Partial<ApiDeps> = {}): Promise<Harness> {
+export async function apiHarness(extra: Partial<ApiDeps> = {}): Promise<ApiHarness> {
   const store = createMemoryEventStore();
   const metrics = createMetrics();
-  const script = storeScript(store);
-  const runner = createProjectionRunner({ store, logger: silentLogger, metrics, now: () => script.now().getTime() });
+  const history = historyInStore(store);
+  const runner = createProjectionRunner({ store, logger, metrics, now: () => history.now().getTime() });
   await runner.start();
   await runner.caughtUp();
   const { table } = parseApiTokens(`${readToken}:read;${sendToken}:read,send`);
   const app = buildApp({
     readModel: runner.readModel,
     store,
-    logger: silentLogger,
+    logger,
     tokens: table,
     projections: runner,
     metrics,
-    now: () => script.now().getTime(),
-    send: async (node, resources) => script.send(node, resources),
+    now: () => history.now().getTime(),
+    send: async (node, resources) => history.send(node, resources),
     heartbeatMs: 60_000,
     ...extra,
   });
   await app.ready();
   const settle = async (): Promise<void> => {
     const head = await store.headPosition();
-    while (head !== null && (runner.readModel.position() ?? -1n) < head) await new Promise((r) => setImmediate(r));
+    if (head !== null)
+      await until('the read model to fold the store head', () => (runner.readModel.position() ?? -1n) >= head, { everyMs: 0 });
   };
   return {
     app,
     store,
     runner,
-    script,
+    history,
     settle,
     close: async () => {
       await app.close();

@@ -1,10 +1,22 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import amqp from 'amqplib';
-import { createManagementClient, seg } from '../../../src/accounts/managementClient.ts';
-import { adminError } from '../../../src/accounts/managementClient.ts';
+import { enrollNode } from '../../src/accounts/index.ts';
+import { createManagementClient, seg } from '../../src/accounts/managementClient.ts';
+import { adminError } from '../../src/accounts/managementClient.ts';
+import { describeOnService, once } from './services.ts';
 
-// A fresh RabbitMQ vhost per test or scenario, deleted afterwards, so tests that declare the mesh
-// topology never meet queues (or messages) left by another run on the shared broker.
+// What every test against the real broker needs (test/int, test/faults, test/accounts, bench/ingest):
+// - describeOnBroker: the suite runs if RabbitMQ (AMQP and the management API) answers; else it
+//   fails under CONVERGE_REQUIRE_BROKER=1 and skips loudly otherwise (test/support/services.ts);
+// - a scratch vhost per suite or scenario, deleted afterwards, so DESIGN §1's names stay exact and
+//   no run meets queues (or messages) left by another on the shared broker;
+// - a broker lab: a scratch vhost, real node accounts (so RabbitMQ validates user_id as in
+//   production), a temp dir, and the broker closing every connection on demand.
 
 export type BrokerEndpoints = Readonly<{
   /** amqp://user:pass@host:port — without a vhost path. */
@@ -62,6 +74,16 @@ export async function probeBroker(broker: BrokerEndpoints = defaultBroker): Prom
   return { ok: true };
 }
 
+const probeOnce = once(() => probeBroker());
+
+/** `describe(name, body)` on a reachable RabbitMQ; see the top of this file for when it is not. */
+export function describeOnBroker(name: string, body: () => void | Promise<void>): void {
+  describeOnService('RabbitMQ', probeOnce, name, body);
+}
+
+/** A short random tag for node ids and queue names, so runs on the shared broker never collide. */
+export const uniqueTag = (): string => randomBytes(3).toString('hex');
+
 /**
  * The topology of DESIGN §1, declared as the engine declares it. For tests that must not depend on
  * the transport module's own declaration code (they test the broker's rules, not our code).
@@ -83,4 +105,53 @@ export async function declareMeshTopology(ch: amqp.Channel, nodes: readonly stri
     await ch.assertQueue(`node.${id}`, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
     await ch.bindQueue(`node.${id}`, 'mesh.declarations', id);
   }
+}
+
+export type BrokerLab = Readonly<{
+  scratch: ScratchVhost;
+  /** The engine's URL (admin user, the scratch vhost). */
+  engineUrl: string;
+  /** A temp dir for stores and snapshots, removed with the lab. */
+  dir: string;
+  /** Enroll a node account; returns its amqp URL. */
+  enroll: (node: string) => Promise<string>;
+  /** `rabbitmqctl close_all_connections -p <vhost>`: every connection in this vhost, engine and nodes; returns how many. */
+  closeAllConnections: () => Promise<number>;
+  remove: () => Promise<void>;
+}>;
+
+export async function createBrokerLab(prefix: string): Promise<BrokerLab> {
+  const scratch = await createScratchVhost(prefix);
+  const admin = createManagementClient({ managementUrl: scratch.managementUrl });
+  const enrolled: string[] = [];
+  const dir = mkdtempSync(join(tmpdir(), 'converge-lab-'));
+  return {
+    scratch,
+    engineUrl: scratch.amqpUrl,
+    dir,
+    enroll: async (node) => {
+      const e = await enrollNode(node, { managementUrl: scratch.managementUrl, vhost: scratch.vhost });
+      enrolled.push(node);
+      const base = new URL(defaultBroker.amqpUrl);
+      return `amqp://${seg(node)}:${seg(e.password)}@${base.host}/${seg(scratch.vhost)}`;
+    },
+    closeAllConnections: async () => {
+      // rabbitmqctl acts on the broker's live connection table; the management API's list comes
+      // from statistics that lag new connections by seconds, so it would miss the fresh ones.
+      const { stdout } = await promisify(execFile)('rabbitmqctl', [
+        'close_all_connections',
+        '-p',
+        scratch.vhost,
+        '--limit',
+        '10000',
+        'converge test',
+      ]);
+      return Number(/Closed (\d+) connections/.exec(stdout)?.[1] ?? 0);
+    },
+    remove: async () => {
+      for (const u of enrolled) await admin.request('DELETE', `/users/${seg(u)}`).catch(() => undefined);
+      await scratch.remove().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -1,0 +1,31 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+// One way to say "this suite needs a service" (RabbitMQ, PostgreSQL, …): the suite runs when the
+// service answers; otherwise it is one failing test under CONVERGE_REQUIRE_BROKER=1 (CI sets it, and
+// so does everyone before landing: TEAM.md) and one loudly skipped test without it. A skipped
+// suite must never look like a passing one.
+
+export type Probe = () => Promise<{ ok: true } | { ok: false; reason: string }>;
+
+export const servicesRequired = (): boolean => process.env['CONVERGE_REQUIRE_BROKER'] === '1';
+
+/** `describe(name, body)` when `probe` says `service` is reachable; see above for when it is not. */
+export function describeOnService(service: string, probe: Probe, name: string, body: () => void | Promise<void>): void {
+  void describe(name, async () => {
+    const p = await probe();
+    if (p.ok) return body();
+    if (servicesRequired()) {
+      test(`${name} needs ${service} (CONVERGE_REQUIRE_BROKER=1)`, () => assert.fail(`${service} unreachable: ${p.reason}`));
+    } else {
+      console.warn(`\n*** SKIPPING ${name}: ${service} unreachable (${p.reason}); set CONVERGE_REQUIRE_BROKER=1 to fail instead ***\n`);
+      test(`${name} — SKIPPED: ${service} unreachable: ${p.reason}`, { skip: p.reason }, () => {});
+    }
+  });
+}
+
+/** Probe once per process, however many suites ask. */
+export function once(probe: Probe): Probe {
+  let answer: ReturnType<Probe> | undefined;
+  return () => (answer ??= probe());
+}
