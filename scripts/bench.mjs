@@ -39,7 +39,9 @@ function discover() {
 const all = discover();
 const chosen = all.filter((b) => only.length === 0 || only.some((o) => b.name.includes(o)));
 if (chosen.length === 0) {
-  console.error(only.length === 0 ? 'no benchmarks in bench/' : `no benchmark matches ${only.join(', ')} (have: ${all.map((b) => b.name).join(', ')})`);
+  console.error(
+    only.length === 0 ? 'no benchmarks in bench/' : `no benchmark matches ${only.join(', ')} (have: ${all.map((b) => b.name).join(', ')})`,
+  );
   process.exit(1);
 }
 
@@ -87,7 +89,10 @@ try {
   if (report) {
     const manifest = join(tmp, 'manifest.json');
     writeFileSync(manifest, JSON.stringify({ runs, benches: all.map((b) => b.name) }));
-    const w = spawnSync(process.execPath, ['--import', 'tsx', 'bench/support/writeBenchmarks.ts', manifest], { stdio: 'inherit', cwd: root });
+    const w = spawnSync(process.execPath, ['--import', 'tsx', 'bench/support/writeBenchmarks.ts', manifest], {
+      stdio: 'inherit',
+      cwd: root,
+    });
     if (w.status !== 0) failed = true;
   }
 } finally {
