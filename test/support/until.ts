@@ -1,5 +1,6 @@
 // The one way a test waits for something to happen: poll until it is true, give up after a bound
 // generous enough that only a bug reaches it (TEAM.md: never assert a wall-clock time).
+import { sleep } from '../../src/retry.ts';
 
 export type UntilOptions = Readonly<{
   /** Give up after this long, failing with `what` in the message. Default 60 s. */
@@ -8,7 +9,8 @@ export type UntilOptions = Readonly<{
   everyMs?: number;
 }>;
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+// The one sleep (src/retry.ts), re-exported so tests that pause on purpose import it from here.
+export { sleep } from '../../src/retry.ts';
 
 /**
  * Resolves with the first truthy value `f` returns (so `const msg = await until('a message', () => queue.shift())`
