@@ -85,24 +85,26 @@ ${table}
 
 ## How each fault is made
 
-- **proxy reset / blackhole** — \`src/faults/faultProxy.ts\`, a TCP proxy between the engine and the broker. Reset
+- **proxy reset / blackhole** — \`test/support/faults/faultProxy.ts\`, a TCP proxy between the engine and the broker. Reset
   destroys every connection with RST. Blackhole forwards nothing and closes nothing, like a partition; the engine
   notices only through AMQP heartbeats (1 s in that scenario) and the broker likewise, which requeues the unacked
   deliveries for the engine's next connection.
 - **broker closes all connections** — the management API closes every connection in the scenario's vhost (what
-  \`rabbitmqctl close_all_connections -p <vhost>\` does), engine and nodes alike, mid-load.
-- **store unavailable** — \`withStoreFaults\` (\`src/faults/withStoreFaults.ts\`) fails appends with
+  \`rabbitmqctl close_all_connections -p <vhost>\` does), engine and nodes alike, mid-load. Each close first waits
+  2 s (\`CONVERGE_FAULT_CLOSE_DELAY_MS\`), as long as \`rabbitmqctl\` takes to start on a busy machine; the load runs until
+  recovery is measured, so a report confirmed after the last close always exists (issue 13 item 9).
+- **store unavailable** — \`withStoreFaults\` (\`test/support/faults/withStoreFaults.ts\`) fails appends with
   \`CONVERGE_ERR_STORE_UNAVAILABLE\`; ingest holds deliveries unacked and retries. Then appends that are written but
   reported failed (a reply lost after commit) check that retries are no-ops by event id.
-- **disk full** — SQLite on a real tmpfs of 192 KiB (\`src/faults/tinyTmpfs.ts\`, needs root) until \`SQLITE_FULL\`,
+- **disk full** — SQLite on a real tmpfs of 192 KiB (\`test/support/faults/tinyTmpfs.ts\`, needs root) until \`SQLITE_FULL\`,
   then the tmpfs is remounted larger; nothing acknowledged to the broker may be missing.
-- **engine SIGKILL** — \`src/faults/ingestChild.ts\` (ingest, AMQP → SQLite, and the projection runner writing a
+- **engine SIGKILL** — \`test/support/faults/ingestChild.ts\` (ingest, AMQP → SQLite, and the projection runner writing a
   read-model snapshot every 250 events, as \`serve\` does) is killed with SIGKILL at seeded random moments (0–400 ms
   after each restart said it was consuming, so kills land mid-batch and mid-snapshot) while three nodes publish, and
   restarted each time: 20 kills by default. At the end, a projection runner restores the snapshot the last killed
-  engine left, follows the store to its head, and must equal a replay from zero (\`src/engine/replay.ts\`) field for
+  engine left, follows the store to its head, and must equal a replay from zero (\`src/readModel/replay.ts\`) field for
   field.
-- **hostile input** — bodies from \`src/faults/hostileBodies.ts\` that are hostile by construction (random bytes,
+- **hostile input** — bodies from \`test/support/faults/hostileBodies.ts\` that are hostile by construction (random bytes,
   truncated JSON, huge arrays, deep nesting, wrong types, non-hex digests, oversize, NUL bytes, invalid UTF-8), plus
   well-formed reports with no \`user_id\` and reports naming another node, published by an enrolled node among valid
   load. Each must be dead-lettered to \`mesh.dead\` with a code and none may become an event.
