@@ -33,7 +33,7 @@ import type { StreamWrite } from '../src/store/index.ts';
 import { connectAmqp } from '../src/transport/amqpConnection.ts';
 import { meshTopology } from '../src/transport/topology.ts';
 import { encodeReport } from '../src/wire/index.ts';
-import { createScratchVhost, defaultBroker } from '../test/support/faults/scratchVhost.ts';
+import { createScratchVhost, defaultBroker } from '../test/support/broker.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const total = Number(process.env['BENCH_REPORTS'] ?? 50_000);

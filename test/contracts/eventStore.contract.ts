@@ -577,7 +577,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
           batchSize: 7,
           handler: (ev) => void seen1.push(...ev),
         });
-        await eventually(() => sub1.isCaughtUp() && seen1.some((e) => e.id === first.id), 'the first declaration');
+        await until('the first declaration', () => sub1.isCaughtUp() && seen1.some((e) => e.id === first.id));
         await sub1.stop();
         assert.ok(seen1.every((e) => e.type === 'DeclarationSent'));
         const saved = await store.getCheckpoint(cp);
@@ -594,7 +594,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
           handler: (ev) => void seen2.push(...ev.filter((e) => e.stream === s)),
         });
         try {
-          await eventually(() => sub2.isCaughtUp() && seen2.length >= 1, 'the second declaration');
+          await until('the second declaration', () => sub2.isCaughtUp() && seen2.length >= 1);
           await new Promise((r) => setTimeout(r, 50));
           assert.deepEqual(ids(seen2), [second.id], 'the declaration handled before the restart is not handed over again');
         } finally {
