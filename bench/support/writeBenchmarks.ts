@@ -47,7 +47,12 @@ function section(run: Run): string {
   if (run.exit !== 0)
     out.push(`**This run failed (exit ${run.exit ?? 'by signal'}).** The rows below are what it printed before it stopped.`, '');
   if (bench !== undefined) out.push(bench.about, '');
-  out.push(rows.length === 0 ? '_No rows._' : renderTable(rows), '');
+  out.push(
+    rows.length === 0
+      ? '_No rows: this bench does not report through bench/support/report.ts yet (bench/README.md); run it to see its figures._'
+      : renderTable(rows),
+    '',
+  );
   for (const n of notes) out.push(n, '');
   out.push(hidden(run), '');
   return out.join('\n');
