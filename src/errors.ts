@@ -51,6 +51,8 @@ export const errorCodes = {
   CONVERGE_ERR_NOT_READY: { http: 503, summary: 'projections have not caught up with the store' },
   CONVERGE_ERR_ROUTE_NOT_FOUND: { http: 404, summary: 'no such route; see /v1/openapi.json' },
   CONVERGE_ERR_BODY_TOO_LARGE: { http: 413, summary: 'request body exceeds the size limit' },
+  CONVERGE_ERR_URI_TOO_LONG: { http: 414, summary: 'a path segment of the request URL is longer than the limit' },
+  CONVERGE_ERR_UNSUPPORTED_MEDIA_TYPE: { http: 415, summary: 'request body is not application/json' },
   CONVERGE_ERR_SNAPSHOT_INVALID: { http: 500, summary: 'read-model snapshot file cannot be read or parsed' },
   CONVERGE_ERR_REPLAY_MISMATCH: { http: 500, summary: 'a replay from zero disagrees with the live read model or snapshot' },
   CONVERGE_ERR_USAGE: { http: 400, summary: 'command line is not valid (unknown flag, missing argument)' },

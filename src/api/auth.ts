@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
 import { ConvergeError } from '../errors.ts';
 
 // Bearer tokens (DESIGN §7 "Writes need a bearer token"). CONVERGE_API_TOKENS holds entries
@@ -68,4 +69,14 @@ export function authorize(table: TokenTable, header: string | undefined, need: S
   if (!entry.scopes.has(need))
     throw new ConvergeError('CONVERGE_ERR_FORBIDDEN', `token ${entry.id} lacks the ${need} scope`, { details: { need } });
   return entry;
+}
+
+/**
+ * The onRequest check (issue 13 item 5): it runs before fastify reads a byte of the body, so a
+ * client without a valid token costs a header parse, not an upload. Returns the token, if any.
+ */
+export function authenticate(table: TokenTable, req: FastifyRequest): TokenEntry | null {
+  const need = req.routeOptions.config.scope;
+  if (need === undefined || need === null) return null;
+  return authorize(table, req.headers.authorization, need);
 }

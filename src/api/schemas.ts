@@ -1,11 +1,16 @@
 import { z } from 'zod';
 import { livenessStates, nodeStatuses, reportClasses } from '../../projections/index.ts';
 
-// Zod schemas of everything the HTTP API reads and writes (DESIGN §7). Handlers parse requests
-// with them, and /v1/openapi.json is generated from them, so the document cannot drift from
-// what the code accepts. Registered schemas become components and are referenced by $ref.
+// Zod schemas of everything the HTTP API reads and writes (DESIGN §7). Routes declare them, the
+// type provider validates requests with them and types the handlers from them, and
+// /v1/openapi.json is generated from them, so the document cannot drift from what the code
+// accepts. Registered (named) schemas become components referenced by $ref; path, query and
+// header schemas stay unnamed because OpenAPI lists them property by property as parameters.
+// Response arrays are `.readonly()` so the read model's readonly values type-check as replies.
 
-export const apiRegistry = z.registry<{ id: string; description?: string }>();
+// zod's global registry, because that is where `.describe()` puts descriptions: the document
+// generator reads one registry for both ids and descriptions.
+export const apiRegistry = z.globalRegistry;
 
 const named = <T extends z.ZodType>(id: string, schema: T, description?: string): T => {
   apiRegistry.add(schema, description === undefined ? { id } : { id, description });
@@ -20,8 +25,10 @@ export const statusEnum = z.enum(nodeStatuses);
 export const livenessEnum = z.enum(livenessStates);
 export const reportClassEnum = z.enum(reportClasses);
 
-// Node ids come from broker user names; only refuse what cannot be one.
-export const nodeParams = named('NodeParams', z.object({ node: z.string().min(1).max(255) }));
+// Node ids come from broker user names; only refuse what cannot be one. The router's parameter
+// limit is the same number, so a longer id is a 414 and a shorter one reaches the schema.
+export const maxNodeIdLength = 255;
+export const nodeParams = z.object({ node: z.string().min(1).max(maxNodeIdLength) });
 
 export const problem = named(
   'Problem',
@@ -57,22 +64,22 @@ export const nodeView = named(
         serial: z.number().int(),
         sentAt: iso,
         acknowledgedAt: iso.nullable(),
-        resourceIds: z.array(z.string()),
+        resourceIds: z.array(z.string()).readonly(),
       })
       .nullable(),
     reported: z
       .object({
         declared: digest.nullable(),
         receivedAt: iso,
-        applied: z.array(z.string()),
+        applied: z.array(z.string()).readonly(),
         failed: z.record(z.string(), z.string()),
         refused: z.string(),
-        carried: z.array(z.number().int()),
+        carried: z.array(z.number().int()).readonly(),
         class: reportClassEnum,
       })
       .nullable(),
-    missing: z.array(z.string()),
-    carried: z.array(z.number().int()),
+    missing: z.array(z.string()).readonly(),
+    carried: z.array(z.number().int()).readonly(),
     liveness,
     anomalies,
     convergence: z.object({ lastLatencyMs: z.number().nullable(), acknowledged: z.number().int(), superseded: z.number().int() }),
@@ -82,36 +89,30 @@ export const nodeView = named(
   "One node's state: caughtUp means the latest report names the latest sent digest (DESIGN §3)",
 );
 
-export const nodesQuery = named(
-  'NodesQuery',
-  z.object({
-    status: statusEnum.optional(),
-    liveness: livenessEnum.optional(),
-    digest: digest.optional().describe('nodes sent or running this declaration digest'),
-    spec: digest.optional().describe('nodes whose latest send has this spec digest'),
-    limit: z.coerce.number().int().min(1).max(5_000).default(500).describe('nodes per page (default 500, at most 5,000)'),
-    after: z.string().min(1).max(255).optional().describe('only nodes whose id sorts after this one: pass `next` to page'),
-  }),
-);
+export const nodesQuery = z.object({
+  status: statusEnum.optional(),
+  liveness: livenessEnum.optional(),
+  digest: digest.optional().describe('nodes sent or running this declaration digest'),
+  spec: digest.optional().describe('nodes whose latest send has this spec digest'),
+  limit: z.coerce.number().int().min(1).max(5_000).default(500).describe('nodes per page (default 500, at most 5,000)'),
+  after: z.string().min(1).max(maxNodeIdLength).optional().describe('only nodes whose id sorts after this one: pass `next` to page'),
+});
 
 export const nodeList = named(
   'NodeList',
   z.object({
     count: z.number().int().describe('nodes in this page'),
     total: z.number().int().describe('nodes matching the filters, on every page'),
-    nodes: z.array(nodeView),
+    nodes: z.array(nodeView).readonly(),
     next: z.string().nullable().describe('pass as `after` for the next page; null on the last page'),
   }),
   'A page of node states in node id order',
 );
 
-export const historyQuery = named(
-  'HistoryQuery',
-  z.object({
-    limit: z.coerce.number().int().min(1).max(1000).default(100),
-    before: position.optional().describe('only events with a position below this one (exclusive): pass `next` to page'),
-  }),
-);
+export const historyQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  before: position.optional().describe('only events with a position below this one (exclusive): pass `next` to page'),
+});
 
 export const historyEntry = named(
   'HistoryEntry',
@@ -125,9 +126,12 @@ export const historyEntry = named(
   }),
 );
 
-export const history = named('History', z.object({ node: z.string(), events: z.array(historyEntry), next: position.nullable() }));
+export const history = named(
+  'History',
+  z.object({ node: z.string(), events: z.array(historyEntry).readonly(), next: position.nullable() }),
+);
 
-export const stateQuery = named('StateQuery', z.object({ at: z.string().min(1).describe('an ISO 8601 time or a decimal store position') }));
+export const stateQuery = z.object({ at: z.string().min(1).describe('an ISO 8601 time or a decimal store position') });
 
 export const stateAtResponse = named(
   'StateAt',
@@ -135,13 +139,10 @@ export const stateAtResponse = named(
   "A node's state as of a time or position: the same fold, stopped",
 );
 
-export const awaitQuery = named(
-  'AwaitQuery',
-  z.object({
-    digest: digest.optional().describe('default: whatever is latest sent when the node catches up'),
-    timeoutMs: z.coerce.number().int().min(0).max(300_000).default(30_000),
-  }),
-);
+export const awaitQuery = z.object({
+  digest: digest.optional().describe('default: whatever is latest sent when the node catches up'),
+  timeoutMs: z.coerce.number().int().min(0).max(300_000).default(30_000),
+});
 
 export const resource = z.looseObject({ id: z.string().min(1), ports: z.array(z.number().int().min(1).max(65535)).optional() });
 export const declarationBody = named('DeclarationBody', z.object({ resources: z.array(resource).max(10_000) }));
@@ -166,6 +167,7 @@ export const fleet = named(
           byStatus: z.record(statusEnum, z.number().int()),
         }),
       )
+      .readonly()
       .describe('the largest cohorts of nodes by the spec digest of their latest send'),
     otherCohorts: z
       .object({ cohorts: z.number().int(), nodes: z.number().int(), caughtUp: z.number().int() })
@@ -185,6 +187,15 @@ export const fleet = named(
   }),
 );
 
-export const eventsQuery = named('EventsQuery', z.object({ node: z.string().min(1).optional().describe("only this node's changes") }));
+export const eventsQuery = z.object({ node: z.string().min(1).optional().describe("only this node's changes") });
+
+// z.looseObject: the validated headers replace request.headers, so every other header stays.
+export const eventsHeaders = z.looseObject({
+  'last-event-id': position.optional().describe('resume after this position: the id of the last event received'),
+});
 
 export const health = named('Health', z.object({ ok: z.boolean(), ready: z.boolean(), lag: position, position: position.nullable() }));
+
+export const metricsText = z.string().describe('Prometheus text exposition format');
+export const openApiDocument = z.looseObject({ openapi: z.string() }).describe('OpenAPI 3.1 document');
+export const eventStream = z.string().describe('`event: node`, `id: <position>`, `data: <NodeState JSON>`');

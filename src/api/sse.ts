@@ -1,6 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { NodeState, NodeView } from '../../projections/index.ts';
 import type { ReadModel } from '../readModel/readModel.ts';
+import { headersFor } from './responseHeaders.ts';
 
 // GET /v1/events (DESIGN §7): one server-sent event per node state change, `id:` = the store
 // position of the event that caused it. Resuming with Last-Event-ID sends the *current* state of
@@ -25,7 +26,7 @@ export function streamChanges({ readModel, reply, view, node, after, heartbeatMs
   const res = reply.raw;
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
+    ...headersFor('stream'),
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
   });

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from '../api/buildApp.ts';
-import type { SendDeclaration } from '../api/buildApp.ts';
+import type { SendDeclaration } from '../api/deps.ts';
 import type { SigningKey } from '../declaration/index.ts';
 import { ConvergeError } from '../errors.ts';
 import type { EventStore } from '../store/index.ts';

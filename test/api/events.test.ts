@@ -39,6 +39,8 @@ test('/v1/events streams each state change with id = position, and resumes from 
   const live = await fetch(`${base}/v1/events`, { headers: read });
   assert.equal(live.status, 200);
   assert.match(live.headers.get('content-type') ?? '', /text\/event-stream/);
+  assert.equal(live.headers.get('x-content-type-options'), 'nosniff');
+  assert.equal(live.headers.get('cache-control'), 'no-store');
   const got = readEvents(live, 3);
   const a = await h.history.send('s1');
   await h.history.report('s1', { declared: a.digest, applied: ['web'] });

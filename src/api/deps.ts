@@ -1,0 +1,39 @@
+import type { Logger } from 'pino';
+import type { Resource } from '../declaration/index.ts';
+import type { Metrics } from '../metrics.ts';
+import type { ReadModel } from '../readModel/readModel.ts';
+import type { EventStore } from '../store/index.ts';
+import type { TokenTable } from './auth.ts';
+
+// What the HTTP API is given by the composition root (src/app/server.ts) or a test.
+
+export type SendDeclaration = (node: string, resources: readonly Resource[]) => Promise<Readonly<{ digest: string; serial: number }>>;
+
+export type ProjectionStatus = Readonly<{
+  isReady: () => boolean;
+  lag: () => Promise<bigint>;
+  refreshMetrics?: () => Promise<void>;
+}>;
+
+export type ApiDeps = Readonly<{
+  readModel: ReadModel;
+  store: EventStore;
+  logger: Logger;
+  tokens: TokenTable;
+  projections?: ProjectionStatus;
+  send?: SendDeclaration;
+  metrics?: Metrics;
+  /** Exact in-memory last-seen time kept by the ingest (DESIGN §2); the newer of it and the fold's wins. */
+  lastSeen?: (node: string) => Date | string | null | undefined;
+  graceMs?: number;
+  now?: () => number;
+  /** How long POST declarations waits for the projection to show the send (read-your-writes). */
+  sendVisibleMs?: number;
+  /** SSE heartbeat interval. */
+  heartbeatMs?: number;
+  /**
+   * The store's limit on one event's data (default: the adapters' default). A declaration body
+   * over it cannot be recorded, so it is refused as 413 before it is read (issue 13 item 5).
+   */
+  maxEventBytes?: number;
+}>;

@@ -1,0 +1,38 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { validateSpec } from '../../declaration/index.ts';
+import { ConvergeError } from '../../errors.ts';
+import { waitForNode } from '../../readModel/waitForNode.ts';
+import { defaultMaxEventBytes } from '../../store/index.ts';
+import type { RouteContext } from '../nodeViews.ts';
+import { json, route } from '../routeOptions.ts';
+import * as s from '../schemas.ts';
+
+// DESIGN §7: POST a declaration; it is signed, recorded in the store (the outbox) and relayed.
+
+export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps }) => {
+  app.post(
+    '/v1/nodes/:node/declarations',
+    {
+      ...route('send', 'api', {
+        operationId: 'sendDeclaration',
+        summary: 'Sign, record and send a declaration',
+        params: s.nodeParams,
+        body: s.declarationBody,
+        response: { 202: json('recorded in the store and queued for the node', s.declarationAccepted) },
+        errors: { 409: 'a resource asks for a port the node carries' },
+      }),
+      // A body that cannot fit in one event cannot be recorded: refuse it before reading it.
+      bodyLimit: deps.maxEventBytes ?? defaultMaxEventBytes,
+    },
+    async ({ params, body }, reply) => {
+      const send = deps.send;
+      if (send === undefined) throw new ConvergeError('CONVERGE_ERR_INTERNAL', 'this API instance has no sender configured');
+      const spec = validateSpec(body);
+      const r = await send(params.node, spec.resources);
+      // Read-your-writes: a client that awaits or reads right after a 202 sees its own send.
+      await waitForNode(deps.readModel, params.node, (x) => x.sentDigests.has(r.digest), deps.sendVisibleMs ?? 5_000);
+      reply.code(202).header('location', `/v1/nodes/${encodeURIComponent(params.node)}`);
+      return { node: params.node, digest: r.digest, serial: r.serial };
+    },
+  );
+};

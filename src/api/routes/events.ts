@@ -1,0 +1,32 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { RouteContext } from '../nodeViews.ts';
+import { route } from '../routeOptions.ts';
+import * as s from '../schemas.ts';
+import { streamChanges } from '../sse.ts';
+
+// DESIGN §7: server-sent events, one per node state change, resumable with Last-Event-ID.
+
+export const eventRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps, views }) => {
+  app.get(
+    '/v1/events',
+    route('read', 'stream', {
+      operationId: 'streamEvents',
+      summary: 'Server-sent events, one per node state change; id = position, resume with Last-Event-ID',
+      querystring: s.eventsQuery,
+      headers: s.eventsHeaders,
+      response: { 200: { description: 'one event per node state change', content: { 'text/event-stream': { schema: s.eventStream } } } },
+    }),
+    async ({ query, headers }, reply) => {
+      const after = headers['last-event-id'];
+      streamChanges({
+        readModel: deps.readModel,
+        reply,
+        view: views.view,
+        node: query.node ?? null,
+        after: after === undefined ? null : BigInt(after),
+        heartbeatMs: deps.heartbeatMs ?? 15_000,
+      });
+      return reply;
+    },
+  );
+};

@@ -1,0 +1,139 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { parseAt } from '../../../projections/index.ts';
+import type { NodeView } from '../../../projections/index.ts';
+import { ConvergeError } from '../../errors.ts';
+import { historyPage, stateAsOf } from '../../readModel/queries.ts';
+import { waitForNode } from '../../readModel/waitForNode.ts';
+import type { RouteContext } from '../nodeViews.ts';
+import { json, route } from '../routeOptions.ts';
+import * as s from '../schemas.ts';
+
+// DESIGN §7: node states, one node, its history, its state as of a time, and the long poll.
+
+export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps, views }) => {
+  const { readModel, store, graceMs } = deps;
+
+  // Kept to a loop over the read model so it can later answer from indexes without touching routes.
+  app.get(
+    '/v1/nodes',
+    route('read', 'api', {
+      operationId: 'listNodes',
+      summary: 'Node states, filterable, in pages by node id',
+      querystring: s.nodesQuery,
+      response: { 200: json('matching nodes, sorted by id', s.nodeList) },
+    }),
+    async ({ query }) => {
+      const at = views.now();
+      const matching: NodeView[] = [];
+      for (const st of readModel.nodes()) {
+        if (query.status !== undefined && st.status !== query.status) continue;
+        if (query.spec !== undefined && st.sent?.specDigest !== query.spec) continue;
+        if (query.digest !== undefined && st.sent?.digest !== query.digest && st.reported?.declared !== query.digest) continue;
+        const v = views.view(st, at);
+        if (query.liveness !== undefined && v.liveness.state !== query.liveness) continue;
+        matching.push(v);
+      }
+      matching.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+      const after = query.after;
+      const from = after === undefined ? 0 : matching.findIndex((v) => v.node > after);
+      const nodes = from < 0 ? [] : matching.slice(from, from + query.limit);
+      const last = nodes.at(-1);
+      const more = from >= 0 && from + nodes.length < matching.length;
+      return { count: nodes.length, total: matching.length, nodes, next: more && last !== undefined ? last.node : null };
+    },
+  );
+
+  app.get(
+    '/v1/nodes/:node',
+    route('read', 'api', {
+      operationId: 'getNode',
+      summary: "One node's state",
+      params: s.nodeParams,
+      response: { 200: json("the node's state", s.nodeView) },
+      errors: { 404: 'no event has ever named this node' },
+    }),
+    async ({ params }) => views.view(views.known(params.node)),
+  );
+
+  app.get(
+    '/v1/nodes/:node/history',
+    route('read', 'api', {
+      operationId: 'getHistory',
+      summary: "A node's events, newest first, with positions",
+      params: s.nodeParams,
+      querystring: s.historyQuery,
+      response: { 200: json('a page of events; pass `next` as `before` for the following page', s.history) },
+      errors: { 404: 'no such node' },
+    }),
+    async ({ params, query }) => historyPage(store, params.node, query.limit, query.before === undefined ? null : BigInt(query.before)),
+  );
+
+  app.get(
+    '/v1/nodes/:node/state',
+    route('read', 'api', {
+      operationId: 'getStateAt',
+      summary: "A node's state as of a time or position",
+      params: s.nodeParams,
+      querystring: s.stateQuery,
+      response: { 200: json('the fold stopped at `at`', s.stateAtResponse) },
+      errors: { 404: 'no such node' },
+    }),
+    async ({ params, query }) => {
+      const at = parseAt(query.at);
+      if (at === null)
+        throw new ConvergeError(
+          'CONVERGE_ERR_BAD_REQUEST',
+          `query.at: ${JSON.stringify(query.at)} is neither an ISO 8601 time nor a decimal position`,
+        );
+      const r = await stateAsOf(store, params.node, at, graceMs);
+      return { at: query.at, folded: r.folded, state: r.state };
+    },
+  );
+
+  app.get(
+    '/v1/nodes/:node/await',
+    route('read', 'api', {
+      operationId: 'awaitNode',
+      summary: 'Wait until the node is caught up with a digest (default: the latest sent)',
+      params: s.nodeParams,
+      querystring: s.awaitQuery,
+      response: { 200: json('the node is caught up with the digest', s.nodeView) },
+      errors: { 404: 'no such node', 408: 'the node did not catch up before timeoutMs' },
+    }),
+    async ({ params, query }, reply) => {
+      views.known(params.node);
+      const want = query.digest;
+      const abort = new AbortController();
+      const onClose = (): void => abort.abort();
+      reply.raw.once('close', onClose);
+      try {
+        const st = await waitForNode(
+          readModel,
+          params.node,
+          (x) => x.caughtUp && (want === undefined || x.sent?.digest === want),
+          query.timeoutMs,
+          abort.signal,
+        );
+        if (st === null) {
+          const cur = readModel.get(params.node);
+          throw new ConvergeError(
+            'CONVERGE_ERR_AWAIT_TIMEOUT',
+            `node ${params.node} did not catch up with ${want ?? 'its latest declaration'} within ${query.timeoutMs} ms`,
+            {
+              details: {
+                node: params.node,
+                digest: want ?? cur?.sent?.digest ?? null,
+                latestSent: cur?.sent?.digest ?? null,
+                reported: cur?.reported?.declared ?? null,
+                status: cur?.status ?? null,
+              },
+            },
+          );
+        }
+        return views.view(st);
+      } finally {
+        reply.raw.off('close', onClose);
+      }
+    },
+  );
+};
