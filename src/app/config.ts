@@ -60,8 +60,8 @@ const schema = z.object({
     .string()
     .default(defaultStore)
     .refine(
-      (s) => s === 'memory:' || /^sqlite:.+/.test(s) || /^esdb(\+discover)?:\/\/.+/.test(s),
-      'must be sqlite:<path>, esdb://… or memory:',
+      (s) => s === 'memory:' || /^sqlite:.+/.test(s) || /^esdb(\+discover)?:\/\/.+/.test(s) || /^postgres(ql)?:\/\/.+/.test(s),
+      'must be sqlite:<path>, postgres://…, esdb://… or memory:',
     ),
   amqpUrl: z
     .string()

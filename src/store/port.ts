@@ -85,7 +85,7 @@ export type Subscription = Readonly<{
 }>;
 
 export interface EventStore {
-  readonly kind: 'memory' | 'sqlite' | 'esdb';
+  readonly kind: 'memory' | 'sqlite' | 'esdb' | 'postgres';
   /** Append to one or many streams atomically where the store can (SQLite: one transaction). */
   append(writes: readonly StreamWrite[]): Promise<AppendResult>;
   readStream(stream: string, options?: ReadStreamOptions): Promise<readonly Recorded[]>;

@@ -80,7 +80,7 @@ test('openEventStore picks the adapter from the url and refuses an unknown schem
   assert.equal(sqlite.kind, 'sqlite');
   await sqlite.close();
   assert.throws(
-    () => openEventStore('postgres://x'),
+    () => openEventStore('mysql://x'),
     (err: unknown) => isConvergeError(err, 'CONVERGE_ERR_CONFIG_INVALID'),
   );
 });

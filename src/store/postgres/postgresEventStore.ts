@@ -1,0 +1,253 @@
+import pg from 'pg';
+import type { ClientConfig, CustomTypesConfig, Pool, PoolClient, QueryConfig } from 'pg';
+import { ConvergeError } from '../../errors.ts';
+import type { Recorded } from '../../events/index.ts';
+import { decodeEvent } from '../../events/index.ts';
+import { defaultMaxEventBytes, encodeWrites, recorded, storeClosed } from '../appendRules.ts';
+import { createNotifier } from '../notifier.ts';
+import { createPollingSubscription } from '../pollingSubscription.ts';
+import type { EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions } from '../port.ts';
+import { createAppender } from './append.ts';
+import { channelOf, checkSchemaName, migrate } from './schema.ts';
+import { listenForAppends } from './wakeups.ts';
+import type { Wakeups } from './wakeups.ts';
+
+// The PostgreSQL adapter (issue 12): a store several engines can share. node-postgres (`pg`):
+// named prepared statements, a pool, and a plain Client for LISTEN. Appends are one statement
+// each (./append.ts, which also explains why a reader "after position P" can never skip);
+// subscriptions are the shared polling loop woken by LISTEN/NOTIFY, with a slow poll kept only as
+// a safety net. Durability is the server's: an append is acknowledged when its COMMIT returns,
+// so with synchronous_commit = on (PostgreSQL's default) it is on disk.
+
+export type PostgresEventStoreOptions = Readonly<{
+  maxEventBytes?: number;
+  /** Schema holding the tables; the URL's `?schema=` sets it too. Default `converge`. */
+  schema?: string;
+  /** Safety poll for subscriptions, in case a NOTIFY is lost (ms). */
+  pollMs?: number;
+  /** Events per read query in readAll and subscriptions. */
+  readBatchSize?: number;
+  /** Connections in the pool (the LISTEN connection is one more). */
+  poolSize?: number;
+}>;
+
+/** `postgres://…?schema=name` → the connection string without `schema`, and the schema. */
+export function parsePostgresUrl(url: string): { connectionString: string; schema: string | null } {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} is not a valid postgres:// URL`);
+  }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
+    throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} is not a postgres:// URL`);
+  }
+  const schema = u.searchParams.get('schema');
+  u.searchParams.delete('schema');
+  return { connectionString: u.toString(), schema };
+}
+
+// int8 as bigint (positions, revisions), json left as text: decoded once per event below, with
+// the metadata parsed once per distinct text.
+const types: CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (oid === 20) return (v: string) => BigInt(v);
+    if (oid === 114) return (v: string) => v;
+    return pg.types.getTypeParser(oid, format);
+  }) as CustomTypesConfig['getTypeParser'],
+};
+
+const pgError = (err: unknown, what: string): ConvergeError => {
+  if (err instanceof ConvergeError) return err;
+  const code = (err as { code?: unknown }).code;
+  const message = `${what}: ${err instanceof Error ? err.message : String(err)}`;
+  // invalid text for a column type: an event id that is not a UUID (DESIGN §2 makes them UUIDs).
+  if (code === '22P02') return new ConvergeError('CONVERGE_ERR_BAD_REQUEST', message, { cause: err });
+  return new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', message, { cause: err });
+};
+
+type Row = [position: bigint, id: string, stream: string, revision: bigint, type: string, data: string, metadata: string];
+
+export function createPostgresEventStore(url: string, options: PostgresEventStoreOptions = {}): EventStore {
+  const parsed = parsePostgresUrl(url);
+  const schema = checkSchemaName(options.schema ?? parsed.schema ?? 'converge');
+  const maxEventBytes = options.maxEventBytes ?? defaultMaxEventBytes;
+  const readBatchSize = options.readBatchSize ?? 1000;
+  const pollMs = options.pollMs ?? 2_000;
+  const clientConfig: ClientConfig = { connectionString: parsed.connectionString, application_name: 'converge', types };
+  const pool: Pool = new pg.Pool({ ...clientConfig, max: options.poolSize ?? 4 });
+  // An idle pooled connection that breaks (server restart) is dropped by the pool and reported
+  // here; the next query opens a new one, and a failing query reports STORE_UNAVAILABLE itself.
+  pool.on('error', () => undefined);
+
+  const s = schema;
+  const queryOf =
+    (c: Pool | PoolClient) =>
+    (config: QueryConfig): Promise<{ rows: unknown[][] }> =>
+      c.query({ ...config, rowMode: 'array' });
+  const run = queryOf(pool);
+  const statement =
+    (name: string, text: string) =>
+    (...values: unknown[]): QueryConfig => ({ name: `converge_${name}_${s}`, text, values });
+  const cols = 'position, id, stream, revision, type, data, metadata';
+  const q = {
+    after: statement('after', `SELECT ${cols} FROM ${s}.events WHERE position > $1 ORDER BY position LIMIT $2`),
+    afterPrefix: statement(
+      'after_prefix',
+      `SELECT ${cols} FROM ${s}.events WHERE position > $1 AND starts_with(stream, $2) ORDER BY position LIMIT $3`,
+    ),
+    forwards: statement('forwards', `SELECT ${cols} FROM ${s}.events WHERE stream = $1 AND revision >= $2 ORDER BY revision LIMIT $3`),
+    backwards: statement(
+      'backwards',
+      `SELECT ${cols} FROM ${s}.events WHERE stream = $1 AND revision <= $2 ORDER BY revision DESC LIMIT $3`,
+    ),
+    head: statement('head', `SELECT position FROM ${s}.head`),
+    getCheckpoint: statement('get_checkpoint', `SELECT position FROM ${s}.checkpoints WHERE name = $1`),
+    setCheckpoint: statement(
+      'set_checkpoint',
+      `INSERT INTO ${s}.checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET position = excluded.position`,
+    ),
+  };
+  const appender = createAppender(pool, s, queryOf);
+
+  let closed = false;
+  let ready: Promise<void> | null = null;
+  /** Create or check the schema once, before the first use; a failure is retried by the next call. */
+  const open = async (): Promise<void> => {
+    if (closed) throw storeClosed('postgres');
+    ready ??= (async () => {
+      const client = await pool.connect();
+      try {
+        await migrate(client, s);
+      } finally {
+        client.release();
+      }
+    })().catch((err: unknown) => {
+      ready = null;
+      throw pgError(err, `open postgres schema ${s}`);
+    });
+    await ready;
+  };
+  /** Open, run, and report failures with the store's codes. */
+  async function use<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    await open();
+    try {
+      return await fn();
+    } catch (err) {
+      if (closed) throw storeClosed('postgres');
+      throw pgError(err, what);
+    }
+  }
+
+  const notifier = createNotifier();
+  let wakeups: Wakeups | null = null;
+  /** Each live subscription's onError: a lost LISTEN connection is news to all of them. */
+  const reporters = new Set<(err: unknown) => void>();
+
+  // Nearly every stored event has the same metadata text; parse it once.
+  const metadataCache = new Map<string, unknown>();
+  const decode = (r: Row): Recorded => {
+    let meta = metadataCache.get(r[6]);
+    if (meta === undefined) {
+      meta = JSON.parse(r[6]) as unknown;
+      if (metadataCache.size < 64) metadataCache.set(r[6], meta);
+    }
+    return recorded(decodeEvent(r[4], JSON.parse(r[5]), meta), r[1], r[2], r[3], r[0]);
+  };
+  const decodeAll = (rows: unknown[][]): Recorded[] => (rows as Row[]).map(decode);
+
+  const readAfter = (after: bigint | null, limit: number): Promise<Recorded[]> =>
+    use('read postgres store', async () => decodeAll((await run(q.after(String(after ?? 0n), limit))).rows));
+
+  const store: EventStore = {
+    kind: 'postgres',
+
+    async append(writes) {
+      await open();
+      const encoded = encodeWrites(writes, maxEventBytes);
+      const result = await use('append to postgres store', () => appender.append(encoded));
+      if (result.position !== null) notifier.notify();
+      return result;
+    },
+
+    readStream: (stream, opts: ReadStreamOptions = {}) =>
+      use(`read ${stream}`, async () => {
+        const limit = opts.limit ?? null;
+        const rows =
+          opts.direction === 'backwards'
+            ? await run(q.backwards(stream, String(opts.fromRevision ?? 9223372036854775807n), limit))
+            : await run(q.forwards(stream, String(opts.fromRevision ?? 0n), limit));
+        return decodeAll(rows.rows);
+      }),
+
+    async *readAll(opts: ReadAllOptions = {}) {
+      let after = opts.after ?? 0n;
+      let left = opts.limit ?? Number.MAX_SAFE_INTEGER;
+      const prefix = opts.streamPrefix;
+      while (left > 0) {
+        const n = Math.min(left, readBatchSize);
+        const batch = await use('read postgres store', async () =>
+          decodeAll((await run(prefix === undefined ? q.after(String(after), n) : q.afterPrefix(String(after), prefix, n))).rows),
+        );
+        if (batch.length === 0) return;
+        after = batch[batch.length - 1]!.position;
+        left -= batch.length;
+        yield batch;
+        if (batch.length < n) return;
+      }
+    },
+
+    headPosition: () =>
+      use('read postgres head', async () => {
+        const p = (await run(q.head())).rows[0]?.[0] as bigint | undefined;
+        return p === undefined || p === 0n ? null : p;
+      }),
+
+    subscribe(opts: SubscribeOptions) {
+      if (closed) throw storeClosed('postgres');
+      wakeups ??= listenForAppends(clientConfig, channelOf(s), notifier, (err) => {
+        const e = pgError(err, 'LISTEN for appends (subscriptions fall back to polling until it is back)');
+        for (const report of reporters) report(e);
+      });
+      const report = (err: unknown): void => opts.onError?.(err);
+      if (opts.onError !== undefined) reporters.add(report);
+      const sub = createPollingSubscription(
+        {
+          readAfter,
+          headPosition: () => store.headPosition(),
+          getCheckpoint: (name) => store.getCheckpoint(name),
+          setCheckpoint: (name, p) => store.setCheckpoint(name, p),
+          notifier,
+          pollMs,
+        },
+        opts,
+      );
+      return {
+        ...sub,
+        stop: async () => {
+          reporters.delete(report);
+          await sub.stop();
+        },
+      };
+    },
+
+    getCheckpoint: (name) =>
+      use(`read checkpoint ${name}`, async () => ((await run(q.getCheckpoint(name))).rows[0]?.[0] as bigint | undefined) ?? null),
+
+    setCheckpoint: (name, position) =>
+      use(`save checkpoint ${name}`, async () => {
+        await run(q.setCheckpoint(name, String(position)));
+      }),
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      await wakeups?.stop();
+      await ready?.catch(() => undefined);
+      await pool.end();
+      // Wake this handle's subscriptions so they see the store is closed and end.
+      notifier.notify();
+    },
+  };
+  return store;
+}

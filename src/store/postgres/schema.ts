@@ -1,0 +1,121 @@
+import type { PoolClient } from 'pg';
+import { ConvergeError } from '../../errors.ts';
+
+// The tables behind the PostgreSQL adapter, all in one schema (default `converge`) so several
+// stores can share a database and a test can drop its own. Bump `postgresSchemaVersion` with a
+// step in `migrations` whenever they change; a newer schema is refused, as SQLite's is.
+
+export const postgresSchemaVersion = 1;
+
+/** A plain lower-case identifier: it is interpolated into DDL and into a NOTIFY channel (≤ 63 bytes). */
+const schemaName = /^[a-z_][a-z0-9_]{0,49}$/;
+
+export function checkSchemaName(schema: string): string {
+  if (!schemaName.test(schema)) {
+    throw new ConvergeError(
+      'CONVERGE_ERR_CONFIG_INVALID',
+      `postgres schema ${JSON.stringify(schema)} must be a lower-case identifier of at most 50 characters ([a-z_][a-z0-9_]*)`,
+    );
+  }
+  return schema;
+}
+
+/** The channel appends NOTIFY on; subscriptions LISTEN to it (wake-ups, not data). */
+export const channelOf = (schema: string): string => `converge_appended_${schema}`;
+
+// Positions come from `head`, a one-row counter that every append updates in the same statement
+// as its INSERT (./append.ts says why: it is what makes "after position P" never skip).
+// `data` and `metadata` are `json`, not `jsonb`: stored as written (no re-encoding on either
+// side), still queryable with ->>, and a \u0000 in a node's message does not fail the append.
+const schemaV1 = (s: string): string => `
+CREATE TABLE ${s}.events (
+  position bigint PRIMARY KEY,
+  id       uuid   NOT NULL UNIQUE,
+  stream   text   NOT NULL,
+  revision bigint NOT NULL,
+  type     text   NOT NULL,
+  data     json   NOT NULL,
+  metadata json   NOT NULL,
+  UNIQUE (stream, revision)
+);
+CREATE TABLE ${s}.head (
+  only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+  position bigint  NOT NULL
+);
+INSERT INTO ${s}.head (position) VALUES (0);
+CREATE TABLE ${s}.checkpoints (
+  name     text   PRIMARY KEY,
+  position bigint NOT NULL
+);
+CREATE FUNCTION ${s}.notify_appended() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify(TG_ARGV[0], '');
+  RETURN NULL;
+END $$;
+CREATE TRIGGER notify_appended AFTER INSERT ON ${s}.events
+  FOR EACH STATEMENT EXECUTE FUNCTION ${s}.notify_appended('${channelOf(s)}');
+CREATE TABLE ${s}.meta (
+  key   text PRIMARY KEY,
+  value text NOT NULL
+);
+INSERT INTO ${s}.meta (key, value) VALUES ('store', 'converge'), ('schema_version', '${postgresSchemaVersion}');
+`;
+
+/** migrations[v] turns a version-v schema into version v+1, inside the migration transaction. */
+const migrations: Readonly<Record<number, (s: string) => string>> = {};
+
+/**
+ * Create the schema on first use, or check and upgrade it. Engines starting together take turns
+ * on a transaction-scoped advisory lock named after the schema.
+ */
+export async function migrate(client: PoolClient, schema: string): Promise<void> {
+  const where = `postgres schema ${schema}`;
+  await client.query('BEGIN');
+  try {
+    await client.query("SELECT pg_advisory_xact_lock(hashtextextended('converge-migrate:' || $1, 0))", [schema]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    const meta = await client.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [`${schema}.meta`]);
+    if (meta.rows[0]?.found === null) {
+      const tables = await client.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE'",
+        [schema],
+      );
+      if ((tables.rows[0]?.n ?? 0) > 0) {
+        throw new ConvergeError(
+          'CONVERGE_ERR_STORE_SCHEMA',
+          `${where} holds tables but is not a Converge event store; refusing to touch it`,
+        );
+      }
+      await client.query(schemaV1(schema));
+    } else {
+      const rows = await client.query<{ key: string; value: string }>(`SELECT key, value FROM ${schema}.meta`);
+      const get = (k: string): string | undefined => rows.rows.find((r) => r.key === k)?.value;
+      if (get('store') !== 'converge') {
+        throw new ConvergeError('CONVERGE_ERR_STORE_SCHEMA', `${where} has a meta table but is not a Converge event store`);
+      }
+      const version = Number(get('schema_version'));
+      if (!(version <= postgresSchemaVersion)) {
+        throw new ConvergeError(
+          'CONVERGE_ERR_STORE_SCHEMA',
+          `${where} has store schema v${get('schema_version')}, written by a newer Converge; this one reads up to v${postgresSchemaVersion}. Upgrade Converge`,
+          { details: { found: get('schema_version') ?? null, supported: postgresSchemaVersion } },
+        );
+      }
+      for (let v = version; v < postgresSchemaVersion; v++) {
+        const step = migrations[v];
+        if (step === undefined) {
+          throw new ConvergeError(
+            'CONVERGE_ERR_STORE_SCHEMA',
+            `${where} has store schema v${v} and there is no migration from it to v${v + 1}`,
+          );
+        }
+        await client.query(step(schema));
+        await client.query(`UPDATE ${schema}.meta SET value = $1 WHERE key = 'schema_version'`, [String(v + 1)]);
+      }
+    }
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}

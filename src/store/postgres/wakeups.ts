@@ -1,0 +1,62 @@
+import pg from 'pg';
+import type { ClientConfig } from 'pg';
+import type { Notifier } from '../notifier.ts';
+import { sleep } from '../notifier.ts';
+
+// LISTEN on a dedicated connection and turn every NOTIFY from an append (the trigger in
+// ./schema.ts) into a wake-up of this store's subscriptions, whichever process appended. It
+// carries no data: a woken subscription reads the log after its position, so a lost or merged
+// notification costs at most the safety poll, never an event. After a (re)connect it wakes
+// everyone once, since notifications sent while it was away are gone.
+
+export type Wakeups = Readonly<{ stop: () => Promise<void> }>;
+
+export function listenForAppends(
+  config: ClientConfig,
+  channel: string,
+  notifier: Notifier,
+  onError: (err: unknown) => void,
+  backoff = { minMs: 50, maxMs: 5_000 },
+): Wakeups {
+  const abort = new AbortController();
+  let client: pg.Client | null = null;
+
+  async function run(): Promise<void> {
+    let delay = backoff.minMs;
+    while (!abort.signal.aborted) {
+      const c = new pg.Client(config);
+      const lost = new Promise<unknown>((resolve) => {
+        c.once('error', resolve);
+        c.once('end', () => resolve(new Error('LISTEN connection ended')));
+      });
+      try {
+        await c.connect();
+        c.on('notification', () => notifier.notify());
+        await c.query(`LISTEN ${channel}`);
+        client = c;
+        delay = backoff.minMs;
+        notifier.notify();
+        const why = await Promise.race([lost, new Promise((r) => abort.signal.addEventListener('abort', r, { once: true }))]);
+        if (!abort.signal.aborted) onError(why);
+      } catch (err) {
+        if (!abort.signal.aborted) onError(err);
+      } finally {
+        client = null;
+        c.removeAllListeners('notification');
+        c.on('error', () => undefined);
+        await c.end().catch(() => undefined);
+      }
+      await sleep(delay, abort.signal);
+      delay = Math.min(delay * 2, backoff.maxMs);
+    }
+  }
+
+  const done = run();
+  return {
+    stop: async () => {
+      abort.abort();
+      await client?.end().catch(() => undefined);
+      await done;
+    },
+  };
+}

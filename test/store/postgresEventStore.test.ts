@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, describe, test } from 'node:test';
+import pg from 'pg';
+import { loadConfig } from '../../src/app/config.ts';
+import { isConvergeError } from '../../src/errors.ts';
+import type { ErrorCode } from '../../src/errors.ts';
+import type { Recorded } from '../../src/events/index.ts';
+import { createPostgresEventStore, openEventStore, postgresSchemaVersion } from '../../src/store/index.ts';
+import type { EventStore } from '../../src/store/index.ts';
+import { postgresOrSkip, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
+import type { ScratchSchema } from '../support/postgres.ts';
+
+// What the conformance suite cannot say about the PostgreSQL adapter: the URL and config, the
+// schema guard, wake-ups across handles through LISTEN/NOTIFY (and after that connection is
+// lost), and errors that name the cause.
+
+const skip = await postgresOrSkip('the PostgreSQL adapter tests');
+const admin = new pg.Pool({ connectionString: postgresTestUrl, max: 2 });
+admin.on('error', () => undefined);
+const scratches: ScratchSchema[] = [];
+const fresh = (): ScratchSchema => {
+  const s = scratchSchema('converge_pgstore');
+  scratches.push(s);
+  return s;
+};
+after(async () => {
+  if (skip === undefined) for (const s of scratches) await s.drop();
+  await admin.end();
+});
+
+const alive = (node: string, id: string = randomUUID()) => ({
+  id,
+  type: 'AliveSeen' as const,
+  data: { node, seenAt: '2024-01-01T00:00:00.000Z' },
+});
+
+async function rejectsWith(p: Promise<unknown>, code: ErrorCode, message?: RegExp): Promise<void> {
+  await assert.rejects(p, (err: unknown) => {
+    assert.ok(isConvergeError(err, code), `expected ${code}, got ${String(err)}`);
+    if (message !== undefined) assert.match((err as Error).message, message);
+    return true;
+  });
+}
+
+async function eventually(cond: () => boolean, what: string, maxMs = 15_000): Promise<void> {
+  const start = Date.now();
+  while (!cond()) {
+    if (Date.now() - start > maxMs) assert.fail(`gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+test('--store / CONVERGE_STORE accept postgres:// and postgresql:// URLs', () => {
+  for (const store of ['postgres://u@db:5432/converge', 'postgresql://u@db/converge?schema=fleet_a']) {
+    assert.equal(loadConfig({ flags: {}, env: { CONVERGE_STORE: store } }).store, store);
+  }
+  assert.throws(
+    () => loadConfig({ flags: { store: 'mysql://u@db/x' }, env: {} }),
+    (err: unknown) => isConvergeError(err, 'CONVERGE_ERR_CONFIG_INVALID') && /postgres:\/\//.test((err as Error).message),
+  );
+});
+
+test('a schema name that is not a plain identifier is refused before connecting', () => {
+  assert.throws(
+    () => createPostgresEventStore('postgres://u@127.0.0.1:1/x?schema=Robert%27)%3B--'),
+    (err: unknown) => isConvergeError(err, 'CONVERGE_ERR_CONFIG_INVALID'),
+  );
+});
+
+test('a server that cannot be reached is STORE_UNAVAILABLE', async () => {
+  const store = createPostgresEventStore('postgres://postgres@127.0.0.1:1/test');
+  try {
+    await rejectsWith(store.headPosition(), 'CONVERGE_ERR_STORE_UNAVAILABLE', /ECONNREFUSED|connect/);
+  } finally {
+    await store.close();
+  }
+});
+
+void describe('PostgreSQL store against the server', { ...(skip === undefined ? {} : { skip }) }, () => {
+  const withStore = (url: string, fn: (store: EventStore) => Promise<void>, options = {}) =>
+    (async () => {
+      const store = createPostgresEventStore(url, options);
+      try {
+        await fn(store);
+      } finally {
+        await store.close();
+      }
+    })();
+
+  void test('openEventStore opens postgres:// URLs with the adapter, in the schema the URL names', async () => {
+    const s = fresh();
+    const store = openEventStore(s.url);
+    try {
+      assert.equal(store.kind, 'postgres');
+      await store.append([{ stream: 'node-a', expected: 'no_stream', events: [alive('a')] }]);
+      const n = await admin.query(`SELECT count(*)::int AS n FROM ${s.schema}.events`);
+      assert.equal(n.rows[0].n, 1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  void test('a schema written by a newer Converge is refused with STORE_SCHEMA', async () => {
+    const s = fresh();
+    await withStore(s.url, async (store) => void (await store.headPosition()));
+    await admin.query(`UPDATE ${s.schema}.meta SET value = $1 WHERE key = 'schema_version'`, [String(postgresSchemaVersion + 1)]);
+    await withStore(s.url, (store) => rejectsWith(store.headPosition(), 'CONVERGE_ERR_STORE_SCHEMA', /newer Converge/));
+  });
+
+  void test('a schema that holds other tables is refused, not altered', async () => {
+    const s = fresh();
+    await admin.query(`CREATE SCHEMA ${s.schema}; CREATE TABLE ${s.schema}.something_else (x int)`);
+    await withStore(s.url, (store) => rejectsWith(store.headPosition(), 'CONVERGE_ERR_STORE_SCHEMA', /not a Converge event store/));
+    const tables = await admin.query('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [s.schema]);
+    assert.deepEqual(
+      tables.rows.map((r: { table_name: string }) => r.table_name),
+      ['something_else'],
+    );
+  });
+
+  void test('engines opening one new schema at once create it once', async () => {
+    const s = fresh();
+    const stores = Array.from({ length: 4 }, () => createPostgresEventStore(s.url));
+    try {
+      await Promise.all(stores.map((x) => x.headPosition()));
+      await stores[0]!.append([{ stream: 'node-a', expected: 'no_stream', events: [alive('a')] }]);
+      assert.equal(await stores[3]!.headPosition(), 1n);
+    } finally {
+      await Promise.all(stores.map((x) => x.close()));
+    }
+  });
+
+  void test('an event id that is not a UUID is refused with BAD_REQUEST and nothing is written', async () => {
+    const s = fresh();
+    await withStore(s.url, async (store) => {
+      await rejectsWith(
+        store.append([{ stream: 'node-a', expected: 'any', events: [alive('a'), alive('a', 'not-a-uuid')] }]),
+        'CONVERGE_ERR_BAD_REQUEST',
+      );
+      assert.deepEqual(await store.readStream('node-a'), []);
+      assert.equal(await store.headPosition(), null);
+    });
+  });
+
+  void test('a subscription wakes for an append made through another handle, by NOTIFY (the safety poll is an hour)', async () => {
+    const s = fresh();
+    const reader = createPostgresEventStore(s.url, { pollMs: 3_600_000 });
+    const writer = createPostgresEventStore(s.url, { pollMs: 3_600_000 });
+    const seen: Recorded[] = [];
+    const sub = reader.subscribe({ handler: (ev) => void seen.push(...ev) });
+    try {
+      await eventually(() => sub.isCaughtUp(), 'catch-up');
+      const e = alive('a');
+      await writer.append([{ stream: 'node-a', expected: 'any', events: [e] }]);
+      await eventually(() => seen.length === 1, 'the event from the other handle');
+      assert.equal(seen[0]!.id, e.id);
+    } finally {
+      await sub.stop();
+      await Promise.all([reader.close(), writer.close()]);
+    }
+  });
+
+  void test('after its LISTEN connection is killed, a subscription reconnects and still wakes by NOTIFY', async () => {
+    const s = fresh();
+    const reader = createPostgresEventStore(s.url, { pollMs: 3_600_000 });
+    const writer = createPostgresEventStore(s.url, { pollMs: 3_600_000 });
+    const seen: Recorded[] = [];
+    const errors: unknown[] = [];
+    const sub = reader.subscribe({ handler: (ev) => void seen.push(...ev), onError: (err) => void errors.push(err) });
+    const listeners = async (): Promise<number[]> =>
+      (
+        await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE query = $1', [`LISTEN converge_appended_${s.schema}`])
+      ).rows.map((r) => r.pid);
+    try {
+      await eventually(() => sub.isCaughtUp(), 'catch-up');
+      let pids: number[] = [];
+      const t0 = Date.now();
+      while ((pids = await listeners()).length === 0 && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(pids.length, 1, 'one LISTEN connection');
+      await admin.query('SELECT pg_terminate_backend($1)', [pids[0]]);
+      await eventually(() => errors.length > 0, 'the lost connection reported');
+      assert.ok(isConvergeError(errors[0], 'CONVERGE_ERR_STORE_UNAVAILABLE'));
+      let again: number[] = [];
+      while (((again = await listeners()).length === 0 || again[0] === pids[0]) && Date.now() - t0 < 15_000)
+        await new Promise((r) => setTimeout(r, 20));
+      assert.equal(again.length, 1, 'listening again on a new connection');
+      const e = alive('b');
+      await writer.append([{ stream: 'node-b', expected: 'any', events: [e] }]);
+      await eventually(() => seen.some((x) => x.id === e.id), 'the event after the reconnect');
+    } finally {
+      await sub.stop();
+      await Promise.all([reader.close(), writer.close()]);
+    }
+  });
+});

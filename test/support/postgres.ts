@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { test } from 'node:test';
+import pg from 'pg';
+
+// What every test against the real PostgreSQL needs: is the server there (fail under
+// CONVERGE_REQUIRE_BROKER=1, which CI sets for every external service, else skip loudly), and a
+// scratch schema of its own, dropped afterwards, so runs never see each other's events.
+
+export const postgresTestUrl = process.env['CONVERGE_TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export async function probePostgres(url = postgresTestUrl): Promise<{ ok: true } | { ok: false; reason: string }> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return { ok: true };
+  } catch (err) {
+    return { ok: false, reason: `${url}: ${err instanceof Error ? err.message : String(err)}` };
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** The probe's verdict as a `skip` option: undefined when the server is there; a failing test under CI. */
+export async function postgresOrSkip(what: string): Promise<string | undefined> {
+  const probe = await probePostgres();
+  if (probe.ok) return undefined;
+  if (process.env['CONVERGE_REQUIRE_BROKER'] === '1') {
+    test(`${what} needs PostgreSQL (CONVERGE_REQUIRE_BROKER=1)`, () => assert.fail(`PostgreSQL unreachable: ${probe.reason}`));
+  } else {
+    console.warn(`\n*** SKIPPING ${what}: PostgreSQL unreachable (${probe.reason}); set CONVERGE_REQUIRE_BROKER=1 to fail instead ***\n`);
+  }
+  return `PostgreSQL unreachable: ${probe.reason}`;
+}
+
+export type ScratchSchema = Readonly<{ schema: string; url: string; drop: () => Promise<void> }>;
+
+/** A fresh schema name and the store URL naming it; `drop` removes it and everything in it. */
+export function scratchSchema(prefix = 'converge_test'): ScratchSchema {
+  const schema = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const url = new URL(postgresTestUrl);
+  url.searchParams.set('schema', schema);
+  return {
+    schema,
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: postgresTestUrl });
+      client.on('error', () => undefined);
+      await client.connect();
+      try {
+        await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
