@@ -177,7 +177,7 @@ describe("converge CLI on a store with the seed's race", () => {
   });
 
   test('configuration mistakes are reported one line each, all at once', async () => {
-    const r = await cli(['status'], { CONVERGE_PORT: 'eighty', CONVERGE_STORE: 'postgres://x', CONVERGE_API_TOKENS: 'short:read' });
+    const r = await cli(['status'], { CONVERGE_PORT: 'eighty', CONVERGE_STORE: 'mysql://x', CONVERGE_API_TOKENS: 'short:read' });
     assert.equal(r.code, 1);
     const lines = r.stderr.trim().split('\n');
     assert.equal(lines.length, 3);
