@@ -1,7 +1,8 @@
 import pg from 'pg';
 import type { ClientConfig } from 'pg';
+import { createBackoff, sleep } from '../../retry.ts';
+import type { BackoffOptions } from '../../retry.ts';
 import type { Notifier } from '../notifier.ts';
-import { sleep } from '../notifier.ts';
 
 // LISTEN on a dedicated connection and turn every NOTIFY from an append (the trigger in
 // ./schema.ts) into a wake-up of this store's subscriptions, whichever process appended. It
@@ -16,13 +17,13 @@ export function listenForAppends(
   channel: string,
   notifier: Notifier,
   onError: (err: unknown) => void,
-  backoff = { minMs: 50, maxMs: 5_000 },
+  backoffOptions: BackoffOptions = { minMs: 50, maxMs: 5_000, jitter: 0.5 },
 ): Wakeups {
   const abort = new AbortController();
   let client: pg.Client | null = null;
 
   async function run(): Promise<void> {
-    let delay = backoff.minMs;
+    const backoff = createBackoff(backoffOptions);
     while (!abort.signal.aborted) {
       const c = new pg.Client(config);
       const lost = new Promise<unknown>((resolve) => {
@@ -34,7 +35,7 @@ export function listenForAppends(
         c.on('notification', () => notifier.notify());
         await c.query(`LISTEN ${channel}`);
         client = c;
-        delay = backoff.minMs;
+        backoff.reset();
         notifier.notify();
         const why = await Promise.race([lost, new Promise((r) => abort.signal.addEventListener('abort', r, { once: true }))]);
         if (!abort.signal.aborted) onError(why);
@@ -46,8 +47,7 @@ export function listenForAppends(
         c.on('error', () => undefined);
         await c.end().catch(() => undefined);
       }
-      await sleep(delay, abort.signal);
-      delay = Math.min(delay * 2, backoff.maxMs);
+      await sleep(backoff.next(), abort.signal);
     }
   }
 
