@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { ClientConfig, CustomTypesConfig, Pool, PoolClient, QueryConfig } from 'pg';
 import { ConvergeError } from '../../errors.ts';
 import type { Recorded } from '../../events/index.ts';
-import { decodeEvent } from '../../events/index.ts';
+import { decodeEvent, isEventType } from '../../events/index.ts';
 import { defaultMaxEventBytes, encodeWrites, recorded, storeClosed } from '../appendRules.ts';
 import { createNotifier } from '../notifier.ts';
 import { createPollingSubscription } from '../pollingSubscription.ts';
@@ -156,8 +156,32 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
   };
   const decodeAll = (rows: unknown[][]): Recorded[] => (rows as Row[]).map(decode);
 
-  const readAfter = (after: bigint | null, limit: number): Promise<Recorded[]> =>
-    use('read postgres store', async () => decodeAll((await run(q.after(String(after ?? 0n), limit))).rows));
+  // A subscription's type filter (the relay's DeclarationSent) is one statement per set of
+  // types, with the names written into the SQL: PostgreSQL uses the partial index of
+  // DeclarationSent (./schema.ts) only when the query names the indexed value, which a generic
+  // plan over a bound parameter does not. The names come from the closed set of event types.
+  const byTypes = new Map<string, (...values: unknown[]) => QueryConfig>();
+  const typesQuery = (types: ReadonlySet<string>): ((...values: unknown[]) => QueryConfig) => {
+    const list = [...types].sort();
+    const key = list.join(',');
+    let stmt = byTypes.get(key);
+    if (stmt === undefined) {
+      for (const t of list)
+        if (!isEventType(t)) throw new ConvergeError('CONVERGE_ERR_BAD_REQUEST', `unknown event type ${JSON.stringify(t)}`);
+      const where = list.length === 1 ? `type = '${list[0]!}'` : `type IN (${list.map((t) => `'${t}'`).join(', ')})`;
+      stmt = statement(
+        `after_${list.join('_')}`,
+        `SELECT ${cols} FROM ${s}.events WHERE ${where} AND position > $1 ORDER BY position LIMIT $2`,
+      );
+      byTypes.set(key, stmt);
+    }
+    return stmt;
+  };
+
+  const readAfter = (after: bigint | null, limit: number, types: ReadonlySet<string> | null): Promise<Recorded[]> =>
+    use('read postgres store', async () =>
+      decodeAll((await run((types === null ? q.after : typesQuery(types))(String(after ?? 0n), limit))).rows),
+    );
 
   const store: EventStore = {
     kind: 'postgres',

@@ -38,6 +38,9 @@ CREATE TABLE ${s}.events (
   metadata json   NOT NULL,
   UNIQUE (stream, revision)
 );
+-- The relay's subscription reads only DeclarationSent, rare among reports and alives: a partial
+-- index serves it without reading the rest of the log, and ingest's rows add nothing to it.
+CREATE INDEX events_declarations ON ${s}.events (position) WHERE type = 'DeclarationSent';
 CREATE TABLE ${s}.head (
   only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
   position bigint  NOT NULL
