@@ -1,7 +1,7 @@
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createPostgresEventStore } from '../../src/store/index.ts';
-import { postgresOrSkip, scratchSchema } from '../support/postgres.ts';
+import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
 import { assertEveryReportedBatchOnce, prng, runAndKill } from './fixtures/killMidRun.ts';
 
 // Issue 12: as test/store/sqliteCrash.test.ts, against PostgreSQL. A child appends many-stream
@@ -10,28 +10,29 @@ import { assertEveryReportedBatchOnce, prng, runAndKill } from './fixtures/killM
 // killed here): what this proves is that an append is one transaction, acknowledged only once
 // committed, and that a connection dying mid-append leaves nothing half-written.
 
-const skip = await postgresOrSkip('the PostgreSQL crash test');
-const scratch = scratchSchema('converge_crash');
-if (skip === undefined) after(() => scratch.drop());
-
 const appender = fileURLToPath(new URL('./fixtures/postgresAppender.ts', import.meta.url));
 const seed = Number(process.env.CONVERGE_CRASH_SEED ?? 20240601);
 
-test(
-  `PostgreSQL: every batch reported committed survives SIGKILL exactly once and no partial batch exists (seed ${seed})`,
-  { timeout: 120_000, ...(skip === undefined ? {} : { skip }) },
-  async () => {
-    const random = prng(seed);
-    const reported = new Map<string, number[]>();
-    for (let round = 0; round < 5; round++) {
-      const run = `r${round}`;
-      reported.set(run, await runAndKill(appender, [scratch.url, run], run, 1 + Math.floor(random() * 30), Math.floor(random() * 40)));
-    }
-    const store = createPostgresEventStore(scratch.url);
-    try {
-      await assertEveryReportedBatchOnce(store, reported);
-    } finally {
-      await store.close();
-    }
-  },
-);
+describeOnPostgres('PostgreSQL store under SIGKILL', () => {
+  const scratch = scratchSchema('converge_crash');
+  after(() => scratch.drop());
+
+  test(
+    `every batch reported committed survives SIGKILL exactly once and no partial batch exists (seed ${seed})`,
+    { timeout: 120_000 },
+    async () => {
+      const random = prng(seed);
+      const reported = new Map<string, number[]>();
+      for (let round = 0; round < 5; round++) {
+        const run = `r${round}`;
+        reported.set(run, await runAndKill(appender, [scratch.url, run], run, 1 + Math.floor(random() * 30), Math.floor(random() * 40)));
+      }
+      const store = createPostgresEventStore(scratch.url);
+      try {
+        await assertEveryReportedBatchOnce(store, reported);
+      } finally {
+        await store.close();
+      }
+    },
+  );
+});

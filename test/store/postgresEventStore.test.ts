@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, describe, test } from 'node:test';
+import { after, test } from 'node:test';
 import pg from 'pg';
 import { loadConfig } from '../../src/app/config.ts';
 import { isConvergeError } from '../../src/errors.ts';
@@ -8,26 +8,13 @@ import type { ErrorCode } from '../../src/errors.ts';
 import type { Recorded } from '../../src/events/index.ts';
 import { createPostgresEventStore, openEventStore, postgresSchemaVersion } from '../../src/store/index.ts';
 import type { EventStore } from '../../src/store/index.ts';
-import { postgresOrSkip, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
+import { describeOnPostgres, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
+import { until } from '../support/until.ts';
 import type { ScratchSchema } from '../support/postgres.ts';
 
 // What the conformance suite cannot say about the PostgreSQL adapter: the URL and config, the
 // schema guard, wake-ups across handles through LISTEN/NOTIFY (and after that connection is
 // lost), and errors that name the cause.
-
-const skip = await postgresOrSkip('the PostgreSQL adapter tests');
-const admin = new pg.Pool({ connectionString: postgresTestUrl, max: 2 });
-admin.on('error', () => undefined);
-const scratches: ScratchSchema[] = [];
-const fresh = (): ScratchSchema => {
-  const s = scratchSchema('converge_pgstore');
-  scratches.push(s);
-  return s;
-};
-after(async () => {
-  if (skip === undefined) for (const s of scratches) await s.drop();
-  await admin.end();
-});
 
 const alive = (node: string, id: string = randomUUID()) => ({
   id,
@@ -41,14 +28,6 @@ async function rejectsWith(p: Promise<unknown>, code: ErrorCode, message?: RegEx
     if (message !== undefined) assert.match((err as Error).message, message);
     return true;
   });
-}
-
-async function eventually(cond: () => boolean, what: string, maxMs = 15_000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > maxMs) assert.fail(`gave up waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 test('--store / CONVERGE_STORE accept postgres:// and postgresql:// URLs', () => {
@@ -77,7 +56,19 @@ test('a server that cannot be reached is STORE_UNAVAILABLE', async () => {
   }
 });
 
-void describe('PostgreSQL store against the server', { ...(skip === undefined ? {} : { skip }) }, () => {
+describeOnPostgres('PostgreSQL store against the server', () => {
+  const admin = new pg.Pool({ connectionString: postgresTestUrl, max: 2 });
+  admin.on('error', () => undefined);
+  const scratches: ScratchSchema[] = [];
+  const fresh = (): ScratchSchema => {
+    const s = scratchSchema('converge_pgstore');
+    scratches.push(s);
+    return s;
+  };
+  after(async () => {
+    for (const s of scratches) await s.drop();
+    await admin.end();
+  });
   const withStore = (url: string, fn: (store: EventStore) => Promise<void>, options = {}) =>
     (async () => {
       const store = createPostgresEventStore(url, options);
@@ -150,10 +141,10 @@ void describe('PostgreSQL store against the server', { ...(skip === undefined ? 
     const seen: Recorded[] = [];
     const sub = reader.subscribe({ handler: (ev) => void seen.push(...ev) });
     try {
-      await eventually(() => sub.isCaughtUp(), 'catch-up');
+      await until('catch-up', () => sub.isCaughtUp());
       const e = alive('a');
       await writer.append([{ stream: 'node-a', expected: 'any', events: [e] }]);
-      await eventually(() => seen.length === 1, 'the event from the other handle');
+      await until('the event from the other handle', () => seen.length === 1);
       assert.equal(seen[0]!.id, e.id);
     } finally {
       await sub.stop();
@@ -173,21 +164,23 @@ void describe('PostgreSQL store against the server', { ...(skip === undefined ? 
         await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE query = $1', [`LISTEN converge_appended_${s.schema}`])
       ).rows.map((r) => r.pid);
     try {
-      await eventually(() => sub.isCaughtUp(), 'catch-up');
-      let pids: number[] = [];
-      const t0 = Date.now();
-      while ((pids = await listeners()).length === 0 && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 20));
+      await until('catch-up', () => sub.isCaughtUp());
+      const pids = await until('the LISTEN connection', async () => {
+        const p = await listeners();
+        return p.length > 0 && p;
+      });
       assert.equal(pids.length, 1, 'one LISTEN connection');
       await admin.query('SELECT pg_terminate_backend($1)', [pids[0]]);
-      await eventually(() => errors.length > 0, 'the lost connection reported');
+      await until('the lost connection reported', () => errors.length > 0);
       assert.ok(isConvergeError(errors[0], 'CONVERGE_ERR_STORE_UNAVAILABLE'));
-      let again: number[] = [];
-      while (((again = await listeners()).length === 0 || again[0] === pids[0]) && Date.now() - t0 < 15_000)
-        await new Promise((r) => setTimeout(r, 20));
+      const again = await until('a new LISTEN connection', async () => {
+        const p = await listeners();
+        return p.length > 0 && p[0] !== pids[0] && p;
+      });
       assert.equal(again.length, 1, 'listening again on a new connection');
       const e = alive('b');
       await writer.append([{ stream: 'node-b', expected: 'any', events: [e] }]);
-      await eventually(() => seen.some((x) => x.id === e.id), 'the event after the reconnect');
+      await until('the event after the reconnect', () => seen.some((x) => x.id === e.id));
     } finally {
       await sub.stop();
       await Promise.all([reader.close(), writer.close()]);

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, describe, test } from 'node:test';
+import { after, test } from 'node:test';
 import pg from 'pg';
 import type { Recorded } from '../../src/events/index.ts';
 import { createPostgresEventStore } from '../../src/store/index.ts';
 import type { EventStore, StreamWrite } from '../../src/store/index.ts';
-import { postgresOrSkip, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
+import { describeOnPostgres, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
+import { until } from '../support/until.ts';
 
 // Issue 12, the trap every PostgreSQL event store meets: positions handed out at insert time,
 // commits landing in another order, and a reader "after position P" skipping the event that
@@ -14,15 +15,6 @@ import { postgresOrSkip, postgresTestUrl, scratchSchema } from '../support/postg
 // late on purpose, and check it sees every acknowledged event exactly once, in position order;
 // the last one runs the same late-commit interleaving on a plain sequence-ordered table and
 // shows the same check catching the skip.
-
-const skip = await postgresOrSkip('the PostgreSQL no-skip tests');
-const scratch = scratchSchema('converge_noskip');
-const admin = new pg.Pool({ connectionString: postgresTestUrl, max: 3 });
-admin.on('error', () => undefined);
-after(async () => {
-  if (skip === undefined) await scratch.drop();
-  await admin.end();
-});
 
 /** What a reader must see: each acknowledged id once, nothing else, positions strictly rising. */
 function problems(acknowledged: readonly string[], seen: readonly { id: string; position: bigint }[]): string[] {
@@ -45,14 +37,6 @@ function problems(acknowledged: readonly string[], seen: readonly { id: string; 
   return out;
 }
 
-async function eventually(cond: () => boolean | Promise<boolean>, what: string, maxMs = 20_000): Promise<void> {
-  const start = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - start > maxMs) assert.fail(`gave up waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 const alive = (node: string): StreamWrite['events'][number] => ({
   id: randomUUID(),
   type: 'AliveSeen',
@@ -66,7 +50,14 @@ function follow(store: EventStore): { seen: Recorded[]; stop: () => Promise<void
   return { seen, stop: () => sub.stop() };
 }
 
-void describe('PostgreSQL store: a subscriber never skips an event that commits late', { ...(skip === undefined ? {} : { skip }) }, () => {
+describeOnPostgres('PostgreSQL store: a subscriber never skips an event that commits late', () => {
+  const scratch = scratchSchema('converge_noskip');
+  const admin = new pg.Pool({ connectionString: postgresTestUrl, max: 3 });
+  admin.on('error', () => undefined);
+  after(async () => {
+    await scratch.drop();
+    await admin.end();
+  });
   const s = scratch.schema;
 
   void test('an append that took its positions and commits late is seen before a later append, which waits for it', async () => {
@@ -88,11 +79,11 @@ void describe('PostgreSQL store: a subscriber never skips an event that commits 
       const sub = follow(reader);
       const slowEvents = [alive('slow'), alive('slow')];
       const slow = writer.append([{ stream: 'node-slow', expected: 'any', events: slowEvents }]);
-      await eventually(
+      await until(
+        'the slow append to be inside its statement',
         async () =>
           (await admin.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND strpos(query, $1) > 0", [`${s}.head`]))
             .rowCount === 1,
-        'the slow append to be inside its statement',
       );
       const fastEvents = [alive('fast')];
       const fast = await other.append([{ stream: 'node-fast', expected: 'any', events: fastEvents }]);
@@ -100,7 +91,7 @@ void describe('PostgreSQL store: a subscriber never skips an event that commits 
       assert.ok(slowResult.position! < fast.position!, 'the late committer holds the lower positions');
       const acknowledged = [...slowEvents, ...fastEvents].map((e) => e.id);
       const mine = () => sub.seen.filter((e) => head === null || e.position > head);
-      await eventually(() => mine().length >= acknowledged.length, 'both appends');
+      await until('both appends', () => mine().length >= acknowledged.length);
       await sub.stop();
       assert.deepEqual(problems(acknowledged, mine()), []);
       await admin.query(`DROP TRIGGER slow_commit ON ${s}.events`);
@@ -136,7 +127,7 @@ void describe('PostgreSQL store: a subscriber never skips an event that commits 
         }),
       );
       const mine = () => sub.seen.filter((e) => head === null || e.position > head);
-      await eventually(() => mine().length >= acknowledged.length, `${acknowledged.length} events`);
+      await until(`${acknowledged.length} events`, () => mine().length >= acknowledged.length);
       await new Promise((r) => setTimeout(r, 100));
       await sub.stop();
       assert.deepEqual(problems(acknowledged, mine()), []);

@@ -1,15 +1,15 @@
-import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { test } from 'node:test';
 import pg from 'pg';
+import { describeOnService, once } from './services.ts';
+import type { Probe } from './services.ts';
 
-// What every test against the real PostgreSQL needs: is the server there (fail under
-// CONVERGE_REQUIRE_BROKER=1, which CI sets for every external service, else skip loudly), and a
-// scratch schema of its own, dropped afterwards, so runs never see each other's events.
+// What every test against the real PostgreSQL needs: is the server there (./services.ts: fail
+// under CONVERGE_REQUIRE_BROKER=1, which CI sets for every external service, else skip loudly),
+// and a scratch schema of its own, dropped afterwards, so runs never see each other's events.
 
 export const postgresTestUrl = process.env['CONVERGE_TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 
-export async function probePostgres(url = postgresTestUrl): Promise<{ ok: true } | { ok: false; reason: string }> {
+export async function probePostgres(url = postgresTestUrl): ReturnType<Probe> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
   client.on('error', () => undefined);
   try {
@@ -22,18 +22,11 @@ export async function probePostgres(url = postgresTestUrl): Promise<{ ok: true }
     await client.end().catch(() => undefined);
   }
 }
+const probeOnce = once(() => probePostgres());
 
-/** The probe's verdict as a `skip` option: undefined when the server is there; a failing test under CI. */
-export async function postgresOrSkip(what: string): Promise<string | undefined> {
-  const probe = await probePostgres();
-  if (probe.ok) return undefined;
-  if (process.env['CONVERGE_REQUIRE_BROKER'] === '1') {
-    test(`${what} needs PostgreSQL (CONVERGE_REQUIRE_BROKER=1)`, () => assert.fail(`PostgreSQL unreachable: ${probe.reason}`));
-  } else {
-    console.warn(`\n*** SKIPPING ${what}: PostgreSQL unreachable (${probe.reason}); set CONVERGE_REQUIRE_BROKER=1 to fail instead ***\n`);
-  }
-  return `PostgreSQL unreachable: ${probe.reason}`;
-}
+/** `describe(name, body)` when PostgreSQL answers; a failing test under CONVERGE_REQUIRE_BROKER=1, else a loud skip. */
+export const describeOnPostgres = (name: string, body: () => void | Promise<void>): void =>
+  describeOnService('PostgreSQL', probeOnce, name, body);
 
 export type ScratchSchema = Readonly<{ schema: string; url: string; drop: () => Promise<void> }>;
 
