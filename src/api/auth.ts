@@ -75,8 +75,7 @@ export function authorize(table: TokenTable, header: string | undefined, need: S
  * The onRequest check (issue 13 item 5): it runs before fastify reads a byte of the body, so a
  * client without a valid token costs a header parse, not an upload. Returns the token, if any.
  */
-export function authenticate(table: TokenTable, req: FastifyRequest): TokenEntry | null {
-  const need = req.routeOptions.config.scope;
+export function authenticate(table: TokenTable, need: Scope | null | undefined, req: FastifyRequest): TokenEntry | null {
   if (need === undefined || need === null) return null;
   return authorize(table, req.headers.authorization, need);
 }

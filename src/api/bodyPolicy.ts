@@ -30,16 +30,19 @@ export const announcesBody = (req: FastifyRequest): boolean => {
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 };
 
-/** Throws the problem a request's body headers earn on its route; fastify counts chunked bodies as they arrive. */
-export function checkBodyHeaders(req: FastifyRequest): void {
-  if (req.is404) return;
+/**
+ * Throws the problem a request's body headers earn on its route (`route`: req.routeOptions,
+ * read once by the caller); fastify counts a chunked body against the limit as it arrives.
+ */
+export function checkBodyHeaders(req: FastifyRequest, route: FastifyRequest['routeOptions']): void {
+  if (route.url === undefined) return; // no such route: the 404 says more than a 413 would
   const length = req.headers['content-length'];
   const declared = length === undefined ? null : Number(length);
-  if (req.routeOptions.schema?.body === undefined) {
+  if (route.schema?.body === undefined) {
     if (announcesBody(req)) throw tooLarge(0, declared);
     return;
   }
-  const limit = req.routeOptions.bodyLimit;
+  const limit = route.bodyLimit ?? 0;
   if (declared !== null && declared > limit) throw tooLarge(limit, declared);
   const type = req.headers['content-type'];
   if (type === undefined || !isJson(type))

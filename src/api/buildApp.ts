@@ -60,12 +60,14 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   useJsonBodies(app);
 
   // One hook, before the body is read: headers by route kind, the token, the body's headers.
+  // req.routeOptions builds a new object on each read: read it once.
   app.addHook('onRequest', (req, reply, done) => {
-    applyHeaderPolicy(reply, req.routeOptions.config.kind);
+    const route = req.routeOptions;
+    applyHeaderPolicy(reply, route.config.kind);
     try {
-      const token = authenticate(deps.tokens, req);
+      const token = authenticate(deps.tokens, route.config.scope, req);
       if (token !== null) req.log = req.log.child({ token: token.id });
-      checkBodyHeaders(req);
+      checkBodyHeaders(req, route);
     } catch (err) {
       done(err as Error);
       return;

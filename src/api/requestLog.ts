@@ -21,22 +21,29 @@ export const requestSerializers = {
 
 export const logLevelOf = (kind: RouteKind | undefined): 'debug' | 'info' => (kind === 'probe' ? 'debug' : 'info');
 
-// buildApp gives fastify a pino logger, so req.log is one; the check skips building a line nobody reads.
-const enabled = (req: FastifyRequest, level: 'debug' | 'info'): boolean => (req.log as Logger).isLevelEnabled(level);
+// buildApp gives fastify a pino logger, so req.log is one. A logger above info logs no request
+// line, and then the route is not even looked up (req.routeOptions builds an object per read).
+function levelFor(req: FastifyRequest): 'debug' | 'info' | null {
+  const log = req.log as Logger;
+  if (!log.isLevelEnabled('info')) return null; // nor debug, below it
+  const level = logLevelOf(req.routeOptions.config.kind);
+  return log.isLevelEnabled(level) ? level : null;
+}
 
 /** fastify's own request log lines, at the level of the route's kind. */
 export class RequestLog extends LogController {
   override incomingRequest(req: FastifyRequest): void {
-    const level = logLevelOf(req.routeOptions.config.kind);
-    if (enabled(req, level)) req.log[level]({ req }, 'incoming request');
+    const level = levelFor(req);
+    if (level !== null) req.log[level]({ req }, 'incoming request');
   }
 
   override requestCompleted(error: Error | null | undefined, req: FastifyRequest, reply: FastifyReply): void {
     // req.log, not reply.log: it carries the token id once onRequest has checked it.
-    if (error) req.log.error({ res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
-    else {
-      const level = logLevelOf(req.routeOptions.config.kind);
-      if (enabled(req, level)) req.log[level]({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
+    if (error) {
+      req.log.error({ res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
+      return;
     }
+    const level = levelFor(req);
+    if (level !== null) req.log[level]({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
   }
 }
