@@ -142,7 +142,7 @@ try {
     unit: 'events/s',
     converge: total / foldSec,
     baseline: raw / rawSec,
-    notes: `${states.size} nodes, ${foldSec.toFixed(2)} s; baseline: raw store read, ${rawSec.toFixed(2)} s`,
+    notes: `${fmt(states.size)} nodes, ${foldSec.toFixed(2)} s; baseline: raw store read, ${rawSec.toFixed(2)} s`,
   });
   report.row({
     name: 'projection runner catch-up from zero',

@@ -53,6 +53,15 @@ export function formatNumber(x: number): string {
   return Number(x.toPrecision(3)).toString();
 }
 
+/** Two decimals, or three where two would round across the goal (0.798 shown as 0.80 against ≥ 0.8). */
+function ratioText(r: RowRecord): string {
+  if (r.ratio === null) return '—';
+  const two = r.ratio.toFixed(2);
+  const met = goalMet(r);
+  if (met === null || r.goal === null || !('ratioAtLeast' in r.goal || 'ratioAtMost' in r.goal)) return two;
+  return goalMet({ ...r, ratio: Number(two) }) === met ? two : r.ratio.toFixed(3);
+}
+
 const percent = (x: number | null): string => (x === null ? '—' : `${Math.round(x * 100)}%`);
 
 function passesText(r: RowRecord): string {
@@ -69,7 +78,7 @@ export function renderTable(rows: readonly RowRecord[]): string {
     r.name,
     `${formatNumber(r.converge)} ${r.unit}`,
     r.baseline === null ? '—' : `${formatNumber(r.baseline)} ${r.unit}`,
-    r.ratio === null ? '—' : r.ratio.toFixed(2),
+    ratioText(r),
     goalText(r),
     passesText(r),
     r.notes,

@@ -113,5 +113,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   for (const run of fresh) runs.set(run.name, run);
   const ordered = [...runs.values()].filter((r) => benches.includes(r.name)).sort((a, b) => a.name.localeCompare(b.name));
   writeFileSync(target, renderBenchmarks(ordered));
-  process.stderr.write(`bench: wrote BENCHMARKS.md (${fresh.map((r) => r.name).join(', ')} measured now)\n`);
+  process.stderr.write(
+    `bench: wrote BENCHMARKS.md (${fresh.length === 0 ? 'nothing measured now' : `${fresh.map((r) => r.name).join(', ')} measured now`})\n`,
+  );
 }
