@@ -1,6 +1,6 @@
 // One registry of stable error codes (STYLE.md §4). The API maps `http` to a status and
 // problem+json; the transport maps `ingest` codes to reject-to-dead-letter with the code in a
-// header. A test checks every code here is documented in README.md.
+// header. A test checks every code here is documented in docs/errors.md.
 
 export const errorCodes = {
   // wire (DESIGN §1): a body a node sent that we will not turn into an event
@@ -36,7 +36,7 @@ export const errorCodes = {
   CONVERGE_ERR_TOPOLOGY_CONFLICT: { http: 500, summary: 'broker already has a queue or exchange declared differently' },
   CONVERGE_ERR_BROKER_UNAVAILABLE: { http: 503, summary: 'broker cannot be reached' },
 
-  // node accounts (README "Node accounts")
+  // node accounts (docs/operations.md, "Node accounts")
   CONVERGE_ERR_BROKER_ADMIN: { http: 502, summary: 'broker management API refused or failed a request' },
   CONVERGE_ERR_NODE_ID_INVALID: { http: 400, summary: 'node id is not lowercase letters, digits, dot, underscore or hyphen (1-63)' },
   CONVERGE_ERR_NODE_EXISTS: { http: 409, summary: 'a broker account with this name exists and was not replaced' },

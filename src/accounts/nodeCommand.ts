@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { isConvergeError, toConvergeError } from '../errors.ts';
 import { enrollNode, revokeNode } from './nodeAccounts.ts';
 
-// `converge node enroll <id>` / `converge node revoke <id>` (README "Node accounts"). The CLI's
+// `converge node enroll <id>` / `converge node revoke <id>` (docs/operations.md, "Node accounts"). The CLI's
 // dispatcher calls runNodeCommand with the arguments after `node`.
 
 export type NodeCommandIo = Readonly<{

@@ -37,7 +37,7 @@ export const problem = named(
     title: z.string(),
     status: z.number().int(),
     detail: z.string(),
-    code: z.string().describe('stable error code, see README "Error codes"'),
+    code: z.string().describe('stable error code, see docs/errors.md'),
     instance: z.string().optional(),
     details: z.record(z.string(), z.unknown()).optional(),
   }),

@@ -28,7 +28,7 @@ import type { EncodedWrite } from './appendRules.ts';
 import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions, Subscription } from './port.ts';
 
 // EventStoreDB adapter (DESIGN §5): for fleets that outgrow one machine. Differences from the
-// SQLite adapter, all documented in src/store/README.md:
+// SQLite adapter, all documented in docs/store.md:
 // - a many-stream append is concurrent per-stream appends: atomic per stream, not per call
 //   (EventStoreDB has no cross-stream transaction);
 // - the global position is the commit position of $all (commit = prepare for gRPC appends);

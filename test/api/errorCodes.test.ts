@@ -4,11 +4,11 @@ import { test } from 'node:test';
 import { errorCodes } from '../../src/errors.ts';
 
 // STYLE.md (fastify): every error has a stable code in one registry, and each is documented.
-test('every error code in src/errors.ts is documented in README.md with its HTTP status', () => {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-  const table = /<!-- error-codes:start -->([\s\S]*)<!-- error-codes:end -->/.exec(readme)?.[1];
-  assert.ok(table !== undefined, 'README.md has the error-codes markers');
+test('every error code in src/errors.ts is documented in docs/errors.md with its HTTP status', () => {
+  const page = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
+  const table = /<!-- error-codes:start -->([\s\S]*)<!-- error-codes:end -->/.exec(page)?.[1];
+  assert.ok(table !== undefined, 'docs/errors.md has the error-codes markers');
   for (const [code, { http, summary }] of Object.entries(errorCodes)) {
-    assert.ok(table.includes(`| \`${code}\` | ${http} | ${summary} |`), `${code} (${http}) is in the README table`);
+    assert.ok(table.includes(`| \`${code}\` | ${http} | ${summary} |`), `${code} (${http}) is in the docs/errors.md table`);
   }
 });

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { run } from '../../src/cli/main.ts';
 import type { CliIo } from '../../src/cli/io.ts';
 
-// `converge node …` is dispatched to the broker-account command (README "Node accounts");
+// `converge node …` is dispatched to the broker-account command (docs/operations.md, "Node accounts");
 // what enroll/revoke do against RabbitMQ is tested in test/accounts/.
 
 async function cli(args: readonly string[]) {

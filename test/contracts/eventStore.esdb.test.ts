@@ -13,7 +13,7 @@ eventStoreContract('esdb', {
   reopen: async () => createEsdbEventStore(url ?? 'esdb://localhost:2113?tls=false', { maxEventBytes }),
   maxEventBytes,
   ...(url === undefined || url === '' ? { skip: 'skipped: no EventStoreDB (set EVENTSTORE_URL=esdb://localhost:2113?tls=false)' } : {}),
-  crossStreamAtomicitySkip: 'EventStoreDB has no cross-stream transaction: a many-stream append is atomic per stream (src/store/README.md)',
+  crossStreamAtomicitySkip: 'EventStoreDB has no cross-stream transaction: a many-stream append is atomic per stream (docs/store.md)',
   crossStreamDuplicateIdSkip:
-    'EventStoreDB checks event ids per stream only; an id reused in another stream is not detected (src/store/README.md)',
+    'EventStoreDB checks event ids per stream only; an id reused in another stream is not detected (docs/store.md)',
 });

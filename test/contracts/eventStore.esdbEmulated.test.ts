@@ -32,9 +32,9 @@ eventStoreContract('esdb adapter over an emulated client (not a real EventStoreD
   // The emulated server outlives the store's client, as a real server would.
   reopen: async (closed) => open(fakes.get(closed)!),
   maxEventBytes,
-  crossStreamAtomicitySkip: 'EventStoreDB has no cross-stream transaction: a many-stream append is atomic per stream (README, Event store)',
+  crossStreamAtomicitySkip: 'EventStoreDB has no cross-stream transaction: a many-stream append is atomic per stream (docs/store.md)',
   crossStreamDuplicateIdSkip:
-    'EventStoreDB checks event ids per stream only; an id reused in another stream is not detected (README, Event store)',
+    'EventStoreDB checks event ids per stream only; an id reused in another stream is not detected (docs/store.md)',
 });
 
 void describe('esdb adapter over an emulated client (not a real EventStoreDB server): connection faults', () => {

@@ -43,7 +43,7 @@ export type HostileBody = Readonly<{
 
 const json = (v: unknown): string => JSON.stringify(v);
 
-/** Node ids as real nodes have them (README "Node accounts"). */
+/** Node ids as real nodes have them (docs/operations.md, "Node accounts"). */
 export const nodeIdArb = fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,20}$/);
 const hex64 = fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => Buffer.from(b).toString('hex'));
 
