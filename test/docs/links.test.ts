@@ -53,3 +53,17 @@ test('every relative link in the README and docs/ names a file that exists, and 
   }
   assert.deepEqual(broken, []);
 });
+
+test('every path of the repository the README and docs/ name in backticks exists', () => {
+  const missing: string[] = [];
+  for (const page of [...pages, 'RELIABILITY.md']) {
+    const text = readFileSync(join(root, page), 'utf8');
+    for (const m of text.matchAll(/`((?:src|test|bench|projections|scripts|eslint|bin|docs)\/[^`\s]+)`/g)) {
+      const path = m[1]!.replace(/[#:].*$/, '').replace(/\/$/, '');
+      if (/[*<]/.test(path)) continue; // a glob or a placeholder: bench/<name>.ts
+      // A folder of eslint/layers.js names a file without its extension: src/errors is src/errors.ts.
+      if (!existsSync(join(root, path)) && !existsSync(join(root, `${path}.ts`))) missing.push(`${page}: ${path}`);
+    }
+  }
+  assert.deepEqual(missing, []);
+});
