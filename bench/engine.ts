@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import type { IncomingMessage } from 'node:http';
-import { cpus, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import amqp from 'amqplib';
@@ -34,6 +34,7 @@ import { connectAmqp } from '../src/transport/amqpConnection.ts';
 import { meshTopology } from '../src/transport/topology.ts';
 import { encodeReport } from '../src/wire/index.ts';
 import { createScratchVhost, defaultBroker } from '../test/support/broker.ts';
+import { createBenchReport } from './support/report.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const total = Number(process.env['BENCH_REPORTS'] ?? 50_000);
@@ -59,6 +60,14 @@ const publisherPass = randomBytes(16).toString('hex');
 const children = new Set<ChildProcess>();
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+const report = createBenchReport(
+  'Engine: converge serve against the minimal pipeline',
+  `\`converge serve\` (the built dist CLI, a child process) over RabbitMQ and SQLite draining ${fmt(total)} prefilled reports, ` +
+    'against the minimal pipeline (quorum queue → JSON.parse → better-sqlite3 batch of 500, WAL, FULL → ack; ' +
+    'bench/engine/minimalPipeline.ts) on the same broker and disk, alternating passes; both timed from outside, from the ' +
+    "queue's first drop to every report folded (serve's /healthz position) or committed (the baseline). Then report → " +
+    `visible and \`await\` latency on a serve under a steady load of ${fmt(rate)} reports/s (no baseline: the goal is absolute).`,
+);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** utime + stime of a process in µs (all its threads: GC, libuv pool, SQLite). */
@@ -267,20 +276,25 @@ async function drainScenario(scenario: Scenario): Promise<void> {
     }
   }
   const rateOf = (d: Drain): number => total / d.seconds;
-  const best = (ds: Drain[]): number => Math.max(...ds.map(rateOf));
   const ratios = engine.map((e, i) => rateOf(e) / rateOf(baseline[i]!));
-  const cpu = (ds: Drain[]): string =>
-    `${fmt(Math.min(...ds.map((d) => d.cpuPerReport)))}–${fmt(Math.max(...ds.map((d) => d.cpuPerReport)))}`;
-  console.log(`\ndrain of ${fmt(total)} prefilled reports, ${scenario.name} (${passes} alternating passes)`);
-  console.log(
-    `  minimal pipeline  best ${fmt(best(baseline))} reports/s   passes ${baseline.map((d) => fmt(rateOf(d))).join(', ')}   CPU ${cpu(baseline)} µs/report`,
-  );
-  console.log(
-    `  converge serve    best ${fmt(best(engine))} reports/s   passes ${engine.map((d) => fmt(rateOf(d))).join(', ')}   CPU ${cpu(engine)} µs/report`,
-  );
-  console.log(
-    `  ratio serve/minimal: ${(best(engine) / best(baseline)).toFixed(2)} best vs best; per pass ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}   (goal ≥ 0.8, moonshot 0.95)`,
-  );
+  report.row({
+    name: `drain of ${fmt(total)} prefilled reports, ${scenario.name}`,
+    unit: 'reports/s',
+    converge: engine.map(rateOf),
+    baseline: baseline.map(rateOf),
+    goal: { ratioAtLeast: 0.8 },
+    notes: `ratio per pass ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}; moonshot 0.95`,
+    // The fleet-sized drain is the one figure to read first (BENCHMARKS.md's headline).
+    headline: scenario.nodes.length >= 10_000,
+  });
+  report.row({
+    name: `CPU per report, ${scenario.name}`,
+    unit: 'µs',
+    better: 'lower',
+    converge: engine.map((d) => d.cpuPerReport),
+    baseline: baseline.map((d) => d.cpuPerReport),
+    notes: "the process's utime + stime over the drain",
+  });
 }
 
 /** report → visible and await wake-up on a serve under a steady load of `rate` reports/s. */
@@ -379,15 +393,29 @@ async function latency(): Promise<void> {
   }
   lat.sort((a, b) => a - b);
   awaits.sort((a, b) => a - b);
-  console.log(
-    `\nunder a steady load of ${fmt(rate)} reports/s over ${fmt(loadNodes.length)} nodes (${fmt(10_000)} nodes in the store), ${seconds} s`,
-  );
-  console.log(
-    `  report → visible (publish → its state on GET /v1/events): p50 ${pct(lat, 50).toFixed(1)} ms, p99 ${pct(lat, 99).toFixed(1)} ms, max ${pct(lat, 100).toFixed(1)} ms (${fmt(lat.length)} reports${missing > 0 ? `, ${missing} never seen` : ''})`,
-  );
-  console.log(
-    `  await wake-up (publish of the matching report → GET …/await answers): p50 ${pct(awaits, 50).toFixed(1)} ms, p99 ${pct(awaits, 99).toFixed(1)} ms (${awaits.length} of ${probeNodes.length} probes)`,
-  );
+  const under = `under ${fmt(rate)} reports/s`;
+  report.row({
+    name: `report → visible (publish → its state on GET /v1/events) p50, ${under}`,
+    unit: 'ms',
+    better: 'lower',
+    converge: pct(lat, 50),
+    notes: `${fmt(lat.length)} reports${missing > 0 ? `, ${missing} never seen` : ''}`,
+  });
+  report.row({
+    name: `report → visible p99, ${under}`,
+    unit: 'ms',
+    better: 'lower',
+    converge: pct(lat, 99),
+    notes: `max ${pct(lat, 100).toFixed(1)} ms`,
+  });
+  report.row({
+    name: `await wake-up (matching report published → GET …/await answers) p50, ${under}`,
+    unit: 'ms',
+    better: 'lower',
+    converge: pct(awaits, 50),
+    notes: `${awaits.length} of ${probeNodes.length} probes`,
+  });
+  report.row({ name: `await wake-up p99, ${under}`, unit: 'ms', better: 'lower', converge: pct(awaits, 99) });
 }
 
 try {
@@ -397,14 +425,12 @@ try {
   await admin.request('PUT', `/permissions/${seg(scratch.vhost)}/${seg(publisherUser)}`, { configure: '', write: '.*', read: '' });
   await (await connectAmqp({ url: scratch.amqpUrl, logger, topology: meshTopology() })).close();
 
-  console.log(
-    `converge serve (dist, child process) vs the minimal pipeline, same broker and disk; machine: ${cpus().length} cores, shared`,
-  );
   const only = process.env['BENCH_ONLY'];
   if (only === undefined || only.includes('one')) await drainScenario({ name: 'one node', nodes: ['solo'] });
   if (only === undefined || only.includes('10k'))
     await drainScenario({ name: '10,000 nodes', nodes: Array.from({ length: 10_000 }, (_, i) => `n${i}`) });
   if (only === undefined || only.includes('latency')) await latency();
+  report.end();
 } finally {
   for (const c of children) c.kill('SIGKILL');
   await admin.request('DELETE', `/users/${seg(publisherUser)}`).catch(() => undefined);
