@@ -13,7 +13,7 @@ import { buildApp, parseApiTokens } from '../src/api/index.ts';
 import { createReadModel } from '../src/readModel/readModel.ts';
 import { aliveSeenId, declarationSentId, reportReceivedId, streamOf } from '../src/events/index.ts';
 import type { Recorded } from '../src/events/index.ts';
-import { createMemoryEventStore } from '../src/store/index.ts';
+import { createMemoryEventStore } from '../src/store/memoryEventStore.ts';
 import { createBenchReport } from './support/report.ts';
 
 const scale = Number(process.env.CONVERGE_BENCH_SCALE ?? 1);

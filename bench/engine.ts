@@ -28,7 +28,7 @@ import pino from 'pino';
 import { createManagementClient, seg } from '../src/accounts/managementClient.ts';
 import { generateSigningKey, signingKeyToPem } from '../src/declaration/index.ts';
 import { makeDeclarationSent, streamOf } from '../src/events/index.ts';
-import { createSqliteEventStore } from '../src/store/index.ts';
+import { createSqliteEventStore } from '../src/store/sqliteEventStore.ts';
 import type { StreamWrite } from '../src/store/index.ts';
 import { connectAmqp } from '../src/transport/amqpConnection.ts';
 import { meshTopology } from '../src/transport/topology.ts';

@@ -17,7 +17,7 @@ import { enrollNode } from '../src/accounts/index.ts';
 import { createManagementClient, seg } from '../src/accounts/managementClient.ts';
 import { createIngest } from '../src/engine/ingest.ts';
 import { createScratchVhost, defaultBroker } from '../test/support/broker.ts';
-import { createSqliteEventStore } from '../src/store/index.ts';
+import { createSqliteEventStore } from '../src/store/sqliteEventStore.ts';
 import { connectAmqp } from '../src/transport/amqpConnection.ts';
 import { createAmqpTransport } from '../src/transport/amqpTransport.ts';
 import { meshTopology } from '../src/transport/topology.ts';

@@ -14,7 +14,7 @@ import { createReadModel } from '../src/readModel/readModel.ts';
 import { replayStore } from '../src/readModel/replay.ts';
 import { aliveSeenId, declarationSentId, reportReceivedId, streamOf } from '../src/events/index.ts';
 import type { Recorded } from '../src/events/index.ts';
-import { createSqliteEventStore } from '../src/store/index.ts';
+import { createSqliteEventStore } from '../src/store/sqliteEventStore.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
 import { createBenchReport } from './support/report.ts';
 

@@ -20,7 +20,7 @@ import pino from 'pino';
 import { generateSigningKey } from '../src/declaration/index.ts';
 import { makeAliveSeen, makeDeclarationSent, makeReportReceived, streamOf } from '../src/events/index.ts';
 import { createProjectionRunner } from '../src/readModel/projectionRunner.ts';
-import { createSqliteEventStore } from '../src/store/index.ts';
+import { createSqliteEventStore } from '../src/store/sqliteEventStore.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
 import { encodeReport } from '../src/wire/index.ts';
 import { createBenchReport } from './support/report.ts';

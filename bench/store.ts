@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { aliveSeenId } from '../src/events/index.ts';
 import type { AliveSeen } from '../src/events/index.ts';
-import { createSqliteEventStore } from '../src/store/index.ts';
+import { createSqliteEventStore } from '../src/store/sqliteEventStore.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
 import { createBenchReport } from './support/report.ts';
 

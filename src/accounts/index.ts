@@ -6,5 +6,3 @@ export type { TopicPermissions, VhostPermissions } from './nodePermissions.ts';
 export { nodeIdPattern, validateNodeId, escapeRegex } from '../wire/nodeId.ts';
 export { createManagementClient } from './managementClient.ts';
 export type { ManagementClient, ManagementOptions } from './managementClient.ts';
-export { runNodeCommand } from './nodeCommand.ts';
-export type { NodeCommandIo } from './nodeCommand.ts';

@@ -5,6 +5,8 @@ import type { TokenTable } from '../api/auth.ts';
 import { signingKeyFromPem } from '../declaration/index.ts';
 import type { SigningKey } from '../declaration/index.ts';
 import { ConvergeError } from '../errors.ts';
+import { configKeys, defaultStore, settings } from './settings.ts';
+import type { ConfigKey } from './settings.ts';
 
 // Configuration (DESIGN §6): flags override CONVERGE_* environment variables; everything is
 // validated once, here, at start, and the result is frozen. A mistake is reported as one line
@@ -24,29 +26,11 @@ export type Config = Readonly<{
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   trustMissingUserId: boolean;
   aliveResolutionMs: number;
+  managementUrl: string;
 }>;
 
-/** Each setting: its flag, its variable, and how to read it. */
-const settings = {
-  store: { flag: 'store', env: 'CONVERGE_STORE' },
-  amqpUrl: { flag: 'amqp', env: 'CONVERGE_AMQP_URL' },
-  host: { flag: 'host', env: 'CONVERGE_HOST' },
-  port: { flag: 'port', env: 'CONVERGE_PORT' },
-  signingKeyPath: { flag: 'signing-key', env: 'CONVERGE_SIGNING_KEY' },
-  apiTokens: { flag: 'api-tokens', env: 'CONVERGE_API_TOKENS' },
-  graceMs: { flag: 'grace-ms', env: 'CONVERGE_GRACE_MS' },
-  snapshotPath: { flag: 'snapshot', env: 'CONVERGE_SNAPSHOT' },
-  snapshotEvery: { flag: 'snapshot-every', env: 'CONVERGE_SNAPSHOT_EVERY' },
-  logLevel: { flag: 'log-level', env: 'CONVERGE_LOG_LEVEL' },
-  trustMissingUserId: { flag: 'trust-missing-user-id', env: 'CONVERGE_TRUST_MISSING_USER_ID' },
-  aliveResolutionMs: { flag: 'alive-resolution-ms', env: 'CONVERGE_ALIVE_RESOLUTION_MS' },
-} as const satisfies Record<string, { flag: string; env: string }>;
-
-export type ConfigKey = keyof typeof settings;
-export const configFlags: readonly string[] = Object.values(settings).map((s) => s.flag);
-export const configHelp: readonly string[] = Object.values(settings).map((s) => `--${s.flag} (${s.env})`);
-
-export const defaultStore = 'sqlite:./data/converge.db';
+export { defaultStore } from './settings.ts';
+export type { ConfigKey } from './settings.ts';
 
 const intIn = (min: number, max: number) =>
   z.coerce
@@ -85,6 +69,10 @@ const schema = z.object({
     .default('off')
     .transform((v) => v === 'on' || v === 'true' || v === '1'),
   aliveResolutionMs: intIn(0, 3_600_000).default(15_000),
+  managementUrl: z
+    .string()
+    .refine((s) => /^https?:\/\/.+/.test(s), 'must be an http:// or https:// URL')
+    .default(settings.managementUrl.default),
 });
 
 export type ConfigSource = Readonly<{
@@ -92,12 +80,23 @@ export type ConfigSource = Readonly<{
   env: Readonly<Record<string, string | undefined>>;
 }>;
 
-/** Read, check and freeze the configuration. Throws CONVERGE_ERR_CONFIG_INVALID with `details.lines`, one per mistake. */
-export function loadConfig({ flags, env }: ConfigSource, overrides: Partial<Record<ConfigKey, string>> = {}): Config {
+/**
+ * Read, check and freeze the configuration. Only the settings in `uses` are read and checked
+ * (a command validates what it uses: a bad CONVERGE_API_TOKENS in the shell must not stop
+ * `converge status`); the others keep their defaults. Throws CONVERGE_ERR_CONFIG_INVALID with
+ * `details.lines`, one per mistake.
+ */
+export function loadConfig(
+  { flags, env }: ConfigSource,
+  overrides: Partial<Record<ConfigKey, string>> = {},
+  uses: readonly ConfigKey[] = configKeys,
+): Config {
+  const used = new Set(uses);
   const raw: Record<string, unknown> = {};
-  for (const [key, s] of Object.entries(settings)) {
+  for (const key of used) {
+    const s = settings[key];
     const flag = flags[s.flag];
-    const value = typeof flag === 'string' ? flag : flag === true ? 'on' : (env[s.env] ?? overrides[key as ConfigKey]);
+    const value = typeof flag === 'string' ? flag : (env[s.env] ?? overrides[key]);
     if (value !== undefined && value !== '') raw[key] = value;
   }
   const lines: string[] = [];
@@ -125,7 +124,7 @@ export function loadConfig({ flags, env }: ConfigSource, overrides: Partial<Reco
   // DESIGN §2/§3: the store keeps one AliveSeen per resolution and liveness in a replay, in
   // `state --at` and in the node gauges is read from those; a window as long as the grace would
   // record a node that never went quiet as disconnected between two of them.
-  if (r.success && r.data.aliveResolutionMs >= r.data.graceMs) {
+  if (r.success && used.has('aliveResolutionMs') && r.data.aliveResolutionMs >= r.data.graceMs) {
     lines.push(
       `--alive-resolution-ms / CONVERGE_ALIVE_RESOLUTION_MS: must be shorter than --grace-ms (${r.data.graceMs}), or a node alive all along reads as disconnected in the record (got ${r.data.aliveResolutionMs})`,
     );

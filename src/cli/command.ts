@@ -1,64 +1,81 @@
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
-import type { ParseArgsConfig } from 'node:util';
-import pino from 'pino';
-import type { Logger } from 'pino';
-import type { Config } from '../app/config.ts';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { Config, ConfigKey } from '../app/config.ts';
 import { ConvergeError } from '../errors.ts';
-import { openEventStore } from '../store/index.ts';
 import type { EventStore } from '../store/index.ts';
+import { validateNodeId } from '../wire/nodeId.ts';
+import type { Flag } from './args.ts';
 import type { CliIo } from './io.ts';
 
-// One shape for every subcommand: its flags (node:util parseArgs options), a help text, and
-// a run function that gets parsed values, the validated config and the io. It returns the
-// exit status; throwing a ConvergeError ends the process with its one-line reason.
+// One shape for every subcommand. What `--help` and the dispatcher need — name, usage, summary,
+// flags, the settings it reads — is plain data in commands/index.ts; the code that runs it is a
+// module loaded only when it runs, so `converge --help` loads no server, broker, store client or
+// validation library (issue 9 §1, STYLE.md §11). Its run function returns the exit status;
+// throwing a ConvergeError ends the process with its one-line reason.
 
-export type Options = NonNullable<ParseArgsConfig['options']>;
 export type Values = Readonly<Record<string, string | boolean | undefined>>;
 
 export type Context = Readonly<{
   io: CliIo;
   values: Values;
   positionals: readonly string[];
+  /** The settings the command declared are read and checked; the others hold their defaults. */
   config: Config;
   json: boolean;
-  /** Logs to stderr at the configured level (or silent for read commands). */
-  logger: Logger;
 }>;
 
-export type Command = Readonly<{
+export type Run = (ctx: Context) => Promise<number>;
+
+export type FlagHelp = Flag & Readonly<{ help: string }>;
+
+export type CommandSpec = Readonly<{
   name: string;
   usage: string;
   summary: string;
-  /** Flags beyond the shared ones (--json, --help, and the config flags). */
-  options: Options;
+  /** Flags beyond the shared ones (--json, --help, and the configuration flags). */
+  flags: Readonly<Record<string, FlagHelp>>;
   /** Positional arguments: [min, max]. */
   args: readonly [number, number];
-  /** Long-running commands log at info; read commands stay quiet unless asked. */
+  /** The configuration settings it reads; it validates these and only these. */
+  settings: readonly ConfigKey[];
+  /** Long-running commands log at info; the others at warn unless asked. */
   defaultLogLevel?: Config['logLevel'];
-  run: (ctx: Context) => Promise<number>;
+  /** The module that runs it, imported when it runs. */
+  load: () => Promise<Readonly<{ run: Run }>>;
 }>;
 
-export const makeLogger = (level: Config['logLevel']): Logger =>
-  pino(
-    { level, redact: { paths: ['signingKey', '*.signingKey', 'token', '*.token', 'req.headers.authorization'], censor: '[redacted]' } },
-    pino.destination(2),
-  );
+/** A node id argument: a malformed one is a usage mistake (exit 2), whatever the command. */
+export const nodeArgument = (value: string): string => validateNodeId(value);
 
-/** Open the configured store; for a read command, a SQLite file that is not there is an error, not a new empty store. */
-export function openStore(config: Config, io: CliIo, mustExist: boolean): EventStore {
-  if (mustExist && config.store.startsWith('sqlite:')) {
-    const path = config.store.slice('sqlite:'.length);
-    if (path !== ':memory:' && !existsSync(resolve(io.cwd, path))) {
+const sqlitePathOf = (store: string): string | null => {
+  if (!store.startsWith('sqlite:')) return null;
+  const path = store.slice('sqlite:'.length);
+  return path === ':memory:' ? null : path;
+};
+
+/**
+ * Open the configured store. A read command (`mustExist`) on a SQLite file that is not there
+ * gets an error, not a new empty store; a writing command gets the file's folder made.
+ */
+export async function openStore(config: Config, io: CliIo, mustExist: boolean): Promise<EventStore> {
+  const path = sqlitePathOf(config.store);
+  let url = config.store;
+  if (path !== null) {
+    // Relative to the command's working directory (io.cwd), which tests set per run.
+    const file = resolve(io.cwd, path);
+    if (mustExist && !existsSync(file)) {
       throw new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', `store ${config.store} does not exist (set --store or CONVERGE_STORE)`);
     }
+    if (!mustExist) mkdirSync(dirname(file), { recursive: true });
+    url = `sqlite:${file}`;
   }
-  return openEventStore(config.store);
+  const { openEventStore } = await import('../store/index.ts');
+  return openEventStore(url);
 }
 
-/** Run `fn` with the store open, closing it however `fn` ends. */
+/** Run `fn` with an existing store open, closing it however `fn` ends. */
 export async function withStore<T>(config: Config, io: CliIo, fn: (store: EventStore) => Promise<T>): Promise<T> {
-  const store = openStore(config, io, true);
+  const store = await openStore(config, io, true);
   try {
     return await fn(store);
   } finally {

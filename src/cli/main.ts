@@ -1,48 +1,76 @@
-import { parseArgs } from 'node:util';
-import { runNodeCommand } from '../accounts/nodeCommand.ts';
-import { configFlags, configHelp, loadConfig } from '../app/config.ts';
-import { isConvergeError, toConvergeError } from '../errors.ts';
-import { ConvergeError } from '../errors.ts';
-import type { Command, Options } from './command.ts';
-import { makeLogger } from './command.ts';
-import { demo } from './commands/demo.ts';
-import { forensics } from './commands/forensics.ts';
-import { history } from './commands/history.ts';
-import { keygen } from './commands/keygen.ts';
-import { replay } from './commands/replay.ts';
-import { send } from './commands/send.ts';
-import { serve } from './commands/serve.ts';
-import { state } from './commands/state.ts';
-import { status } from './commands/status.ts';
+import { configKeys, settingHelp, settings } from '../app/settings.ts';
+import { ConvergeError, isConvergeError, toConvergeError } from '../errors.ts';
+import type { ErrorCode } from '../errors.ts';
+import { closest, parseCommandLine } from './args.ts';
+import type { Flag } from './args.ts';
+import type { CommandSpec, FlagHelp } from './command.ts';
+import { commands } from './commands/index.ts';
 import { processIo } from './io.ts';
 import type { CliIo } from './io.ts';
 
-// The `converge` command (DESIGN §7). Exit status: 0 ok; 1 a failure with a one-line reason on
-// stderr (several lines only for configuration, one per mistake); 2 a usage mistake.
+// The `converge` command (DESIGN §7). This file and what it imports statically are all that
+// `converge --help` loads: command metadata, the settings table and the argument reader. A
+// command's code, the configuration's validation and any store, broker or server are imported
+// when a command runs (test/cli/lazyImports.test.ts holds it to that).
 
-export const commands: readonly Command[] = [serve, demo, keygen, send, status, history, state, forensics, replay];
+export { commands };
 
-const shared: Options = {
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-  ...Object.fromEntries(configFlags.map((f) => [f, { type: f === 'trust-missing-user-id' ? 'boolean' : 'string' } as const])),
+/** One rule for every command (issue 9 §4): 2 for a usage mistake, 1 for a command that failed. */
+const usageCodes: ReadonlySet<ErrorCode> = new Set(['CONVERGE_ERR_USAGE', 'CONVERGE_ERR_CONFIG_INVALID', 'CONVERGE_ERR_NODE_ID_INVALID']);
+export const exitCodeOf = (code: ErrorCode): 1 | 2 => (usageCodes.has(code) ? 2 : 1);
+
+const exitStatusHelp = [
+  'exit status: 0 done · 1 the command failed (one line on stderr says why) ·',
+  '             2 a usage mistake: unknown command or flag, a missing or malformed argument, flag or setting (nothing was done)',
+];
+
+const shared: Readonly<Record<string, FlagHelp>> = {
+  json: { type: 'boolean', help: 'JSON for programs: one object, or one object a line for lists' },
+  help: { type: 'boolean', short: 'h', help: 'this help' },
 };
+
+/** Every configuration flag, on every command: one set of flags (like one set of variables) serves them all. */
+const configFlags: Readonly<Record<string, Flag>> = Object.fromEntries(
+  configKeys.map((k) => [settings[k].flag, { type: 'string', value: settings[k].value } satisfies Flag]),
+);
 
 const mainHelp = (): string =>
   [
-    'usage: converge <command> [flags]',
+    'usage: converge <command> [arguments] [flags]',
     '',
     'commands:',
     ...commands.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`),
-    `  ${'node'.padEnd(10)} enroll <id> | revoke <id>: a node's broker account, scoped to what wire.go lets it say`,
     '',
-    'every command takes --help and --json; configuration flags (and their variables):',
-    ...configHelp.map((h) => `  ${h}`),
+    'converge <command> --help says what each takes. Every command takes --json, --help and these',
+    'configuration flags [variable, default]; a flag overrides its variable, and a command checks only',
+    'the settings it uses:',
+    ...configKeys.map((k) => `  ${settingHelp(k)}`),
+    '',
+    ...exitStatusHelp,
     '',
   ].join('\n');
 
-const commandHelp = (c: Command): string =>
-  [`usage: ${c.usage}`, '', c.summary, '', 'configuration flags (and their variables):', ...configHelp.map((h) => `  ${h}`), ''].join('\n');
+const flagLine = (name: string, f: FlagHelp): string => {
+  const left = `${f.short === undefined ? '    ' : `-${f.short}, `}--${name}${f.type === 'string' ? ` ${f.value ?? '<value>'}` : ''}`;
+  return `  ${left.padEnd(32)} ${f.help}`;
+};
+
+const commandHelp = (c: CommandSpec): string =>
+  [
+    `usage: ${c.usage}`,
+    '',
+    c.summary,
+    '',
+    'flags:',
+    ...Object.entries({ ...c.flags, ...shared }).map(([name, f]) => flagLine(name, f)),
+    ...(c.settings.length === 0
+      ? ['', 'it reads no configuration setting.']
+      : ['', 'settings it uses [variable, default]:', ...c.settings.map((k) => `      ${settingHelp(k, 28)}`)]),
+    '',
+    'The other configuration flags of converge --help are accepted and ignored.',
+    ...exitStatusHelp,
+    '',
+  ].join('\n');
 
 export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   const [name, ...rest] = argv;
@@ -50,35 +78,41 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     io.stdout(mainHelp());
     return name === undefined ? 2 : 0;
   }
-  if (name === 'node') {
-    // Broker accounts talk to RabbitMQ's management API, not the store: own flags, own help.
-    return runNodeCommand(rest, { stdout: (l) => io.stdout(`${l}\n`), stderr: (l) => io.stderr(`${l}\n`), env: io.env });
-  }
-  const command = commands.find((c) => c.name === name);
   try {
-    if (command === undefined)
-      throw new ConvergeError('CONVERGE_ERR_USAGE', `unknown command ${JSON.stringify(name)}; run converge --help`);
-    let parsed: ReturnType<typeof parseArgs>;
-    try {
-      parsed = parseArgs({ args: [...rest], options: { ...shared, ...command.options }, allowPositionals: true, strict: true });
-    } catch (e) {
-      throw new ConvergeError('CONVERGE_ERR_USAGE', `${name}: ${(e as Error).message.split('\n')[0] ?? ''}`);
+    const command = commands.find((c) => c.name === name);
+    if (command === undefined) {
+      const guess = closest(
+        name,
+        commands.map((c) => c.name),
+      );
+      throw new ConvergeError(
+        'CONVERGE_ERR_USAGE',
+        `unknown command ${JSON.stringify(name)}${guess === null ? '' : `; did you mean ${guess}?`} (converge --help lists them)`,
+      );
     }
-    const values = parsed.values as Record<string, string | boolean | undefined>;
+    const { values, positionals } = parseCommandLine(name, rest, { ...configFlags, ...shared, ...command.flags });
     if (values.help === true) {
       io.stdout(commandHelp(command));
       return 0;
     }
     const [min, max] = command.args;
-    if (parsed.positionals.length < min || parsed.positionals.length > max) {
+    if (positionals.length < min || positionals.length > max) {
+      const expected = min === max ? `${min}` : `${min} to ${max}`;
       throw new ConvergeError(
         'CONVERGE_ERR_USAGE',
-        `${name}: expected ${min === max ? min : `${min} to ${max}`} argument(s), got ${parsed.positionals.length}; usage: ${command.usage}`,
+        `${name} takes ${expected} argument(s), got ${positionals.length}${
+          positionals.length > max
+            ? ` (${positionals
+                .slice(max)
+                .map((p) => JSON.stringify(p))
+                .join(', ')} too many)`
+            : ''
+        }; usage: ${command.usage.split('\n')[0]}`,
       );
     }
-    const config = loadConfig({ flags: values, env: io.env }, { logLevel: command.defaultLogLevel ?? 'warn' });
-    const logger = makeLogger(config.logLevel);
-    return await command.run({ io, values, positionals: parsed.positionals, config, json: values.json === true, logger });
+    const [{ loadConfig }, { run: runCommand }] = await Promise.all([import('../app/config.ts'), command.load()]);
+    const config = loadConfig({ flags: values, env: io.env }, { logLevel: command.defaultLogLevel ?? 'warn' }, command.settings);
+    return await runCommand({ io, values, positionals, config, json: values.json === true });
   } catch (err) {
     const e = toConvergeError(err);
     const lines =
@@ -87,7 +121,7 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
         : [e.message.split('\n')[0] ?? e.code];
     for (const line of lines) io.stderr(`converge: ${line}\n`);
     if (e.code === 'CONVERGE_ERR_INTERNAL' && io.env['CONVERGE_DEBUG'] !== undefined) io.stderr(`${(err as Error).stack ?? ''}\n`);
-    return e.code === 'CONVERGE_ERR_USAGE' ? 2 : 1;
+    return exitCodeOf(e.code);
   }
 }
 

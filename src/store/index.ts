@@ -1,20 +1,17 @@
 import { ConvergeError } from '../errors.ts';
-import { createEsdbEventStore } from './esdbEventStore.ts';
 import type { EsdbEventStoreOptions } from './esdbEventStore.ts';
-import { createMemoryEventStore } from './memoryEventStore.ts';
-import type { MemoryEventStoreOptions } from './memoryEventStore.ts';
-import { createPostgresEventStore } from './postgres/index.ts';
 import type { PostgresEventStoreOptions } from './postgres/index.ts';
 import type { EventStore } from './port.ts';
-import { createSqliteEventStore } from './sqliteEventStore.ts';
 import type { SqliteEventStoreOptions } from './sqliteEventStore.ts';
 
-// The event store (DESIGN §5): one port, four adapters, one factory.
+// The event store (DESIGN §5): one port, four adapters, one factory. The factory imports an
+// adapter only when its URL scheme is asked for: the EventStoreDB client alone costs ~0.4 s of
+// start-up (issue 9), and a `converge status` on SQLite has no use for it, nor for pg. Code that
+// wants one adapter imports it from its own file (memoryEventStore.ts, sqliteEventStore.ts,
+// esdbEventStore.ts, postgres/index.ts).
 export type * from './port.ts';
-export { createMemoryEventStore, createSqliteEventStore, createEsdbEventStore, createPostgresEventStore };
-export type { MemoryEventStoreOptions, SqliteEventStoreOptions, EsdbEventStoreOptions, PostgresEventStoreOptions };
-export { sqliteSchemaVersion } from './sqliteEventStore.ts';
-export { postgresSchemaVersion } from './postgres/index.ts';
+export type { MemoryEventStoreOptions } from './memoryEventStore.ts';
+export type { SqliteEventStoreOptions, EsdbEventStoreOptions, PostgresEventStoreOptions };
 export { defaultMaxEventBytes } from './appendRules.ts';
 
 export type OpenEventStoreOptions = Readonly<{
@@ -30,18 +27,27 @@ export type OpenEventStoreOptions = Readonly<{
  * `esdb://…` / `esdb+discover://…` (an EventStoreDB connection string, passed through as is) ·
  * `postgres://…` / `postgresql://…` (a libpq-style URL; `?schema=name` picks the schema, default `converge`).
  */
-export function openEventStore(url: string, options: OpenEventStoreOptions = {}): EventStore {
+export async function openEventStore(url: string, options: OpenEventStoreOptions = {}): Promise<EventStore> {
   const limit = options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes };
-  if (url === 'memory:' || url === 'memory') return createMemoryEventStore(limit);
+  if (url === 'memory:' || url === 'memory') {
+    const { createMemoryEventStore } = await import('./memoryEventStore.ts');
+    return createMemoryEventStore(limit);
+  }
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
     if (path === '')
       throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} names no file: use sqlite:<path>`);
+    const { createSqliteEventStore } = await import('./sqliteEventStore.ts');
     return createSqliteEventStore(path, { ...options.sqlite, ...limit });
   }
-  if (url.startsWith('esdb://') || url.startsWith('esdb+discover://')) return createEsdbEventStore(url, { ...options.esdb, ...limit });
-  if (url.startsWith('postgres://') || url.startsWith('postgresql://'))
+  if (url.startsWith('esdb://') || url.startsWith('esdb+discover://')) {
+    const { createEsdbEventStore } = await import('./esdbEventStore.ts');
+    return createEsdbEventStore(url, { ...options.esdb, ...limit });
+  }
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    const { createPostgresEventStore } = await import('./postgres/index.ts');
     return createPostgresEventStore(url, { ...options.postgres, ...limit });
+  }
   throw new ConvergeError(
     'CONVERGE_ERR_CONFIG_INVALID',
     `store url ${JSON.stringify(url)} is not memory:, sqlite:<path>, postgres://…, esdb://… or esdb+discover://…`,

@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import amqp from 'amqplib';
 import type { ChannelModel, ConfirmChannel, Options } from 'amqplib';
-import { enrollNode, revokeNode, runNodeCommand } from '../../src/accounts/index.ts';
+import { enrollNode, revokeNode } from '../../src/accounts/index.ts';
+import { run } from '../../src/cli/main.ts';
 import { createManagementClient } from '../../src/accounts/managementClient.ts';
 import { isConvergeError } from '../../src/errors.ts';
 import { createScratchVhost, declareMeshTopology, defaultBroker, describeOnBroker } from '../support/broker.ts';
@@ -227,17 +228,21 @@ describeOnBroker('node broker accounts', () => {
     const out: string[] = [];
     const err: string[] = [];
     const io = {
-      stdout: (l: string) => out.push(l),
-      stderr: (l: string) => err.push(l),
+      stdout: (t: string) => void out.push(...t.split('\n').filter((l) => l !== '')),
+      stderr: (t: string) => void err.push(t),
       env: { CONVERGE_MANAGEMENT_URL: scratch.managementUrl },
+      stderrIsTTY: false,
+      readStdin: async () => Buffer.alloc(0),
+      cwd: process.cwd(),
+      interrupted: new Promise<void>(() => {}),
     };
-    assert.equal(await runNodeCommand(['enroll', id, '--vhost', scratch.vhost, '--json'], io), 0);
+    assert.equal(await run(['node', 'enroll', id, '--vhost', scratch.vhost, '--json'], io), 0);
     const printed = JSON.parse(out[0] ?? '{}') as { password?: string; node?: string };
     assert.equal(printed.node, id);
     assert.ok(printed.password && printed.password.length >= 40);
     const c = await connectAs(id, printed.password);
     assert.deepEqual(await attempt(c, publish('mesh', 'alive', `{"node":"${id}"}`, { userId: id })), { ok: true });
-    assert.equal(await runNodeCommand(['revoke', id, '--vhost', scratch.vhost], io), 0);
+    assert.equal(await run(['node', 'revoke', id, '--vhost', scratch.vhost], io), 0);
     assert.equal(out.filter((l) => l.includes(printed.password ?? '')).length, 1);
     assert.deepEqual(err, []);
   });

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { buildApp, parseApiTokens } from '../../src/api/index.ts';
 import { createReadModel } from '../../src/readModel/readModel.ts';
-import { createMemoryEventStore } from '../../src/store/index.ts';
+import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { apiHarness, read } from '../support/apiHarness.ts';
 import type { ApiHarness as Harness } from '../support/apiHarness.ts';
 

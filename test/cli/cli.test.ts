@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { run } from '../../src/cli/main.ts';
 import type { CliIo } from '../../src/cli/io.ts';
-import { createSqliteEventStore } from '../../src/store/index.ts';
+import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
 import { historyInStore } from '../support/history.ts';
 
 const bin = new URL('../../bin/converge.js', import.meta.url).pathname;
@@ -162,7 +162,7 @@ describe("converge CLI on a store with the seed's race", () => {
   });
 
   test('every command has --help', async () => {
-    for (const c of ['serve', 'demo', 'keygen', 'send', 'status', 'history', 'state', 'forensics', 'replay']) {
+    for (const c of ['serve', 'demo', 'keygen', 'send', 'status', 'history', 'state', 'forensics', 'replay', 'node']) {
       const r = await cli([c, '--help']);
       assert.equal(r.code, 0);
       assert.match(r.stdout, /^usage: converge /);
@@ -176,9 +176,9 @@ describe("converge CLI on a store with the seed's race", () => {
     assert.match(r.stderr, /bogus/);
   });
 
-  test('configuration mistakes are reported one line each, all at once', async () => {
-    const r = await cli(['status'], { CONVERGE_PORT: 'eighty', CONVERGE_STORE: 'mysql://x', CONVERGE_API_TOKENS: 'short:read' });
-    assert.equal(r.code, 1);
+  test('configuration mistakes are reported one line each, all at once, as a usage mistake', async () => {
+    const r = await cli(['serve'], { CONVERGE_PORT: 'eighty', CONVERGE_STORE: 'mysql://x', CONVERGE_API_TOKENS: 'short:read' });
+    assert.equal(r.code, 2);
     const lines = r.stderr.trim().split('\n');
     assert.equal(lines.length, 3);
     assert.ok(lines.some((l) => l.includes('CONVERGE_PORT')));

@@ -6,13 +6,13 @@ import type { CliIo } from '../../src/cli/io.ts';
 // `converge node …` is dispatched to the broker-account command (docs/operations.md, "Node accounts");
 // what enroll/revoke do against RabbitMQ is tested in test/accounts/.
 
-async function cli(args: readonly string[]) {
+async function cli(args: readonly string[], env: Record<string, string> = {}) {
   let stdout = '';
   let stderr = '';
   const io: CliIo = {
     stdout: (t) => void (stdout += t),
     stderr: (t) => void (stderr += t),
-    env: {},
+    env,
     stderrIsTTY: false,
     readStdin: async () => Buffer.alloc(0),
     cwd: process.cwd(),
@@ -32,10 +32,33 @@ test('converge node with an id that cannot be a queue name exits 2 with one line
   const r = await cli(['node', 'enroll', 'Bad Id', '--management-url', 'http://127.0.0.1:1']);
   assert.equal(r.code, 2);
   assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
-  assert.match(r.stderr, /CONVERGE_ERR_NODE_ID_INVALID/);
+  assert.match(r.stderr, /node id "Bad Id" does not match/);
 });
 
 test('the main help lists the node command', async () => {
   const r = await cli(['--help']);
-  assert.match(r.stdout, /^\s+node\s+enroll <id> \| revoke <id>/m);
+  assert.match(r.stdout, /^\s+node\s+a node's broker account: enroll <id> \| revoke <id>/m);
+});
+
+test('converge node rejects bad usage and bad ids with status 2 before touching the broker', async () => {
+  const env = { CONVERGE_MANAGEMENT_URL: 'http://127.0.0.1:1' };
+  for (const args of [
+    ['node'],
+    ['node', 'frobnicate', 'n1'],
+    ['node', 'enroll'],
+    ['node', 'enroll', 'n1', '--bogus'],
+    ['node', 'enroll', 'Bad/Id'],
+  ]) {
+    const r = await cli(args, env);
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    assert.equal(r.stdout, '');
+  }
+});
+
+test('converge node with an unreachable management API exits 1 with one line', async () => {
+  const r = await cli(['node', 'revoke', 'n1'], { CONVERGE_MANAGEMENT_URL: 'http://127.0.0.1:1' });
+  assert.equal(r.code, 1, r.stderr);
+  assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+  assert.match(r.stderr, /^converge: /);
 });

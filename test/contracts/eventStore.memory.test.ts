@@ -1,4 +1,4 @@
-import { createMemoryEventStore } from '../../src/store/index.ts';
+import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { eventStoreContract } from './eventStore.contract.ts';
 
 const maxEventBytes = 64 * 1024;

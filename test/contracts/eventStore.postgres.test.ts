@@ -1,5 +1,5 @@
 import { after } from 'node:test';
-import { createPostgresEventStore } from '../../src/store/index.ts';
+import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
 import { eventStoreContract } from './eventStore.contract.ts';
 

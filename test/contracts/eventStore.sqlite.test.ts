@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
-import { createSqliteEventStore } from '../../src/store/index.ts';
+import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { eventStoreContract } from './eventStore.contract.ts';
 

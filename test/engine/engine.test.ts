@@ -4,7 +4,7 @@ import { parseApiTokens } from '../../src/api/auth.ts';
 import { generateSigningKey } from '../../src/declaration/index.ts';
 import { loadConfig } from '../../src/app/config.ts';
 import { createServer } from '../../src/app/server.ts';
-import { createMemoryEventStore } from '../../src/store/index.ts';
+import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { logger } from '../support/logger.ts';
 
 test('a declaration sent through the engine counts in converge_events_appended_total{type="DeclarationSent"}', async (t) => {

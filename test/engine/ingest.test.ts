@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createIngest } from '../../src/engine/ingest.ts';
-import { createMemoryEventStore } from '../../src/store/index.ts';
+import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { Delivery, IngestSource } from '../../src/transport/port.ts';
 import { logger } from '../support/logger.ts';
 

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import pino from 'pino';
 import { createRelay } from '../../src/engine/relay.ts';
 import { makeDeclarationSent, streamOf } from '../../src/events/index.ts';
-import { createMemoryEventStore } from '../../src/store/index.ts';
+import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { DeclarationPublisher, OutboundDeclaration } from '../../src/transport/port.ts';
 import { testKey } from '../support/history.ts';
 import { until } from '../support/until.ts';

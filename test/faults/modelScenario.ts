@@ -9,7 +9,7 @@ import { compareStates, replayStore } from '../../src/readModel/replay.ts';
 import { streamOf } from '../../src/events/index.ts';
 import { startEngineOverAmqp } from '../support/faults/engineOverAmqp.ts';
 import type { EngineOverAmqp } from '../support/faults/engineOverAmqp.ts';
-import { createSqliteEventStore } from '../../src/store/index.ts';
+import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
 import { nodeQueueOf } from '../../src/transport/brokerNames.ts';
 import { encodeAlive, encodeReport } from '../../src/wire/index.ts';
 import { initialNodeState } from '../../projections/index.ts';

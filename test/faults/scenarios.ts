@@ -15,7 +15,7 @@ import { withStoreFaults } from '../support/faults/withStoreFaults.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import { compareStates, replayStore } from '../../src/readModel/replay.ts';
 import { readSnapshot } from '../../src/readModel/snapshot.ts';
-import { createSqliteEventStore } from '../../src/store/index.ts';
+import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import type { AmqpConnection } from '../../src/transport/amqpConnection.ts';

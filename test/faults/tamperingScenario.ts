@@ -10,7 +10,7 @@ import { streamOf } from '../../src/events/index.ts';
 import type { DeclarationSent, Recorded, ReportReceived } from '../../src/events/index.ts';
 import { createSimulatedNode } from '../../src/lab/simulatedNode.ts';
 import type { SimulatedNode } from '../../src/lab/simulatedNode.ts';
-import { createSqliteEventStore } from '../../src/store/index.ts';
+import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { createAmqpTransport } from '../../src/transport/amqpTransport.ts';
 import type { DeclarationPublisher } from '../../src/transport/port.ts';

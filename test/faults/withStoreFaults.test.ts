@@ -5,7 +5,8 @@ import { isConvergeError } from '../../src/errors.ts';
 import { makeAliveSeen, streamOf } from '../../src/events/index.ts';
 import { mountTinyTmpfs } from '../support/faults/tinyTmpfs.ts';
 import { withStoreFaults } from '../support/faults/withStoreFaults.ts';
-import { createMemoryEventStore, createSqliteEventStore } from '../../src/store/index.ts';
+import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
+import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
 import type { EventStore, StreamWrite } from '../../src/store/index.ts';
 
 const aliveWrite = (node: string, i: number): StreamWrite => ({

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { generateSigningKey } from '../../src/declaration/index.ts';
 import { createSimulatedNode } from '../../src/lab/simulatedNode.ts';
 import type { SimulatedNode } from '../../src/lab/simulatedNode.ts';
-import { createSqliteEventStore } from '../../src/store/index.ts';
+import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import type { AmqpConnection } from '../../src/transport/amqpConnection.ts';
 import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';

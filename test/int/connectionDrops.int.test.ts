@@ -4,7 +4,7 @@ import { generateSigningKey } from '../../src/declaration/index.ts';
 import { createIngest } from '../../src/engine/ingest.ts';
 import { createSimulatedNode } from '../../src/lab/simulatedNode.ts';
 import type { SimulatedNode } from '../../src/lab/simulatedNode.ts';
-import { createMemoryEventStore } from '../../src/store/index.ts';
+import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import type { AmqpConnection } from '../../src/transport/amqpConnection.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';

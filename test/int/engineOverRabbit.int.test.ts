@@ -11,7 +11,7 @@ import { isConvergeError } from '../../src/errors.ts';
 import { createFaultProxy } from '../support/faults/faultProxy.ts';
 import { streamOf } from '../../src/events/index.ts';
 import { createSimulatedNode } from '../../src/lab/simulatedNode.ts';
-import { createMemoryEventStore } from '../../src/store/index.ts';
+import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';

@@ -1,6 +1,6 @@
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { createPostgresEventStore } from '../../src/store/index.ts';
+import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
 import { assertEveryReportedBatchOnce, prng, runAndKill } from './fixtures/killMidRun.ts';
 

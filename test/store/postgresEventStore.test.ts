@@ -6,7 +6,8 @@ import { loadConfig } from '../../src/app/config.ts';
 import { isConvergeError } from '../../src/errors.ts';
 import type { ErrorCode } from '../../src/errors.ts';
 import type { Recorded } from '../../src/events/index.ts';
-import { createPostgresEventStore, openEventStore, postgresSchemaVersion } from '../../src/store/index.ts';
+import { createPostgresEventStore, postgresSchemaVersion } from '../../src/store/postgres/index.ts';
+import { openEventStore } from '../../src/store/index.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { describeOnPostgres, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
 import { until } from '../support/until.ts';
@@ -81,7 +82,7 @@ describeOnPostgres('PostgreSQL store against the server', () => {
 
   void test('openEventStore opens postgres:// URLs with the adapter, in the schema the URL names', async () => {
     const s = fresh();
-    const store = openEventStore(s.url);
+    const store = await openEventStore(s.url);
     try {
       assert.equal(store.kind, 'postgres');
       await store.append([{ stream: 'node-a', expected: 'no_stream', events: [alive('a')] }]);

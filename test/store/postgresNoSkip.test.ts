@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, test } from 'node:test';
 import pg from 'pg';
 import type { Recorded } from '../../src/events/index.ts';
-import { createPostgresEventStore } from '../../src/store/index.ts';
+import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import type { EventStore, StreamWrite } from '../../src/store/index.ts';
 import { describeOnPostgres, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
 import { until } from '../support/until.ts';

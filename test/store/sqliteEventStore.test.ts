@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { isConvergeError } from '../../src/errors.ts';
 import type { Recorded } from '../../src/events/index.ts';
-import { createSqliteEventStore, openEventStore, sqliteSchemaVersion } from '../../src/store/index.ts';
+import { createSqliteEventStore, sqliteSchemaVersion } from '../../src/store/sqliteEventStore.ts';
+import { openEventStore } from '../../src/store/index.ts';
 import { batchEventIds } from './fixtures/sqliteAppender.ts';
 import { until } from '../support/until.ts';
 
@@ -73,13 +74,13 @@ test('a file that is not SQLite at all is refused with STORE_SCHEMA', () => {
 });
 
 test('openEventStore picks the adapter from the url and refuses an unknown scheme', async () => {
-  const mem = openEventStore('memory:');
+  const mem = await openEventStore('memory:');
   assert.equal(mem.kind, 'memory');
   await mem.close();
-  const sqlite = openEventStore(`sqlite:${fresh()}`);
+  const sqlite = await openEventStore(`sqlite:${fresh()}`);
   assert.equal(sqlite.kind, 'sqlite');
   await sqlite.close();
-  assert.throws(
+  await assert.rejects(
     () => openEventStore('mysql://x'),
     (err: unknown) => isConvergeError(err, 'CONVERGE_ERR_CONFIG_INVALID'),
   );

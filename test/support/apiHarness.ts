@@ -5,7 +5,7 @@ import { parseApiTokens } from '../../src/api/index.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import type { ProjectionRunner } from '../../src/readModel/projectionRunner.ts';
-import { createMemoryEventStore } from '../../src/store/index.ts';
+import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { historyInStore } from './history.ts';
 import type { StoreHistory } from './history.ts';

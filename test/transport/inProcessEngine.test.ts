@@ -8,7 +8,7 @@ import { createSender } from '../../src/engine/send.ts';
 import { isConvergeError } from '../../src/errors.ts';
 import { streamOf } from '../../src/events/index.ts';
 import { createSimulatedNode } from '../../src/lab/simulatedNode.ts';
-import { createMemoryEventStore } from '../../src/store/index.ts';
+import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { createInProcessBroker } from '../../src/transport/inProcess.ts';
 import { encodeAlive, encodeReport } from '../../src/wire/index.ts';

@@ -1,53 +1,57 @@
 import { createRaceScanner } from '../../../projections/index.ts';
 import type { Race } from '../../../projections/index.ts';
 import { ConvergeError } from '../../errors.ts';
-import type { Command } from '../command.ts';
-import { withStore } from '../command.ts';
+import type { Recorded } from '../../events/index.ts';
+import { streamPrefix } from '../../events/index.ts';
+import { readNodeStream } from '../../readModel/queries.ts';
+import type { Run } from '../command.ts';
+import { nodeArgument, withStore } from '../command.ts';
 import { printJsonLines, progress, short, table } from '../output.ts';
 
-export const forensics: Command = {
-  name: 'forensics',
-  usage: 'converge forensics races [--node <id>] [--json]',
-  summary: 'reports the old clock rule counted as caught up and the digest rule does not',
-  args: [1, 1],
-  options: { node: { type: 'string' } },
-  run: ({ io, values, positionals, config, json }) => {
-    if (positionals[0] !== 'races')
-      throw new ConvergeError('CONVERGE_ERR_USAGE', `unknown forensics report ${JSON.stringify(positionals[0])}; try: forensics races`);
-    return withStore(config, io, async (store) => {
+export const run: Run = ({ io, values, positionals, config, json }) => {
+  if (positionals[0] !== 'races')
+    throw new ConvergeError('CONVERGE_ERR_USAGE', `unknown forensics report ${JSON.stringify(positionals[0])}; try: forensics races`);
+  const node = typeof values.node === 'string' ? nodeArgument(values.node) : null;
+  return withStore(config, io, async (store) => {
+    const scanner = createRaceScanner();
+    const races: Race[] = [];
+    const scan = (events: Iterable<Recorded>): void => {
+      for (const e of events) {
+        const r = scanner.push(e);
+        if (r !== null) races.push(r);
+      }
+    };
+    if (node !== null) {
+      // One node: its own stream (issue 9 §1), and one that never existed is not found, as in status.
+      scan(await readNodeStream(store, node));
+    } else {
       const head = await store.headPosition();
-      const scanner = createRaceScanner();
-      const races: Race[] = [];
       const p = progress(io, 'scanning');
-      for await (const batch of store.readAll({ streamPrefix: 'node-' })) {
-        for (const e of batch) {
-          if (values.node !== undefined && e.data.node !== values.node) continue;
-          const r = scanner.push(e);
-          if (r !== null) races.push(r);
-        }
+      for await (const batch of store.readAll({ streamPrefix })) {
+        scan(batch);
         const last = batch[batch.length - 1];
         if (last !== undefined) p.update(Number(last.position), head === null ? null : Number(head));
       }
       p.done();
-      if (json) {
-        printJsonLines(io, races);
-        return 0;
-      }
-      io.stdout(
-        table(
-          ['NODE', 'POSITION', 'RECEIVED', 'REPORTED', 'CURRENT (SENT AT)', 'CLASS'],
-          races.map((r) => [
-            r.node,
-            r.position.toString(),
-            r.receivedAt,
-            r.reportDigest === null ? '(none)' : `${r.reportSerial ?? '?'}:${short(r.reportDigest)}`,
-            `${r.currentSerial}:${short(r.currentDigest)} (${r.sentAt})`,
-            r.class,
-          ]),
-        ),
-      );
-      io.stderr(`${races.length} report(s) the clock rule would have counted as caught up\n`);
+    }
+    if (json) {
+      printJsonLines(io, races);
       return 0;
-    });
-  },
+    }
+    io.stdout(
+      table(
+        ['NODE', 'POSITION', 'RECEIVED', 'REPORTED', 'CURRENT (SENT AT)', 'CLASS'],
+        races.map((r) => [
+          r.node,
+          r.position.toString(),
+          r.receivedAt,
+          r.reportDigest === null ? '(none)' : `${r.reportSerial ?? '?'}:${short(r.reportDigest)}`,
+          `${r.currentSerial}:${short(r.currentDigest)} (${r.sentAt})`,
+          r.class,
+        ]),
+      ),
+    );
+    io.stderr(`${races.length} report(s) the clock rule would have counted as caught up\n`);
+    return 0;
+  });
 };

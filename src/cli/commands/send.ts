@@ -2,44 +2,38 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createSender } from '../../engine/send.ts';
 import { ConvergeError } from '../../errors.ts';
-import type { Command } from '../command.ts';
-import { openStore } from '../command.ts';
+import type { Run } from '../command.ts';
+import { nodeArgument, openStore } from '../command.ts';
 import { printJson } from '../output.ts';
 
 // Send = record (DESIGN §2: the store is the outbox). The CLI appends the DeclarationSent; the
 // relay of a running `serve` on the same store publishes it. Prints the digest.
-export const send: Command = {
-  name: 'send',
-  usage: 'converge send <node> <spec.json|-> [--json]',
-  summary: 'sign and record a declaration for a node; prints its digest',
-  args: [2, 2],
-  options: {},
-  run: async ({ io, positionals, config, json }) => {
-    const [node, file] = positionals as [string, string];
-    if (config.signingKey === null)
-      throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', 'send needs a signing key: --signing-key <pem> or CONVERGE_SIGNING_KEY');
-    const text = file === '-' ? (await io.readStdin()).toString('utf8') : readSpec(resolve(io.cwd, file));
-    let spec: unknown;
-    try {
-      spec = JSON.parse(text);
-    } catch (e) {
-      // JSON.parse quotes the input, newlines included; the reason must stay one line.
-      throw new ConvergeError(
-        'CONVERGE_ERR_SPEC_INVALID',
-        `${file === '-' ? 'stdin' : file} is not JSON: ${(e as Error).message.replace(/\s+/g, ' ')}`,
-      );
-    }
-    const resources = (spec as { resources?: unknown } | null)?.resources;
-    const store = openStore(config, io, false);
-    try {
-      const r = await createSender({ store, key: config.signingKey }).send(node, resources);
-      if (json) printJson(io, { node, digest: r.digest, serial: r.serial, position: r.position });
-      else io.stdout(`${r.digest}\n`);
-      return 0;
-    } finally {
-      await store.close();
-    }
-  },
+export const run: Run = async ({ io, positionals, config, json }) => {
+  const [node, file] = positionals as [string, string];
+  nodeArgument(node);
+  if (config.signingKey === null)
+    throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', 'send needs a signing key: --signing-key <pem> or CONVERGE_SIGNING_KEY');
+  const text = file === '-' ? (await io.readStdin()).toString('utf8') : readSpec(resolve(io.cwd, file));
+  let spec: unknown;
+  try {
+    spec = JSON.parse(text);
+  } catch (e) {
+    // JSON.parse quotes the input, newlines included; the reason must stay one line.
+    throw new ConvergeError(
+      'CONVERGE_ERR_SPEC_INVALID',
+      `${file === '-' ? 'stdin' : file} is not JSON: ${(e as Error).message.replace(/\s+/g, ' ')}`,
+    );
+  }
+  const resources = (spec as { resources?: unknown } | null)?.resources;
+  const store = await openStore(config, io, false);
+  try {
+    const r = await createSender({ store, key: config.signingKey }).send(node, resources);
+    if (json) printJson(io, { node, digest: r.digest, serial: r.serial, position: r.position });
+    else io.stdout(`${r.digest}\n`);
+    return 0;
+  } finally {
+    await store.close();
+  }
 };
 
 function readSpec(path: string): string {

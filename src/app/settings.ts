@@ -1,0 +1,106 @@
+// The configuration settings (DESIGN §6, §7) as plain data: each one's flag, its variable, the
+// value it takes and a line of help. No zod here, so `converge --help` can list them without
+// loading the validation (config.ts) that only a running command needs.
+
+export type Setting = Readonly<{
+  flag: string;
+  env: string;
+  /** What the value looks like, for help: `<url>`, `on|off`. */
+  value: string;
+  /** The default as help shows it, or null for none. */
+  default: string | null;
+  help: string;
+}>;
+
+export const defaultStore = 'sqlite:./data/converge.db';
+
+export const settings = {
+  store: {
+    flag: 'store',
+    env: 'CONVERGE_STORE',
+    value: '<url>',
+    default: defaultStore,
+    help: 'event store: sqlite:<path>, esdb://… or memory:',
+  },
+  amqpUrl: {
+    flag: 'amqp',
+    env: 'CONVERGE_AMQP_URL',
+    value: '<url>',
+    default: null,
+    help: 'RabbitMQ: amqp://user:pass@host:5672/vhost (several, comma-separated, for a cluster)',
+  },
+  host: { flag: 'host', env: 'CONVERGE_HOST', value: '<address>', default: '127.0.0.1', help: 'HTTP API listen address' },
+  port: { flag: 'port', env: 'CONVERGE_PORT', value: '<n>', default: '8080', help: 'HTTP API port (0: any free port)' },
+  signingKeyPath: {
+    flag: 'signing-key',
+    env: 'CONVERGE_SIGNING_KEY',
+    value: '<pem>',
+    default: null,
+    help: 'Ed25519 private key (PEM file) that signs declarations; converge keygen makes one',
+  },
+  apiTokens: {
+    flag: 'api-tokens',
+    env: 'CONVERGE_API_TOKENS',
+    value: '<list>',
+    default: null,
+    help: 'bearer tokens of the HTTP API: token:scope[,scope] separated by spaces (scopes read, send)',
+  },
+  graceMs: {
+    flag: 'grace-ms',
+    env: 'CONVERGE_GRACE_MS',
+    value: '<ms>',
+    default: '60000',
+    help: 'a node silent this long is disconnected',
+  },
+  snapshotPath: {
+    flag: 'snapshot',
+    env: 'CONVERGE_SNAPSHOT',
+    value: '<path>',
+    default: '<sqlite file>.snapshot.json',
+    help: 'read-model snapshot file',
+  },
+  snapshotEvery: {
+    flag: 'snapshot-every',
+    env: 'CONVERGE_SNAPSHOT_EVERY',
+    value: '<events>',
+    default: '10000',
+    help: 'write the snapshot after this many events',
+  },
+  logLevel: {
+    flag: 'log-level',
+    env: 'CONVERGE_LOG_LEVEL',
+    value: '<level>',
+    default: null,
+    help: 'fatal, error, warn, info, debug, trace or silent (serve: info; other commands: warn)',
+  },
+  trustMissingUserId: {
+    flag: 'trust-missing-user-id',
+    env: 'CONVERGE_TRUST_MISSING_USER_ID',
+    value: 'on|off',
+    default: 'off',
+    help: 'accept a report or alive without user_id as from the node its body names (trusted labs only, DESIGN §1)',
+  },
+  aliveResolutionMs: {
+    flag: 'alive-resolution-ms',
+    env: 'CONVERGE_ALIVE_RESOLUTION_MS',
+    value: '<ms>',
+    default: '15000',
+    help: 'record at most one AliveSeen per node per this window (shorter than --grace-ms)',
+  },
+  managementUrl: {
+    flag: 'management-url',
+    env: 'CONVERGE_MANAGEMENT_URL',
+    value: '<url>',
+    default: 'http://guest:guest@127.0.0.1:15672',
+    help: 'RabbitMQ management API, for node accounts',
+  },
+} as const satisfies Record<string, Setting>;
+
+export type ConfigKey = keyof typeof settings;
+export const configKeys = Object.keys(settings) as ConfigKey[];
+
+/** `--store <url>    event store: … [CONVERGE_STORE, default sqlite:./data/converge.db]`, for help. */
+export const settingHelp = (key: ConfigKey, width = 32): string => {
+  const s: Setting = settings[key];
+  return `${`--${s.flag} ${s.value}`.padEnd(width)} ${s.help} [${s.env}${s.default === null ? '' : `, default ${s.default}`}]`;
+};

@@ -1,0 +1,43 @@
+import type { NodeView } from '../../../projections/index.ts';
+import { pairs, short } from '../output.ts';
+
+// One node's state as people read it: a row of `status`, or the key: value lines of `status <node>` and `state`.
+
+export const nodeRow = (v: NodeView): string[] => [
+  v.node,
+  v.status,
+  v.liveness.state === 'disconnected' ? `disconnected ${Math.round(v.liveness.disconnectedForMs / 1000)}s` : v.liveness.state,
+  v.sent === null ? '-' : `${v.sent.serial}:${short(v.sent.digest)}`,
+  short(v.reported?.declared),
+  v.reported?.class ?? '-',
+  `${v.anomalies.stale}/${v.anomalies.unknown}/${v.anomalies.undeclared}`,
+];
+export const nodeHeaders = ['NODE', 'STATUS', 'LIVENESS', 'SENT', 'REPORTED', 'CLASS', 'STALE/UNKNOWN/UNDECL'];
+
+export function describeNode(v: NodeView): string {
+  return pairs([
+    ['node', v.node],
+    ['status', `${v.status}${v.caughtUp ? ' (caught up)' : ''}`],
+    ['liveness', `${v.liveness.state}${v.liveness.lastSeenAt === null ? '' : `, last seen ${v.liveness.lastSeenAt}`}`],
+    ['sent', v.sent === null ? '-' : `serial ${v.sent.serial} ${v.sent.digest} at ${v.sent.sentAt}`],
+    ['reported', v.reported === null ? '-' : `${v.reported.declared ?? '(no digest)'} at ${v.reported.receivedAt} (${v.reported.class})`],
+    ['applied', v.reported?.applied.join(', ') || '-'],
+    [
+      'failed',
+      Object.entries(v.reported?.failed ?? {})
+        .map(([k, why]) => `${k}: ${why}`)
+        .join('; ') || '-',
+    ],
+    ['refused', v.reported?.refused || '-'],
+    ['missing', v.missing.join(', ') || '-'],
+    ['carried', v.carried.join(', ') || '-'],
+    ['anomalies', `stale ${v.anomalies.stale}, unknown ${v.anomalies.unknown}, undeclared ${v.anomalies.undeclared}`],
+    [
+      'latency',
+      v.convergence.lastLatencyMs === null
+        ? '-'
+        : `${v.convergence.lastLatencyMs} ms (acknowledged ${v.convergence.acknowledged}, superseded ${v.convergence.superseded})`,
+    ],
+    ['position', v.position],
+  ]);
+}
