@@ -15,6 +15,7 @@ import { generateSigningKey } from '../src/declaration/index.ts';
 import { makeAliveSeen, makeDeclarationSent, makeReportReceived, streamOf } from '../src/events/index.ts';
 import { createSqliteEventStore } from '../src/store/sqliteEventStore.ts';
 import type { StreamWrite } from '../src/store/index.ts';
+import { createBenchReport } from './support/report.ts';
 
 const { values } = parseArgs({ options: { bin: { type: 'string' }, passes: { type: 'string' } } });
 const bin = resolve(values.bin ?? new URL('../bin/converge.js', import.meta.url).pathname);
@@ -91,32 +92,33 @@ try {
       samples.get(c.name)!.push(timeOnce(c, env));
     }
   }
-  const best = (name: string): number => Math.min(...samples.get(name)!);
-  const spread = (name: string): number => {
-    const xs = samples.get(name)!;
-    return (Math.max(...xs) - Math.min(...xs)) / Math.min(...xs);
-  };
-  const baseline = best('node -e 0');
-  console.log(
-    `converge CLI start-up: ${passes} alternating passes, best (spread), ${fmt(nodes)}-node SQLite store built in ${Math.round(buildMs)} ms`,
+  const report = createBenchReport(
+    'CLI start-up',
+    `How long a person waits for \`converge --help\`, \`converge status <node>\` and \`converge status\` on a ${fmt(nodes)}-node SQLite store, each beside bare \`node -e 0\` in the same run (${passes} alternating passes).`,
   );
-  console.log(`bin: ${bin}`);
-  console.log('');
-  console.log(`${'case'.padEnd(36)}${'best ms'.padStart(10)}${'spread'.padStart(9)}${'× node -e 0'.padStart(14)}  target`);
-  const targets: Record<string, string> = {
-    'converge --help': '≤ 2×',
-    'converge status <node>': '< 300 ms',
-  };
-  for (const c of cases) {
-    const b = best(c.name);
-    const target = targets[c.name] ?? '';
-    const met = target === '≤ 2×' ? (b / baseline <= 2 ? 'met' : 'missed') : target === '< 300 ms' ? (b < 300 ? 'met' : 'missed') : '';
-    console.log(
-      `${c.name.padEnd(36)}${b.toFixed(0).padStart(10)}${`${Math.round(spread(c.name) * 100)}%`.padStart(9)}${(b / baseline).toFixed(2).padStart(14)}  ${target}${met === '' ? '' : ` (${met})`}`,
-    );
-  }
-  console.log('');
-  console.log('Wall-clock on a shared 2-core machine: read the ratios, not the milliseconds.');
+  const baseline = samples.get('node -e 0')!;
+  const [help, one, all] = cases.slice(1).map((c) => samples.get(c.name)!) as [number[], number[], number[]];
+  report.row({ name: 'converge --help', unit: 'ms', converge: help, baseline, better: 'lower', goal: { ratioAtMost: 2 } });
+  report.row({
+    name: 'converge status <node>',
+    unit: 'ms',
+    converge: one,
+    baseline,
+    better: 'lower',
+    goal: { atMost: 300 },
+    notes: "reads that node's stream alone",
+  });
+  report.row({
+    name: `converge status (${fmt(nodes)} nodes)`,
+    unit: 'ms',
+    converge: all,
+    baseline,
+    better: 'lower',
+    notes: 'folds the whole store',
+  });
+  report.note(`bin: ${bin}; store of ${fmt(nodes * 3)} events built through src/store in ${Math.round(buildMs)} ms.`);
+  report.note('Wall-clock on a shared 2-core machine: read the ratios, not the milliseconds.');
+  report.end();
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
