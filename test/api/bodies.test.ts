@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { defaultMaxEventBytes } from '../../src/store/index.ts';
 import { apiHarness, read, write } from '../support/apiHarness.ts';
 import type { ApiHarness as Harness } from '../support/apiHarness.ts';
-import { partialUpload } from './rawHttp.ts';
+import { partialUpload } from '../support/rawHttp.ts';
 
 // Issue 13 item 5: eight clients without a valid token sending 4 MiB bodies slowed everyone
 // else, because bodies were read and parsed before the token was checked. Each case below

@@ -4,6 +4,7 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { probeBroker } from '../support/broker.ts';
+import { hostileHttp } from './hostileHttpScenario.ts';
 import { modelBased } from './modelScenario.ts';
 import { allScenarios, runScenario } from './scenarios.ts';
 import type { ScenarioResult } from './scenarios.ts';
@@ -16,7 +17,9 @@ if (!probe.ok) {
   process.exit(1);
 }
 
-const chosen = [...allScenarios, modelBased, tampering].filter((s) => values.only === undefined || s.name.includes(values.only));
+const chosen = [...allScenarios, hostileHttp, modelBased, tampering].filter(
+  (s) => values.only === undefined || s.name.includes(values.only),
+);
 const results: ScenarioResult[] = [];
 for (const s of chosen) {
   process.stderr.write(`faults: ${s.name} …\n`);
@@ -108,6 +111,14 @@ ${table}
   truncated JSON, huge arrays, deep nesting, wrong types, non-hex digests, oversize, NUL bytes, invalid UTF-8), plus
   well-formed reports with no \`user_id\` and reports naming another node, published by an enrolled node among valid
   load. Each must be dead-lettered to \`mesh.dead\` with a code and none may become an event.
+- **hostile HTTP clients** — \`test/faults/hostileHttpScenario.ts\` (issue 13 items 5 and 8): while two nodes report over
+  the broker, the engine's HTTP API (\`src/api/\`, tokens configured) is hit by eight clients that, without a valid token,
+  push 4 MiB declaration bodies as fast as their sockets take them, for 3 s, and by one each of: a declaration over the
+  store's event limit, a GET with a body, a POST of text/plain, JSON nested 200 levels deep, a 5,000-character path.
+  Every upload must be answered 401 (or its connection closed by the server mid-upload) without its body reaching the
+  parser, every other request its own problem (413, 413, 415, 400, 414), and no declaration may be sent. Here **hostile
+  tried** counts those requests and **hostile appended** declarations they caused. A victim client's median latency
+  and the process's RSS are noted, not asserted; the clients run in the engine's process, so both include their cost.
 - **model-based** — \`test/faults/modelScenario.ts\`: fast-check draws runs of 10–15 commands (send; a report that is
   matching, stale, unknown or undeclared, and applied, failed or refused; the same delivery again; alive; crash =
   connection closed without draining, subscriptions stopped, no snapshot written, memory dropped; restart = the engine

@@ -107,7 +107,7 @@ export type Load = Readonly<{
  * Each node publishes `perNode` reports (Infinity: until `finish()`), one every `paceMs`, each
  * retried until confirmed.
  */
-function startLoad(nodes: readonly NodeConn[], perNode: number, paceMs: number): Load {
+export function startLoad(nodes: readonly NodeConn[], perNode: number, paceMs: number): Load {
   let sent = 0;
   let stopped = false;
   let finished = false;
@@ -136,7 +136,7 @@ function startLoad(nodes: readonly NodeConn[], perNode: number, paceMs: number):
 
 // ---------------------------------------------------------------- engine
 
-const startEngine = (url: string, store: EventStore, heartbeatSeconds = 2): Promise<IngestOverAmqp> =>
+export const startEngine = (url: string, store: EventStore, heartbeatSeconds = 2): Promise<IngestOverAmqp> =>
   startIngestOverAmqp({ url, store, logger, heartbeatSeconds, connectionName: 'converge-fault-engine' });
 
 // ---------------------------------------------------------------- tally
@@ -166,7 +166,7 @@ const allStored = async (store: EventStore, ids: Iterable<string>): Promise<bool
 };
 
 /** Time from now until every id in `ids` is stored; null if that does not happen within the limit. */
-async function timeToStore(store: () => EventStore, ids: ReadonlySet<string>, limitMs = 60_000): Promise<number | null> {
+export async function timeToStore(store: () => EventStore, ids: ReadonlySet<string>, limitMs = 60_000): Promise<number | null> {
   const t0 = Date.now();
   const snapshot = [...ids];
   try {
@@ -213,7 +213,7 @@ const settleAll = async (store: () => EventStore, load: Load): Promise<void> => 
   await timeToStore(store, load.confirmed());
 };
 
-async function tally(
+export async function tally(
   scenario: Scenario,
   store: EventStore,
   load: Load,
@@ -252,8 +252,8 @@ async function tally(
 
 export const nodeIds = (prefix: string, n: number): string[] =>
   Array.from({ length: n }, (_, i) => `${prefix}-${Date.now().toString(36)}-${i}`);
-const PER_NODE = Number(process.env['CONVERGE_FAULT_PER_NODE'] ?? 300);
-const PACE_MS = 5;
+export const PER_NODE = Number(process.env['CONVERGE_FAULT_PER_NODE'] ?? 300);
+export const PACE_MS = 5;
 
 export async function withNodes<T>(lab: FaultLab, prefix: string, n: number, body: (nodes: NodeConn[]) => Promise<T>): Promise<T> {
   const nodes: NodeConn[] = [];

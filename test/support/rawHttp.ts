@@ -63,3 +63,72 @@ export async function partialUpload(
   const headers = new Map(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
   return { status: Number(statusLine.split(' ')[1] ?? 0), headers, body: text.slice(end + 4), sentBytes, closedByServer };
 }
+
+export type UploadAnswer = Readonly<{
+  /** 0: the connection ended without an answer (a server that closes mid-upload may reset it). */
+  status: number;
+  contentType: string | null;
+  /** Bytes of the body written to the socket before the answer came or the connection ended. */
+  sentBytes: number;
+  closedByServer: boolean;
+}>;
+
+/**
+ * A client that announces `declaredBytes` and writes the body as fast as the socket takes it,
+ * stopping at the first byte of an answer: what a hostile uploader does (issue 13 item 5).
+ */
+export async function fullUpload(
+  base: string,
+  request: Readonly<{ method: string; path: string; headers: Record<string, string>; declaredBytes: number }>,
+): Promise<UploadAnswer> {
+  const url = new URL(base);
+  const socket = connect({ host: url.hostname, port: Number(url.port) });
+  const chunk = Buffer.alloc(64 * 1024, 0x20);
+  let sentBytes = 0;
+  let answered = false;
+  let closedByServer = false;
+  const received: Buffer[] = [];
+  await new Promise<void>((resolve) => {
+    const closed = (): void => {
+      closedByServer = true;
+      resolve();
+    };
+    socket.once('connect', () => {
+      socket.write(
+        [
+          `${request.method} ${request.path} HTTP/1.1`,
+          `host: ${url.host}`,
+          `content-length: ${request.declaredBytes}`,
+          ...Object.entries(request.headers).map(([k, v]) => `${k}: ${v}`),
+          '',
+          '',
+        ].join('\r\n'),
+      );
+      const pump = (): void => {
+        while (!answered && !socket.destroyed && sentBytes < request.declaredBytes) {
+          const n = Math.min(chunk.length, request.declaredBytes - sentBytes);
+          sentBytes += n;
+          if (!socket.write(n === chunk.length ? chunk : chunk.subarray(0, n))) {
+            socket.once('drain', pump);
+            return;
+          }
+        }
+      };
+      pump();
+    });
+    socket.on('data', (c: Buffer) => {
+      answered = true;
+      received.push(c);
+    });
+    socket.once('end', closed).once('close', closed).once('error', closed);
+    setTimeout(resolve, 10_000).unref();
+  });
+  socket.destroy();
+  const head = Buffer.concat(received).toString('latin1');
+  return {
+    status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0),
+    contentType: /\r\ncontent-type: *([^\r]*)/i.exec(head)?.[1] ?? null,
+    sentBytes,
+    closedByServer,
+  };
+}
