@@ -123,6 +123,27 @@ describeOnPostgres('PostgreSQL store against the server', () => {
     }
   });
 
+  void test('two handles writing one stream in turn keep its revisions dense, and each sees the other in its expected revisions', async () => {
+    const s = fresh();
+    const a = createPostgresEventStore(s.url);
+    const b = createPostgresEventStore(s.url);
+    try {
+      // Each handle remembers the head it last wrote; the other handle's appends make that stale.
+      for (let i = 0; i < 6; i++)
+        await (i % 2 === 0 ? a : b).append([{ stream: 'node-x', expected: 'any', events: [alive('x'), alive('x')] }]);
+      assert.deepEqual(
+        (await a.readStream('node-x')).map((e) => e.revision),
+        Array.from({ length: 12 }, (_, i) => BigInt(i)),
+      );
+      await rejectsWith(a.append([{ stream: 'node-x', expected: 9n, events: [alive('x')] }]), 'CONVERGE_ERR_WRONG_EXPECTED_REVISION');
+      const r = await a.append([{ stream: 'node-x', expected: 11n, events: [alive('x')] }]);
+      assert.deepEqual(r.streams, [{ stream: 'node-x', nextExpected: 12n, written: 1 }]);
+      await rejectsWith(b.append([{ stream: 'node-x', expected: 11n, events: [alive('x')] }]), 'CONVERGE_ERR_WRONG_EXPECTED_REVISION');
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
   void test('an event id that is not a UUID is refused with BAD_REQUEST and nothing is written', async () => {
     const s = fresh();
     await withStore(s.url, async (store) => {
