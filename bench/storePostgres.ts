@@ -11,8 +11,8 @@ import { getPostgreSQLEventStore, readMessagesBatch } from '@event-driven-io/emm
 import pg from 'pg';
 import { aliveSeenId } from '../src/events/index.ts';
 import type { AliveSeen } from '../src/events/index.ts';
-import { createPostgresEventStore } from '../src/store/index.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
+import { createPostgresEventStore } from '../src/store/postgres/index.ts';
 import { createBenchReport } from './support/report.ts';
 
 const scale = Number(process.env.CONVERGE_BENCH_SCALE ?? 1);
