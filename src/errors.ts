@@ -22,6 +22,10 @@ export const errorCodes = {
   CONVERGE_ERR_SIGNATURE_INVALID: { http: 400, summary: 'signature does not verify over the declaration bytes' },
   CONVERGE_ERR_DECLARATION_INVALID: { http: 400, summary: 'declaration bytes are not a valid declaration' },
   CONVERGE_ERR_KEY_INVALID: { http: 500, summary: 'signing key cannot be read as an Ed25519 key' },
+  CONVERGE_ERR_KEY_FILE: {
+    http: 500,
+    summary: 'keygen cannot write the key file: it exists (a key is never overwritten) or the folder is not writable',
+  },
 
   // events and store (DESIGN §2, §5)
   CONVERGE_ERR_EVENT_INVALID: { http: 500, summary: 'a stored event does not match its schema' },

@@ -79,7 +79,9 @@ export async function enrollNode(id: string, options: NodeAccountOptions): Promi
   if (existing && options.replace !== true) {
     throw new ConvergeError(
       'CONVERGE_ERR_NODE_EXISTS',
-      `node ${id} already has a broker account; revoke it, or enroll with replace to rotate its password`,
+      `node ${id} already has a broker account; revoke it, or enroll it again with replace to rotate its password`,
+      // The CLI names its own flag for this (`--replace`); the tagged account above cannot be replaced at all.
+      { details: { node: id, replaceable: true } },
     );
   }
   const vhostPath = `/vhosts/${seg(vhost)}`;

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -138,6 +140,73 @@ describe('what a new user tripped on', () => {
       const r = await cli(args, env);
       assert.equal(r.code, 1, `${args.join(' ')}: ${r.stderr}`);
       assert.match(oneLine(r), /no event has ever named node "n9"/);
+    }
+  });
+
+  test('keygen without --out prints the key id and public key, as its help says, and keeps stdout the private key', async () => {
+    const help = await cli(['keygen', '--help']);
+    assert.match(help.stdout, /prints its key id and public key/);
+    const r = await cli(['keygen']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^-----BEGIN PRIVATE KEY-----\n[\s\S]*-----END PRIVATE KEY-----\n$/);
+    assert.match(r.stderr, /key id [0-9a-f]{16}\n/);
+    assert.match(r.stderr, /-----BEGIN PUBLIC KEY-----/);
+  });
+
+  test('keygen --out over an existing file refuses in one sentence and leaves the file alone', async () => {
+    writeFileSync(join(dir, 'taken.pem'), 'keep me');
+    const r = await cli(['keygen', '--out', 'taken.pem']);
+    assert.equal(r.code, 1);
+    const line = oneLine(r);
+    assert.match(line, /taken\.pem already exists/);
+    assert.doesNotMatch(line, /EEXIST/);
+    assert.equal(readFileSync(join(dir, 'taken.pem'), 'utf8'), 'keep me');
+  });
+
+  test('history --limit lists only the declarations its events name, not every one', async () => {
+    // n1: send 1, report 1, send 2, report 2, send 3, report 3; the latest two events concern serial 3 alone.
+    const r = await cli(['history', 'n1', '--limit', '2'], env);
+    assert.equal(r.code, 0, r.stderr);
+    const [events, declarations] = r.stdout.split('\n\n') as [string, string];
+    assert.equal(events.trim().split('\n').length, 1 + 2);
+    const serials = declarations
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/\s+/)[0]);
+    assert.deepEqual(serials, ['3']);
+    const all = await cli(['history', 'n1'], env);
+    assert.equal(all.stdout.split('\n\n')[1]!.trim().split('\n').length, 1 + 3);
+  });
+
+  test('an EventStoreDB that cannot be reached is one plain sentence, not gRPC text with a dangling note', async () => {
+    const r = await cli(['status', 'n1'], { CONVERGE_STORE: 'esdb://127.0.0.1:1?tls=false' });
+    assert.equal(r.code, 1);
+    const line = oneLine(r);
+    assert.match(line, /ECONNREFUSED 127\.0\.0\.1:1/);
+    assert.doesNotMatch(line, /Resolution note/);
+    assert.doesNotMatch(line, /14 UNAVAILABLE/);
+    assert.doesNotMatch(line, /Error: /);
+  });
+
+  test('node enroll of an existing account names the flag that rotates it: --replace', async () => {
+    // A management API that knows n1 as a node account (no tags) and nothing else.
+    const api = createServer((req, res) => {
+      const known = req.method === 'GET' && req.url === '/api/users/n1';
+      res.writeHead(known ? 200 : 404, { 'content-type': 'application/json' });
+      res.end(known ? JSON.stringify({ name: 'n1', tags: [] }) : '{}');
+    });
+    await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://guest:guest@127.0.0.1:${(api.address() as AddressInfo).port}`;
+      const r = await cli(['node', 'enroll', 'n1', '--management-url', url]);
+      assert.equal(r.code, 1);
+      const line = oneLine(r);
+      assert.match(line, /node n1 already has a broker account/);
+      assert.match(line, /converge node enroll n1 --replace/);
+      assert.doesNotMatch(line, /with replace/);
+    } finally {
+      api.close();
     }
   });
 

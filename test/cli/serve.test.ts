@@ -48,4 +48,15 @@ test('converge serve answers /healthz, /readyz and a problem+json 404, and exits
   const [code, signal] = await exited;
   assert.equal(signal, null, stderr);
   assert.equal(code, 0, stderr);
+  // Its log lines (the warnings about no broker and no signing key, at least) carry ISO times
+  // an operator reads without converting epoch milliseconds (issue 9 §4).
+  const logs = stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { time: unknown; msg: string });
+  assert.ok(
+    logs.some((l) => /no --amqp/.test(l.msg)),
+    stderr,
+  );
+  for (const l of logs) assert.match(String(l.time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, JSON.stringify(l));
 });

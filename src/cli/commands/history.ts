@@ -16,6 +16,9 @@ export const run: Run = ({ io, values, positionals, config, json }) => {
     const events = await readNodeStream(store, node);
     const t = timeline(node, events);
     const entries = limit === Infinity ? t.entries : t.entries.slice(-limit);
+    // With --limit, the declarations those events name (sent, or reported on), not every one ever sent.
+    const named = new Set(entries.map((e) => e.digest));
+    const declarations = limit === Infinity ? t.declarations : t.declarations.filter((d) => named.has(d.digest));
     if (json) {
       printJsonLines(
         io,
@@ -41,13 +44,7 @@ export const run: Run = ({ io, values, positionals, config, json }) => {
     io.stdout(
       table(
         ['SERIAL', 'DIGEST', 'SENT', 'OUTCOME', 'LATENCY'],
-        t.declarations.map((d) => [
-          String(d.serial),
-          short(d.digest),
-          d.sentAt,
-          d.outcome,
-          d.latencyMs === null ? '-' : `${d.latencyMs} ms`,
-        ]),
+        declarations.map((d) => [String(d.serial), short(d.digest), d.sentAt, d.outcome, d.latencyMs === null ? '-' : `${d.latencyMs} ms`]),
       ),
     );
     return 0;

@@ -29,7 +29,7 @@ export const run: Run = async ({ io, values, positionals, config, json }) => {
   try {
     r = await enrollNode(id, { ...common, replace: values.replace === true });
   } catch (e) {
-    if (isConvergeError(e, 'CONVERGE_ERR_NODE_EXISTS'))
+    if (isConvergeError(e, 'CONVERGE_ERR_NODE_EXISTS') && e.details?.replaceable === true)
       throw new ConvergeError(
         'CONVERGE_ERR_NODE_EXISTS',
         `node ${id} already has a broker account; revoke it, or rotate its password with converge node enroll ${id} --replace`,
