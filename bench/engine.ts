@@ -189,6 +189,8 @@ async function waitForLine(lines: AsyncIterator<string>, match: RegExp): Promise
 function startServe(storePath: string): Child & { url: Promise<string> } {
   const c = startChild(
     [
+      // e.g. BENCH_SERVE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to see where serve's time goes
+      ...(process.env['BENCH_SERVE_NODE_ARGS']?.split(' ').filter((a) => a !== '') ?? []),
       'bin/converge.js',
       'serve',
       '--store',

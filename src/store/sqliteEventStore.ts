@@ -1,13 +1,13 @@
 import { resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { ConvergeError } from '../errors.ts';
-import type { Recorded } from '../events/index.ts';
+import type { ConvergeEvent, Recorded } from '../events/index.ts';
 import { decodeEvent, isEventType } from '../events/index.ts';
 import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision, recorded } from './appendRules.ts';
 import type { Notifier } from './notifier.ts';
 import { createNotifier } from './notifier.ts';
 import { createPollingSubscription } from './pollingSubscription.ts';
-import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions } from './port.ts';
+import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, StreamWrite, SubscribeOptions } from './port.ts';
 
 // The embedded default store (DESIGN §5). One file, WAL, synchronous=FULL: an acknowledged
 // report survives power loss, and batching (one transaction per append call) is how it gets
@@ -202,16 +202,47 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     return (q.revision.get(stream) as bigint | null) ?? -1n;
   };
 
-  const appendTx = conn.transaction((writes: ReturnType<typeof encodeWrites>): AppendResult => {
+  // Events this handle appended, newest last (positions increasing), kept a while so this
+  // process's live subscriptions take them as appended instead of reading them back: the
+  // projection runner read and decoded (JSON.parse + zod) every event ingest had just written,
+  // ~15 µs of each report in `serve` (issue 10; tmp micro-benchmark: SQL read 9, JSON.parse 3.4,
+  // zod 2.5 µs an event on the shared VM). Only after a commit: a rolled-back position may be
+  // handed out again. What another process or handle appended is read from the file as before,
+  // and so is anything older than the window (a subscriber catching up).
+  let tail: Recorded[] = [];
+  let pendingTail: Recorded[] = [];
+  const tailLimit = 4_096;
+
+  /** Up to `limit` consecutive events after `after` from `tail`; null unless `after + 1` is there. */
+  function fromTail(after: bigint, limit: number): Recorded[] | null {
+    const want = after + 1n;
+    const first = tail[0];
+    if (first === undefined || want < first.position || want > tail[tail.length - 1]!.position) return null;
+    let lo = 0;
+    let hi = tail.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (tail[mid]!.position < want) lo = mid + 1;
+      else hi = mid;
+    }
+    if (tail[lo]!.position !== want) return null;
+    const out: Recorded[] = [];
+    // Only a run of consecutive positions: a gap is another writer's event, read from the file.
+    for (let i = lo, next = want; i < tail.length && out.length < limit && tail[i]!.position === next; i++, next++) out.push(tail[i]!);
+    return out;
+  }
+
+  const appendTx = conn.transaction((writes: ReturnType<typeof encodeWrites>, originals: readonly StreamWrite[]): AppendResult => {
     const version = dataVersion.get() as number;
     if (version !== seenVersion || revisions.size > 1_000_000) {
       revisions.clear();
       seenVersion = version;
     }
     pending = new Map();
+    pendingTail = [];
     const streams: AppendResult['streams'][number][] = [];
     let position: bigint | null = null;
-    for (const w of writes) {
+    for (const [k, w] of writes.entries()) {
       const current = revisionOf(w.stream);
       if (!expectedRevisionHolds(w.expected, current)) {
         // A retry whose events are all stored already (in this stream) succeeds as a no-op.
@@ -222,7 +253,8 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       }
       let revision = current;
       let written = 0;
-      for (const e of w.events) {
+      const events = originals[k]!.events;
+      for (const [j, e] of w.events.entries()) {
         const r = q.insert.run(e.id, w.stream, revision + 1n, e.type, e.data, e.metadata);
         if (r.changes === 0) {
           const storedIn = q.streamOfId.get(e.id) as string;
@@ -240,6 +272,8 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
         revision++;
         written++;
         position = r.lastInsertRowid as bigint;
+        const original = events[j]!;
+        pendingTail.push(recorded({ type: original.type, data: original.data } as ConvergeEvent, e.id, w.stream, revision, position));
       }
       streams.push({ stream: w.stream, nextExpected: revision, written });
       pending.set(w.stream, revision);
@@ -270,6 +304,10 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   function readAfter(after: bigint | null, limit: number, types: ReadonlySet<string> | null = null): Recorded[] {
     open();
     try {
+      if (types === null) {
+        const cached = fromTail(after ?? 0n, limit);
+        if (cached !== null) return cached;
+      }
       const rows = types === null ? q.after.all(after ?? 0n, limit) : typesQuery(types).all(after ?? 0n, limit);
       return (rows as Row[]).map(decode);
     } catch (err) {
@@ -287,13 +325,19 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       try {
         // IMMEDIATE takes the write lock up front: another process waits (busy_timeout) rather
         // than failing halfway through upgrading a read transaction.
-        result = appendTx.immediate(encoded);
+        result = appendTx.immediate(encoded, writes);
       } catch (err) {
         pending = new Map();
+        pendingTail = [];
         throw sqliteError(err, 'append to sqlite store');
       }
       for (const [stream, revision] of pending) revisions.set(stream, revision);
       pending = new Map();
+      if (pendingTail.length > 0) {
+        // Inserted in position order within the call (one write lock), after any earlier call.
+        tail = tail.length + pendingTail.length > tailLimit * 2 ? tail.slice(-tailLimit).concat(pendingTail) : tail.concat(pendingTail);
+        pendingTail = [];
+      }
       if (result.position !== null) notifier.notify();
       return result;
     },

@@ -68,6 +68,25 @@ test('after a randomized run of sends, reports and alives, a replay from zero fi
   );
 });
 
+test('over SQLite, where live events reach the runner as appended and a replay reads them back from the file, replay = live', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'converge-live-'));
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 60 }), fc.integer({ min: 1, max: 7 }), async (ops, batchSize) => {
+      const store = createSqliteEventStore(join(dir, `live-${run++}.db`));
+      const runner = createProjectionRunner({ store, logger, batchSize });
+      await runner.start();
+      await play(historyInStore(store), ops);
+      const head = await store.headPosition();
+      await until('the runner to fold the store head', () => (runner.readModel.position() ?? null) === head, { everyMs: 0 });
+      assert.deepEqual(await verifyReadModel(store, runner.readModel), []);
+      await runner.stop();
+      await store.close();
+    }),
+    { numRuns: 15 },
+  );
+});
+
 test('after tampering with the read model, replay --verify finds the difference node by node', async () => {
   const store = createMemoryEventStore();
   const script = historyInStore(store);

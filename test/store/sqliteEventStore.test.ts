@@ -10,7 +10,7 @@ import { isConvergeError } from '../../src/errors.ts';
 import type { Recorded } from '../../src/events/index.ts';
 import { createSqliteEventStore, sqliteSchemaVersion } from '../../src/store/sqliteEventStore.ts';
 import { openEventStore } from '../../src/store/index.ts';
-import { batchEventIds } from './fixtures/sqliteAppender.ts';
+import { batchEventIds, batchWrites } from './fixtures/sqliteAppender.ts';
 import { until } from '../support/until.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'converge-sqlite-'));
@@ -230,13 +230,38 @@ test('a DeclarationSent-only subscription is served from the index: it never rea
     onError: (err) => void errors.push(err),
   });
   try {
-    const start = Date.now();
-    while (!sub.isCaughtUp() && Date.now() - start < 10_000) await new Promise((r) => setTimeout(r, 10));
+    await until('the subscription to catch up', () => sub.isCaughtUp());
     assert.deepEqual(
       seen.map((e) => e.id),
       [declaration.id],
     );
     assert.deepEqual(errors, []);
+  } finally {
+    await sub.stop();
+    await store.close();
+  }
+});
+
+test('a subscriber behind the window of recent appends reads the older events from the file, with no gap or duplicate at the seam', async () => {
+  const path = fresh();
+  const store = createSqliteEventStore(path);
+  // 600 batches of 20 events (12,000): more than this handle keeps of its own appends.
+  const want: string[] = [];
+  for (let b = 0; b < 600; b++) {
+    await store.append(batchWrites('seam', b));
+    want.push(...batchEventIds('seam', b));
+  }
+  const seen: string[] = [];
+  const sub = store.subscribe({ batchSize: 333, handler: (ev) => void seen.push(...ev.map((e) => e.id)) });
+  try {
+    // and a few more while it catches up, which arrive through the window
+    for (let b = 600; b < 620; b++) {
+      await store.append(batchWrites('seam', b));
+      want.push(...batchEventIds('seam', b));
+    }
+    await until('every event', () => seen.length >= want.length);
+    // Batch ids are sorted within a write by stream, as they are stored.
+    assert.deepEqual(seen, want);
   } finally {
     await sub.stop();
     await store.close();
