@@ -53,6 +53,7 @@ export const errorCodes = {
   CONVERGE_ERR_FORBIDDEN: { http: 403, summary: 'token lacks the scope this route needs' },
   CONVERGE_ERR_AWAIT_TIMEOUT: { http: 408, summary: 'node did not catch up with the digest before the timeout' },
   CONVERGE_ERR_NOT_READY: { http: 503, summary: 'projections have not caught up with the store' },
+  CONVERGE_ERR_PROJECTION_FAILED: { http: 503, summary: 'the fold failed on an event; projections stopped before it' },
   CONVERGE_ERR_ROUTE_NOT_FOUND: { http: 404, summary: 'no such route; see /v1/openapi.json' },
   CONVERGE_ERR_BODY_TOO_LARGE: { http: 413, summary: 'request body exceeds the size limit' },
   CONVERGE_ERR_URI_TOO_LONG: { http: 414, summary: 'a path segment of the request URL is longer than the limit' },

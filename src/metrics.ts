@@ -8,6 +8,7 @@ export type Metrics = Readonly<{
   eventsAppended: Counter<'type'>;
   ingestRejected: Counter<'reason'>;
   projectionLag: Gauge;
+  projectionFailed: Gauge;
   nodes: Gauge<'status' | 'liveness'>;
   convergenceSeconds: Histogram;
   relayPublished: Counter;
@@ -33,6 +34,11 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     projectionLag: new Gauge({
       name: 'converge_projection_lag_events',
       help: 'Events in the store not yet folded into the read model',
+      registers: [registry],
+    }),
+    projectionFailed: new Gauge({
+      name: 'converge_projection_failed',
+      help: '1 while projections are stopped on an event whose fold failed (the log names it); nothing after it is folded',
       registers: [registry],
     }),
     nodes: new Gauge({

@@ -12,6 +12,8 @@ export type SendDeclaration = (node: string, resources: readonly Resource[]) => 
 export type ProjectionStatus = Readonly<{
   isReady: () => boolean;
   lag: () => Promise<bigint>;
+  /** The event a fold failed on, when projections stopped there (issue 13 item 2). */
+  failure?: () => Readonly<{ position: bigint; id: string; type: string; node: string; message: string }> | null;
   refreshMetrics?: () => Promise<void>;
 }>;
 

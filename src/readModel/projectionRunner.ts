@@ -5,7 +5,7 @@ import type { EventStore, Subscription } from '../store/index.ts';
 import type { Metrics } from '../metrics.ts';
 import { withExactLastSeen } from './queries.ts';
 import { createReadModel } from './readModel.ts';
-import type { ReadModel } from './readModel.ts';
+import type { FoldFailure, ReadModel } from './readModel.ts';
 import { foldVersion, readSnapshot, serializeSnapshot, snapshotFormat, writeSnapshotText } from './snapshot.ts';
 import type { Snapshot } from './snapshot.ts';
 
@@ -37,9 +37,12 @@ export type ProjectionRunner = Readonly<{
   readModel: ReadModel;
   /** Restore the snapshot (if any, and valid) and start following the store. */
   start: () => Promise<void>;
-  /** Resolves once the runner has folded everything stored when it started. */
+  /** Resolves once the runner has folded everything stored when it started; rejects if a fold fails first. */
   caughtUp: () => Promise<void>;
+  /** Caught up and not stopped by a failed fold. */
   isReady: () => boolean;
+  /** The event a fold failed on: projections stopped there (issue 13 item 2), or null. */
+  failure: () => FoldFailure | null;
   /** Events in the store not yet folded. */
   lag: () => Promise<bigint>;
   /** Refresh the lag and node gauges (called on every /metrics scrape: liveness depends on now). */
@@ -56,7 +59,13 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
   let subscription: Subscription | null = null;
   let ready = false;
   let resolveCaughtUp: () => void = () => {};
-  const caughtUpPromise = new Promise<void>((r) => (resolveCaughtUp = r));
+  let rejectCaughtUp: (err: unknown) => void = () => {};
+  const caughtUpPromise = new Promise<void>((resolve, reject) => {
+    resolveCaughtUp = resolve;
+    rejectCaughtUp = reject;
+  });
+  // A caller that never awaits caughtUp must not see an unhandled rejection.
+  caughtUpPromise.catch(() => undefined);
   let lastSnapshotAt: bigint | null = null;
   let writing: Promise<void> | null = null;
   /** Id of the last event folded: stored in a snapshot to tie it to this store. */
@@ -128,6 +137,26 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     return writing;
   }
 
+  /**
+   * Issue 13 item 2: a fold that throws stops the projection where it is, loudly — not ready
+   * (/readyz 503), converge_projection_failed 1, one error log naming the event — and never
+   * steps over the event: a retry would fail the same way, and a skip serves a wrong model.
+   * What is folded stays served; a restart meets the same event again.
+   */
+  function stopOnFailure(err: unknown): void {
+    const f = readModel.failure();
+    if (f === null || subscription === null) return;
+    const s = subscription;
+    subscription = null;
+    metrics?.projectionFailed.set(1);
+    log.error(
+      { err, position: f.position.toString(), id: f.id, type: f.type, node: f.node },
+      'projections stopped: the fold failed on this event; nothing after it is folded until it is fixed',
+    );
+    rejectCaughtUp(err);
+    void s.stop();
+  }
+
   async function lag(): Promise<bigint> {
     const head = (await store.headPosition()) ?? 0n;
     const at = readModel.position() ?? 0n;
@@ -161,7 +190,12 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
         after: readModel.position(),
         ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
         handler: (events) => {
-          readModel.apply(events);
+          try {
+            readModel.apply(events);
+          } catch (err) {
+            stopOnFailure(err);
+            throw err;
+          }
           const last = events[events.length - 1];
           if (last !== undefined) lastEventId = last.id;
           if (every !== null && last !== undefined && (lastSnapshotAt === null ? last.position : last.position - lastSnapshotAt) >= every) {
@@ -174,11 +208,14 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
           log.info({ position: readModel.position()?.toString() ?? null, nodes: readModel.size() }, 'projections caught up');
           resolveCaughtUp();
         },
-        onError: (err) => log.error({ err }, 'projection subscription error; retrying'),
+        onError: (err) => {
+          if (readModel.failure() === null) log.error({ err }, 'projection subscription error; retrying');
+        },
       });
     },
     caughtUp: () => caughtUpPromise,
-    isReady: () => ready,
+    isReady: () => ready && readModel.failure() === null,
+    failure: () => readModel.failure(),
     lag,
     refreshMetrics,
     writeSnapshot: async () => {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { validateSpec } from '../../declaration/index.ts';
 import { ConvergeError } from '../../errors.ts';
-import { waitForNode } from '../../readModel/waitForNode.ts';
+import { waitForSend } from '../../readModel/waitForNode.ts';
 import { defaultMaxEventBytes } from '../../store/index.ts';
 import type { RouteContext } from '../nodeViews.ts';
 import { json, route } from '../routeOptions.ts';
@@ -29,8 +29,9 @@ export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app
       if (send === undefined) throw new ConvergeError('CONVERGE_ERR_INTERNAL', 'this API instance has no sender configured');
       const spec = validateSpec(body);
       const r = await send(params.node, spec.resources);
-      // Read-your-writes: a client that awaits or reads right after a 202 sees its own send.
-      await waitForNode(deps.readModel, params.node, (x) => x.sentDigests.has(r.digest), deps.sendVisibleMs ?? 5_000);
+      // Read-your-writes: a client that awaits or reads right after a 202 sees its own send. The
+      // declaration is recorded either way, so this wait never turns the answer into an error.
+      await waitForSend(deps.readModel, params.node, r.serial, deps.sendVisibleMs ?? 5_000);
       reply.code(202).header('location', `/v1/nodes/${encodeURIComponent(params.node)}`);
       return { node: params.node, digest: r.digest, serial: r.serial };
     },

@@ -30,10 +30,20 @@ export const healthRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { d
       operationId: 'readyz',
       summary: 'Ready once projections have caught up with the store',
       response: { 200: json('projections caught up', s.health) },
-      errors: { 503: 'projections still catching up' },
+      errors: { 503: 'projections still catching up, or stopped on an event whose fold failed' },
     }),
     async () => {
       const lag = (await projections?.lag()) ?? 0n;
+      const failed = projections?.failure?.() ?? null;
+      if (failed !== null) {
+        throw new ConvergeError(
+          'CONVERGE_ERR_PROJECTION_FAILED',
+          `projections stopped on ${failed.type} at position ${failed.position}: ${failed.message}`,
+          {
+            details: { position: failed.position.toString(), id: failed.id, type: failed.type, node: failed.node, lag: lag.toString() },
+          },
+        );
+      }
       if (!(projections?.isReady() ?? true)) {
         throw new ConvergeError('CONVERGE_ERR_NOT_READY', `projections are ${lag} events behind the store`, {
           details: { lag: lag.toString() },
