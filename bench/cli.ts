@@ -4,7 +4,7 @@
 // rotated each round) so a busy moment on the shared machine hits every case alike; the best of
 // the passes is reported with the spread between them.
 // Targets: `--help` ≤ 2× bare node start; `status <node>` under 0.3 s.
-// Run: node --import tsx bench/cli.ts [--bin <path to bin/converge.js>] [--passes 9]
+// Run: node --import tsx bench/cli.ts [--bin <path to bin/converge.js>] [--passes 15]
 //   --bin runs another checkout's CLI over the same store (the "before" of a change).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,7 +19,7 @@ import { createBenchReport } from './support/report.ts';
 
 const { values } = parseArgs({ options: { bin: { type: 'string' }, passes: { type: 'string' } } });
 const bin = resolve(values.bin ?? new URL('../bin/converge.js', import.meta.url).pathname);
-const passes = Number(values.passes ?? 9);
+const passes = Number(values.passes ?? 15);
 const nodes = Math.max(10, Math.round(10_000 * Number(process.env.CONVERGE_BENCH_SCALE ?? 1)));
 const fmt = (n: number): string => n.toLocaleString('en-US');
 
