@@ -1,9 +1,7 @@
 import type { Logger } from 'pino';
-import { livenessAt } from '../../projections/index.ts';
-import type { LivenessState, NodeStatus } from '../../projections/index.ts';
+import { livenessStates, nodeStatuses } from '../../projections/index.ts';
 import type { EventStore, Subscription } from '../store/index.ts';
 import type { Metrics } from '../metrics.ts';
-import { withExactLastSeen } from './queries.ts';
 import { createReadModel } from './readModel.ts';
 import type { FoldFailure, ReadModel } from './readModel.ts';
 import { foldVersion, readSnapshot, serializeSnapshot, snapshotFormat, writeSnapshotText } from './snapshot.ts';
@@ -54,7 +52,13 @@ export type ProjectionRunner = Readonly<{
 
 export function createProjectionRunner(options: ProjectionRunnerOptions): ProjectionRunner {
   const { store, logger, metrics } = options;
-  const readModel = options.readModel ?? createReadModel();
+  const readModel =
+    options.readModel ??
+    createReadModel({
+      ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
+      ...(options.lastSeen === undefined ? {} : { lastSeen: options.lastSeen }),
+      ...(options.now === undefined ? {} : { now: options.now }),
+    });
   const log = logger.child({ component: 'projections' });
   let subscription: Subscription | null = null;
   let ready = false;
@@ -163,20 +167,14 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     return head > at ? head - at : 0n;
   }
 
+  // O(series): the read model keeps nodes counted by status × liveness as events fold and as
+  // time passes (livenessTracker.ts). Walking every node per scrape cost 45 ms at 100,000 nodes.
   async function refreshMetrics(now: number = (options.now ?? Date.now)()): Promise<void> {
     if (metrics === undefined) return;
     metrics.projectionLag.set(Number(await lag()));
-    const counts = new Map<string, number>();
-    for (const s of readModel.nodes()) {
-      const seen = withExactLastSeen(s, options.lastSeen?.(s.node)).lastSeenAt;
-      const key = `${s.status}\u0000${livenessAt(seen, now, options.graceMs).state}`;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-    }
-    metrics.nodes.reset();
-    for (const status of ['undeclared', 'behind', 'refused', 'degraded', 'converged'] as const satisfies readonly NodeStatus[]) {
-      for (const liveness of ['connected', 'disconnected', 'never-seen'] as const satisfies readonly LivenessState[]) {
-        metrics.nodes.set({ status, liveness }, counts.get(`${status}\u0000${liveness}`) ?? 0);
-      }
+    const counts = readModel.liveness(now);
+    for (const status of nodeStatuses) {
+      for (const liveness of livenessStates) metrics.nodes.set({ status, liveness }, counts.get(status, liveness));
     }
   }
 

@@ -1,8 +1,10 @@
-import { foldNode, initialNodeState } from '../../projections/index.ts';
-import type { NodeState } from '../../projections/index.ts';
+import { createFleetTally, foldNode, initialNodeState } from '../../projections/index.ts';
+import type { FleetSummary, FleetSummaryOptions, LivenessState, NodeState, NodeStatus } from '../../projections/index.ts';
 import { ConvergeError } from '../errors.ts';
 import type { Recorded } from '../events/index.ts';
 import { nodeOfStream } from '../events/index.ts';
+import { createLivenessTracker } from './livenessTracker.ts';
+import type { ExactLastSeen, LivenessCounts } from './livenessTracker.ts';
 
 // The in-memory read model (DESIGN §3, §6): a mutable Map<node, NodeState> where each entry is
 // replaced by the pure fold, never edited in place. Listeners hear every change synchronously,
@@ -13,6 +15,26 @@ export type ChangeListener = (change: NodeChange) => void;
 
 /** The event a fold threw on: the read model stopped before it (issue 13 item 2). */
 export type FoldFailure = Readonly<{ position: bigint; id: string; type: Recorded['type']; node: string; message: string }>;
+
+export type ReadModelOptions = Readonly<{
+  /** Silence after which a node is disconnected (DESIGN §3; default 60 s). */
+  graceMs?: number;
+  /** The ingest's exact last-seen time (alive is coalesced in the store, DESIGN §2): liveness counts use the newer. */
+  lastSeen?: ExactLastSeen;
+  /** Clock for judging liveness as events fold (tests inject one). */
+  now?: () => number;
+}>;
+
+/** GET /v1/nodes: filters applied here, a page of `limit` after the node id `after`, in node id order. */
+export type NodePageQuery = Readonly<{
+  status?: NodeStatus | undefined;
+  liveness?: LivenessState | undefined;
+  spec?: string | undefined;
+  digest?: string | undefined;
+  after?: string | undefined;
+  limit: number;
+}>;
+export type NodePage = Readonly<{ states: readonly NodeState[]; total: number; next: string | null }>;
 
 export type ReadModel = Readonly<{
   get: (node: string) => NodeState | undefined;
@@ -39,6 +61,17 @@ export type ReadModel = Readonly<{
   restore: (states: Iterable<NodeState>, position: bigint | null) => void;
   /** Overwrite one node's state without an event: for restore and for tests that tamper on purpose. */
   set: (state: NodeState) => void;
+  /**
+   * A page of nodes in node id order after `after`, with the filters applied and the `total`
+   * matching: sorted slots and a binary search for the cursor, so a page costs its own size
+   * plus one pass over typed columns for the total (GET /v1/nodes built, sorted and sliced the
+   * whole fleet per request: 75 MB, 1.5 s at 100,000 nodes; issue 10).
+   */
+  page: (query: NodePageQuery, now: number) => NodePage;
+  /** GET /v1/fleet from counters kept as events fold (fleetTally.ts, livenessTracker.ts). */
+  fleet: (now: number, options?: FleetSummaryOptions) => FleetSummary;
+  /** Nodes by status × liveness as of `now` (the converge_nodes gauges). */
+  liveness: (now: number) => LivenessCounts;
 }>;
 
 const failedError = (f: FoldFailure, cause?: unknown): ConvergeError =>
@@ -48,25 +81,123 @@ const failedError = (f: FoldFailure, cause?: unknown): ConvergeError =>
     { details: { position: f.position.toString(), id: f.id, type: f.type, node: f.node }, ...(cause === undefined ? {} : { cause }) },
   );
 
-export function createReadModel(): ReadModel {
-  const states = new Map<string, NodeState>();
+export function createReadModel(options: ReadModelOptions = {}): ReadModel {
+  const clock = options.now ?? Date.now;
+  // Dense slots: a node's slot indexes its state and the typed columns of the liveness tracker,
+  // so pages and counts scan arrays rather than a Map of objects.
+  const slotOf = new Map<string, number>();
+  const ids: string[] = [];
+  const states: NodeState[] = [];
+  let order: Int32Array = new Int32Array(0);
+  let tally = createFleetTally();
+  const tracker = createLivenessTracker({
+    ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
+    ...(options.lastSeen === undefined ? {} : { exact: options.lastSeen }),
+  });
   const listeners = new Set<ChangeListener>();
   let position: bigint | null = null;
   let failed: FoldFailure | null = null;
   const failureListeners = new Set<(f: FoldFailure) => void>();
 
+  /** Put a node's new state in place and keep the counters in step with it. */
+  function place(slot: number, previous: NodeState | undefined, state: NodeState): void {
+    states[slot] = state;
+    // An alive changes lastSeenAt only: the fleet tally would subtract and add the same numbers.
+    if (
+      previous === undefined ||
+      previous.status !== state.status ||
+      previous.sent !== state.sent ||
+      previous.caughtUp !== state.caughtUp ||
+      previous.convergence !== state.convergence ||
+      previous.anomalies !== state.anomalies
+    ) {
+      if (previous !== undefined) tally.remove(previous);
+      tally.add(state);
+    }
+    if (previous === undefined || previous.status !== state.status || previous.lastSeenAt !== state.lastSeenAt) {
+      tracker.update(slot, state.node, state.status, state.lastSeenAt, clock());
+    }
+  }
+
+  function slotFor(node: string): number {
+    let slot = slotOf.get(node);
+    if (slot === undefined) {
+      slot = ids.length;
+      slotOf.set(node, slot);
+      ids.push(node);
+    }
+    return slot;
+  }
+
+  /** Slots sorted by node id; nodes added since the last call are sorted and merged in (O(n), not a full sort). */
+  function sorted(): Int32Array {
+    if (order.length === ids.length) return order;
+    const fresh = Array.from({ length: ids.length - order.length }, (_, i) => order.length + i).sort((a, b) =>
+      ids[a]! < ids[b]! ? -1 : 1,
+    );
+    const merged = new Int32Array(ids.length);
+    let i = 0;
+    let j = 0;
+    let k = 0;
+    while (i < order.length && j < fresh.length) merged[k++] = ids[order[i]!]! < ids[fresh[j]!]! ? order[i++]! : fresh[j++]!;
+    while (i < order.length) merged[k++] = order[i++]!;
+    while (j < fresh.length) merged[k++] = fresh[j++]!;
+    order = merged;
+    return order;
+  }
+
+  function page(query: NodePageQuery, now: number): NodePage {
+    const slots = sorted();
+    if (query.liveness !== undefined) tracker.counts(now);
+    const { status, liveness, spec, digest, after } = query;
+    const filtered = status !== undefined || liveness !== undefined || spec !== undefined || digest !== undefined;
+    const matches = (slot: number): boolean => {
+      const st = states[slot]!;
+      if (status !== undefined && st.status !== status) return false;
+      if (liveness !== undefined && tracker.livenessOf(slot) !== liveness) return false;
+      if (spec !== undefined && st.sent?.specDigest !== spec) return false;
+      if (digest !== undefined && st.sent?.digest !== digest && st.reported?.declared !== digest) return false;
+      return true;
+    };
+    // First slot after the cursor: a binary search over the sorted ids.
+    let lo = 0;
+    if (after !== undefined) {
+      let hi = slots.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (ids[slots[mid]!]! <= after) lo = mid + 1;
+        else hi = mid;
+      }
+    }
+    const out: NodeState[] = [];
+    let k = lo;
+    for (; k < slots.length && out.length < query.limit; k++) if (!filtered || matches(slots[k]!)) out.push(states[slots[k]!]!);
+    let more = false;
+    for (; k < slots.length && !more; k++) more = !filtered || matches(slots[k]!);
+    let total = slots.length;
+    if (filtered) {
+      total = 0;
+      for (let i = 0; i < slots.length; i++) if (matches(i)) total++;
+    }
+    return { states: out, total, next: more && out.length > 0 ? out[out.length - 1]!.node : null };
+  }
+
   return {
-    get: (node) => states.get(node),
-    has: (node) => states.has(node),
+    get: (node) => {
+      const slot = slotOf.get(node);
+      return slot === undefined ? undefined : states[slot];
+    },
+    has: (node) => slotOf.has(node),
     nodes: () => states.values(),
-    size: () => states.size,
+    size: () => ids.length,
     position: () => position,
     apply(events) {
       for (const e of events) {
         if (position !== null && e.position <= position) continue;
         if (failed !== null) throw failedError(failed);
         const node = nodeOfStream(e.stream) ?? e.data.node;
-        const previous = states.get(node);
+        const known = slotOf.get(node);
+        const previous = known === undefined ? undefined : states[known];
         let state: NodeState;
         try {
           state = foldNode(previous ?? initialNodeState(node), e);
@@ -82,7 +213,7 @@ export function createReadModel(): ReadModel {
           throw failedError(failed, err);
         }
         position = e.position;
-        states.set(node, state);
+        if (state !== previous) place(known ?? slotFor(node), previous, state);
         if (listeners.size > 0) {
           const change: NodeChange = { node, position: e.position, state, previous, event: e };
           for (const l of [...listeners]) {
@@ -109,12 +240,24 @@ export function createReadModel(): ReadModel {
       };
     },
     restore(next, at) {
-      states.clear();
-      for (const s of next) states.set(s.node, s);
+      slotOf.clear();
+      ids.length = 0;
+      states.length = 0;
+      order = new Int32Array(0);
+      tracker.clear();
+      tally = createFleetTally();
+      for (const s of next) {
+        const slot = slotFor(s.node);
+        place(slot, states[slot], s);
+      }
       position = at;
     },
     set(state) {
-      states.set(state.node, state);
+      const slot = slotFor(state.node);
+      place(slot, states[slot], state);
     },
+    page,
+    fleet: (now, fleetOptions) => tally.summary(tracker.counts(now).byLiveness(), fleetOptions),
+    liveness: (now) => tracker.counts(now),
   };
 }

@@ -1,10 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { summarizeFleet } from '../../../projections/index.ts';
 import type { RouteContext } from '../nodeViews.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 
-// DESIGN §7: the fleet at a glance. One summary call, so it can later be answered from counters.
+// DESIGN §7: the fleet at a glance, from counters the read model keeps as events fold (O(cohorts), not O(nodes)).
 
 export const fleetRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps, views }) => {
   app.get(
@@ -15,7 +14,7 @@ export const fleetRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { de
       response: { 200: json('the fleet summary', s.fleet) },
     }),
     async () => ({
-      ...summarizeFleet([...deps.readModel.nodes()].map(views.withLastSeen), views.now(), deps.graceMs),
+      ...deps.readModel.fleet(views.now()),
       position: deps.readModel.position()?.toString() ?? null,
       ready: deps.projections?.isReady() ?? true,
     }),

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { parseAt } from '../../../projections/index.ts';
-import type { NodeView } from '../../../projections/index.ts';
 import { ConvergeError } from '../../errors.ts';
 import { historyPage, stateAsOf } from '../../readModel/queries.ts';
 import { waitForNode } from '../../readModel/waitForNode.ts';
@@ -13,7 +12,7 @@ import * as s from '../schemas.ts';
 export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps, views }) => {
   const { readModel, store, graceMs } = deps;
 
-  // Kept to a loop over the read model so it can later answer from indexes without touching routes.
+  // Answered from the read model's index of nodes (readModel.page): filters, cursor and total there.
   app.get(
     '/v1/nodes',
     route('read', 'api', {
@@ -24,22 +23,8 @@ export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { dep
     }),
     async ({ query }) => {
       const at = views.now();
-      const matching: NodeView[] = [];
-      for (const st of readModel.nodes()) {
-        if (query.status !== undefined && st.status !== query.status) continue;
-        if (query.spec !== undefined && st.sent?.specDigest !== query.spec) continue;
-        if (query.digest !== undefined && st.sent?.digest !== query.digest && st.reported?.declared !== query.digest) continue;
-        const v = views.view(st, at);
-        if (query.liveness !== undefined && v.liveness.state !== query.liveness) continue;
-        matching.push(v);
-      }
-      matching.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
-      const after = query.after;
-      const from = after === undefined ? 0 : matching.findIndex((v) => v.node > after);
-      const nodes = from < 0 ? [] : matching.slice(from, from + query.limit);
-      const last = nodes.at(-1);
-      const more = from >= 0 && from + nodes.length < matching.length;
-      return { count: nodes.length, total: matching.length, nodes, next: more && last !== undefined ? last.node : null };
+      const page = readModel.page(query, at);
+      return { count: page.states.length, total: page.total, nodes: page.states.map((st) => views.view(st, at)), next: page.next };
     },
   );
 

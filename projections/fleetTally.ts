@@ -1,0 +1,119 @@
+import { createLatencyHistogram } from './latencyHistogram.ts';
+import type { LivenessState } from './liveness.ts';
+import type { NodeState, NodeStatus } from './nodeState.ts';
+
+// The fleet summary of DESIGN §7 kept as counters: each node state is added once and removed
+// when the fold replaces it, so the live read model answers GET /v1/fleet in the time it takes
+// to rank the spec cohorts, not by walking every node (0.5 s at 100,000 nodes; issue 10). The
+// pure summarizeFleet (fleet.ts) is this same tally filled from a list of states, so the live
+// answer and the answer for a list of states cannot differ. Liveness depends on "now" and is
+// counted by the caller.
+
+export type SpecCohort = Readonly<{
+  spec: string;
+  /** Nodes whose latest send is this spec. */
+  nodes: number;
+  /** Of those, the ones whose latest report names that send's digest (converged, degraded or refused). */
+  caughtUp: number;
+  byStatus: Readonly<Record<NodeStatus, number>>;
+}>;
+
+export type FleetSummaryOptions = Readonly<{
+  /** Cohorts listed, largest first; the rest are summed in otherCohorts. Default 10. */ topCohorts?: number;
+}>;
+
+export type FleetSummary = Readonly<{
+  nodes: number;
+  byStatus: Readonly<Record<NodeStatus, number>>;
+  byLiveness: Readonly<Record<LivenessState, number>>;
+  /** The largest spec cohorts, largest first (ties by spec digest). */
+  cohorts: readonly SpecCohort[];
+  /** The cohorts not listed, summed. */
+  otherCohorts: Readonly<{ cohorts: number; nodes: number; caughtUp: number }>;
+  convergence: Readonly<{
+    samples: number;
+    /** Nearest-rank percentiles of the nodes' recent latencies: exact below 2,048 ms, within 0.1 % above (latencyHistogram.ts). */
+    p50Ms: number | null;
+    p90Ms: number | null;
+    p99Ms: number | null;
+    maxMs: number | null;
+    superseded: number;
+    acknowledged: number;
+  }>;
+  anomalies: Readonly<{ stale: number; unknown: number; undeclared: number }>;
+}>;
+
+export type FleetTally = Readonly<{
+  add: (s: NodeState) => void;
+  remove: (s: NodeState) => void;
+  /** The summary, with the liveness counts the caller made for its "now". */
+  summary: (byLiveness: Readonly<Record<LivenessState, number>>, options?: FleetSummaryOptions) => FleetSummary;
+}>;
+
+const noStatus = (): Record<NodeStatus, number> => ({ undeclared: 0, behind: 0, refused: 0, degraded: 0, converged: 0 });
+
+type Cohort = { spec: string; nodes: number; caughtUp: number; byStatus: Record<NodeStatus, number> };
+
+export function createFleetTally(): FleetTally {
+  const byStatus = noStatus();
+  const cohorts = new Map<string, Cohort>();
+  const latencies = createLatencyHistogram();
+  const anomalies = { stale: 0, unknown: 0, undeclared: 0 };
+  let nodes = 0;
+  let superseded = 0;
+  let acknowledged = 0;
+
+  const change = (s: NodeState, by: 1 | -1): void => {
+    nodes += by;
+    byStatus[s.status] += by;
+    if (s.sent !== null) {
+      const spec = s.sent.specDigest;
+      let c = cohorts.get(spec);
+      if (c === undefined) cohorts.set(spec, (c = { spec, nodes: 0, caughtUp: 0, byStatus: noStatus() }));
+      c.nodes += by;
+      if (s.caughtUp) c.caughtUp += by;
+      c.byStatus[s.status] += by;
+      if (c.nodes === 0) cohorts.delete(spec);
+    }
+    for (const l of s.convergence.recentLatenciesMs) {
+      if (by > 0) latencies.add(l);
+      else latencies.remove(l);
+    }
+    superseded += by * s.convergence.superseded;
+    acknowledged += by * s.convergence.acknowledged;
+    anomalies.stale += by * s.anomalies.stale;
+    anomalies.unknown += by * s.anomalies.unknown;
+    anomalies.undeclared += by * s.anomalies.undeclared;
+  };
+
+  return {
+    add: (s) => change(s, 1),
+    remove: (s) => change(s, -1),
+    summary(byLiveness, options = {}) {
+      const top = Math.max(0, options.topCohorts ?? 10);
+      const ranked = [...cohorts.values()].sort((a, b) => b.nodes - a.nodes || (a.spec < b.spec ? -1 : 1));
+      const rest = ranked.slice(top);
+      return {
+        nodes,
+        byStatus: { ...byStatus },
+        byLiveness: { ...byLiveness },
+        cohorts: ranked.slice(0, top).map((c) => ({ spec: c.spec, nodes: c.nodes, caughtUp: c.caughtUp, byStatus: { ...c.byStatus } })),
+        otherCohorts: {
+          cohorts: rest.length,
+          nodes: rest.reduce((n, c) => n + c.nodes, 0),
+          caughtUp: rest.reduce((n, c) => n + c.caughtUp, 0),
+        },
+        convergence: {
+          samples: latencies.count(),
+          p50Ms: latencies.percentile(50),
+          p90Ms: latencies.percentile(90),
+          p99Ms: latencies.percentile(99),
+          maxMs: latencies.max(),
+          superseded,
+          acknowledged,
+        },
+        anomalies: { ...anomalies },
+      };
+    },
+  };
+}
