@@ -7,6 +7,7 @@ export const errorCodes = {
   CONVERGE_ERR_WIRE_TOO_LARGE: { http: 413, summary: 'message body exceeds the configured size limit' },
   CONVERGE_ERR_WIRE_NOT_JSON: { http: 400, summary: 'message body is not valid JSON' },
   CONVERGE_ERR_WIRE_TOO_DEEP: { http: 400, summary: 'message body nests deeper than the limit' },
+  CONVERGE_ERR_WIRE_TOO_MANY_ENTRIES: { http: 400, summary: 'an array or object in the message body holds more entries than the limit' },
   CONVERGE_ERR_WIRE_SCHEMA: { http: 400, summary: 'message body does not match the node-side wire struct' },
   CONVERGE_ERR_WIRE_NODE_MISSING: { http: 400, summary: 'message body has no node, or an empty one' },
   CONVERGE_ERR_WIRE_DIGEST: { http: 400, summary: 'declared is not 64 lowercase hex characters' },

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { stringMap } from '../wire/index.ts';
 
 // DESIGN §2. Event type names and field names are part of the audit record: change them only
 // with an upcaster (see upcasters.ts). Data is plain JSON; times are ISO 8601 strings.
@@ -26,7 +27,8 @@ export const reportReceivedData = z.object({
   /** Digest the report is about; null for a legacy report that names none. */
   declared: digest.nullable(),
   applied: z.array(z.string()),
-  failed: z.record(z.string(), z.string()),
+  // As the wire reads it: a copy through zod's record would drop a key named "__proto__" (issue 13).
+  failed: stringMap,
   refused: z.string(),
   carried: z.array(z.number().int()),
   receivedAt: iso,

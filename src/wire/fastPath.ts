@@ -14,18 +14,18 @@ function stringArray(v: unknown): string[] | null {
   return v as string[];
 }
 
-function intArray(v: unknown): number[] | null {
+function portArray(v: unknown): number[] | null {
   if (!Array.isArray(v)) return null;
-  for (let i = 0; i < v.length; i++) if (!Number.isSafeInteger(v[i])) return null;
+  for (let i = 0; i < v.length; i++) {
+    const p = v[i] as unknown;
+    if (!Number.isInteger(p) || (p as number) < 1 || (p as number) > 65535) return null;
+  }
   return v as number[];
 }
 
 function stringRecord(v: unknown): Record<string, string> | null {
   if (!isPlainObject(v)) return null;
-  for (const k in v) {
-    // zod drops a "__proto__" key when it copies a record; leave that oddity to zod itself.
-    if (k === '__proto__' || typeof v[k] !== 'string') return null;
-  }
+  for (const k in v) if (typeof v[k] !== 'string') return null;
   return v as Record<string, string>;
 }
 
@@ -43,7 +43,7 @@ export function fastReport(v: unknown): {
   if (typeof node !== 'string' && node !== null) return null;
   const a = applied == null ? [] : stringArray(applied);
   const f = failed == null ? {} : stringRecord(failed);
-  const c = carried == null ? [] : intArray(carried);
+  const c = carried == null ? [] : portArray(carried);
   if (a === null || f === null || c === null) return null;
   if (refused != null && typeof refused !== 'string') return null;
   if (declared != null && typeof declared !== 'string') return null;

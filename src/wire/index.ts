@@ -1,4 +1,4 @@
-export { aliveSchema, reportSchema, signedSchema, digestPattern } from './schemas.ts';
+export { aliveSchema, reportSchema, signedSchema, digestPattern, stringMap, port } from './schemas.ts';
 export type { Alive, Report, Signed } from './schemas.ts';
 export {
   parseAlive,
@@ -9,5 +9,6 @@ export {
   encodeAlive,
   defaultWireLimits,
   jsonDepthExceeds,
+  jsonShapeExceeds,
 } from './parse.ts';
 export type { WireLimits } from './parse.ts';

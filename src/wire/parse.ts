@@ -9,21 +9,29 @@ export type WireLimits = Readonly<{
   maxBytes: number;
   /** Arrays/objects nested deeper than this are rejected before JSON.parse walks them. */
   maxDepth: number;
+  /** Arrays/objects holding more entries than this are rejected before JSON.parse builds them. */
+  maxEntries: number;
 }>;
 
-export const defaultWireLimits: WireLimits = Object.freeze({ maxBytes: 256 * 1024, maxDepth: 32 });
+// maxEntries: a declaration holds at most 10,000 resources (src/declaration/declaration.ts), so
+// no honest report applies, fails or carries more. Issue 13: ~22,000 `failed` keys in 262 KB
+// cost ~125 ms each to take in and stalled the whole engine.
+export const defaultWireLimits: WireLimits = Object.freeze({ maxBytes: 256 * 1024, maxDepth: 32, maxEntries: 10_000 });
 
 // Not fatal: Go replaces invalid UTF-8 with U+FFFD too. ignoreBOM keeps a leading byte-order
 // mark in the text, so JSON.parse refuses it as Go's decoder does ("invalid character 'ï'").
 const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /**
- * Depth of JSON nesting, counted on the raw bytes, outside strings. Cheap (one pass, no
- * allocation) and runs before JSON.parse so a hostile `[[[[…` never builds a deep structure.
+ * Nesting depth and entries per array/object, counted on the raw bytes, outside strings: one
+ * pass, one small array, before JSON.parse, so a hostile `[[[[…` never builds a deep structure
+ * and a 20,000-key map is never built at all. 'deep', 'wide', or null when within the limits.
  */
-export function jsonDepthExceeds(bytes: Uint8Array, maxDepth: number): boolean {
+export function jsonShapeExceeds(bytes: Uint8Array, maxDepth: number, maxEntries: number): 'deep' | 'wide' | null {
   let depth = 0;
   let inString = false;
+  // Commas seen at each open level: n commas separate n + 1 entries.
+  const commas = new Uint32Array(maxDepth + 1);
   for (let i = 0; i < bytes.length; i++) {
     const c = bytes[i];
     if (inString) {
@@ -31,12 +39,19 @@ export function jsonDepthExceeds(bytes: Uint8Array, maxDepth: number): boolean {
         i++; // backslash: skip the escaped byte
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) {
-      if (++depth > maxDepth) return true;
+    else if (c === 0x2c) {
+      if (depth > 0 && ++commas[depth]! >= maxEntries) return 'wide';
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > maxDepth) return 'deep';
+      commas[depth] = 0;
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
-  return false;
+  return null;
 }
+
+/** Depth only (kept for callers that bound nothing else). */
+export const jsonDepthExceeds = (bytes: Uint8Array, maxDepth: number): boolean =>
+  jsonShapeExceeds(bytes, maxDepth, Number.MAX_SAFE_INTEGER) === 'deep';
 
 function parseJson(body: Uint8Array, limits: WireLimits): unknown {
   if (body.length > limits.maxBytes) {
@@ -44,8 +59,14 @@ function parseJson(body: Uint8Array, limits: WireLimits): unknown {
       details: { bytes: body.length, limit: limits.maxBytes },
     });
   }
-  if (jsonDepthExceeds(body, limits.maxDepth)) {
-    throw new ConvergeError('CONVERGE_ERR_WIRE_TOO_DEEP', `body nests deeper than ${limits.maxDepth} levels`);
+  const shape = jsonShapeExceeds(body, limits.maxDepth, limits.maxEntries);
+  if (shape === 'deep') throw new ConvergeError('CONVERGE_ERR_WIRE_TOO_DEEP', `body nests deeper than ${limits.maxDepth} levels`);
+  if (shape === 'wide') {
+    throw new ConvergeError(
+      'CONVERGE_ERR_WIRE_TOO_MANY_ENTRIES',
+      `body holds an array or object of more than ${limits.maxEntries} entries (applied, failed and carried name at most the resources of one declaration)`,
+      { details: { limit: limits.maxEntries } },
+    );
   }
   try {
     return JSON.parse(decoder.decode(body));
@@ -53,6 +74,8 @@ function parseJson(body: Uint8Array, limits: WireLimits): unknown {
     throw new ConvergeError('CONVERGE_ERR_WIRE_NOT_JSON', `body is not JSON: ${(cause as Error).message}`, { cause });
   }
 }
+
+const limitsOf = (l: Partial<WireLimits> | undefined): WireLimits => (l === undefined ? defaultWireLimits : { ...defaultWireLimits, ...l });
 
 function describe(issues: readonly z.core.$ZodIssue[]): string {
   return issues
@@ -95,8 +118,8 @@ function requireNode(node: string, what: string): void {
   if (node.length === 0) throw new ConvergeError('CONVERGE_ERR_WIRE_NODE_MISSING', `${what} has no node`);
 }
 
-export function parseReport(body: Uint8Array, limits: WireLimits = defaultWireLimits): Report {
-  const r = check(reportSchema, parseJson(body, limits), 'report', true, fastReport);
+export function parseReport(body: Uint8Array, limits?: Partial<WireLimits>): Report {
+  const r = check(reportSchema, parseJson(body, limitsOf(limits)), 'report', true, fastReport);
   requireNode(r.node, 'report');
   if (r.declared !== '' && !digestPattern.test(r.declared)) {
     throw new ConvergeError(
@@ -107,14 +130,14 @@ export function parseReport(body: Uint8Array, limits: WireLimits = defaultWireLi
   return { ...r, declared: r.declared === '' ? null : r.declared };
 }
 
-export function parseAlive(body: Uint8Array, limits: WireLimits = defaultWireLimits): Alive {
-  const a = check(aliveSchema, parseJson(body, limits), 'alive', true, fastAlive);
+export function parseAlive(body: Uint8Array, limits?: Partial<WireLimits>): Alive {
+  const a = check(aliveSchema, parseJson(body, limitsOf(limits)), 'alive', true, fastAlive);
   requireNode(a.node, 'alive');
   return a;
 }
 
-export function parseSigned(body: Uint8Array, limits: WireLimits = defaultWireLimits): Signed {
-  return check(signedSchema, parseJson(body, limits), 'signed');
+export function parseSigned(body: Uint8Array, limits?: Partial<WireLimits>): Signed {
+  return check(signedSchema, parseJson(body, limitsOf(limits)), 'signed');
 }
 
 /**

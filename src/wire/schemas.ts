@@ -23,15 +23,33 @@ const nodeId = z
 const omitEmpty = <T extends z.ZodType>(schema: T, fallback: () => z.output<T>) =>
   schema.nullish().transform((v) => (v ?? fallback()) as z.output<T>);
 
+/**
+ * Go's map[string]string, kept as JSON.parse built it rather than copied: zod's record copies
+ * by assignment, and assigning a "__proto__" key sets the copy's prototype instead — a failed
+ * resource of that name vanished from the stored report (issue 13: node data round-trips
+ * exactly). The check is one pass, like the record's.
+ */
+export const stringMap = z.custom<Record<string, string>>(
+  (v) => {
+    if (typeof v !== 'object' || v === null || Object.getPrototypeOf(v) !== Object.prototype) return false;
+    for (const k in v) if (typeof (v as Record<string, unknown>)[k] !== 'string') return false;
+    return true;
+  },
+  { message: 'expected an object whose values are all strings' },
+);
+
+/** A TCP/UDP port a host can hold (Go's []int says nothing of range; the engine does). */
+export const port = z.number().int('ports are whole numbers').min(1, 'ports are 1 to 65535').max(65535, 'ports are 1 to 65535');
+
 export const aliveSchema = z.object({ node: nodeId });
 
 export const reportSchema = z.object({
   node: nodeId,
   applied: omitEmpty(z.array(z.string()), () => []),
-  failed: omitEmpty(z.record(z.string(), z.string()), () => ({})),
+  failed: omitEmpty(stringMap, () => ({})),
   refused: omitEmpty(z.string(), () => ''),
-  // Go's []int: integers only (1.5 is an UnmarshalTypeError there too).
-  carried: omitEmpty(z.array(z.number().int().safe()), () => []),
+  // Go's []int: integers only (1.5 is an UnmarshalTypeError there too), and ports at that.
+  carried: omitEmpty(z.array(port), () => []),
   declared: omitEmpty(z.string(), () => ''),
 });
 

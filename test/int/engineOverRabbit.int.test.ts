@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import amqp from 'amqplib';
 import type { ChannelModel, GetMessage } from 'amqplib';
@@ -11,7 +14,10 @@ import { isConvergeError } from '../../src/errors.ts';
 import { createFaultProxy } from '../support/faults/faultProxy.ts';
 import { streamOf } from '../../src/events/index.ts';
 import { createSimulatedNode } from '../../src/lab/simulatedNode.ts';
+import { loadConfig } from '../../src/app/config.ts';
+import { createServer } from '../../src/app/server.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
+import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
@@ -123,6 +129,10 @@ describeOnBroker('engine over RabbitMQ', () => {
       pub(Buffer.from('{"node": "'), 'not-json');
       pub(Buffer.from(JSON.stringify({ node: n1, applied: 'web' })), 'wrong-type');
       pub(Buffer.from(JSON.stringify({ node: n1, carried: [1.5] })), 'fractional-port');
+      pub(Buffer.from(JSON.stringify({ node: n1, carried: [80, -5] })), 'negative-port');
+      pub(Buffer.from(JSON.stringify({ node: n1, carried: [0] })), 'port-zero');
+      // Issue 13: wider than any declaration (10,000 resources), refused before it is parsed.
+      pub(Buffer.from(JSON.stringify({ node: n1, applied: Array.from({ length: 10_001 }, () => 'a') })), 'too-wide');
       pub(Buffer.from(JSON.stringify({ applied: ['x'] })), 'no-node');
       pub(Buffer.alloc(70 * 1024, 0x20), 'oversize');
       pub(report(n1, { declared: 'A'.repeat(64) }), 'bad-digest');
@@ -139,6 +149,9 @@ describeOnBroker('engine over RabbitMQ', () => {
         'not-json': 'CONVERGE_ERR_WIRE_NOT_JSON',
         'wrong-type': 'CONVERGE_ERR_WIRE_SCHEMA',
         'fractional-port': 'CONVERGE_ERR_WIRE_SCHEMA',
+        'negative-port': 'CONVERGE_ERR_WIRE_SCHEMA',
+        'port-zero': 'CONVERGE_ERR_WIRE_SCHEMA',
+        'too-wide': 'CONVERGE_ERR_WIRE_TOO_MANY_ENTRIES',
         'no-node': 'CONVERGE_ERR_WIRE_NODE_MISSING',
         oversize: 'CONVERGE_ERR_WIRE_TOO_LARGE',
         'bad-digest': 'CONVERGE_ERR_WIRE_DIGEST',
@@ -180,6 +193,43 @@ describeOnBroker('engine over RabbitMQ', () => {
       await node.close();
       await guest.close();
       await ingest.stop();
+    }
+  });
+
+  test('a failed resource named __proto__ is stored, folded and served over HTTP exactly as the node sent it', async () => {
+    const node = `${tag}-proto`;
+    const dir = mkdtempSync(join(tmpdir(), 'converge-int-proto-'));
+    const store = createSqliteEventStore(join(dir, 'events.db'));
+    const config = loadConfig({ flags: {}, env: {} }, { store: `sqlite:${join(dir, 'events.db')}`, port: '0' });
+    const server = createServer({
+      config,
+      logger,
+      store,
+      transport: { ingestSource: transport.ingestSource(), publisher: transport.declarationPublisher() },
+    });
+    await server.start();
+    const conn = await connectAmqp({ url: await lab.enroll(node), logger });
+    const link = createAmqpNodeLink(conn, { node, logger });
+    try {
+      const body = Buffer.from(`{"node":"${node}","failed":{"__proto__":"pull denied","web":"port busy"}}`);
+      await link.publish('report', body, 'proto-1');
+      const st = await until('the report folded', () => server.runner.readModel.get(node)?.reported ?? null);
+      assert.deepEqual(Object.entries(st.failed), [
+        ['__proto__', 'pull denied'],
+        ['web', 'port busy'],
+      ]);
+      const [stored] = await store.readStream(streamOf(node));
+      assert.ok(stored?.type === 'ReportReceived');
+      assert.deepEqual(Object.keys(stored.data.failed), ['__proto__', 'web'], 'read back from SQLite with both keys');
+      const res = await server.app.inject({ method: 'GET', url: `/v1/nodes/${node}` });
+      assert.equal(res.statusCode, 200);
+      assert.match(res.body, /"failed":\{"__proto__":"pull denied","web":"port busy"\}/);
+    } finally {
+      await link.close();
+      await conn.close();
+      await server.stop();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -126,3 +126,47 @@ test('brackets inside strings do not count as nesting', () => {
   const r = parseReport(Buffer.from(`{"node":"n","failed":{"x":"${'[{'.repeat(100)}\\" ]"}}`));
   assert.equal(r.failed['x']?.length, 203);
 });
+
+// Issue 13 item 1: one valid node stalled the fleet with ~262 KB reports holding ~22,000 `failed`
+// keys each. A collection is bounded by the 10,000 resources a declaration may hold, and a body
+// past that is refused by a scan of its bytes, before JSON.parse builds anything.
+const wide = (field: 'applied' | 'failed' | 'carried', n: number): Buffer => {
+  if (field === 'failed')
+    return Buffer.from(`{"node":"n","failed":{${Array.from({ length: n }, (_, i) => `"k${i.toString(36)}":"e"`).join(',')}}}`);
+  const item = field === 'applied' ? (i: number) => `"r${i}"` : (i: number) => String(1 + (i % 65535));
+  return Buffer.from(`{"node":"n","${field}":[${Array.from({ length: n }, (_, i) => item(i)).join(',')}]}`);
+};
+
+test('applied, failed and carried hold at most 10,000 entries; one more is refused with its own code', () => {
+  for (const field of ['applied', 'failed', 'carried'] as const) {
+    const r = parseReport(wide(field, 10_000));
+    assert.equal(field === 'failed' ? Object.keys(r.failed).length : r[field].length, 10_000, field);
+    assertRejected(() => parseReport(wide(field, 10_001)), 'CONVERGE_ERR_WIRE_TOO_MANY_ENTRIES');
+  }
+  // The issue's body: ~262 KB, inside the 256 KiB limit's neighbourhood, 22,000 short keys.
+  assertRejected(() => parseReport(wide('failed', 22_000)), 'CONVERGE_ERR_WIRE_TOO_MANY_ENTRIES');
+  // Counted outside strings only, and the limit is configurable.
+  assert.doesNotThrow(() => parseReport(Buffer.from(`{"node":"n","refused":"${','.repeat(20_000)}"}`)));
+  assertRejected(
+    () => parseReport(wide('applied', 11), { maxBytes: 1024, maxDepth: 32, maxEntries: 10 }),
+    'CONVERGE_ERR_WIRE_TOO_MANY_ENTRIES',
+  );
+});
+
+test('carried ports are TCP/UDP ports, 1 to 65535', () => {
+  assert.deepEqual(parseReport(Buffer.from('{"node":"n","carried":[1,8080,65535]}')).carried, [1, 8080, 65535]);
+  for (const bad of [-5, 0, 65536, 1e9]) {
+    assertRejected(() => parseReport(Buffer.from(`{"node":"n","carried":[80,${bad}]}`)), 'CONVERGE_ERR_WIRE_SCHEMA');
+  }
+});
+
+test('a failed resource named __proto__ is kept as the node sent it, beside the others', () => {
+  const body = Buffer.from('{"node":"n","failed":{"__proto__":"pull denied","web":"port busy"}}');
+  const r = parseReport(body);
+  assert.deepEqual(Object.entries(r.failed), [
+    ['__proto__', 'pull denied'],
+    ['web', 'port busy'],
+  ]);
+  assert.equal(Object.getPrototypeOf(r.failed), Object.prototype, 'the key is data, not the prototype');
+  assert.equal(encodeReport(r).toString('utf8'), body.toString('utf8'), 'and it encodes back to the same bytes');
+});

@@ -17,6 +17,7 @@ export const hostileKinds = [
   'mutated',
   'truncatedJson',
   'hugeArray',
+  'wideCollection',
   'deepNesting',
   'wrongType',
   'nodeMissing',
@@ -108,6 +109,26 @@ function hugeArray(message: WireMessage, limits: WireLimits): fc.Arbitrary<Hosti
     const field = message === 'report' ? 'applied' : 'x';
     const body = Buffer.from(`{"node":${json(node)},"${field}":[${Array(count).fill(item).join(',')}]}`);
     return { kind: 'hugeArray', message, body, mustReject: true, codes: ['CONVERGE_ERR_WIRE_TOO_LARGE'], note: `${count} × ${item}` };
+  });
+}
+
+/** Inside the size limit, but one collection holds more entries than any declaration has resources (issue 13). */
+function wideCollection(message: WireMessage, limits: WireLimits): fc.Arbitrary<HostileBody> {
+  const fields = message === 'report' ? (['applied', 'failed', 'carried', 'x'] as const) : (['x'] as const);
+  return fc.tuple(nodeIdArb, fc.constantFrom(...fields), fc.integer({ min: 1, max: 50 })).map(([node, field, over]) => {
+    const n = limits.maxEntries + over;
+    const items = Array.from({ length: n }, (_, i) =>
+      field === 'failed' ? `"k${i.toString(36)}":"e"` : field === 'carried' ? String(1 + (i % 65535)) : `"${i.toString(36)}"`,
+    );
+    const value = field === 'failed' ? `{${items.join(',')}}` : `[${items.join(',')}]`;
+    return {
+      kind: 'wideCollection' as const,
+      message,
+      body: Buffer.from(`{"node":${json(node)},"${field}":${value}}`),
+      mustReject: true,
+      codes: ['CONVERGE_ERR_WIRE_TOO_MANY_ENTRIES', 'CONVERGE_ERR_WIRE_TOO_LARGE'] as const,
+      note: `${field} of ${n} entries`,
+    };
   });
 }
 
@@ -305,6 +326,8 @@ export function hostileBodiesOf(
       return truncated(message);
     case 'hugeArray':
       return hugeArray(message, limits);
+    case 'wideCollection':
+      return wideCollection(message, limits);
     case 'deepNesting':
       return deepNesting(message, limits);
     case 'wrongType':
