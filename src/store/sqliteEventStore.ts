@@ -24,6 +24,11 @@ export type SqliteEventStoreOptions = Readonly<{
   busyTimeoutMs?: number;
   /** Events per read query in readAll and subscriptions. */
   readBatchSize?: number;
+  /**
+   * Stored JSON per read query (at least one event): decoding is synchronous, and 1,000 reports
+   * of 130 KB each took seconds of one event-loop turn (issue 13). Default 256 KiB.
+   */
+  readBatchBytes?: number;
 }>;
 
 /** Bump with a migration in `migrations` below whenever the schema changes. */
@@ -130,6 +135,7 @@ type Row = { position: bigint; id: string; stream: string; revision: bigint; typ
 export function createSqliteEventStore(path: string, options: SqliteEventStoreOptions = {}): EventStore {
   const maxEventBytes = options.maxEventBytes ?? defaultMaxEventBytes;
   const readBatchSize = options.readBatchSize ?? 1000;
+  const readBatchBytes = options.readBatchBytes ?? 256 * 1024;
   const pollMs = options.pollMs ?? 200;
   const key = path === ':memory:' ? `:memory:${Math.random()}` : resolve(path);
 
@@ -281,6 +287,18 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     return { streams, position };
   });
 
+  /** Decode rows until `readBatchBytes` of stored JSON (or the rows) run out; `cut` says rows were left unread. */
+  function decodeUpTo(rows: IterableIterator<unknown>): { events: Recorded[]; cut: boolean } {
+    const events: Recorded[] = [];
+    let bytes = 0;
+    for (const r of rows as IterableIterator<Row>) {
+      events.push(decode(r));
+      bytes += r.data.length;
+      if (bytes >= readBatchBytes) return { events, cut: true }; // leaving for…of ends the statement's iteration
+    }
+    return { events, cut: false };
+  }
+
   // One statement per set of types a subscription asks for, with the types written into the
   // SQL: SQLite uses a partial index only when the query's WHERE names the indexed value itself,
   // not a bound parameter. The names come from the closed set of event types.
@@ -308,8 +326,8 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
         const cached = fromTail(after ?? 0n, limit);
         if (cached !== null) return cached;
       }
-      const rows = types === null ? q.after.all(after ?? 0n, limit) : typesQuery(types).all(after ?? 0n, limit);
-      return (rows as Row[]).map(decode);
+      const rows = types === null ? q.after.iterate(after ?? 0n, limit) : typesQuery(types).iterate(after ?? 0n, limit);
+      return decodeUpTo(rows).events;
     } catch (err) {
       throw sqliteError(err, 'read sqlite store');
     }
@@ -366,7 +384,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
         let batch: Recorded[];
         try {
           if (prefix === undefined) {
-            batch = (q.after.all(after, n) as Row[]).map(decode);
+            batch = decodeUpTo(q.after.iterate(after, n)).events;
             if (batch.length === 0) return;
             after = batch[batch.length - 1]!.position;
           } else {
@@ -375,8 +393,9 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
             const head = (q.head.get() as bigint | null) ?? 0n;
             if (after >= head) return;
             const hi = after + BigInt(readBatchSize * 8);
-            batch = (q.afterPrefix.all(after, hi, prefix.length, prefix, n) as Row[]).map(decode);
-            after = batch.length === n ? batch[batch.length - 1]!.position : hi < head ? hi : head;
+            const read = decodeUpTo(q.afterPrefix.iterate(after, hi, prefix.length, prefix, n));
+            batch = read.events;
+            after = batch.length === n || read.cut ? batch[batch.length - 1]!.position : hi < head ? hi : head;
           }
         } catch (err) {
           throw sqliteError(err, 'read sqlite store');

@@ -7,6 +7,7 @@ import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { isConvergeError } from '../../src/errors.ts';
+import { makeAliveSeen, makeReportReceived, streamOf } from '../../src/events/index.ts';
 import type { Recorded } from '../../src/events/index.ts';
 import { createSqliteEventStore, sqliteSchemaVersion } from '../../src/store/sqliteEventStore.ts';
 import { openEventStore } from '../../src/store/index.ts';
@@ -266,4 +267,64 @@ test('a subscriber behind the window of recent appends reads the older events fr
     await sub.stop();
     await store.close();
   }
+});
+
+// Issue 13: decoding is synchronous, so a read of 1,000 wide reports (130 KB each) held the event
+// loop for seconds; and a subscription's batches settled as microtasks, so catching up ran in one turn.
+test('reads and subscription batches hand over at most readBatchBytes of stored JSON (and at least one event)', async () => {
+  const path = fresh();
+  const store = createSqliteEventStore(path, { readBatchBytes: 150_000 });
+  const failed = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`resource-${i}`, 'pull denied']));
+  for (let i = 0; i < 5; i++) {
+    const e = makeReportReceived(
+      { node: 'wide', applied: [], failed, refused: '', carried: [], declared: null },
+      Buffer.from(`b${i}`),
+      { messageId: `m${i}`, redelivered: false, userId: 'wide' },
+      new Date('2026-11-30T10:00:00Z'),
+    );
+    await store.append([{ stream: streamOf('wide'), expected: 'any', events: [e] }]);
+  }
+  const sizes: number[] = [];
+  for await (const batch of store.readAll()) sizes.push(batch.length);
+  assert.deepEqual(sizes, [2, 2, 1]);
+  // Another handle (another engine process, or this one restarted) reads them from the file.
+  const reader = createSqliteEventStore(path, { readBatchBytes: 150_000 });
+  const handled: number[] = [];
+  await new Promise<void>((resolve) => {
+    const sub = reader.subscribe({
+      handler: (events) => void handled.push(events.length),
+      onCaughtUp: () => void sub.stop().then(resolve),
+    });
+  });
+  assert.deepEqual(handled, [2, 2, 1]);
+  await reader.close();
+  await store.close();
+});
+
+test('a subscription catching up gives the event loop a turn between batches', async () => {
+  const store = createSqliteEventStore(fresh());
+  for (let i = 0; i < 10; i++)
+    await store.append([
+      { stream: streamOf('n'), expected: 'any', events: [makeAliveSeen({ node: 'n' }, new Date(Date.UTC(2026, 10, 30, 10, 0, i)))] },
+    ]);
+  let turns = 0;
+  const ticker = setInterval(() => turns++, 0);
+  const seen: number[] = [];
+  await new Promise<void>((resolve) => {
+    const sub = store.subscribe({
+      batchSize: 2,
+      handler: () => {
+        seen.push(turns);
+        // Spin past the timer's due time, so only a new loop turn lets it run.
+        const spinUntil = Date.now() + 3;
+        while (Date.now() < spinUntil);
+      },
+      onCaughtUp: () => void sub.stop().then(resolve),
+    });
+  });
+  clearInterval(ticker);
+  assert.equal(seen.length, 5);
+  for (let i = 1; i < seen.length; i++)
+    assert.ok(seen[i]! > seen[i - 1]!, `timers ran between batch ${i} and ${i + 1}: ${seen.join(', ')}`);
+  await store.close();
 });
