@@ -15,6 +15,10 @@ export const errorCodes = {
   CONVERGE_ERR_USER_ID_MISSING: { http: 400, summary: 'message has no user_id property, so the sender is unknown' },
   CONVERGE_ERR_USER_ID_MISMATCH: { http: 400, summary: 'message user_id differs from the node named in its body' },
   CONVERGE_ERR_ROUTING_KEY: { http: 400, summary: 'message arrived with a routing key the engine does not ingest' },
+  CONVERGE_ERR_RATE_LIMITED: {
+    http: 429,
+    summary: 'a node sent messages faster than its budget; the excess went to mesh.dead, not the store',
+  },
 
   // declarations (DESIGN §1)
   CONVERGE_ERR_SPEC_INVALID: { http: 400, summary: 'declaration spec is not valid' },

@@ -27,6 +27,10 @@ export type Config = Readonly<{
   trustMissingUserId: boolean;
   aliveResolutionMs: number;
   managementUrl: string;
+  /** Budget units (a message per started 4 KiB) each node may sustain per second before the excess is refused (0: no budget). */
+  nodeReportRate: number;
+  /** Units a node may spend at once after a quiet spell. */
+  nodeReportBurst: number;
 }>;
 
 export { defaultStore } from './settings.ts';
@@ -73,6 +77,11 @@ const schema = z.object({
     .string()
     .refine((s) => /^https?:\/\/.+/.test(s), 'must be an http:// or https:// URL')
     .default(settings.managementUrl.default),
+  // Issue 13: units of one message per started 4 KiB (src/engine/nodeBudget.ts). A node reports
+  // after it applies something, rarely (wire.go): 20/s is far above that, and a burst of 1,000
+  // rides out an engine restart with reports queued meanwhile.
+  nodeReportRate: intIn(0, 1_000_000).default(20),
+  nodeReportBurst: intIn(1, 1_000_000).default(1000),
 });
 
 export type ConfigSource = Readonly<{

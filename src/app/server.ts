@@ -91,6 +91,7 @@ export function createServer(options: ServerOptions): Server {
           metrics,
           trustMissingUserId: config.trustMissingUserId,
           aliveResolutionMs: config.aliveResolutionMs,
+          ...(config.nodeReportRate === 0 ? {} : { nodeBudget: { ratePerSecond: config.nodeReportRate, burst: config.nodeReportBurst } }),
         });
   const relay = transport === undefined ? null : createRelay({ store, publisher: transport.publisher, logger, metrics });
 

@@ -94,6 +94,20 @@ export const settings = {
     default: 'http://guest:guest@127.0.0.1:15672',
     help: 'RabbitMQ management API, for node accounts',
   },
+  nodeReportRate: {
+    flag: 'node-report-rate',
+    env: 'CONVERGE_NODE_REPORT_RATE',
+    value: '<units/s>',
+    default: '20',
+    help: 'per-node budget: units a second (a message costs one per started 4 KiB); over it, mesh.dead (0: no budget)',
+  },
+  nodeReportBurst: {
+    flag: 'node-report-burst',
+    env: 'CONVERGE_NODE_REPORT_BURST',
+    value: '<units>',
+    default: '1000',
+    help: 'per-node budget: units a node may spend at once after a quiet spell',
+  },
 } as const satisfies Record<string, Setting>;
 
 export type ConfigKey = keyof typeof settings;

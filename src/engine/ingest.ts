@@ -8,6 +8,8 @@ import { defaultWireLimits, parseAlive, parseReport } from '../wire/index.ts';
 import type { WireLimits } from '../wire/index.ts';
 import type { Metrics } from '../metrics.ts';
 import { retry } from '../retry.ts';
+import { costOf, createNodeBudget } from './nodeBudget.ts';
+import type { NodeBudgetOptions } from './nodeBudget.ts';
 
 // Reports and alive in (DESIGN §1, §2): parse at the edge, check the sender, turn each
 // delivery into at most one event with a deterministic id, append many deliveries in one
@@ -31,11 +33,21 @@ export type IngestOptions = Readonly<{
   aliveResolutionMs?: number;
   /** Most deliveries per store.append call. */
   batchSize?: number;
+  /**
+   * Most body bytes per store.append call (at least one delivery). An append serialises and
+   * writes synchronously: 500 reports of 130 KB held the event loop for seconds (issue 13).
+   */
+  batchBytes?: number;
   /** How long a partial batch waits for company before it is written. */
   flushMs?: number;
   now?: () => Date;
   /** Backoff while the store is unavailable. */
   retry?: Readonly<{ minMs?: number; maxMs?: number }>;
+  /**
+   * Budget per node (by broker-validated user_id) and queue; the excess is refused to the queue's
+   * dead-lettering as CONVERGE_ERR_RATE_LIMITED (issue 13). Absent: no budget.
+   */
+  nodeBudget?: Omit<NodeBudgetOptions, 'now'>;
 }>;
 
 export type Ingest = Readonly<{
@@ -54,6 +66,8 @@ export type Ingest = Readonly<{
     acked: number;
     deadLettered: number;
     coalesced: number;
+    /** Messages over their node's budget, refused for the queue to dead-letter (not in deadLettered). */
+    rateLimited: number;
     pending: number;
   }>;
 }>;
@@ -74,6 +88,7 @@ export function createIngest(options: IngestOptions): Ingest {
   const trustMissing = options.trustMissingUserId ?? false;
   const resolutionMs = options.aliveResolutionMs ?? 15_000;
   const batchSize = Math.max(1, options.batchSize ?? 500);
+  const batchBytes = Math.max(1, options.batchBytes ?? 256 * 1024);
   const flushMs = options.flushMs ?? 10;
   const now = options.now ?? (() => new Date());
   // Jittered: every engine instance behind one broker or store retries after the same outage.
@@ -84,12 +99,17 @@ export function createIngest(options: IngestOptions): Ingest {
   /** seenAt of the last AliveSeen we decided to append, per node: the coalescing clock. */
   const lastAliveEvent = new Map<string, number>();
   let pending: Pending[] = [];
+  let pendingBytes = 0;
   let timer: NodeJS.Timeout | null = null;
   let flushing: Promise<void> | null = null;
   const deadLettering = new Set<Promise<void>>();
   let healthy = true;
   let batchSeq = 0;
-  const counts = { received: 0, redelivered: 0, appended: 0, acked: 0, deadLettered: 0, coalesced: 0 };
+  const counts = { received: 0, redelivered: 0, appended: 0, acked: 0, deadLettered: 0, coalesced: 0, rateLimited: 0 };
+  const budget = options.nodeBudget === undefined ? null : createNodeBudget({ ...options.nodeBudget, now: () => now().getTime() });
+  /** Messages refused by the budget per node since the last warning: a flood logs a line per 5 s, not one per message. */
+  const limitedSince = new Map<string, number>();
+  let limitedLogAt = 0;
 
   function checkSender(node: string, d: Delivery): void {
     if (d.userId === null) {
@@ -140,6 +160,18 @@ export function createIngest(options: IngestOptions): Ingest {
     return makeAliveSeen(alive, at);
   }
 
+  function logRateLimited(node: string): void {
+    limitedSince.set(node, (limitedSince.get(node) ?? 0) + 1);
+    const t = now().getTime();
+    if (t - limitedLogAt < 5_000) return;
+    limitedLogAt = t;
+    logger.warn(
+      { code: 'CONVERGE_ERR_RATE_LIMITED', nodes: Object.fromEntries(limitedSince) },
+      'messages over their node budget refused to mesh.dead (x-death reason rejected)',
+    );
+    limitedSince.clear();
+  }
+
   function refuse(d: Delivery, err: unknown): void {
     const e = toConvergeError(err);
     metrics?.ingestRejected.inc({ reason: e.code });
@@ -168,6 +200,17 @@ export function createIngest(options: IngestOptions): Ingest {
   function onDelivery(d: Delivery): void {
     counts.received++;
     if (d.redelivered) counts.redelivered++;
+    // Over its node's budget (nodeBudget.ts): shed before parsing, through the queue's own
+    // dead-lettering. A backlog in mesh.reports delays every node's reports alike, and publishing
+    // a coded copy of each cost more than the flood did to send (bench/fairness.ts: the backlog
+    // grew by 400–2,400/s that way and shrank by 760–2,500/s with nack).
+    if (budget !== null && d.userId !== null && !budget.take(`${d.kind}\u0000${d.userId}`, costOf(d.body.length))) {
+      counts.rateLimited++;
+      metrics?.ingestRejected.inc({ reason: 'CONVERGE_ERR_RATE_LIMITED' });
+      logRateLimited(d.userId);
+      source.reject(d, 'CONVERGE_ERR_RATE_LIMITED');
+      return;
+    }
     let event: NewEvent | null;
     try {
       event = toEvent(d);
@@ -176,12 +219,13 @@ export function createIngest(options: IngestOptions): Ingest {
       return;
     }
     pending.push({ delivery: d, event });
+    pendingBytes += d.body.length;
     schedule();
   }
 
   function schedule(): void {
     if (flushing !== null) return; // the running flush loop takes whatever has arrived
-    if (pending.length >= batchSize) kick(false);
+    if (pending.length >= batchSize || pendingBytes >= batchBytes) kick(false);
     else if (timer === null) timer = setTimeout(kick, flushMs, true);
   }
 
@@ -201,15 +245,31 @@ export function createIngest(options: IngestOptions): Ingest {
   // instead of 100, the one largest cost in bench/ingest.ts. A remainder waits at most flushMs,
   // as the baseline's does.
   async function drain(partial: boolean): Promise<void> {
-    while (pending.length >= batchSize || (partial && pending.length > 0)) {
-      const batch = pending.length <= batchSize ? pending : pending.slice(0, batchSize);
-      pending = pending.length <= batchSize ? [] : pending.slice(batchSize);
+    while (pending.length >= batchSize || pendingBytes >= batchBytes || (partial && pending.length > 0)) {
+      const n = batchLength();
+      const batch = pending.length === n ? pending : pending.slice(0, n);
+      pending = pending.length === n ? [] : pending.slice(n);
+      for (const p of batch) pendingBytes -= p.delivery.body.length;
       const ok = await commit(batch);
       if (!ok) {
         // Stopped with the store down: leave them unacked; the broker redelivers to whoever is next.
         return;
       }
+      // An append settles as a microtask: without a turn between batches a backlog is written
+      // in one event-loop turn, deliveries and timers waiting behind it (issue 13).
+      await new Promise((resolve) => setImmediate(resolve));
     }
+  }
+
+  /** Deliveries in the next batch: up to batchSize, and no more body bytes than batchBytes (but at least one). */
+  function batchLength(): number {
+    const most = Math.min(batchSize, pending.length);
+    let bytes = 0;
+    for (let i = 0; i < most; i++) {
+      bytes += pending[i]!.delivery.body.length;
+      if (bytes >= batchBytes) return i + 1;
+    }
+    return most;
   }
 
   function writesOf(batch: readonly Pending[]): StreamWrite[] {

@@ -53,17 +53,23 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
     };
   }
 
-  function ackOn(session: Session, tags: Set<number>): void {
+  /** Settle `tags` on their channel: ack, or nack without requeue (the queue dead-letters them). */
+  function settleOn(session: Session, tags: Set<number>, how: 'ack' | 'reject'): void {
     if (!session.live) return;
+    const settle = (tag: number, multiple: boolean): void => {
+      const m = { fields: { deliveryTag: tag } } as ConsumeMessage;
+      if (how === 'ack') session.ch.ack(m, multiple);
+      else session.ch.nack(m, multiple, false);
+    };
     try {
-      // Longest run of the oldest outstanding tags that are all being acked: one `multiple` ack.
+      // Longest run of the oldest outstanding tags that are all being settled: one `multiple` frame.
       let upTo = -1;
       for (const t of session.outstanding) {
         if (!tags.has(t)) break;
         upTo = t;
       }
       if (upTo >= 0) {
-        session.ch.ack({ fields: { deliveryTag: upTo } } as ConsumeMessage, true);
+        settle(upTo, true);
         for (const t of session.outstanding) {
           if (t > upTo) break;
           session.outstanding.delete(t);
@@ -71,15 +77,35 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
         }
       }
       for (const t of tags) {
-        session.ch.ack({ fields: { deliveryTag: t } } as ConsumeMessage, false);
+        settle(t, false);
         session.outstanding.delete(t);
       }
     } catch (err) {
       // The channel closed under us; its messages are requeued by the broker.
       session.live = false;
-      logger.warn({ err: (err as Error).message }, 'ack on a closing channel dropped');
+      logger.warn({ err: (err as Error).message }, `${how} on a closing channel dropped`);
     }
   }
+
+  const bySession = (deliveries: readonly Delivery[]): Map<Session, Set<number>> => {
+    const out = new Map<Session, Set<number>>();
+    for (const d of deliveries) {
+      const { session, message } = handleOf(d);
+      let tags = out.get(session);
+      if (tags === undefined) out.set(session, (tags = new Set()));
+      tags.add(message.fields.deliveryTag);
+    }
+    return out;
+  };
+
+  // Refusals of one turn are settled together: a flood arrives as runs of one sender's messages,
+  // and a run is one nack frame and one command in the quorum queue's log instead of hundreds.
+  let rejecting: Delivery[] = [];
+  const flushRejects = (): void => {
+    const batch = rejecting;
+    rejecting = [];
+    for (const [session, tags] of bySession(batch)) settleOn(session, tags, 'reject');
+  };
 
   const source: IngestSource = {
     async start(onDelivery) {
@@ -123,17 +149,14 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
     },
 
     ack(deliveries) {
-      const bySession = new Map<Session, Set<number>>();
-      for (const d of deliveries) {
-        const { session, message } = handleOf(d);
-        let tags = bySession.get(session);
-        if (tags === undefined) bySession.set(session, (tags = new Set()));
-        tags.add(message.fields.deliveryTag);
-      }
-      for (const [session, tags] of bySession) ackOn(session, tags);
+      for (const [session, tags] of bySession(deliveries)) settleOn(session, tags, 'ack');
     },
 
     isLive: (d) => handleOf(d).session.live,
+
+    reject(d) {
+      if (rejecting.push(d) === 1) setImmediate(flushRejects);
+    },
 
     async deadLetter(d, code: ErrorCode, reason: string) {
       if (dead === null) throw new Error('ingest source not started');

@@ -116,6 +116,12 @@ export function createInProcessBroker(): InProcessBroker {
           dead.push({ kind: d.kind, body: d.body, messageId: d.messageId, userId: d.userId, code, reason });
           unacked.delete((d.handle as Handle).seq);
         },
+        reject(d, code) {
+          if (!live(d)) return;
+          // The queue's own dead-lettering: the body and sender as sent, no reason text.
+          dead.push({ kind: d.kind, body: d.body, messageId: d.messageId, userId: d.userId, code, reason: '' });
+          unacked.delete((d.handle as Handle).seq);
+        },
         async pause() {
           paused = true;
         },

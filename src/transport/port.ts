@@ -35,6 +35,14 @@ export interface IngestSource {
    * (`x-converge-error`, `x-converge-reason`), then ack the original. Resolves once both happened.
    */
   deadLetter(d: Delivery, code: ErrorCode, reason: string): Promise<void>;
+  /**
+   * Refuse a delivery back to the broker (AMQP: basic.nack, requeue=false): its queue dead-letters
+   * it to mesh.dead itself (DESIGN §1's x-dead-letter-exchange), with `x-death` reason `rejected`
+   * and the sender's own user_id. No copy passes through the engine and no confirm is awaited, so
+   * it is what sheds a flood (issue 13); the code cannot travel with the message here — the
+   * engine counts and logs it. A delivery whose channel has closed is skipped (it is redelivered).
+   */
+  reject(d: Delivery, code: ErrorCode): void;
   /** Stop new deliveries; deliveries in flight can still be acked. */
   pause(): Promise<void>;
   stop(): Promise<void>;

@@ -1,8 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createIngest } from '../../src/engine/ingest.ts';
+import type { Ingest } from '../../src/engine/ingest.ts';
+import { streamOf } from '../../src/events/index.ts';
+import { createMetrics } from '../../src/metrics.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
+import type { EventStore } from '../../src/store/index.ts';
+import { createInProcessBroker } from '../../src/transport/inProcess.ts';
 import type { Delivery, IngestSource } from '../../src/transport/port.ts';
+import { encodeReport } from '../../src/wire/index.ts';
+import type { Report } from '../../src/wire/index.ts';
 import { logger } from '../support/logger.ts';
 
 // Ingest against a hand-made IngestSource, for the corners a broker cannot be made to hit on cue.
@@ -24,6 +31,7 @@ test('stop returns while a dead-letter publish waits for a channel that only the
     },
     isLive: () => !stopped,
     deadLetter: () => new Promise<void>((_resolve, reject) => waiting.push(reject)),
+    reject: () => {},
     pause: async () => {},
     stop: async () => {
       stopped = true;
@@ -58,4 +66,71 @@ test('stop returns while a dead-letter publish waits for a channel that only the
   assert.equal(outcome, 'stopped');
   assert.equal(stopped, true);
   assert.deepEqual(acked, [], 'a delivery whose dead-letter copy was never confirmed is not acked');
+});
+
+const reportOf = (node: string, over: Partial<Report> = {}): Buffer =>
+  encodeReport({ node, applied: [], failed: {}, refused: '', carried: [], declared: null, ...over });
+
+async function settle(ingest: Ingest, done: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !done(); i++) await new Promise((r) => setTimeout(r, 5));
+  assert.ok(done(), `ingest settled: ${JSON.stringify(ingest.stats())}`);
+}
+
+test("a node over its budget has the excess refused to mesh.dead with CONVERGE_ERR_RATE_LIMITED; the other nodes' reports are all stored", async () => {
+  const broker = createInProcessBroker();
+  const store = createMemoryEventStore();
+  const metrics = createMetrics();
+  const ingest = createIngest({
+    store,
+    source: broker.ingestSource(),
+    logger,
+    metrics,
+    flushMs: 1,
+    nodeBudget: { ratePerSecond: 1, burst: 10 },
+    now: () => new Date('2026-11-30T10:00:00Z'), // time stands still: no refill
+  });
+  await ingest.start();
+  for (let i = 0; i < 50; i++) {
+    broker.inject('report', reportOf('flood', { applied: [`r${i}`] }), { messageId: `flood/${i}`, userId: 'flood' });
+    if (i % 10 === 0) broker.inject('report', reportOf('quiet'), { messageId: `quiet/${i}`, userId: 'quiet' });
+  }
+  await settle(ingest, () => ingest.stats().acked + ingest.stats().rateLimited === 55);
+  const ids = async (node: string) =>
+    (await store.readStream(streamOf(node))).map((e) => (e.type === 'ReportReceived' ? e.data.transport.messageId : e.type));
+  assert.deepEqual(await ids('quiet'), ['quiet/0', 'quiet/10', 'quiet/20', 'quiet/30', 'quiet/40']);
+  assert.deepEqual(
+    await ids('flood'),
+    Array.from({ length: 10 }, (_, i) => `flood/${i}`),
+    'the burst, in order',
+  );
+  const dead = broker.deadLetters();
+  assert.equal(dead.length, 40);
+  assert.ok(dead.every((d) => d.code === 'CONVERGE_ERR_RATE_LIMITED' && d.userId === 'flood'));
+  assert.deepEqual(broker.depth(), { 'mesh.reports': 0, 'mesh.alive': 0 }, 'nothing left unacked or unrefused');
+  const rejected = await metrics.registry.getSingleMetric('converge_ingest_rejected_total')?.get();
+  assert.equal(rejected?.values.find((v) => v.labels['reason'] === 'CONVERGE_ERR_RATE_LIMITED')?.value, 40);
+  await ingest.stop();
+});
+
+test('a store append carries at most batchBytes of report bodies, and at least one report', async () => {
+  const broker = createInProcessBroker();
+  const inner = createMemoryEventStore();
+  const appended: number[] = [];
+  const store: EventStore = {
+    ...inner,
+    append: async (writes) => {
+      appended.push(writes.reduce((n, w) => n + w.events.length, 0));
+      return inner.append(writes);
+    },
+  };
+  const ingest = createIngest({ store, source: broker.ingestSource(), logger, flushMs: 1, batchBytes: 150_000 });
+  await ingest.start();
+  // ~100 KB each: 5,000 failed resources.
+  const failed = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`resource-${i}`, 'pull denied']));
+  const body = reportOf('wide', { failed });
+  assert.ok(body.length > 100_000 && body.length < 150_000);
+  for (let i = 0; i < 7; i++) broker.inject('report', body, { messageId: `wide/${i}`, userId: 'wide' });
+  await settle(ingest, () => ingest.stats().acked === 7);
+  assert.deepEqual(appended, [2, 2, 2, 1]);
+  await ingest.stop();
 });

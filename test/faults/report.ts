@@ -4,6 +4,7 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { probeBroker } from '../support/broker.ts';
+import { hostileNodeFlood } from './floodScenario.ts';
 import { hostileHttp } from './hostileHttpScenario.ts';
 import { modelBased } from './modelScenario.ts';
 import { allScenarios, runScenario } from './scenarios.ts';
@@ -17,7 +18,7 @@ if (!probe.ok) {
   process.exit(1);
 }
 
-const chosen = [...allScenarios, hostileHttp, modelBased, tampering].filter(
+const chosen = [...allScenarios, hostileNodeFlood, hostileHttp, modelBased, tampering].filter(
   (s) => values.only === undefined || s.name.includes(values.only),
 );
 const results: ScenarioResult[] = [];
