@@ -202,7 +202,7 @@ export function createIngest(options: IngestOptions): Ingest {
     if (d.redelivered) counts.redelivered++;
     // Over its node's budget (nodeBudget.ts): shed before parsing, through the queue's own
     // dead-lettering. A backlog in mesh.reports delays every node's reports alike, and publishing
-    // a coded copy of each cost more than the flood did to send (bench/fairness.ts: the backlog
+    // a coded copy of each cost more than the flood did to send (bench/fairness: the backlog
     // grew by 400–2,400/s that way and shrank by 760–2,500/s with nack).
     if (budget !== null && d.userId !== null && !budget.take(`${d.kind}\u0000${d.userId}`, costOf(d.body.length))) {
       counts.rateLimited++;
