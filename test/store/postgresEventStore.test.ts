@@ -174,6 +174,16 @@ describeOnPostgres('PostgreSQL store against the server', () => {
     }
   });
 
+  void test('a store closed while its LISTEN connection is still being opened closes, not hangs', { timeout: 30_000 }, async () => {
+    const s = fresh();
+    for (let i = 0; i < 5; i++) {
+      const store = createPostgresEventStore(s.url);
+      const sub = store.subscribe({ handler: () => undefined });
+      await sub.stop();
+      await store.close();
+    }
+  });
+
   void test('after its LISTEN connection is killed, a subscription reconnects and still wakes by NOTIFY', async () => {
     const s = fresh();
     const reader = createPostgresEventStore(s.url, { pollMs: 3_600_000 });

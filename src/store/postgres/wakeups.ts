@@ -20,6 +20,7 @@ export function listenForAppends(
   backoffOptions: BackoffOptions = { minMs: 50, maxMs: 5_000, jitter: 0.5 },
 ): Wakeups {
   const abort = new AbortController();
+  const stopped = new Promise<void>((resolve) => abort.signal.addEventListener('abort', () => resolve(), { once: true }));
   let client: pg.Client | null = null;
 
   async function run(): Promise<void> {
@@ -37,7 +38,8 @@ export function listenForAppends(
         client = c;
         backoff.reset();
         notifier.notify();
-        const why = await Promise.race([lost, new Promise((r) => abort.signal.addEventListener('abort', r, { once: true }))]);
+        // stop() may have come while we connected, before `client` was set for it to end.
+        const why = await Promise.race([lost, stopped]);
         if (!abort.signal.aborted) onError(why);
       } catch (err) {
         if (!abort.signal.aborted) onError(err);
