@@ -19,6 +19,8 @@ import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { nodeRoutes } from './routes/nodes.ts';
 import { openApiRoutes } from './routes/openapi.ts';
+import { timelineRoutes } from './routes/timeline.ts';
+import { createFleetHistory } from '../readModel/fleetAsOf.ts';
 import { maxNodeIdLength } from './schemas.ts';
 import { ConvergeError } from '../errors.ts';
 
@@ -94,10 +96,19 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   });
 
   const context: RouteContext = { deps, views: nodeViews(deps) };
+  // Created now, before the projections start (src/app/server.ts), so a cold start records the
+  // whole history once as it folds; plugins only run at ready/listen, after that.
+  const fleetHistory = createFleetHistory({
+    store: deps.store,
+    readModel: deps.readModel,
+    ...(deps.graceMs === undefined ? {} : { graceMs: deps.graceMs }),
+  });
+  app.addHook('onClose', async () => fleetHistory.stop());
   void app.register(fastifySwagger, openApiOptions());
   void app.register(nodeRoutes, context);
   void app.register(declarationRoutes, context);
-  void app.register(fleetRoutes, context);
+  void app.register(fleetRoutes, { ...context, fleetHistory });
+  void app.register(timelineRoutes, context);
   void app.register(eventRoutes, context);
   void app.register(healthRoutes, context);
   void app.register(metricsRoutes, context);

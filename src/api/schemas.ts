@@ -96,6 +96,7 @@ export const nodesQuery = z.object({
   spec: digest.optional().describe('nodes whose latest send has this spec digest'),
   limit: z.coerce.number().int().min(1).max(5_000).default(500).describe('nodes per page (default 500, at most 5,000)'),
   after: z.string().min(1).max(maxNodeIdLength).optional().describe('only nodes whose id sorts after this one: pass `next` to page'),
+  prefix: z.string().min(1).max(maxNodeIdLength).optional().describe("only nodes whose id starts with this (the dashboard's id search)"),
 });
 
 export const nodeList = named(
@@ -184,7 +185,77 @@ export const fleet = named(
     anomalies,
     position: position.nullable(),
     ready: z.boolean(),
+    at: z.string().optional().describe('the `at` asked for (absent: the fleet now)'),
+    moment: iso
+      .nullable()
+      .optional()
+      .describe('with `at`: the time liveness is judged at, the asked time or the time of the asked position (to the second)'),
   }),
+  'The fleet summary, now or as of a time or position (every node folded up to it, DESIGN §3)',
+);
+
+// GET /v1/fleet?at= (issue 11): the fleet as of a moment, for the dashboard's time travel.
+export const fleetQuery = z.object({
+  at: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'an ISO 8601 time or a decimal store position: the fleet as of that moment (each node folded up to it, liveness judged then); absent: now',
+    ),
+});
+
+// GET /v1/nodes/:node/timeline (issue 11): a node's events as the dashboard shows them, each
+// report classified and each race (a report the old clock rule counted as caught up) marked.
+export const timelineQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  before: position.optional().describe('only events with a position below this one (exclusive): pass `next` to page'),
+});
+
+export const timelineEntry = named(
+  'TimelineEntry',
+  z.object({
+    position,
+    type: z.enum(['DeclarationSent', 'ReportReceived', 'AliveSeen']),
+    at: iso,
+    digest: digest.nullable().describe('DeclarationSent: its digest; ReportReceived: the digest it names (null: a legacy report)'),
+    serial: z.number().int().nullable().describe('the serial of that digest, if it was ever sent to this node'),
+    class: reportClassEnum.nullable().describe('ReportReceived: how it relates to what had been sent when it arrived'),
+    duplicate: z.boolean().describe('the same report delivered again: it changes nothing'),
+    status: statusEnum.describe('the node status after this event'),
+    race: z
+      .object({ sentSerial: z.number().int(), sentDigest: digest, sentAt: iso })
+      .nullable()
+      .describe('a report the clock rule would have counted as caught up with this send; the digest rule does not'),
+    silentForMs: z
+      .number()
+      .nullable()
+      .describe('a sign of life after a silence longer than the grace period: how long the node was silent'),
+    declaration: z
+      .object({
+        outcome: z.enum(['acknowledged', 'superseded', 'pending']),
+        acknowledgedAt: iso.nullable(),
+        latencyMs: z.number().nullable(),
+        supersededAt: iso.nullable(),
+        resourceIds: z.array(z.string()).readonly(),
+      })
+      .nullable()
+      .describe('DeclarationSent: what became of it'),
+    report: z
+      .object({
+        applied: z.array(z.string()).readonly(),
+        failed: z.record(z.string(), z.string()),
+        refused: z.string(),
+        carried: z.array(z.number().int()).readonly(),
+      })
+      .nullable(),
+  }),
+);
+
+export const timeline = named(
+  'Timeline',
+  z.object({ node: z.string(), events: z.number().int(), entries: z.array(timelineEntry).readonly(), next: position.nullable() }),
+  "A node's events newest first, classified as the fold saw them",
 );
 
 export const eventsQuery = z.object({ node: z.string().min(1).optional().describe("only this node's changes") });

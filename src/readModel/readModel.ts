@@ -31,6 +31,8 @@ export type NodePageQuery = Readonly<{
   liveness?: LivenessState | undefined;
   spec?: string | undefined;
   digest?: string | undefined;
+  /** Only node ids starting with this (the dashboard's id search, issue 11). */
+  prefix?: string | undefined;
   after?: string | undefined;
   limit: number;
 }>;
@@ -149,10 +151,11 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
   function page(query: NodePageQuery, now: number): NodePage {
     const slots = sorted();
     if (query.liveness !== undefined) tracker.counts(now);
-    const { status, liveness, spec, digest, after } = query;
-    const filtered = status !== undefined || liveness !== undefined || spec !== undefined || digest !== undefined;
+    const { status, liveness, spec, digest, prefix, after } = query;
+    const filtered = status !== undefined || liveness !== undefined || spec !== undefined || digest !== undefined || prefix !== undefined;
     const matches = (slot: number): boolean => {
       const st = states[slot]!;
+      if (prefix !== undefined && !st.node.startsWith(prefix)) return false;
       if (status !== undefined && st.status !== status) return false;
       if (liveness !== undefined && tracker.livenessOf(slot) !== liveness) return false;
       if (spec !== undefined && st.sent?.specDigest !== spec) return false;

@@ -1,22 +1,42 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { parseAt } from '../../../projections/index.ts';
+import { ConvergeError } from '../../errors.ts';
+import type { FleetHistory } from '../../readModel/fleetAsOf.ts';
 import type { RouteContext } from '../nodeViews.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 
 // DESIGN §7: the fleet at a glance, from counters the read model keeps as events fold (O(cohorts), not O(nodes)).
+// With `at` (issue 11), the fleet as of that moment, from the history src/readModel/fleetAsOf.ts
+// keeps as the read model folds (created in buildApp, before the projections start).
 
-export const fleetRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps, views }) => {
+export type FleetRouteContext = RouteContext & Readonly<{ fleetHistory: FleetHistory }>;
+
+export const fleetRoutes: FastifyPluginAsyncZod<FleetRouteContext> = async (app, { deps, views, fleetHistory }) => {
   app.get(
     '/v1/fleet',
     route('read', 'api', {
       operationId: 'getFleet',
-      summary: 'Counts by status and liveness, spec cohorts, convergence latency',
-      response: { 200: json('the fleet summary', s.fleet) },
+      summary: 'Counts by status and liveness, spec cohorts, convergence latency; now, or as of a time or position',
+      querystring: s.fleetQuery,
+      response: { 200: json('the fleet summary; with `at`, as of that moment', s.fleet) },
     }),
-    async () => ({
-      ...deps.readModel.fleet(views.now()),
-      position: deps.readModel.position()?.toString() ?? null,
-      ready: deps.projections?.isReady() ?? true,
-    }),
+    async ({ query }) => {
+      const ready = deps.projections?.isReady() ?? true;
+      if (query.at !== undefined) {
+        const at = parseAt(query.at);
+        if (at === null)
+          throw new ConvergeError(
+            'CONVERGE_ERR_BAD_REQUEST',
+            `query.at: ${JSON.stringify(query.at)} is neither an ISO 8601 time nor a decimal position`,
+          );
+        return { ...(await fleetHistory.at(at)), at: query.at, ready };
+      }
+      return {
+        ...deps.readModel.fleet(views.now()),
+        position: deps.readModel.position()?.toString() ?? null,
+        ready,
+      };
+    },
   );
 };
