@@ -19,9 +19,11 @@ export type StreamOptions = Readonly<{
   node: string | null;
   after: bigint | null;
   heartbeatMs: number;
+  /** Open streams, so closing the app can end them (a client holds its stream open forever). */
+  open: Set<() => void>;
 }>;
 
-export function streamChanges({ readModel, reply, view, node, after, heartbeatMs }: StreamOptions): void {
+export function streamChanges({ readModel, reply, view, node, after, heartbeatMs, open }: StreamOptions): void {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -58,9 +60,11 @@ export function streamChanges({ readModel, reply, view, node, after, heartbeatMs
   function close(): void {
     if (closed) return;
     closed = true;
+    open.delete(close);
     clearInterval(heartbeat);
     unsubscribe();
     res.end();
   }
+  open.add(close);
   res.once('close', close);
 }

@@ -7,6 +7,13 @@ import { streamChanges } from '../sse.ts';
 // DESIGN §7: server-sent events, one per node state change, resumable with Last-Event-ID.
 
 export const eventRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps, views }) => {
+  // An open stream is a request that never ends: end them all when the app closes, or stopping
+  // `serve` waits on every dashboard left open (the client resumes with Last-Event-ID).
+  const open = new Set<() => void>();
+  app.addHook('preClose', async () => {
+    for (const close of [...open]) close();
+  });
+
   app.get(
     '/v1/events',
     route('read', 'stream', {
@@ -25,6 +32,7 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { de
         node: query.node ?? null,
         after: after === undefined ? null : BigInt(after),
         heartbeatMs: deps.heartbeatMs ?? 15_000,
+        open,
       });
       return reply;
     },
