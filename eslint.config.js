@@ -27,8 +27,8 @@ export default tseslint.config(
     },
   },
   {
-    // DESIGN §4: one direction of imports between the folders of src/ and projections/.
-    files: ['src/**/*.ts', 'projections/**/*.ts'],
+    // DESIGN §4: one direction of imports between the folders of src/ and projections/ (and web/ on top).
+    files: ['src/**/*.ts', 'projections/**/*.ts', 'web/src/**/*.{ts,tsx}'],
     plugins: { converge: layers },
     rules: { 'converge/layers': 'error' },
   },
@@ -47,6 +47,38 @@ export default tseslint.config(
             {
               group: ['node:*', 'amqplib', 'better-sqlite3', '@eventstore/*', 'fastify', 'pino', 'prom-client'],
               message: 'projections/ is pure: no infrastructure (DESIGN §4).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The dashboard (issue 11) runs in a browser and is bundled by Vite: it talks to the server
+    // only over HTTP. It may import the API's zod schemas for their *types* (erased at build), never
+    // a value from src/, projections/, zod or Node (that would put server code in the bundle).
+    files: ['web/src/**/*.{ts,tsx}'],
+    rules: {
+      'no-restricted-globals': [
+        'error',
+        ...['Buffer', 'process', 'global', 'require', '__dirname', '__filename', 'setImmediate'].map((name) => ({
+          name,
+          message: 'web/ runs in a browser: Node globals are typed (for the shared schemas) but absent there.',
+        })),
+      ],
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+(src|projections)/',
+              allowTypeImports: true,
+              message: 'web/ may import server code for its types only (`import type`): it is bundled for the browser.',
+            },
+            {
+              regex: '^(zod|fastify|pino|node:.*|@fastify/.*)$',
+              allowTypeImports: true,
+              message: 'web/ runs in a browser: no server library in the bundle.',
             },
           ],
         },

@@ -1,5 +1,7 @@
 // DESIGN §4: dependencies point one way,
-//   cli → app → api → {engine, readModel} → {store, transport, projections} → {events, wire, declaration} → errors.
+//   web → cli → app → api → {engine, readModel} → {store, transport, projections} → {events, wire, declaration} → errors.
+// web/ (the dashboard, issue 11) sits on top: it may point at src/api for the API's types, and
+// nothing in src/ may point at it. eslint.config.js further allows it type imports only.
 // This rule resolves every relative import (static and dynamic) of a file under src/ or projections/
 // to the folder it lands in and refuses one that points to the same layer or a higher one. A layer
 // may hold several folders; folders in one layer do not import each other.
@@ -14,15 +16,17 @@ export const layers = [
   ['src/api'],
   ['src/app'],
   ['src/cli'],
+  ['web'],
 ];
 
 const layerOf = new Map(layers.flatMap((units, i) => units.map((u) => [u, i])));
 
-/** `src/engine/ingest.ts` → `src/engine`; `src/errors.ts` → `src/errors`; `projections/x.ts` → `projections`. */
+/** `src/engine/ingest.ts` → `src/engine`; `src/errors.ts` → `src/errors`; `projections/x.ts` → `projections`; `web/src/x.tsx` → `web`. */
 export function unitOf(root, file) {
   const parts = relative(root, file).split(sep);
   if (parts[0] === 'src' && parts.length >= 2) return `src/${parts[1].replace(/\.[cm]?[jt]s$/, '')}`;
   if (parts[0] === 'projections') return 'projections';
+  if (parts[0] === 'web') return 'web';
   return null;
 }
 

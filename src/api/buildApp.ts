@@ -12,6 +12,7 @@ import { openApiOptions } from './openapi.ts';
 import { classify, frameworkProblem, problemOf, sendProblem } from './problem.ts';
 import { logLevelOf, RequestLog, requestSerializers } from './requestLog.ts';
 import { applyHeaderPolicy } from './responseHeaders.ts';
+import { dashboardRoutes } from './routes/dashboard.ts';
 import { declarationRoutes } from './routes/declarations.ts';
 import { eventRoutes } from './routes/events.ts';
 import { fleetRoutes } from './routes/fleet.ts';
@@ -113,5 +114,6 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   void app.register(healthRoutes, context);
   void app.register(metricsRoutes, context);
   void app.register(openApiRoutes);
+  if (deps.dashboardDir !== undefined && deps.dashboardDir !== null) void app.register(dashboardRoutes, { root: deps.dashboardDir });
   return app;
 }

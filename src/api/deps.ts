@@ -38,4 +38,6 @@ export type ApiDeps = Readonly<{
    * over it cannot be recorded, so it is refused as 413 before it is read (issue 13 item 5).
    */
   maxEventBytes?: number;
+  /** The built dashboard (dist/dashboard, issue 11) served at / and /nodes/:node; null or absent: not served. */
+  dashboardDir?: string | null;
 }>;

@@ -16,6 +16,7 @@ import type { ProjectionRunner } from '../readModel/projectionRunner.ts';
 import { createRelay } from '../engine/relay.ts';
 import type { Relay } from '../engine/relay.ts';
 import { createSender } from '../engine/send.ts';
+import { findDashboardDir } from './dashboardDir.ts';
 
 // `converge serve` as a value (DESIGN §6): store → projections → API, plus ingest and relay
 // when a transport is given. Start order matters: projections first (the API reads them), then
@@ -33,6 +34,8 @@ export type ServerOptions = Readonly<{
   metrics?: Metrics;
   /** Overrides for tests and the demo. */
   now?: () => number;
+  /** The built dashboard to serve at / (default: dist/dashboard if built; null: none). */
+  dashboardDir?: string | null;
 }>;
 
 export type Server = Readonly<{
@@ -43,6 +46,8 @@ export type Server = Readonly<{
   ingest: Ingest | null;
   relay: Relay | null;
   send: SendDeclaration | null;
+  /** Whether / serves the dashboard (it is served only once `npm run build` has built it). */
+  dashboard: boolean;
   /** Start everything and listen; resolves with the API's URL once the socket is open. */
   start: () => Promise<string>;
   stop: () => Promise<void>;
@@ -95,7 +100,9 @@ export function createServer(options: ServerOptions): Server {
         });
   const relay = transport === undefined ? null : createRelay({ store, publisher: transport.publisher, logger, metrics });
 
+  const dashboardDir = options.dashboardDir === undefined ? findDashboardDir() : options.dashboardDir;
   const app = buildApp({
+    dashboardDir,
     readModel: runner.readModel,
     store,
     logger,
@@ -126,13 +133,24 @@ export function createServer(options: ServerOptions): Server {
     ingest,
     relay,
     send,
+    dashboard: dashboardDir !== null,
     async start() {
       started = true;
       await runner.start();
       relay?.start();
       await ingest?.start();
       const url = await app.listen({ port: config.port, host: config.host });
-      logger.info({ url, store: store.kind, transport: transport === undefined ? 'none' : 'on', sends: send !== null }, 'engine listening');
+      logger.info(
+        {
+          url,
+          store: store.kind,
+          transport: transport === undefined ? 'none' : 'on',
+          sends: send !== null,
+          dashboard: dashboardDir !== null,
+        },
+        'engine listening',
+      );
+      if (dashboardDir === null) logger.warn({}, 'the dashboard is not built (npm run build): / is not served');
       return url;
     },
     async stop() {

@@ -123,6 +123,7 @@ export const run: Run = async ({ io, values, config: given, json }) => {
   io.stderr(
     [
       `converge demo: ${count} nodes (${slow.size} slow, ${refusing} refuses, ${degradedOne} degraded, ${silentOne} goes silent) on ${config.amqpUrl === null ? 'the in-process broker' : 'RabbitMQ'}`,
+      ...(engine.dashboard ? [`dashboard ${url}/  (paste the token below when it asks)`] : []),
       `API ${url}  (Authorization: Bearer ${token ?? '<one of CONVERGE_API_TOKENS>'})  OpenAPI ${url}/v1/openapi.json`,
       `store ${where}   afterwards: converge forensics races --store ${where}`,
       '',

@@ -22,7 +22,7 @@ export const run: Run = async ({ io, config }) => {
   const engine = createServer({ config, logger, store, ...(transport === undefined ? {} : { transport }) });
   try {
     const url = await engine.start();
-    io.stderr(`converge serving on ${url}\n`);
+    io.stderr(`converge serving on ${url}${engine.dashboard ? `  dashboard ${url}/` : ''}\n`);
     await io.interrupted;
     logger.info({}, 'stopping');
   } finally {

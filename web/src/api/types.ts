@@ -1,0 +1,23 @@
+import type { z } from 'zod';
+import type * as s from '../../../src/api/schemas.ts';
+
+// The dashboard is typed against the same zod schemas the API parses with and documents in
+// /v1/openapi.json (src/api/schemas.ts). Type imports only: neither zod nor any server code is
+// in the bundle (eslint.config.js refuses value imports from outside web/).
+
+export type NodeView = z.infer<typeof s.nodeView>;
+export type NodeList = z.infer<typeof s.nodeList>;
+export type NodesQuery = z.input<typeof s.nodesQuery>;
+export type Fleet = z.infer<typeof s.fleet>;
+export type Timeline = z.infer<typeof s.timeline>;
+export type TimelineEntry = z.infer<typeof s.timelineEntry>;
+export type StateAt = z.infer<typeof s.stateAtResponse>;
+export type Problem = z.infer<typeof s.problem>;
+export type DeclarationAccepted = z.infer<typeof s.declarationAccepted>;
+export type Health = z.infer<typeof s.health>;
+export type NodeStatus = z.infer<typeof s.statusEnum>;
+export type LivenessState = z.infer<typeof s.livenessEnum>;
+export type ReportClass = z.infer<typeof s.reportClassEnum>;
+
+export const statuses: readonly NodeStatus[] = ['converged', 'behind', 'degraded', 'refused', 'undeclared'];
+export const livenesses: readonly LivenessState[] = ['connected', 'disconnected', 'never-seen'];

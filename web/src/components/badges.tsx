@@ -1,0 +1,36 @@
+import type { LivenessState, NodeStatus, NodeView, ReportClass } from '../api/types.ts';
+import { duration, livenessGlyph, statusGlyph, statusMeaning } from '../format.ts';
+
+// A glyph and a word beside every colour: colour is never the only signal (issue 11).
+
+export function StatusBadge({ status }: { status: NodeStatus }) {
+  return (
+    <span class={`badge status-${status}`} title={statusMeaning[status]} data-status={status}>
+      <span aria-hidden="true">{statusGlyph[status]}</span> {status}
+    </span>
+  );
+}
+
+export function LivenessBadge({ liveness }: { liveness: NodeView['liveness'] }) {
+  const state: LivenessState = liveness.state;
+  const text =
+    state === 'disconnected'
+      ? `disconnected for ${duration(liveness.disconnectedForMs)}`
+      : state === 'never-seen'
+        ? 'never seen'
+        : 'connected';
+  return (
+    <span class={`badge liveness-${state}`} data-liveness={state}>
+      <span aria-hidden="true">{livenessGlyph[state]}</span> {text}
+    </span>
+  );
+}
+
+export function ClassBadge({ cls }: { cls: ReportClass }) {
+  const glyph = cls === 'matching' ? '=' : cls === 'stale' ? '⟲' : cls === 'unknown' ? '?' : '∅';
+  return (
+    <span class={`badge class-${cls}`}>
+      <span aria-hidden="true">{glyph}</span> {cls}
+    </span>
+  );
+}

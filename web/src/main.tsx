@@ -1,0 +1,8 @@
+import { render } from 'preact';
+import { App } from './App.tsx';
+import { interceptLinks } from './router.ts';
+import './styles.css';
+
+// The operator's dashboard (issue 11), served by `converge serve` at / and /nodes/:node.
+interceptLinks();
+render(<App />, document.getElementById('app')!);
