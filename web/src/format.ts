@@ -71,3 +71,11 @@ export function parseAtInput(text: string): string | null {
   const ms = Date.parse(t);
   return Number.isNaN(ms) ? null : new Date(ms).toISOString();
 }
+
+/** A performance mark, once per page load: bench/dashboard.ts reads them as "first render". */
+const marked = new Set<string>();
+export function markOnce(name: string): void {
+  if (marked.has(name)) return;
+  marked.add(name);
+  performance.mark(name);
+}

@@ -1,9 +1,9 @@
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api } from '../api/client.ts';
 import type { NodeFilter } from '../api/client.ts';
 import type { LivenessState, NodeStatus, NodeView } from '../api/types.ts';
 import { livenesses, statuses } from '../api/types.ts';
-import { duration, short, time } from '../format.ts';
+import { duration, markOnce, short, time } from '../format.ts';
 import { useLoad } from '../hooks.ts';
 import { nodeHref, setQuery } from '../router.ts';
 import { LivenessBadge, StatusBadge } from './badges.tsx';
@@ -67,6 +67,9 @@ export function NodeTable({ params, version }: NodeTableProps) {
   }, [page.data, sort]);
 
   const data = page.data;
+  useEffect(() => {
+    if (data !== null) markOnce('converge:node-table');
+  }, [data !== null]);
   const first = (stack.length - 1) * limit + 1;
   const header = (key: SortKey) => (
     <th scope="col" aria-sort={sort.key === key ? (sort.dir === 1 ? 'ascending' : 'descending') : 'none'}>

@@ -33,9 +33,9 @@ export function Sparkline({ points, label }: { points: readonly LatencyPoint[]; 
       ],
       series: [
         {},
-        { label: 'p50', stroke: css('--accent'), width: 2, spanGaps: true },
-        { label: 'p90', stroke: css('--warn'), width: 1.5, dash: [6, 3], spanGaps: true },
-        { label: 'p99', stroke: css('--bad'), width: 1.5, dash: [2, 3], spanGaps: true },
+        { label: 'p50', stroke: css('--accent'), width: 2, spanGaps: true, points: { show: false } },
+        { label: 'p90', stroke: css('--warn'), width: 1.5, dash: [6, 3], spanGaps: true, points: { show: false } },
+        { label: 'p99', stroke: css('--bad'), width: 1.5, dash: [2, 3], spanGaps: true, points: { show: false } },
       ],
     };
     plot.current = new uPlot(opts, [[], [], [], []], host);

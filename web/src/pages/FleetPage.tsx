@@ -8,7 +8,7 @@ import type { LatencyPoint } from '../components/Sparkline.tsx';
 import { StackedBar } from '../components/StackedBar.tsx';
 import { StreamIndicator } from '../components/StreamIndicator.tsx';
 import { TimeTravel } from '../components/TimeTravel.tsx';
-import { count, duration, livenessGlyph, percent, short, statusGlyph, time } from '../format.ts';
+import { count, duration, livenessGlyph, markOnce, percent, short, statusGlyph, time } from '../format.ts';
 import { useEvents, useLoad, useThrottle } from '../hooks.ts';
 import { setQuery } from '../router.ts';
 import { Problemish } from './common.tsx';
@@ -211,6 +211,9 @@ export function FleetPage({ url }: { url: URL }) {
   }, [live.data]);
 
   const fleet = at === null ? live.data : (asOf.data ?? null);
+  useEffect(() => {
+    if (fleet !== null) markOnce('converge:fleet-summary');
+  }, [fleet !== null]);
   const error = at === null ? live.error : asOf.error;
   return (
     <>
