@@ -19,8 +19,9 @@ import { logger } from '../support/logger.ts';
 // The dashboard in a real browser (issue 11): `serve` on a fresh store with the in-process broker,
 // the seed's race played on one node, and what a person sees asserted — behind after the stale
 // report, the race marked on the timeline, converged after the matching report without a reload,
-// behind again when time travel picks a moment between the two, and the stream saying it dropped
-// and resumed across an engine restart. Then the demo fleet, as `npm start` shows it.
+// behind again when time travel picks a moment between the two, a declaration sent from the page
+// and watched until the node reports it, and the stream saying it dropped and resumed across an
+// engine restart. Then the demo fleet, as `npm start` shows it.
 //
 // Screenshots go to $TMPDIR/converge-screenshots, or to docs/ with CONVERGE_SCREENSHOTS=docs (npm run screenshots).
 
@@ -153,6 +154,21 @@ withChromium('dashboard end-to-end', () => {
       // Back to live from the keyboard.
       await page.getByRole('button', { name: 'Live', exact: true }).focus();
       await page.keyboard.press('Enter');
+      await stateBadge(page, 'converged').waitFor();
+
+      // Send from the page: a typo is shown inline and blocks the send; a valid spec is signed,
+      // recorded and sent, and the page waits until the node reports its digest.
+      const spec = page.locator('#spec');
+      await spec.fill('{"resources": [{"id": "web"}, {"id": "web"}]}');
+      await page.locator('#spec-problems li', { hasText: 'is used twice' }).waitFor();
+      assert.equal(await page.getByRole('button', { name: `Sign and send to ${node}` }).isDisabled(), true);
+      await spec.fill('{"resources": [{"id": "web", "image": "registry.local/web:3"}]}');
+      await page.getByRole('button', { name: `Sign and send to ${node}` }).click();
+      await page.locator('[data-testid=send-status]', { hasText: 'Waiting' }).waitFor();
+      const third = engine.runner.readModel.get(node)?.sent;
+      assert.equal(third?.serial, 3);
+      await report(third.digest, 'report-c');
+      await page.locator('[data-testid=send-status]', { hasText: 'the node reported this digest' }).waitFor();
       await stateBadge(page, 'converged').waitFor();
 
       // The engine restarts: the page says the stream dropped, then that it resumed.
