@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run docs:figures`: derives the import graph between the folders of src/ and projections/
+// `npm run docs:figures`: derives the import graph between the folders of src/, projections/ and web/
 // from the source itself, grouped by the layers of eslint/layers.js (the rule lint enforces), and
 // writes it into docs/architecture.md between its `imports:start`/`imports:end` markers, as a
 // Mermaid figure and a table. `--check` writes nothing and exits 1 if the figure is stale
@@ -16,7 +16,7 @@ function sources(dir) {
   for (const name of readdirSync(dir)) {
     const p = join(dir, name);
     if (statSync(p).isDirectory()) out.push(...sources(p));
-    else if (/\.[cm]?ts$/.test(name) && !name.endsWith('.d.ts')) out.push(p);
+    else if (/\.[cm]?tsx?$/.test(name) && !name.endsWith('.d.ts')) out.push(p);
   }
   return out;
 }
@@ -27,7 +27,8 @@ const specifiers = /(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/g;
 /** Map of folder → set of folders it imports (other than itself). */
 export function importGraph() {
   const edges = new Map();
-  for (const file of [...sources(join(root, 'src')), ...sources(join(root, 'projections'))]) {
+  // web/src: the dashboard, whose only way down is the API's types (eslint.config.js).
+  for (const file of [...sources(join(root, 'src')), ...sources(join(root, 'projections')), ...sources(join(root, 'web/src'))]) {
     const from = unitOf(root, file);
     if (from === null) continue;
     if (!edges.has(from)) edges.set(from, new Set());
