@@ -5,6 +5,7 @@ import type { TokenTable } from '../api/auth.ts';
 import { signingKeyFromPem } from '../declaration/index.ts';
 import type { SigningKey } from '../declaration/index.ts';
 import { ConvergeError } from '../errors.ts';
+import { amqpUrlListProblems, redactUrl, splitAmqpUrls } from '../transport/amqpUrls.ts';
 import { configKeys, defaultStore, settings } from './settings.ts';
 import type { ConfigKey } from './settings.ts';
 
@@ -14,6 +15,7 @@ import type { ConfigKey } from './settings.ts';
 
 export type Config = Readonly<{
   store: string;
+  /** One URL or several separated by commas (the nodes of a cluster), each checked. */
   amqpUrl: string | null;
   host: string;
   port: number;
@@ -51,9 +53,14 @@ const schema = z.object({
       (s) => s === 'memory:' || /^sqlite:.+/.test(s) || /^esdb(\+discover)?:\/\/.+/.test(s) || /^postgres(ql)?:\/\/.+/.test(s),
       'must be sqlite:<path>, postgres://…, esdb://… or memory:',
     ),
+  // One broker URL, or a cluster's nodes separated by commas (issue 12 §2); each checked here so
+  // a typo fails the start instead of the first failover.
   amqpUrl: z
     .string()
-    .refine((s) => /^amqps?:\/\/.+/.test(s), 'must be an amqp:// or amqps:// URL')
+    .superRefine((s, ctx) => {
+      for (const p of amqpUrlListProblems(s))
+        ctx.addIssue({ code: 'custom', message: `must be amqp:// or amqps:// URLs separated by commas: ${p}` });
+    })
     .nullable()
     .default(null),
   host: z.string().min(1).default('127.0.0.1'),
@@ -83,6 +90,10 @@ const schema = z.object({
   nodeReportRate: intIn(0, 1_000_000).default(20),
   nodeReportBurst: intIn(1, 1_000_000).default(1000),
 });
+
+/** A value as an error line may echo it: broker URLs carry passwords (STYLE.md §6). */
+const shown = (key: ConfigKey, value: unknown): unknown =>
+  key === 'amqpUrl' && typeof value === 'string' ? splitAmqpUrls(value).map(redactUrl).join(',') : value;
 
 export type ConfigSource = Readonly<{
   flags: Readonly<Record<string, string | boolean | undefined>>;
@@ -114,7 +125,9 @@ export function loadConfig(
     for (const issue of r.error.issues) {
       const key = String(issue.path[0]) as ConfigKey;
       const s = settings[key];
-      lines.push(`--${s.flag} / ${s.env}: ${issue.message}${raw[key] === undefined ? '' : ` (got ${JSON.stringify(raw[key])})`}`);
+      lines.push(
+        `--${s.flag} / ${s.env}: ${issue.message}${raw[key] === undefined ? '' : ` (got ${JSON.stringify(shown(key, raw[key]))})`}`,
+      );
     }
   }
   const tokens = parseApiTokens(typeof raw.apiTokens === 'string' ? raw.apiTokens : '');

@@ -1,29 +1,42 @@
 import { setMaxListeners } from 'node:events';
 import { connect } from 'amqplib';
-import type { Channel, ChannelModel, ConfirmChannel, RecoveringChannelModel } from 'amqplib';
+import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib';
 import type { Logger } from 'pino';
 import { ConvergeError, isConvergeError } from '../errors.ts';
-import { assertTopology } from './topology.ts';
+import { createBackoff, sleep } from '../retry.ts';
+import { amqpUrlListProblems, redactUrl, splitAmqpUrls, withHeartbeat } from './amqpUrls.ts';
+import { declareTopology } from './topology.ts';
 import type { Topology } from './topology.ts';
 
-// One recovering AMQP connection per process role (engine, simulated node). amqplib's own
-// `recovery` option reconnects the connection with jittered exponential backoff and runs
-// `setup` on each new connection (here: re-assert the topology); channels are re-opened by
-// their owners through superviseChannel, because a channel can also die alone (a 406, a
-// deleted queue) while the connection stays up.
+// One recovering AMQP connection per process role (engine, simulated node), over one broker or
+// the nodes of a cluster (issue 12 §2: `--amqp` takes several URLs). On loss it tries the *other*
+// URLs first — the node just lost is the likeliest to be down — each once per round, then backs
+// off (jittered, doubling) before the next round, and re-asserts the topology on every new
+// connection. Channels are re-opened by their owners through superviseChannel, because a channel
+// can also die alone (a 406, a deleted queue) while the connection stays up.
+//
+// Hand-written rather than amqplib's `recovery` option: that one reconnects to a single URL only.
 
 export type AmqpConnectionOptions = Readonly<{
-  url: string;
+  /** One URL, or a cluster's nodes: a list, or one string of URLs separated by commas (as `--amqp` takes them). */
+  url: string | readonly string[];
   logger: Logger;
   /**
    * AMQP heartbeat (seconds). Without one a blackholed TCP connection (no RST, no FIN) looks
    * alive for as long as the kernel's keepalive takes — minutes; with 5 s it is noticed in ~10 s.
    */
   heartbeatSeconds?: number;
+  /**
+   * Longest silence while connecting (TCP connect and AMQP handshake) before that node counts as
+   * failed and the next is tried: a blackholed node must not hold up the failover for the
+   * kernel's connect timeout (minutes).
+   */
+  connectTimeoutMs?: number;
   /** Asserted on the first connection (a conflict fails the start) and again on every reconnect. */
   topology?: Topology | null;
   /** Shown in the broker's connection list (`rabbitmqctl list_connections client_properties`). */
   connectionName?: string;
+  /** Backoff between rounds of attempts over every URL. */
   reconnect?: Readonly<{ initialDelayMs?: number; maxDelayMs?: number }>;
 }>;
 
@@ -36,28 +49,12 @@ export type AmqpConnection = Readonly<{
   isBlocked: () => boolean;
   /** Counts connections made; a new value means every earlier channel is gone. */
   generation: () => number;
+  /** The URL of the live connection, password hidden; null while reconnecting. */
+  connectedTo: () => string | null;
   /** Aborted by close(): channels supervised on this connection stop with it. */
   closed: AbortSignal;
   close: () => Promise<void>;
 }>;
-
-/** Set heartbeat in the URL unless the caller chose one there (amqplib reads it from the query). */
-export function withHeartbeat(url: string, seconds: number): string {
-  const u = new URL(url);
-  if (!u.searchParams.has('heartbeat')) u.searchParams.set('heartbeat', String(seconds));
-  return u.toString();
-}
-
-/** The URL with its password hidden, for logs (STYLE.md §6: never log secrets). */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparseable url)';
-  }
-}
 
 /** A channel that swallows nothing: its 'error' is logged (an unheard 'error' event would crash the process). */
 export function guardChannel<C extends Channel>(ch: C, logger: Logger, what: string): C {
@@ -65,85 +62,142 @@ export function guardChannel<C extends Channel>(ch: C, logger: Logger, what: str
   return ch;
 }
 
+type Waiter = Readonly<{ resolve: (m: ChannelModel) => void; reject: (e: Error) => void }>;
+
 export async function connectAmqp(options: AmqpConnectionOptions): Promise<AmqpConnection> {
-  const logger = options.logger.child({ amqp: redactUrl(options.url) });
-  const url = withHeartbeat(options.url, options.heartbeatSeconds ?? 5);
+  const urls = splitAmqpUrls(options.url);
+  const problems = amqpUrlListProblems(urls);
+  if (problems.length > 0) {
+    throw new ConvergeError('CONVERGE_ERR_BROKER_UNAVAILABLE', `cannot connect to RabbitMQ: the URL list ${problems.join('; ')}`);
+  }
+  const targets = urls.map((u) => Object.freeze({ url: withHeartbeat(u, options.heartbeatSeconds ?? 5), shown: redactUrl(u) }));
+  const logger = options.logger.child({ amqp: targets.length === 1 ? targets[0]!.shown : targets.map((t) => t.shown) });
   const topology = options.topology ?? null;
-  let connected = false;
-  let blocked = false;
-  let generation = 0;
   const closing = new AbortController();
   // Every supervised channel on this connection listens here (the demo: one per simulated node),
   // so Node's default of 10 would print a leak warning for what is the design.
   setMaxListeners(0, closing.signal);
 
-  const setup = async (model: ChannelModel): Promise<void> => {
-    if (topology === null) return;
-    const ch = guardChannel(await model.createChannel(), logger, 'topology');
-    await assertTopology(ch, topology);
-    await ch.close();
+  let live: ChannelModel | null = null;
+  /** Index in `targets` of the live connection, or of the last one lost. */
+  let at = 0;
+  let blocked = false;
+  let generation = 0;
+  let waiters: Waiter[] = [];
+
+  const open = async (i: number): Promise<ChannelModel> => {
+    const model = await connect(targets[i]!.url, {
+      clientProperties: { connection_name: options.connectionName ?? 'converge' },
+      timeout: options.connectTimeoutMs ?? 10_000,
+    });
+    // For the model's whole life: an 'error' nobody hears would crash the process.
+    model.on('error', (err: Error) => logger.warn({ err: err.message }, 'amqp connection error'));
+    try {
+      if (topology !== null) {
+        const found = await declareTopology(() => model.createChannel(), topology);
+        for (const l of found.legacy) logger.warn({ queue: l.queue }, `queue ${l.queue}: ${l.advice}`);
+        for (const u of found.unavailable) {
+          logger.error({ queue: u.queue, err: u.reason }, `queue ${u.queue} is on a broker node that is down; going on without it`);
+        }
+      }
+      return model;
+    } catch (err) {
+      await model.close().catch(() => undefined);
+      throw err;
+    }
   };
 
-  let model: RecoveringChannelModel;
-  try {
-    model = await connect(url, {
-      clientProperties: { connection_name: options.connectionName ?? 'converge' },
-      recovery: {
-        initialDelay: options.reconnect?.initialDelayMs ?? 200,
-        maxDelay: options.reconnect?.maxDelayMs ?? 10_000,
-        // Wide jitter: after a broker restart every engine and node reconnects at once.
-        jitter: 0.5,
-        // Fail the start at once (bad URL, wrong password, topology conflict); recover forever after.
-        initialMaxRetries: 0,
-        setup,
-      },
-    });
-  } catch (cause) {
-    if (isConvergeError(cause)) throw cause;
-    throw new ConvergeError(
-      'CONVERGE_ERR_BROKER_UNAVAILABLE',
-      `cannot connect to RabbitMQ at ${redactUrl(options.url)}: ${(cause as Error).message}`,
-      { cause },
-    );
-  }
-  connected = true;
-  generation = 1;
-
-  model.on('connect', () => {
-    connected = true;
+  const adopt = (model: ChannelModel, i: number): void => {
+    live = model;
+    at = i;
+    blocked = false;
     generation++;
-    logger.info({ generation }, 'amqp connected');
-  });
-  model.on('disconnect', (err: Error) => {
-    connected = false;
-    blocked = false;
-    logger.warn({ err: err.message }, 'amqp connection lost; reconnecting');
-  });
-  model.on('reconnect-scheduled', (info: { attempt: number; delay: number; error: Error }) =>
-    logger.warn({ attempt: info.attempt, delayMs: info.delay, err: info.error.message }, 'amqp reconnect scheduled'),
-  );
-  model.on('reconnect-failed', (err: Error) => logger.error({ err }, 'amqp recovery gave up'));
-  model.on('error', (err: Error) => logger.warn({ err: err.message }, 'amqp connection error'));
-  model.on('blocked', (reason: string) => {
-    blocked = true;
-    logger.warn({ reason }, 'broker blocked publishing');
-  });
-  model.on('unblocked', () => {
-    blocked = false;
-    logger.info({}, 'broker unblocked publishing');
-  });
+    model.on('close', (err?: Error) => {
+      if (live !== model) return;
+      live = null;
+      blocked = false;
+      if (closing.signal.aborted) return;
+      logger.warn({ from: targets[i]!.shown, err: err?.message ?? null }, 'amqp connection lost; reconnecting');
+      void recover();
+    });
+    model.on('blocked', (reason: string) => {
+      blocked = true;
+      logger.warn({ reason }, 'broker blocked publishing');
+    });
+    model.on('unblocked', () => {
+      blocked = false;
+      logger.info({}, 'broker unblocked publishing');
+    });
+    for (const w of waiters.splice(0)) w.resolve(model);
+  };
+
+  /** After a loss: the other URLs first, each once per round, then the lost one; backoff between rounds. */
+  const recover = async (): Promise<void> => {
+    // Wide jitter: after a broker restart every engine and node reconnects at once.
+    const delays = createBackoff({
+      minMs: options.reconnect?.initialDelayMs ?? 200,
+      maxMs: options.reconnect?.maxDelayMs ?? 10_000,
+      jitter: 0.5,
+    });
+    let attempt = 0;
+    while (!closing.signal.aborted) {
+      for (let k = 1; k <= targets.length && !closing.signal.aborted; k++) {
+        const i = (at + k) % targets.length;
+        attempt++;
+        try {
+          const model = await open(i);
+          if (closing.signal.aborted) {
+            await model.close().catch(() => undefined);
+            return;
+          }
+          adopt(model, i);
+          logger.info({ to: targets[i]!.shown, generation, attempt }, 'amqp connected');
+          return;
+        } catch (err) {
+          logger.warn({ to: targets[i]!.shown, attempt, err: (err as Error).message }, 'amqp connect failed');
+        }
+      }
+      await sleep(delays.next(), closing.signal);
+    }
+  };
+
+  // The start tries each URL once, in order: a cluster with one node down still starts, while a
+  // wrong password or a topology conflict (the same on every node of a cluster) fails it at once.
+  const failures: string[] = [];
+  for (let i = 0; i < targets.length && live === null; i++) {
+    try {
+      adopt(await open(i), i);
+    } catch (cause) {
+      if (isConvergeError(cause)) throw cause;
+      failures.push(`${targets[i]!.shown}: ${(cause as Error).message}`);
+      if (i === targets.length - 1) {
+        throw new ConvergeError('CONVERGE_ERR_BROKER_UNAVAILABLE', `cannot connect to RabbitMQ at ${failures.join('; ')}`, { cause });
+      }
+    }
+  }
+  if (failures.length > 0) logger.warn({ failures }, 'amqp connected after skipping unreachable nodes');
+
+  const waitForLive = (): Promise<ChannelModel> => {
+    if (closing.signal.aborted) return Promise.reject(new Error('amqp connection closed'));
+    if (live !== null) return Promise.resolve(live);
+    return new Promise((resolve, reject) => waiters.push({ resolve, reject }));
+  };
 
   return {
-    createChannel: () => model.createChannel(),
-    createConfirmChannel: () => model.createConfirmChannel(),
-    isConnected: () => connected,
+    createChannel: async () => (await waitForLive()).createChannel(),
+    createConfirmChannel: async () => (await waitForLive()).createConfirmChannel(),
+    isConnected: () => live !== null,
     isBlocked: () => blocked,
     generation: () => generation,
+    connectedTo: () => (live === null ? null : targets[at]!.shown),
     closed: closing.signal,
     close: async () => {
-      connected = false;
       closing.abort();
-      await model.close();
+      for (const w of waiters.splice(0)) w.reject(new Error('amqp connection closed'));
+      waiters = [];
+      const model = live;
+      live = null;
+      if (model !== null) await model.close().catch(() => undefined);
     },
   };
 }

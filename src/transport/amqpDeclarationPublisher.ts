@@ -58,7 +58,7 @@ export function createAmqpDeclarationPublisher(conn: AmqpConnection, options: Am
             type: 'declaration',
             headers: { 'key-id': d.keyId },
           },
-          returned,
+          { watch: { returned, key: d.digest } },
         );
       } catch (err) {
         // Unroutable means the queue or binding went away: declare it again on the retry.

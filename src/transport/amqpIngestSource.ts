@@ -1,4 +1,4 @@
-import type { Channel, ConfirmChannel, ConsumeMessage } from 'amqplib';
+import type { Channel, ConfirmChannel, ConsumeMessage, Message } from 'amqplib';
 import type { Logger } from 'pino';
 import type { ErrorCode } from '../errors.ts';
 import type { AmqpConnection } from './amqpConnection.ts';
@@ -23,6 +23,9 @@ export type AmqpIngestSourceOptions = Readonly<{
   maxReasonLength?: number;
 }>;
 
+/** Tells a returned dead letter from the others on its channel (message ids may be absent or repeated). */
+const deadLetterIdHeader = 'x-converge-dead-letter-id';
+
 type Session = { readonly ch: Channel; live: boolean; readonly outstanding: Set<number>; readonly consumerTags: string[] };
 type Handle = Readonly<{ session: Session; message: ConsumeMessage }>;
 
@@ -39,6 +42,9 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
   let consumer: SupervisedChannel<Channel> | null = null;
   let dead: SupervisedChannel<ConfirmChannel> | null = null;
   let current: Session | null = null;
+  /** Dead letters the broker returned unroutable on the current dead-letter channel, by their id header. */
+  let deadReturned = new Set<string>();
+  let deadLetterSeq = 0;
 
   function toDelivery(kind: InboundKind, session: Session, m: ConsumeMessage): Delivery {
     const p = m.properties;
@@ -111,7 +117,17 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
     async start(onDelivery) {
       dead = superviseChannel<ConfirmChannel>({
         open: () => conn.createConfirmChannel(),
-        setup: async () => undefined,
+        setup: async (ch) => {
+          const mine = (deadReturned = new Set());
+          ch.on('return', (m: Message) => {
+            const id = m.properties.headers?.[deadLetterIdHeader];
+            logger.warn(
+              { queue: names.deadQueue },
+              'dead letter returned unroutable (mesh.dead missing or on a node that is down); it will be retried',
+            );
+            if (typeof id === 'string') mine.add(id);
+          });
+        },
         logger,
         name: 'dead-letter',
         until: conn.closed,
@@ -166,20 +182,33 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
       // Published by us rather than nack(requeue=false): broker dead-lettering keeps the
       // original headers and adds x-death, but cannot say *why* we refused the message.
       // user_id is moved to a header: RabbitMQ checks user_id against *our* connection's user.
-      await publishConfirmed(ch, names.deadExchange, message.fields.routingKey, message.content, {
-        persistent: true,
-        ...(p.contentType === undefined ? {} : { contentType: p.contentType }),
-        ...(p.messageId === undefined ? {} : { messageId: p.messageId }),
-        ...(p.type === undefined ? {} : { type: p.type }),
-        ...(p.timestamp === undefined ? {} : { timestamp: p.timestamp }),
-        headers: {
-          ...(p.headers ?? {}),
-          'x-converge-error': code,
-          'x-converge-reason': reason.slice(0, maxReason),
-          'x-converge-queue': queues[d.kind],
-          'x-converge-user-id': d.userId ?? '',
+      // Mandatory: if mesh.dead cannot take it (deleted, or a classic queue on a cluster node that
+      // is down), the broker returns it instead of confirming a copy that went nowhere, and the
+      // delivery stays unacked until a retry lands (issue 12 §2).
+      const id = String(++deadLetterSeq);
+      await publishConfirmed(
+        ch,
+        names.deadExchange,
+        message.fields.routingKey,
+        message.content,
+        {
+          persistent: true,
+          mandatory: true,
+          ...(p.contentType === undefined ? {} : { contentType: p.contentType }),
+          ...(p.messageId === undefined ? {} : { messageId: p.messageId }),
+          ...(p.type === undefined ? {} : { type: p.type }),
+          ...(p.timestamp === undefined ? {} : { timestamp: p.timestamp }),
+          headers: {
+            ...(p.headers ?? {}),
+            'x-converge-error': code,
+            'x-converge-reason': reason.slice(0, maxReason),
+            'x-converge-queue': queues[d.kind],
+            'x-converge-user-id': d.userId ?? '',
+            [deadLetterIdHeader]: id,
+          },
         },
-      });
+        { watch: { returned: deadReturned, key: id } },
+      );
       source.ack([d]);
     },
 

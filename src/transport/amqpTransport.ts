@@ -12,7 +12,8 @@ import type { DeclarationPublisher, IngestSource } from './port.ts';
 // ingest source and the declaration publisher, both riding the one recovering connection.
 
 export type AmqpTransportOptions = Readonly<{
-  url: string;
+  /** One URL, or a cluster's nodes (a list, or URLs separated by commas): see connectAmqp. */
+  url: string | readonly string[];
   logger: Logger;
   heartbeatSeconds?: number;
   /** Unacked reports/alive in flight per consumer (default 1000). */

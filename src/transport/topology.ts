@@ -6,7 +6,18 @@ import { names, nodeQueueOf } from './brokerNames.ts';
 // Names and arguments are a contract with the Go nodes: change them only with the node side.
 
 export type ExchangeSpec = Readonly<{ name: string; type: 'topic' | 'direct' | 'fanout'; durable: true }>;
-export type QueueSpec = Readonly<{ name: string; durable: true; arguments: Readonly<Record<string, string | number | boolean>> }>;
+export type QueueArguments = Readonly<Record<string, string | number | boolean>>;
+export type QueueSpec = Readonly<{
+  name: string;
+  durable: true;
+  arguments: QueueArguments;
+  /**
+   * Arguments an earlier Converge declared this queue with, still accepted where the queue already
+   * exists that way (re-declaring a queue with other arguments is refused by the broker), with
+   * what the operator should do about it.
+   */
+  legacy?: readonly Readonly<{ arguments: QueueArguments; advice: string }>[];
+}>;
 export type BindingSpec = Readonly<{ queue: string; exchange: string; routingKey: string }>;
 export type Topology = Readonly<{ exchanges: readonly ExchangeSpec[]; queues: readonly QueueSpec[]; bindings: readonly BindingSpec[] }>;
 
@@ -27,9 +38,21 @@ export function meshTopology(options: MeshTopologyOptions = {}): Topology {
       { name: names.deadExchange, type: 'fanout', durable: true },
     ],
     queues: [
-      // Classic on purpose: operators read it by hand, and a quorum queue's dead-letter loop
-      // protection is not needed for a queue nothing consumes automatically.
-      { name: names.deadQueue, durable: true, arguments: {} },
+      // Quorum like the others (issue 12 §2): a classic queue lives on one node of a cluster, so
+      // while that node is down its dead letters cannot be read or added, and the engine cannot
+      // re-declare it on the node it fails over to. Operators still read it by hand (basic.get).
+      {
+        name: names.deadQueue,
+        durable: true,
+        arguments: { 'x-queue-type': 'quorum' },
+        legacy: [
+          {
+            arguments: {},
+            advice:
+              'it is a classic queue (made by an earlier Converge): on a cluster it is unavailable while its node is down; once its dead letters are read, delete it and restart the engine to re-create it as a quorum queue',
+          },
+        ],
+      },
       {
         name: names.reportsQueue,
         durable: true,
@@ -62,6 +85,14 @@ export function nodeTopology(node: string): Topology {
 }
 
 const isPreconditionFailed = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 406;
+const isNotFound = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 404;
+
+const conflict = (kind: string, name: string, cause: unknown): ConvergeError =>
+  new ConvergeError(
+    'CONVERGE_ERR_TOPOLOGY_CONFLICT',
+    `${kind} ${JSON.stringify(name)} already exists on the broker with different arguments (${(cause as Error).message}); delete it or fix its declaration (DESIGN §1)`,
+    { cause, details: { kind, name } },
+  );
 
 /**
  * Assert a topology. Idempotent; an existing queue or exchange declared with other arguments
@@ -69,12 +100,6 @@ const isPreconditionFailed = (e: unknown): boolean => typeof e === 'object' && e
  * The channel is unusable after a conflict, so callers pass one they can throw away.
  */
 export async function assertTopology(channel: Channel, topology: Topology): Promise<void> {
-  const conflict = (kind: string, name: string, cause: unknown): ConvergeError =>
-    new ConvergeError(
-      'CONVERGE_ERR_TOPOLOGY_CONFLICT',
-      `${kind} ${JSON.stringify(name)} already exists on the broker with different arguments (${(cause as Error).message}); delete it or fix its declaration (DESIGN §1)`,
-      { cause, details: { kind, name } },
-    );
   for (const x of topology.exchanges) {
     try {
       await channel.assertExchange(x.name, x.type, { durable: x.durable });
@@ -90,4 +115,67 @@ export async function assertTopology(channel: Channel, topology: Topology): Prom
     }
   }
   for (const b of topology.bindings) await channel.bindQueue(b.queue, b.exchange, b.routingKey);
+}
+
+/** What declaring a topology found besides success: queues in an older, accepted form, and queues whose node is down. */
+export type TopologyFindings = Readonly<{
+  legacy: readonly Readonly<{ queue: string; advice: string }>[];
+  /** Classic queues whose home node is down (404 on declare, RabbitMQ cluster): skipped, with their bindings. */
+  unavailable: readonly Readonly<{ queue: string; reason: string }>[];
+}>;
+
+/**
+ * Declare a topology on channels from `open` (a refused declaration closes its channel, so the
+ * next one is tried on a fresh channel): a queue that exists in one of its `legacy` forms is
+ * accepted and reported, a classic queue whose cluster node is down is skipped and reported (the
+ * engine must fail over to the other nodes rather than wait for that one), and any other
+ * difference is CONVERGE_ERR_TOPOLOGY_CONFLICT.
+ */
+export async function declareTopology(open: () => Promise<Channel>, topology: Topology): Promise<TopologyFindings> {
+  const legacy: { queue: string; advice: string }[] = [];
+  const unavailable: { queue: string; reason: string }[] = [];
+  // A refusal arrives both as the rejected call and as the channel's 'error' event; the call is
+  // where it is handled, and an unheard 'error' event would crash the process.
+  const opened = async (): Promise<Channel> => (await open()).on('error', () => undefined);
+  let ch = await opened();
+  const fresh = async (): Promise<Channel> => {
+    ch.close().catch(() => undefined);
+    return (ch = await opened());
+  };
+  try {
+    for (const x of topology.exchanges) {
+      try {
+        await ch.assertExchange(x.name, x.type, { durable: x.durable });
+      } catch (e) {
+        throw isPreconditionFailed(e) ? conflict('exchange', x.name, e) : e;
+      }
+    }
+    for (const q of topology.queues) {
+      const forms = [{ arguments: q.arguments, advice: null }, ...(q.legacy ?? [])];
+      let firstRefusal: unknown = null;
+      for (const form of forms) {
+        try {
+          await ch.assertQueue(q.name, { durable: q.durable, arguments: { ...form.arguments } });
+          if (form.advice !== null) legacy.push({ queue: q.name, advice: form.advice });
+          firstRefusal = null;
+          break;
+        } catch (e) {
+          await fresh();
+          if (isNotFound(e)) {
+            unavailable.push({ queue: q.name, reason: (e as Error).message });
+            firstRefusal = null;
+            break;
+          }
+          if (!isPreconditionFailed(e)) throw e;
+          firstRefusal ??= e;
+        }
+      }
+      if (firstRefusal !== null) throw conflict('queue', q.name, firstRefusal);
+    }
+    const skipped = new Set(unavailable.map((u) => u.queue));
+    for (const b of topology.bindings) if (!skipped.has(b.queue)) await ch.bindQueue(b.queue, b.exchange, b.routingKey);
+  } finally {
+    ch.close().catch(() => undefined);
+  }
+  return { legacy, unavailable };
 }

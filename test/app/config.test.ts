@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { loadConfig } from '../../src/app/config.ts';
+import { isConvergeError } from '../../src/errors.ts';
+
+// --amqp / CONVERGE_AMQP_URL: one URL, or a cluster's nodes separated by commas (issue 12 §2).
+
+const base = { store: 'memory:' };
+
+test('a comma-separated list of broker URLs is accepted, from the flag and from CONVERGE_AMQP_URL', () => {
+  const list = 'amqp://engine:pw@10.0.0.1:5672/prod, amqp://engine:pw@10.0.0.2:5672/prod,amqps://engine:pw@rmq-3.example:5671/prod';
+  assert.equal(loadConfig({ flags: { ...base, amqp: list }, env: {} }).amqpUrl, list);
+  assert.equal(loadConfig({ flags: base, env: { CONVERGE_AMQP_URL: list } }).amqpUrl, list);
+});
+
+test('a list with one bad entry is refused at start, naming that entry with its password hidden', () => {
+  assert.throws(
+    () => loadConfig({ flags: { ...base, amqp: 'amqp://engine:s3cret@10.0.0.1:5672,http://engine:s3cret@10.0.0.2' }, env: {} }),
+    (e: unknown) => {
+      assert.ok(isConvergeError(e) && e.code === 'CONVERGE_ERR_CONFIG_INVALID');
+      assert.match(e.message, /--amqp \/ CONVERGE_AMQP_URL: .*10\.0\.0\.2.* is not an amqp:\/\/ or amqps:\/\/ URL/);
+      assert.doesNotMatch(e.message, /s3cret/);
+      return true;
+    },
+  );
+});
+
+test('a list of nothing but commas is refused at start', () => {
+  assert.throws(
+    () => loadConfig({ flags: { ...base, amqp: ' , ,' }, env: {} }),
+    (e: unknown) => isConvergeError(e) && /--amqp .*names no URL/.test(e.message),
+  );
+});
