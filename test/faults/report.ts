@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { probeBroker } from '../support/broker.ts';
 import { hostileNodeFlood } from './floodScenario.ts';
 import { hostileHttp } from './hostileHttpScenario.ts';
+import { clusterFailover } from './clusterFailoverScenario.ts';
 import { modelBased } from './modelScenario.ts';
 import { allScenarios, runScenario } from './scenarios.ts';
 import type { ScenarioResult } from './scenarios.ts';
@@ -18,9 +19,15 @@ if (!probe.ok) {
   process.exit(1);
 }
 
-const chosen = [...allScenarios, hostileNodeFlood, hostileHttp, modelBased, tampering].filter(
-  (s) => values.only === undefined || s.name.includes(values.only),
-);
+const chosen = [
+  ...allScenarios,
+  hostileNodeFlood,
+  hostileHttp,
+  modelBased,
+  tampering,
+  clusterFailover('stop'),
+  clusterFailover('kill'),
+].filter((s) => values.only === undefined || s.name.includes(values.only));
 const results: ScenarioResult[] = [];
 for (const s of chosen) {
   process.stderr.write(`faults: ${s.name} …\n`);
@@ -128,6 +135,14 @@ ${table}
   stored or delivery acked, projection at the store head; bounded waits), status, caughtUp, the anomaly counters, the
   latest send's digest and serial and the latest report must equal the model; each replay must equal the live read
   model; at the end of each run every report is stored once and every send reached the node's queue.
+- **cluster failover** — \`test/faults/clusterFailoverScenario.ts\`: a 3-node RabbitMQ cluster of the scenario's own
+  (\`scripts/rabbitmq-cluster.sh\`, beside the system broker), the whole engine given all three URLs, three nodes with
+  real accounts publishing reports (one lists the engine's broker node first, two list the others first). Under load,
+  the broker node the engine is connected to is stopped for good, by \`rabbitmqctl stop\` or by SIGKILL of its Erlang
+  VM. Time to recover runs from the moment the stop began until every report confirmed before the engine lost its
+  connection is stored and one confirmed after that is stored too; a declaration sent after the failover must reach its
+  node (the relay's publisher resumed). The \`stop\` row also runs in \`npm test\`
+  (\`test/faults/clusterFailover.fault.test.ts\`).
 - **tampered declarations** — \`test/faults/tamperingScenario.ts\`: after an untampered control declaration converges, each
   declaration is recorded, tampered and published to \`node.<id>\` as the relay publishes: a bit flipped at a random
   position (fast-check) in the declaration bytes or in the signature, the same JSON re-encoded, a signature by another

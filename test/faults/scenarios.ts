@@ -185,7 +185,7 @@ export async function timeToStore(store: () => EventStore, ids: ReadonlySet<stri
  * (reconnected, restarted), not a backlog that happened to land before the fault. Runs alongside
  * the rest of the load.
  */
-async function recoveryFrom(store: () => EventStore, load: Load, instant: boolean, limitMs = 60_000): Promise<number | null> {
+export async function recoveryFrom(store: () => EventStore, load: Load, instant: boolean, limitMs = 60_000): Promise<number | null> {
   const t0 = Date.now();
   const before = new Set(load.confirmed());
   try {
@@ -209,7 +209,7 @@ async function recoveryFrom(store: () => EventStore, load: Load, instant: boolea
 }
 
 /** After the load: wait (bounded) for every confirmed report, so the tally counts losses, not lag. */
-const settleAll = async (store: () => EventStore, load: Load): Promise<void> => {
+export const settleAll = async (store: () => EventStore, load: Load): Promise<void> => {
   await timeToStore(store, load.confirmed());
 };
 
