@@ -5,43 +5,40 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { startRabbitCluster } from '../support/rabbitCluster.ts';
 import type { RabbitCluster } from '../support/rabbitCluster.ts';
+import { describeOnService } from '../support/services.ts';
 import { clusterFailoverFaults, runClusterFailover } from './clusterFailoverScenario.ts';
 
 // Issue 12 §2 (RELIABILITY.md row "cluster failover"): a 3-node cluster of our own, started once
 // for this file by scripts/rabbitmq-cluster.sh beside the system broker and removed at the end,
-// even on failure (and by the script's watchdog if this process dies). Without a cluster: a
-// failing test under CONVERGE_REQUIRE_BROKER=1, a loud skip otherwise.
+// even on failure (and by the script's watchdog if this process dies). Starting it is the probe:
+// if it cannot start, the suite fails under CONVERGE_REQUIRE_BROKER=1 and skips loudly otherwise.
 
-const dir = mkdtempSync(join(tmpdir(), 'converge-failover-'));
 let cluster: RabbitCluster | null = null;
-let unavailable: string | null = null;
-try {
-  cluster = await startRabbitCluster();
-} catch (e) {
-  unavailable = (e as Error).message;
-}
+const dir = mkdtempSync(join(tmpdir(), 'converge-failover-'));
 /** Closers of what a run opened: a timed-out run leaves connections that would reconnect forever. */
 const leftovers = new Set<() => Promise<void>>();
+
+const startCluster = async (): Promise<{ ok: true } | { ok: false; reason: string }> => {
+  try {
+    cluster = await startRabbitCluster();
+    return { ok: true };
+  } catch (e) {
+    return { ok: false, reason: (e as Error).message };
+  }
+};
+
 after(async () => {
   for (const close of leftovers) await close().catch(() => undefined);
   await cluster?.remove();
   rmSync(dir, { recursive: true, force: true });
 });
 
-if (cluster === null) {
-  if (process.env['CONVERGE_REQUIRE_BROKER'] === '1') {
-    test('cluster failover needs a RabbitMQ cluster (CONVERGE_REQUIRE_BROKER=1)', () => assert.fail(unavailable ?? 'no cluster'));
-  } else {
-    console.warn(`\n*** SKIPPING cluster failover: ${unavailable}; set CONVERGE_REQUIRE_BROKER=1 to fail instead ***\n`);
-    test(`cluster failover — SKIPPED: ${unavailable}`, { skip: unavailable ?? 'no cluster' }, () => {});
-  }
-} else {
-  const c = cluster;
+describeOnService('a 3-node RabbitMQ cluster', startCluster, 'engine over a RabbitMQ cluster', () => {
   test(
     `${clusterFailoverFaults('stop')}: ingest resumes on another node, every confirmed report stored exactly once, the relay publishes again`,
     { timeout: 180_000 },
     async (t) => {
-      const r = await runClusterFailover(c, 'stop', dir, leftovers);
+      const r = await runClusterFailover(cluster!, 'stop', dir, leftovers);
       t.diagnostic(
         `${r.sent} sent, ${r.confirmed} confirmed, ${r.stored} stored; failover in ${r.recoverMs ?? '—'} ms; ${r.notes.join('; ')}`,
       );
@@ -53,4 +50,4 @@ if (cluster === null) {
       for (const [check, held] of Object.entries(r.checks)) assert.equal(held, true, `${check} did not hold; ${r.notes.join('; ')}`);
     },
   );
-}
+});

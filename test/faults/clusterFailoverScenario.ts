@@ -9,7 +9,9 @@ import { parseSigned } from '../../src/wire/index.ts';
 import { startEngineOverAmqp } from '../support/faults/engineOverAmqp.ts';
 import { startRabbitCluster } from '../support/rabbitCluster.ts';
 import type { RabbitCluster } from '../support/rabbitCluster.ts';
-import { logger, nodeIds, recoveryFrom, settleAll, sleep, startLoad, tally, until } from './scenarios.ts';
+import { logger } from '../support/logger.ts';
+import { sleep, until } from '../support/until.ts';
+import { nodeIds, recoveryFrom, settleAll, startLoad, tally } from './scenarios.ts';
 import type { NodeConn, Scenario, ScenarioResult } from './scenarios.ts';
 
 // Issue 12 §2: the engine over a 3-node RabbitMQ cluster, given every node's URL; under a steady
@@ -105,8 +107,7 @@ export async function runClusterFailover(
     await until(
       'the engine to lose its node',
       () => engine.transport.connection.generation() !== generation || !engine.transport.connection.isConnected(),
-      60_000,
-      5,
+      { timeoutMs: 60_000, everyMs: 5 },
     );
     const lostAt = Date.now();
     const recovering = recoveryFrom(() => engine.store, load, true);
