@@ -13,7 +13,7 @@ import { createProjectionRunner } from '../src/readModel/projectionRunner.ts';
 import { createReadModel } from '../src/readModel/readModel.ts';
 import { replayStore } from '../src/readModel/replay.ts';
 import { aliveSeenId, declarationSentId, reportReceivedId, streamOf } from '../src/events/index.ts';
-import type { Recorded } from '../src/events/index.ts';
+import type { NodeEvent, Recorded } from '../src/events/index.ts';
 import { createSqliteEventStore } from '../src/store/sqliteEventStore.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
 import { createBenchReport } from './support/report.ts';
@@ -32,7 +32,7 @@ const decl = Buffer.from('{"node":"x","serial":1,"issued":"2026-01-01T00:00:00Z"
 const digestOf = (node: string, serial: number): string => createHash('sha256').update(`${node}/${serial}`).digest('hex');
 
 /** Per node, a cycle of send → alive → matching report → alive (every fourth report is stale). */
-function eventAt(k: number): NewEvent {
+function eventAt(k: number): NewEvent<NodeEvent> {
   const node = `n${k % nodes}`;
   const round = Math.floor(k / nodes);
   const serial = Math.floor(round / 4) + 1;
@@ -83,7 +83,7 @@ try {
   process.stdout.write(`filling a SQLite store with ${fmt(total)} events over ${fmt(nodes)} nodes… `);
   const fillStart = performance.now();
   for (let k = 0; k < total; k += 2_000) {
-    const byStream = new Map<string, NewEvent[]>();
+    const byStream = new Map<string, NewEvent<NodeEvent>[]>();
     for (let j = k; j < Math.min(total, k + 2_000); j++) {
       const e = eventAt(j);
       const s = streamOf(e.data.node);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { aliveSeenId } from '../src/events/index.ts';
-import type { AliveSeen } from '../src/events/index.ts';
+import type { AliveSeen, NodeEvent } from '../src/events/index.ts';
 import { createSqliteEventStore } from '../src/store/sqliteEventStore.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
 import { createBenchReport } from './support/report.ts';
@@ -20,7 +20,7 @@ let files = 0;
 const freshPath = (): string => join(dir, `b${files++}.db`);
 
 /** Events spread round-robin over the streams, as ingest sees reports from a fleet. */
-function makeEvents(count: number, offset: number): NewEvent[] {
+function makeEvents(count: number, offset: number): NewEvent<NodeEvent>[] {
   return Array.from({ length: count }, (_, i) => {
     const k = offset + i;
     const node = `n${k % streamCount}`;
@@ -30,7 +30,7 @@ function makeEvents(count: number, offset: number): NewEvent[] {
 }
 const chunk = <T>(xs: readonly T[], n: number): T[][] =>
   Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n));
-const streamOf = (e: NewEvent): string => `node-${e.data.node}`;
+const streamOf = (e: NewEvent<NodeEvent>): string => `node-${e.data.node}`;
 
 /** A file with the adapter's schema, opened raw with the same pragmas the adapter uses. */
 async function rawDatabase(): Promise<Database.Database> {
@@ -43,11 +43,11 @@ async function rawDatabase(): Promise<Database.Database> {
 }
 
 /** Baseline: the least a hand-written loop must do — stringify, insert, one transaction per batch. */
-async function baselineAppend(batches: readonly NewEvent[][]): Promise<number> {
+async function baselineAppend(batches: readonly NewEvent<NodeEvent>[][]): Promise<number> {
   const db = await rawDatabase();
   const insert = db.prepare('INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)');
   const revisions = new Map<string, number>(); // the baseline knows every revision for free
-  const tx = db.transaction((batch: readonly NewEvent[]) => {
+  const tx = db.transaction((batch: readonly NewEvent<NodeEvent>[]) => {
     for (const e of batch) {
       const s = streamOf(e);
       const r = (revisions.get(s) ?? -1) + 1;
@@ -62,7 +62,7 @@ async function baselineAppend(batches: readonly NewEvent[][]): Promise<number> {
   return ms;
 }
 
-async function adapterAppend(batches: readonly NewEvent[][]): Promise<{ ms: number; path: string }> {
+async function adapterAppend(batches: readonly NewEvent<NodeEvent>[][]): Promise<{ ms: number; path: string }> {
   const path = freshPath();
   const store = createSqliteEventStore(path);
   const writes: StreamWrite[][] = batches.map((b) => b.map((e) => ({ stream: streamOf(e), expected: 'any', events: [e] })));

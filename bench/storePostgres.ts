@@ -10,7 +10,7 @@ import { dumbo } from '@event-driven-io/dumbo';
 import { getPostgreSQLEventStore, readMessagesBatch } from '@event-driven-io/emmett-postgresql';
 import pg from 'pg';
 import { aliveSeenId } from '../src/events/index.ts';
-import type { AliveSeen } from '../src/events/index.ts';
+import type { AliveSeen, NodeEvent } from '../src/events/index.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
 import { createPostgresEventStore } from '../src/store/postgres/index.ts';
 import { createBenchReport } from './support/report.ts';
@@ -60,7 +60,7 @@ async function freshDatabase(): Promise<string> {
 }
 
 /** Events spread round-robin over the streams, as ingest sees reports from a fleet. */
-function makeEvents(count: number, offset: number): NewEvent[] {
+function makeEvents(count: number, offset: number): NewEvent<NodeEvent>[] {
   return Array.from({ length: count }, (_, i) => {
     const k = offset + i;
     const node = `n${k % streamCount}`;
@@ -70,10 +70,10 @@ function makeEvents(count: number, offset: number): NewEvent[] {
 }
 const chunk = <T>(xs: readonly T[], n: number): T[][] =>
   Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n));
-const streamOf = (e: NewEvent): string => `node-${e.data.node}`;
+const streamOf = (e: NewEvent<NodeEvent>): string => `node-${e.data.node}`;
 const metadata = '{"v":2}';
 
-type Side = Readonly<{ append: (batch: readonly NewEvent[]) => Promise<unknown>; close: () => Promise<void>; url: string }>;
+type Side = Readonly<{ append: (batch: readonly NewEvent<NodeEvent>[]) => Promise<unknown>; close: () => Promise<void>; url: string }>;
 
 /**
  * Baseline: the least a hand-written loop must do on the adapter's own table (same columns,
@@ -138,7 +138,7 @@ async function emmettSide(): Promise<Side> {
  * other measured the load more than the stores (a probe of 400 single appends interleaved this way
  * gave 0.85–1.07 where back-to-back passes gave 0.56).
  */
-async function appendPass(batches: readonly NewEvent[][]): Promise<{ ms: number[]; urls: string[] }> {
+async function appendPass(batches: readonly NewEvent<NodeEvent>[][]): Promise<{ ms: number[]; urls: string[] }> {
   const sides = [await rawSide(), await convergeSide(), await emmettSide()];
   const ms = [0, 0, 0];
   for (let i = 0; i < batches.length; i++) {

@@ -1,4 +1,5 @@
-import type { Recorded } from '../src/events/index.ts';
+import { isNodeEvent } from '../src/events/index.ts';
+import type { NodeEvent, Recorded } from '../src/events/index.ts';
 import { classifyReport, foldNode, initialNodeState } from './nodeState.ts';
 import type { NodeState, ReportClass } from './nodeState.ts';
 
@@ -27,6 +28,22 @@ export function eventTime(e: Recorded): string {
       return e.data.receivedAt;
     case 'AliveSeen':
       return e.data.seenAt;
+    case 'RolloutStarted':
+      return e.data.startedAt;
+    case 'RolloutNodesListed':
+      return e.data.listedAt;
+    case 'WaveStarted':
+      return e.data.startedAt;
+    case 'RolloutSent':
+      return e.data.sentAt;
+    case 'WaveCompleted':
+      return e.data.completedAt;
+    case 'RolloutPaused':
+    case 'RolloutResumed':
+    case 'RolloutHalted':
+    case 'RolloutCompleted':
+    case 'RolloutAborted':
+      return e.data.at;
   }
 }
 
@@ -61,6 +78,7 @@ export function createFleetFold(at: At | null = null): FleetFold {
   const stopped = new Set<string>();
   return {
     push(e) {
+      if (!isNodeEvent(e)) return;
       const node = e.data.node;
       if (stopped.has(node)) return;
       if (at !== null && isBeyond(e, at)) {
@@ -79,7 +97,7 @@ export type TimelineEntry = Readonly<{
   position: bigint;
   revision: bigint;
   id: string;
-  type: Recorded['type'];
+  type: NodeEvent['type'];
   at: string;
   /** DeclarationSent: its digest; ReportReceived: the digest it names (null: legacy report). */
   digest: string | null;
@@ -116,6 +134,7 @@ export function timeline(node: string, events: Iterable<Recorded>): Timeline {
   const entries: TimelineEntry[] = [];
   const declarations: DeclarationOutcome[] = [];
   for (const e of events) {
+    if (!isNodeEvent(e)) continue;
     const before = state;
     state = foldNode(state, e);
     let digest: string | null = null;
@@ -198,6 +217,7 @@ export function createRaceScanner(): RaceScanner {
     scanned: () => scanned,
     push(e) {
       scanned++;
+      if (!isNodeEvent(e)) return null;
       const node = e.data.node;
       if (e.type === 'DeclarationSent') {
         const prev = latest.get(node);

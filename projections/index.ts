@@ -21,3 +21,34 @@ export type { NodeView } from './nodeView.ts';
 export { parseAt, eventTime, isBeyond, stateAt, createFleetFold, timeline, createRaceScanner, findRaces } from './forensics.ts';
 export type { At, StoppedFold, FleetFold, TimelineEntry, DeclarationOutcome, Timeline, Race, RaceScanner } from './forensics.ts';
 export { foldVersion } from './foldVersion.ts';
+export {
+  rolloutStatuses,
+  isTerminal,
+  startRollout,
+  foldRollout,
+  foldRolloutEvents,
+  targetsComplete,
+  waveDeadline,
+  nodeOutcomes,
+  isFailure,
+  nodeOutcome,
+  failureDetail,
+  decide,
+  eventOfDecision,
+  waveProgress,
+  planWaves,
+  planBudget,
+  selectTargets,
+} from './rollout.ts';
+export type {
+  RolloutStatus,
+  WaveState,
+  RolloutSend,
+  RolloutSkip,
+  RolloutState,
+  NodeOutcome,
+  WaveProgress,
+  Decision,
+  WavePlan,
+  TargetSelection,
+} from './rollout.ts';

@@ -197,6 +197,9 @@ export function foldNode(state: NodeState, event: Recorded): NodeState {
     case 'AliveSeen':
       changes = onAliveSeen(state, event.data);
       break;
+    default:
+      // A rollout's event (issue 14) lives in its own stream and says nothing about a node.
+      return state;
   }
   // Position and revision advance even when the event changes nothing else (a duplicate report).
   const position = event.position > state.position ? event.position : state.position;

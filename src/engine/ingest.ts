@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { ConvergeError, toConvergeError } from '../errors.ts';
 import type { ErrorCode } from '../errors.ts';
 import { makeAliveSeen, makeReportReceived, streamOf } from '../events/index.ts';
+import type { NodeEvent } from '../events/index.ts';
 import type { EventStore, NewEvent, StreamWrite } from '../store/port.ts';
 import type { Delivery, IngestSource } from '../transport/port.ts';
 import { defaultWireLimits, parseAlive, parseReport } from '../wire/index.ts';
@@ -72,7 +73,7 @@ export type Ingest = Readonly<{
   }>;
 }>;
 
-type Pending = Readonly<{ delivery: Delivery; event: NewEvent | null }>;
+type Pending = Readonly<{ delivery: Delivery; event: NewEvent<NodeEvent> | null }>;
 
 /** Store errors that no retry will fix: the delivery itself is the problem. */
 const poisonCodes: ReadonlySet<ErrorCode> = new Set([
@@ -133,7 +134,7 @@ export function createIngest(options: IngestOptions): Ingest {
   }
 
   /** The event for a delivery, null for an alive inside the resolution window; throws to refuse it. */
-  function toEvent(d: Delivery): NewEvent | null {
+  function toEvent(d: Delivery): NewEvent<NodeEvent> | null {
     if (d.routingKey !== d.kind) {
       throw new ConvergeError(
         'CONVERGE_ERR_ROUTING_KEY',
@@ -211,7 +212,7 @@ export function createIngest(options: IngestOptions): Ingest {
       source.reject(d, 'CONVERGE_ERR_RATE_LIMITED');
       return;
     }
-    let event: NewEvent | null;
+    let event: NewEvent<NodeEvent> | null;
     try {
       event = toEvent(d);
     } catch (err) {

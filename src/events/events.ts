@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { stringMap } from '../wire/index.ts';
+import { rolloutEventDataSchemas, rolloutEventTypes, rolloutIdPattern } from './rollouts.ts';
+import type { RolloutEvent } from './rollouts.ts';
 
 // DESIGN §2. Event type names and field names are part of the audit record: change them only
 // with an upcaster (see upcasters.ts). Data is plain JSON; times are ISO 8601 strings.
@@ -20,6 +22,12 @@ export const declarationSentData = z.object({
   keyId: z.string(),
   resourceIds: z.array(z.string()),
   sentAt: iso,
+  /**
+   * Present on a rollout's sends (issue 14): which rollout and wave sent it. Optional and
+   * additive, so the data version stays 2: older events have no tag (not sent by a rollout) and
+   * an older reader ignores it, as zod objects strip keys they do not name.
+   */
+  rollout: z.object({ id: z.string().regex(rolloutIdPattern), wave: z.number().int().min(1) }).optional(),
 });
 
 export const reportReceivedData = z.object({
@@ -54,16 +62,26 @@ export type Event<Type extends string, Data> = Readonly<{ type: Type; data: Data
 export type DeclarationSent = Event<'DeclarationSent', DeclarationSentData>;
 export type ReportReceived = Event<'ReportReceived', ReportReceivedData>;
 export type AliveSeen = Event<'AliveSeen', AliveSeenData>;
-export type ConvergeEvent = DeclarationSent | ReportReceived | AliveSeen;
+/** The events of a node's stream (DESIGN §2), the ones the node fold reads. */
+export type NodeEvent = DeclarationSent | ReportReceived | AliveSeen;
+export type NodeEventType = NodeEvent['type'];
+/** Everything a store holds: node streams and rollout streams (issue 14). */
+export type ConvergeEvent = NodeEvent | RolloutEvent;
 export type ConvergeEventType = ConvergeEvent['type'];
 
-export const eventTypes = ['DeclarationSent', 'ReportReceived', 'AliveSeen'] as const satisfies readonly ConvergeEventType[];
+export const nodeEventTypes = ['DeclarationSent', 'ReportReceived', 'AliveSeen'] as const satisfies readonly NodeEventType[];
+export const eventTypes = [...nodeEventTypes, ...rolloutEventTypes] as const satisfies readonly ConvergeEventType[];
 
 export const eventDataSchemas = {
   DeclarationSent: declarationSentData,
   ReportReceived: reportReceivedData,
   AliveSeen: aliveSeenData,
+  ...rolloutEventDataSchemas,
 } as const;
+
+const nodeTypes: ReadonlySet<string> = new Set(nodeEventTypes);
+/** A node's event, as opposed to a rollout's: what the node fold and the node read model take. */
+export const isNodeEvent = <E extends ConvergeEvent>(e: E): e is Extract<E, NodeEvent> => nodeTypes.has(e.type);
 
 /** An event as a store hands it back: with its id, stream, revision in the stream, and global position. */
 export type Recorded<E extends ConvergeEvent = ConvergeEvent> = E &

@@ -72,3 +72,19 @@ export const reportReceivedId = (node: string, messageId: string | null, body: U
 
 /** Alive is coalesced per node and resolution window, so the node + seenAt names it. */
 export const aliveSeenId = (node: string, seenAt: string): string => uuidV5(`AliveSeen/${node}/${seenAt}`);
+
+/**
+ * A rollout's send to a node (issue 14): named by the rollout and the node, not the serial, so
+ * a driver that retries after a crash or a lost reply, from however stale a view, cannot record
+ * a second declaration from the same rollout for that node — the store keeps the first
+ * (a retry whose events are all stored is a no-op, test/contracts).
+ */
+export const rolloutSendId = (node: string, rollout: string): string => uuidV5(`DeclarationSent/${node}/rollout/${rollout}`);
+
+/**
+ * A rollout event, named by its rollout, its type and what makes it unique in the stream: the
+ * wave for wave events, the list's offset for node lists, and for everything else the stream
+ * revision the decision was taken at. Two drivers taking the same decision write the same id.
+ */
+export const rolloutEventId = (rollout: string, type: string, key: string | number | bigint): string =>
+  uuidV5(`${type}/${rollout}/${String(key)}`);

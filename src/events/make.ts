@@ -2,31 +2,50 @@ import { buildDeclaration, digestOf, signDeclaration, specDigestOf } from '../de
 import type { Resource, SigningKey } from '../declaration/index.ts';
 import type { Alive, Report } from '../wire/index.ts';
 import type { AliveSeen, DeclarationSent, ReportReceived } from './events.ts';
-import { aliveSeenId, declarationSentId, reportReceivedId } from './ids.ts';
+import { aliveSeenId, declarationSentId, reportReceivedId, rolloutSendId } from './ids.ts';
 
 // Constructors for the three events, each with its deterministic id (DESIGN §2). The engine,
 // the lab and the tests all build events here so the ids are derived one way only.
 
 export type WithId<E> = E & Readonly<{ id: string }>;
 
-export type DeclarationToSend = Readonly<{ node: string; serial: number; resources: readonly Resource[]; key: SigningKey; now: Date }>;
+export type DeclarationToSend = Readonly<{
+  node: string;
+  serial: number;
+  resources: readonly Resource[];
+  key: SigningKey;
+  now: Date;
+  /** A rollout's send: tagged with it, and named by rollout and node (ids.ts). */
+  rollout?: Readonly<{ id: string; wave: number }>;
+  /** The spec digest of `resources`, when the caller has it already (a bulk send computes it once). */
+  specDigest?: string;
+}>;
 
 /** Build, digest and sign the declaration bytes once, and record them in the event. */
-export function makeDeclarationSent({ node, serial, resources, key, now }: DeclarationToSend): WithId<DeclarationSent> {
+export function makeDeclarationSent({
+  node,
+  serial,
+  resources,
+  key,
+  now,
+  rollout,
+  specDigest,
+}: DeclarationToSend): WithId<DeclarationSent> {
   const bytes = buildDeclaration({ node, serial, issued: now, resources });
   return {
-    id: declarationSentId(node, serial),
+    id: rollout === undefined ? declarationSentId(node, serial) : rolloutSendId(node, rollout.id),
     type: 'DeclarationSent',
     data: {
       node,
       serial,
       digest: digestOf(bytes),
-      specDigest: specDigestOf(resources),
+      specDigest: specDigest ?? specDigestOf(resources),
       declaration: bytes.toString('base64'),
       signature: signDeclaration(bytes, key).toString('base64'),
       keyId: key.keyId,
       resourceIds: resources.map((r) => r.id),
       sentAt: now.toISOString(),
+      ...(rollout === undefined ? {} : { rollout: { id: rollout.id, wave: rollout.wave } }),
     },
   };
 }

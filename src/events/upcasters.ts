@@ -1,6 +1,8 @@
 import { readDeclaration, specDigestOf } from '../declaration/index.ts';
 import { ConvergeError } from '../errors.ts';
 import { eventDataSchemas, eventTypes } from './events.ts';
+import { rolloutEventTypes } from './rollouts.ts';
+import type { RolloutEventType } from './rollouts.ts';
 import type { ConvergeEvent, ConvergeEventType } from './events.ts';
 
 // Stored events carry `metadata.v`, the version of their data's shape. Reading one back runs
@@ -30,11 +32,18 @@ const withSpecDigest: Upcaster = (data) => {
   }
 };
 
+type Upcasters = Readonly<Record<number, Upcaster>>;
+
+// Rollout events (issue 14) were first written at v2: none was ever stored at v1, so none has an
+// upcaster, and one claiming v1 is refused as invalid.
+const bornAtV2 = Object.fromEntries(rolloutEventTypes.map((t) => [t, {}])) as Record<RolloutEventType, Upcasters>;
+
 /** upcasters[type][v] turns version v data into version v+1. */
-export const upcasters: Readonly<Record<ConvergeEventType, Readonly<Record<number, Upcaster>>>> = {
+export const upcasters: Readonly<Record<ConvergeEventType, Upcasters>> = {
   DeclarationSent: { 1: withSpecDigest },
   ReportReceived: { 1: unchanged },
   AliveSeen: { 1: unchanged },
+  ...bornAtV2,
 };
 
 export const isEventType = (t: string): t is ConvergeEventType => (eventTypes as readonly string[]).includes(t);

@@ -8,7 +8,7 @@ import {
 } from '../../projections/index.ts';
 import type { At, FleetSummary, LivenessState, NodeState, NodeStatus } from '../../projections/index.ts';
 import type { Recorded } from '../events/index.ts';
-import { nodeOfStream } from '../events/index.ts';
+import { isNodeEvent, nodeOfStream } from '../events/index.ts';
 import type { EventStore } from '../store/index.ts';
 import type { NodeChange, ReadModel } from './readModel.ts';
 
@@ -426,6 +426,7 @@ export function createFleetHistory({ store, readModel, graceMs = defaultGraceMs 
         outer: for await (const batch of store.readAll({ streamPrefix: 'node-' })) {
           for (const e of batch) {
             if (e.position > upTo) break outer;
+            if (!isNodeEvent(e)) continue;
             const node = nodeOfStream(e.stream) ?? e.data.node;
             const s = foldNode(states.get(node) ?? initialNodeState(node), e);
             states.set(node, s);

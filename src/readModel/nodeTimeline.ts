@@ -1,6 +1,7 @@
 import { createRaceScanner, defaultGraceMs, eventTime, timeline } from '../../projections/index.ts';
 import type { DeclarationOutcome, NodeStatus, ReportClass } from '../../projections/index.ts';
-import type { Recorded } from '../events/index.ts';
+import { isNodeEvent } from '../events/index.ts';
+import type { NodeEvent, Recorded } from '../events/index.ts';
 import type { EventStore } from '../store/index.ts';
 import { readNodeStream } from './queries.ts';
 
@@ -13,7 +14,7 @@ import { readNodeStream } from './queries.ts';
 
 export type TimelineView = Readonly<{
   position: string;
-  type: Recorded['type'];
+  type: NodeEvent['type'];
   at: string;
   digest: string | null;
   serial: number | null;
@@ -40,7 +41,8 @@ export type TimelineView = Readonly<{
 export type TimelinePage = Readonly<{ node: string; events: number; entries: readonly TimelineView[]; next: string | null }>;
 
 /** Every event of the node, oldest first, with what the dashboard says about it. */
-export function describeTimeline(node: string, events: readonly Recorded[], graceMs: number = defaultGraceMs): TimelineView[] {
+export function describeTimeline(node: string, stream: readonly Recorded[], graceMs: number = defaultGraceMs): TimelineView[] {
+  const events = stream.filter(isNodeEvent);
   const t = timeline(node, events);
   const races = createRaceScanner();
   const outcomes = new Map(t.declarations.map((d) => [d.serial, d]));

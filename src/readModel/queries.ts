@@ -1,8 +1,8 @@
 import { eventTime, foldNodeEvents, newerLastSeen, nodeView, stateAt } from '../../projections/index.ts';
 import type { At, NodeState, NodeView } from '../../projections/index.ts';
 import { ConvergeError } from '../errors.ts';
-import type { Recorded } from '../events/index.ts';
-import { streamOf } from '../events/index.ts';
+import type { NodeEvent, Recorded } from '../events/index.ts';
+import { isNodeEvent, streamOf } from '../events/index.ts';
 import type { EventStore } from '../store/index.ts';
 
 // Questions about one node that the API and the CLI both answer, answered one way. Each reads
@@ -51,9 +51,9 @@ export type HistoryEntry = Readonly<{
   position: string;
   revision: string;
   id: string;
-  type: Recorded['type'];
+  type: NodeEvent['type'];
   at: string;
-  data: Recorded['data'];
+  data: NodeEvent['data'];
 }>;
 export type HistoryPage = Readonly<{ node: string; events: readonly HistoryEntry[]; next: string | null }>;
 
@@ -61,7 +61,7 @@ const pageSize = 256;
 
 /** A node's events newest first, `limit` at a time, below `before` (exclusive); `next` pages on. */
 export async function historyPage(store: EventStore, node: string, limit: number, before: bigint | null): Promise<HistoryPage> {
-  const events: Recorded[] = [];
+  const events: Recorded<NodeEvent>[] = [];
   let from: bigint | undefined;
   let any = false;
   // Read backwards in pages, skipping what lies at or after `before`; one more than asked tells whether there is a next page.
@@ -72,7 +72,7 @@ export async function historyPage(store: EventStore, node: string, limit: number
       ...(from === undefined ? {} : { fromRevision: from }),
     });
     if (page.length > 0) any = true;
-    for (const e of page) if ((before === null || e.position < before) && events.length <= limit) events.push(e);
+    for (const e of page) if (isNodeEvent(e) && (before === null || e.position < before) && events.length <= limit) events.push(e);
     const last = page[page.length - 1];
     if (page.length < pageSize || last === undefined || last.revision === 0n || events.length > limit) break;
     from = last.revision - 1n;

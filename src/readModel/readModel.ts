@@ -2,7 +2,7 @@ import { createFleetTally, foldNode, initialNodeState } from '../../projections/
 import type { FleetSummary, FleetSummaryOptions, LivenessState, NodeState, NodeStatus } from '../../projections/index.ts';
 import { ConvergeError } from '../errors.ts';
 import type { Recorded } from '../events/index.ts';
-import { nodeOfStream } from '../events/index.ts';
+import { isNodeEvent, nodeOfStream } from '../events/index.ts';
 import { createLivenessTracker } from './livenessTracker.ts';
 import type { ExactLastSeen, LivenessCounts } from './livenessTracker.ts';
 
@@ -198,6 +198,11 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       for (const e of events) {
         if (position !== null && e.position <= position) continue;
         if (failed !== null) throw failedError(failed);
+        // A rollout's event (issue 14): folded beside this model (rollouts.ts), never into a node.
+        if (!isNodeEvent(e)) {
+          position = e.position;
+          continue;
+        }
         const node = nodeOfStream(e.stream) ?? e.data.node;
         const known = slotOf.get(node);
         const previous = known === undefined ? undefined : states[known];

@@ -1,5 +1,6 @@
 import { foldNode, initialNodeState } from '../../projections/index.ts';
 import type { NodeState } from '../../projections/index.ts';
+import { isNodeEvent } from '../events/index.ts';
 import type { EventStore } from '../store/index.ts';
 
 // `replay --verify` (DESIGN §3): "replaying the store from zero must give the same state as the
@@ -21,6 +22,7 @@ export async function replayStore(
   for await (const batch of store.readAll({ streamPrefix: 'node-' })) {
     for (const e of batch) {
       if (until !== null && e.position > until) return states;
+      if (!isNodeEvent(e)) continue;
       const node = e.data.node;
       states.set(node, foldNode(states.get(node) ?? initialNodeState(node), e));
     }

@@ -22,7 +22,7 @@ import type {
 import { ConvergeError, isConvergeError } from '../errors.ts';
 import { createBackoff, retry, sleep } from '../retry.ts';
 import type { Recorded } from '../events/index.ts';
-import { decodeEvent, isEventType, streamPrefix as nodeStreamPrefix } from '../events/index.ts';
+import { decodeEvent, isEventType, rolloutStreamPrefix, streamPrefix as nodeStreamPrefix } from '../events/index.ts';
 import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision, recorded } from './appendRules.ts';
 import type { EncodedWrite } from './appendRules.ts';
 import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions, Subscription } from './port.ts';
@@ -38,7 +38,10 @@ import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, Subsc
 
 export type EsdbEventStoreOptions = Readonly<{
   maxEventBytes?: number;
-  /** Streams the live subscription follows (server-side filter); DESIGN §2 puts every node in `node-`. */
+  /**
+   * Streams the live subscription follows (server-side filter). Default: Converge's own, `node-`
+   * (DESIGN §2) and `rollout-` (issue 14).
+   */
   streamPrefix?: string;
   readBatchSize?: number;
   /** Backoff bounds when a subscription drops and resubscribes (ms). */
@@ -101,7 +104,8 @@ function toRecorded(e: RecordedEvent | AllStreamRecordedEvent): Recorded | null 
 
 export function createEsdbEventStore(connectionString: string, options: EsdbEventStoreOptions = {}): EventStore {
   const maxEventBytes = options.maxEventBytes ?? defaultMaxEventBytes;
-  const prefix = options.streamPrefix ?? nodeStreamPrefix;
+  const prefixes = options.streamPrefix === undefined ? [nodeStreamPrefix, rolloutStreamPrefix] : [options.streamPrefix];
+  const followed = (stream: string): boolean => prefixes.some((p) => stream.startsWith(p));
   const readBatchSize = options.readBatchSize ?? 1000;
   const backoff = { minMs: options.minBackoffMs ?? 100, maxMs: options.maxBackoffMs ?? 10_000 };
   let client: EsdbClient;
@@ -409,7 +413,7 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
             fromPosition: position === null ? START : toPosition(position),
             filter:
               types === null
-                ? streamNameFilter({ prefixes: [prefix], checkpointReached })
+                ? streamNameFilter({ prefixes, checkpointReached })
                 : eventTypeFilter({ prefixes: [...types], checkpointReached }),
           });
           current = sub;
@@ -423,7 +427,7 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
             delays.reset();
             inHand++;
             const e = r.event;
-            const rec = e === undefined || !e.streamId.startsWith(prefix) ? null : toRecorded(e);
+            const rec = e === undefined || !followed(e.streamId) ? null : toRecorded(e);
             if (rec === null || (position !== null && rec.position <= position)) {
               inHand--;
               if (batch.length === 0) settle(sub);

@@ -13,7 +13,7 @@ import type { ConvergeEvent, Recorded } from '../events/index.ts';
 export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | bigint;
 
 /** An event to append; `id` is deterministic (src/events/ids.ts) and makes retries no-ops. */
-export type NewEvent = ConvergeEvent & Readonly<{ id: string }>;
+export type NewEvent<E extends ConvergeEvent = ConvergeEvent> = E & Readonly<{ id: string }>;
 
 export type StreamWrite = Readonly<{ stream: string; expected: ExpectedRevision; events: readonly NewEvent[] }>;
 

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { isConvergeError } from '../../src/errors.ts';
 import type { ErrorCode } from '../../src/errors.ts';
+import { makeRolloutEvent, rolloutSendId } from '../../src/events/index.ts';
 import type { ConvergeEvent, Recorded } from '../../src/events/index.ts';
 import type { EventStore, NewEvent } from '../../src/store/index.ts';
 import { until } from '../support/until.ts';
@@ -59,6 +60,22 @@ export const reportReceived = (node: string, i = 0): NewEvent => ({
     transport: { messageId: null, redelivered: false, userId: node },
   },
 });
+
+export const rolloutStarted = (rollout: string, nodes: readonly string[]): NewEvent =>
+  makeRolloutEvent('RolloutStarted', {
+    rollout,
+    resources: [{ id: 'r1' }],
+    specDigest: 'b'.repeat(64),
+    selection: { kind: 'nodes' },
+    targets: nodes.length,
+    waves: [nodes.length],
+    asGiven: { waves: '100%', maxFailures: '0' },
+    maxFailures: 0,
+    waveTimeoutMs: 60_000,
+    pauseMs: 0,
+    startedBy: 'test',
+    startedAt: at(0),
+  });
 
 async function rejectsWith(p: Promise<unknown>, code: ErrorCode): Promise<Error> {
   let caught: unknown;
@@ -409,6 +426,46 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
         const rest = await collectAll(store, { after: limited[1]!.position });
         assert.ok(rest.every((e) => e.position > limited[1]!.position));
         assert.ok(ids(rest).includes(node[2]!.id));
+      }),
+    );
+
+    void test(
+      "a rollout's stream and its tagged declarations are stored, read back whole, listed by prefix and followed live (issue 14)",
+      withStore(async (store) => {
+        const n = nodeName();
+        const rollout = `r${n}`;
+        const head = await store.headPosition();
+        const started = rolloutStarted(rollout, [n]);
+        const listed = makeRolloutEvent('RolloutNodesListed', { rollout, from: 0, nodes: [n], listedAt: at(1) });
+        const send = { ...declarationSent(n, 1), id: rolloutSendId(n, rollout) } as NewEvent;
+        const tagged = { ...send, data: { ...send.data, rollout: { id: rollout, wave: 1 } } } as NewEvent;
+        const sent = makeRolloutEvent(
+          'RolloutSent',
+          { rollout, wave: 1, sends: [{ node: n, serial: 1, digest: 'a'.repeat(64) }], skipped: [], sentAt: at(2) },
+          { revision: 1n },
+        );
+        const seen: Recorded[] = [];
+        const sub = store.subscribe({ after: head, handler: (events) => void seen.push(...events.filter((e) => e.id === sent.id)) });
+        try {
+          await store.append([{ stream: `rollout-${rollout}`, expected: 'no_stream', events: [started, listed] }]);
+          await store.append([
+            { stream: `node-${n}`, expected: 'no_stream', events: [tagged] },
+            { stream: `rollout-${rollout}`, expected: 1n, events: [sent] },
+          ]);
+          const read = await store.readStream(`rollout-${rollout}`);
+          assert.deepEqual(
+            read.map((e) => ({ type: e.type, data: e.data })),
+            [started, listed, sent].map(stripe),
+          );
+          assert.deepEqual((await store.readStream(`node-${n}`))[0]?.data, tagged.data, 'the rollout tag is kept');
+          const listedByPrefix = (await collectAll(store, { after: head, streamPrefix: 'rollout-' })).filter(
+            (e) => e.stream === `rollout-${rollout}`,
+          );
+          assert.deepEqual(ids(listedByPrefix), [started.id, listed.id, sent.id]);
+          await until('the subscription delivers the rollout event', () => seen.length === 1);
+        } finally {
+          await sub.stop();
+        }
       }),
     );
 

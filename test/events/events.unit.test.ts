@@ -8,7 +8,10 @@ import {
   eventMetadata,
   makeDeclarationSent,
   makeReportReceived,
+  makeRolloutEvent,
   reportReceivedId,
+  rolloutEventId,
+  rolloutSendId,
   uuidV5,
 } from '../../src/events/index.ts';
 import { specDigestOf } from '../../src/declaration/index.ts';
@@ -91,4 +94,59 @@ test('a v1 DeclarationSent (before spec digests) is read back with the spec dige
     () => decodeEvent('DeclarationSent', { ...v1, declaration: Buffer.from('not json').toString('base64') }, { v: 1 }),
     (err: unknown) => isConvergeError(err, 'CONVERGE_ERR_EVENT_INVALID'),
   );
+});
+
+test("a rollout's send is named by the rollout and the node, whatever its serial; other sends keep node + serial", () => {
+  const now = new Date('2026-11-30T14:00:00Z');
+  const rollout = { id: 'r-canary', wave: 2 };
+  const a = makeDeclarationSent({ node: 'n1', serial: 3, resources: [{ id: 'web' }], key: testKey, now, rollout });
+  const b = makeDeclarationSent({ node: 'n1', serial: 4, resources: [{ id: 'web' }], key: testKey, now, rollout });
+  assert.equal(a.id, b.id, 'a retry from a stale view cannot record a second send from this rollout');
+  assert.equal(a.id, rolloutSendId('n1', 'r-canary'));
+  assert.notEqual(a.id, declarationSentId('n1', 3));
+  assert.deepEqual(a.data.rollout, rollout);
+  const plain = makeDeclarationSent({ node: 'n1', serial: 3, resources: [{ id: 'web' }], key: testKey, now });
+  assert.equal(plain.id, declarationSentId('n1', 3));
+  assert.equal('rollout' in plain.data, false);
+});
+
+test('the rollout tag is optional in the stored DeclarationSent: untagged events read as before, tagged ones keep it', () => {
+  const now = new Date('2026-11-30T14:00:00Z');
+  const tagged = makeDeclarationSent({
+    node: 'n1',
+    serial: 1,
+    resources: [{ id: 'web' }],
+    key: testKey,
+    now,
+    rollout: { id: 'r1', wave: 1 },
+  });
+  const stored = JSON.parse(JSON.stringify(tagged.data)) as Record<string, unknown>;
+  assert.deepEqual(decodeEvent('DeclarationSent', stored, eventMetadata()).data, tagged.data);
+  const { rollout: _tag, ...untagged } = stored;
+  assert.deepEqual(decodeEvent('DeclarationSent', untagged, eventMetadata()).data, untagged);
+  assert.throws(
+    () => decodeEvent('DeclarationSent', { ...stored, rollout: { id: 'Not An Id', wave: 1 } }, eventMetadata()),
+    (x) => isConvergeError(x, 'CONVERGE_ERR_EVENT_INVALID'),
+  );
+});
+
+test('rollout events decode through their schemas; one claiming the v1 shape they never had is refused', () => {
+  const e = makeRolloutEvent(
+    'RolloutPaused',
+    { rollout: 'r1', by: 'ops', reason: 'lunch', at: '2026-11-30T14:00:00.000Z' },
+    { revision: 4n },
+  );
+  assert.equal(e.id, rolloutEventId('r1', 'RolloutPaused', 4n));
+  assert.deepEqual(decodeEvent('RolloutPaused', JSON.parse(JSON.stringify(e.data)), eventMetadata()), { type: e.type, data: e.data });
+  assert.throws(
+    () => decodeEvent('RolloutPaused', e.data, { v: 1 }),
+    (x) => isConvergeError(x, 'CONVERGE_ERR_EVENT_INVALID') && /no upcaster/.test((x as Error).message),
+  );
+  assert.throws(
+    () => decodeEvent('WaveStarted', { rollout: 'r1', wave: 0, from: 0, to: 1, startedAt: '2026-11-30T14:00:00.000Z' }, eventMetadata()),
+    (x) => isConvergeError(x, 'CONVERGE_ERR_EVENT_INVALID'),
+  );
+  // Same decision, same id: two drivers that both open wave 2 write one event.
+  const w = { rollout: 'r1', wave: 2, from: 1, to: 5, startedAt: '2026-11-30T14:00:00.000Z' };
+  assert.equal(makeRolloutEvent('WaveStarted', w).id, makeRolloutEvent('WaveStarted', { ...w, startedAt: '2026-11-30T15:00:00.000Z' }).id);
 });

@@ -11,6 +11,9 @@ import type { Report } from '../../src/wire/index.ts';
 //   historyInStore(store)  the same events appended to a real store — for engine, API and CLI tests.
 
 export const testKey = signingKeyFromSeed(Buffer.alloc(32, 7));
+
+/** A rollout's tag on a send (issue 14). */
+export type RolloutTag = Readonly<{ id: string; wave: number }>;
 export const historyStart = Date.parse('2026-11-29T14:00:00Z');
 
 /** The clock, the serials and the message ids a history shares between its events. */
@@ -28,11 +31,18 @@ function scriptedEvents(start: number) {
     now: (): Date => new Date(clock),
     /** Digests sent to a node so far, oldest first. */
     digests: (node: string): readonly string[] => digests.get(node) ?? [],
-    /** The node's next declaration (serial 1, 2, …) signed by `testKey`. */
-    send(node: string, resources: readonly Resource[] = [{ id: 'web' }]): WithId<DeclarationSent> {
+    /** The node's next declaration (serial 1, 2, …) signed by `testKey`; a rollout's send if `rollout` is given. */
+    send(node: string, resources: readonly Resource[] = [{ id: 'web' }], rollout?: RolloutTag): WithId<DeclarationSent> {
       const serial = (serials.get(node) ?? 0) + 1;
       serials.set(node, serial);
-      const e = makeDeclarationSent({ node, serial, resources, key: testKey, now: new Date(clock) });
+      const e = makeDeclarationSent({
+        node,
+        serial,
+        resources,
+        key: testKey,
+        now: new Date(clock),
+        ...(rollout === undefined ? {} : { rollout }),
+      });
       digests.set(node, [...(digests.get(node) ?? []), e.data.digest]);
       return e;
     },
@@ -59,7 +69,7 @@ export function history(node: string, start = historyStart) {
     events,
     tick: script.tick,
     now: script.now,
-    send: (resources?: readonly Resource[]) => record(script.send(node, resources)),
+    send: (resources?: readonly Resource[], rollout?: RolloutTag) => record(script.send(node, resources, rollout)),
     report: (fields?: Partial<Report>) => record(script.report(node, fields)),
     alive: () => record(script.alive(node)),
   };
@@ -78,8 +88,12 @@ export function historyInStore(store: EventStore, start = historyStart) {
     tick: script.tick,
     now: script.now,
     digests: script.digests,
-    async send(node: string, resources?: readonly Resource[]): Promise<{ digest: string; serial: number; position: bigint }> {
-      const e = script.send(node, resources);
+    async send(
+      node: string,
+      resources?: readonly Resource[],
+      rollout?: RolloutTag,
+    ): Promise<{ digest: string; serial: number; position: bigint }> {
+      const e = script.send(node, resources, rollout);
       return { digest: e.data.digest, serial: e.data.serial, position: await append(node, e) };
     },
     report: (node: string, fields?: Partial<Report>): Promise<bigint> => append(node, script.report(node, fields)),

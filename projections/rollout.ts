@@ -1,0 +1,481 @@
+import type {
+  Recorded,
+  RolloutEvent,
+  RolloutFailure,
+  RolloutSelection,
+  RolloutStartedData,
+  WaveCompletedData,
+  RolloutHaltedData,
+  RolloutAbortedData,
+  RolloutCompletedData,
+} from '../src/events/index.ts';
+import { makeRolloutEvent } from '../src/events/index.ts';
+import type { WithId } from '../src/events/index.ts';
+import type { NodeState } from './nodeState.ts';
+
+// Issue 14: a rollout, folded from its own stream (`rollout-<id>`). Pure and deterministic like
+// the node fold: the live engine, `converge rollout status` and a replay call the same function,
+// and every fact that depended on a clock (a timeout, a failure seen) is in an event, so the
+// fold needs none. How each node is doing is not in this stream: it is the node fold's answer
+// (nodeState.ts) compared with the digest this rollout sent that node — `nodeOutcome` below.
+
+export const rolloutStatuses = ['running', 'paused', 'halted', 'completed', 'aborted'] as const;
+export type RolloutStatus = (typeof rolloutStatuses)[number];
+export const isTerminal = (s: RolloutStatus): boolean => s === 'halted' || s === 'completed' || s === 'aborted';
+
+export type WaveState = Readonly<{
+  wave: number;
+  /** Its nodes are the rollout's targets[from, to). */
+  from: number;
+  to: number;
+  startedAt: string | null;
+  /** When its last send was recorded (ms): its timeout runs from there. */
+  lastSentAtMs: number | null;
+  /** Time the rollout spent paused since the wave's last send: the timeout waits that much longer. */
+  pausedMs: number;
+  completed: WaveCompletedData | null;
+}>;
+
+export type RolloutSend = Readonly<{ wave: number; serial: number; digest: string; sentAt: string }>;
+export type RolloutSkip = Readonly<{ wave: number; code: string; reason: string }>;
+
+export type RolloutState = Readonly<{
+  id: string;
+  started: RolloutStartedData;
+  /** The selected nodes in wave order, as listed after RolloutStarted. */
+  targets: readonly string[];
+  status: RolloutStatus;
+  waves: readonly WaveState[];
+  /** The highest wave opened (0: none yet). */
+  current: number;
+  /** What this rollout sent each node, from RolloutSent. */
+  sends: ReadonlyMap<string, RolloutSend>;
+  /** Nodes it could not send to (a carried port), from RolloutSent. */
+  skipped: ReadonlyMap<string, RolloutSkip>;
+  /** Totals over the completed waves. */
+  done: number;
+  failed: number;
+  superseded: number;
+  pausedAt: string | null;
+  halted: RolloutHaltedData | null;
+  completed: RolloutCompletedData | null;
+  aborted: RolloutAbortedData | null;
+  /** Time of the last event folded. */
+  updatedAt: string;
+  /** Revision of the last event folded in the rollout's stream: the expected revision of the next decision. */
+  revision: bigint;
+  position: bigint;
+}>;
+
+/** The first event of a rollout's stream makes its state; null for any other event first. */
+export function startRollout(e: Recorded<RolloutEvent>): RolloutState | null {
+  if (e.type !== 'RolloutStarted') return null;
+  const d = e.data;
+  const waves: WaveState[] = d.waves.map((to, i) => ({
+    wave: i + 1,
+    from: i === 0 ? 0 : (d.waves[i - 1] ?? 0),
+    to,
+    startedAt: null,
+    lastSentAtMs: null,
+    pausedMs: 0,
+    completed: null,
+  }));
+  return {
+    id: d.rollout,
+    started: d,
+    targets: [],
+    status: 'running',
+    waves,
+    current: 0,
+    sends: new Map(),
+    skipped: new Map(),
+    done: 0,
+    failed: 0,
+    superseded: 0,
+    pausedAt: null,
+    halted: null,
+    completed: null,
+    aborted: null,
+    updatedAt: d.startedAt,
+    revision: e.revision,
+    position: e.position,
+  };
+}
+
+const replaceWave = (waves: readonly WaveState[], wave: number, change: (w: WaveState) => WaveState): WaveState[] =>
+  waves.map((w) => (w.wave === wave ? change(w) : w));
+
+/** (state, event) → state. Never throws on a well-typed event; never mutates its input. */
+export function foldRollout(s: RolloutState, e: Recorded<RolloutEvent>): RolloutState {
+  const at = { revision: e.revision > s.revision ? e.revision : s.revision, position: e.position > s.position ? e.position : s.position };
+  switch (e.type) {
+    case 'RolloutStarted':
+      return { ...s, ...at };
+    case 'RolloutNodesListed': {
+      const d = e.data;
+      // Lists arrive in order; a list that does not continue the targets is a repeat, and changes nothing.
+      if (d.from !== s.targets.length) return { ...s, ...at };
+      return { ...s, targets: [...s.targets, ...d.nodes], updatedAt: d.listedAt, ...at };
+    }
+    case 'WaveStarted': {
+      const d = e.data;
+      return {
+        ...s,
+        current: Math.max(s.current, d.wave),
+        waves: replaceWave(s.waves, d.wave, (w) => ({ ...w, from: d.from, to: d.to, startedAt: d.startedAt })),
+        updatedAt: d.startedAt,
+        ...at,
+      };
+    }
+    case 'RolloutSent': {
+      const d = e.data;
+      const sends = new Map(s.sends);
+      for (const x of d.sends) sends.set(x.node, { wave: d.wave, serial: x.serial, digest: x.digest, sentAt: d.sentAt });
+      let skipped = s.skipped;
+      if (d.skipped.length > 0) {
+        const m = new Map(s.skipped);
+        for (const x of d.skipped) m.set(x.node, { wave: d.wave, code: x.code, reason: x.reason });
+        skipped = m;
+      }
+      const sentAtMs = Date.parse(d.sentAt);
+      return {
+        ...s,
+        sends,
+        skipped,
+        waves: replaceWave(s.waves, d.wave, (w) => ({ ...w, lastSentAtMs: sentAtMs, pausedMs: 0 })),
+        updatedAt: d.sentAt,
+        ...at,
+      };
+    }
+    case 'WaveCompleted': {
+      const d = e.data;
+      return {
+        ...s,
+        waves: replaceWave(s.waves, d.wave, (w) => ({ ...w, completed: d })),
+        done: s.done + d.done,
+        failed: s.failed + d.failed,
+        superseded: s.superseded + d.superseded,
+        updatedAt: d.completedAt,
+        ...at,
+      };
+    }
+    case 'RolloutPaused':
+      if (isTerminal(s.status)) return { ...s, ...at };
+      return { ...s, status: 'paused', pausedAt: e.data.at, updatedAt: e.data.at, ...at };
+    case 'RolloutResumed': {
+      if (s.status !== 'paused' || s.pausedAt === null) return { ...s, ...at };
+      const pausedFor = Math.max(0, Date.parse(e.data.at) - Date.parse(s.pausedAt));
+      // The open wave's timeout does not run while the rollout is paused.
+      const waves = replaceWave(s.waves, s.current, (w) =>
+        w.completed === null && w.lastSentAtMs !== null ? { ...w, pausedMs: w.pausedMs + pausedFor } : w,
+      );
+      return { ...s, status: 'running', pausedAt: null, waves, updatedAt: e.data.at, ...at };
+    }
+    case 'RolloutHalted':
+      return { ...s, status: 'halted', halted: e.data, pausedAt: null, updatedAt: e.data.at, ...at };
+    case 'RolloutCompleted':
+      return { ...s, status: 'completed', completed: e.data, pausedAt: null, updatedAt: e.data.at, ...at };
+    case 'RolloutAborted':
+      return { ...s, status: 'aborted', aborted: e.data, pausedAt: null, updatedAt: e.data.at, ...at };
+  }
+}
+
+/** A rollout's stream folded from its first event; null for an empty stream or one that does not start with RolloutStarted. */
+export function foldRolloutEvents(events: Iterable<Recorded<RolloutEvent>>): RolloutState | null {
+  let s: RolloutState | null = null;
+  for (const e of events) s = s === null ? startRollout(e) : foldRollout(s, e);
+  return s;
+}
+
+/** Every target listed (RolloutNodesListed may take several events for a large fleet). */
+export const targetsComplete = (s: RolloutState): boolean => s.targets.length >= s.started.targets;
+
+/** When an open wave times out (ms), or null while it still has nodes to send to. */
+export const waveDeadline = (s: RolloutState, w: WaveState): number | null =>
+  w.lastSentAtMs === null ? null : w.lastSentAtMs + s.started.waveTimeoutMs + w.pausedMs;
+
+// ---------------------------------------------------------------------------------------------
+// The rule (issue 14 §3): how one node stands in this rollout, from the node fold alone.
+
+export const nodeOutcomes = ['unsent', 'pending', 'done', 'refused', 'degraded', 'superseded', 'unsendable'] as const;
+export type NodeOutcome = (typeof nodeOutcomes)[number];
+
+export const isFailure = (o: NodeOutcome): boolean => o === 'refused' || o === 'degraded' || o === 'unsendable';
+
+/**
+ * A node is done when its latest report names the digest of the declaration this rollout sent
+ * it and it is converged — the node fold's caughtUp, which is an equality of digests: a report
+ * about an earlier declaration (stale), however late it arrives, leaves it pending. A node whose
+ * latest send is newer than ours was superseded from elsewhere: not done, and not a failure.
+ */
+export function nodeOutcome(
+  send: RolloutSend | undefined,
+  skip: RolloutSkip | undefined,
+  node: Pick<NodeState, 'sent' | 'status' | 'sentDigests'> | undefined,
+): NodeOutcome {
+  if (skip !== undefined) return 'unsendable';
+  if (send === undefined) return 'unsent';
+  // The read model has not folded our send yet (it is folded with the RolloutSent that names it).
+  if (node === undefined || node.sent === null) return 'pending';
+  if (node.sent.digest !== send.digest) return node.sentDigests.has(send.digest) ? 'superseded' : 'pending';
+  switch (node.status) {
+    case 'converged':
+      return 'done';
+    case 'refused':
+      return 'refused';
+    case 'degraded':
+      return 'degraded';
+    default:
+      return 'pending';
+  }
+}
+
+/** What a failure list says about a node, for people (and for the events that record it). */
+export function failureDetail(
+  outcome: NodeOutcome,
+  node: Pick<NodeState, 'reported' | 'missing'> | undefined,
+  skip: RolloutSkip | undefined,
+): string {
+  const r = node?.reported ?? null;
+  switch (outcome) {
+    case 'unsendable':
+      return skip === undefined ? 'not sent' : `${skip.code}: ${skip.reason}`;
+    case 'refused':
+      return r === null ? 'refused' : `refused: ${r.refused}`;
+    case 'degraded': {
+      const failed = r === null ? [] : Object.entries(r.failed).map(([id, why]) => `${id} (${why})`);
+      const missing = node?.missing ?? [];
+      return [failed.length > 0 ? `failed ${failed.join(', ')}` : '', missing.length > 0 ? `missing ${missing.join(', ')}` : '']
+        .filter((x) => x !== '')
+        .join('; ');
+    }
+    default:
+      if (r === null) return 'no report since the send';
+      return `behind: the latest report names ${r.declared === null ? 'no digest' : r.declared.slice(0, 12)} (${r.class})`;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The driver's decision (issue 14 §2): a pure function of the folded rollout, how the open wave's
+// nodes stand, and the time. The driver (src/engine/rolloutDriver.ts) carries it out, records
+// it, and asks again once the record is folded.
+
+/** How the open wave's nodes stand now: kept by the read side (src/readModel/rollouts.ts). */
+export type WaveProgress = Readonly<{
+  wave: number;
+  /** Nodes of the wave not sent to yet, in wave order (at most `limit` of them). */
+  unsent: readonly string[];
+  unsentCount: number;
+  pending: number;
+  done: number;
+  superseded: number;
+  /** Refused, degraded or unsendable now, with details. */
+  failures: readonly RolloutFailure[];
+  failureCount: number;
+  /** The pending nodes with details, listed when the timeout turns them into failures (at most `limit`). */
+  pendingFailures: () => readonly RolloutFailure[];
+  supersededNodes: () => readonly string[];
+}>;
+
+export type Decision =
+  | Readonly<{ kind: 'wait'; untilMs: number | null; why: string }>
+  | Readonly<{ kind: 'startWave'; wave: number; from: number; to: number }>
+  | Readonly<{ kind: 'send'; wave: number; nodes: readonly string[] }>
+  | Readonly<{ kind: 'completeWave'; data: Omit<WaveCompletedData, 'rollout' | 'completedAt'> }>
+  | Readonly<{ kind: 'halt'; data: Omit<RolloutHaltedData, 'rollout' | 'at'> }>
+  | Readonly<{ kind: 'complete'; data: Omit<RolloutCompletedData, 'rollout' | 'at'> }>;
+
+const cap = <T>(xs: readonly T[], n: number): T[] => (xs.length > n ? xs.slice(0, n) : [...xs]);
+
+export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: number, listLimit = 1_000): Decision {
+  if (isTerminal(s.status)) return { kind: 'wait', untilMs: null, why: s.status };
+  if (s.status === 'paused') return { kind: 'wait', untilMs: null, why: 'paused' };
+  if (!targetsComplete(s)) return { kind: 'wait', untilMs: null, why: 'targets still being listed' };
+  const { maxFailures } = s.started;
+
+  if (s.current === 0) {
+    const first = s.waves[0];
+    if (first === undefined) return { kind: 'wait', untilMs: null, why: 'no wave planned' };
+    return { kind: 'startWave', wave: 1, from: first.from, to: first.to };
+  }
+  const w = s.waves[s.current - 1];
+  if (w === undefined) return { kind: 'wait', untilMs: null, why: 'unknown wave' };
+
+  if (w.completed !== null) {
+    const next = s.waves[s.current];
+    if (next === undefined) return { kind: 'complete', data: { done: s.done, failed: s.failed, superseded: s.superseded } };
+    const opensAt = Date.parse(w.completed.completedAt) + s.started.pauseMs;
+    if (nowMs < opensAt) return { kind: 'wait', untilMs: opensAt, why: `pause before wave ${next.wave}` };
+    return { kind: 'startWave', wave: next.wave, from: next.from, to: next.to };
+  }
+
+  if (progress === null || progress.wave !== w.wave) return { kind: 'wait', untilMs: null, why: 'progress not known yet' };
+  // The budget first: a failure seen halts the rollout before anything more is sent.
+  const failures = s.failed + progress.failureCount;
+  if (failures > maxFailures) {
+    return { kind: 'halt', data: { wave: w.wave, failures, maxFailures, failed: cap(progress.failures, listLimit) } };
+  }
+  if (progress.unsentCount > 0) return { kind: 'send', wave: w.wave, nodes: progress.unsent };
+  const completion = (extra: readonly RolloutFailure[], extraCount: number) => ({
+    kind: 'completeWave' as const,
+    data: {
+      wave: w.wave,
+      done: progress.done,
+      failed: progress.failureCount + extraCount,
+      superseded: progress.superseded,
+      failures: cap([...progress.failures, ...extra], listLimit),
+      supersededNodes: cap(progress.supersededNodes(), listLimit),
+    },
+  });
+  if (progress.pending === 0) return completion([], 0);
+  const deadline = waveDeadline(s, w);
+  if (deadline === null || nowMs < deadline) {
+    return { kind: 'wait', untilMs: deadline, why: `${progress.pending} node(s) of wave ${w.wave} still behind` };
+  }
+  // Past the timeout every node still behind counts against the budget.
+  const late = progress.pendingFailures();
+  if (failures + progress.pending > maxFailures) {
+    return {
+      kind: 'halt',
+      data: { wave: w.wave, failures: failures + progress.pending, maxFailures, failed: cap([...progress.failures, ...late], listLimit) },
+    };
+  }
+  return completion(late, progress.pending);
+}
+
+/**
+ * How a wave's nodes stand, computed from scratch over its nodes: the reference the read side's
+ * incremental tracker (src/readModel/rollouts.ts) is tested against, and what the CLI uses.
+ */
+export function waveProgress(
+  s: RolloutState,
+  wave: number,
+  nodeOf: (node: string) => NodeState | undefined,
+  limit = 1_000,
+): WaveProgress | null {
+  const w = s.waves[wave - 1];
+  if (w === undefined || w.startedAt === null) return null;
+  const unsent: string[] = [];
+  const failures: RolloutFailure[] = [];
+  const pendingNodes: string[] = [];
+  const superseded: string[] = [];
+  let unsentCount = 0;
+  let failureCount = 0;
+  let done = 0;
+  for (let i = w.from; i < w.to; i++) {
+    const node = s.targets[i];
+    if (node === undefined) continue;
+    const state = nodeOf(node);
+    const skip = s.skipped.get(node);
+    const o = nodeOutcome(s.sends.get(node), skip, state);
+    if (o === 'unsent') {
+      unsentCount++;
+      if (unsent.length < limit) unsent.push(node);
+    } else if (o === 'pending') pendingNodes.push(node);
+    else if (o === 'done') done++;
+    else if (o === 'superseded') superseded.push(node);
+    else {
+      failureCount++;
+      if (failures.length < limit) failures.push({ node, reason: o as RolloutFailure['reason'], detail: failureDetail(o, state, skip) });
+    }
+  }
+  return {
+    wave,
+    unsent,
+    unsentCount,
+    pending: pendingNodes.length,
+    done,
+    superseded: superseded.length,
+    failures,
+    failureCount,
+    pendingFailures: () =>
+      pendingNodes
+        .slice(0, limit)
+        .map((node) => ({ node, reason: 'timeout' as const, detail: failureDetail('pending', nodeOf(node), undefined) })),
+    supersededNodes: () => superseded.slice(0, limit),
+  };
+}
+
+/**
+ * The rollout event that records a decision (all but `send`, which the driver records with the
+ * declarations themselves), with its deterministic id and the time it was taken.
+ */
+export function eventOfDecision(
+  s: RolloutState,
+  d: Exclude<Decision, { kind: 'wait' } | { kind: 'send' }>,
+  nowIso: string,
+): WithId<RolloutEvent> {
+  const rollout = s.id;
+  switch (d.kind) {
+    case 'startWave':
+      return makeRolloutEvent('WaveStarted', { rollout, wave: d.wave, from: d.from, to: d.to, startedAt: nowIso });
+    case 'completeWave':
+      return makeRolloutEvent('WaveCompleted', { rollout, completedAt: nowIso, ...d.data });
+    case 'halt':
+      return makeRolloutEvent('RolloutHalted', { rollout, at: nowIso, ...d.data });
+    case 'complete':
+      return makeRolloutEvent('RolloutCompleted', { rollout, at: nowIso, ...d.data });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Planning (issue 14 §4): which nodes, in which waves, with which budget.
+
+export type WavePlan = Readonly<{ asGiven: string; cumulative: readonly number[] }>;
+
+/**
+ * `1,10%,50%,100%`: each step is how many of the targets have been reached by the end of that
+ * wave, as a count or a percentage (rounded up, so 10% of 5 nodes is 1). Steps that add no node
+ * are dropped, and the last wave always reaches every target.
+ */
+export function planWaves(text: string, targets: number): WavePlan | string {
+  const steps = text.split(',').map((x) => x.trim());
+  if (steps.length === 0 || steps.some((x) => x === ''))
+    return `waves must be counts or percentages separated by commas, like 1,10%,50%,100%`;
+  const cumulative: number[] = [];
+  for (const step of steps) {
+    const m = /^(\d+(?:\.\d+)?)(%?)$/.exec(step);
+    if (m === null) return `wave ${JSON.stringify(step)} is not a count or a percentage (like 5 or 10%)`;
+    const v = Number(m[1]);
+    const n = m[2] === '%' ? Math.ceil((Math.min(v, 100) / 100) * targets) : Math.floor(v);
+    if (m[2] === '%' && v > 100) return `wave ${JSON.stringify(step)} is over 100%`;
+    const upTo = Math.min(n, targets);
+    if (upTo > (cumulative.at(-1) ?? 0)) cumulative.push(upTo);
+  }
+  if ((cumulative.at(-1) ?? 0) < targets) cumulative.push(targets);
+  return { asGiven: text, cumulative };
+}
+
+/** `3` or `5%` (of the targets, rounded down): failures beyond it halt the rollout. */
+export function planBudget(text: string, targets: number): number | string {
+  const m = /^(\d+(?:\.\d+)?)(%?)$/.exec(text.trim());
+  if (m === null) return `max failures ${JSON.stringify(text)} is not a count or a percentage (like 0, 3 or 5%)`;
+  const v = Number(m[1]);
+  if (m[2] === '%') return v > 100 ? `max failures ${JSON.stringify(text)} is over 100%` : Math.floor((v / 100) * targets);
+  return Math.floor(v);
+}
+
+/** What an operator asks for; RolloutStarted records it without the explicit list (the targets list it). */
+export type TargetSelection = Exclude<RolloutSelection, { kind: 'nodes' }> | Readonly<{ kind: 'nodes'; nodes: readonly string[] }>;
+
+/**
+ * The targets, in wave order: an explicit list keeps the operator's order (the first nodes named
+ * are the canaries); every other selection is taken from the node states and sorted by id, so the
+ * same fleet gives the same waves.
+ */
+export function selectTargets(selection: TargetSelection, states: Iterable<Pick<NodeState, 'node' | 'sent'>>): string[] {
+  if (selection.kind === 'nodes') {
+    const seen = new Set<string>();
+    return selection.nodes.filter((n) => !seen.has(n) && (seen.add(n), true));
+  }
+  const out: string[] = [];
+  for (const s of states) {
+    if (
+      selection.kind === 'all' ||
+      (selection.kind === 'spec' && s.sent?.specDigest === selection.specDigest) ||
+      (selection.kind === 'prefix' && s.node.startsWith(selection.prefix))
+    )
+      out.push(s.node);
+  }
+  return out.sort();
+}

@@ -1,0 +1,41 @@
+import { rolloutEventId } from './ids.ts';
+import type { WithId } from './make.ts';
+import type { RolloutEvent, RolloutEventType } from './rollouts.ts';
+
+// Constructors for a rollout's events, each with its deterministic id (issue 14): the driver,
+// the API, the CLI and the tests build them here, so an id is derived one way only.
+
+type DataOf<T extends RolloutEventType> = Extract<RolloutEvent, { type: T }>['data'];
+
+/**
+ * What makes each event unique in its stream: the wave for wave events, the list's offset for
+ * node lists, one start and one end per rollout, and for the rest (sends, pauses, resumes) the
+ * stream revision the decision was taken at — the revision the append expects.
+ */
+export type RolloutEventKey = Readonly<{ revision: bigint }>;
+
+function keyOf<T extends RolloutEventType>(type: T, data: DataOf<T>, at: RolloutEventKey): string | number | bigint {
+  switch (type) {
+    case 'RolloutStarted':
+      return 'start';
+    case 'RolloutNodesListed':
+      return (data as DataOf<'RolloutNodesListed'>).from;
+    case 'WaveStarted':
+    case 'WaveCompleted':
+      return (data as DataOf<'WaveStarted'>).wave;
+    case 'RolloutHalted':
+    case 'RolloutCompleted':
+    case 'RolloutAborted':
+      return 'end';
+    default:
+      return at.revision;
+  }
+}
+
+export function makeRolloutEvent<T extends RolloutEventType>(
+  type: T,
+  data: DataOf<T>,
+  at: RolloutEventKey = { revision: -1n },
+): WithId<Extract<RolloutEvent, { type: T }>> {
+  return { id: rolloutEventId(data.rollout, type, keyOf(type, data, at)), type, data } as WithId<Extract<RolloutEvent, { type: T }>>;
+}

@@ -1,0 +1,293 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  decide,
+  eventOfDecision,
+  foldNodeEvents,
+  foldRolloutEvents,
+  nodeOutcome,
+  planBudget,
+  planWaves,
+  selectTargets,
+  waveProgress,
+} from '../../projections/index.ts';
+import type { Decision, NodeState, RolloutState } from '../../projections/index.ts';
+import { specDigestOf } from '../../src/declaration/index.ts';
+import { makeRolloutEvent } from '../../src/events/index.ts';
+import type { Recorded, RolloutEvent, WithId } from '../../src/events/index.ts';
+import { history } from '../support/history.ts';
+
+// The pure side of issue 14: the plan, the rollout's fold, the rule that says when a node is done
+// in its wave, and the driver's decision, exercised without a store or a clock.
+
+const cumulative = (text: string, targets: number): readonly number[] => {
+  const p = planWaves(text, targets);
+  assert.ok(typeof p !== 'string', p as string);
+  return p.cumulative;
+};
+
+test('waves are cumulative counts or percentages of the targets, rounded up; empty steps drop and the last reaches every node', () => {
+  assert.deepEqual(planWaves('1,10%,50%,100%', 100), { asGiven: '1,10%,50%,100%', cumulative: [1, 10, 50, 100] });
+  assert.deepEqual(cumulative('1,10%,50%,100%', 5), [1, 3, 5]);
+  assert.deepEqual(cumulative('2,4', 10), [2, 4, 10]);
+  assert.deepEqual(cumulative('100%', 7), [7]);
+  assert.deepEqual(cumulative('50', 3), [3]);
+  assert.match(planWaves('1,,2', 10) as string, /separated by commas/);
+  assert.match(planWaves('ten', 10) as string, /not a count or a percentage/);
+  assert.match(planWaves('150%', 10) as string, /over 100%/);
+});
+
+test('the failure budget is a count or a percentage of the targets, rounded down', () => {
+  assert.equal(planBudget('0', 10), 0);
+  assert.equal(planBudget('3', 10), 3);
+  assert.equal(planBudget('25%', 10), 2);
+  assert.match(planBudget('-1', 10) as string, /not a count/);
+  assert.match(planBudget('101%', 10) as string, /over 100%/);
+});
+
+test('targets: an explicit list keeps its order without repeats; the others come from the node states, sorted by id', () => {
+  const states = [
+    { node: 'b-2', sent: { specDigest: 'x' } },
+    { node: 'a-1', sent: { specDigest: 'y' } },
+    { node: 'b-1', sent: null },
+  ] as unknown as NodeState[];
+  assert.deepEqual(selectTargets({ kind: 'nodes', nodes: ['z', 'a', 'z'] }, states), ['z', 'a']);
+  assert.deepEqual(selectTargets({ kind: 'all' }, states), ['a-1', 'b-1', 'b-2']);
+  assert.deepEqual(selectTargets({ kind: 'spec', specDigest: 'x'.repeat(1) }, states), ['b-2']);
+  assert.deepEqual(selectTargets({ kind: 'prefix', prefix: 'b-' }, states), ['b-1', 'b-2']);
+});
+
+// A pure world: one rollout stream and the node streams, numbered by one global position.
+function world(
+  id: string,
+  nodes: readonly string[],
+  options: { waves: string; maxFailures?: number; timeoutMs?: number; pauseMs?: number },
+) {
+  let position = 0n;
+  let clock = Date.parse('2026-11-30T14:00:00Z');
+  const rollout: Recorded<RolloutEvent>[] = [];
+  const histories = new Map(nodes.map((n) => [n, history(n, clock)]));
+  const resources = [{ id: 'web', image: 'nginx:1.27' }];
+  const iso = (): string => new Date(clock).toISOString();
+  const record = (e: WithId<RolloutEvent>): void => {
+    rollout.push({ ...e, stream: `rollout-${id}`, revision: BigInt(rollout.length), position: ++position } as Recorded<RolloutEvent>);
+  };
+  const plan = planWaves(options.waves, nodes.length);
+  assert.ok(typeof plan !== 'string');
+  record(
+    makeRolloutEvent('RolloutStarted', {
+      rollout: id,
+      resources,
+      specDigest: specDigestOf(resources),
+      selection: { kind: 'nodes' },
+      targets: nodes.length,
+      waves: [...plan.cumulative],
+      asGiven: { waves: options.waves, maxFailures: String(options.maxFailures ?? 0) },
+      maxFailures: options.maxFailures ?? 0,
+      waveTimeoutMs: options.timeoutMs ?? 60_000,
+      pauseMs: options.pauseMs ?? 0,
+      startedBy: 'test',
+      startedAt: iso(),
+    }),
+  );
+  record(makeRolloutEvent('RolloutNodesListed', { rollout: id, from: 0, nodes: [...nodes], listedAt: iso() }));
+  const state = (): RolloutState => foldRolloutEvents(rollout)!;
+  const node = (n: string): NodeState => foldNodeEvents(n, histories.get(n)!.events);
+  const h = (n: string) => histories.get(n)!;
+  return {
+    state,
+    node,
+    h,
+    tick: (ms: number) => {
+      clock += ms;
+      for (const x of histories.values()) x.tick(ms);
+    },
+    now: () => clock,
+    progress: () => waveProgress(state(), state().current, (n) => (histories.has(n) ? node(n) : undefined)),
+    decide: (): Decision =>
+      decide(
+        state(),
+        waveProgress(state(), state().current, (n) => node(n)),
+        clock,
+      ),
+    /** Carry out a decision as the driver would: sends go to the node streams and RolloutSent, the rest is recorded. */
+    apply(d: Decision): void {
+      if (d.kind === 'wait') return;
+      const s = state();
+      if (d.kind === 'send') {
+        const sends = d.nodes.map((n) => {
+          const e = h(n).send(resources, { id, wave: d.wave });
+          return { node: n, serial: e.data.serial, digest: e.data.digest };
+        });
+        record(makeRolloutEvent('RolloutSent', { rollout: id, wave: d.wave, sends, skipped: [], sentAt: iso() }, { revision: s.revision }));
+        return;
+      }
+      record(eventOfDecision(s, d, iso()));
+    },
+    pause: () =>
+      record(makeRolloutEvent('RolloutPaused', { rollout: id, by: 'test', reason: '', at: iso() }, { revision: state().revision })),
+    resume: () => record(makeRolloutEvent('RolloutResumed', { rollout: id, by: 'test', at: iso() }, { revision: state().revision })),
+    /** Decide and apply until the driver has nothing to do now; returns the decisions taken. */
+    run(): Decision[] {
+      const taken: Decision[] = [];
+      for (let i = 0; i < 100; i++) {
+        const d = this.decide();
+        taken.push(d);
+        if (d.kind === 'wait') return taken;
+        this.apply(d);
+      }
+      throw new Error('the driver did not settle');
+    },
+    digestSentTo: (n: string): string => state().sends.get(n)!.digest,
+  };
+}
+
+const kinds = (ds: readonly Decision[]): string[] => ds.map((d) => (d.kind === 'wait' ? `wait(${d.why})` : d.kind));
+
+// The rule the mesh used before digests, as a wave would apply it: a node whose latest report
+// arrived after this rollout's send is done. Kept only here, as the counterexample.
+function clockRuleSaysDone(n: NodeState, sentAt: string): boolean {
+  return n.reported !== null && Date.parse(n.reported.receivedAt) >= Date.parse(sentAt) && n.reported.refused === '';
+}
+
+test("the seed's race inside a rollout: a slow node's late report about its previous declaration never completes it in the wave", () => {
+  const w = world('r1', ['slow', 'fast'], { waves: '100%' });
+  // Before the rollout, `slow` was sent something it is still applying.
+  const previous = w.h('slow').send([{ id: 'web', image: 'nginx:1.26' }]);
+  w.tick(1_000);
+  assert.deepEqual(kinds(w.run()), ['startWave', 'send', 'wait(2 node(s) of wave 1 still behind)']);
+  w.tick(100);
+  w.h('fast').report({ applied: ['web'], declared: w.digestSentTo('fast') });
+  w.tick(300);
+  // The report about the previous declaration lands after the rollout's send.
+  w.h('slow').report({ applied: ['web'], declared: previous.data.digest });
+
+  const slow = w.node('slow');
+  assert.equal(slow.reported?.class, 'stale');
+  assert.equal(nodeOutcome(w.state().sends.get('slow'), undefined, slow), 'pending');
+  assert.equal(w.progress()?.pending, 1);
+  assert.equal(w.decide().kind, 'wait', 'the wave must not complete on a stale report');
+  const sentAt = w.state().sends.get('slow')!.sentAt;
+  assert.equal(clockRuleSaysDone(slow, sentAt), true, 'a clock rule would have counted the stale report and opened the next wave');
+
+  w.tick(200);
+  w.h('slow').report({ applied: ['web'], declared: w.digestSentTo('slow') });
+  assert.deepEqual(kinds(w.run()), ['completeWave', 'complete', 'wait(completed)']);
+  const s = w.state();
+  assert.equal(s.status, 'completed');
+  assert.deepEqual(s.waves[0]?.completed && { done: s.waves[0].completed.done, failed: s.waves[0].completed.failed }, {
+    done: 2,
+    failed: 0,
+  });
+});
+
+test('a wave opens only once the one before is done, after the pause between waves', () => {
+  const w = world('r2', ['a', 'b', 'c', 'd'], { waves: '1,50%,100%', pauseMs: 5_000 });
+  assert.deepEqual(kinds(w.run()), ['startWave', 'send', 'wait(1 node(s) of wave 1 still behind)']);
+  assert.deepEqual(
+    w.state().waves.map((x) => [x.from, x.to]),
+    [
+      [0, 1],
+      [1, 2],
+      [2, 4],
+    ],
+  );
+  w.h('a').report({ applied: ['web'], declared: w.digestSentTo('a') });
+  assert.deepEqual(kinds(w.run()), ['completeWave', 'wait(pause before wave 2)']);
+  w.tick(4_999);
+  assert.equal(w.decide().kind, 'wait');
+  w.tick(1);
+  assert.deepEqual(kinds(w.run()), ['startWave', 'send', 'wait(1 node(s) of wave 2 still behind)']);
+  assert.deepEqual([...w.state().sends.keys()], ['a', 'b']);
+});
+
+test('a refusing node and a degraded node halt the rollout at the wave where failures exceed the budget', () => {
+  const w = world('r3', ['n1', 'n2', 'n3', 'n4', 'n5', 'n6'], { waves: '2,4,6', maxFailures: 1 });
+  w.run();
+  w.h('n1').report({ applied: ['web'], declared: w.digestSentTo('n1') });
+  w.h('n2').report({ refused: 'no room', declared: w.digestSentTo('n2') });
+  // One failure is within the budget of 1: the wave completes with it.
+  assert.deepEqual(kinds(w.run()).slice(0, 3), ['completeWave', 'startWave', 'send']);
+  assert.equal(w.state().failed, 1);
+  w.h('n3').report({ applied: ['web'], declared: w.digestSentTo('n3') });
+  w.h('n4').report({ applied: [], failed: { web: 'image pull failed' }, declared: w.digestSentTo('n4') });
+  const d = w.decide();
+  assert.equal(d.kind, 'halt');
+  w.apply(d);
+  const s = w.state();
+  assert.equal(s.status, 'halted');
+  assert.equal(s.halted?.wave, 2);
+  assert.equal(s.halted?.failures, 2);
+  assert.deepEqual(s.halted?.failed, [{ node: 'n4', reason: 'degraded', detail: 'failed web (image pull failed)' }]);
+  assert.deepEqual(s.waves[0]?.completed?.failures, [{ node: 'n2', reason: 'refused', detail: 'refused: no room' }]);
+  assert.equal(w.decide().kind, 'wait', 'a halted rollout sends nothing more');
+  assert.equal(s.sends.has('n5'), false);
+});
+
+test('nodes still behind when the wave times out count against the budget; a paused rollout does not time out', () => {
+  const w = world('r4', ['a', 'b', 'c'], { waves: '100%', maxFailures: 1, timeoutMs: 10_000 });
+  w.run();
+  w.h('a').report({ applied: ['web'], declared: w.digestSentTo('a') });
+  w.tick(5_000);
+  w.pause();
+  w.tick(60_000);
+  assert.equal(w.decide().kind, 'wait');
+  w.resume();
+  w.tick(4_999);
+  const waiting = w.decide();
+  assert.equal(waiting.kind, 'wait');
+  assert.equal((waiting as { untilMs: number }).untilMs, w.now() + 1, 'the minute paused is added to the timeout');
+  w.tick(1);
+  const d = w.decide();
+  assert.equal(d.kind, 'halt');
+  assert.deepEqual(
+    (d as Extract<Decision, { kind: 'halt' }>).data.failed.map((f) => [f.node, f.reason, f.detail]),
+    [
+      ['b', 'timeout', 'no report since the send'],
+      ['c', 'timeout', 'no report since the send'],
+    ],
+  );
+});
+
+test('a node sent a newer declaration from elsewhere is superseded, not done and not failed', () => {
+  const w = world('r5', ['a', 'b'], { waves: '100%' });
+  w.run();
+  w.h('a').report({ applied: ['web'], declared: w.digestSentTo('a') });
+  const newer = w.h('b').send([{ id: 'db' }]);
+  w.h('b').report({ applied: ['db'], declared: newer.data.digest });
+  assert.equal(nodeOutcome(w.state().sends.get('b'), undefined, w.node('b')), 'superseded');
+  assert.deepEqual(kinds(w.run()), ['completeWave', 'complete', 'wait(completed)']);
+  const s = w.state();
+  assert.deepEqual([s.done, s.failed, s.superseded], [1, 0, 1]);
+  assert.deepEqual(s.waves[0]?.completed?.supersededNodes, ['b']);
+});
+
+test('targets listed over several events are joined in order; a list repeated at the same offset adds nothing', () => {
+  const resources = [{ id: 'web' }];
+  const started = makeRolloutEvent('RolloutStarted', {
+    rollout: 'r6',
+    resources,
+    specDigest: specDigestOf(resources),
+    selection: { kind: 'all' },
+    targets: 3,
+    waves: [1, 3],
+    asGiven: { waves: '1,100%', maxFailures: '0' },
+    maxFailures: 0,
+    waveTimeoutMs: 1_000,
+    pauseMs: 0,
+    startedBy: 'test',
+    startedAt: '2026-11-30T14:00:00.000Z',
+  });
+  const list = (from: number, nodes: string[]) =>
+    makeRolloutEvent('RolloutNodesListed', { rollout: 'r6', from, nodes, listedAt: '2026-11-30T14:00:00.000Z' });
+  const stream = [started, list(0, ['a', 'b']), list(0, ['a', 'b']), list(2, ['c'])].map(
+    (e, i) => ({ ...e, stream: 'rollout-r6', revision: BigInt(i), position: BigInt(i + 1) }) as Recorded<RolloutEvent>,
+  );
+  const partial = foldRolloutEvents(stream.slice(0, 3))!;
+  assert.deepEqual(partial.targets, ['a', 'b']);
+  assert.equal(decide(partial, null, 0).kind, 'wait', 'no wave opens before every target is listed');
+  const s = foldRolloutEvents(stream)!;
+  assert.deepEqual(s.targets, ['a', 'b', 'c']);
+  assert.equal(s.revision, 3n);
+  assert.deepEqual(decide(s, null, 0), { kind: 'startWave', wave: 1, from: 0, to: 1 });
+});
