@@ -2,31 +2,18 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createRaceScanner, livenessAt, summarizeFleet } from '../../../projections/index.ts';
 import { parseApiTokens } from '../../api/auth.ts';
-import { generateSigningKey } from '../../declaration/index.ts';
 import { loadConfig } from '../../app/config.ts';
-import { createServer } from '../../app/server.ts';
-import type { ServerTransport } from '../../app/server.ts';
+import { createDemo } from '../../app/demo.ts';
+import { generateSigningKey } from '../../declaration/index.ts';
 import { ConvergeError } from '../../errors.ts';
-import { connectServerTransport } from '../../app/amqp.ts';
-import { createSimulatedNode } from '../../lab/simulatedNode.ts';
-import type { SimulatedNode } from '../../lab/simulatedNode.ts';
-import { createAmqpNodeLink } from '../../transport/amqpNodeLink.ts';
-import { nodeQueueOf } from '../../transport/brokerNames.ts';
-import { assertTopology, nodeTopology } from '../../transport/topology.ts';
-import { createInProcessBroker } from '../../transport/inProcess.ts';
-import type { NodeLink } from '../../transport/port.ts';
 import type { Run } from '../command.ts';
 import { openStore } from '../command.ts';
 import { makeLogger } from '../logger.ts';
 import { printJson } from '../output.ts';
 
-// `converge demo` (DESIGN §6): the whole loop on one machine. A simulated fleet on the
-// in-process broker (or RabbitMQ with --amqp), rounds of declarations, and a few nodes chosen
-// to show every status: slow ones whose apply outlasts the gap between rounds (the seed's race:
-// a report about round k lands after round k+1 was sent), one that refuses, one with a failing
-// resource, one that goes silent. The API serves it all; a summary line per second shows it.
+// `converge demo` (DESIGN §6): the demo fleet of src/app/demo.ts on embedded defaults, rounds of
+// declarations every --interval-ms, and a summary line a second (or JSON lines with --json).
 
 const int = (v: string | boolean | undefined, fallback: number, name: string): number => {
   if (v === undefined) return fallback;
@@ -64,83 +51,23 @@ export const run: Run = async ({ io, values, config: given, json }) => {
   const key = config.signingKey ?? generateSigningKey();
   const logger = makeLogger(config.logLevel);
   const store = await openStore(config, io, false);
+  const demo = await createDemo({ config: { ...config, apiTokens: tokens }, logger, store, key, nodes: count, intervalMs });
+  const { cast } = demo;
 
-  let amqp: Awaited<ReturnType<typeof connectServerTransport>> | null = null;
-  let transport: ServerTransport;
-  let linkOf: (node: string) => NodeLink;
-  if (config.amqpUrl !== null) {
-    amqp = await connectServerTransport(config.amqpUrl, logger, 'converge-demo');
-    transport = amqp.transport;
-    const conn = amqp.connection;
-    // One broker account for the whole simulated fleet, so no user_id (trusted lab, DESIGN §1).
-    linkOf = (node) => createAmqpNodeLink(conn, { node, logger, userId: null });
-  } else {
-    const broker = createInProcessBroker();
-    transport = { ingestSource: broker.ingestSource(), publisher: broker.declarationPublisher() };
-    linkOf = (node) => broker.nodeLink(node);
-  }
-  const ids = Array.from({ length: count }, (_, i) => `node-${String(i + 1).padStart(3, '0')}`);
-  if (amqp !== null) {
-    // A previous demo run (another key, another store) may have left declarations in these
-    // inboxes; this run's nodes would refuse them as forged and the summary would count races
-    // that never happened in this run. Declaring them afresh (as the relay would on first send)
-    // lets the simulated nodes start consuming at once instead of retrying until round 1.
-    const ch = await amqp.connection.createChannel();
-    for (const id of ids) {
-      await ch.deleteQueue(nodeQueueOf(id));
-      await assertTopology(ch, nodeTopology(id));
-    }
-    await ch.close();
-  }
-  const engine = createServer({ config: { ...config, apiTokens: tokens }, logger, store, transport, key });
-  // The cast: slow (apply outlasts a round: the race), one refusing, one degraded, one silent.
-  const slow = new Set(ids.slice(0, Math.max(2, Math.floor(count / 12))));
-  const refusing = ids[count - 1]!;
-  const silentOne = ids[count - 2]!;
-  const degradedOne = ids[count - 3]!;
-  const nodes: SimulatedNode[] = ids.map((id) =>
-    createSimulatedNode({
-      link: linkOf(id),
-      verifyingKey: key,
-      logger,
-      applyDelayMs: slow.has(id) ? Math.round(intervalMs * 1.5) : 20 + (id.charCodeAt(id.length - 1) % 7) * 15,
-      aliveEveryMs: 500,
-      refuse: id === refusing ? 'policy: this host does not run unsigned images' : null,
-      ...(id === degradedOne ? { fail: { sidecar: 'image pull failed: 429 from registry' } } : {}),
-    }),
-  );
-  const scanner = createRaceScanner();
-  let races = 0;
-  engine.runner.readModel.onChange((c) => {
-    if (scanner.push(c.event) !== null) races++;
-  });
-
-  const url = await engine.start();
-  // Not awaited one by one: on RabbitMQ a node's inbox exists only once the engine first
-  // publishes to it (the engine declares it, DESIGN §1), so a node's consume waits for round 1.
-  const starting = Promise.allSettled(nodes.map((n) => n.start()));
+  let round = 0;
+  const url = await demo.start();
   const where = dir === null ? config.store : `sqlite:${join(dir, 'converge.db')}`;
   io.stderr(
     [
-      `converge demo: ${count} nodes (${slow.size} slow, ${refusing} refuses, ${degradedOne} degraded, ${silentOne} goes silent) on ${config.amqpUrl === null ? 'the in-process broker' : 'RabbitMQ'}`,
-      ...(engine.dashboard ? [`dashboard ${url}/  (paste the token below when it asks)`] : []),
+      `converge demo: ${count} nodes (${cast.slow.length} slow, ${cast.refusing} refuses, ${cast.degraded} degraded, ${cast.silent} goes silent) on ${config.amqpUrl === null ? 'the in-process broker' : 'RabbitMQ'}`,
+      ...(demo.server.dashboard ? [`dashboard ${url}/  (paste the token below when it asks)`] : []),
       `API ${url}  (Authorization: Bearer ${token ?? '<one of CONVERGE_API_TOKENS>'})  OpenAPI ${url}/v1/openapi.json`,
       `store ${where}   afterwards: converge forensics races --store ${where}`,
       '',
     ].join('\n'),
   );
 
-  const summary = (): Record<string, unknown> => {
-    const now = Date.now();
-    const states = [...engine.runner.readModel.nodes()].map((s) => {
-      const ls = engine.ingest?.lastSeenAt(s.node);
-      return ls !== null && ls !== undefined && (s.lastSeenAt === null || ls.getTime() > Date.parse(s.lastSeenAt))
-        ? { ...s, lastSeenAt: ls.toISOString() }
-        : s;
-    });
-    const f = summarizeFleet(states, now, config.graceMs);
-    return { round, ...f.byStatus, ...f.byLiveness, races, p50Ms: f.convergence.p50Ms, p99Ms: f.convergence.p99Ms };
-  };
+  const summary = (): Record<string, unknown> => ({ round, ...demo.summary() });
   const line = (s: Record<string, unknown>): string =>
     `round ${String(s.round)}${rounds === null ? '' : `/${rounds}`}  behind ${String(s.behind)}  converged ${String(s.converged)}  degraded ${String(s.degraded)}  refused ${String(s.refused)}  |  connected ${String(s.connected)}  disconnected ${String(s.disconnected)}  |  races ${String(s.races)}  p50 ${String(s.p50Ms ?? '-')} ms`;
   const show = (): void => {
@@ -149,7 +76,6 @@ export const run: Run = async ({ io, values, config: given, json }) => {
     else io.stdout(io.stderrIsTTY ? `\r${line(s)}\u001b[K` : `${line(s)}\n`);
   };
 
-  let round = 0;
   const started = Date.now();
   const ticker = setInterval(show, 1_000);
   const stop = new Promise<void>((resolve) => {
@@ -161,15 +87,7 @@ export const run: Run = async ({ io, values, config: given, json }) => {
   try {
     while (!stopped && (rounds === null || round < rounds)) {
       round++;
-      await Promise.all(
-        ids.map((id) =>
-          engine.send!(id, [
-            { id: 'web', image: `registry.local/web:${round}` },
-            { id: 'sidecar', image: 'registry.local/envoy:1' },
-          ]),
-        ),
-      );
-      if (round === 2) nodes[ids.indexOf(silentOne)]!.setSilent(true);
+      await demo.sendRound(round);
       await Promise.race([stop, new Promise((r) => setTimeout(r, intervalMs))]);
     }
     // Let the last round land (the slow nodes need 1.5 intervals) unless the user stopped us.
@@ -178,19 +96,11 @@ export const run: Run = async ({ io, values, config: given, json }) => {
     const final = summary();
     if (json) printJson(io, { final: true, ...final, elapsedMs: Date.now() - started });
     else io.stdout(`${io.stderrIsTTY ? '\r' : ''}${line(final)}\n`);
-    const silentState = engine.runner.readModel.get(silentOne);
-    if (silentState !== undefined && !json) {
-      io.stderr(
-        `${silentOne}: ${silentState.status}, ${livenessAt(engine.ingest?.lastSeenAt(silentOne)?.toISOString() ?? silentState.lastSeenAt, Date.now(), config.graceMs).state}\n`,
-      );
-    }
+    const silent = demo.silentState();
+    if (silent !== null && !json) io.stderr(`${cast.silent}: ${silent.status}, ${silent.liveness}\n`);
   } finally {
     clearInterval(ticker);
-    await Promise.race([starting, new Promise((r) => setTimeout(r, 2_000))]);
-    await Promise.all(nodes.map((n) => n.stop()));
-    await engine.stop();
-    if (amqp === null) await transport.publisher.close();
-    else await amqp.close();
+    await demo.stop();
     await store.close();
   }
   return 0;
