@@ -1,4 +1,7 @@
 import type { Logger } from 'pino';
+import { boundDeadLetterQueue, deadLetterPolicyName, vhostOfAmqpUrl } from '../accounts/deadLetterPolicy.ts';
+import { toConvergeError } from '../errors.ts';
+import type { Config } from './config.ts';
 import type { AmqpConnection } from '../transport/amqpConnection.ts';
 import { createAmqpTransport } from '../transport/amqpTransport.ts';
 import type { AmqpTransportOptions } from '../transport/amqpTransport.ts';
@@ -26,4 +29,26 @@ export async function connectServerTransport(
       await amqp.close();
     },
   };
+}
+
+/**
+ * Bound mesh.dead by its operator policy (src/accounts/deadLetterPolicy.ts), unless
+ * --dead-letter-max-length is 0. A broker without the management API, or credentials without the
+ * administrator tag, leave it unbounded: logged as an error that says what to do, and the engine
+ * runs on — ingest matters more than the bound.
+ */
+export async function boundDeadLetters(config: Config, amqpUrl: string, logger: Logger): Promise<void> {
+  if (config.deadLetterMaxLength === 0) return;
+  const vhost = vhostOfAmqpUrl(amqpUrl.split(',')[0]!.trim());
+  const bound = { maxLength: config.deadLetterMaxLength, maxBytes: config.deadLetterMaxBytes };
+  try {
+    await boundDeadLetterQueue({ managementUrl: config.managementUrl, vhost, ...bound });
+    logger.info({ vhost, policy: deadLetterPolicyName, ...bound }, 'mesh.dead bounded (operator policy, drop-head)');
+  } catch (err) {
+    const e = toConvergeError(err, 'CONVERGE_ERR_BROKER_ADMIN');
+    logger.error(
+      { code: e.code, err: e.message, vhost, policy: deadLetterPolicyName, ...bound },
+      'mesh.dead is NOT bounded: set --management-url to an administrator of this vhost, or set the operator policy yourself and --dead-letter-max-length 0 (docs/operations.md)',
+    );
+  }
 }

@@ -33,6 +33,10 @@ export type Config = Readonly<{
   nodeReportRate: number;
   /** Units a node may spend at once after a quiet spell. */
   nodeReportBurst: number;
+  /** Messages mesh.dead keeps (an operator policy set by serve, drop-head); 0 sets no policy. */
+  deadLetterMaxLength: number;
+  /** Body bytes mesh.dead keeps, likewise. */
+  deadLetterMaxBytes: number;
 }>;
 
 export { defaultStore } from './settings.ts';
@@ -89,6 +93,10 @@ const schema = z.object({
   // rides out an engine restart with reports queued meanwhile.
   nodeReportRate: intIn(0, 1_000_000).default(20),
   nodeReportBurst: intIn(1, 1_000_000).default(1000),
+  // Issue 13 item 7: the newest 100,000 refusals, within 256 MiB, is days of a misbehaving
+  // fleet and a few seconds of a flood; either way the queue no longer grows without end.
+  deadLetterMaxLength: intIn(0, 100_000_000).default(100_000),
+  deadLetterMaxBytes: intIn(1, Number.MAX_SAFE_INTEGER).default(256 * 1024 * 1024),
 });
 
 /** A value as an error line may echo it: broker URLs carry passwords (STYLE.md §6). */

@@ -108,6 +108,20 @@ export const settings = {
     default: '1000',
     help: 'per-node budget: units a node may spend at once after a quiet spell',
   },
+  deadLetterMaxLength: {
+    flag: 'dead-letter-max-length',
+    env: 'CONVERGE_DEAD_LETTER_MAX_LENGTH',
+    value: '<messages>',
+    default: '100000',
+    help: 'serve bounds mesh.dead by an operator policy: the oldest beyond this many go (0: leave mesh.dead unbounded)',
+  },
+  deadLetterMaxBytes: {
+    flag: 'dead-letter-max-bytes',
+    env: 'CONVERGE_DEAD_LETTER_MAX_BYTES',
+    value: '<bytes>',
+    default: '268435456',
+    help: 'and beyond this many bytes of bodies (256 MiB)',
+  },
 } as const satisfies Record<string, Setting>;
 
 export type ConfigKey = keyof typeof settings;

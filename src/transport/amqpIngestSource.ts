@@ -2,6 +2,7 @@ import type { Channel, ConfirmChannel, ConsumeMessage, Message } from 'amqplib';
 import type { Logger } from 'pino';
 import type { ErrorCode } from '../errors.ts';
 import type { AmqpConnection } from './amqpConnection.ts';
+import { deadLetterCopy, defaultDeadLetterBodyBytes } from './deadLetterCopy.ts';
 import { publishConfirmed } from './publishConfirmed.ts';
 import { superviseChannel } from './superviseChannel.ts';
 import type { SupervisedChannel } from './superviseChannel.ts';
@@ -21,6 +22,8 @@ export type AmqpIngestSourceOptions = Readonly<{
   queues?: Readonly<Partial<Record<InboundKind, string>>>;
   /** Longest `x-converge-reason` header kept (headers share one 64 KiB frame table). */
   maxReasonLength?: number;
+  /** A refused body longer than this goes to mesh.dead as its prefix, with its size and sha256 (deadLetterCopy.ts). */
+  maxDeadLetterBytes?: number;
 }>;
 
 /** Tells a returned dead letter from the others on its channel (message ids may be absent or repeated). */
@@ -39,6 +42,7 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
     alive: options.queues?.alive ?? queueOfKind.alive,
   };
   const maxReason = options.maxReasonLength ?? 1024;
+  const maxDeadBody = options.maxDeadLetterBytes ?? defaultDeadLetterBodyBytes;
   let consumer: SupervisedChannel<Channel> | null = null;
   let dead: SupervisedChannel<ConfirmChannel> | null = null;
   let current: Session | null = null;
@@ -186,11 +190,12 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
       // is down), the broker returns it instead of confirming a copy that went nowhere, and the
       // delivery stays unacked until a retry lands (issue 12 §2).
       const id = String(++deadLetterSeq);
+      const copy = deadLetterCopy(message.content, maxDeadBody);
       await publishConfirmed(
         ch,
         names.deadExchange,
         message.fields.routingKey,
-        message.content,
+        copy.body,
         {
           persistent: true,
           mandatory: true,
@@ -205,6 +210,7 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
             'x-converge-queue': queues[d.kind],
             'x-converge-user-id': d.userId ?? '',
             [deadLetterIdHeader]: id,
+            ...copy.headers,
           },
         },
         { watch: { returned: deadReturned, key: id } },

@@ -4,7 +4,7 @@ import type { CommandSpec } from '../command.ts';
 // Every command's metadata, and the module that runs it (DESIGN §7). Imported by `--help`, so
 // nothing here may import more than types: each command's code is loaded by `load` when it runs.
 
-/** What the engine reads: everything but the management API. */
+/** What the engine reads (serve adds the management API and the bound on mesh.dead). */
 const engineSettings: readonly ConfigKey[] = [
   'store',
   'amqpUrl',
@@ -18,6 +18,8 @@ const engineSettings: readonly ConfigKey[] = [
   'logLevel',
   'trustMissingUserId',
   'aliveResolutionMs',
+  'nodeReportRate',
+  'nodeReportBurst',
 ];
 
 export const commands: readonly CommandSpec[] = [
@@ -27,7 +29,8 @@ export const commands: readonly CommandSpec[] = [
     summary: 'the engine: ingest, relay, projections and the HTTP API',
     flags: {},
     args: [0, 0],
-    settings: engineSettings,
+    // serve also bounds mesh.dead through the management API (issue 13 item 7).
+    settings: [...engineSettings, 'deadLetterMaxLength', 'deadLetterMaxBytes', 'managementUrl'],
     defaultLogLevel: 'info',
     load: () => import('./serve.ts'),
   },

@@ -1,6 +1,6 @@
 import { createServer } from '../../app/server.ts';
 import type { ServerTransport } from '../../app/server.ts';
-import { connectServerTransport } from '../../app/amqp.ts';
+import { boundDeadLetters, connectServerTransport } from '../../app/amqp.ts';
 import type { Run } from '../command.ts';
 import { openStore } from '../command.ts';
 import { makeLogger } from '../logger.ts';
@@ -15,6 +15,7 @@ export const run: Run = async ({ io, config }) => {
   if (config.amqpUrl !== null) {
     amqp = await connectServerTransport(config.amqpUrl, logger);
     transport = amqp.transport;
+    await boundDeadLetters(config, config.amqpUrl, logger);
   } else {
     logger.warn({}, 'no --amqp / CONVERGE_AMQP_URL: serving the API over the store without ingest or relay');
   }
