@@ -17,6 +17,8 @@ export type Config = Readonly<{
   store: string;
   /** One URL or several separated by commas (the nodes of a cluster), each checked. */
   amqpUrl: string | null;
+  /** `all`: ingest, relay and API; `api`: only the API over the store (issue 12 §3: scaling out reads). */
+  role: 'all' | 'api';
   host: string;
   port: number;
   signingKeyPath: string | null;
@@ -67,6 +69,7 @@ const schema = z.object({
     })
     .nullable()
     .default(null),
+  role: z.enum(['all', 'api'], { error: 'must be all or api' }).default('all'),
   host: z.string().min(1).default('127.0.0.1'),
   port: intIn(0, 65535).default(8080),
   signingKeyPath: z.string().min(1).nullable().default(null),

@@ -20,7 +20,7 @@ export const settings = {
     env: 'CONVERGE_STORE',
     value: '<url>',
     default: defaultStore,
-    help: 'event store: sqlite:<path>, esdb://… or memory:',
+    help: 'event store: sqlite:<path>, postgres://…[?schema=name], esdb://… or memory:',
   },
   amqpUrl: {
     flag: 'amqp',
@@ -28,6 +28,13 @@ export const settings = {
     value: '<url>',
     default: null,
     help: 'RabbitMQ: amqp://user:pass@host:5672/vhost (several, comma-separated, for a cluster)',
+  },
+  role: {
+    flag: 'role',
+    env: 'CONVERGE_ROLE',
+    value: 'all|api',
+    default: 'all',
+    help: 'serve: all (ingest, relay and API) or api (the API over a shared store, no broker work)',
   },
   host: { flag: 'host', env: 'CONVERGE_HOST', value: '<address>', default: '127.0.0.1', help: 'HTTP API listen address' },
   port: { flag: 'port', env: 'CONVERGE_PORT', value: '<n>', default: '8080', help: 'HTTP API port (0: any free port)' },

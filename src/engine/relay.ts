@@ -4,6 +4,7 @@ import type { EventStore, Subscription } from '../store/port.ts';
 import type { DeclarationPublisher } from '../transport/port.ts';
 import { encodeSigned } from '../wire/index.ts';
 import type { Metrics } from '../metrics.ts';
+import { sleep } from '../retry.ts';
 
 // The store is the outbox (DESIGN §2): a checkpointed subscription to DeclarationSent
 // publishes each declaration and returns only once the broker confirmed every one in the
@@ -30,11 +31,14 @@ export type RelayOptions = Readonly<{
 }>;
 
 export type Relay = Readonly<{
+  /** Start relaying, at once, or once this engine holds the store's relay lease (below). */
   start: () => void;
   stop: () => Promise<void>;
   /** Position of the last declaration whose publish the broker confirmed (null before any). */
   position: () => bigint | null;
   isCaughtUp: () => boolean;
+  /** Whether this engine is the one publishing (it holds the lease, or the store has none). */
+  active: () => boolean;
 }>;
 
 export function outboundOf(e: Recorded<DeclarationSent>): { node: string; digest: string; keyId: string; body: Buffer } {
@@ -53,43 +57,87 @@ export function createRelay(options: RelayOptions): Relay {
   const logger = options.logger.child({ component: 'relay' });
   let sub: Subscription | null = null;
 
+  const subscribe = (): Subscription =>
+    store.subscribe({
+      checkpoint: options.checkpoint ?? 'relay',
+      types: ['DeclarationSent'],
+      batchSize: options.batchSize ?? 100,
+      handler: async (events) => {
+        const log = logger.child({ from: String(events[0]?.position), size: events.length });
+        // Nodes in parallel, each node's declarations one after another in store order: a
+        // node applies what reaches its inbox in that order, and an older declaration
+        // overtaking a newer one would leave it on words we have since replaced.
+        const byNode = new Map<string, Recorded<DeclarationSent>[]>();
+        for (const e of events) {
+          if (e.type !== 'DeclarationSent') continue;
+          const list = byNode.get(e.data.node);
+          if (list === undefined) byNode.set(e.data.node, [e as Recorded<DeclarationSent>]);
+          else list.push(e as Recorded<DeclarationSent>);
+        }
+        await Promise.all(
+          [...byNode.values()].map(async (list) => {
+            for (const e of list) {
+              await publisher.publish(outboundOf(e));
+              metrics?.relayPublished.inc();
+            }
+          }),
+        );
+        log.debug({}, 'declarations confirmed');
+      },
+      onError: (err) => logger.warn({ err: (err as Error).message }, 'relay batch failed; retrying from the checkpoint'),
+    });
+
+  /** Resolves false once `signal` aborts, at once if it already has. */
+  const stopped = (signal: AbortSignal): Promise<false> =>
+    new Promise((resolve) => (signal.aborted ? resolve(false) : signal.addEventListener('abort', () => resolve(false), { once: true })));
+
+  // Issue 12 §3: on a store several engines share, only the engine holding the relay lease
+  // publishes, so a second engine does not double every declaration. It takes over from the
+  // checkpoint when the holder dies; the batch the holder had in flight may go out twice, which
+  // the at-least-once contract above already allows (nodes recognise a repeat by digest).
+  async function whileLeased(acquire: NonNullable<EventStore['acquireLease']>, signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      const hold = await acquire('relay', signal).catch((err: unknown) => {
+        logger.warn({ err: (err as Error).message }, 'cannot ask the store for the relay lease; trying again');
+        return null;
+      });
+      if (hold === null) {
+        await sleep(1_000, signal);
+        continue;
+      }
+      logger.info({}, 'relay lease taken: this engine publishes declarations');
+      sub = subscribe();
+      const lost = await Promise.race([hold.lost.then(() => true), stopped(signal)]);
+      await sub.stop();
+      sub = null;
+      if (lost) logger.warn({}, 'relay lease lost: another engine may publish now; waiting to take it again');
+      await hold.release();
+    }
+  }
+
+  let abort: AbortController | null = null;
+  let leased: Promise<void> | null = null;
   return {
     start: () => {
-      if (sub !== null) return;
-      sub = store.subscribe({
-        checkpoint: options.checkpoint ?? 'relay',
-        types: ['DeclarationSent'],
-        batchSize: options.batchSize ?? 100,
-        handler: async (events) => {
-          const log = logger.child({ from: String(events[0]?.position), size: events.length });
-          // Nodes in parallel, each node's declarations one after another in store order: a
-          // node applies what reaches its inbox in that order, and an older declaration
-          // overtaking a newer one would leave it on words we have since replaced.
-          const byNode = new Map<string, Recorded<DeclarationSent>[]>();
-          for (const e of events) {
-            if (e.type !== 'DeclarationSent') continue;
-            const list = byNode.get(e.data.node);
-            if (list === undefined) byNode.set(e.data.node, [e as Recorded<DeclarationSent>]);
-            else list.push(e as Recorded<DeclarationSent>);
-          }
-          await Promise.all(
-            [...byNode.values()].map(async (list) => {
-              for (const e of list) {
-                await publisher.publish(outboundOf(e));
-                metrics?.relayPublished.inc();
-              }
-            }),
-          );
-          log.debug({}, 'declarations confirmed');
-        },
-        onError: (err) => logger.warn({ err: (err as Error).message }, 'relay batch failed; retrying from the checkpoint'),
-      });
+      if (sub !== null || abort !== null) return;
+      const acquire = store.acquireLease?.bind(store);
+      if (acquire === undefined) {
+        sub = subscribe();
+        return;
+      }
+      abort = new AbortController();
+      leased = whileLeased(acquire, abort.signal);
     },
     stop: async () => {
+      abort?.abort();
+      await leased;
+      abort = null;
+      leased = null;
       await sub?.stop();
       sub = null;
     },
     position: () => sub?.position() ?? null,
     isCaughtUp: () => sub?.isCaughtUp() ?? false,
+    active: () => sub !== null,
   };
 }

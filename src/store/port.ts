@@ -84,6 +84,14 @@ export type Subscription = Readonly<{
   stop: () => Promise<void>;
 }>;
 
+/** A lease this process holds (EventStore.acquireLease). */
+export type LeaseHold = Readonly<{
+  /** Resolves if the lease is lost without being released (the store's connection for it died). */
+  lost: Promise<void>;
+  /** Give the lease up; another process may take it at once. */
+  release: () => Promise<void>;
+}>;
+
 export interface EventStore {
   readonly kind: 'memory' | 'sqlite' | 'esdb' | 'postgres';
   /** Append to one or many streams atomically where the store can (SQLite: one transaction). */
@@ -95,5 +103,12 @@ export interface EventStore {
   subscribe(options: SubscribeOptions): Subscription;
   getCheckpoint(name: string): Promise<bigint | null>;
   setCheckpoint(name: string, position: bigint): Promise<void>;
+  /**
+   * A role that one process at a time may play on this store, whichever engine it runs in (issue
+   * 12 §3: the relay). Resolves once this process holds `name`, waiting while another does; null
+   * if `signal` aborts first. Only stores several engines share have it (PostgreSQL: a session
+   * advisory lock on a connection of its own, released by the server when that connection dies).
+   */
+  acquireLease?(name: string, signal: AbortSignal): Promise<LeaseHold | null>;
   close(): Promise<void>;
 }

@@ -41,6 +41,17 @@ test('--store / CONVERGE_STORE accept postgres:// and postgresql:// URLs', () =>
   );
 });
 
+test('--role / CONVERGE_ROLE take all (the default) or api, and nothing else', () => {
+  assert.equal(loadConfig({ flags: {}, env: {} }).role, 'all');
+  assert.equal(loadConfig({ flags: { role: 'api' }, env: {} }).role, 'api');
+  assert.equal(loadConfig({ flags: {}, env: { CONVERGE_ROLE: 'api' } }).role, 'api');
+  assert.throws(
+    () => loadConfig({ flags: { role: 'relay' }, env: {} }),
+    (err: unknown) =>
+      isConvergeError(err, 'CONVERGE_ERR_CONFIG_INVALID') && /--role \/ CONVERGE_ROLE: must be all or api/.test((err as Error).message),
+  );
+});
+
 test('a schema name that is not a plain identifier is refused before connecting', () => {
   assert.throws(
     () => createPostgresEventStore('postgres://u@127.0.0.1:1/x?schema=Robert%27)%3B--'),

@@ -12,7 +12,11 @@ export const run: Run = async ({ io, config }) => {
   const store = await openStore(config, io, false);
   let amqp: Awaited<ReturnType<typeof connectServerTransport>> | null = null;
   let transport: ServerTransport | undefined;
-  if (config.amqpUrl !== null) {
+  if (config.role === 'api') {
+    // Issue 12 §3: more engines on one shared store, for reads and `await`; ingest and the relay
+    // stay with the engines that run them (single active consumer, the relay lease).
+    logger.info({}, '--role api: serving the API over the store; ingest and relay are left to other engines');
+  } else if (config.amqpUrl !== null) {
     amqp = await connectServerTransport(config.amqpUrl, logger);
     transport = amqp.transport;
     await boundDeadLetters(config, config.amqpUrl, logger);

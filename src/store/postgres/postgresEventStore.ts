@@ -6,8 +6,10 @@ import { decodeEvent, isEventType } from '../../events/index.ts';
 import { defaultMaxEventBytes, encodeWrites, recorded, storeClosed } from '../appendRules.ts';
 import { createNotifier } from '../notifier.ts';
 import { createPollingSubscription } from '../pollingSubscription.ts';
-import type { EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions } from '../port.ts';
+import type { EventStore, LeaseHold, ReadAllOptions, ReadStreamOptions, SubscribeOptions } from '../port.ts';
 import { createAppender } from './append.ts';
+import { acquirePostgresLease } from './lease.ts';
+import type { LeaseOptions } from './lease.ts';
 import { channelOf, checkSchemaName, migrate } from './schema.ts';
 import { listenForAppends } from './wakeups.ts';
 import type { Wakeups } from './wakeups.ts';
@@ -27,8 +29,9 @@ export type PostgresEventStoreOptions = Readonly<{
   pollMs?: number;
   /** Events per read query in readAll and subscriptions. */
   readBatchSize?: number;
-  /** Connections in the pool (the LISTEN connection is one more). */
+  /** Connections in the pool (the LISTEN connection is one more, and each lease held one more). */
   poolSize?: number;
+  lease?: LeaseOptions;
 }>;
 
 /** `postgres://…?schema=name` → the connection string without `schema`, and the schema. */
@@ -119,6 +122,8 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
   const appender = createAppender(pool, s, queryOf);
 
   let closed = false;
+  const closing = new AbortController();
+  const holds = new Set<LeaseHold>();
   let ready: Promise<void> | null = null;
   /** Create or check the schema once, before the first use; a failure is retried by the next call. */
   const open = async (): Promise<void> => {
@@ -271,9 +276,24 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
         await run(q.setCheckpoint(name, String(position)));
       }),
 
+    async acquireLease(name, signal) {
+      if (closed) throw storeClosed('postgres');
+      await open();
+      // A store closing gives up whatever it holds or waits for.
+      const stop = AbortSignal.any([signal, closing.signal]);
+      const hold = await acquirePostgresLease(clientConfig, `converge-lease:${s}:${name}`, stop, options.lease);
+      if (hold !== null) {
+        holds.add(hold);
+        void hold.lost.then(() => holds.delete(hold));
+      }
+      return hold;
+    },
+
     async close() {
       if (closed) return;
       closed = true;
+      closing.abort();
+      for (const hold of holds) await hold.release();
       await wakeups?.stop();
       await ready?.catch(() => undefined);
       await pool.end();

@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import pg from 'pg';
+import pino from 'pino';
+import { createRelay } from '../../src/engine/relay.ts';
+import { makeDeclarationSent, streamOf } from '../../src/events/index.ts';
+import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
+import type { EventStore } from '../../src/store/index.ts';
+import type { DeclarationPublisher, OutboundDeclaration } from '../../src/transport/port.ts';
+import { testKey } from '../support/history.ts';
+import { describeOnPostgres, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
+import { until } from '../support/until.ts';
+
+// Issue 12 §3: two engines on one PostgreSQL store each run a relay; only the one holding the
+// store's relay lease publishes, so declarations are not doubled. When the holder's connection
+// dies (an engine SIGKILLed), the other takes the lease and carries on from the checkpoint.
+
+const logger = pino({ level: 'silent' });
+const recording = (into: OutboundDeclaration[]): DeclarationPublisher => ({
+  publish: async (d) => void into.push(d),
+  close: async () => undefined,
+});
+const lease = { retryMs: 50, heartbeatMs: 200 };
+
+describeOnPostgres('relay lease on a PostgreSQL store', () => {
+  const scratch = scratchSchema('converge_lease');
+  const admin = new pg.Pool({ connectionString: postgresTestUrl, max: 2 });
+  admin.on('error', () => undefined);
+  after(async () => {
+    await scratch.drop();
+    await admin.end();
+  });
+
+  let serial = 0;
+  const send = async (store: EventStore, n: number): Promise<string[]> => {
+    const digests: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const e = makeDeclarationSent({
+        node: 'lease-n',
+        serial: ++serial,
+        resources: [{ id: `r${serial}` }],
+        key: testKey,
+        now: new Date(),
+      });
+      digests.push(e.data.digest);
+      await store.append([{ stream: streamOf('lease-n'), expected: 'any', events: [e] }]);
+    }
+    return digests;
+  };
+  /** Backends holding this schema's relay lease (an int8 advisory key: classid is its high half, objid its low). */
+  const leaseHolders = async (): Promise<number[]> =>
+    (
+      await admin.query<{ pid: number }>(
+        `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
+           AND ((classid::int8 << 32) | objid::int8) = hashtextextended($1, 0)`,
+        [`converge-lease:${scratch.schema}:relay`],
+      )
+    ).rows.map((r) => r.pid);
+
+  test('two relays on one store: one publishes, the other stands by; when the holder dies the other takes over, and nothing is published twice', async () => {
+    const storeA = createPostgresEventStore(scratch.url, { lease, pollMs: 60_000 });
+    const storeB = createPostgresEventStore(scratch.url, { lease, pollMs: 60_000 });
+    const byA: OutboundDeclaration[] = [];
+    const byB: OutboundDeclaration[] = [];
+    const relayA = createRelay({ store: storeA, publisher: recording(byA), logger });
+    relayA.start();
+    await until('A to hold the lease', () => relayA.active());
+    const relayB = createRelay({ store: storeB, publisher: recording(byB), logger });
+    relayB.start();
+    try {
+      const first = await send(storeA, 5);
+      await until('A to publish the first five', () => byA.length >= 5);
+      assert.equal(relayB.active(), false, 'B stands by');
+      assert.equal(byB.length, 0, 'B published nothing while A held the lease');
+
+      // A's engine dies: the server ends its session, and the lease with it.
+      const holders = await leaseHolders();
+      assert.equal(holders.length, 1, 'one lease holder');
+      await admin.query('SELECT pg_terminate_backend($1)', [holders[0]]);
+      await until('B to take the lease', () => relayB.active());
+      await until('A to notice it lost the lease', () => !relayA.active());
+      await relayA.stop();
+
+      const second = await send(storeB, 5);
+      await until('B to publish the next five', () => byB.length >= 5);
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(
+        byA.map((d) => d.digest),
+        first,
+      );
+      assert.deepEqual(
+        byB.map((d) => d.digest),
+        second,
+        'B resumed from the checkpoint A saved: nothing republished',
+      );
+    } finally {
+      await relayA.stop();
+      await relayB.stop();
+      await Promise.all([storeA.close(), storeB.close()]);
+    }
+  });
+
+  test('a relay that stops gives the lease up at once to the one waiting', async () => {
+    const storeA = createPostgresEventStore(scratch.url, { lease });
+    const storeB = createPostgresEventStore(scratch.url, { lease });
+    const relayA = createRelay({ store: storeA, publisher: recording([]), logger, checkpoint: 'relay-handover' });
+    const relayB = createRelay({ store: storeB, publisher: recording([]), logger, checkpoint: 'relay-handover' });
+    try {
+      relayA.start();
+      await until('A to hold the lease', () => relayA.active());
+      relayB.start();
+      await relayA.stop();
+      await until('B to take the lease', () => relayB.active());
+    } finally {
+      await relayA.stop();
+      await relayB.stop();
+      await Promise.all([storeA.close(), storeB.close()]);
+    }
+  });
+});
