@@ -8,4 +8,6 @@
 // that change no result need no bump, so snapshots survive them.
 //
 // 2: SentSummary carries the spec digest (DESIGN §2).
-export const foldVersion = 2;
+// 3: a bounded send history (earlierSends, the last 8 sends) replaces the Map of every digest
+//    sent; a report naming an older digest is unknown (docs/design.md "Bounded send history").
+export const foldVersion = 3;

@@ -1,6 +1,6 @@
 import { isNodeEvent } from '../src/events/index.ts';
 import type { NodeEvent, Recorded } from '../src/events/index.ts';
-import { classifyReport, foldNode, initialNodeState } from './nodeState.ts';
+import { classifyReport, foldNode, initialNodeState, sendHistoryLimit, serialOfSent } from './nodeState.ts';
 import type { NodeState, ReportClass } from './nodeState.ts';
 
 // Forensics (DESIGN §3): "state as of time T or position P" is the fold of nodeState.ts stopped
@@ -158,7 +158,7 @@ export function timeline(node: string, events: Iterable<Recorded>): Timeline {
       });
     } else if (e.type === 'ReportReceived') {
       digest = e.data.declared;
-      serial = digest === null ? null : (before.sentDigests.get(digest) ?? null);
+      serial = digest === null ? null : serialOfSent(before, digest);
       cls = classifyReport(before, digest);
       duplicate = e.id === before.lastReportId;
       const last = declarations.at(-1);
@@ -211,7 +211,10 @@ export type RaceScanner = Readonly<{ push: (e: Recorded) => Race | null; scanned
  * A race is a report the first counts and the second does not.
  */
 export function createRaceScanner(): RaceScanner {
-  const latest = new Map<string, { digest: string; serial: number; sentAt: string; sentMs: number; digests: Map<string, number> }>();
+  // Per node, the latest send and the digests of the sends kept before it: the fold's window
+  // (sendHistoryLimit), so a race is classified as the node's state classifies the report.
+  type Latest = { digest: string; serial: number; sentAt: string; sentMs: number; earlier: readonly (readonly [string, number])[] };
+  const latest = new Map<string, Latest>();
   let scanned = 0;
   return {
     scanned: () => scanned,
@@ -221,14 +224,16 @@ export function createRaceScanner(): RaceScanner {
       const node = e.data.node;
       if (e.type === 'DeclarationSent') {
         const prev = latest.get(node);
-        const digests = prev?.digests ?? new Map<string, number>();
-        digests.set(e.data.digest, e.data.serial);
+        const earlier =
+          prev === undefined
+            ? []
+            : [...prev.earlier.slice(Math.max(0, prev.earlier.length - (sendHistoryLimit - 2))), [prev.digest, prev.serial] as const];
         latest.set(node, {
           digest: e.data.digest,
           serial: e.data.serial,
           sentAt: e.data.sentAt,
           sentMs: Date.parse(e.data.sentAt),
-          digests,
+          earlier,
         });
         return null;
       }
@@ -238,7 +243,7 @@ export function createRaceScanner(): RaceScanner {
       const clockSaysCaughtUp = Date.parse(e.data.receivedAt) >= sent.sentMs;
       const declared = e.data.declared;
       if (!clockSaysCaughtUp || declared === sent.digest) return null;
-      const reportSerial = declared === null ? null : (sent.digests.get(declared) ?? null);
+      const reportSerial = declared === null ? null : (sent.earlier.find((x) => x[0] === declared)?.[1] ?? null);
       return {
         node,
         position: e.position,

@@ -3,11 +3,14 @@ export {
   foldNodeEvents,
   initialNodeState,
   classifyReport,
+  serialOfSent,
+  statusOf,
   recentLatencyLimit,
+  sendHistoryLimit,
   nodeStatuses,
   reportClasses,
 } from './nodeState.ts';
-export type { NodeState, NodeStatus, ReportClass, SentSummary, ReportedSummary, Anomalies } from './nodeState.ts';
+export type { NodeState, NodeStatus, ReportClass, SentSummary, ReportedSummary, Anomalies, EarlierSend } from './nodeState.ts';
 export { livenessAt, defaultGraceMs, newerLastSeen, livenessStates } from './liveness.ts';
 export type { Liveness, LivenessState } from './liveness.ts';
 export { summarizeFleet, percentile } from './fleet.ts';

@@ -61,8 +61,12 @@ export type NodeState = Readonly<{
     /** Declarations replaced by a newer send before any report named them. */
     superseded: number;
   }>;
-  /** Every digest sent to this node, with its serial: how a report is told stale from unknown. */
-  sentDigests: ReadonlyMap<string, number>;
+  /**
+   * The sends before the latest, newest last, as [digest, serial]: at most `sendHistoryLimit` − 1
+   * of them (the latest is `sent`). How a report is told stale from unknown; a digest older than
+   * this window counts as unknown (classifyReport; docs/design.md "Bounded send history").
+   */
+  earlierSends: readonly EarlierSend[];
   reports: number;
   /** Id of the last report folded: a duplicate delivery of the same event changes nothing. */
   lastReportId: string | null;
@@ -75,18 +79,40 @@ export type NodeState = Readonly<{
 /** Bounded so a node's state stays small however long it lives (memory per 10,000 nodes is measured). */
 export const recentLatencyLimit = 16;
 
+/**
+ * Sends whose digests a node's state keeps, the latest included. A report naming an older one is
+ * classified `unknown`, as a digest never sent is: the fold cannot tell them apart without the
+ * whole history, and a report eight sends late is itself worth a look. Unbounded, the history
+ * was a Map per node (~200 B for one entry) and grew with every send (issue 10).
+ */
+export const sendHistoryLimit = 8;
+
+export type EarlierSend = readonly [digest: string, serial: number];
+
+// Shared by every state that has nothing there: one object instead of one per node (the read
+// model's heap at 100,000 nodes is measured by bench/scale.ts). Frozen, as every state is read-only.
+const none: readonly never[] = Object.freeze([]);
+const noFailures: Readonly<Record<string, string>> = Object.freeze({});
+const noAnomalies: Anomalies = Object.freeze({ stale: 0, unknown: 0, undeclared: 0 });
+const noConvergence: NodeState['convergence'] = Object.freeze({
+  lastLatencyMs: null,
+  recentLatenciesMs: none,
+  acknowledged: 0,
+  superseded: 0,
+});
+
 export const initialNodeState = (node: string): NodeState => ({
   node,
   status: 'undeclared',
   caughtUp: false,
   sent: null,
   reported: null,
-  missing: [],
-  carried: [],
+  missing: none,
+  carried: none,
   lastSeenAt: null,
-  anomalies: { stale: 0, unknown: 0, undeclared: 0 },
-  convergence: { lastLatencyMs: null, recentLatenciesMs: [], acknowledged: 0, superseded: 0 },
-  sentDigests: new Map(),
+  anomalies: noAnomalies,
+  convergence: noConvergence,
+  earlierSends: none,
   reports: 0,
   lastReportId: null,
   position: -1n,
@@ -102,26 +128,47 @@ const later = (a: string | null, b: string): string => {
   return Date.parse(b) > Date.parse(a) ? b : a;
 };
 
-/** Classify a report against what had been sent to this node so far. */
-export function classifyReport(state: Pick<NodeState, 'sent' | 'sentDigests'>, declared: string | null): ReportClass {
+/** The earlier send with this digest, if the state still keeps it. */
+const earlierSend = (state: Pick<NodeState, 'earlierSends'>, digest: string): EarlierSend | undefined => {
+  for (const e of state.earlierSends) if (e[0] === digest) return e;
+  return undefined;
+};
+
+/** Classify a report against what had been sent to this node so far (within the kept history). */
+export function classifyReport(state: Pick<NodeState, 'sent' | 'earlierSends'>, declared: string | null): ReportClass {
   if (declared === null) return 'undeclared';
   if (state.sent !== null && state.sent.digest === declared) return 'matching';
-  return state.sentDigests.has(declared) ? 'stale' : 'unknown';
+  return earlierSend(state, declared) === undefined ? 'unknown' : 'stale';
 }
 
+/** The serial of a digest sent to this node, if the state still keeps it (the latest or an earlier send). */
+export function serialOfSent(state: Pick<NodeState, 'sent' | 'earlierSends'>, digest: string): number | null {
+  if (state.sent !== null && state.sent.digest === digest) return state.sent.serial;
+  return earlierSend(state, digest)?.[1] ?? null;
+}
+
+const sameItems = <T>(a: readonly T[], b: readonly T[] | undefined): boolean => {
+  if (b === undefined || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+};
+
 /** Status from the latest send and the latest report (DESIGN §3). */
-function statusOf(
+export function statusOf(
   sent: SentSummary | null,
   reported: ReportedSummary | null,
 ): { status: NodeStatus; caughtUp: boolean; missing: readonly string[] } {
-  if (sent === null) return { status: 'undeclared', caughtUp: false, missing: [] };
+  if (sent === null) return { status: 'undeclared', caughtUp: false, missing: none };
   const caughtUp = reported !== null && reported.declared === sent.digest;
-  if (!caughtUp || reported === null) return { status: 'behind', caughtUp: false, missing: [] };
-  if (reported.refused !== '') return { status: 'refused', caughtUp, missing: [] };
-  const applied = new Set(reported.applied);
-  const missing = sent.resourceIds.filter((id) => !applied.has(id) && !Object.hasOwn(reported.failed, id));
-  const degraded = missing.length > 0 || Object.keys(reported.failed).length > 0;
-  return { status: degraded ? 'degraded' : 'converged', caughtUp, missing };
+  if (!caughtUp || reported === null) return { status: 'behind', caughtUp: false, missing: none };
+  if (reported.refused !== '') return { status: 'refused', caughtUp, missing: none };
+  let failures = 0;
+  for (const k in reported.failed) if (Object.hasOwn(reported.failed, k)) failures++;
+  // Most reports apply exactly what was sent (and then share its array): nothing can be missing.
+  if (reported.applied === sent.resourceIds) return { status: failures > 0 ? 'degraded' : 'converged', caughtUp, missing: none };
+  const missing = sent.resourceIds.filter((id) => !reported.applied.includes(id) && !Object.hasOwn(reported.failed, id));
+  const degraded = missing.length > 0 || failures > 0;
+  return { status: degraded ? 'degraded' : 'converged', caughtUp, missing: missing.length === 0 ? none : missing };
 }
 
 // Each handler returns only the fields its event changes; foldNode builds the next state in one
@@ -139,40 +186,66 @@ function onDeclarationSent(s: NodeState, d: DeclarationSentData): Changes {
     resourceIds: d.resourceIds,
     acknowledgedAt: null,
   };
+  const c = s.convergence;
   return {
     sent,
-    sentDigests: new Map(s.sentDigests).set(d.digest, d.serial),
+    earlierSends:
+      s.sent === null ? s.earlierSends : appendBounded(s.earlierSends, [s.sent.digest, s.sent.serial] as const, sendHistoryLimit - 1),
     ...statusOf(sent, s.reported),
-    convergence: superseded === 0 ? s.convergence : { ...s.convergence, superseded: s.convergence.superseded + superseded },
+    convergence:
+      superseded === 0
+        ? c
+        : {
+            lastLatencyMs: c.lastLatencyMs,
+            recentLatenciesMs: c.recentLatenciesMs,
+            acknowledged: c.acknowledged,
+            superseded: c.superseded + 1,
+          },
   };
 }
 
 function onReportReceived(s: NodeState, d: ReportReceivedData, id: string): Changes | null {
   if (id === s.lastReportId) return null;
   const cls = classifyReport(s, d.declared);
+  // The same values, as objects the state already holds where it can: a report that names the
+  // latest digest, applies what was sent and carries what it carried before adds no new strings
+  // or arrays to the read model (memory per node, bench/scale.ts). Equal values, so the fold's
+  // result is the same; only sharing changes.
+  const sentIds = s.sent?.resourceIds;
   const reported: ReportedSummary = {
-    declared: d.declared,
+    declared: cls === 'matching' ? s.sent!.digest : cls === 'stale' ? earlierSend(s, d.declared!)![0] : d.declared,
     receivedAt: d.receivedAt,
-    applied: d.applied,
-    failed: d.failed,
+    applied: sameItems(d.applied, sentIds) ? sentIds! : sameItems(d.applied, s.reported?.applied) ? s.reported!.applied : d.applied,
+    failed: Object.keys(d.failed).length === 0 ? noFailures : d.failed,
     refused: d.refused,
-    carried: d.carried,
+    carried: sameItems(d.carried, s.carried) ? s.carried : d.carried,
     class: cls,
   };
   let { sent, convergence } = s;
   if (cls === 'matching' && sent !== null && sent.acknowledgedAt === null) {
     const latency = Math.max(0, Date.parse(d.receivedAt) - Date.parse(sent.sentAt));
-    sent = { ...sent, acknowledgedAt: d.receivedAt };
-    const recentLatenciesMs = [...convergence.recentLatenciesMs.slice(1 - recentLatencyLimit), latency];
-    convergence = { ...convergence, lastLatencyMs: latency, recentLatenciesMs, acknowledged: convergence.acknowledged + 1 };
+    sent = {
+      digest: sent.digest,
+      specDigest: sent.specDigest,
+      serial: sent.serial,
+      sentAt: sent.sentAt,
+      resourceIds: sent.resourceIds,
+      acknowledgedAt: d.receivedAt,
+    };
+    convergence = {
+      lastLatencyMs: latency,
+      recentLatenciesMs: appendBounded(convergence.recentLatenciesMs, latency, recentLatencyLimit),
+      acknowledged: convergence.acknowledged + 1,
+      superseded: convergence.superseded,
+    };
   }
   return {
     sent,
     reported,
     ...statusOf(sent, reported),
-    carried: d.carried,
+    carried: reported.carried,
     lastSeenAt: later(s.lastSeenAt, d.receivedAt),
-    anomalies: cls === 'matching' ? s.anomalies : { ...s.anomalies, [cls]: s.anomalies[cls] + 1 },
+    anomalies: cls === 'matching' ? s.anomalies : counted(s.anomalies, cls),
     convergence,
     reports: s.reports + 1,
     lastReportId: id,
@@ -205,8 +278,45 @@ export function foldNode(state: NodeState, event: Recorded): NodeState {
   const position = event.position > state.position ? event.position : state.position;
   const revision = event.revision > state.revision ? event.revision : state.revision;
   if (changes === null && position === state.position && revision === state.revision) return state;
-  return { ...state, ...changes, position, revision };
+  return withChanges(state, changes ?? {}, position, revision);
 }
+
+/**
+ * The next state in one object literal, every field named: spreading the state and the changes
+ * made V8 build each state with room to spare, and was most of the fold's cost (bench/replay.ts).
+ */
+const withChanges = (s: NodeState, c: Changes, position: bigint, revision: bigint): NodeState => ({
+  node: s.node,
+  status: c.status ?? s.status,
+  caughtUp: c.caughtUp ?? s.caughtUp,
+  sent: c.sent === undefined ? s.sent : c.sent,
+  reported: c.reported === undefined ? s.reported : c.reported,
+  missing: c.missing ?? s.missing,
+  carried: c.carried ?? s.carried,
+  lastSeenAt: c.lastSeenAt === undefined ? s.lastSeenAt : c.lastSeenAt,
+  anomalies: c.anomalies ?? s.anomalies,
+  convergence: c.convergence ?? s.convergence,
+  earlierSends: c.earlierSends ?? s.earlierSends,
+  reports: c.reports ?? s.reports,
+  lastReportId: c.lastReportId === undefined ? s.lastReportId : c.lastReportId,
+  position,
+  revision,
+});
+
+/** `list` with `item` after it, keeping the newest `limit`, in an array exactly that long (a pushed array keeps room to grow). */
+function appendBounded<T>(list: readonly T[], item: T, limit: number): T[] {
+  const keep = Math.min(list.length, limit - 1);
+  const out = new Array<T>(keep + 1);
+  for (let i = 0; i < keep; i++) out[i] = list[list.length - keep + i]!;
+  out[keep] = item;
+  return out;
+}
+
+const counted = (a: Anomalies, cls: 'stale' | 'unknown' | 'undeclared'): Anomalies => ({
+  stale: a.stale + (cls === 'stale' ? 1 : 0),
+  unknown: a.unknown + (cls === 'unknown' ? 1 : 0),
+  undeclared: a.undeclared + (cls === 'undeclared' ? 1 : 0),
+});
 
 /** Fold a node's events from its initial state (or from `from`, to continue a fold). */
 export function foldNodeEvents(node: string, events: Iterable<Recorded>, from: NodeState = initialNodeState(node)): NodeState {

@@ -211,13 +211,15 @@ export const isFailure = (o: NodeOutcome): boolean => o === 'refused' || o === '
 export function nodeOutcome(
   send: RolloutSend | undefined,
   skip: RolloutSkip | undefined,
-  node: Pick<NodeState, 'sent' | 'status' | 'sentDigests'> | undefined,
+  node: Pick<NodeState, 'sent' | 'status'> | undefined,
 ): NodeOutcome {
   if (skip !== undefined) return 'unsendable';
   if (send === undefined) return 'unsent';
   // The read model has not folded our send yet (it is folded with the RolloutSent that names it).
   if (node === undefined || node.sent === null) return 'pending';
-  if (node.sent.digest !== send.digest) return node.sentDigests.has(send.digest) ? 'superseded' : 'pending';
+  // Serials grow by one per send to a node (DESIGN §1): a later serial is a newer send. (By serial,
+  // not by looking the digest up in the node's send history, which keeps only the last 8 sends.)
+  if (node.sent.digest !== send.digest) return node.sent.serial > send.serial ? 'superseded' : 'pending';
   switch (node.status) {
     case 'converged':
       return 'done';

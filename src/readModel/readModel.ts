@@ -1,7 +1,7 @@
 import { createFleetTally, foldNode, initialNodeState } from '../../projections/index.ts';
 import type { FleetSummary, FleetSummaryOptions, LivenessState, NodeState, NodeStatus } from '../../projections/index.ts';
 import { ConvergeError } from '../errors.ts';
-import type { Recorded } from '../events/index.ts';
+import type { DeclarationSent, Recorded } from '../events/index.ts';
 import { isNodeEvent, nodeOfStream } from '../events/index.ts';
 import { createLivenessTracker } from './livenessTracker.ts';
 import type { ExactLastSeen, LivenessCounts } from './livenessTracker.ts';
@@ -82,6 +82,31 @@ const failedError = (f: FoldFailure, cause?: unknown): ConvergeError =>
     `the fold failed on ${f.type} ${f.id} (position ${f.position}, node ${JSON.stringify(f.node)}): ${f.message}; the read model stopped before it`,
     { details: { position: f.position.toString(), id: f.id, type: f.type, node: f.node }, ...(cause === undefined ? {} : { cause }) },
   );
+
+// Nodes sent the same spec hold the same spec digest and resource ids: one string and one array
+// for all of them instead of a copy each, as every event arrives with its own (memory per node,
+// bench/scale.ts). Equal values, so the fold's result is the same. Bounded: a fleet with more
+// distinct specs than this only shares less.
+const internLimit = 10_000;
+const specs = new Map<string, string>();
+const resourceLists = new Map<string, readonly string[]>();
+function interned(e: Recorded<DeclarationSent>): Recorded<DeclarationSent> {
+  const d = e.data;
+  const spec = specs.get(d.specDigest);
+  if (spec === undefined) {
+    if (specs.size >= internLimit) specs.clear();
+    specs.set(d.specDigest, d.specDigest);
+  }
+  const key = d.resourceIds.join('\u0000');
+  const ids = resourceLists.get(key);
+  if (ids === undefined) {
+    if (resourceLists.size >= internLimit) resourceLists.clear();
+    resourceLists.set(key, d.resourceIds);
+  }
+  // (Strings compare by value in JS, so "already held" is "found in the table", not `===`.)
+  if (spec === undefined && ids === undefined) return e;
+  return { ...e, data: { ...d, specDigest: spec ?? d.specDigest, resourceIds: (ids ?? d.resourceIds) as string[] } };
+}
 
 export function createReadModel(options: ReadModelOptions = {}): ReadModel {
   const clock = options.now ?? Date.now;
@@ -208,7 +233,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
         const previous = known === undefined ? undefined : states[known];
         let state: NodeState;
         try {
-          state = foldNode(previous ?? initialNodeState(node), e);
+          state = foldNode(previous ?? initialNodeState(node), e.type === 'DeclarationSent' ? interned(e) : e);
         } catch (err) {
           failed = { position: e.position, id: e.id, type: e.type, node, message: err instanceof Error ? err.message : String(err) };
           for (const l of [...failureListeners]) {

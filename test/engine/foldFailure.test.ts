@@ -11,11 +11,15 @@ import { history, historyInStore } from '../support/history.ts';
 import { until } from '../support/until.ts';
 
 // Issue 13 item 2: the read model must never skip an event. A fold that throws (here: a state
-// whose sentDigests is not what the fold expects, as a forged snapshot once made it) stops the
+// whose send history is not what the fold expects, as a forged snapshot once made it) stops the
 // projection where it is, loudly, and a POST whose declaration was recorded still answers 202.
 
 /** A state the fold cannot continue from: the next send or report throws inside foldNode. */
-const broken = (s: NodeState): NodeState => ({ ...s, sentDigests: {} as unknown as NodeState['sentDigests'] });
+const broken = (s: NodeState): NodeState => ({
+  ...s,
+  sent: s.sent ?? ({} as NodeState['sent']),
+  earlierSends: {} as unknown as NodeState['earlierSends'],
+});
 
 test('a fold that throws leaves the read model at the last event it folded; the same events again fold nothing past it', () => {
   const h = history('f1');
@@ -23,7 +27,7 @@ test('a fold that throws leaves the read model at the last event it folded; the 
   const model = createReadModel();
   model.apply([first]);
   model.set(broken(model.get('f1')!));
-  const report = h.report({ declared: 'f'.repeat(64) }); // classified against sentDigests, which is broken
+  const report = h.report({ declared: 'f'.repeat(64) }); // classified against the send history, which is broken
   const later = h.alive();
   assert.throws(() => model.apply([report, later]));
   assert.equal(model.position(), first.position, 'the position stays at the last event folded');
@@ -33,13 +37,14 @@ test('a fold that throws leaves the read model at the last event it folded; the 
   assert.equal(model.position(), first.position);
 });
 
-test('a fold that throws stops the projection: not ready, converge_projection_failed 1, an error log naming the event, nothing after it folded', async () => {
+test('a fold that throws stops the projection: not ready, converge_projection_failed 1, an error log naming the event, nothing after it folded', async (t) => {
   const store = createMemoryEventStore();
   const steps = historyInStore(store);
   const lines: string[] = [];
   const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
   const metrics = createMetrics();
   const runner = createProjectionRunner({ store, logger: log, metrics });
+  t.after(() => runner.stop());
   await steps.alive('f2');
   await runner.start();
   await runner.caughtUp();
@@ -60,7 +65,6 @@ test('a fold that throws stops the projection: not ready, converge_projection_fa
   assert.ok(error !== undefined, 'an error was logged');
   assert.equal(error.position, bad.position.toString());
   assert.equal(error.type, 'DeclarationSent');
-  await runner.stop();
 });
 
 test('a stopped projection makes /readyz answer 503 naming the event, and a recorded POST still answers 202', async (t) => {

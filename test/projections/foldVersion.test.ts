@@ -68,6 +68,13 @@ function corpus(): Map<string, Recorded[]> {
     const dup = h.report({ declared: a2.data.digest, applied: ['a'] });
     h.events.push({ ...dup, revision: dup.revision + 1n, position: dup.position + 5n }); // the same report delivered twice
   });
+  add('forgotten', (h) => {
+    // Nine sends: the first falls out of the kept history (sendHistoryLimit), the second is still in it.
+    const sends = Array.from({ length: 9 }, (_, i) => h.send([{ id: `r${i}` }]));
+    h.tick();
+    h.report({ declared: sends[1]!.data.digest, applied: ['r1'] }); // stale, seven sends late
+    h.report({ declared: sends[0]!.data.digest, applied: ['r0'] }); // beyond the window: unknown
+  });
   add('silent', (h) => {
     h.alive();
     h.tick(120_000);
@@ -109,4 +116,5 @@ test('the corpus reaches every status and every report class', () => {
   assert.equal(byNode.get('anomalies')?.anomalies.unknown, 1);
   assert.ok((byNode.get('anomalies')?.anomalies.undeclared ?? 0) >= 1);
   assert.equal(byNode.get('aba')?.convergence.superseded, 1);
+  assert.deepEqual(byNode.get('forgotten')?.anomalies, { stale: 1, unknown: 1, undeclared: 0 });
 });

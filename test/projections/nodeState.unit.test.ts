@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { foldNode, foldNodeEvents, initialNodeState, livenessAt, nodeView } from '../../projections/index.ts';
+import {
+  foldNode,
+  foldNodeEvents,
+  initialNodeState,
+  livenessAt,
+  nodeView,
+  sendHistoryLimit,
+  serialOfSent,
+} from '../../projections/index.ts';
 import type { NodeState } from '../../projections/index.ts';
 import type { Recorded } from '../../src/events/index.ts';
 import { history } from '../support/history.ts';
@@ -119,6 +127,24 @@ test('a digest sent to another node is unknown here, not stale', () => {
   h.send();
   h.report({ declared: theirs.data.digest });
   assert.equal(fold(h.events).anomalies.unknown, 1);
+});
+
+test('the state keeps the last 8 sends: a report seven sends late is stale, one eight sends late counts as unknown', () => {
+  const h = history('edge-07');
+  const sends = Array.from({ length: 9 }, (_, i) => h.send([{ id: `r${i}` }]));
+  h.tick();
+  h.report({ declared: sends[1]!.data.digest });
+  const within = fold(h.events);
+  assert.equal(within.reported?.class, 'stale');
+  assert.equal(within.earlierSends.length, sendHistoryLimit - 1);
+  h.report({ declared: sends[0]!.data.digest });
+  const beyond = fold(h.events);
+  assert.equal(beyond.reported?.class, 'unknown', 'older than the kept history: the docs/design.md rule');
+  assert.deepEqual(beyond.anomalies, { stale: 1, unknown: 1, undeclared: 0 });
+  assert.equal(beyond.status, 'behind');
+  assert.equal(serialOfSent(beyond, sends[8]!.data.digest), 9);
+  assert.equal(serialOfSent(beyond, sends[1]!.data.digest), 2);
+  assert.equal(serialOfSent(beyond, sends[0]!.data.digest), null);
 });
 
 test('duplicate delivery of the same report changes nothing', () => {
