@@ -282,6 +282,11 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
       // A store closing gives up whatever it holds or waits for.
       const stop = AbortSignal.any([signal, closing.signal]);
       const hold = await acquirePostgresLease(clientConfig, `converge-lease:${s}:${name}`, stop, options.lease);
+      if (hold !== null && closed) {
+        // close() ran while the lock was being taken: it has already released what it knew of.
+        await hold.release();
+        return null;
+      }
       if (hold !== null) {
         holds.add(hold);
         void hold.lost.then(() => holds.delete(hold));
