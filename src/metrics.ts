@@ -12,6 +12,11 @@ export type Metrics = Readonly<{
   nodes: Gauge<'status' | 'liveness'>;
   convergenceSeconds: Histogram;
   relayPublished: Counter;
+  ingestHealthy: Gauge;
+  ingestPending: Gauge;
+  ingestLastAppendAge: Gauge;
+  ingestRedelivered: Counter;
+  relayHealthy: Gauge;
 }>;
 
 export function createMetrics(options: { processMetrics?: boolean } = {}): Metrics {
@@ -56,6 +61,32 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     relayPublished: new Counter({
       name: 'converge_relay_published_total',
       help: 'Declarations confirmed by the broker',
+      registers: [registry],
+    }),
+    // Issue 13 item 6: with SQLite full, nothing here said ingest was failing.
+    ingestHealthy: new Gauge({
+      name: 'converge_ingest_healthy',
+      help: '1 while ingest appends to the store; 0 while appends fail and deliveries are held unacked and retried',
+      registers: [registry],
+    }),
+    ingestPending: new Gauge({
+      name: 'converge_ingest_pending',
+      help: 'Deliveries received and not yet acked or refused (waiting for, or in, a store append)',
+      registers: [registry],
+    }),
+    ingestLastAppendAge: new Gauge({
+      name: 'converge_ingest_last_append_age_seconds',
+      help: 'Seconds since ingest last appended to the store (since the engine started, before any append)',
+      registers: [registry],
+    }),
+    ingestRedelivered: new Counter({
+      name: 'converge_ingest_redelivered_total',
+      help: 'Deliveries the broker flagged as redelivered (after a connection, channel or engine loss)',
+      registers: [registry],
+    }),
+    relayHealthy: new Gauge({
+      name: 'converge_relay_healthy',
+      help: '1 while the relay publishes declarations; 0 while a batch fails and is retried from the checkpoint',
       registers: [registry],
     }),
   };

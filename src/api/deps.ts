@@ -17,12 +17,27 @@ export type ProjectionStatus = Readonly<{
   refreshMetrics?: () => Promise<void>;
 }>;
 
+/** One part of the write path, as /healthz, /readyz and the metrics report it (issue 13 item 6). */
+export type ComponentHealth = Readonly<{
+  healthy: boolean;
+  lastSuccessAt: Date | null;
+  failingSince: Date | null;
+  error: string | null;
+  /** Ingest: deliveries held, not yet acked or refused. */
+  pending?: number;
+}>;
+
+/** The write path: null for a part this engine does not run (no broker: no ingest, no relay). */
+export type PipelineHealth = Readonly<{ ingest: ComponentHealth | null; relay: ComponentHealth | null }>;
+
 export type ApiDeps = Readonly<{
   readModel: ReadModel;
   store: EventStore;
   logger: Logger;
   tokens: TokenTable;
   projections?: ProjectionStatus;
+  /** Ingest and relay health, read on each probe. */
+  pipeline?: () => PipelineHealth;
   send?: SendDeclaration;
   metrics?: Metrics;
   /** Exact in-memory last-seen time kept by the ingest (DESIGN §2); the newer of it and the fold's wins. */

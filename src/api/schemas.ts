@@ -265,7 +265,29 @@ export const eventsHeaders = z.looseObject({
   'last-event-id': position.optional().describe('resume after this position: the id of the last event received'),
 });
 
-export const health = named('Health', z.object({ ok: z.boolean(), ready: z.boolean(), lag: position, position: position.nullable() }));
+const componentHealth = named(
+  'ComponentHealth',
+  z.object({
+    healthy: z.boolean(),
+    lastSuccessAt: z.string().nullable().describe('when it last appended (ingest) or published (relay)'),
+    failingSince: z.string().nullable(),
+    error: z.string().nullable().describe('the last failure, `CODE: message`'),
+    pending: z.number().int().optional().describe('ingest: deliveries held, not yet acked or refused'),
+  }),
+  'One part of the write path; absent when this engine does not run it (no broker)',
+);
+
+export const health = named(
+  'Health',
+  z.object({
+    ok: z.boolean(),
+    ready: z.boolean(),
+    lag: position,
+    position: position.nullable(),
+    ingest: componentHealth.optional(),
+    relay: componentHealth.optional(),
+  }),
+);
 
 export const metricsText = z.string().describe('Prometheus text exposition format');
 export const openApiDocument = z.looseObject({ openapi: z.string() }).describe('OpenAPI 3.1 document');

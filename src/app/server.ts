@@ -100,6 +100,7 @@ export function createServer(options: ServerOptions): Server {
         });
   const relay = transport === undefined ? null : createRelay({ store, publisher: transport.publisher, logger, metrics });
 
+  const startedAt = (options.now ?? Date.now)();
   const dashboardDir = options.dashboardDir === undefined ? findDashboardDir() : options.dashboardDir;
   const app = buildApp({
     dashboardDir,
@@ -107,7 +108,18 @@ export function createServer(options: ServerOptions): Server {
     store,
     logger,
     tokens: config.apiTokens,
-    projections: runner,
+    projections: {
+      ...runner,
+      // At scrape time, with the read model's gauges: what only a clock can say of ingest.
+      refreshMetrics: async () => {
+        await runner.refreshMetrics();
+        if (ingest === null) return;
+        const h = ingest.health();
+        metrics.ingestPending.set(h.pending);
+        metrics.ingestLastAppendAge.set(((options.now ?? Date.now)() - (h.lastSuccessAt?.getTime() ?? startedAt)) / 1000);
+      },
+    },
+    pipeline: () => ({ ingest: ingest?.health() ?? null, relay: relay?.health() ?? null }),
     metrics,
     graceMs: config.graceMs,
     ...(send === null

@@ -60,6 +60,8 @@ export type Ingest = Readonly<{
   lastSeen: () => ReadonlyMap<string, Date>;
   /** False while appends are failing and deliveries are held unacked. */
   isHealthy: () => boolean;
+  /** What /readyz and the metrics say of ingest (issue 13 item 6). */
+  health: () => IngestHealth;
   stats: () => Readonly<{
     received: number;
     redelivered: number;
@@ -71,6 +73,18 @@ export type Ingest = Readonly<{
     rateLimited: number;
     pending: number;
   }>;
+}>;
+
+export type IngestHealth = Readonly<{
+  healthy: boolean;
+  /** When an append last succeeded (null: none yet). */
+  lastSuccessAt: Date | null;
+  /** When appends started failing (null while healthy). */
+  failingSince: Date | null;
+  /** The last append error, `CODE: message` (null while healthy). */
+  error: string | null;
+  /** Deliveries received and not yet acked or refused: waiting for, or in, an append. */
+  pending: number;
 }>;
 
 type Pending = Readonly<{ delivery: Delivery; event: NewEvent<NodeEvent> | null }>;
@@ -105,7 +119,13 @@ export function createIngest(options: IngestOptions): Ingest {
   let flushing: Promise<void> | null = null;
   const deadLettering = new Set<Promise<void>>();
   let healthy = true;
+  let lastAppendAt: Date | null = null;
+  let failingSince: Date | null = null;
+  let lastError: string | null = null;
+  /** Deliveries in the batch being appended (no longer in `pending`). */
+  let committing = 0;
   let batchSeq = 0;
+  metrics?.ingestHealthy.set(1);
   const counts = { received: 0, redelivered: 0, appended: 0, acked: 0, deadLettered: 0, coalesced: 0, rateLimited: 0 };
   const budget = options.nodeBudget === undefined ? null : createNodeBudget({ ...options.nodeBudget, now: () => now().getTime() });
   /** Messages refused by the budget per node since the last warning: a flood logs a line per 5 s, not one per message. */
@@ -200,7 +220,10 @@ export function createIngest(options: IngestOptions): Ingest {
 
   function onDelivery(d: Delivery): void {
     counts.received++;
-    if (d.redelivered) counts.redelivered++;
+    if (d.redelivered) {
+      counts.redelivered++;
+      metrics?.ingestRedelivered.inc();
+    }
     // Over its node's budget (nodeBudget.ts): shed before parsing, through the queue's own
     // dead-lettering. A backlog in mesh.reports delays every node's reports alike, and publishing
     // a coded copy of each cost more than the flood did to send (bench/fairness: the backlog
@@ -291,17 +314,24 @@ export function createIngest(options: IngestOptions): Ingest {
     const log = logger.child({ batch: ++batchSeq, size: batch.length });
     const writes = writesOf(batch);
     if (writes.length > 0) {
+      committing = batch.length;
       const r = await retry(() => store.append(writes), {
         ...backoff,
         signal: abort.signal,
         onError: (err) => {
           const e = toConvergeError(err, 'CONVERGE_ERR_STORE_UNAVAILABLE');
           if (poisonCodes.has(e.code) || e.code === 'CONVERGE_ERR_STORE_CLOSED') return false;
-          if (healthy) log.error({ code: e.code, err: e.message }, 'store append failed; holding deliveries unacked and retrying');
+          if (healthy) {
+            log.error({ code: e.code, err: e.message }, 'store append failed; holding deliveries unacked and retrying');
+            failingSince = now();
+            metrics?.ingestHealthy.set(0);
+          }
           healthy = false;
+          lastError = `${e.code}: ${e.message}`;
           return true;
         },
       });
+      committing = 0;
       if (!r.ok) {
         const e = toConvergeError(
           r.error ?? new ConvergeError('CONVERGE_ERR_STORE_CLOSED', 'ingest stopped'),
@@ -313,6 +343,10 @@ export function createIngest(options: IngestOptions): Ingest {
       }
       if (!healthy) log.info({}, 'store writable again; resuming acks');
       healthy = true;
+      failingSince = null;
+      lastError = null;
+      lastAppendAt = now();
+      metrics?.ingestHealthy.set(1);
       r.value.streams.forEach((s, i) => {
         // Skipped duplicates (redeliveries) are not appended; count the written tail by type.
         const events = writes[i]?.events ?? [];
@@ -382,6 +416,7 @@ export function createIngest(options: IngestOptions): Ingest {
     lastSeenAt: (node) => lastSeen.get(node) ?? null,
     lastSeen: () => lastSeen,
     isHealthy: () => healthy,
+    health: () => ({ healthy, lastSuccessAt: lastAppendAt, failingSince, error: lastError, pending: pending.length + committing }),
     stats: () => ({ ...counts, pending: pending.length }),
   };
 }

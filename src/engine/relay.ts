@@ -39,6 +39,18 @@ export type Relay = Readonly<{
   isCaughtUp: () => boolean;
   /** Whether this engine is the one publishing (it holds the lease, or the store has none). */
   active: () => boolean;
+  /** Whether the last batch was published (issue 13 item 6: /readyz and converge_relay_healthy). */
+  health: () => RelayHealth;
+}>;
+
+export type RelayHealth = Readonly<{
+  healthy: boolean;
+  /** When a batch was last confirmed (null: none yet). */
+  lastSuccessAt: Date | null;
+  /** When batches started failing (null while healthy). */
+  failingSince: Date | null;
+  /** The last failure (null while healthy). */
+  error: string | null;
 }>;
 
 export function outboundOf(e: Recorded<DeclarationSent>): { node: string; digest: string; keyId: string; body: Buffer } {
@@ -56,6 +68,8 @@ export function createRelay(options: RelayOptions): Relay {
   const { store, publisher, metrics } = options;
   const logger = options.logger.child({ component: 'relay' });
   let sub: Subscription | null = null;
+  let health: RelayHealth = { healthy: true, lastSuccessAt: null, failingSince: null, error: null };
+  metrics?.relayHealthy.set(1);
 
   const subscribe = (): Subscription =>
     store.subscribe({
@@ -74,15 +88,25 @@ export function createRelay(options: RelayOptions): Relay {
           if (list === undefined) byNode.set(e.data.node, [e as Recorded<DeclarationSent>]);
           else list.push(e as Recorded<DeclarationSent>);
         }
-        await Promise.all(
-          [...byNode.values()].map(async (list) => {
-            for (const e of list) {
-              await publisher.publish(outboundOf(e));
-              metrics?.relayPublished.inc();
-            }
-          }),
-        );
+        try {
+          await Promise.all(
+            [...byNode.values()].map(async (list) => {
+              for (const e of list) {
+                await publisher.publish(outboundOf(e));
+                metrics?.relayPublished.inc();
+              }
+            }),
+          );
+        } catch (err) {
+          const message = err instanceof Error ? err.message : String(err);
+          health = { ...health, healthy: false, failingSince: health.failingSince ?? new Date(), error: message };
+          metrics?.relayHealthy.set(0);
+          throw err;
+        }
         log.debug({}, 'declarations confirmed');
+        if (!health.healthy) logger.info({}, 'relay publishing again');
+        health = { healthy: true, lastSuccessAt: new Date(), failingSince: null, error: null };
+        metrics?.relayHealthy.set(1);
       },
       onError: (err) => logger.warn({ err: (err as Error).message }, 'relay batch failed; retrying from the checkpoint'),
     });
@@ -139,5 +163,6 @@ export function createRelay(options: RelayOptions): Relay {
     position: () => sub?.position() ?? null,
     isCaughtUp: () => sub?.isCaughtUp() ?? false,
     active: () => sub !== null,
+    health: () => health,
   };
 }

@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { probeBroker } from '../support/broker.ts';
 import { hostileNodeFlood } from './floodScenario.ts';
 import { hostileHttp } from './hostileHttpScenario.ts';
+import { stuckIngestHealth } from './stuckIngestScenario.ts';
 import { clusterFailover } from './clusterFailoverScenario.ts';
 import { modelBased } from './modelScenario.ts';
 import { allScenarios, runScenario } from './scenarios.ts';
@@ -22,6 +23,7 @@ if (!probe.ok) {
 const chosen = [
   ...allScenarios,
   hostileNodeFlood,
+  stuckIngestHealth,
   hostileHttp,
   modelBased,
   tampering,
@@ -119,6 +121,19 @@ ${table}
   truncated JSON, huge arrays, deep nesting, wrong types, non-hex digests, oversize, NUL bytes, invalid UTF-8), plus
   well-formed reports with no \`user_id\` and reports naming another node, published by an enrolled node among valid
   load. Each must be dead-lettered to \`mesh.dead\` with a code and none may become an event.
+- **hostile node flood** — \`test/faults/floodScenario.ts\` (issue 13 item 1): one enrolled node publishes as fast as the
+  broker confirms — 10,000 routine reports, 60 of 10,000 failed resources (the widest the wire accepts) and 60 of
+  22,000 keys (past it) — while two nodes report at a steady pace, against the ingest with a per-node budget of 20
+  units/s, burst 200 (a unit per started 4 KiB). Every steady report must be stored exactly once; every confirmed flood
+  message either stored once or found once in \`mesh.dead\` (shed by the budget: \`x-death\` reason \`rejected\`; or
+  refused with \`CONVERGE_ERR_WIRE_TOO_MANY_ENTRIES\`); the flooder's stored share within its budget. Here **sent**,
+  **confirmed** and **stored** count the steady nodes, **hostile tried** the flood, **hostile appended** too-wide
+  bodies stored. The steady nodes' report→stored times before and during the flood are noted, not asserted.
+- **stuck ingest seen by health** — \`test/faults/stuckIngestScenario.ts\` (issue 13 item 6): \`serve\`'s composition over
+  RabbitMQ with SQLite on a 192 KiB tmpfs, three nodes reporting until \`SQLITE_FULL\`; while full, \`/readyz\` must
+  answer 503 \`CONVERGE_ERR_INGEST_FAILING\`, \`/healthz\` 200 with \`ingest.healthy: false\`, and \`/metrics\`
+  \`converge_ingest_healthy 0\` with deliveries pending; after the remount to 64 MiB, ready again (time to recover: the
+  remount until \`/readyz\` is 200) with every confirmed report stored once.
 - **hostile HTTP clients** — \`test/faults/hostileHttpScenario.ts\` (issue 13 items 5 and 8): while two nodes report over
   the broker, the engine's HTTP API (\`src/api/\`, tokens configured) is hit by eight clients that, without a valid token,
   push 4 MiB declaration bodies as fast as their sockets take them, for 3 s, and by one each of: a declaration over the

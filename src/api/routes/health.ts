@@ -1,13 +1,52 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ConvergeError } from '../../errors.ts';
+import type { ComponentHealth } from '../deps.ts';
 import type { RouteContext } from '../nodeViews.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 
-// DESIGN §6: liveness of the process and readiness of the projections, with their lag.
+// DESIGN §6: liveness of the process and readiness of the projections, with their lag, and of
+// the write path: ingest appending and the relay publishing (issue 13 item 6: with SQLite full,
+// both probes said ready while every report was held). /healthz stays 200 whatever the parts say
+// — restarting the process empties no disk — and shows them; /readyz is 503 while one fails.
+
+const componentView = (c: ComponentHealth) => ({
+  healthy: c.healthy,
+  lastSuccessAt: c.lastSuccessAt?.toISOString() ?? null,
+  failingSince: c.failingSince?.toISOString() ?? null,
+  error: c.error,
+  ...(c.pending === undefined ? {} : { pending: c.pending }),
+});
 
 export const healthRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps }) => {
   const { readModel, projections } = deps;
+  const now = deps.now ?? Date.now;
+  const parts = () => {
+    const p = deps.pipeline?.() ?? { ingest: null, relay: null };
+    return {
+      ...(p.ingest === null ? {} : { ingest: componentView(p.ingest) }),
+      ...(p.relay === null ? {} : { relay: componentView(p.relay) }),
+    };
+  };
+  const failing = (what: 'ingest' | 'relay', c: ComponentHealth | null): ConvergeError | null => {
+    if (c === null || c.healthy) return null;
+    const failingSinceMs = c.failingSince === null ? 0 : now() - c.failingSince.getTime();
+    const details = {
+      failingSinceMs,
+      lastSuccessAt: c.lastSuccessAt?.toISOString() ?? null,
+      error: c.error,
+      ...(c.pending === undefined ? {} : { pending: c.pending }),
+    };
+    return what === 'ingest'
+      ? new ConvergeError(
+          'CONVERGE_ERR_INGEST_FAILING',
+          `ingest cannot append to the store (for ${failingSinceMs} ms; ${c.pending ?? 0} deliveries held unacked): ${c.error}`,
+          { details },
+        )
+      : new ConvergeError('CONVERGE_ERR_RELAY_FAILING', `the relay cannot publish declarations (for ${failingSinceMs} ms): ${c.error}`, {
+          details,
+        });
+  };
 
   app.get(
     '/healthz',
@@ -21,6 +60,7 @@ export const healthRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { d
       ready: projections?.isReady() ?? true,
       lag: ((await projections?.lag()) ?? 0n).toString(),
       position: readModel.position()?.toString() ?? null,
+      ...parts(),
     }),
   );
 
@@ -28,9 +68,11 @@ export const healthRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { d
     '/readyz',
     route(null, 'probe', {
       operationId: 'readyz',
-      summary: 'Ready once projections have caught up with the store',
-      response: { 200: json('projections caught up', s.health) },
-      errors: { 503: 'projections still catching up, or stopped on an event whose fold failed' },
+      summary: 'Ready once projections have caught up with the store, while ingest appends and the relay publishes',
+      response: { 200: json('projections caught up, ingest and relay working', s.health) },
+      errors: {
+        503: 'projections still catching up or stopped on an event whose fold failed; ingest failing to append; the relay failing to publish',
+      },
     }),
     async () => {
       const lag = (await projections?.lag()) ?? 0n;
@@ -44,12 +86,15 @@ export const healthRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { d
           },
         );
       }
+      const p = deps.pipeline?.() ?? { ingest: null, relay: null };
+      const broken = failing('ingest', p.ingest) ?? failing('relay', p.relay);
+      if (broken !== null) throw broken;
       if (!(projections?.isReady() ?? true)) {
         throw new ConvergeError('CONVERGE_ERR_NOT_READY', `projections are ${lag} events behind the store`, {
           details: { lag: lag.toString() },
         });
       }
-      return { ok: true, ready: true, lag: lag.toString(), position: readModel.position()?.toString() ?? null };
+      return { ok: true, ready: true, lag: lag.toString(), position: readModel.position()?.toString() ?? null, ...parts() };
     },
   );
 };
