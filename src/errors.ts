@@ -50,6 +50,17 @@ export const errorCodes = {
   CONVERGE_ERR_NODE_ID_INVALID: { http: 400, summary: 'node id is not lowercase letters, digits, dot, underscore or hyphen (1-63)' },
   CONVERGE_ERR_NODE_EXISTS: { http: 409, summary: 'a broker account with this name exists and was not replaced' },
 
+  // rollouts (DESIGN §8)
+  CONVERGE_ERR_ROLLOUT_NOT_FOUND: { http: 404, summary: 'no rollout has this id' },
+  CONVERGE_ERR_ROLLOUT_STATE: {
+    http: 409,
+    summary: 'the rollout is not in a state that allows this (resume a running one, pause or abort a finished one)',
+  },
+  CONVERGE_ERR_ROLLOUT_PLAN: {
+    http: 400,
+    summary: 'the rollout cannot be planned: bad id, waves, failure budget or timeout, no target, or the id is taken',
+  },
+
   // operator interfaces (DESIGN §7)
   CONVERGE_ERR_CONFIG_INVALID: { http: 500, summary: 'configuration is not valid' },
   CONVERGE_ERR_NODE_NOT_FOUND: { http: 404, summary: 'no event has ever named this node' },

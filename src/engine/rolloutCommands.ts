@@ -1,0 +1,238 @@
+import { randomBytes } from 'node:crypto';
+import { specDigestOf, validateSpec } from '../declaration/index.ts';
+import { ConvergeError, isConvergeError } from '../errors.ts';
+import { listLimit, makeRolloutEvent, rolloutIdPattern, rolloutStreamOf } from '../events/index.ts';
+import type { Recorded, RolloutEvent, RolloutSelection, RolloutStarted, RolloutStartedData, WithId } from '../events/index.ts';
+import type { EventStore } from '../store/port.ts';
+import { validateNodeId } from '../wire/nodeId.ts';
+import { foldRolloutEvents, isTerminal, planBudget, planWaves, selectTargets } from '../../projections/index.ts';
+import type { NodeState, RolloutState, TargetSelection } from '../../projections/index.ts';
+
+// Issue 14, the operator's commands on a rollout (docs/design.md §8): start one, pause, resume
+// and abort it. Each is one append to the rollout's own stream, at the revision the command
+// read it at, so a command and the driver (src/engine/rolloutDriver.ts) never both act on one
+// view: the loser re-reads and decides again. The API and the CLI call these; the driver does
+// the rest (waves, sends, completion) from the events they write.
+
+export type RolloutCommandDeps = Readonly<{ store: EventStore; now: () => Date }>;
+
+export type StartRolloutDeps = RolloutCommandDeps &
+  Readonly<{
+    /** The fleet as the read model has it, for the selections taken from node states (all, spec, prefix). */
+    nodeStates: () => Iterable<Pick<NodeState, 'node' | 'sent'>>;
+  }>;
+
+export type StartRolloutInput = Readonly<{
+  /** The rollout's id (rolloutIdPattern); one is made from the time and 6 random hex digits if absent. */
+  rollout?: string;
+  /** The spec, validated as a declaration's (CONVERGE_ERR_SPEC_INVALID, _SPEC_DUPLICATE_ID). */
+  resources: readonly unknown[];
+  selection: TargetSelection;
+  /** `1,10%,50%,100%`: cumulative counts or percentages of the targets. */
+  waves: string;
+  /** `3` or `5%` of the targets: failures beyond it halt the rollout. */
+  maxFailures: string;
+  waveTimeoutMs: number;
+  /** Wait between a wave's completion and the next one's start (default 0). */
+  pauseMs?: number;
+  startedBy: string;
+}>;
+
+export type StartedRollout = Readonly<{ rollout: string; targets: number; waves: readonly number[] }>;
+
+const planError = (message: string, details?: Record<string, unknown>): ConvergeError =>
+  new ConvergeError('CONVERGE_ERR_ROLLOUT_PLAN', message, details === undefined ? undefined : { details });
+
+/** `20261130-140211-3fa9c2`: sorts by start time, and two operators starting in one second still differ. */
+export function newRolloutId(now: Date): string {
+  const t = now.toISOString(); // 2026-11-30T14:02:11.123Z
+  return `${t.slice(0, 10).replaceAll('-', '')}-${t.slice(11, 19).replaceAll(':', '')}-${randomBytes(3).toString('hex')}`;
+}
+
+function checkRolloutId(id: string): void {
+  if (!rolloutIdPattern.test(id)) {
+    throw planError(
+      `rollout id ${JSON.stringify(id)} is not 1-63 lowercase letters, digits, dot, underscore or hyphen, starting with a letter or digit`,
+      {
+        rollout: id,
+      },
+    );
+  }
+}
+
+const digestPattern = /^[0-9a-f]{64}$/;
+
+function checkSelection(selection: TargetSelection): RolloutSelection {
+  switch (selection.kind) {
+    case 'nodes':
+      if (selection.nodes.length === 0) throw planError('the node list is empty: name at least one node');
+      for (const n of selection.nodes) validateNodeId(n);
+      return { kind: 'nodes' };
+    case 'all':
+      return { kind: 'all' };
+    case 'spec':
+      if (!digestPattern.test(selection.specDigest))
+        throw planError(`spec digest ${JSON.stringify(selection.specDigest)} is not 64 lowercase hex characters`);
+      return { kind: 'spec', specDigest: selection.specDigest };
+    case 'prefix':
+      if (selection.prefix === '') throw planError('the node id prefix is empty: use the "all" selection for every node');
+      return { kind: 'prefix', prefix: selection.prefix };
+    default:
+      throw planError(`unknown selection ${JSON.stringify((selection as { kind?: unknown }).kind)}: nodes, all, spec or prefix`);
+  }
+}
+
+const describeSelection = (s: TargetSelection): string =>
+  s.kind === 'nodes'
+    ? `the ${s.nodes.length} node(s) named`
+    : s.kind === 'all'
+      ? 'every node'
+      : s.kind === 'spec'
+        ? `the nodes on spec ${s.specDigest.slice(0, 12)}`
+        : `the nodes whose id starts with ${JSON.stringify(s.prefix)}`;
+
+/**
+ * Plan a rollout and record it: RolloutStarted and its targets (RolloutNodesListed, 1,000 a list)
+ * in one append to a stream that must not exist yet. Nothing is sent here; the driver opens the
+ * first wave once it folds these events.
+ */
+export async function startRollout(deps: StartRolloutDeps, input: StartRolloutInput): Promise<StartedRollout> {
+  const now = deps.now();
+  const rollout = input.rollout ?? newRolloutId(now);
+  checkRolloutId(rollout);
+  const spec = validateSpec({ resources: input.resources });
+  const selection = checkSelection(input.selection);
+  if (!Number.isSafeInteger(input.waveTimeoutMs) || input.waveTimeoutMs < 1)
+    throw planError(`the wave timeout must be a whole number of milliseconds, at least 1 (got ${input.waveTimeoutMs})`);
+  const pauseMs = input.pauseMs ?? 0;
+  if (!Number.isSafeInteger(pauseMs) || pauseMs < 0)
+    throw planError(`the pause between waves must be a whole number of milliseconds, 0 or more (got ${pauseMs})`);
+
+  const targets = selectTargets(input.selection, deps.nodeStates());
+  if (targets.length === 0) throw planError(`no node to roll out to: ${describeSelection(input.selection)} selected none`);
+  const waves = planWaves(input.waves, targets.length);
+  if (typeof waves === 'string') throw planError(waves, { waves: input.waves });
+  const maxFailures = planBudget(input.maxFailures, targets.length);
+  if (typeof maxFailures === 'string') throw planError(maxFailures, { maxFailures: input.maxFailures });
+
+  const at = now.toISOString();
+  const events: WithId<RolloutEvent>[] = [
+    makeRolloutEvent('RolloutStarted', {
+      rollout,
+      resources: [...spec.resources],
+      specDigest: specDigestOf(spec.resources),
+      selection,
+      targets: targets.length,
+      waves: [...waves.cumulative],
+      asGiven: { waves: input.waves, maxFailures: input.maxFailures },
+      maxFailures,
+      waveTimeoutMs: input.waveTimeoutMs,
+      pauseMs,
+      startedBy: input.startedBy,
+      startedAt: at,
+    }),
+  ];
+  for (let from = 0; from < targets.length; from += listLimit) {
+    events.push(makeRolloutEvent('RolloutNodesListed', { rollout, from, nodes: targets.slice(from, from + listLimit), listedAt: at }));
+  }
+  const started = events[0] as WithId<RolloutStarted>;
+  let written = 0;
+  try {
+    written = (await deps.store.append([{ stream: rolloutStreamOf(rollout), expected: 'no_stream', events }])).streams[0]?.written ?? 0;
+  } catch (err) {
+    if (!isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION') && !isConvergeError(err, 'CONVERGE_ERR_DUPLICATE_EVENT_ID'))
+      throw err;
+  }
+  if (written === 0) {
+    // The id is taken. The same start sent again (a client retrying after a lost answer) is
+    // answered as the first was; anything else is a plan for another rollout under a taken id.
+    const stored = await readRollout(deps.store, rollout);
+    if (stored === null || !samePlan(stored, started.data, targets))
+      throw planError(`a rollout named ${JSON.stringify(rollout)} exists already: choose another id`, { rollout });
+  }
+  return { rollout, targets: targets.length, waves: waves.cumulative };
+}
+
+function samePlan(s: RolloutState, d: RolloutStartedData, targets: readonly string[]): boolean {
+  const a = s.started;
+  return (
+    a.specDigest === d.specDigest &&
+    JSON.stringify(a.selection) === JSON.stringify(d.selection) &&
+    JSON.stringify(a.waves) === JSON.stringify(d.waves) &&
+    a.maxFailures === d.maxFailures &&
+    a.waveTimeoutMs === d.waveTimeoutMs &&
+    a.pauseMs === d.pauseMs &&
+    a.startedBy === d.startedBy &&
+    s.targets.length === targets.length &&
+    s.targets.every((n, i) => n === targets[i])
+  );
+}
+
+/** A rollout folded from the store, or null if its stream is empty. */
+export async function readRollout(store: EventStore, id: string): Promise<RolloutState | null> {
+  const events = await store.readStream(rolloutStreamOf(id));
+  return foldRolloutEvents(events as readonly Recorded<RolloutEvent>[]);
+}
+
+const notFound = (id: string): ConvergeError =>
+  new ConvergeError('CONVERGE_ERR_ROLLOUT_NOT_FOUND', `no rollout named ${JSON.stringify(id)}`, { details: { rollout: id } });
+
+const stateError = (s: RolloutState, message: string): ConvergeError =>
+  new ConvergeError('CONVERGE_ERR_ROLLOUT_STATE', message, { details: { rollout: s.id, status: s.status } });
+
+/**
+ * Read the rollout, let `change` check it and build the one event that records the command, and
+ * append it at the revision read. If the driver appended meanwhile, read again and check again
+ * (a pause that raced the rollout's completion becomes a state error, not a pause of a finished
+ * rollout). Resolves with the rollout as folded after the append.
+ */
+async function command(
+  deps: RolloutCommandDeps,
+  id: string,
+  change: (s: RolloutState, at: string) => WithId<RolloutEvent>,
+  attempts = 5,
+): Promise<RolloutState> {
+  if (!rolloutIdPattern.test(id)) throw notFound(id);
+  for (let attempt = 1; ; attempt++) {
+    const s = await readRollout(deps.store, id);
+    if (s === null) throw notFound(id);
+    const event = change(s, deps.now().toISOString());
+    try {
+      await deps.store.append([{ stream: rolloutStreamOf(id), expected: s.revision, events: [event] }]);
+    } catch (err) {
+      if (attempt < attempts && isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION')) continue;
+      throw err;
+    }
+    const after = await readRollout(deps.store, id);
+    if (after === null) throw notFound(id);
+    return after;
+  }
+}
+
+const terminalWord = (s: RolloutState): string => (s.status === 'completed' ? 'completed' : s.status === 'halted' ? 'halted' : 'aborted');
+
+/** Stop opening waves and sending; nodes already sent to go on converging. The open wave's timeout stops running. */
+export function pauseRollout(deps: RolloutCommandDeps, id: string, by: Readonly<{ by: string; reason: string }>): Promise<RolloutState> {
+  return command(deps, id, (s, at) => {
+    if (isTerminal(s.status)) throw stateError(s, `rollout ${id} has ${terminalWord(s)}; there is nothing to pause`);
+    if (s.status === 'paused') throw stateError(s, `rollout ${id} is paused already (since ${s.pausedAt ?? 'unknown'})`);
+    return makeRolloutEvent('RolloutPaused', { rollout: id, by: by.by, reason: by.reason, at }, { revision: s.revision });
+  });
+}
+
+/** Carry on where the pause left it. */
+export function resumeRollout(deps: RolloutCommandDeps, id: string, by: Readonly<{ by: string }>): Promise<RolloutState> {
+  return command(deps, id, (s, at) => {
+    if (isTerminal(s.status)) throw stateError(s, `rollout ${id} has ${terminalWord(s)}; it cannot be resumed`);
+    if (s.status !== 'paused') throw stateError(s, `rollout ${id} is running, not paused; there is nothing to resume`);
+    return makeRolloutEvent('RolloutResumed', { rollout: id, by: by.by, at }, { revision: s.revision });
+  });
+}
+
+/** End the rollout for good: nothing more is sent. Declarations already sent are not taken back. */
+export function abortRollout(deps: RolloutCommandDeps, id: string, by: Readonly<{ by: string; reason: string }>): Promise<RolloutState> {
+  return command(deps, id, (s, at) => {
+    if (isTerminal(s.status)) throw stateError(s, `rollout ${id} has ${terminalWord(s)} already; there is nothing to abort`);
+    return makeRolloutEvent('RolloutAborted', { rollout: id, by: by.by, reason: by.reason, at });
+  });
+}
