@@ -38,8 +38,19 @@ describeOnBroker('ingest under connection drops', () => {
 
   test('every confirmed report is stored exactly once although the broker closed every connection twice mid-ingest', async () => {
     const store = createMemoryEventStore();
-    // A disk that takes its time (a few ms per synced batch), so the drain outlasts the drops.
-    const slow: EventStore = { ...store, append: async (w) => (await new Promise((r) => setTimeout(r, 10)), store.append(w)) };
+    // A disk that takes its time (a few ms per synced batch), so the drain outlasts the drops, and that
+    // the test can hold: appends wait while the connections are closed, so deliveries are certainly in
+    // flight (received, not acked) when they drop. Without the hold a loaded machine's slow
+    // `rabbitmqctl close_all_connections` (2–5 s) could land after the backlog had drained.
+    let held: Promise<void> | null = null;
+    const slow: EventStore = {
+      ...store,
+      append: async (w) => {
+        await new Promise((r) => setTimeout(r, 10));
+        while (held) await held;
+        return store.append(w);
+      },
+    };
     const ingest = createIngest({ store: slow, source: transport.ingestSource(), logger, batchSize: 100 });
     const key = generateSigningKey();
     const conns: AmqpConnection[] = [];
@@ -71,9 +82,14 @@ describeOnBroker('ingest under connection drops', () => {
       const rest = publish(total * 0.4); // nodes publish through both drops too
       for (const mark of [500, 3_000]) {
         await until(`ingest past ${mark}`, () => ingest.stats().acked >= mark);
+        let release = (): void => undefined;
+        held = new Promise<void>((r) => (release = r));
+        await until('deliveries in flight', () => ingest.stats().pending > 0);
         const generation = transport.connection.generation();
         await lab.closeAllConnections();
         await until('the engine reconnected', () => transport.connection.generation() > generation);
+        held = null;
+        release();
       }
       await rest;
       const want = new Set(sims.flatMap((s) => s.confirmedReports().map((r) => r.messageId)));
