@@ -1,7 +1,8 @@
 // `npm run faults -- --report`: run every fault scenario against the real broker and ingest and
-// write RELIABILITY.md. `--only <substring>` runs a subset; without `--report` it only prints.
+// write RELIABILITY.md. `--only <substring>` runs a subset; with `--report` too, it rewrites only those
+// scenarios' rows and keeps the others' as they were. Without `--report` it only prints.
 // Exit status is non-zero if any scenario lost, duplicated or appended hostile input.
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { probeBroker } from '../support/broker.ts';
 import { hostileNodeFlood } from './floodScenario.ts';
@@ -20,7 +21,7 @@ if (!probe.ok) {
   process.exit(1);
 }
 
-const chosen = [
+const every = [
   ...allScenarios,
   hostileNodeFlood,
   stuckIngestHealth,
@@ -29,7 +30,8 @@ const chosen = [
   tampering,
   clusterFailover('stop'),
   clusterFailover('kill'),
-].filter((s) => values.only === undefined || s.name.includes(values.only));
+];
+const chosen = every.filter((s) => values.only === undefined || s.name.includes(values.only));
 const results: ScenarioResult[] = [];
 for (const s of chosen) {
   process.stderr.write(`faults: ${s.name} …\n`);
@@ -66,10 +68,26 @@ const bad = (r: ScenarioResult): boolean =>
   Object.values(r.checks).includes(false) ||
   r.notes.some((n) => n.startsWith('did not run'));
 const cell = (s: string): string => s.replace(/\|/g, '\\|');
-const rows = results.map(
-  (r) =>
+const fresh = new Map(
+  results.map((r) => [
+    r.scenario,
     `| ${cell(r.scenario)} | ${cell(r.faults)} | ${r.sent} | ${r.confirmed} | ${r.stored} | ${r.lost} | ${r.duplicated} | ${r.hostileTried} | ${r.hostileAppended} | ${r.recoverMs === null ? '—' : `${(r.recoverMs / 1000).toFixed(2)} s`} | ${cell([...r.notes, ...Object.entries(r.checks).map(([k, v]) => `${k}: ${v ? 'held' : 'FAILED'}`)].join('; '))} |`,
+  ]),
 );
+/** The rows of the RELIABILITY.md on disk, by scenario name (its first cell). */
+function rowsOnDisk(): Map<string, string> {
+  const file = new URL('../../RELIABILITY.md', import.meta.url);
+  if (!existsSync(file)) return new Map();
+  const out = new Map<string, string>();
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const name = /^\| ((?:[^|\\]|\\.)+?) \| /.exec(line)?.[1];
+    if (name !== undefined && name !== 'scenario') out.set(name.replace(/\\\|/g, '|'), line);
+  }
+  return out;
+}
+// A partial run (--only) keeps the other scenarios' rows from the last run, in the scenarios' order.
+const kept = values.only === undefined ? new Map<string, string>() : rowsOnDisk();
+const rows = every.map((s) => fresh.get(s.name) ?? kept.get(s.name)).filter((r): r is string => r !== undefined);
 const table = [
   '| scenario | faults injected | sent | confirmed | stored | lost | duplicated | hostile tried | hostile appended | time to recover | notes |',
   '|---|---|---|---|---|---|---|---|---|---|---|',
