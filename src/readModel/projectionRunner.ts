@@ -4,6 +4,8 @@ import type { EventStore, Subscription } from '../store/index.ts';
 import type { Metrics } from '../metrics.ts';
 import { createReadModel } from './readModel.ts';
 import type { FoldFailure, ReadModel } from './readModel.ts';
+import { createRolloutView } from './rollouts.ts';
+import type { RolloutView } from './rollouts.ts';
 import { foldVersion, readSnapshot, serializeSnapshot, snapshotFormat, writeSnapshotText } from './snapshot.ts';
 import type { Snapshot } from './snapshot.ts';
 
@@ -33,6 +35,8 @@ export type ProjectionRunnerOptions = Readonly<{
 
 export type ProjectionRunner = Readonly<{
   readModel: ReadModel;
+  /** Every rollout folded beside the read model, with how its nodes stand (issue 14). */
+  rollouts: RolloutView;
   /** Restore the snapshot (if any, and valid) and start following the store. */
   start: () => Promise<void>;
   /** Resolves once the runner has folded everything stored when it started; rejects if a fold fails first. */
@@ -59,6 +63,8 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
       ...(options.lastSeen === undefined ? {} : { lastSeen: options.lastSeen }),
       ...(options.now === undefined ? {} : { now: options.now }),
     });
+  // Listens to the read model from here on, so it sees every event the runner folds.
+  const rollouts = createRolloutView(readModel);
   const log = logger.child({ component: 'projections' });
   let subscription: Subscription | null = null;
   let ready = false;
@@ -110,6 +116,8 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
       return;
     }
     readModel.restore(snap.states, snap.position);
+    // A snapshot holds node states only: the rollouts it stands for are folded from their streams.
+    await rollouts.load(store, snap.position);
     lastSnapshotAt = snap.position;
     lastEventId = snap.eventId;
     log.info({ path: opts.path, position: snap.position.toString(), nodes: snap.states.length }, 'restored read model from snapshot');
@@ -180,6 +188,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
 
   return {
     readModel,
+    rollouts,
     async start() {
       if (subscription !== null) return;
       await restore();

@@ -1,7 +1,7 @@
 import { createFleetTally, foldNode, initialNodeState } from '../../projections/index.ts';
 import type { FleetSummary, FleetSummaryOptions, LivenessState, NodeState, NodeStatus } from '../../projections/index.ts';
 import { ConvergeError } from '../errors.ts';
-import type { DeclarationSent, Recorded } from '../events/index.ts';
+import type { DeclarationSent, Recorded, RolloutEvent } from '../events/index.ts';
 import { isNodeEvent, nodeOfStream } from '../events/index.ts';
 import { createLivenessTracker } from './livenessTracker.ts';
 import type { ExactLastSeen, LivenessCounts } from './livenessTracker.ts';
@@ -12,6 +12,8 @@ import type { ExactLastSeen, LivenessCounts } from './livenessTracker.ts';
 
 export type NodeChange = Readonly<{ node: string; position: bigint; state: NodeState; previous: NodeState | undefined; event: Recorded }>;
 export type ChangeListener = (change: NodeChange) => void;
+/** Hears each rollout event (issue 14) in its place among the node changes: src/readModel/rollouts.ts folds them. */
+export type RolloutEventListener = (event: Recorded<RolloutEvent>) => void;
 
 /** The event a fold threw on: the read model stopped before it (issue 13 item 2). */
 export type FoldFailure = Readonly<{ position: bigint; id: string; type: Recorded['type']; node: string; message: string }>;
@@ -59,6 +61,8 @@ export type ReadModel = Readonly<{
   onFailure: (listener: (f: FoldFailure) => void) => () => void;
   /** Hear every change; returns the unsubscribe function. */
   onChange: (listener: ChangeListener) => () => void;
+  /** Hear every rollout event as it is passed over (they fold into no node); returns the unsubscribe function. */
+  onRolloutEvent: (listener: RolloutEventListener) => () => void;
   /** Replace the whole model (snapshot restore). */
   restore: (states: Iterable<NodeState>, position: bigint | null) => void;
   /** Overwrite one node's state without an event: for restore and for tests that tamper on purpose. */
@@ -122,6 +126,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     ...(options.lastSeen === undefined ? {} : { exact: options.lastSeen }),
   });
   const listeners = new Set<ChangeListener>();
+  const rolloutListeners = new Set<RolloutEventListener>();
   let position: bigint | null = null;
   let failed: FoldFailure | null = null;
   const failureListeners = new Set<(f: FoldFailure) => void>();
@@ -226,6 +231,13 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
         // A rollout's event (issue 14): folded beside this model (rollouts.ts), never into a node.
         if (!isNodeEvent(e)) {
           position = e.position;
+          for (const l of rolloutListeners) {
+            try {
+              l(e);
+            } catch {
+              // the rollout view must never break the node fold
+            }
+          }
           continue;
         }
         const node = nodeOfStream(e.stream) ?? e.data.node;
@@ -260,6 +272,12 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       }
     },
     failure: () => failed,
+    onRolloutEvent(listener) {
+      rolloutListeners.add(listener);
+      return () => {
+        rolloutListeners.delete(listener);
+      };
+    },
     onFailure(listener) {
       failureListeners.add(listener);
       return () => {
