@@ -19,9 +19,11 @@ import { fleetRoutes } from './routes/fleet.ts';
 import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { nodeRoutes } from './routes/nodes.ts';
+import { rolloutRoutes } from './routes/rollouts.ts';
 import { openApiRoutes } from './routes/openapi.ts';
 import { timelineRoutes } from './routes/timeline.ts';
 import { createFleetHistory } from '../readModel/fleetAsOf.ts';
+import { createRolloutView } from '../readModel/rollouts.ts';
 import { maxNodeIdLength } from './schemas.ts';
 import { ConvergeError } from '../errors.ts';
 
@@ -105,12 +107,16 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
     ...(deps.graceMs === undefined ? {} : { graceMs: deps.graceMs }),
   });
   app.addHook('onClose', async () => fleetHistory.stop());
+  // The projection runner's view; one made here (before the projections start) when none is given.
+  const rollouts = deps.rollouts ?? createRolloutView(deps.readModel);
+  if (deps.rollouts === undefined) app.addHook('onClose', async () => rollouts.stop());
   void app.register(fastifySwagger, openApiOptions());
   void app.register(nodeRoutes, context);
   void app.register(declarationRoutes, context);
   void app.register(fleetRoutes, { ...context, fleetHistory });
   void app.register(timelineRoutes, context);
-  void app.register(eventRoutes, context);
+  void app.register(rolloutRoutes, { ...context, rollouts });
+  void app.register(eventRoutes, { ...context, rollouts });
   void app.register(healthRoutes, context);
   void app.register(metricsRoutes, context);
   void app.register(openApiRoutes);

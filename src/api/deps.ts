@@ -1,13 +1,34 @@
 import type { Logger } from 'pino';
+import type { RolloutState, TargetSelection } from '../../projections/index.ts';
 import type { Resource } from '../declaration/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ReadModel } from '../readModel/readModel.ts';
+import type { RolloutView } from '../readModel/rollouts.ts';
 import type { EventStore } from '../store/index.ts';
 import type { TokenTable } from './auth.ts';
 
 // What the HTTP API is given by the composition root (src/app/server.ts) or a test.
 
 export type SendDeclaration = (node: string, resources: readonly Resource[]) => Promise<Readonly<{ digest: string; serial: number }>>;
+
+/** The operator's commands on a rollout (src/engine/rolloutCommands.ts, wired by src/app/server.ts). */
+export type RolloutCommands = Readonly<{
+  start: (
+    input: Readonly<{
+      rollout?: string;
+      resources: readonly unknown[];
+      selection: TargetSelection;
+      waves: string;
+      maxFailures: string;
+      waveTimeoutMs: number;
+      pauseMs?: number;
+      startedBy: string;
+    }>,
+  ) => Promise<Readonly<{ rollout: string; targets: number; waves: readonly number[] }>>;
+  pause: (id: string, by: Readonly<{ by: string; reason: string }>) => Promise<RolloutState>;
+  resume: (id: string, by: Readonly<{ by: string }>) => Promise<RolloutState>;
+  abort: (id: string, by: Readonly<{ by: string; reason: string }>) => Promise<RolloutState>;
+}>;
 
 export type ProjectionStatus = Readonly<{
   isReady: () => boolean;
@@ -39,6 +60,10 @@ export type ApiDeps = Readonly<{
   /** Ingest and relay health, read on each probe. */
   pipeline?: () => PipelineHealth;
   send?: SendDeclaration;
+  /** Every rollout and how its nodes stand (the projection runner's; default: one made on the read model here). */
+  rollouts?: RolloutView;
+  /** Start, pause, resume, abort a rollout; absent: those routes answer 500 (no signing key, no store to write). */
+  rolloutCommands?: RolloutCommands;
   metrics?: Metrics;
   /** Exact in-memory last-seen time kept by the ingest (DESIGN §2); the newer of it and the fold's wins. */
   lastSeen?: (node: string) => Date | string | null | undefined;

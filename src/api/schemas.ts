@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { livenessStates, nodeStatuses, reportClasses } from '../../projections/index.ts';
+import { livenessStates, nodeOutcomes, nodeStatuses, reportClasses, rolloutStatuses } from '../../projections/index.ts';
+import { failureReasons, rolloutIdPattern } from '../events/index.ts';
 
 // Zod schemas of everything the HTTP API reads and writes (DESIGN §7). Routes declare them, the
 // type provider validates requests with them and types the handlers from them, and
@@ -12,7 +13,7 @@ import { livenessStates, nodeStatuses, reportClasses } from '../../projections/i
 // generator reads one registry for both ids and descriptions.
 export const apiRegistry = z.globalRegistry;
 
-const named = <T extends z.ZodType>(id: string, schema: T, description?: string): T => {
+export const named = <T extends z.ZodType>(id: string, schema: T, description?: string): T => {
   apiRegistry.add(schema, description === undefined ? { id } : { id, description });
   return schema;
 };
@@ -258,7 +259,10 @@ export const timeline = named(
   "A node's events newest first, classified as the fold saw them",
 );
 
-export const eventsQuery = z.object({ node: z.string().min(1).optional().describe("only this node's changes") });
+export const eventsQuery = z.object({
+  node: z.string().min(1).optional().describe("only this node's changes (and no rollout's, unless `rollout` is given too)"),
+  rollout: z.string().min(1).optional().describe("only this rollout's changes (and no node's, unless `node` is given too)"),
+});
 
 // z.looseObject: the validated headers replace request.headers, so every other header stays.
 export const eventsHeaders = z.looseObject({
@@ -291,4 +295,147 @@ export const health = named(
 
 export const metricsText = z.string().describe('Prometheus text exposition format');
 export const openApiDocument = z.looseObject({ openapi: z.string() }).describe('OpenAPI 3.1 document');
-export const eventStream = z.string().describe('`event: node`, `id: <position>`, `data: <NodeState JSON>`');
+export const eventStream = z
+  .string()
+  .describe('`event: node`, `id: <position>`, `data: <NodeState JSON>`; and `event: rollout`, `data: <Rollout JSON>` (docs/api.md)');
+
+// Rollouts (issue 14, docs/design.md §8).
+
+export const rolloutStatusEnum = z.enum(rolloutStatuses);
+export const nodeOutcomeEnum = z.enum(nodeOutcomes);
+export const rolloutIdParams = z.object({ id: z.string().regex(rolloutIdPattern, 'a rollout id is 1-63 of a-z 0-9 . _ -') });
+
+const count = z.number().int().min(0);
+const failure = z.object({ node: z.string(), reason: z.enum(failureReasons), detail: z.string() });
+
+export const rolloutSelection = named(
+  'RolloutSelection',
+  z.discriminatedUnion('kind', [
+    z.object({ kind: z.literal('nodes'), nodes: z.array(z.string().min(1).max(maxNodeIdLength)).min(1).max(1_000_000).optional() }),
+    z.object({ kind: z.literal('all') }),
+    z.object({ kind: z.literal('spec'), specDigest: digest }),
+    z.object({ kind: z.literal('prefix'), prefix: z.string().min(1).max(maxNodeIdLength) }),
+  ]),
+  'Which nodes: the ones named (in this order: the first are the canaries), every node, the nodes whose latest send has this spec digest, or the ids starting with a prefix. The stored rollout omits the named list (its targets say it)',
+);
+
+export const waveCounts = named(
+  'WaveCounts',
+  z.object({
+    wave: z.number().int().min(1),
+    from: count.describe("the wave's nodes are the targets [from, to)"),
+    to: count,
+    size: count,
+    startedAt: iso.nullable(),
+    completedAt: iso.nullable(),
+    deadline: iso.nullable().describe('when pending nodes count as failures (timeout); null until every node of the wave was sent to'),
+    unsent: count,
+    pending: count.describe('sent, and its latest report does not name our digest yet (a stale report leaves it pending)'),
+    done: count.describe('its latest report names the digest this rollout sent it, and it is converged'),
+    refused: count,
+    degraded: count,
+    unsendable: count.describe('the spec assigns a port the node carries: never sent'),
+    failed: count.describe('refused + degraded + unsendable'),
+    superseded: count.describe('sent a newer declaration from elsewhere before reading ours'),
+  }),
+  'How the nodes of one wave stand now',
+);
+
+export const rolloutSummary = named(
+  'Rollout',
+  z.object({
+    rollout: z.string(),
+    status: rolloutStatusEnum,
+    specDigest: digest,
+    selection: rolloutSelection,
+    targets: count,
+    asGiven: z.object({ waves: z.string(), maxFailures: z.string() }),
+    maxFailures: count,
+    waveTimeoutMs: count,
+    pauseMs: count,
+    startedBy: z.string(),
+    startedAt: iso,
+    updatedAt: iso,
+    current: count.describe('the highest wave opened (0: none yet)'),
+    waves: z.array(waveCounts).readonly(),
+    totals: z.object({ unsent: count, pending: count, done: count, failed: count, superseded: count }),
+    budget: z.object({ used: count, max: count }).describe('failures counted against the budget (completed waves + the open one now)'),
+    convergence: z
+      .object({ samples: count, p50Ms: z.number().nullable(), p99Ms: z.number().nullable() })
+      .describe('send → matching report over the nodes this rollout completed'),
+    eta: z
+      .object({ remaining: count, ms: z.number().nullable(), at: iso.nullable() })
+      .describe(
+        'nodes not settled yet and the time to settle them at the rate so far, plus the pauses to come; null when unknown or ended',
+      ),
+    pausedAt: iso.nullable(),
+    halted: z
+      .object({ wave: z.number().int(), at: iso, failures: count, maxFailures: count, failed: z.array(failure).readonly() })
+      .nullable(),
+    completed: z.object({ at: iso, done: count, failed: count, superseded: count }).nullable(),
+    aborted: z.object({ by: z.string(), reason: z.string(), at: iso }).nullable(),
+    position: position.describe('store position of the last change: a rollout event or a change of one of its nodes'),
+  }),
+  'A rollout and how its waves stand now',
+);
+
+export const rolloutsQuery = z.object({
+  status: rolloutStatusEnum.optional().describe('only rollouts in this status'),
+  limit: z.coerce.number().int().min(1).max(1_000).default(100),
+});
+
+export const rolloutList = named(
+  'RolloutList',
+  z.object({ count: count, total: count, rollouts: z.array(rolloutSummary).readonly() }),
+  'Rollouts, newest start first',
+);
+
+export const rolloutNodesQuery = z.object({
+  wave: z.coerce.number().int().min(1).optional(),
+  outcome: nodeOutcomeEnum.optional(),
+  limit: z.coerce.number().int().min(1).max(5_000).default(500),
+  after: z.coerce.number().int().min(0).optional().describe("pass the previous page's `next`"),
+});
+
+export const rolloutNode = named(
+  'RolloutNode',
+  z.object({
+    node: z.string(),
+    wave: z.number().int().min(1),
+    outcome: nodeOutcomeEnum,
+    serial: z.number().int().nullable(),
+    digest: digest.nullable().describe('the digest this rollout sent the node'),
+    sentAt: iso.nullable(),
+    detail: z.string().nullable().describe('why it is not done, in words'),
+  }),
+);
+
+export const rolloutNodes = named(
+  'RolloutNodes',
+  z.object({ rollout: z.string(), nodes: z.array(rolloutNode).readonly(), total: count, next: count.nullable() }),
+  "A rollout's targets in wave order with how each stands",
+);
+
+export const rolloutStartBody = named(
+  'RolloutStart',
+  z.object({
+    rollout: z.string().regex(rolloutIdPattern).optional().describe('the id (default: made from the time and 6 random hex digits)'),
+    resources: z.array(resource).max(10_000),
+    selection: rolloutSelection,
+    waves: z.string().min(1).max(200).describe('cumulative counts or percentages of the targets: `1,10%,50%,100%`'),
+    maxFailures: z.string().min(1).max(20).describe('`3` or `5%` of the targets: failures beyond it halt the rollout'),
+    waveTimeoutMs: z.number().int().min(1),
+    pauseMs: z.number().int().min(0).optional(),
+  }),
+  'A spec to roll out, to which nodes, in which waves, with which failure budget',
+);
+
+export const rolloutStarted = named(
+  'RolloutStarted',
+  z.object({ rollout: z.string(), targets: count, waves: z.array(count).readonly().describe('cumulative node counts') }),
+);
+
+export const rolloutCommandBody = named(
+  'RolloutCommand',
+  z.object({ reason: z.string().max(1_000).optional().describe('why, for the record (pause, abort)') }),
+);

@@ -1,10 +1,13 @@
 import type { FastifyReply } from 'fastify';
 import type { NodeState, NodeView } from '../../projections/index.ts';
 import type { ReadModel } from '../readModel/readModel.ts';
+import type { RolloutSummary, RolloutView } from '../readModel/rollouts.ts';
 import { headersFor } from './responseHeaders.ts';
 
 // GET /v1/events (DESIGN §7): one server-sent event per node state change, `id:` = the store
-// position of the event that caused it. Resuming with Last-Event-ID sends the *current* state of
+// position of the event that caused it; and (issue 14) one `rollout` event per change of a
+// rollout: one of its events, or a change of how one of its nodes stands (so about two per
+// target: sent, then done or failed), carrying the rollout's summary. Resuming with Last-Event-ID sends the *current* state of
 // every node that changed after that position (oldest first), then follows live: a client that
 // mirrors node states ends up exactly right without us keeping a change log. Both parts run in
 // one synchronous turn, so no fold can slip between them.
@@ -17,13 +20,31 @@ export type StreamOptions = Readonly<{
   reply: FastifyReply;
   view: (s: NodeState) => NodeView;
   node: string | null;
+  /** Rollout changes come from here; with `rollout`, only that rollout's (and no node's unless `node` is given too). */
+  rollouts?: RolloutView;
+  rollout?: string | null;
+  now?: () => number;
   after: bigint | null;
   heartbeatMs: number;
   /** Open streams, so closing the app can end them (a client holds its stream open forever). */
   open: Set<() => void>;
 }>;
 
-export function streamChanges({ readModel, reply, view, node, after, heartbeatMs, open }: StreamOptions): void {
+export function streamChanges({
+  readModel,
+  reply,
+  view,
+  node,
+  rollouts,
+  rollout = null,
+  now = Date.now,
+  after,
+  heartbeatMs,
+  open,
+}: StreamOptions): void {
+  // Which kinds this stream carries: a filter on one kind leaves out the other, unless it is filtered too.
+  const nodes = node !== null || rollout === null;
+  const rolloutsToo = rollouts !== undefined && (rollout !== null || node === null);
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -41,15 +62,43 @@ export function streamChanges({ readModel, reply, view, node, after, heartbeatMs
     if (res.writableLength > maxBufferedBytes) close();
   };
 
-  const unsubscribe = readModel.onChange((c) => {
-    if (node === null || c.node === node) write(c.state, c.position);
-  });
+  const writeRollout = (summary: RolloutSummary | undefined, position: bigint): void => {
+    if (closed || summary === undefined) return;
+    res.write(`id: ${position}\nevent: rollout\ndata: ${JSON.stringify(summary)}\n\n`);
+    if (res.writableLength > maxBufferedBytes) close();
+  };
+
+  const unsubscribeNodes = nodes
+    ? readModel.onChange((c) => {
+        if (node === null || c.node === node) write(c.state, c.position);
+      })
+    : () => {};
+  const unsubscribeRollouts =
+    rolloutsToo && rollouts !== undefined
+      ? rollouts.onChange((c) => {
+          if (rollout === null || c.rollout === rollout) writeRollout(rollouts.summary(c.rollout, now()), c.position);
+        })
+      : () => {};
+  const unsubscribe = (): void => {
+    unsubscribeNodes();
+    unsubscribeRollouts();
+  };
 
   if (after !== null) {
-    const changed: NodeState[] = [];
-    for (const st of readModel.nodes()) if (st.position > after && (node === null || st.node === node)) changed.push(st);
-    changed.sort((a, b) => (a.position < b.position ? -1 : 1));
-    for (const st of changed) write(st, st.position);
+    // The current state of everything that changed after `after`, oldest change first.
+    const changed: { position: bigint; write: () => void }[] = [];
+    if (nodes)
+      for (const st of readModel.nodes())
+        if (st.position > after && (node === null || st.node === node))
+          changed.push({ position: st.position, write: () => write(st, st.position) });
+    if (rolloutsToo && rollouts !== undefined)
+      for (const r of rollouts.list()) {
+        const summary = rollouts.summary(r.id, now());
+        const at = summary === undefined ? 0n : BigInt(summary.position);
+        if (at > after && (rollout === null || r.id === rollout)) changed.push({ position: at, write: () => writeRollout(summary, at) });
+      }
+    changed.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
+    for (const c of changed) c.write();
   }
 
   const heartbeat = setInterval(() => {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from '../api/buildApp.ts';
-import type { SendDeclaration } from '../api/deps.ts';
+import type { RolloutCommands, SendDeclaration } from '../api/deps.ts';
 import type { SigningKey } from '../declaration/index.ts';
 import { ConvergeError } from '../errors.ts';
 import type { EventStore } from '../store/index.ts';
@@ -16,6 +16,8 @@ import type { ProjectionRunner } from '../readModel/projectionRunner.ts';
 import { createRelay } from '../engine/relay.ts';
 import type { Relay } from '../engine/relay.ts';
 import { createSender } from '../engine/send.ts';
+import { abortRollout, pauseRollout, resumeRollout, startRollout } from '../engine/rolloutCommands.ts';
+import type { StartRolloutDeps } from '../engine/rolloutCommands.ts';
 import { findDashboardDir } from './dashboardDir.ts';
 
 // `converge serve` as a value (DESIGN §6): store → projections → API, plus ingest and relay
@@ -52,6 +54,14 @@ export type Server = Readonly<{
   start: () => Promise<string>;
   stop: () => Promise<void>;
 }>;
+
+/** The engine's rollout commands (issue 14) as the API takes them. */
+export const rolloutCommandsOn = (deps: StartRolloutDeps): RolloutCommands => ({
+  start: (input) => startRollout(deps, input),
+  pause: (id, by) => pauseRollout(deps, id, by),
+  resume: (id, by) => resumeRollout(deps, id, by),
+  abort: (id, by) => abortRollout(deps, id, by),
+});
 
 export function createServer(options: ServerOptions): Server {
   const { config, logger, store, transport } = options;
@@ -105,6 +115,12 @@ export function createServer(options: ServerOptions): Server {
   const app = buildApp({
     dashboardDir,
     readModel: runner.readModel,
+    rollouts: runner.rollouts,
+    rolloutCommands: rolloutCommandsOn({
+      store,
+      now: () => new Date((options.now ?? Date.now)()),
+      nodeStates: () => runner.readModel.nodes(),
+    }),
     store,
     logger,
     tokens: config.apiTokens,

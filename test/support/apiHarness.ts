@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/api/index.ts';
 import type { ApiDeps } from '../../src/api/index.ts';
 import { parseApiTokens } from '../../src/api/index.ts';
+import { rolloutCommandsOn } from '../../src/app/server.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import type { ProjectionRunner } from '../../src/readModel/projectionRunner.ts';
@@ -47,6 +48,8 @@ export async function apiHarness(extra: Partial<ApiDeps> = {}): Promise<ApiHarne
     metrics,
     now: () => history.now().getTime(),
     send: async (node, resources) => history.send(node, resources),
+    rollouts: runner.rollouts,
+    rolloutCommands: rolloutCommandsOn({ store, now: () => history.now(), nodeStates: () => runner.readModel.nodes() }),
     heartbeatMs: 60_000,
     ...extra,
   });

@@ -1,12 +1,17 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { RouteContext } from '../nodeViews.ts';
+import type { RolloutRouteContext } from './rollouts.ts';
 import { route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 import { streamChanges } from '../sse.ts';
 
-// DESIGN §7: server-sent events, one per node state change, resumable with Last-Event-ID.
+// DESIGN §7: server-sent events, one per node state change and one per rollout change (issue 14),
+// resumable with Last-Event-ID.
 
-export const eventRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps, views }) => {
+export const eventRoutes: FastifyPluginAsyncZod<RouteContext & Partial<Pick<RolloutRouteContext, 'rollouts'>>> = async (
+  app,
+  { deps, views, rollouts },
+) => {
   // An open stream is a request that never ends: end them all when the app closes, or stopping
   // `serve` waits on every dashboard left open (the client resumes with Last-Event-ID).
   const open = new Set<() => void>();
@@ -18,10 +23,16 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { de
     '/v1/events',
     route('read', 'stream', {
       operationId: 'streamEvents',
-      summary: 'Server-sent events, one per node state change; id = position, resume with Last-Event-ID',
+      summary:
+        'Server-sent events, one per node state change (`node`) and per rollout change (`rollout`); id = position, resume with Last-Event-ID',
       querystring: s.eventsQuery,
       headers: s.eventsHeaders,
-      response: { 200: { description: 'one event per node state change', content: { 'text/event-stream': { schema: s.eventStream } } } },
+      response: {
+        200: {
+          description: 'one event per node state change or rollout change',
+          content: { 'text/event-stream': { schema: s.eventStream } },
+        },
+      },
     }),
     async ({ query, headers }, reply) => {
       const after = headers['last-event-id'];
@@ -30,6 +41,9 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { de
         reply,
         view: views.view,
         node: query.node ?? null,
+        ...(rollouts === undefined ? {} : { rollouts }),
+        rollout: query.rollout ?? null,
+        now: views.now,
         after: after === undefined ? null : BigInt(after),
         heartbeatMs: deps.heartbeatMs ?? 15_000,
         open,

@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { apiHarness, read, write } from '../support/apiHarness.ts';
+import { rolloutInStore } from '../support/rolloutInStore.ts';
+
+// Issue 14 §5: the rollout routes over the harness (memory store, live projections). No driver
+// runs here: the waves are opened and sent by rolloutInStore, as the driver would write them.
+
+const spec = { resources: [{ id: 'web', image: 'nginx:1.27' }] };
+const post = (url: string, body: unknown, headers: Record<string, string> = write) => ({
+  method: 'POST' as const,
+  url,
+  headers: { ...headers, 'content-type': 'application/json' },
+  payload: JSON.stringify(body),
+});
+
+test('start a rollout over the API, watch a stale report leave its node pending, then the matching one complete it', async (t) => {
+  const h = await apiHarness();
+  t.after(() => h.close());
+  const before = await h.history.send('slow', [{ id: 'web', image: 'nginx:1.26' }]);
+  await h.history.send('fast', [{ id: 'web', image: 'nginx:1.26' }]);
+  await h.settle();
+
+  assert.deepEqual((await h.app.inject({ url: '/v1/rollouts', headers: read })).json(), { count: 0, total: 0, rollouts: [] });
+  const body = {
+    rollout: 'r1',
+    ...spec,
+    selection: { kind: 'nodes', nodes: ['slow', 'fast'] },
+    waves: '1,100%',
+    maxFailures: '0',
+    waveTimeoutMs: 600_000,
+  };
+  assert.equal((await h.app.inject(post('/v1/rollouts', body, read))).statusCode, 403, 'starting needs the send scope');
+  const started = await h.app.inject(post('/v1/rollouts', body));
+  assert.equal(started.statusCode, 202, started.body);
+  assert.deepEqual(started.json(), { rollout: 'r1', targets: 2, waves: [1, 2] });
+  assert.equal(started.headers.location, '/v1/rollouts/r1');
+  // Read-your-writes: the rollout is in the view when the POST answers.
+  const fresh = (await h.app.inject({ url: '/v1/rollouts/r1', headers: read })).json();
+  assert.equal(fresh.status, 'running');
+  assert.equal(fresh.current, 0);
+  assert.match(fresh.startedBy, /^api token /);
+  assert.deepEqual(fresh.selection, { kind: 'nodes' });
+
+  const r = rolloutInStore(h.store, h.history, 'r1', []);
+  assert.deepEqual(await r.run(), ['startWave', 'send', 'wait(1 node(s) of wave 1 still behind)']);
+  h.history.tick(250);
+  await h.history.report('slow', { applied: ['web'], declared: before.digest });
+  await h.settle();
+  let got = (await h.app.inject({ url: '/v1/rollouts/r1', headers: read })).json();
+  assert.deepEqual(
+    got.waves.map((w: { pending: number; done: number; unsent: number }) => [w.unsent, w.pending, w.done]),
+    [
+      [0, 1, 0],
+      [1, 0, 0],
+    ],
+  );
+  const nodes = (await h.app.inject({ url: '/v1/rollouts/r1/nodes?wave=1', headers: read })).json();
+  assert.deepEqual(
+    nodes.nodes.map((n: { node: string; outcome: string; detail: string }) => [n.node, n.outcome, n.detail]),
+    [['slow', 'pending', `behind: the latest report names ${before.digest.slice(0, 12)} (stale)`]],
+  );
+
+  await h.history.report('slow', { applied: ['web'], declared: await r.digestSentTo('slow') });
+  await h.settle();
+  got = (await h.app.inject({ url: '/v1/rollouts/r1', headers: read })).json();
+  assert.deepEqual([got.waves[0].pending, got.waves[0].done], [0, 1]);
+  assert.deepEqual(got.convergence, { samples: 1, p50Ms: 250, p99Ms: 250 });
+
+  const list = (await h.app.inject({ url: '/v1/rollouts?status=running', headers: read })).json();
+  assert.deepEqual([list.count, list.rollouts[0].rollout], [1, 'r1']);
+  assert.equal((await h.app.inject({ url: '/v1/rollouts?status=completed', headers: read })).json().count, 0);
+});
+
+test('pause, resume and abort answer with the rollout as it now stands; wrong states are 409, unknown ids 404, bad plans 400', async (t) => {
+  const h = await apiHarness();
+  t.after(() => h.close());
+  await h.history.send('a');
+  await h.history.send('b');
+  await h.settle();
+  const start = await h.app.inject(
+    post('/v1/rollouts', { rollout: 'r2', ...spec, selection: { kind: 'all' }, waves: '100%', maxFailures: '0', waveTimeoutMs: 60_000 }),
+  );
+  assert.equal(start.statusCode, 202, start.body);
+  assert.equal(start.json().targets, 2);
+
+  const paused = await h.app.inject(post('/v1/rollouts/r2/pause', { reason: 'lunch' }));
+  assert.equal(paused.statusCode, 200, paused.body);
+  assert.equal(paused.json().status, 'paused');
+  const again = await h.app.inject(post('/v1/rollouts/r2/pause', {}));
+  assert.equal(again.statusCode, 409);
+  assert.equal(again.json().code, 'CONVERGE_ERR_ROLLOUT_STATE');
+  assert.equal((await h.app.inject(post('/v1/rollouts/r2/resume', {}))).json().status, 'running');
+  const aborted = await h.app.inject(post('/v1/rollouts/r2/abort', { reason: 'wrong image' }));
+  assert.equal(aborted.json().status, 'aborted');
+  assert.deepEqual([aborted.json().aborted.reason, aborted.json().eta.ms], ['wrong image', null]);
+
+  const missing = await h.app.inject({ url: '/v1/rollouts/nope', headers: read });
+  assert.equal(missing.statusCode, 404);
+  assert.equal(missing.json().code, 'CONVERGE_ERR_ROLLOUT_NOT_FOUND');
+  assert.equal((await h.app.inject(post('/v1/rollouts/nope/abort', {}))).statusCode, 404);
+  assert.equal((await h.app.inject({ url: '/v1/rollouts/Bad!', headers: read })).statusCode, 400);
+  const badPlan = await h.app.inject(
+    post('/v1/rollouts', { ...spec, selection: { kind: 'prefix', prefix: 'zzz' }, waves: '100%', maxFailures: '0', waveTimeoutMs: 1 }),
+  );
+  assert.equal(badPlan.statusCode, 400);
+  assert.equal(badPlan.json().code, 'CONVERGE_ERR_ROLLOUT_PLAN');
+  const noScope = await h.app.inject(post('/v1/rollouts/r2/pause', {}, read));
+  assert.equal(noScope.statusCode, 403);
+});
+
+type SseEvent = { id: string; event: string; data: { rollout?: string; node?: string; status: string; position: string } };
+
+async function readEvents(res: Response, until: (events: SseEvent[]) => boolean): Promise<SseEvent[]> {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  const out: SseEvent[] = [];
+  let buf = '';
+  while (!until(out)) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += value;
+    let i: number;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      const fields = new Map(
+        block
+          .split('\n')
+          .filter((l) => !l.startsWith(':') && l.includes(':'))
+          .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trimStart()]),
+      );
+      const event = fields.get('event');
+      if (event !== undefined) out.push({ id: fields.get('id') ?? '', event, data: JSON.parse(fields.get('data') ?? 'null') });
+    }
+  }
+  await reader.cancel();
+  return out;
+}
+
+test('/v1/events carries rollout changes as `event: rollout`; ?rollout= keeps only them, and a resume sends their current state', async (t) => {
+  const h = await apiHarness();
+  t.after(() => h.close());
+  const base = await h.app.listen({ port: 0, host: '127.0.0.1' });
+  const r = rolloutInStore(h.store, h.history, 'r3', ['a']);
+
+  const all = fetch(`${base}/v1/events`, { headers: read }).then((res) =>
+    readEvents(res, (es) => es.some((e) => e.event === 'rollout' && e.data.status === 'completed')),
+  );
+  const only = fetch(`${base}/v1/events?rollout=r3`, { headers: read }).then((res) =>
+    readEvents(res, (es) => es.some((e) => e.data.status === 'completed')),
+  );
+  await h.settle();
+  await new Promise((resolve) => setTimeout(resolve, 50)); // both streams are open before the rollout starts
+  await r.start();
+  await r.run();
+  await h.history.report('a', { applied: ['web'], declared: await r.digestSentTo('a') });
+  await r.run();
+
+  const mixed = await all;
+  assert.ok(mixed.some((e) => e.event === 'node' && e.data.node === 'a'));
+  const rolloutEvents = mixed.filter((e) => e.event === 'rollout');
+  assert.equal(rolloutEvents[0]?.data.status, 'running');
+  for (let i = 1; i < mixed.length; i++) assert.ok(BigInt(mixed[i]!.id) >= BigInt(mixed[i - 1]!.id), 'ids never go back');
+  const filtered = await only;
+  assert.ok(filtered.length > 0 && filtered.every((e) => e.event === 'rollout' && e.data.rollout === 'r3'));
+
+  const resumed = await fetch(`${base}/v1/events?rollout=r3`, { headers: { ...read, 'last-event-id': rolloutEvents[0]!.id } });
+  const [current] = await readEvents(resumed, (es) => es.length >= 1);
+  assert.equal(current?.data.status, 'completed');
+});
