@@ -75,7 +75,20 @@ describe('what the built converge command loads', () => {
   });
 
   test('converge <command> --help loads no package for any command', () => {
-    for (const command of ['serve', 'demo', 'keygen', 'send', 'status', 'history', 'state', 'forensics', 'replay', 'node']) {
+    for (const command of [
+      'serve',
+      'demo',
+      'keygen',
+      'send',
+      'status',
+      'history',
+      'state',
+      'forensics',
+      'replay',
+      'node',
+      'rollout',
+      'rollouts',
+    ]) {
       const r = traced([command, '--help']);
       assert.equal(r.code, 0, `${command}: ${r.stderr}`);
       assert.deepEqual([...r.packages], [], `converge ${command} --help`);
@@ -87,6 +100,15 @@ describe('what the built converge command loads', () => {
     for (const args of [['status', 'n1'], ['status'], ['history', 'n1'], ['state', 'n1', '--at', '1']]) {
       const r = traced(args, env);
       assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+      assert.deepEqual(loadedOf(r.packages), ['better-sqlite3', 'zod'], `converge ${args.join(' ')}`);
+    }
+  });
+
+  test('the rollout read commands load the SQLite adapter and the stored-event schemas, and no server, broker, logger or metrics', () => {
+    const env = { CONVERGE_STORE: `sqlite:${join(dir, 'store.db')}` };
+    for (const args of [['rollouts'], ['rollout', 'status', 'none'], ['rollout', 'explain', 'none']]) {
+      const r = traced(args, env);
+      assert.equal(r.code, args[0] === 'rollouts' ? 0 : 1, `${args.join(' ')}: ${r.stderr}`);
       assert.deepEqual(loadedOf(r.packages), ['better-sqlite3', 'zod'], `converge ${args.join(' ')}`);
     }
   });

@@ -1,0 +1,200 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { isTerminal } from '../../../projections/index.ts';
+import type { TargetSelection } from '../../../projections/index.ts';
+import { abortRollout, pauseRollout, resumeRollout, startRollout } from '../../engine/rolloutCommands.ts';
+import { ConvergeError } from '../../errors.ts';
+import { explainLine, explainRollout } from '../../readModel/rolloutExplain.ts';
+import type { RolloutNode } from '../../readModel/rollouts.ts';
+import type { EventStore } from '../../store/index.ts';
+import type { Context, Run } from '../command.ts';
+import { openStore, withStore } from '../command.ts';
+import { printJson, printJsonLines } from '../output.ts';
+import { foldStore } from './readModelFromStore.ts';
+import { foldRollouts } from './rolloutViewFromStore.ts';
+import type { FoldedRollouts } from './rolloutViewFromStore.ts';
+import { rolloutDetail } from './rolloutText.ts';
+
+// `converge rollout start|status|pause|resume|abort|explain` (issue 14 §5, §7). Like `send`, the
+// commands write to the store (the engine's commands, src/engine/rolloutCommands.ts) and a
+// running `serve` on the same store drives the waves; like `status`, the reads fold the store
+// themselves (the same view the API serves), so they work without a server.
+
+const verbs = ['start', 'status', 'pause', 'resume', 'abort', 'explain'] as const;
+type Verb = (typeof verbs)[number];
+
+const usage = (message: string): ConvergeError => new ConvergeError('CONVERGE_ERR_USAGE', message);
+
+/** `10m`, `30s`, `1h`, `1500ms`, or a bare number of milliseconds. */
+export function parseDuration(flag: string, text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (m === null) throw usage(`--${flag} must be a duration like 30s, 10m, 1h or 1500ms, got ${JSON.stringify(text)}`);
+  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[(m[2] ?? 'ms') as 'ms' | 's' | 'm' | 'h'];
+  return Math.round(Number(m[1]) * unit);
+}
+
+const who = (ctx: Context): string => `cli ${ctx.io.env.USER ?? ctx.io.env.USERNAME ?? 'unknown'}`;
+const str = (v: string | boolean | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
+
+function selectionOf(values: Context['values']): TargetSelection {
+  const given = (['nodes', 'all', 'spec', 'prefix'] as const).filter((k) => values[k] !== undefined && values[k] !== false);
+  if (given.length !== 1)
+    throw usage(
+      `rollout start takes exactly one of --nodes a,b, --all, --spec <digest>, --prefix <p>${given.length > 1 ? ` (got ${given.map((g) => `--${g}`).join(', ')})` : ''}`,
+    );
+  switch (given[0]!) {
+    case 'nodes':
+      return {
+        kind: 'nodes',
+        nodes: (str(values.nodes) ?? '')
+          .split(',')
+          .map((n) => n.trim())
+          .filter((n) => n !== ''),
+      };
+    case 'all':
+      return { kind: 'all' };
+    case 'spec':
+      return { kind: 'spec', specDigest: str(values.spec) ?? '' };
+    case 'prefix':
+      return { kind: 'prefix', prefix: str(values.prefix) ?? '' };
+  }
+}
+
+function readSpec(io: Context['io'], file: string, stdin: () => Promise<Buffer>): Promise<string> {
+  if (file === '-') return stdin().then((b) => b.toString('utf8'));
+  try {
+    return Promise.resolve(readFileSync(resolve(io.cwd, file), 'utf8'));
+  } catch (e) {
+    throw new ConvergeError(
+      'CONVERGE_ERR_SPEC_INVALID',
+      `cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
+  }
+}
+
+async function start(ctx: Context, file: string): Promise<number> {
+  const { values, io, config, json } = ctx;
+  const selection = selectionOf(values);
+  const waves = str(values.waves) ?? '100%';
+  const maxFailures = str(values['max-failures']) ?? '0';
+  const timeout = str(values['wave-timeout']);
+  if (timeout === undefined) throw usage('rollout start needs --wave-timeout <duration> (how long a wave may stay behind, like 10m)');
+  const waveTimeoutMs = parseDuration('wave-timeout', timeout);
+  const pause = str(values.pause);
+  const text = await readSpec(io, file, io.readStdin);
+  let spec: unknown;
+  try {
+    spec = JSON.parse(text);
+  } catch (e) {
+    throw new ConvergeError(
+      'CONVERGE_ERR_SPEC_INVALID',
+      `${file === '-' ? 'stdin' : file} is not JSON: ${(e as Error).message.replace(/\s+/g, ' ')}`,
+    );
+  }
+  const resources = (spec as { resources?: unknown } | null)?.resources;
+  if (!Array.isArray(resources)) throw new ConvergeError('CONVERGE_ERR_SPEC_INVALID', `${file} has no "resources" list`);
+  const store = await openStore(config, io, selection.kind === 'nodes');
+  try {
+    // The selections taken from node states need the fleet: fold the store (an explicit list does not).
+    const states = selection.kind === 'nodes' ? [] : [...(await foldStore(store, io)).values()];
+    const id = str(values.id);
+    const r = await startRollout(
+      { store, now: () => new Date(), nodeStates: () => states },
+      {
+        ...(id === undefined ? {} : { rollout: id }),
+        resources,
+        selection,
+        waves,
+        maxFailures,
+        waveTimeoutMs,
+        ...(pause === undefined ? {} : { pauseMs: parseDuration('pause', pause) }),
+        startedBy: who(ctx),
+      },
+    );
+    if (json) printJson(io, r);
+    else {
+      io.stdout(`${r.rollout}\n`);
+      io.stderr(
+        `rollout ${r.rollout}: ${r.targets} node(s) in ${r.waves.length} wave(s) (${r.waves.join(', ')}); a running converge serve on this store opens the waves.\nwatch it: converge rollout status ${r.rollout} --watch\n`,
+      );
+    }
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
+const failingNodes = (f: FoldedRollouts, id: string): RolloutNode[] => {
+  const out: RolloutNode[] = [];
+  for (const outcome of ['refused', 'degraded', 'unsendable'] as const)
+    out.push(...(f.rollouts.nodes(id, { outcome, limit: 20 })?.nodes ?? []));
+  return out;
+};
+
+const notFound = (id: string): ConvergeError =>
+  new ConvergeError('CONVERGE_ERR_ROLLOUT_NOT_FOUND', `no rollout named ${JSON.stringify(id)}`, { details: { rollout: id } });
+
+async function status(ctx: Context, store: EventStore, id: string): Promise<number> {
+  const { io, json } = ctx;
+  const folded = await foldRollouts(store, io);
+  const print = (): boolean => {
+    const now = Date.now();
+    const r = folded.rollouts.summary(id, now);
+    if (r === undefined) throw notFound(id);
+    if (json) printJson(io, r);
+    else io.stdout(rolloutDetail(r, failingNodes(folded, id), now));
+    return isTerminal(r.status);
+  };
+  const ended = print();
+  if (ctx.values.watch !== true || ended) return 0;
+  // --watch: fold what is appended, and print again at most once a second while something changed.
+  let changed = false;
+  const stop = folded.follow(() => (changed = true));
+  try {
+    for (;;) {
+      const tick = new Promise<'tick'>((r) => setTimeout(() => r('tick'), 1_000).unref());
+      if ((await Promise.race([tick, io.interrupted.then(() => 'stop' as const)])) === 'stop') return 0;
+      if (!changed) continue;
+      changed = false;
+      if (!json) io.stdout(io.stderrIsTTY ? '\u001b[H\u001b[2J' : '\n');
+      if (print()) return 0;
+    }
+  } finally {
+    await stop();
+  }
+}
+
+export const run: Run = async (ctx) => {
+  const [verb, arg] = ctx.positionals as [string, string];
+  if (!(verbs as readonly string[]).includes(verb)) throw usage(`rollout takes ${verbs.join(', ')}, not ${JSON.stringify(verb)}`);
+  const v = verb as Verb;
+  if (v !== 'start') {
+    for (const f of ['nodes', 'all', 'spec', 'prefix', 'waves', 'max-failures', 'wave-timeout', 'pause', 'id'])
+      if (ctx.values[f] !== undefined && ctx.values[f] !== false) throw usage(`--${f} is for rollout start`);
+  }
+  if (ctx.values.watch !== undefined && v !== 'status') throw usage('--watch is for rollout status');
+  if (ctx.values.reason !== undefined && v !== 'pause' && v !== 'abort') throw usage('--reason is for rollout pause and abort');
+  if (v === 'start') return start(ctx, arg);
+  const { io, config, json } = ctx;
+  return withStore(config, io, async (store) => {
+    if (v === 'status') return status(ctx, store, arg);
+    if (v === 'explain') {
+      const x = await explainRollout(store, arg);
+      if (json) printJsonLines(io, x.entries);
+      else io.stdout(x.entries.map(explainLine).join('\n') + '\n');
+      return 0;
+    }
+    const deps = { store, now: () => new Date() };
+    const by = who(ctx);
+    const reason = str(ctx.values.reason) ?? '';
+    const after =
+      v === 'pause'
+        ? await pauseRollout(deps, arg, { by, reason })
+        : v === 'resume'
+          ? await resumeRollout(deps, arg, { by })
+          : await abortRollout(deps, arg, { by, reason });
+    if (json) printJson(io, { rollout: after.id, status: after.status, at: after.updatedAt });
+    else io.stdout(`rollout ${after.id} ${after.status}\n`);
+    return 0;
+  });
+};

@@ -1,0 +1,93 @@
+import type { RolloutNode, RolloutSummary } from '../../readModel/rollouts.ts';
+import { describeSelection } from '../../readModel/rolloutExplain.ts';
+import { pairs, short, table } from '../output.ts';
+
+// How `converge rollout status` and `converge rollouts` print a rollout for people.
+
+export const durationText = (ms: number): string => {
+  if (ms < 1_000) return `${Math.round(ms)} ms`;
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${s % 60 === 0 ? '' : `${s % 60}s`}`;
+  return `${Math.floor(m / 60)}h${m % 60 === 0 ? '' : `${m % 60}m`}`;
+};
+
+const ofWaves = (r: RolloutSummary): string => (r.current === 0 ? 'no wave open yet' : `wave ${r.current} of ${r.waves.length}`);
+
+export function rolloutDetail(r: RolloutSummary, failing: readonly RolloutNode[], now: number): string {
+  const latency =
+    r.convergence.samples === 0
+      ? '-'
+      : `p50 ${durationText(r.convergence.p50Ms ?? 0)}  p99 ${durationText(r.convergence.p99Ms ?? 0)}  (${r.convergence.samples} node(s))`;
+  const eta =
+    r.eta.ms === null
+      ? r.status === 'running'
+        ? 'not known yet'
+        : '-'
+      : `~${durationText(r.eta.ms)} (${r.eta.at ?? ''}), ${r.eta.remaining} node(s) to go`;
+  const end =
+    r.halted !== null
+      ? `halted in wave ${r.halted.wave} at ${r.halted.at}: ${r.halted.failures} failure(s) over the budget of ${r.halted.maxFailures}`
+      : r.aborted !== null
+        ? `aborted at ${r.aborted.at} by ${r.aborted.by}${r.aborted.reason === '' ? '' : `: ${r.aborted.reason}`}`
+        : r.completed !== null
+          ? `completed at ${r.completed.at}: ${r.completed.done} done, ${r.completed.failed} failed, ${r.completed.superseded} superseded`
+          : r.pausedAt !== null
+            ? `paused since ${r.pausedAt}`
+            : '-';
+  const head = pairs([
+    ['rollout', `${r.rollout}  ${r.status}  (${ofWaves(r)})`],
+    ['spec', `${short(r.specDigest)} to ${r.targets} node(s): ${describeSelection(r.selection)}`],
+    [
+      'plan',
+      `waves ${r.asGiven.waves} = ${r.waves.map((w) => w.to).join(', ')}; failures allowed ${r.maxFailures} (${r.asGiven.maxFailures}); wave timeout ${durationText(r.waveTimeoutMs)}${r.pauseMs > 0 ? `; pause ${durationText(r.pauseMs)}` : ''}`,
+    ],
+    ['started', `${r.startedAt} by ${r.startedBy}`],
+    ['budget', `${r.budget.used} of ${r.budget.max} failure(s) used`],
+    ['latency', latency],
+    ['eta', eta],
+    ['end', end],
+  ]);
+  const rows = r.waves.map((w) => [
+    String(w.wave),
+    String(w.size),
+    String(w.done),
+    String(w.pending),
+    String(w.failed),
+    String(w.superseded),
+    String(w.unsent),
+    w.completedAt !== null
+      ? `completed ${w.completedAt}`
+      : w.startedAt === null
+        ? 'waiting'
+        : w.deadline === null
+          ? 'sending'
+          : Date.parse(w.deadline) <= now
+            ? `open, past its timeout (${w.deadline})`
+            : `open, times out ${w.deadline}`,
+  ]);
+  const waves = table(['WAVE', 'NODES', 'DONE', 'PENDING', 'FAILED', 'SUPERSEDED', 'UNSENT', 'STATE'], rows);
+  const failures =
+    failing.length === 0
+      ? ''
+      : `\n${table(
+          ['NODE', 'WAVE', 'OUTCOME', 'DETAIL'],
+          failing.map((n) => [n.node, String(n.wave), n.outcome, n.detail ?? '']),
+        )}`;
+  return `${head}\n${waves}${failures}`;
+}
+
+export const rolloutHeaders = ['ROLLOUT', 'STATUS', 'WAVE', 'DONE', 'PENDING', 'FAILED', 'SUPERSEDED', 'TARGETS', 'STARTED', 'BY'];
+export const rolloutRow = (r: RolloutSummary): string[] => [
+  r.rollout,
+  r.status,
+  `${r.current}/${r.waves.length}`,
+  String(r.totals.done),
+  String(r.totals.pending),
+  String(r.totals.failed),
+  String(r.totals.superseded),
+  String(r.targets),
+  r.startedAt,
+  r.startedBy,
+];

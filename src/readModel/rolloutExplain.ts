@@ -1,0 +1,328 @@
+import {
+  createRaceScanner,
+  foldNode,
+  foldRollout,
+  initialNodeState,
+  nodeOutcome,
+  failureDetail,
+  startRollout,
+} from '../../projections/index.ts';
+import type { NodeOutcome, NodeState, RolloutState } from '../../projections/index.ts';
+import { ConvergeError } from '../errors.ts';
+import type { Recorded, RolloutEvent, RolloutFailure } from '../events/index.ts';
+import { isNodeEvent, rolloutStreamOf, streamOf } from '../events/index.ts';
+import type { EventStore } from '../store/index.ts';
+
+// `converge rollout explain <id>` (issue 14 §7): a rollout's story told from the events alone —
+// its own stream and the streams of its targets, merged in store order and folded again with the
+// same functions the engine used. When each wave opened and why, which report completed which
+// node, which node failed or was superseded, and every stale report the clock rule ("a report
+// that arrived after the send means the node read it") would have counted as done.
+
+export type ExplainEntry = Readonly<
+  { at: string; position: string } & (
+    | {
+        kind: 'started';
+        targets: number;
+        waves: readonly number[];
+        asGiven: Readonly<{ waves: string; maxFailures: string }>;
+        maxFailures: number;
+        waveTimeoutMs: number;
+        pauseMs: number;
+        startedBy: string;
+        specDigest: string;
+        selection: RolloutState['started']['selection'];
+      }
+    | {
+        kind: 'waveOpened';
+        wave: number;
+        from: number;
+        to: number;
+        /** Why: the wave before completed (null for the first wave). */
+        because: Readonly<{
+          wave: number;
+          size: number;
+          done: number;
+          failed: number;
+          superseded: number;
+          /** The report that completed the wave before (null: its last nodes failed or timed out, or the lists did not say). */
+          last: Readonly<{ node: string; digest: string; at: string; position: string }> | null;
+        }> | null;
+      }
+    | { kind: 'sent'; wave: number; sends: number; skipped: readonly Readonly<{ node: string; code: string; reason: string }>[] }
+    /** A report that named the digest this rollout sent the node, with the node converged: done. */
+    | { kind: 'nodeDone'; wave: number; node: string; digest: string; serial: number; latencyMs: number | null }
+    | { kind: 'nodeFailed'; wave: number; node: string; outcome: NodeOutcome; detail: string }
+    | { kind: 'nodeSuperseded'; wave: number; node: string; by: Readonly<{ serial: number; digest: string }> }
+    /** A report about an earlier declaration that arrived after this rollout's send: the clock rule would have counted it. */
+    | {
+        kind: 'staleReport';
+        wave: number;
+        node: string;
+        reported: string | null;
+        reportedSerial: number | null;
+        ours: string;
+        oursSerial: number;
+        sentAt: string;
+      }
+    | { kind: 'waveCompleted'; wave: number; done: number; failed: number; superseded: number; failures: readonly RolloutFailure[] }
+    | { kind: 'paused'; by: string; reason: string }
+    | { kind: 'resumed'; by: string }
+    | { kind: 'halted'; wave: number; failures: number; maxFailures: number; failed: readonly RolloutFailure[] }
+    | { kind: 'completed'; done: number; failed: number; superseded: number }
+    | { kind: 'aborted'; by: string; reason: string }
+  )
+>;
+
+export type RolloutExplanation = Readonly<{ rollout: string; status: RolloutState['status']; entries: readonly ExplainEntry[] }>;
+
+/** The rollout's stream and its targets' streams, folded again in store order. */
+export async function explainRollout(store: EventStore, id: string): Promise<RolloutExplanation> {
+  const own = (await store.readStream(rolloutStreamOf(id))) as readonly Recorded<RolloutEvent>[];
+  const first = own[0];
+  let rollout = first === undefined ? null : startRollout(first);
+  if (rollout === null)
+    throw new ConvergeError('CONVERGE_ERR_ROLLOUT_NOT_FOUND', `no rollout named ${JSON.stringify(id)}`, { details: { rollout: id } });
+  for (const e of own.slice(1)) rollout = foldRollout(rollout, e);
+  const targets = rollout.targets;
+
+  const events: Recorded[] = [...own];
+  for (const node of targets) events.push(...(await store.readStream(streamOf(node))));
+  events.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
+  return explainEvents(id, events);
+}
+
+/** The same story from events already in store order (a rollout's stream and its targets' streams). */
+export function explainEvents(id: string, events: readonly Recorded[]): RolloutExplanation {
+  const entries: ExplainEntry[] = [];
+  let s: RolloutState | null = null;
+  const nodes = new Map<string, NodeState>();
+  const outcomes = new Map<string, NodeOutcome>();
+  const races = createRaceScanner();
+  /** Per wave, the last report that completed one of its nodes. */
+  const lastDone = new Map<number, { node: string; digest: string; at: string; position: string }>();
+  const waveOf = (node: string): number => s?.sends.get(node)?.wave ?? s?.skipped.get(node)?.wave ?? 0;
+
+  const recount = (node: string, e: Recorded): void => {
+    if (s === null) return;
+    const send = s.sends.get(node);
+    const skip = s.skipped.get(node);
+    if (send === undefined && skip === undefined) return;
+    const state = nodes.get(node);
+    const next = nodeOutcome(send, skip, state);
+    const before = outcomes.get(node) ?? 'unsent';
+    if (next === before) return;
+    outcomes.set(node, next);
+    const position = e.position.toString();
+    const wave = waveOf(node);
+    const at = e.type === 'ReportReceived' ? e.data.receivedAt : e.type === 'DeclarationSent' ? e.data.sentAt : eventAt(e);
+    if (next === 'done' && send !== undefined) {
+      const ack = state?.sent?.acknowledgedAt;
+      const latencyMs = ack === null || ack === undefined ? null : Date.parse(ack) - Date.parse(state!.sent!.sentAt);
+      entries.push({ kind: 'nodeDone', at, position, wave, node, digest: send.digest, serial: send.serial, latencyMs });
+      lastDone.set(wave, { node, digest: send.digest, at, position });
+    } else if (next === 'superseded' && state?.sent != null) {
+      entries.push({ kind: 'nodeSuperseded', at, position, wave, node, by: { serial: state.sent.serial, digest: state.sent.digest } });
+    } else if (next === 'refused' || next === 'degraded' || next === 'unsendable') {
+      entries.push({ kind: 'nodeFailed', at, position, wave, node, outcome: next, detail: failureDetail(next, state, skip) });
+    }
+  };
+
+  for (const e of events) {
+    const position = e.position.toString();
+    if (isNodeEvent(e)) {
+      const node = e.data.node;
+      nodes.set(node, foldNode(nodes.get(node) ?? initialNodeState(node), e));
+      const race = races.push(e);
+      const send = s?.sends.get(node);
+      if (race !== null && send !== undefined && race.currentDigest === send.digest && (outcomes.get(node) ?? 'pending') === 'pending') {
+        entries.push({
+          kind: 'staleReport',
+          at: race.receivedAt,
+          position,
+          wave: send.wave,
+          node,
+          reported: race.reportDigest,
+          reportedSerial: race.reportSerial,
+          ours: send.digest,
+          oursSerial: send.serial,
+          sentAt: send.sentAt,
+        });
+      }
+      recount(node, e);
+      continue;
+    }
+    const r = e as Recorded<RolloutEvent>;
+    if ((r.data as { rollout?: string }).rollout !== id) continue;
+    if (s === null) {
+      s = startRollout(r);
+      if (s === null) continue;
+      const d = s.started;
+      entries.push({
+        kind: 'started',
+        at: d.startedAt,
+        position,
+        targets: d.targets,
+        waves: d.waves,
+        asGiven: d.asGiven,
+        maxFailures: d.maxFailures,
+        waveTimeoutMs: d.waveTimeoutMs,
+        pauseMs: d.pauseMs,
+        startedBy: d.startedBy,
+        specDigest: d.specDigest,
+        selection: d.selection,
+      });
+      continue;
+    }
+    const previous: RolloutState = s;
+    s = foldRollout(s, r);
+    switch (r.type) {
+      case 'WaveStarted': {
+        const d = r.data;
+        const before = previous.waves[d.wave - 2];
+        const c = before?.completed ?? null;
+        entries.push({
+          kind: 'waveOpened',
+          at: d.startedAt,
+          position,
+          wave: d.wave,
+          from: d.from,
+          to: d.to,
+          because:
+            before === undefined || c === null
+              ? null
+              : {
+                  wave: before.wave,
+                  size: before.to - before.from,
+                  done: c.done,
+                  failed: c.failed,
+                  superseded: c.superseded,
+                  last: lastDone.get(before.wave) ?? null,
+                },
+        });
+        break;
+      }
+      case 'RolloutSent': {
+        const d = r.data;
+        entries.push({ kind: 'sent', at: d.sentAt, position, wave: d.wave, sends: d.sends.length, skipped: d.skipped });
+        // The sends may have been folded into the nodes before this event (same append): count them now.
+        for (const x of d.sends) recount(x.node, r);
+        for (const x of d.skipped) recount(x.node, r);
+        break;
+      }
+      case 'WaveCompleted': {
+        const d = r.data;
+        entries.push({
+          kind: 'waveCompleted',
+          at: d.completedAt,
+          position,
+          wave: d.wave,
+          done: d.done,
+          failed: d.failed,
+          superseded: d.superseded,
+          failures: d.failures,
+        });
+        break;
+      }
+      case 'RolloutPaused':
+        entries.push({ kind: 'paused', at: r.data.at, position, by: r.data.by, reason: r.data.reason });
+        break;
+      case 'RolloutResumed':
+        entries.push({ kind: 'resumed', at: r.data.at, position, by: r.data.by });
+        break;
+      case 'RolloutHalted':
+        entries.push({
+          kind: 'halted',
+          at: r.data.at,
+          position,
+          wave: r.data.wave,
+          failures: r.data.failures,
+          maxFailures: r.data.maxFailures,
+          failed: r.data.failed,
+        });
+        break;
+      case 'RolloutCompleted':
+        entries.push({
+          kind: 'completed',
+          at: r.data.at,
+          position,
+          done: r.data.done,
+          failed: r.data.failed,
+          superseded: r.data.superseded,
+        });
+        break;
+      case 'RolloutAborted':
+        entries.push({ kind: 'aborted', at: r.data.at, position, by: r.data.by, reason: r.data.reason });
+        break;
+      default:
+        break;
+    }
+  }
+  if (s === null)
+    throw new ConvergeError('CONVERGE_ERR_ROLLOUT_NOT_FOUND', `no rollout named ${JSON.stringify(id)}`, { details: { rollout: id } });
+  return { rollout: id, status: s.status, entries };
+}
+
+function eventAt(e: Recorded): string {
+  const d = e.data as Record<string, unknown>;
+  for (const k of ['at', 'sentAt', 'startedAt', 'completedAt', 'listedAt']) if (typeof d[k] === 'string') return d[k];
+  return '';
+}
+
+const short = (d: string | null): string => (d === null ? '(none)' : d.slice(0, 12));
+const ms = (n: number): string => (n % 60_000 === 0 ? `${n / 60_000}m` : n % 1000 === 0 ? `${n / 1000}s` : `${n} ms`);
+
+/** One line for people per entry, in store order. */
+export function explainLine(e: ExplainEntry): string {
+  const when = e.at;
+  switch (e.kind) {
+    case 'started':
+      return `${when}  started by ${e.startedBy}: spec ${short(e.specDigest)} to ${e.targets} node(s) (${describeSelection(e.selection)}), waves ${e.asGiven.waves} = ${e.waves.join(', ')} cumulative, failures allowed ${e.maxFailures} (${e.asGiven.maxFailures}), wave timeout ${ms(e.waveTimeoutMs)}${e.pauseMs > 0 ? `, pause ${ms(e.pauseMs)} between waves` : ''}`;
+    case 'waveOpened': {
+      const nodes = `${e.to - e.from} node(s), targets ${e.from + 1}–${e.to}`;
+      if (e.because === null) return `${when}  wave ${e.wave} opened (${nodes}): the first wave`;
+      const b = e.because;
+      const rest = [b.failed > 0 ? `${b.failed} failed within the budget` : '', b.superseded > 0 ? `${b.superseded} superseded` : '']
+        .filter((x) => x !== '')
+        .join(', ');
+      const last =
+        b.last === null ? '' : `; the last, ${b.last.node}, reported ${short(b.last.digest)} at ${b.last.at} (position ${b.last.position})`;
+      return `${when}  wave ${e.wave} opened (${nodes}) because ${b.done} of ${b.size} node(s) of wave ${b.wave} reported the digest this rollout sent them${rest === '' ? '' : ` (${rest})`}${last}`;
+    }
+    case 'sent':
+      return `${when}  wave ${e.wave}: ${e.sends} declaration(s) sent${e.skipped.length > 0 ? `, ${e.skipped.length} not sendable (${e.skipped.map((x) => `${x.node}: ${x.code}`).join(', ')})` : ''}`;
+    case 'nodeDone':
+      return `${when}  wave ${e.wave}: ${e.node} done: its report names ${short(e.digest)} (serial ${e.serial}, position ${e.position})${e.latencyMs === null ? '' : `, ${e.latencyMs} ms after the send`}`;
+    case 'nodeFailed':
+      return `${when}  wave ${e.wave}: ${e.node} ${e.outcome}: ${e.detail}`;
+    case 'nodeSuperseded':
+      return `${when}  wave ${e.wave}: ${e.node} superseded: serial ${e.by.serial} (${short(e.by.digest)}) was sent from elsewhere before it read ours`;
+    case 'staleReport':
+      return `${when}  wave ${e.wave}: ${e.node} stale report (position ${e.position}): names ${e.reportedSerial === null ? '' : `serial ${e.reportedSerial} `}${short(e.reported)}, not ours, serial ${e.oursSerial} ${short(e.ours)} sent at ${e.sentAt}; the clock rule would have counted it done, the digest rule keeps it pending`;
+    case 'waveCompleted':
+      return `${when}  wave ${e.wave} completed: ${e.done} done, ${e.failed} failed, ${e.superseded} superseded${e.failures.length > 0 ? ` (${e.failures.map((f) => `${f.node} ${f.reason}`).join(', ')})` : ''}`;
+    case 'paused':
+      return `${when}  paused by ${e.by}${e.reason === '' ? '' : `: ${e.reason}`}`;
+    case 'resumed':
+      return `${when}  resumed by ${e.by}`;
+    case 'halted':
+      return `${when}  halted in wave ${e.wave}: ${e.failures} failure(s) over the budget of ${e.maxFailures} (${e.failed.map((f) => `${f.node} ${f.reason}: ${f.detail}`).join('; ')})`;
+    case 'completed':
+      return `${when}  completed: ${e.done} done, ${e.failed} failed, ${e.superseded} superseded`;
+    case 'aborted':
+      return `${when}  aborted by ${e.by}${e.reason === '' ? '' : `: ${e.reason}`}`;
+  }
+}
+
+export function describeSelection(s: RolloutState['started']['selection']): string {
+  switch (s.kind) {
+    case 'nodes':
+      return 'the nodes named';
+    case 'all':
+      return 'every node';
+    case 'spec':
+      return `the nodes on spec ${short(s.specDigest)}`;
+    case 'prefix':
+      return `ids starting ${JSON.stringify(s.prefix)}`;
+  }
+}

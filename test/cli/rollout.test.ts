@@ -1,0 +1,178 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, test } from 'node:test';
+import { run } from '../../src/cli/main.ts';
+import type { CliIo } from '../../src/cli/io.ts';
+import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import type { EventStore } from '../../src/store/index.ts';
+import { historyInStore } from '../support/history.ts';
+import type { StoreHistory } from '../support/history.ts';
+import { rolloutInStore } from '../support/rolloutInStore.ts';
+
+// Issue 14 §5, §7: `converge rollout …` and `converge rollouts` on a SQLite store, in process.
+// No engine runs: the waves are opened and sent by rolloutInStore, as the driver would.
+
+type Result = { code: number; stdout: string; stderr: string };
+
+let dir: string;
+let env: Record<string, string>;
+
+async function cli(args: readonly string[]): Promise<Result> {
+  let stdout = '';
+  let stderr = '';
+  const io: CliIo = {
+    stdout: (t) => void (stdout += t),
+    stderr: (t) => void (stderr += t),
+    env: { ...env, USER: 'ops' },
+    stderrIsTTY: false,
+    readStdin: async () => Buffer.from(''),
+    cwd: dir,
+    interrupted: new Promise(() => {}),
+  };
+  const code = await run(args, io);
+  return { code, stdout, stderr };
+}
+
+let store: EventStore;
+let h: StoreHistory;
+let previous: string;
+
+describe('converge rollout on a SQLite store', () => {
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'converge-rollout-cli-'));
+    env = { CONVERGE_STORE: `sqlite:${join(dir, 'store.db')}` };
+    writeFileSync(join(dir, 'spec.json'), JSON.stringify({ resources: [{ id: 'web', image: 'nginx:1.27' }] }));
+    store = createSqliteEventStore(join(dir, 'store.db'));
+    h = historyInStore(store);
+    previous = (await h.send('n1', [{ id: 'web', image: 'nginx:1.26' }])).digest;
+    await h.send('n2');
+    await h.send('n3');
+    await h.send('other');
+  });
+
+  test('start takes exactly one selection, a wave timeout and durations people write; mistakes are usage errors', async () => {
+    const none = await cli(['rollout', 'start', 'spec.json', '--wave-timeout', '10m']);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /exactly one of --nodes a,b, --all, --spec <digest>, --prefix <p>/);
+    assert.equal((await cli(['rollout', 'start', 'spec.json', '--all', '--prefix', 'n', '--wave-timeout', '1m'])).code, 2);
+    const noTimeout = await cli(['rollout', 'start', 'spec.json', '--all']);
+    assert.equal(noTimeout.code, 2);
+    assert.match(noTimeout.stderr, /--wave-timeout/);
+    const badDuration = await cli(['rollout', 'start', 'spec.json', '--all', '--wave-timeout', 'soon']);
+    assert.equal(badDuration.code, 2);
+    assert.match(badDuration.stderr, /like 30s, 10m, 1h or 1500ms/);
+    assert.equal((await cli(['rollout', 'fly', 'x'])).code, 2);
+    assert.equal((await cli(['rollout', 'status', 'x', '--all'])).code, 2);
+    const noTarget = await cli(['rollout', 'start', 'spec.json', '--prefix', 'zz', '--wave-timeout', '1m']);
+    assert.equal(noTarget.code, 1);
+    assert.match(noTarget.stderr, /no node to roll out to/);
+  });
+
+  test('start, status, rollouts, pause, resume, explain: the story of a rollout with the seed race in it', async () => {
+    const started = await cli([
+      'rollout',
+      'start',
+      'spec.json',
+      '--prefix',
+      'n',
+      '--waves',
+      '1,100%',
+      '--max-failures',
+      '1',
+      '--wave-timeout',
+      '10m',
+      '--pause',
+      '30s',
+      '--id',
+      'r1',
+      '--json',
+    ]);
+    assert.equal(started.code, 0, started.stderr);
+    assert.deepEqual(JSON.parse(started.stdout), { rollout: 'r1', targets: 3, waves: [1, 3] });
+
+    const r = rolloutInStore(store, h, 'r1', []);
+    assert.deepEqual(await r.run(), ['startWave', 'send', 'wait(1 node(s) of wave 1 still behind)']);
+    h.tick(300);
+    await h.report('n1', { applied: ['web'], declared: previous });
+    const status = await cli(['rollout', 'status', 'r1', '--json']);
+    assert.equal(status.code, 0, status.stderr);
+    const s = JSON.parse(status.stdout);
+    assert.deepEqual(
+      [s.status, s.startedBy, s.waves[0].pending, s.waves[0].done, s.pauseMs, s.waveTimeoutMs],
+      ['running', 'cli ops', 1, 0, 30_000, 600_000],
+    );
+
+    h.tick(200);
+    await h.report('n1', { applied: ['web'], declared: await r.digestSentTo('n1') });
+    const text = await cli(['rollout', 'status', 'r1']);
+    assert.match(text.stdout, /^rollout +r1 {2}running {2}\(wave 1 of 2\)$/m);
+    assert.match(text.stdout, /^plan +waves 1,100% = 1, 3; failures allowed 1 \(1\); wave timeout 10m; pause 30s$/m);
+    assert.match(text.stdout, /^latency +p50 500 ms {2}p99 500 ms {2}\(1 node\(s\)\)$/m);
+    assert.match(text.stdout, /^1 +1 +1 +0 +0 +0 +0 +open, (times out|past its timeout) /m);
+    assert.match(text.stdout, /^2 +2 +0 +0 +0 +0 +2 +waiting$/m);
+
+    assert.equal((await cli(['rollout', 'pause', 'r1', '--reason', 'lunch'])).stdout, 'rollout r1 paused\n');
+    const twice = await cli(['rollout', 'pause', 'r1']);
+    assert.equal(twice.code, 1);
+    assert.match(twice.stderr, /paused already/);
+    const list = await cli(['rollouts', '--status', 'paused', '--json']);
+    assert.deepEqual(
+      list.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).rollout),
+      ['r1'],
+    );
+    assert.equal((await cli(['rollouts', '--status', 'done'])).code, 2);
+    assert.equal((await cli(['rollout', 'resume', 'r1'])).stdout, 'rollout r1 running\n');
+
+    assert.deepEqual(await r.run(), ['completeWave', 'wait(pause before wave 2)']);
+    h.tick(30_000);
+    assert.deepEqual(await r.run(), ['startWave', 'send', 'wait(2 node(s) of wave 2 still behind)']);
+    await h.report('n2', { refused: 'no room', declared: await r.digestSentTo('n2') });
+    await h.report('n3', { applied: ['web'], declared: await r.digestSentTo('n3') });
+    // --watch follows the store until the rollout ends: the last step is written while it watches.
+    const watching = cli(['rollout', 'status', 'r1', '--watch', '--json']);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.deepEqual(await r.run(), ['completeWave', 'complete', 'wait(completed)']);
+    const watched = await watching;
+    assert.equal(watched.code, 0, watched.stderr);
+    const seen = watched.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    assert.equal(seen.at(-1).status, 'completed');
+    assert.deepEqual(seen.at(-1).totals, { unsent: 0, pending: 0, done: 2, failed: 1, superseded: 0 });
+
+    const explain = await cli(['rollout', 'explain', 'r1']);
+    assert.equal(explain.code, 0, explain.stderr);
+    const lines = explain.stdout.trim().split('\n');
+    assert.match(lines[0]!, /started by cli ops: spec [0-9a-f]{12} to 3 node\(s\) \(ids starting "n"\), waves 1,100% = 1, 3 cumulative/);
+    assert.ok(
+      lines.some((l) => /wave 1: n1 stale report .* the clock rule would have counted it done, the digest rule keeps it pending/.test(l)),
+    );
+    assert.ok(
+      lines.some((l) => /wave 1: n1 done: its report names [0-9a-f]{12} \(serial 2, position \d+\), 500 ms after the send/.test(l)),
+    );
+    assert.ok(
+      lines.some((l) =>
+        /wave 2 opened \(2 node\(s\), targets 2–3\) because 1 of 1 node\(s\) of wave 1 reported the digest this rollout sent them; the last, n1, reported/.test(
+          l,
+        ),
+      ),
+    );
+    assert.ok(lines.some((l) => /wave 2: n2 refused: refused: no room/.test(l)));
+    assert.match(lines.at(-1)!, /completed: 2 done, 1 failed, 0 superseded/);
+    const entries = (await cli(['rollout', 'explain', 'r1', '--json'])).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).kind);
+    assert.equal(entries.filter((k) => k === 'staleReport').length, 1);
+
+    const missing = await cli(['rollout', 'status', 'nope']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /no rollout named "nope"/);
+  });
+});
