@@ -32,7 +32,7 @@ test('the page is served at / and /nodes/:node with a strict CSP, revalidated on
     await h.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  for (const url of ['/', '/nodes/node-001', '/nodes/a%20b?at=12']) {
+  for (const url of ['/', '/nodes/node-001', '/nodes/a%20b?at=12', '/rollouts', '/rollouts/r1?wave=2']) {
     const r = await h.app.inject({ url });
     assert.equal(r.statusCode, 200, url);
     assert.match(r.headers['content-type'] as string, /^text\/html/);
@@ -76,7 +76,7 @@ test('only / and /nodes/:node fall back to the page: /v1 and other paths keep th
     await h.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  for (const url of ['/v1/nope', '/v1/nodes/x/nope', '/elsewhere', '/nodes/a/b', '/assets/missing.js', '/index.html']) {
+  for (const url of ['/v1/nope', '/v1/nodes/x/nope', '/elsewhere', '/nodes/a/b', '/rollouts/a/b', '/assets/missing.js', '/index.html']) {
     const r = await h.app.inject({ url });
     assert.equal(r.statusCode, 404, url);
     assert.equal(r.json().code, 'CONVERGE_ERR_ROUTE_NOT_FOUND', url);

@@ -3,6 +3,8 @@ import { getToken, onTokenChange, unauthorizedReason } from './auth.ts';
 import { TokenForm } from './components/TokenForm.tsx';
 import { FleetPage } from './pages/FleetPage.tsx';
 import { NodePage } from './pages/NodePage.tsx';
+import { RolloutPage } from './pages/RolloutPage.tsx';
+import { RolloutsPage } from './pages/RolloutsPage.tsx';
 import { routeOf, useLocation } from './router.ts';
 
 type Theme = 'auto' | 'light' | 'dark';
@@ -34,8 +36,15 @@ export function App() {
     [],
   );
   useEffect(() => {
-    document.title = route.page === 'node' ? `${route.node} · Converge` : 'Fleet · Converge';
-  }, [route.page, route.page === 'node' ? route.node : '']);
+    document.title =
+      route.page === 'node'
+        ? `${route.node} · Converge`
+        : route.page === 'rollout'
+          ? `Rollout ${route.rollout} · Converge`
+          : route.page === 'rollouts'
+            ? 'Rollouts · Converge'
+            : 'Fleet · Converge';
+  }, [route.page, route.page === 'node' ? route.node : route.page === 'rollout' ? route.rollout : '']);
 
   return (
     <>
@@ -49,6 +58,9 @@ export function App() {
         <nav aria-label="Pages">
           <a href="/" aria-current={route.page === 'fleet' ? 'page' : undefined}>
             Fleet
+          </a>
+          <a href="/rollouts" aria-current={route.page === 'rollouts' || route.page === 'rollout' ? 'page' : undefined}>
+            Rollouts
           </a>
         </nav>
         <div class="top-actions">
@@ -78,6 +90,8 @@ export function App() {
       <main id="main" tabIndex={-1}>
         {route.page === 'fleet' && <FleetPage url={url} />}
         {route.page === 'node' && <NodePage key={route.node} node={route.node} url={url} />}
+        {route.page === 'rollouts' && <RolloutsPage url={url} />}
+        {route.page === 'rollout' && <RolloutPage key={route.rollout} id={route.rollout} url={url} />}
         {route.page === 'missing' && (
           <p>
             No page at <code>{route.path}</code>. <a href="/">Back to the fleet</a>.

@@ -2,7 +2,7 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import type { ApiError } from './api/client.ts';
 import { followEvents } from './api/stream.ts';
 import type { StreamStatus } from './api/stream.ts';
-import type { NodeView } from './api/types.ts';
+import type { NodeView, Rollout } from './api/types.ts';
 import { onTokenChange } from './auth.ts';
 
 export type Loaded<T> = Readonly<{ data: T | null; error: ApiError | Error | null; loading: boolean; reload: () => void }>;
@@ -53,6 +53,26 @@ export function useEvents(node: string | undefined, onNode: (v: NodeView, positi
         onStatus: setStatus,
       }),
     [node, nonce],
+  );
+  return status;
+}
+
+/** Follow rollout changes on /v1/events (one rollout's, or every rollout's and every node's). */
+export function useRolloutEvents(rollout: string | undefined, onRollout: (r: Rollout, position: string) => void): StreamStatus {
+  const [status, setStatus] = useState<StreamStatus>({ state: 'connecting', since: Date.now(), resumedAfterMs: null, reason: null });
+  const handler = useRef(onRollout);
+  handler.current = onRollout;
+  const [nonce, setNonce] = useState(0);
+  useEffect(() => onTokenChange(() => setNonce((n) => n + 1)), []);
+  useEffect(
+    () =>
+      followEvents({
+        ...(rollout === undefined ? {} : { rollout }),
+        onNode: () => {},
+        onRollout: (r, p) => handler.current(r, p),
+        onStatus: setStatus,
+      }),
+    [rollout, nonce],
   );
   return status;
 }

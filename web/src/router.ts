@@ -1,15 +1,24 @@
 import { useEffect, useState } from 'preact/hooks';
 
-// Two pages, two paths (issue 11): / and /nodes/:node. Links are plain anchors; a click on one
+// The pages and their paths (issue 11): / and /nodes/:node; /rollouts and /rollouts/:id (issue 14). Links are plain anchors; a click on one
 // is turned into history.pushState so the page is not reloaded. State that matters to a reader
 // (filters, "as of") lives in the query string so a link can be shared; the token never does.
 
-export type Route = Readonly<{ page: 'fleet' } | { page: 'node'; node: string } | { page: 'missing'; path: string }>;
+export type Route = Readonly<
+  | { page: 'fleet' }
+  | { page: 'node'; node: string }
+  | { page: 'rollouts' }
+  | { page: 'rollout'; rollout: string }
+  | { page: 'missing'; path: string }
+>;
 
 export function routeOf(pathname: string): Route {
   if (pathname === '/' || pathname === '') return { page: 'fleet' };
   const m = /^\/nodes\/([^/]+)\/?$/.exec(pathname);
   if (m !== null) return { page: 'node', node: decodeURIComponent(m[1]!) };
+  if (/^\/rollouts\/?$/.test(pathname)) return { page: 'rollouts' };
+  const r = /^\/rollouts\/([^/]+)\/?$/.exec(pathname);
+  if (r !== null) return { page: 'rollout', rollout: decodeURIComponent(r[1]!) };
   return { page: 'missing', path: pathname };
 }
 
@@ -57,3 +66,4 @@ export function setQuery(params: Record<string, string | null>): void {
 }
 
 export const nodeHref = (node: string): string => `/nodes/${encodeURIComponent(node)}`;
+export const rolloutHref = (id: string): string => `/rollouts/${encodeURIComponent(id)}`;

@@ -4,13 +4,13 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 
 // The operator's dashboard (issue 11): the static files `npm run build` puts in dist/dashboard,
-// served at / and /nodes/:node. The page talks only to /v1 on the same origin, so the
+// served at / and /nodes/:node (and /rollouts, /rollouts/:id). The page talks only to /v1 on the same origin, so the
 // Content-Security-Policy can allow nothing but this origin: no inline script or style, no
 // other host, no frames, no plugins. Nothing is fetched from elsewhere at run time.
 //
 // Caching: file names under /assets carry a content hash (Vite), so they never change and are
 // cached for a year; the HTML and the icon are revalidated every time (ETag), so a new build is
-// seen at the next load. Only / and /nodes/:node answer with the page: an unknown path under
+// seen at the next load. Only / , /nodes/:node, /rollouts and /rollouts/:id answer with the page: an unknown path under
 // /v1 still gets the API's problem+json 404. Every route here is of kind 'static' (no token, no
 // no-store: src/api/responseHeaders.ts) and hidden from /v1/openapi.json.
 
@@ -60,6 +60,8 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardOptions> = async (app,
   const pageRoute = { logLevel: 'warn', schema: { hide: true } } as const;
   app.get('/', pageRoute, async (_req, reply) => sendPage(reply));
   app.get('/nodes/:node', pageRoute, async (_req, reply) => sendPage(reply));
+  app.get('/rollouts', pageRoute, async (_req, reply) => sendPage(reply));
+  app.get('/rollouts/:id', pageRoute, async (_req, reply) => sendPage(reply));
 
   await app.register(fastifyStatic, {
     root,

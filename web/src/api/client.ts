@@ -6,6 +6,11 @@ import type {
   NodeList,
   NodeStatus,
   LivenessState,
+  NodeOutcome,
+  Rollout,
+  RolloutList,
+  RolloutNodes,
+  RolloutStatus,
   NodeView,
   Problem,
   StateAt,
@@ -80,6 +85,19 @@ export const api = {
     request<DeclarationAccepted>(`${nodePath(node)}/declarations`, {
       method: 'POST',
       body: JSON.stringify(spec),
+      headers: { 'content-type': 'application/json' },
+    }),
+  rollouts: (status: RolloutStatus | null, signal?: AbortSignal) => request<RolloutList>(`/v1/rollouts${qs({ status })}`, {}, signal),
+  rollout: (id: string, signal?: AbortSignal) => request<Rollout>(`/v1/rollouts/${encodeURIComponent(id)}`, {}, signal),
+  rolloutNodes: (
+    id: string,
+    q: { wave: number | null; outcome: NodeOutcome | null; after: number | null; limit: number },
+    signal?: AbortSignal,
+  ) => request<RolloutNodes>(`/v1/rollouts/${encodeURIComponent(id)}/nodes${qs(q)}`, {}, signal),
+  rolloutCommand: (id: string, action: 'pause' | 'resume' | 'abort', reason: string) =>
+    request<Rollout>(`/v1/rollouts/${encodeURIComponent(id)}/${action}`, {
+      method: 'POST',
+      body: JSON.stringify(reason === '' ? {} : { reason }),
       headers: { 'content-type': 'application/json' },
     }),
   await: (node: string, digest: string, timeoutMs: number, signal?: AbortSignal) =>

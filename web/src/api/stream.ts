@@ -1,6 +1,6 @@
 import { reportUnauthorized } from '../auth.ts';
 import { authHeaders } from './client.ts';
-import type { NodeView } from './types.ts';
+import type { NodeView, Rollout } from './types.ts';
 
 // GET /v1/events read with fetch rather than EventSource: EventSource cannot send an
 // Authorization header, and the token must never go in a URL (issue 11). The parser follows the
@@ -20,13 +20,21 @@ export type StreamStatus = Readonly<{
 
 export type FollowOptions = Readonly<{
   node?: string;
+  /** Only this rollout's changes (and no node's unless `node` is given too). */
+  rollout?: string;
   onNode: (view: NodeView, position: string) => void;
+  /** `event: rollout` (issue 14): a rollout changed. */
+  onRollout?: (rollout: Rollout, position: string) => void;
   onStatus: (status: StreamStatus) => void;
   /** Silence longer than this (the API pings every 15 s) counts as a dead connection. */
   idleMs?: number;
 }>;
 
-export function followEvents({ node, onNode, onStatus, idleMs = 45_000 }: FollowOptions): () => void {
+export function followEvents({ node, rollout, onNode, onRollout, onStatus, idleMs = 45_000 }: FollowOptions): () => void {
+  const query = new URLSearchParams();
+  if (node !== undefined) query.set('node', node);
+  if (rollout !== undefined) query.set('rollout', rollout);
+  const path = `/v1/events${query.size === 0 ? '' : `?${query.toString()}`}`;
   let stopped = false;
   let lastId: string | null = null;
   let retryMs = 2_000;
@@ -47,7 +55,7 @@ export function followEvents({ node, onNode, onStatus, idleMs = 45_000 }: Follow
     try {
       if (downSince === null) status({ state: 'connecting', resumedAfterMs: null, reason: null });
       touch();
-      const res = await fetch(`/v1/events${node === undefined ? '' : `?node=${encodeURIComponent(node)}`}`, {
+      const res = await fetch(path, {
         headers: { accept: 'text/event-stream', ...authHeaders(), ...(lastId === null ? {} : { 'last-event-id': lastId }) },
         cache: 'no-store',
         credentials: 'omit',
@@ -74,9 +82,10 @@ export function followEvents({ node, onNode, onStatus, idleMs = 45_000 }: Follow
           const line = buffer.slice(0, nl);
           buffer = buffer.slice(nl + (buffer.startsWith('\r\n', nl) ? 2 : 1));
           if (line === '') {
-            if (data.length > 0 && event === 'node' && id !== null) {
+            if (data.length > 0 && id !== null && (event === 'node' || event === 'rollout')) {
               lastId = id;
-              onNode(JSON.parse(data.join('\n')) as NodeView, id);
+              if (event === 'node') onNode(JSON.parse(data.join('\n')) as NodeView, id);
+              else onRollout?.(JSON.parse(data.join('\n')) as Rollout, id);
             }
             data = [];
             event = 'message';

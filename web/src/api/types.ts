@@ -16,8 +16,18 @@ export type Problem = z.infer<typeof s.problem>;
 export type DeclarationAccepted = z.infer<typeof s.declarationAccepted>;
 export type Health = z.infer<typeof s.health>;
 export type NodeStatus = z.infer<typeof s.statusEnum>;
+export type Rollout = z.infer<typeof s.rolloutSummary>;
+export type RolloutList = z.infer<typeof s.rolloutList>;
+export type RolloutNodes = z.infer<typeof s.rolloutNodes>;
+export type RolloutNode = z.infer<typeof s.rolloutNode>;
+export type WaveCounts = z.infer<typeof s.waveCounts>;
+export type RolloutStatus = z.infer<typeof s.rolloutStatusEnum>;
+export type NodeOutcome = z.infer<typeof s.nodeOutcomeEnum>;
 export type LivenessState = z.infer<typeof s.livenessEnum>;
 export type ReportClass = z.infer<typeof s.reportClassEnum>;
 
 export const statuses: readonly NodeStatus[] = ['converged', 'behind', 'degraded', 'refused', 'undeclared'];
 export const livenesses: readonly LivenessState[] = ['connected', 'disconnected', 'never-seen'];
+
+export const rolloutStatuses: readonly RolloutStatus[] = ['running', 'paused', 'halted', 'completed', 'aborted'];
+export const outcomes: readonly NodeOutcome[] = ['done', 'pending', 'refused', 'degraded', 'unsendable', 'superseded', 'unsent'];
