@@ -65,6 +65,17 @@ describe('converge rollout on a SQLite store', () => {
     assert.match(badDuration.stderr, /like 30s, 10m, 1h or 1500ms/);
     assert.equal((await cli(['rollout', 'fly', 'x'])).code, 2);
     assert.equal((await cli(['rollout', 'status', 'x', '--all'])).code, 2);
+    const elsewhere = { ...env };
+    env = { CONVERGE_STORE: `sqlite:${join(dir, 'missing', 'store.db')}` };
+    assert.equal(
+      (await cli(['rollout', 'start', 'spec.json', '--all', '--wave-timeout', '1m'])).code,
+      1,
+      'a selection from the fleet needs a store',
+    );
+    const fresh = await cli(['rollout', 'start', 'spec.json', '--nodes', 'x1,x2', '--wave-timeout', '1m', '--json']);
+    assert.equal(fresh.code, 0, 'a list of nodes starts a new store, as send does');
+    assert.equal(JSON.parse(fresh.stdout).targets, 2);
+    env = elsewhere;
     const noTarget = await cli(['rollout', 'start', 'spec.json', '--prefix', 'zz', '--wave-timeout', '1m']);
     assert.equal(noTarget.code, 1);
     assert.match(noTarget.stderr, /no node to roll out to/);
