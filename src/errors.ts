@@ -39,6 +39,10 @@ export const errorCodes = {
   CONVERGE_ERR_STORE_UNAVAILABLE: { http: 503, summary: 'event store cannot be reached or written' },
   CONVERGE_ERR_STORE_SCHEMA: { http: 500, summary: 'store file was written by an unsupported schema version' },
   CONVERGE_ERR_STORE_CLOSED: { http: 503, summary: 'event store has been closed' },
+  CONVERGE_ERR_STORE_IN_USE: {
+    http: 409,
+    summary: 'another converge serve holds this SQLite store; a SQLite file takes one engine (PostgreSQL for several)',
+  },
   CONVERGE_ERR_DUPLICATE_EVENT_ID: { http: 409, summary: 'an event id is already stored in another stream or position' },
 
   // transport (DESIGN §1)

@@ -53,6 +53,12 @@ const sqlitePathOf = (store: string): string | null => {
   return path === ':memory:' ? null : path;
 };
 
+/** The configured store's SQLite file, resolved against the command's working directory; null for other stores. */
+export function sqliteFileOf(config: Config, io: CliIo): string | null {
+  const path = sqlitePathOf(config.store);
+  return path === null ? null : resolve(io.cwd, path);
+}
+
 /**
  * Open the configured store. A read command (`mustExist`) on a SQLite file that is not there
  * gets an error, not a new empty store; a writing command gets the file's folder made.

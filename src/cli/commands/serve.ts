@@ -1,14 +1,39 @@
 import { createServer } from '../../app/server.ts';
 import type { ServerTransport } from '../../app/server.ts';
 import { boundDeadLetters, connectServerTransport } from '../../app/amqp.ts';
+import type { Logger } from 'pino';
+import { toConvergeError } from '../../errors.ts';
+import type { EngineLock } from '../../store/sqliteEngineLock.ts';
 import type { Run } from '../command.ts';
-import { openStore } from '../command.ts';
+import { openStore, sqliteFileOf } from '../command.ts';
 import { makeLogger } from '../logger.ts';
 
 // `converge serve` (DESIGN §6): the engine on the configured store, with ingest and relay when a
 // broker is configured, until Ctrl-C or SIGTERM.
 export const run: Run = async ({ io, config }) => {
   const logger = makeLogger(config.logLevel);
+  // One engine per SQLite file (an SQLite store has no relay lease): a second serve is refused
+  // before it opens anything (src/store/sqliteEngineLock.ts).
+  const file = sqliteFileOf(config, io);
+  let lock: EngineLock | null = null;
+  if (file !== null) {
+    try {
+      lock = (await import('../../store/sqliteEngineLock.ts')).lockSqliteStoreForEngine(file);
+    } catch (err) {
+      // The code in the JSON log for supervisors; the one-line reason follows on stderr, exit 1.
+      const e = toConvergeError(err);
+      logger.error({ code: e.code, ...e.details }, e.message);
+      throw e;
+    }
+  }
+  try {
+    return await serve({ io, config, logger });
+  } finally {
+    lock?.release();
+  }
+};
+
+async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'config'> & { logger: Logger }): Promise<number> {
   const store = await openStore(config, io, false);
   let amqp: Awaited<ReturnType<typeof connectServerTransport>> | null = null;
   let transport: ServerTransport | undefined;
@@ -36,4 +61,4 @@ export const run: Run = async ({ io, config }) => {
     await store.close();
   }
   return 0;
-};
+}
