@@ -184,8 +184,8 @@ ${table}
   starts first, so it is \`mesh.reports\`' single active consumer and holds the relay lease; B stands by. Four simulated
   nodes (\`src/lab/\`) report under load while declarations are POSTed through A's and B's APIs in turn; A is
   SIGKILLed, later restarted, and must then stand by. Time to recover is the larger of the ingest takeover (from the
-  SIGKILL until every report confirmed before it and one confirmed after it are stored) and the relay takeover (until
-  a declaration POSTed to B after the kill reaches its node). Every accepted declaration must reach its node, one
+  SIGKILL until every report confirmed before it and one confirmed after it are stored) and the relay takeover (until B
+  logs that it took the relay lease). Every accepted declaration must reach its node, one
   received twice only if it was recorded before the kill (the batch A had in flight), both APIs must answer the same
   \`/v1/nodes\` at the store's head, and \`converge replay --verify\` must agree with each engine's snapshot. Also in
   \`npm test\` (\`test/faults/twoEngines.fault.test.ts\`).
