@@ -279,7 +279,7 @@ export function explainLine(e: ExplainEntry): string {
     case 'started':
       return `${when}  started by ${e.startedBy}: spec ${short(e.specDigest)} to ${e.targets} node(s) (${describeSelection(e.selection)}), waves ${e.asGiven.waves} = ${e.waves.join(', ')} cumulative, failures allowed ${e.maxFailures} (${e.asGiven.maxFailures}), wave timeout ${ms(e.waveTimeoutMs)}${e.pauseMs > 0 ? `, pause ${ms(e.pauseMs)} between waves` : ''}`;
     case 'waveOpened': {
-      const nodes = `${e.to - e.from} node(s), targets ${e.from + 1}–${e.to}`;
+      const nodes = e.to - e.from === 1 ? `1 node, target ${e.to}` : `${e.to - e.from} nodes, targets ${e.from + 1}–${e.to}`;
       if (e.because === null) return `${when}  wave ${e.wave} opened (${nodes}): the first wave`;
       const b = e.because;
       const rest = [b.failed > 0 ? `${b.failed} failed within the budget` : '', b.superseded > 0 ? `${b.superseded} superseded` : '']
@@ -294,7 +294,8 @@ export function explainLine(e: ExplainEntry): string {
     case 'nodeDone':
       return `${when}  wave ${e.wave}: ${e.node} done: its report names ${short(e.digest)} (serial ${e.serial}, position ${e.position})${e.latencyMs === null ? '' : `, ${e.latencyMs} ms after the send`}`;
     case 'nodeFailed':
-      return `${when}  wave ${e.wave}: ${e.node} ${e.outcome}: ${e.detail}`;
+      // failureDetail names a refusal itself ("refused: …"); the other outcomes are named here.
+      return `${when}  wave ${e.wave}: ${e.node} ${e.detail.startsWith(`${e.outcome}:`) ? e.detail : `${e.outcome}: ${e.detail}`}`;
     case 'nodeSuperseded':
       return `${when}  wave ${e.wave}: ${e.node} superseded: serial ${e.by.serial} (${short(e.by.digest)}) was sent from elsewhere before it read ours`;
     case 'staleReport':

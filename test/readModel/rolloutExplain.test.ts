@@ -67,7 +67,7 @@ test('explain: when each wave opened and why, which report completed which node,
     assert.match(
       explainLine(second),
       new RegExp(
-        `wave 2 opened \\(2 node\\(s\\), targets 2–3\\) because 1 of 1 node\\(s\\) of wave 1 reported the digest this rollout sent them; the last, slow, reported ${(await r.digestSentTo('slow')).slice(0, 12)}`,
+        `wave 2 opened \\(2 nodes, targets 2–3\\) because 1 of 1 node\\(s\\) of wave 1 reported the digest this rollout sent them; the last, slow, reported ${(await r.digestSentTo('slow')).slice(0, 12)}`,
       ),
     );
     assert.match(explainLine(stale), /the clock rule would have counted it done, the digest rule keeps it pending/);

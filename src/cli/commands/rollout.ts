@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import { isTerminal } from '../../../projections/index.ts';
 import type { TargetSelection } from '../../../projections/index.ts';
@@ -33,7 +34,17 @@ export function parseDuration(flag: string, text: string): number {
   return Math.round(Number(m[1]) * unit);
 }
 
-const who = (ctx: Context): string => `cli ${ctx.io.env.USER ?? ctx.io.env.USERNAME ?? 'unknown'}`;
+function who(ctx: Context): string {
+  let user = ctx.io.env.USER ?? ctx.io.env.USERNAME;
+  if (user === undefined) {
+    try {
+      user = userInfo().username;
+    } catch {
+      user = 'unknown';
+    }
+  }
+  return `cli ${user}`;
+}
 const str = (v: string | boolean | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
 
 function selectionOf(values: Context['values']): TargetSelection {
