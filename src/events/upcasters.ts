@@ -1,6 +1,7 @@
 import { readDeclaration, specDigestOf } from '../declaration/index.ts';
 import { ConvergeError } from '../errors.ts';
 import { eventDataSchemas, eventTypes } from './events.ts';
+import { fastDecoders } from './fastDecode.ts';
 import { rolloutEventTypes } from './rollouts.ts';
 import type { RolloutEventType } from './rollouts.ts';
 import type { ConvergeEvent, ConvergeEventType } from './events.ts';
@@ -46,17 +47,32 @@ export const upcasters: Readonly<Record<ConvergeEventType, Upcasters>> = {
   ...bornAtV2,
 };
 
-export const isEventType = (t: string): t is ConvergeEventType => (eventTypes as readonly string[]).includes(t);
+const typeSet: ReadonlySet<string> = new Set(eventTypes);
+export const isEventType = (t: string): t is ConvergeEventType => typeSet.has(t);
 
 export const eventMetadata = (): Readonly<{ v: number }> => ({ v: currentVersion });
 
 /** Turn stored (type, data, metadata) back into a typed event, upcasting old shapes. */
 export function decodeEvent(type: string, data: unknown, metadata?: unknown): ConvergeEvent {
+  const d = decodeEventData(type, data, metadata);
+  return { type, data: d } as ConvergeEvent;
+}
+
+/**
+ * decodeEvent's data alone, for a store that builds its Recorded in one object. A current-version
+ * node event the engine wrote takes the fast check (fastDecode.ts) and comes back as the parsed
+ * object itself; anything else goes through the upcasters and zod, which name what is wrong.
+ */
+export function decodeEventData(type: string, data: unknown, metadata?: unknown): ConvergeEvent['data'] {
   if (!isEventType(type)) throw new ConvergeError('CONVERGE_ERR_EVENT_INVALID', `unknown event type ${JSON.stringify(type)}`);
   let v =
     typeof metadata === 'object' && metadata !== null && typeof (metadata as { v?: unknown }).v === 'number'
       ? (metadata as { v: number }).v
       : 1;
+  if (v === currentVersion) {
+    const fast = fastDecoders[type]?.(data);
+    if (fast !== undefined && fast !== null) return fast as ConvergeEvent['data'];
+  }
   if (v > currentVersion) {
     throw new ConvergeError(
       'CONVERGE_ERR_EVENT_INVALID',
@@ -76,5 +92,5 @@ export function decodeEvent(type: string, data: unknown, metadata?: unknown): Co
       `${type} does not match its schema: ${r.error.issues[0]?.path.join('.')} ${r.error.issues[0]?.message}`,
     );
   }
-  return { type, data: r.data } as ConvergeEvent;
+  return r.data as ConvergeEvent['data'];
 }

@@ -11,7 +11,8 @@ export const defaultMaxEventBytes = 1024 * 1024;
 export type EncodedEvent = Readonly<{ id: string; type: string; data: string; metadata: string }>;
 export type EncodedWrite = Readonly<{ stream: string; expected: ExpectedRevision; events: readonly EncodedEvent[] }>;
 
-const metadataJson = JSON.stringify(eventMetadata());
+/** The metadata text every event this version appends carries. */
+export const metadataJson = JSON.stringify(eventMetadata());
 
 /**
  * Serialise every event once, up front, so an oversized event or a repeated id rejects the whole
