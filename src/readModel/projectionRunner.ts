@@ -83,12 +83,15 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
 
   // DESIGN §7: the convergence histogram counts acknowledgements as they happen. While catching
   // up, the folded acknowledgements are history (already counted by whoever was live then).
-  readModel.onChange((c) => {
-    if (!ready || metrics === undefined) return;
-    const before = c.previous?.convergence.acknowledged ?? 0;
-    const latency = c.state.convergence.lastLatencyMs;
-    if (c.state.convergence.acknowledged > before && latency !== null) metrics.convergenceSeconds.observe(latency / 1000);
-  });
+  // Only with metrics to feed: a listener makes the read model build a change record per event,
+  // through the whole catch-up of a cold start too.
+  if (metrics !== undefined)
+    readModel.onChange((c) => {
+      if (!ready) return;
+      const before = c.previous?.convergence.acknowledged ?? 0;
+      const latency = c.state.convergence.lastLatencyMs;
+      if (c.state.convergence.acknowledged > before && latency !== null) metrics.convergenceSeconds.observe(latency / 1000);
+    });
 
   async function restore(): Promise<void> {
     const opts = options.snapshot;

@@ -143,8 +143,8 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       previous.convergence !== state.convergence ||
       previous.anomalies !== state.anomalies
     ) {
-      if (previous !== undefined) tally.remove(previous);
-      tally.add(state);
+      if (previous === undefined) tally.add(state);
+      else tally.replace(previous, state);
     }
     if (previous === undefined || previous.status !== state.status || previous.lastSeenAt !== state.lastSeenAt) {
       tracker.update(slot, state.node, state.status, state.lastSeenAt, clock());

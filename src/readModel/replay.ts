@@ -57,8 +57,13 @@ export function compareStates(expected: ReadonlyMap<string, NodeState>, actual: 
       continue;
     }
     for (const field of new Set([...Object.keys(e), ...Object.keys(a)])) {
-      const x = canonical((e as Record<string, unknown>)[field]);
-      const y = canonical((a as Record<string, unknown>)[field]);
+      const ev = (e as Record<string, unknown>)[field];
+      const av = (a as Record<string, unknown>)[field];
+      // The same value or the same shared object is no difference: only the rest is written out
+      // and compared as text (canonical for every field of every node was ~5% of a verify).
+      if (ev === av) continue;
+      const x = canonical(ev);
+      const y = canonical(av);
       if (x !== y) out.push({ node: a.node, field, expected: x ?? 'undefined', actual: y ?? 'undefined' });
     }
   }
