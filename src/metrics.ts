@@ -9,6 +9,7 @@ export type Metrics = Readonly<{
   ingestRejected: Counter<'reason'>;
   projectionLag: Gauge;
   projectionFailed: Gauge;
+  snapshotRejected: Counter<'reason'>;
   nodes: Gauge<'status' | 'liveness'>;
   convergenceSeconds: Histogram;
   relayPublished: Counter;
@@ -44,6 +45,13 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     projectionFailed: new Gauge({
       name: 'converge_projection_failed',
       help: '1 while projections are stopped on an event whose fold failed (the log names it); nothing after it is folded',
+      registers: [registry],
+    }),
+    // Issue 13 item 3: a snapshot that fails a check is not restored; the runner folds from zero.
+    snapshotRejected: new Counter({
+      name: 'converge_snapshot_rejected_total',
+      help: 'Read-model snapshots not used at start, by reason (format, fold-version, checksum, schema, truncated, other-store, inconsistent, cross-check, unreadable); the engine folded from zero',
+      labelNames: ['reason'],
       registers: [registry],
     }),
     nodes: new Gauge({

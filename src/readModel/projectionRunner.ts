@@ -6,8 +6,9 @@ import { createReadModel } from './readModel.ts';
 import type { FoldFailure, ReadModel } from './readModel.ts';
 import { createRolloutView } from './rollouts.ts';
 import type { RolloutView } from './rollouts.ts';
-import { foldVersion, readSnapshot, serializeSnapshot, snapshotFormat, writeSnapshotText } from './snapshot.ts';
-import type { Snapshot } from './snapshot.ts';
+import { foldVersion, readSnapshot, rejectionOf, snapshotFormat, snapshotRejected, writeSnapshot } from './snapshot.ts';
+import type { Snapshot, SnapshotRejection } from './snapshot.ts';
+import { checkConsistency, crossCheck } from './snapshotTrust.ts';
 
 // The projection runner (DESIGN §6): folds the store into the read model through one
 // subscription. The read model lives in memory, so the subscription's resume point is the
@@ -93,29 +94,41 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
       if (c.state.convergence.acknowledged > before && latency !== null) metrics.convergenceSeconds.observe(latency / 1000);
     });
 
+  /** Why a snapshot is not used, said once: a warn log with the reason (info for an expected upgrade) and the metric. */
+  function discard(path: string, err: unknown): void {
+    const reason: SnapshotRejection = rejectionOf(err);
+    metrics?.snapshotRejected.inc({ reason });
+    const message = err instanceof Error ? err.message : String(err);
+    // A snapshot of another format or fold is what an upgrade leaves: expected, not alarming.
+    const level = reason === 'format' || reason === 'fold-version' ? 'info' : 'warn';
+    log[level]({ path, reason, detail: message }, `snapshot not used (${reason}): folding from zero`);
+  }
+
   async function restore(): Promise<void> {
     const opts = options.snapshot;
     if (opts === undefined) return;
+    const t0 = performance.now();
     let snap: Snapshot | null;
     try {
       snap = await readSnapshot(opts.path);
+      if (snap === null) return;
+      if (snap.foldVersion !== foldVersion)
+        throw snapshotRejected('fold-version', `snapshot made by fold ${snap.foldVersion}; this engine folds version ${foldVersion}`);
+      // The event at the snapshot's position must be the one the snapshot saw: same store, same history.
+      let atPosition: string | undefined;
+      for await (const batch of store.readAll({ after: snap.position - 1n, limit: 1 })) {
+        atPosition = batch[0]?.position === snap.position ? batch[0].id : undefined;
+        break;
+      }
+      if (atPosition !== snap.eventId)
+        throw snapshotRejected(
+          'other-store',
+          `the event at position ${snap.position} is not ${snap.eventId}: the snapshot is of another store`,
+        );
+      checkConsistency(snap);
+      await crossCheck(store, snap);
     } catch (err) {
-      log.warn({ err, path: opts.path }, 'snapshot unreadable; folding from zero');
-      return;
-    }
-    if (snap === null) return;
-    if (snap.foldVersion !== foldVersion) {
-      log.info({ path: opts.path, snapshotFold: snap.foldVersion, foldVersion }, 'snapshot made by another fold; folding from zero');
-      return;
-    }
-    // The event at the snapshot's position must be the one the snapshot saw: same store, same history.
-    let atPosition: string | undefined;
-    for await (const batch of store.readAll({ after: snap.position - 1n, limit: 1 })) {
-      atPosition = batch[0]?.position === snap.position ? batch[0].id : undefined;
-      break;
-    }
-    if (atPosition !== snap.eventId) {
-      log.warn({ path: opts.path, position: snap.position.toString() }, 'snapshot does not match this store; folding from zero');
+      discard(opts.path, err);
       return;
     }
     readModel.restore(snap.states, snap.position);
@@ -123,7 +136,10 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     await rollouts.load(store, snap.position);
     lastSnapshotAt = snap.position;
     lastEventId = snap.eventId;
-    log.info({ path: opts.path, position: snap.position.toString(), nodes: snap.states.length }, 'restored read model from snapshot');
+    log.info(
+      { path: opts.path, position: snap.position.toString(), nodes: snap.states.length, ms: Math.round(performance.now() - t0) },
+      'restored read model from snapshot',
+    );
   }
 
   function snapshotNow(): Promise<void> {
@@ -133,18 +149,20 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     if (writing !== null) return writing;
     const eventId = lastEventId;
     if (eventId === null) return Promise.resolve();
-    // Serialised synchronously so the snapshot is exactly the model at `position`.
-    const text = serializeSnapshot({
+    // States are immutable values: the array taken now is the model at `position`, however far
+    // the fold moves while the writer encodes it a slice at a time (snapshot.ts).
+    const states = [...readModel.nodes()];
+    lastSnapshotAt = position;
+    const t0 = performance.now();
+    writing = writeSnapshot(opts.path, {
       format: snapshotFormat,
       foldVersion,
       position,
       eventId,
       writtenAt: new Date().toISOString(),
-      states: [...readModel.nodes()],
-    });
-    lastSnapshotAt = position;
-    writing = writeSnapshotText(opts.path, text)
-      .then(() => log.debug({ position: position.toString() }, 'snapshot written'))
+      states,
+    })
+      .then(({ bytes }) => log.debug({ position: position.toString(), bytes, ms: Math.round(performance.now() - t0) }, 'snapshot written'))
       .catch((err: unknown) => log.warn({ err, path: opts.path }, 'snapshot write failed; will retry at the next interval'))
       .finally(() => {
         writing = null;
