@@ -80,7 +80,10 @@ export const errorCodes = {
   CONVERGE_ERR_BODY_TOO_LARGE: { http: 413, summary: 'request body exceeds the size limit' },
   CONVERGE_ERR_URI_TOO_LONG: { http: 414, summary: 'a path segment of the request URL is longer than the limit' },
   CONVERGE_ERR_UNSUPPORTED_MEDIA_TYPE: { http: 415, summary: 'request body is not application/json' },
-  CONVERGE_ERR_SNAPSHOT_INVALID: { http: 500, summary: 'read-model snapshot file cannot be read or parsed' },
+  CONVERGE_ERR_SNAPSHOT_INVALID: {
+    http: 500,
+    summary: 'read-model snapshot file cannot be read, is of another format, or fails its checksum, schema or cross-check',
+  },
   CONVERGE_ERR_REPLAY_MISMATCH: { http: 500, summary: 'a replay from zero disagrees with the live read model or snapshot' },
   CONVERGE_ERR_USAGE: { http: 400, summary: 'command line is not valid (unknown flag, missing argument)' },
   CONVERGE_ERR_INTERNAL: { http: 500, summary: 'unexpected internal error' },
