@@ -9,6 +9,7 @@ import { hostileNodeFlood } from './floodScenario.ts';
 import { hostileHttp } from './hostileHttpScenario.ts';
 import { stuckIngestHealth } from './stuckIngestScenario.ts';
 import { clusterFailover } from './clusterFailoverScenario.ts';
+import { forgedSnapshot } from './forgedSnapshotScenario.ts';
 import { modelBased } from './modelScenario.ts';
 import { allScenarios, runScenario } from './scenarios.ts';
 import type { ScenarioResult } from './scenarios.ts';
@@ -26,6 +27,7 @@ const every = [
   ...allScenarios,
   hostileNodeFlood,
   stuckIngestHealth,
+  forgedSnapshot,
   hostileHttp,
   modelBased,
   tampering,
@@ -155,6 +157,15 @@ ${table}
   answer 503 \`CONVERGE_ERR_INGEST_FAILING\`, \`/healthz\` 200 with \`ingest.healthy: false\`, and \`/metrics\`
   \`converge_ingest_healthy 0\` with deliveries pending; after the remount to 64 MiB, ready again (time to recover: the
   remount until \`/readyz\` is 200) with every confirmed report stored once.
+- **forged snapshot** — \`test/faults/forgedSnapshotScenario.ts\` (issue 13 item 3): \`serve\`'s composition over RabbitMQ and
+  SQLite, a declaration to each of three nodes and 20 reports each over the broker; a clean stop writes the read-model
+  snapshot. The snapshot is then forged and the engine started on it, once per forgery: a node's report count raised
+  and the file resealed by the snapshot module's own writer (right header, matching sha256), the count made a string
+  (resealed), one byte changed without resealing, the file cut to 70%. Each must be refused for its reason
+  (\`converge_snapshot_rejected_total{reason}\`: cross-check, schema, checksum, truncated), the engine must fold from
+  zero and serve the store's truth (replay = live; the node's \`reports\` over HTTP = the store's), and the honest
+  snapshot written at the next stop must be restored. Here **hostile tried** counts the forgeries; time to recover is
+  the slowest start on a forged snapshot.
 - **hostile HTTP clients** — \`test/faults/hostileHttpScenario.ts\` (issue 13 items 5 and 8): while two nodes report over
   the broker, the engine's HTTP API (\`src/api/\`, tokens configured) is hit by eight clients that, without a valid token,
   push 4 MiB declaration bodies as fast as their sockets take them, for 3 s, and by one each of: a declaration over the
