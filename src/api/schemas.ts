@@ -328,6 +328,10 @@ export const waveCounts = named(
     size: count,
     startedAt: iso.nullable(),
     completedAt: iso.nullable(),
+    recorded: z
+      .object({ done: count, failed: count, superseded: count })
+      .nullable()
+      .describe('what the wave recorded when it completed (nodes behind at its timeout among the failures); null while open'),
     deadline: iso.nullable().describe('when pending nodes count as failures (timeout); null until every node of the wave was sent to'),
     unsent: count,
     pending: count.describe('sent, and its latest report does not name our digest yet (a stale report leaves it pending)'),

@@ -307,7 +307,7 @@ export function explainLine(e: ExplainEntry): string {
     case 'resumed':
       return `${when}  resumed by ${e.by}`;
     case 'halted':
-      return `${when}  halted in wave ${e.wave}: ${e.failures} failure(s) over the budget of ${e.maxFailures} (${e.failed.map((f) => `${f.node} ${f.reason}: ${f.detail}`).join('; ')})`;
+      return `${when}  halted in wave ${e.wave}: ${e.failures} failure(s) over the budget of ${e.maxFailures} (${e.failed.map((f) => `${f.node} ${f.detail.startsWith(`${f.reason}:`) ? f.detail : `${f.reason}: ${f.detail}`}`).join('; ')})`;
     case 'completed':
       return `${when}  completed: ${e.done} done, ${e.failed} failed, ${e.superseded} superseded`;
     case 'aborted':

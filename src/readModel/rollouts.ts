@@ -40,6 +40,8 @@ export type WaveCounts = Readonly<{
   size: number;
   startedAt: string | null;
   completedAt: string | null;
+  /** What WaveCompleted recorded when the wave completed (its timeouts among the failures); null while open. */
+  recorded: Readonly<{ done: number; failed: number; superseded: number }> | null;
   /** When the wave's timeout turns its pending nodes into failures (null: not all sent yet, or completed). */
   deadline: string | null;
   unsent: number;
@@ -257,6 +259,7 @@ export function createRolloutView(readModel: ReadModel): RolloutView {
         size,
         startedAt: w.startedAt,
         completedAt: w.completed?.completedAt ?? null,
+        recorded: w.completed === null ? null : { done: w.completed.done, failed: w.completed.failed, superseded: w.completed.superseded },
         deadline: deadline === null ? null : new Date(deadline).toISOString(),
         unsent: Math.max(0, size - settled),
         pending: c.pending,

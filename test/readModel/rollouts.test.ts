@@ -111,6 +111,13 @@ test('a stale report leaves the node pending in the view; the matching one makes
     assert.equal(s?.status, 'completed');
     assert.deepEqual(s?.totals, { unsent: 0, pending: 0, done: 2, failed: 0, superseded: 0 });
     assert.deepEqual(s?.eta, { remaining: 0, ms: null, at: null });
+    assert.deepEqual(
+      s?.waves.map((w) => w.recorded),
+      [
+        { done: 1, failed: 0, superseded: 0 },
+        { done: 1, failed: 0, superseded: 0 },
+      ],
+    );
     assert.equal(s?.convergence.samples, 2);
   } finally {
     await t.close();

@@ -58,7 +58,7 @@ export function rolloutDetail(r: RolloutSummary, failing: readonly RolloutNode[]
     String(w.superseded),
     String(w.unsent),
     w.completedAt !== null
-      ? `completed ${w.completedAt}`
+      ? `completed ${w.completedAt}${w.recorded === null ? '' : ` (then ${w.recorded.done} done, ${w.recorded.failed} failed, ${w.recorded.superseded} superseded)`}`
       : w.startedAt === null
         ? 'waiting'
         : w.deadline === null

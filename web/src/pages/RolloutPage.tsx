@@ -205,7 +205,7 @@ export function RolloutPage({ id, url }: { id: string; url: URL }) {
                   <StackedBar
                     title={`Wave ${w.wave}: ${count(w.size)} node(s), ${
                       w.completedAt !== null
-                        ? `completed ${time(w.completedAt)}`
+                        ? `completed ${time(w.completedAt)}${w.recorded === null ? '' : ` (then ${w.recorded.done} done, ${w.recorded.failed} failed)`}`
                         : w.startedAt === null
                           ? 'waiting'
                           : w.deadline === null
