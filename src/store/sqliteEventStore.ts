@@ -68,6 +68,9 @@ CREATE TABLE checkpoints (
  * index and ingest pays nothing for it. Issue 10: the relay read and decoded every event to find
  * the rare DeclarationSent, ~20–30 µs of each report's cost in `serve`.
  */
+/** Below this many events a stream prefix is read through the stream index (readAll). */
+const rarePrefixRows = 10_000;
+
 const indexedTypes: ReadonlySet<string> = new Set(['DeclarationSent']);
 
 /** migrations[v] turns a version-v file into version v+1, inside one transaction. */
@@ -185,6 +188,15 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       .prepare(`SELECT ${cols} FROM events WHERE position > ? AND position <= ? AND substr(stream, 1, ?) = ? ORDER BY position LIMIT ?`)
       .raw()
       .safeIntegers(),
+    // A prefix few events carry (`rollout-`: a handful of rollouts beside 100,000 node streams) is read
+    // through the (stream, revision) index and sorted, instead of scanning the log for it: at 500,000
+    // events that scan took 0.3–0.6 s of every warm start. `prefixCount` tells which prefix is rare,
+    // reading at most rarePrefixRows index entries.
+    afterPrefixByStream: conn
+      .prepare(`SELECT ${cols} FROM events WHERE stream >= ? AND stream < ? AND +position > ? ORDER BY +position LIMIT ?`)
+      .raw()
+      .safeIntegers(),
+    prefixCount: conn.prepare('SELECT count(*) FROM (SELECT 1 FROM events WHERE stream >= ? AND stream < ? LIMIT ?)').pluck(),
     head: conn.prepare('SELECT max(position) FROM events').pluck().safeIntegers(),
     getCheckpoint: conn.prepare('SELECT position FROM checkpoints WHERE name = ?').pluck().safeIntegers(),
     setCheckpoint: conn.prepare(
@@ -405,6 +417,10 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       let after = opts.after ?? 0n;
       let left = opts.limit ?? Number.MAX_SAFE_INTEGER;
       const prefix = opts.streamPrefix;
+      // The streams with this prefix are those in [prefix, prefixEnd) in the index's byte order.
+      const last = prefix === undefined || prefix === '' ? 0x80 : prefix.charCodeAt(prefix.length - 1);
+      const prefixEnd = prefix !== undefined && last < 0x7f ? prefix.slice(0, -1) + String.fromCharCode(last + 1) : null;
+      let rare: boolean | null = null;
       while (left > 0) {
         open();
         const n = Math.min(left, readBatchSize);
@@ -412,6 +428,10 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
         try {
           if (prefix === undefined) {
             batch = decodeUpTo(q.after.iterate(after, n)).events;
+            if (batch.length === 0) return;
+            after = batch[batch.length - 1]!.position;
+          } else if (prefixEnd !== null && (rare ??= (q.prefixCount.get(prefix, prefixEnd, rarePrefixRows) as number) < rarePrefixRows)) {
+            batch = decodeUpTo(q.afterPrefixByStream.iterate(prefix, prefixEnd, after, n)).events;
             if (batch.length === 0) return;
             after = batch[batch.length - 1]!.position;
           } else {

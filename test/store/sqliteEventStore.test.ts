@@ -7,7 +7,7 @@ import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { isConvergeError } from '../../src/errors.ts';
-import { makeAliveSeen, makeReportReceived, streamOf } from '../../src/events/index.ts';
+import { makeAliveSeen, makeReportReceived, makeRolloutEvent, streamOf } from '../../src/events/index.ts';
 import type { Recorded } from '../../src/events/index.ts';
 import { createSqliteEventStore, sqliteSchemaVersion } from '../../src/store/sqliteEventStore.ts';
 import { openEventStore } from '../../src/store/index.ts';
@@ -327,4 +327,48 @@ test('a subscription catching up gives the event loop a turn between batches', a
   for (let i = 1; i < seen.length; i++)
     assert.ok(seen[i]! > seen[i - 1]!, `timers ran between batch ${i} and ${i + 1}: ${seen.join(', ')}`);
   await store.close();
+});
+
+test('readAll by stream prefix: a rare prefix (read through the stream index) and a common one (a scan) give the same events in position order', async () => {
+  const store = createSqliteEventStore(fresh());
+  try {
+    const alives = (from: number, count: number) =>
+      Array.from({ length: count }, (_, i) => ({
+        stream: streamOf(`n${(from + i) % 3_000}`),
+        expected: 'any' as const,
+        events: [makeAliveSeen({ node: `n${(from + i) % 3_000}` }, new Date(Date.UTC(2026, 10, 30, 10, 0, 0, from + i)))],
+      }));
+    const paused = (rollout: string, revision: bigint) =>
+      makeRolloutEvent('RolloutPaused', { rollout, by: 'op', reason: 'test', at: '2026-11-30T10:00:00.000Z' }, { revision });
+    // More node events than the rare-prefix threshold (10,000), with rollout events among them.
+    await store.append(alives(0, 6_000));
+    await store.append([{ stream: 'rollout-a', expected: 'any', events: [paused('a', 0n)] }]);
+    await store.append([{ stream: 'rollout-b', expected: 'any', events: [paused('b', 0n)] }]);
+    await store.append(alives(6_000, 6_000));
+    await store.append([{ stream: 'rollout-a', expected: 'any', events: [paused('a', 1n)] }]);
+    const all: Recorded[] = [];
+    for await (const batch of store.readAll()) all.push(...batch);
+    const read = async (opts: Parameters<typeof store.readAll>[0]): Promise<Recorded[]> => {
+      const out: Recorded[] = [];
+      for await (const batch of store.readAll(opts)) out.push(...batch);
+      return out;
+    };
+    const positions = (es: readonly Recorded[]) => es.map((e) => e.position);
+    const expect = (prefix: string, after = 0n) => positions(all.filter((e) => e.stream.startsWith(prefix) && e.position > after));
+
+    const rollouts = await read({ streamPrefix: 'rollout-' });
+    assert.equal(rollouts.length, 3);
+    assert.deepEqual(positions(rollouts), expect('rollout-'));
+    assert.deepEqual(
+      positions(await read({ streamPrefix: 'rollout-', after: rollouts[0]!.position })),
+      expect('rollout-', rollouts[0]!.position),
+    );
+    assert.deepEqual(positions(await read({ streamPrefix: 'rollout-a' })), expect('rollout-a'));
+    assert.deepEqual(positions(await read({ streamPrefix: 'node-' })), expect('node-'));
+    assert.deepEqual(positions(await read({ streamPrefix: 'node-n12' })), expect('node-n12'), 'a rare prefix among node streams');
+    assert.deepEqual(positions(await read({ streamPrefix: 'rollout-', limit: 2 })), expect('rollout-').slice(0, 2));
+    assert.deepEqual(await read({ streamPrefix: 'nothing-' }), []);
+  } finally {
+    await store.close();
+  }
 });
