@@ -29,6 +29,15 @@ export type RolloutCommands = Readonly<{
   resume: (id: string, by: Readonly<{ by: string }>) => Promise<RolloutState>;
   abort: (id: string, by: Readonly<{ by: string; reason: string }>) => Promise<RolloutState>;
 }>;
+/** Many nodes in one store transaction (issue 14 §6); each node's outcome of its own, in order. */
+export type SendDeclarations = (items: readonly Readonly<{ node: string; resources: readonly Resource[] }>[]) => Promise<
+  Readonly<{
+    outcomes: readonly (
+      | Readonly<{ node: string; ok: true; digest: string; serial: number }>
+      | Readonly<{ node: string; ok: false; code: string; message: string }>
+    )[];
+  }>
+>;
 
 export type ProjectionStatus = Readonly<{
   isReady: () => boolean;
@@ -64,6 +73,7 @@ export type ApiDeps = Readonly<{
   rollouts?: RolloutView;
   /** Start, pause, resume, abort a rollout; absent: those routes answer 500 (no signing key, no store to write). */
   rolloutCommands?: RolloutCommands;
+  sendMany?: SendDeclarations;
   metrics?: Metrics;
   /** Exact in-memory last-seen time kept by the ingest (DESIGN §2); the newer of it and the fold's wins. */
   lastSeen?: (node: string) => Date | string | null | undefined;

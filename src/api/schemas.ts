@@ -154,6 +154,34 @@ export const declarationAccepted = named(
   'Recorded in the store (the outbox) and queued for the relay',
 );
 
+/** POST /v1/declarations (issue 14 §6): many nodes in one store transaction. */
+export const maxBatchDeclarations = 1_000;
+export const declarationBatchBody = named(
+  'DeclarationBatch',
+  z
+    .array(z.object({ node: z.string().min(1).max(maxNodeIdLength), resources: z.array(resource).max(10_000) }))
+    .min(1)
+    .max(maxBatchDeclarations),
+  'Declarations for many nodes, recorded in one store transaction; each node at most once',
+);
+export const declarationBatchAccepted = named(
+  'DeclarationBatchAccepted',
+  z.object({
+    sent: z.number().int().describe('nodes whose declaration was recorded'),
+    refused: z.number().int().describe('nodes refused (their own code and message below); nothing was recorded for them'),
+    results: z
+      .array(
+        z.union([
+          z.object({ node: z.string(), ok: z.literal(true), digest, serial: z.number().int().min(1) }),
+          z.object({ node: z.string(), ok: z.literal(false), code: z.string(), message: z.string() }),
+        ]),
+      )
+      .readonly()
+      .describe('one per item, in the order given'),
+  }),
+  'What became of each node: recorded and queued for the relay, or refused',
+);
+
 export const fleet = named(
   'Fleet',
   z.object({

@@ -13,6 +13,8 @@ import type { NodeLink } from '../transport/port.ts';
 import { assertTopology, nodeTopology } from '../transport/topology.ts';
 import { connectServerTransport } from './amqp.ts';
 import type { Config } from './config.ts';
+import { startRollout } from '../engine/rolloutCommands.ts';
+import type { StartedRollout } from '../engine/rolloutCommands.ts';
 import { createServer } from './server.ts';
 import type { Server, ServerTransport } from './server.ts';
 
@@ -46,11 +48,23 @@ export type Demo = Readonly<{
   start: () => Promise<string>;
   /** Send round `round` to every node (the silent node goes quiet after round 2). */
   sendRound: (round: number) => Promise<void>;
+  /**
+   * Roll round `round`'s spec out to the whole fleet in waves instead (issue 14): the engine's
+   * driver sends each wave once the one before has read its declaration, and halts on the
+   * refusing node and the degraded one when they exceed the failure budget.
+   */
+  rollout: (round: number, plan?: Readonly<{ waves?: string; maxFailures?: string; waveTimeoutMs?: number }>) => Promise<StartedRollout>;
   summary: () => DemoSummary;
   /** The silent node's status and liveness, for the last line. */
   silentState: () => { status: NodeStatus; liveness: LivenessState } | null;
   stop: () => Promise<void>;
 }>;
+
+/** What round `round` sends every node. */
+const roundSpec = (round: number) => [
+  { id: 'web', image: `registry.local/web:${round}` },
+  { id: 'sidecar', image: 'registry.local/envoy:1' },
+];
 
 /** Node ids of a demo fleet: node-001, node-002, … */
 export const demoNodeIds = (count: number): string[] => Array.from({ length: count }, (_, i) => `node-${String(i + 1).padStart(3, '0')}`);
@@ -129,15 +143,21 @@ export async function createDemo(options: DemoOptions): Promise<Demo> {
       return url;
     },
     async sendRound(round) {
-      await Promise.all(
-        ids.map((id) =>
-          send(id, [
-            { id: 'web', image: `registry.local/web:${round}` },
-            { id: 'sidecar', image: 'registry.local/envoy:1' },
-          ]),
-        ),
-      );
+      await Promise.all(ids.map((id) => send(id, roundSpec(round))));
       if (round === 2) nodes[ids.indexOf(cast.silent)]!.setSilent(true);
+    },
+    async rollout(round, plan = {}) {
+      const started = await startRollout(server.rolloutDeps, {
+        rollout: `demo-round-${round}-${Date.now().toString(36)}`,
+        resources: roundSpec(round),
+        selection: { kind: 'all' },
+        waves: plan.waves ?? '1,10%,50%,100%',
+        maxFailures: plan.maxFailures ?? '1',
+        waveTimeoutMs: plan.waveTimeoutMs ?? Math.max(10_000, intervalMs * 4),
+        startedBy: 'demo',
+      });
+      server.rollouts?.wake();
+      return started;
     },
     summary() {
       const states = [...server.runner.readModel.nodes()].map((s) => withExactLastSeen(s, exact(s.node)));

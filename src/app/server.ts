@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from '../api/buildApp.ts';
-import type { RolloutCommands, SendDeclaration } from '../api/deps.ts';
+import type { RolloutCommands, SendDeclaration, SendDeclarations } from '../api/deps.ts';
 import type { SigningKey } from '../declaration/index.ts';
 import { ConvergeError } from '../errors.ts';
 import type { EventStore } from '../store/index.ts';
@@ -17,6 +17,10 @@ import { createRelay } from '../engine/relay.ts';
 import type { Relay } from '../engine/relay.ts';
 import { createSender } from '../engine/send.ts';
 import { abortRollout, pauseRollout, resumeRollout, startRollout } from '../engine/rolloutCommands.ts';
+import type { LoadNode } from '../engine/send.ts';
+import { createBatchSender } from '../engine/sendBatch.ts';
+import { createRolloutDriver } from '../engine/rolloutDriver.ts';
+import type { RolloutDriver } from '../engine/rolloutDriver.ts';
 import type { StartRolloutDeps } from '../engine/rolloutCommands.ts';
 import { findDashboardDir } from './dashboardDir.ts';
 
@@ -48,6 +52,12 @@ export type Server = Readonly<{
   ingest: Ingest | null;
   relay: Relay | null;
   send: SendDeclaration | null;
+  /** Many nodes in one store transaction (POST /v1/declarations); null without a signing key. */
+  sendMany: SendDeclarations | null;
+  /** The rollout driver (issue 14): null without a signing key, and under --role api (another engine drives). */
+  rollouts: RolloutDriver | null;
+  /** What the rollout commands (src/engine/rolloutCommands.ts) need from this engine. */
+  rolloutDeps: StartRolloutDeps;
   /** Whether / serves the dashboard (it is served only once `npm run build` has built it). */
   dashboard: boolean;
   /** Start everything and listen; resolves with the API's URL once the socket is open. */
@@ -77,16 +87,38 @@ export function createServer(options: ServerOptions): Server {
     ...(options.now === undefined ? {} : { now: options.now }),
   });
   const key = options.key === undefined ? config.signingKey : options.key;
-  const sender =
-    key === null
+  // The read model already holds each node's revision, carried ports and latest send; the
+  // senders fall back to the store itself when they lost a race.
+  const loadNode: LoadNode = async (node) => runner.readModel.get(node) ?? { revision: -1n, carried: [], sent: null };
+  const clock = options.now === undefined ? () => new Date() : () => new Date(options.now!());
+  const sender = key === null ? null : createSender({ store, key, loadNode });
+  const batchSender = key === null ? null : createBatchSender({ store, key, loadNode, now: clock });
+  const sendMany: SendDeclarations | null =
+    batchSender === null
       ? null
-      : createSender({
+      : async (items) => {
+          const r = await batchSender.sendMany(items);
+          const sent = r.outcomes.filter((o) => o.ok).length;
+          if (sent > 0) metrics.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
+          return r;
+        };
+  // Issue 14: rollouts are driven where declarations are sent from, once per store (its lease);
+  // an engine serving only the API (--role api) leaves them to the others.
+  const rollouts =
+    key === null || config.role === 'api'
+      ? null
+      : createRolloutDriver({
           store,
           key,
-          // The read model already holds each node's revision, carried ports and latest send;
-          // the sender falls back to the store itself when it lost a race.
-          loadNode: async (node) => runner.readModel.get(node) ?? { revision: -1n, carried: [], sent: null },
+          logger,
+          metrics,
+          now: clock,
+          loadNode,
+          nodeOf: (node) => runner.readModel.get(node),
+          readModelPosition: () => runner.readModel.position(),
+          onNodeChange: (listener) => runner.readModel.onChange((c) => listener(c.node)),
         });
+  const rolloutDeps: StartRolloutDeps = { store, now: clock, nodeStates: () => runner.readModel.nodes() };
   const send: SendDeclaration | null =
     sender === null
       ? null
@@ -116,11 +148,7 @@ export function createServer(options: ServerOptions): Server {
     dashboardDir,
     readModel: runner.readModel,
     rollouts: runner.rollouts,
-    rolloutCommands: rolloutCommandsOn({
-      store,
-      now: () => new Date((options.now ?? Date.now)()),
-      nodeStates: () => runner.readModel.nodes(),
-    }),
+    rolloutCommands: rolloutCommandsOn(rolloutDeps),
     store,
     logger,
     tokens: config.apiTokens,
@@ -148,6 +176,16 @@ export function createServer(options: ServerOptions): Server {
           },
         }
       : { send }),
+    ...(sendMany === null
+      ? {
+          sendMany: async () => {
+            throw new ConvergeError(
+              'CONVERGE_ERR_CONFIG_INVALID',
+              'this engine has no signing key: set --signing-key or CONVERGE_SIGNING_KEY',
+            );
+          },
+        }
+      : { sendMany }),
     ...(ingest === null ? {} : { lastSeen: (node: string) => ingest.lastSeenAt(node) }),
     ...(options.now === undefined ? {} : { now: options.now }),
   });
@@ -161,11 +199,20 @@ export function createServer(options: ServerOptions): Server {
     ingest,
     relay,
     send,
+    sendMany,
+    rollouts,
+    rolloutDeps,
     dashboard: dashboardDir !== null,
     async start() {
       started = true;
       await runner.start();
       relay?.start();
+      // The driver judges waves by the read model, so it starts once that has caught up.
+      if (rollouts !== null)
+        void runner.caughtUp().then(
+          () => started && rollouts.start(),
+          () => undefined,
+        );
       await ingest?.start();
       const url = await app.listen({ port: config.port, host: config.host });
       logger.info(
@@ -185,6 +232,7 @@ export function createServer(options: ServerOptions): Server {
       if (!started) return;
       started = false;
       await app.close();
+      await rollouts?.stop();
       await ingest?.stop();
       await relay?.stop();
       await runner.writeSnapshot();

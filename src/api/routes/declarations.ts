@@ -8,6 +8,7 @@ import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 
 // DESIGN §7: POST a declaration; it is signed, recorded in the store (the outbox) and relayed.
+// Issue 14 §6: POST many, one per node, recorded in one store transaction.
 
 export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps }) => {
   app.post(
@@ -34,6 +35,34 @@ export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app
       await waitForSend(deps.readModel, params.node, r.serial, deps.sendVisibleMs ?? 5_000);
       reply.code(202).header('location', `/v1/nodes/${encodeURIComponent(params.node)}`);
       return { node: params.node, digest: r.digest, serial: r.serial };
+    },
+  );
+
+  app.post(
+    '/v1/declarations',
+    {
+      ...route('send', 'api', {
+        operationId: 'sendDeclarations',
+        summary: 'Sign and record declarations for many nodes in one store transaction',
+        body: s.declarationBatchBody,
+        response: {
+          202: json('every item answered: recorded and queued for its node, or refused with its own code', s.declarationBatchAccepted),
+        },
+      }),
+      // Up to maxBatchDeclarations specs; each must still fit one event (the store refuses the call otherwise).
+      bodyLimit: Math.max(deps.maxEventBytes ?? defaultMaxEventBytes, 16 * 1024 * 1024),
+    },
+    async ({ body }, reply) => {
+      const sendMany = deps.sendMany;
+      if (sendMany === undefined) throw new ConvergeError('CONVERGE_ERR_INTERNAL', 'this API instance has no sender configured');
+      const { outcomes } = await sendMany(body);
+      // Read-your-writes, as for one node: the batch is one append, so once its last declaration
+      // is folded every one before it is too.
+      const last = outcomes.findLast((o) => o.ok);
+      if (last !== undefined && last.ok) await waitForSend(deps.readModel, last.node, last.serial, deps.sendVisibleMs ?? 5_000);
+      const sent = outcomes.filter((o) => o.ok).length;
+      reply.code(202);
+      return { sent, refused: outcomes.length - sent, results: outcomes };
     },
   );
 };

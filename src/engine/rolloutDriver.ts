@@ -1,0 +1,370 @@
+import type { Logger } from 'pino';
+import { decide, eventOfDecision, foldRollout, foldRolloutEvents, isTerminal, waveProgress } from '../../projections/index.ts';
+import type { Decision, NodeState, RolloutState, WaveProgress } from '../../projections/index.ts';
+import type { SigningKey } from '../declaration/index.ts';
+import { isConvergeError } from '../errors.ts';
+import { listLimit, makeRolloutEvent, rolloutEventTypes, rolloutOfStream, rolloutStreamOf } from '../events/index.ts';
+import type { Recorded, RolloutEvent } from '../events/index.ts';
+import type { Metrics } from '../metrics.ts';
+import { sleep } from '../retry.ts';
+import type { EventStore, Subscription } from '../store/port.ts';
+import { createBatchSender } from './sendBatch.ts';
+import type { BatchSender } from './sendBatch.ts';
+import type { LoadNode } from './send.ts';
+
+// Issue 14 §2: the rollout driver, a process manager. It keeps no state of its own that a
+// restart could lose: each rollout is the fold of its stream (projections/rollout.ts), read
+// from the store before every decision, and how the open wave's nodes stand is the read
+// model's node fold. It asks `decide` what to do, records the answer in the rollout's stream
+// at the revision it decided on, and asks again once that is folded:
+//
+//   - every event it writes has a deterministic id (src/events/makeRollout.ts) and expects the
+//     revision it was decided at, so two drivers (or a driver and an operator's pause) taking
+//     decisions on one view cannot both record theirs: the loser reads again and decides again;
+//   - a wave's sends and the RolloutSent that lists them are one append call (sendBatch.ts);
+//     after a crash the fold says what was sent, and a send retried from a stale view keeps the
+//     first (its id names the rollout and the node, not the serial);
+//   - a decision that only a timeout allows (a wave completed or halted with nodes still behind)
+//     is taken only once the read model has folded everything the store held when deciding,
+//     so a report already stored is never counted as missing.
+//
+// One driver acts at a time: on a store several engines share it holds the store's
+// `rollouts` lease (as the relay holds `relay`); SQLite is one engine's.
+
+export type RolloutDriverOptions = Readonly<{
+  store: EventStore;
+  key: SigningKey;
+  logger: Logger;
+  /** Node states as the read model folds them. */
+  nodeOf: (node: string) => NodeState | undefined;
+  /** The read model's position, so a timeout is judged only on what the store held (null: nothing folded). */
+  readModelPosition?: () => bigint | null;
+  /** Hear that a node's state changed, to decide again at once (the read model's onChange). */
+  onNodeChange?: (listener: (node: string) => void) => () => void;
+  /** How a wave's nodes stand; default: computed over the wave from `nodeOf` (projections/rollout.ts). */
+  progress?: (s: RolloutState, wave: number) => WaveProgress | null;
+  /** Node revisions, carried ports and latest serials for sends; default: from `nodeOf`, the store when that lags. */
+  loadNode?: LoadNode;
+  now?: () => Date;
+  metrics?: Metrics;
+  /** Nodes sent per append call (and per RolloutSent), at most listLimit. */
+  batchSize?: number;
+  /** Decide again at least this often while a rollout is running (ms). */
+  pollMs?: number;
+  /** At least this long between two rounds of decisions, so a flood of node changes is coalesced (ms). */
+  minIntervalMs?: number;
+  /** Called with each decision recorded (tests, logs). */
+  onDecision?: (rollout: string, decision: Exclude<Decision, { kind: 'wait' }>) => void;
+}>;
+
+export type RolloutDriver = Readonly<{
+  start: () => void;
+  stop: () => Promise<void>;
+  /** Whether this engine is the one driving (it holds the lease, or the store has none). */
+  active: () => boolean;
+  /** Decide again now (after a command was recorded, say). */
+  wake: () => void;
+  /** Rollouts not finished, as the driver folded them last. */
+  running: () => readonly RolloutState[];
+  /** Resolves once a whole round of decisions that began after this call has ended (tests, the bench). */
+  nextRound: () => Promise<void>;
+}>;
+
+/** Checkpoint below which every rollout has finished: a restart looks for rollouts from here. */
+export const rolloutDriverCheckpoint = 'rollout-driver';
+
+export function createRolloutDriver(options: RolloutDriverOptions): RolloutDriver {
+  const { store, nodeOf } = options;
+  const logger = options.logger.child({ component: 'rollout-driver' });
+  const now = options.now ?? (() => new Date());
+  const batchSize = Math.max(1, Math.min(options.batchSize ?? 500, listLimit));
+  const pollMs = options.pollMs ?? 1_000;
+  const minIntervalMs = options.minIntervalMs ?? 20;
+  const progressOf = options.progress ?? ((s: RolloutState, wave: number) => waveProgress(s, wave, nodeOf, listLimit));
+  const sender: BatchSender = createBatchSender({
+    store,
+    key: options.key,
+    now,
+    loadNode:
+      options.loadNode ??
+      (async (node) => {
+        const s = nodeOf(node);
+        return s === undefined ? { revision: -1n, carried: [], sent: null } : s;
+      }),
+  });
+
+  /** Rollouts to drive, by id: their fold (null until first read) and where their stream starts. */
+  const rollouts = new Map<string, { state: RolloutState | null; startedAt: bigint }>();
+  let running = false;
+  let leased = false;
+  let sub: Subscription | null = null;
+  let loop: Promise<void> | null = null;
+  let abort: AbortController | null = null;
+  let wakeUp: (() => void) | null = null;
+  let woken = false;
+  let unlisten: (() => void) | null = null;
+  let savedLow: bigint | null = null;
+  let rounds = 0;
+  /** The round under way: rounds ended before it began. */
+  let started = 0;
+  let roundWaiters: { after: number; resolve: () => void }[] = [];
+
+  const wake = (): void => {
+    woken = true;
+    const w = wakeUp;
+    wakeUp = null;
+    w?.();
+  };
+
+  /** Read what the stream holds past the fold, and fold it. */
+  async function refresh(id: string, s: RolloutState | null): Promise<RolloutState | null> {
+    const events = (await store.readStream(
+      rolloutStreamOf(id),
+      s === null ? {} : { fromRevision: s.revision + 1n },
+    )) as Recorded<RolloutEvent>[];
+    if (s === null) return foldRolloutEvents(events);
+    let next = s;
+    for (const e of events) next = foldRollout(next, e);
+    return next;
+  }
+
+  /** Whether the read model has folded everything the store holds now (waiting a little for it). */
+  async function readModelCurrent(): Promise<boolean> {
+    const position = options.readModelPosition;
+    if (position === undefined) return true;
+    const head = await store.headPosition();
+    if (head === null) return true;
+    for (let i = 0; i < 50; i++) {
+      if ((position() ?? -1n) >= head) return true;
+      await sleep(10);
+    }
+    return false;
+  }
+
+  /** Carry out one decision; resolves once it is recorded (or another writer's record made it moot). */
+  async function act(s: RolloutState, d: Exclude<Decision, { kind: 'wait' }>): Promise<void> {
+    const stream = rolloutStreamOf(s.id);
+    try {
+      if (d.kind === 'send') {
+        const nodes = d.nodes.slice(0, batchSize);
+        const resources = s.started.resources;
+        const at = now();
+        await sender.sendMany(
+          nodes.map((node) => ({ node, resources })),
+          {
+            rollout: { id: s.id, wave: d.wave },
+            now: at,
+            extra: (sent, refused) => [
+              {
+                stream,
+                expected: s.revision,
+                events: [
+                  makeRolloutEvent(
+                    'RolloutSent',
+                    {
+                      rollout: s.id,
+                      wave: d.wave,
+                      sends: sent.map((x) => ({ node: x.node, serial: x.serial, digest: x.digest })),
+                      skipped: refused.map((x) => ({ node: x.node, code: x.ok ? '' : x.code, reason: x.ok ? '' : x.message })),
+                      sentAt: at.toISOString(),
+                    },
+                    { revision: s.revision },
+                  ),
+                ],
+              },
+            ],
+          },
+        );
+        options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, nodes.length);
+        options.metrics?.eventsAppended.inc({ type: 'RolloutSent' });
+      } else {
+        const event = eventOfDecision(s, d, now().toISOString());
+        await store.append([{ stream, expected: s.revision, events: [event] }]);
+        options.metrics?.eventsAppended.inc({ type: event.type });
+      }
+      options.onDecision?.(s.id, d);
+      logger.info(
+        {
+          rollout: s.id,
+          decision: d.kind,
+          ...('wave' in d ? { wave: d.wave } : {}),
+          ...(d.kind === 'send' ? { nodes: Math.min(d.nodes.length, batchSize) } : {}),
+        },
+        'rollout decision recorded',
+      );
+    } catch (err) {
+      // The stream moved since the fold (an operator's pause, another driver): read and decide again.
+      if (isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION') && err.details?.['stream'] === stream) return;
+      throw err;
+    }
+  }
+
+  /** Drive one rollout as far as it goes now; resolves with when to look again (null: on an event). */
+  async function step(id: string): Promise<number | null> {
+    const entry = rollouts.get(id);
+    if (entry === undefined) return null;
+    for (let round = 0; round < 1_000 && running && leased; round++) {
+      const s = await refresh(id, entry.state);
+      entry.state = s;
+      if (s === null) return null;
+      if (isTerminal(s.status)) {
+        rollouts.delete(id);
+        return null;
+      }
+      const progress = s.current === 0 ? null : progressOf(s, s.current);
+      const nowMs = now().getTime();
+      const d = decide(s, progress, nowMs, listLimit);
+      if (d.kind === 'wait') return d.untilMs;
+      if ((d.kind === 'completeWave' || d.kind === 'halt') && !(await readModelCurrent())) return nowMs + pollMs;
+      if (d.kind === 'completeWave' || d.kind === 'halt') {
+        // Decided on a read model that may have moved while it caught up: decide again on the
+        // current one, and act only if the answer stands.
+        const again = decide(s, s.current === 0 ? null : progressOf(s, s.current), now().getTime(), listLimit);
+        if (again.kind !== d.kind) continue;
+        await act(s, again);
+        continue;
+      }
+      await act(s, d);
+    }
+    return now().getTime();
+  }
+
+  /** Rollouts are found by following their events; only the positions of unfinished ones are kept. */
+  function follow(from: bigint | null): Subscription {
+    return store.subscribe({
+      after: from,
+      types: [...rolloutEventTypes],
+      batchSize: 500,
+      handler: (events) => {
+        for (const e of events) {
+          const id = rolloutOfStream(e.stream);
+          if (id === null) continue;
+          // A rollout's end removes it once its fold says so (step); any other event of one not
+          // known yet (its start is before the checkpoint only if it was already running) adds it.
+          if (!rollouts.has(id) && !isTerminal(endStatus(e))) rollouts.set(id, { state: null, startedAt: e.position });
+        }
+        wake();
+      },
+      onError: (err) => logger.warn({ err: (err as Error).message }, 'following rollout events failed; retrying'),
+    });
+  }
+
+  /** Where a restart should look from: before the oldest unfinished rollout, or as far as followed. */
+  async function saveLowWater(): Promise<void> {
+    let low: bigint | null = null;
+    for (const r of rollouts.values()) if (low === null || r.startedAt - 1n < low) low = r.startedAt - 1n;
+    if (low === null) low = sub?.position() ?? null;
+    if (low === null || low === savedLow || low < 0n) return;
+    await store.setCheckpoint(rolloutDriverCheckpoint, low);
+    savedLow = low;
+  }
+
+  async function drive(signal: AbortSignal): Promise<void> {
+    const from = await store.getCheckpoint(rolloutDriverCheckpoint);
+    savedLow = from;
+    sub = follow(from);
+    unlisten = options.onNodeChange?.(() => wake()) ?? null;
+    try {
+      while (!signal.aborted) {
+        woken = false;
+        started = rounds;
+        let next = now().getTime() + pollMs;
+        for (const id of [...rollouts.keys()]) {
+          if (signal.aborted) break;
+          try {
+            const at = await step(id);
+            if (at !== null && at < next) next = at;
+          } catch (err) {
+            logger.error({ rollout: id, err: (err as Error).message }, 'rollout decision failed; trying again');
+            next = Math.min(next, now().getTime() + pollMs);
+          }
+        }
+        rounds++;
+        const due = roundWaiters.filter((w) => rounds > w.after);
+        roundWaiters = roundWaiters.filter((w) => rounds <= w.after);
+        for (const w of due) w.resolve();
+        await saveLowWater().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'cannot save the rollout checkpoint'));
+        await sleep(minIntervalMs, signal);
+        if (woken || signal.aborted) continue;
+        const waitMs = Math.max(0, Math.min(next - now().getTime(), pollMs));
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, waitMs);
+          wakeUp = () => {
+            clearTimeout(t);
+            resolve();
+          };
+          signal.addEventListener('abort', () => wakeUp?.(), { once: true });
+        });
+        wakeUp = null;
+      }
+    } finally {
+      unlisten?.();
+      unlisten = null;
+      await sub?.stop();
+      sub = null;
+    }
+  }
+
+  async function whileLeased(signal: AbortSignal): Promise<void> {
+    const acquire = store.acquireLease?.bind(store);
+    if (acquire === undefined) {
+      leased = true;
+      await drive(signal);
+      return;
+    }
+    while (!signal.aborted) {
+      const hold = await acquire('rollouts', signal).catch((err: unknown) => {
+        logger.warn({ err: (err as Error).message }, 'cannot ask the store for the rollouts lease; trying again');
+        return null;
+      });
+      if (hold === null) {
+        await sleep(1_000, signal);
+        continue;
+      }
+      logger.info({}, 'rollouts lease taken: this engine drives rollouts');
+      leased = true;
+      const inner = new AbortController();
+      const onAbort = (): void => inner.abort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      void hold.lost.then(() => inner.abort());
+      await drive(inner.signal);
+      signal.removeEventListener('abort', onAbort);
+      leased = false;
+      rollouts.clear();
+      if (!signal.aborted) logger.warn({}, 'rollouts lease lost: another engine may drive now; waiting to take it again');
+      await hold.release();
+    }
+  }
+
+  return {
+    start() {
+      if (running) return;
+      running = true;
+      abort = new AbortController();
+      const signal = abort.signal;
+      loop = whileLeased(signal).catch((err: unknown) => logger.error({ err: (err as Error).message }, 'rollout driver stopped'));
+    },
+    async stop() {
+      if (!running) return;
+      running = false;
+      abort?.abort();
+      wake();
+      await loop;
+      loop = null;
+      leased = false;
+    },
+    active: () => running && leased,
+    wake,
+    running: () => [...rollouts.values()].flatMap((r) => (r.state === null ? [] : [r.state])),
+    nextRound: () =>
+      new Promise<void>((resolve) => {
+        // A round under way began before this call: wait for the one after it.
+        roundWaiters.push({ after: started + 1, resolve });
+        wake();
+      }),
+  };
+}
+
+/** The status an end event leaves a rollout in ('running' for any other event). */
+const endStatus = (e: Recorded): RolloutState['status'] =>
+  e.type === 'RolloutCompleted' ? 'completed' : e.type === 'RolloutHalted' ? 'halted' : e.type === 'RolloutAborted' ? 'aborted' : 'running';

@@ -1,0 +1,200 @@
+import { checkCarriedPorts, specDigestOf, validateSpec } from '../declaration/index.ts';
+import type { SigningKey, Spec } from '../declaration/index.ts';
+import { ConvergeError, isConvergeError, toConvergeError } from '../errors.ts';
+import type { ErrorCode } from '../errors.ts';
+import { makeDeclarationSent, nodeOfStream, streamOf } from '../events/index.ts';
+import type { DeclarationSent, WithId } from '../events/index.ts';
+import type { EventStore, StreamWrite } from '../store/port.ts';
+import { validateNodeId } from '../wire/nodeId.ts';
+import type { LoadNode } from './send.ts';
+
+// Issue 14 §6: sending at fleet speed. The one-at-a-time path (send.ts) pays a store transaction
+// per node; this one records many nodes' declarations in one append call — one transaction on
+// SQLite and PostgreSQL — each write still naming the revision its serial was derived from. A
+// rollout's RolloutSent goes into the same call (`extra`), so the rollout's record of what it
+// sent and the declarations themselves are stored together or not at all.
+//
+// Views come from an injected LoadNode (the read model in `serve`), which may lag the store. A
+// node stream that moved meanwhile (a report, an alive, another send) fails the whole call with
+// CONVERGE_ERR_WRONG_EXPECTED_REVISION; then every node of the batch is brought up to date from
+// the store by reading only the events after its view (usually none) and the call is made again.
+
+export type BatchItem = Readonly<{ node: string; resources: unknown }>;
+
+export type BatchOutcome =
+  | Readonly<{ node: string; ok: true; digest: string; serial: number }>
+  | Readonly<{ node: string; ok: false; code: ErrorCode; message: string }>;
+
+export type BatchResult = Readonly<{
+  /** One per item, in the items' order. */
+  outcomes: readonly BatchOutcome[];
+  /** Global position of the last event written (null if nothing was). */
+  position: bigint | null;
+  /** Append calls made, retries included. */
+  appends: number;
+}>;
+
+export type SendManyOptions = Readonly<{
+  /** The time written into every declaration of the batch (default: the sender's clock). */
+  now?: Date;
+  /** Tag every declaration as this rollout's wave (their ids then name the rollout, not the serial). */
+  rollout?: Readonly<{ id: string; wave: number }>;
+  /**
+   * More writes for the same append call, built from what is about to be sent (the rollout's
+   * RolloutSent). A conflict on one of these streams is not retried here: it is thrown, for the
+   * caller to read again and decide again.
+   */
+  extra?: (
+    sent: readonly Readonly<{ node: string; serial: number; digest: string }>[],
+    refused: readonly BatchOutcome[],
+  ) => readonly StreamWrite[];
+}>;
+
+export type BatchSenderOptions = Readonly<{
+  store: EventStore;
+  key: SigningKey;
+  now?: () => Date;
+  loadNode?: LoadNode;
+  /** Append calls per batch before giving up when node streams keep moving. */
+  maxAttempts?: number;
+}>;
+
+export type BatchSender = Readonly<{
+  /** Send each item's resources to its node, all in one append call. */
+  sendMany: (items: readonly BatchItem[], options?: SendManyOptions) => Promise<BatchResult>;
+}>;
+
+type View = { revision: bigint; carried: readonly number[]; serial: number };
+
+const failure = (node: string, err: unknown): BatchOutcome => {
+  const e = toConvergeError(err);
+  return { node, ok: false, code: e.code, message: e.message };
+};
+
+export function createBatchSender(options: BatchSenderOptions): BatchSender {
+  const { store, key } = options;
+  const now = options.now ?? (() => new Date());
+  const maxAttempts = options.maxAttempts ?? 5;
+
+  async function viewFromStore(node: string, from: View | null): Promise<View> {
+    const after = from?.revision ?? -1n;
+    const events = await store.readStream(streamOf(node), { fromRevision: after + 1n });
+    const v: View = from === null ? { revision: -1n, carried: [], serial: 0 } : { ...from };
+    for (const e of events) {
+      v.revision = e.revision;
+      if (e.type === 'DeclarationSent') v.serial = e.data.serial;
+      else if (e.type === 'ReportReceived') v.carried = e.data.carried;
+    }
+    return v;
+  }
+
+  const loadView = async (node: string): Promise<View> => {
+    if (options.loadNode === undefined) return viewFromStore(node, null);
+    const s = await options.loadNode(node);
+    return { revision: s.revision, carried: s.carried, serial: s.sent?.serial ?? 0 };
+  };
+
+  async function sendMany(items: readonly BatchItem[], opts: SendManyOptions = {}): Promise<BatchResult> {
+    const outcomes: (BatchOutcome | null)[] = items.map(() => null);
+    // Validate first: a node id or a spec that is wrong is that item's answer, not the batch's.
+    const specs = new Map<unknown, Spec>();
+    const todo: { i: number; node: string; spec: Spec; specDigest: string }[] = [];
+    const named = new Set<string>();
+    for (const [i, item] of items.entries()) {
+      try {
+        validateNodeId(item.node);
+        if (named.has(item.node))
+          throw new ConvergeError('CONVERGE_ERR_BAD_REQUEST', `node ${item.node} is named more than once in one batch`);
+        named.add(item.node);
+        // Items sharing one resources value (a rollout: every node the same spec) are validated and digested once.
+        let spec = specs.get(item.resources);
+        if (spec === undefined) specs.set(item.resources, (spec = validateSpec({ resources: item.resources })));
+        todo.push({ i, node: item.node, spec, specDigest: '' });
+      } catch (err) {
+        outcomes[i] = failure(item.node, err);
+      }
+    }
+    const digests = new Map<Spec, string>();
+    for (const t of todo) {
+      let d = digests.get(t.spec);
+      if (d === undefined) digests.set(t.spec, (d = specDigestOf(t.spec.resources)));
+      t.specDigest = d;
+    }
+
+    const views = new Map<string, View>();
+    for (const t of todo) views.set(t.node, await loadView(t.node));
+    let appends = 0;
+    const at = opts.now ?? now();
+    for (let attempt = 1; ; attempt++) {
+      const writes: StreamWrite[] = [];
+      const sent: { node: string; serial: number; digest: string }[] = [];
+      const refused: BatchOutcome[] = [];
+      const made = new Map<number, WithId<DeclarationSent>>();
+      for (const t of todo) {
+        const v = views.get(t.node)!;
+        try {
+          checkCarriedPorts(t.spec, v.carried);
+        } catch (err) {
+          const f = failure(t.node, err);
+          outcomes[t.i] = f;
+          refused.push(f);
+          continue;
+        }
+        outcomes[t.i] = null;
+        const event = makeDeclarationSent({
+          node: t.node,
+          serial: v.serial + 1,
+          resources: t.spec.resources,
+          key,
+          now: at,
+          specDigest: t.specDigest,
+          ...(opts.rollout === undefined ? {} : { rollout: opts.rollout }),
+        });
+        made.set(t.i, event);
+        sent.push({ node: t.node, serial: event.data.serial, digest: event.data.digest });
+        writes.push({ stream: streamOf(t.node), expected: v.revision < 0n ? 'no_stream' : v.revision, events: [event] });
+      }
+      const extra = opts.extra?.(sent, refused) ?? [];
+      if (writes.length === 0 && extra.length === 0) return { outcomes: outcomes as BatchOutcome[], position: null, appends };
+      try {
+        appends++;
+        const r = await store.append([...writes, ...extra]);
+        // Written 0 for a node write: its event id was stored already. For a rollout's send that
+        // is this rollout's earlier send to the node (the id names rollout and node), recorded by
+        // a call whose answer was lost; the outcome then is what is stored, not what was built.
+        let idx = 0;
+        for (const t of todo) {
+          const e = made.get(t.i);
+          if (e === undefined) continue;
+          const s = r.streams[idx++];
+          if (s !== undefined && s.written === 0) {
+            const stored = (await store.readStream(streamOf(t.node))).find((x) => x.id === e.id);
+            if (stored !== undefined && stored.type === 'DeclarationSent') {
+              outcomes[t.i] = { node: t.node, ok: true, digest: stored.data.digest, serial: stored.data.serial };
+              continue;
+            }
+            outcomes[t.i] = {
+              node: t.node,
+              ok: false,
+              code: 'CONVERGE_ERR_WRONG_EXPECTED_REVISION',
+              message: `serial ${e.data.serial} of ${t.node} was taken by another send`,
+            };
+            continue;
+          }
+          outcomes[t.i] = { node: t.node, ok: true, digest: e.data.digest, serial: e.data.serial };
+        }
+        return { outcomes: outcomes as BatchOutcome[], position: r.position, appends };
+      } catch (err) {
+        if (!isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION')) throw err;
+        const stream = typeof err.details?.['stream'] === 'string' ? err.details['stream'] : null;
+        const node = stream === null ? null : nodeOfStream(stream);
+        if (node === null || !views.has(node) || attempt >= maxAttempts) throw err;
+        // Bring every node of the batch up to date, not only the one named: the error names the
+        // first stream that moved, and under load several may have.
+        for (const t of todo) views.set(t.node, await viewFromStore(t.node, views.get(t.node)!));
+      }
+    }
+  }
+
+  return { sendMany };
+}

@@ -1,0 +1,234 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { abortRollout, pauseRollout, resumeRollout } from '../../src/engine/rolloutCommands.ts';
+import { createRolloutDriver } from '../../src/engine/rolloutDriver.ts';
+import { makeDeclarationSent, streamOf } from '../../src/events/index.ts';
+import type { RolloutHaltedData, WaveCompletedData } from '../../src/events/index.ts';
+import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
+import { testKey } from '../support/history.ts';
+import { logger } from '../support/logger.ts';
+import { rolloutFleet } from '../support/rolloutFleet.ts';
+import { until } from '../support/until.ts';
+
+// Issue 14 §2, §3: the driver over a store, a live read model and a scripted fleet. It opens a
+// wave only when every node of the one before has reported the digest this rollout sent it.
+
+const nodes = (n: number, prefix = 'n'): string[] => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
+
+test("the seed's race inside a rollout: a slow node's late report about its previous declaration does not complete the wave", async () => {
+  const f = await rolloutFleet({ behaviour: { slow: 'silent' } });
+  try {
+    // Before the rollout the slow node was sent D0 and has not answered yet.
+    const d0 = makeDeclarationSent({
+      node: 'slow',
+      serial: 1,
+      resources: [{ id: 'web', image: 'nginx:1.26' }],
+      key: testKey,
+      now: f.now(),
+    });
+    await f.store.append([{ stream: streamOf('slow'), expected: 'no_stream', events: [d0] }]);
+    f.tick(1_000);
+    const id = await f.start({ rollout: 'race', selection: { kind: 'nodes', nodes: ['slow', 'b', 'c'] }, waves: '1,100%' });
+    await until('the rollout to send wave 1', async () => (await f.rollout(id)).sends.has('slow'));
+    const ours = (await f.rollout(id)).sends.get('slow')!;
+    const sentAtMs = Date.parse(ours.sentAt);
+
+    // Then D0's report lands, after the rollout's send: converged, every resource applied.
+    f.tick(2_000);
+    await f.report('slow', { declared: d0.data.digest, applied: ['web'] });
+    await f.settle();
+
+    const s = await f.rollout(id);
+    assert.equal(s.waves[0]?.completed, null, 'wave 1 is not complete: the latest report names D0, not our digest');
+    assert.equal(s.current, 1);
+    assert.equal(s.sends.has('b'), false, 'wave 2 was not opened');
+    const slow = f.runner.readModel.get('slow')!;
+    assert.equal(slow.reported?.class, 'stale');
+    assert.equal(slow.status, 'behind');
+    // The counterexample: the clock rule ("a report received after the send means caught up")
+    // would have counted this node done and opened wave 2 on words it had not read.
+    const clockRuleDone = slow.reported !== null && Date.parse(slow.reported.receivedAt) > sentAtMs && slow.reported.refused === '';
+    assert.equal(clockRuleDone, true, 'the clock rule would have completed the wave');
+
+    // The matching report completes the wave, and the rollout goes on to the end.
+    f.behave('slow', 'apply');
+    await f.report('slow', { declared: ours.digest, applied: ['web', 'sidecar'] });
+    await until('the rollout to complete', async () => (await f.rollout(id)).status === 'completed');
+    const done = await f.rollout(id);
+    assert.deepEqual(
+      done.waves.map((w) => w.completed?.done),
+      [1, 2],
+    );
+    assert.deepEqual(done.completed && { done: done.completed.done, failed: done.completed.failed }, { done: 3, failed: 0 });
+    for (const n of ['slow', 'b', 'c']) {
+      const tagged = (await f.sentTo(n)).filter((e) => e.data.rollout?.id === id);
+      assert.equal(tagged.length, 1, `${n} got exactly one declaration from the rollout`);
+    }
+  } finally {
+    await f.stop();
+  }
+});
+
+test('failure budget: a refusing node is within a budget of 1, a degraded one two waves later exceeds it and halts there', async () => {
+  const f = await rolloutFleet({ behaviour: { n2: 'refuse', n5: 'degrade' } });
+  try {
+    const id = await f.start({ rollout: 'budget', selection: { kind: 'nodes', nodes: nodes(8) }, waves: '2,4,6,100%', maxFailures: '1' });
+    await until('the rollout to halt', async () => (await f.rollout(id)).status === 'halted');
+    const s = await f.rollout(id);
+    const completed = s.waves.map((w) => w.completed).filter((w): w is WaveCompletedData => w !== null);
+    assert.deepEqual(
+      completed.map((w) => [w.wave, w.done, w.failed]),
+      [
+        [1, 1, 1],
+        [2, 2, 0],
+      ],
+    );
+    assert.deepEqual(completed[0]?.failures, [{ node: 'n2', reason: 'refused', detail: 'refused: policy: not on this host' }]);
+    const halted = s.halted as RolloutHaltedData;
+    assert.equal(halted.wave, 3);
+    assert.equal(halted.failures, 2);
+    assert.equal(halted.maxFailures, 1);
+    assert.deepEqual(
+      halted.failed.map((x) => [x.node, x.reason]),
+      [['n5', 'degraded']],
+    );
+    assert.match(halted.failed[0]!.detail, /failed web \(image pull failed\)/);
+    // Nothing of wave 4 was sent, then or later.
+    await f.settle();
+    assert.deepEqual([...s.sends.keys()].sort(), nodes(6));
+    assert.equal((await f.sentTo('n7')).length, 0);
+  } finally {
+    await f.stop();
+  }
+});
+
+test('with no budget the refusing canary halts the rollout in wave 1', async () => {
+  const f = await rolloutFleet({ behaviour: { n1: 'refuse' } });
+  try {
+    const id = await f.start({ rollout: 'canary', selection: { kind: 'nodes', nodes: nodes(4) }, waves: '1,100%', maxFailures: '0' });
+    await until('the rollout to halt', async () => (await f.rollout(id)).status === 'halted');
+    const s = await f.rollout(id);
+    assert.equal(s.halted?.wave, 1);
+    assert.deepEqual([...s.sends.keys()], ['n1']);
+  } finally {
+    await f.stop();
+  }
+});
+
+test('a node behind past the wave timeout counts against the budget; the timeout waits while paused', async () => {
+  const f = await rolloutFleet({ behaviour: { n2: 'silent' } });
+  try {
+    const id = await f.start({
+      rollout: 'late',
+      selection: { kind: 'nodes', nodes: nodes(4) },
+      waves: '2,100%',
+      maxFailures: '1',
+      waveTimeoutMs: 30_000,
+    });
+    await until('wave 1 sent', async () => (await f.rollout(id)).sends.size === 2);
+    f.tick(20_000);
+    await pauseRollout({ store: f.store, now: f.now }, id, { by: 'op', reason: 'look' });
+    f.tick(60_000); // paused: the timeout does not run
+    await resumeRollout({ store: f.store, now: f.now }, id, { by: 'op' });
+    await f.settle();
+    assert.equal((await f.rollout(id)).waves[0]?.completed, null, '20 s of the 30 s timeout have run');
+    f.tick(10_001);
+    await until('wave 1 to complete on its timeout', async () => (await f.rollout(id)).waves[0]?.completed !== null);
+    const w1 = (await f.rollout(id)).waves[0]!.completed!;
+    assert.deepEqual([w1.done, w1.failed], [1, 1]);
+    assert.equal(w1.failures[0]?.reason, 'timeout');
+    assert.match(w1.failures[0]!.detail, /no report since the send/);
+    await until('the rollout to complete', async () => (await f.rollout(id)).status === 'completed');
+  } finally {
+    await f.stop();
+  }
+});
+
+test('paused, the driver sends nothing; aborted, it never sends again', async () => {
+  const f = await rolloutFleet({ behaviour: { n1: 'silent' } });
+  try {
+    const deps = { store: f.store, now: f.now };
+    const id = await f.start({ rollout: 'pa', selection: { kind: 'nodes', nodes: nodes(5) }, waves: '1,100%' });
+    await until('wave 1 sent', async () => (await f.rollout(id)).sends.size === 1);
+    await pauseRollout(deps, id, { by: 'op', reason: 'hold' });
+    await f.report('n1', { declared: (await f.rollout(id)).sends.get('n1')!.digest, applied: ['web', 'sidecar'] });
+    await f.settle();
+    assert.equal((await f.rollout(id)).waves[0]?.completed, null, 'paused: the wave is not even closed');
+    await abortRollout(deps, id, { by: 'op', reason: 'wrong image' });
+    await f.settle();
+    const s = await f.rollout(id);
+    assert.equal(s.status, 'aborted');
+    assert.equal(s.sends.size, 1);
+    assert.equal(f.driver.running().length, 0);
+  } finally {
+    await f.stop();
+  }
+});
+
+test('a node carrying a port the spec assigns is unsendable: recorded as skipped, counted as a failure, never sent', async () => {
+  const f = await rolloutFleet();
+  try {
+    await f.report('n2', { carried: [8080] });
+    const id = await f.start({
+      rollout: 'ports',
+      selection: { kind: 'nodes', nodes: nodes(3) },
+      resources: [{ id: 'web', image: 'nginx', ports: [8080] }],
+      maxFailures: '1',
+    });
+    await until('the rollout to complete', async () => (await f.rollout(id)).status === 'completed');
+    const s = await f.rollout(id);
+    assert.equal(s.skipped.get('n2')?.code, 'CONVERGE_ERR_PORT_CARRIED');
+    assert.equal(s.completed?.failed, 1);
+    assert.equal((await f.sentTo('n2')).length, 0);
+  } finally {
+    await f.stop();
+  }
+});
+
+test('a driver stopped mid-rollout and a new one on the same store finish it, each node sent to once', async () => {
+  const store = createMemoryEventStore();
+  const first = await rolloutFleet({ store, behaviour: Object.fromEntries(nodes(30).map((n) => [n, 'silent' as const])) });
+  const id = await first.start({ rollout: 'restart', selection: { kind: 'nodes', nodes: nodes(30) }, waves: '10,100%' });
+  await until('wave 1 sent', async () => (await first.rollout(id)).sends.size === 10);
+  await first.stop();
+  const second = await rolloutFleet({ store });
+  try {
+    // The silent nodes of wave 1 answer now; the new driver finds the rollout and goes on.
+    for (const [node, send] of (await second.rollout(id)).sends)
+      await second.report(node, { declared: send.digest, applied: ['web', 'sidecar'] });
+    await until('the rollout to complete', async () => (await second.rollout(id)).status === 'completed');
+    for (const n of nodes(30)) assert.equal((await second.sentTo(n)).length, 1, n);
+    assert.equal((await second.rollout(id)).completed?.done, 30);
+  } finally {
+    await second.stop();
+  }
+});
+
+test('two drivers at once on one store (no lease to stop them) still record every decision once', async () => {
+  const f = await rolloutFleet({ driver: { batchSize: 7 } });
+  const other = createRolloutDriver({
+    store: f.store,
+    key: testKey,
+    logger,
+    now: f.now,
+    nodeOf: (n) => f.runner.readModel.get(n),
+    readModelPosition: () => f.runner.readModel.position(),
+    pollMs: 3,
+    minIntervalMs: 0,
+    batchSize: 5,
+  });
+  other.start();
+  try {
+    const id = await f.start({ rollout: 'twice', selection: { kind: 'nodes', nodes: nodes(60) }, waves: '1,10%,50%,100%' });
+    await until('the rollout to complete', async () => (await f.rollout(id)).status === 'completed');
+    await f.settle();
+    const types = (await f.events(id)).map((e) => e.type);
+    for (const t of ['WaveStarted', 'WaveCompleted'] as const) assert.equal(types.filter((x) => x === t).length, 4, t);
+    assert.equal(types.filter((x) => x === 'RolloutCompleted').length, 1);
+    for (const n of nodes(60)) assert.equal((await f.sentTo(n)).length, 1, n);
+    assert.equal((await f.rollout(id)).completed?.done, 60);
+  } finally {
+    await other.stop();
+    await f.stop();
+  }
+});
