@@ -19,8 +19,11 @@ import { logger } from './logger.ts';
 // node would send, as ingest records it. Time is the test's: the driver and the reports read
 // the same controlled clock, so a wave's timeout passes when the test says so.
 
-/** How a node answers a declaration: apply it, refuse it, fail a resource, or say nothing (the test reports for it). */
-export type NodeBehaviour = 'apply' | 'refuse' | 'degrade' | 'silent';
+/**
+ * How a node answers a declaration: apply it, refuse it, fail a resource, say nothing (the test
+ * reports for it), or — the seed's race — report only about the declaration it was sent before.
+ */
+export type NodeBehaviour = 'apply' | 'refuse' | 'degrade' | 'silent' | 'stale';
 
 export type RolloutFleet = Readonly<{
   store: EventStore;
@@ -70,11 +73,18 @@ export async function rolloutFleet(
     await store.append([{ stream: streamOf(node), expected: 'any', events: [e] }]);
   };
   const answering: Promise<void>[] = [];
+  const previous = new Map<string, string>();
   runner.readModel.onChange((c) => {
     if (c.event.type !== 'DeclarationSent') return;
     const d = c.event.data;
+    const before = previous.get(d.node);
+    previous.set(d.node, d.digest);
     const b = behaviour.get(d.node) ?? 'apply';
     if (b === 'silent') return;
+    if (b === 'stale') {
+      if (before !== undefined) answering.push(report(d.node, { declared: before, applied: [...d.resourceIds] }));
+      return;
+    }
     const fields: Partial<Report> =
       b === 'apply'
         ? { declared: d.digest, applied: [...d.resourceIds] }

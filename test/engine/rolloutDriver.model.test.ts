@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { planBudget, planWaves } from '../../projections/index.ts';
+import { makeDeclarationSent, streamOf } from '../../src/events/index.ts';
+import { testKey } from '../support/history.ts';
+import { rolloutFleet } from '../support/rolloutFleet.ts';
+import type { NodeBehaviour } from '../support/rolloutFleet.ts';
+
+// Issue 14: a model-based test of the driver. fast-check draws a fleet (each node applies,
+// refuses, fails a resource, stays silent, or only ever reports about the declaration it had
+// before — the seed's race), a wave plan and a failure budget; the driver runs the rollout over a
+// store, a live read model and that fleet until it ends, the clock moved past a wave's timeout
+// only when nothing else can happen. A model of waves and budgets, written here without the
+// projections' decision, says how it must end: which waves complete with which counts, where it
+// halts, and that every node up to there got exactly one declaration from it and none after.
+
+type Plan = Readonly<{ behaviours: readonly NodeBehaviour[]; waves: string; maxFailures: string }>;
+
+const behaviour = fc.constantFrom<NodeBehaviour>('apply', 'apply', 'apply', 'refuse', 'degrade', 'silent', 'stale');
+const step = fc.oneof(
+  fc.integer({ min: 1, max: 6 }).map(String),
+  fc.integer({ min: 1, max: 100 }).map((p) => `${p}%`),
+);
+const plan: fc.Arbitrary<Plan> = fc.record({
+  behaviours: fc.array(behaviour, { minLength: 1, maxLength: 10 }),
+  waves: fc.array(step, { minLength: 1, maxLength: 4 }).map((xs) => xs.join(',')),
+  maxFailures: fc.oneof(
+    fc.integer({ min: 0, max: 3 }).map(String),
+    fc.integer({ min: 0, max: 60 }).map((p) => `${p}%`),
+  ),
+});
+
+type Expected =
+  | Readonly<{ status: 'completed'; waves: readonly (readonly [done: number, failed: number])[] }>
+  | Readonly<{ status: 'halted'; waves: readonly (readonly [number, number])[]; wave: number; atLeast: number; atMost: number }>;
+
+/** The model: waves in order; a wave's failures are its nodes that do not apply (the silent and the stale ones by timeout). */
+function model(p: Plan): Expected {
+  const n = p.behaviours.length;
+  const cumulative = (planWaves(p.waves, n) as { cumulative: readonly number[] }).cumulative;
+  const budget = planBudget(p.maxFailures, n) as number;
+  const done: (readonly [number, number])[] = [];
+  let failed = 0;
+  let from = 0;
+  for (const [i, to] of cumulative.entries()) {
+    const wave = p.behaviours.slice(from, to);
+    const answered = wave.filter((b) => b === 'refuse' || b === 'degrade').length;
+    const late = wave.filter((b) => b === 'silent' || b === 'stale').length;
+    // Failures that answer halt the rollout as soon as they exceed the budget, maybe before all of them answered.
+    if (failed + answered > budget) return { status: 'halted', waves: done, wave: i + 1, atLeast: budget + 1, atMost: failed + answered };
+    if (failed + answered + late > budget) {
+      return { status: 'halted', waves: done, wave: i + 1, atLeast: failed + answered + late, atMost: failed + answered + late };
+    }
+    failed += answered + late;
+    done.push([wave.length - answered - late, answered + late]);
+    from = to;
+  }
+  return { status: 'completed', waves: done };
+}
+
+test('model: the driver ends every drawn rollout as the model of waves and budgets says', async () => {
+  await fc.assert(
+    fc.asyncProperty(plan, async (p) => {
+      const nodes = p.behaviours.map((_, i) => `m${i}`);
+      const f = await rolloutFleet({ behaviour: Object.fromEntries(nodes.map((n, i) => [n, p.behaviours[i]!])) });
+      try {
+        // The stale nodes were sent a declaration before the rollout, which they will go on reporting.
+        for (const [i, node] of nodes.entries()) {
+          if (p.behaviours[i] !== 'stale') continue;
+          const e = makeDeclarationSent({ node, serial: 1, resources: [{ id: 'old' }], key: testKey, now: f.now() });
+          await f.store.append([{ stream: streamOf(node), expected: 'no_stream', events: [e] }]);
+        }
+        const id = await f.start({
+          rollout: 'model',
+          selection: { kind: 'nodes', nodes },
+          waves: p.waves,
+          maxFailures: p.maxFailures,
+          waveTimeoutMs: 10_000,
+        });
+        let s = await f.rollout(id);
+        let idle = 0;
+        for (let i = 0; i < 200 && s.status === 'running'; i++) {
+          const before = s.revision;
+          await f.settle();
+          s = await f.rollout(id);
+          // Nothing moved in a whole settle: only a timeout can move it now.
+          if (s.revision === before && ++idle >= 2) {
+            f.tick(10_001);
+            idle = 0;
+          }
+        }
+        const expected = model(p);
+        assert.equal(s.status, expected.status);
+        const completed = s.waves.filter((w) => w.completed !== null).map((w) => [w.completed!.done, w.completed!.failed] as const);
+        assert.deepEqual(completed, expected.waves);
+        let lastWave = s.waves.length;
+        if (expected.status === 'halted') {
+          assert.equal(s.halted?.wave, expected.wave);
+          assert.ok(
+            s.halted.failures >= expected.atLeast && s.halted.failures <= expected.atMost,
+            `halted with ${s.halted.failures} failures`,
+          );
+          lastWave = expected.wave;
+        } else {
+          assert.deepEqual(
+            [s.completed?.done, s.completed?.failed],
+            [expected.waves.reduce((a, w) => a + w[0], 0), expected.waves.reduce((a, w) => a + w[1], 0)],
+          );
+        }
+        const reached = s.waves[lastWave - 1]!.to;
+        for (const [i, node] of nodes.entries()) {
+          const tagged = (await f.sentTo(node)).filter((e) => e.data.rollout?.id === id);
+          assert.equal(tagged.length, i < reached ? 1 : 0, `${node} (target ${i}, waves reach ${reached})`);
+        }
+      } finally {
+        await f.stop();
+      }
+    }),
+    { numRuns: Number(process.env['CONVERGE_MODEL_RUNS'] ?? 60), seed: Number(process.env['CONVERGE_MODEL_SEED'] ?? 1_411) },
+  );
+});
