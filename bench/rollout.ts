@@ -1,0 +1,210 @@
+// Rollouts at fleet speed (issue 14 §6). Two parts, each against a baseline in the same run:
+//
+// 1. Sending: N fresh nodes on a SQLite store (WAL, synchronous=FULL) sent one declaration each
+//    - one at a time (src/engine/send.ts: one append, so one transaction, per node; 48 in flight
+//      as the issue's 48 HTTP clients were),
+//    - in bulk (src/engine/sendBatch.ts: 500 nodes per append call, one transaction),
+//    - and the store's raw batch append of the same declarations built and signed beforehand, 500
+//      per call: the ceiling the bulk path can approach (it also builds and signs each one).
+//    Passes alternate (raw, bulk, one at a time, …) so no side always gets the quieter machine.
+//
+// 2. A rollout over BENCH_ROLLOUT_NODES (10,000) simulated nodes on the in-process broker, with
+//    the engine wired as `converge serve` wires it (src/app/server.ts: projections, ingest,
+//    relay, the rollout driver) over SQLite. Every node applies in BENCH_APPLY_MS; a wave's nodes
+//    apply in parallel, so the nodes' own time on the rollout's critical path is waves × apply.
+//    Orchestration overhead = wall time − that. Events/s = events the store took during the
+//    rollout (declarations, reports, the rollout's own) over its wall time.
+//
+//   npm run bench -- rollout      BENCH_SENDS=10000 BENCH_PASSES=3 BENCH_ROLLOUT_NODES=10000 BENCH_APPLY_MS=200
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { loadConfig } from '../src/app/config.ts';
+import { createServer } from '../src/app/server.ts';
+import { generateSigningKey } from '../src/declaration/index.ts';
+import { readRollout, startRollout } from '../src/engine/rolloutCommands.ts';
+import { createSender } from '../src/engine/send.ts';
+import type { LoadNode } from '../src/engine/send.ts';
+import { createBatchSender } from '../src/engine/sendBatch.ts';
+import { makeDeclarationSent, streamOf } from '../src/events/index.ts';
+import { createSimulatedNode } from '../src/lab/simulatedNode.ts';
+import { createSqliteEventStore } from '../src/store/sqliteEventStore.ts';
+import { createInProcessBroker } from '../src/transport/inProcess.ts';
+import { createBenchReport } from './support/report.ts';
+
+const scale = Number(process.env['CONVERGE_BENCH_SCALE'] ?? 1);
+const sends = Math.max(500, Math.round(Number(process.env['BENCH_SENDS'] ?? 10_000) * scale));
+const passes = Number(process.env['BENCH_PASSES'] ?? 3);
+const rolloutNodes = Math.max(100, Math.round(Number(process.env['BENCH_ROLLOUT_NODES'] ?? 10_000) * scale));
+const applyMs = Number(process.env['BENCH_APPLY_MS'] ?? 200);
+const waves = process.env['BENCH_WAVES'] ?? '1,1%,10%,50%,100%';
+const batch = 500;
+const inFlight = 48;
+const logger = pino({ level: 'silent' });
+const key = generateSigningKey();
+const dir = mkdtempSync(join(tmpdir(), 'converge-bench-rollout-'));
+let files = 0;
+const fresh = () => createSqliteEventStore(join(dir, `s${files++}.db`));
+const resources = [
+  { id: 'web', image: 'registry.local/web:2', ports: [8080] },
+  { id: 'sidecar', image: 'registry.local/envoy:1' },
+];
+const nodeIds = (n: number, tag: string): string[] => Array.from({ length: n }, (_, i) => `${tag}-${String(i).padStart(6, '0')}`);
+// What the read model says of a node never sent anything: both senders get their view this way.
+const freshView: LoadNode = async () => ({ revision: -1n, carried: [], sent: null });
+
+const makeRates: number[] = [];
+
+async function raw(pass: number): Promise<number> {
+  const store = fresh();
+  const now = new Date();
+  const t0 = performance.now();
+  const events = nodeIds(sends, `r${pass}`).map((node) => makeDeclarationSent({ node, serial: 1, resources, key, now }));
+  makeRates.push(sends / ((performance.now() - t0) / 1000));
+  const t = performance.now();
+  for (let i = 0; i < events.length; i += batch) {
+    await store.append(
+      events.slice(i, i + batch).map((e) => ({ stream: streamOf(e.data.node), expected: 'no_stream' as const, events: [e] })),
+    );
+  }
+  const perS = sends / ((performance.now() - t) / 1000);
+  await store.close();
+  return perS;
+}
+
+async function bulk(pass: number): Promise<number> {
+  const store = fresh();
+  const sender = createBatchSender({ store, key, loadNode: freshView });
+  const nodes = nodeIds(sends, `b${pass}`);
+  const t = performance.now();
+  for (let i = 0; i < nodes.length; i += batch) {
+    const r = await sender.sendMany(nodes.slice(i, i + batch).map((node) => ({ node, resources })));
+    if (r.outcomes.some((o) => !o.ok)) throw new Error('bulk send refused a node');
+  }
+  const perS = sends / ((performance.now() - t) / 1000);
+  await store.close();
+  return perS;
+}
+
+async function oneAtATime(pass: number): Promise<number> {
+  const store = fresh();
+  const sender = createSender({ store, key, loadNode: freshView });
+  const nodes = nodeIds(sends, `o${pass}`);
+  let next = 0;
+  const t = performance.now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < nodes.length) await sender.send(nodes[next++]!, resources);
+    }),
+  );
+  const perS = sends / ((performance.now() - t) / 1000);
+  await store.close();
+  return perS;
+}
+
+const rawRates: number[] = [];
+const bulkRates: number[] = [];
+const oneRates: number[] = [];
+for (let p = 0; p < passes; p++) {
+  rawRates.push(await raw(p));
+  bulkRates.push(await bulk(p));
+  oneRates.push(await oneAtATime(p));
+}
+
+// ------------------------------------------------------------------ the rollout
+
+async function rollout(): Promise<{ wallMs: number; waveCount: number; events: number; decisions: number }> {
+  const path = join(dir, 'rollout.db');
+  const store = createSqliteEventStore(path);
+  const config = loadConfig({ flags: { store: `sqlite:${path}`, port: '0', host: '127.0.0.1' }, env: {} });
+  const broker = createInProcessBroker();
+  const server = createServer({
+    config,
+    logger,
+    store,
+    key,
+    dashboardDir: null,
+    transport: { ingestSource: broker.ingestSource(), publisher: broker.declarationPublisher() },
+  });
+  const ids = nodeIds(rolloutNodes, 'node');
+  const nodes = ids.map((id) =>
+    createSimulatedNode({ link: broker.nodeLink(id), verifyingKey: key, logger, applyDelayMs: applyMs, aliveEveryMs: 0 }),
+  );
+  await server.start();
+  await Promise.all(nodes.map((n) => n.start()));
+  const head = (await store.headPosition()) ?? 0n;
+  const t = performance.now();
+  const { rollout: id, waves: plan } = await startRollout(server.rolloutDeps, {
+    rollout: 'bench',
+    resources,
+    selection: { kind: 'nodes', nodes: ids },
+    waves,
+    maxFailures: '0',
+    waveTimeoutMs: 600_000,
+    startedBy: 'bench',
+  });
+  server.rollouts?.wake();
+  // The driver drops a rollout from its list once it has recorded its end: a cheap look every
+  // 5 ms, where folding the stream to see would take the engine's CPU.
+  const driving = () => server.rollouts?.running().some((x) => x.id === id) ?? false;
+  while (!driving()) await new Promise((r) => setTimeout(r, 1));
+  while (driving()) await new Promise((r) => setTimeout(r, 5));
+  const wallMs = performance.now() - t;
+  const s = await readRollout(store, id);
+  if (s?.status !== 'completed' || s.completed?.done !== rolloutNodes)
+    throw new Error(`rollout ended ${s?.status ?? 'unknown'}: ${JSON.stringify(s?.completed ?? s?.halted)}`);
+  const events = Number(((await store.headPosition()) ?? 0n) - head);
+  const decisions = (await store.readStream('rollout-bench')).length;
+  await Promise.all(nodes.map((n) => n.stop()));
+  await server.stop();
+  await store.close();
+  return { wallMs, waveCount: plan.length, events, decisions };
+}
+
+const r = await rollout();
+rmSync(dir, { recursive: true, force: true });
+
+const applyOnPath = r.waveCount * applyMs;
+const overheadMs = r.wallMs - applyOnPath;
+const report = createBenchReport(
+  'Rollouts (issue 14)',
+  `Sending one declaration to each of ${sends.toLocaleString('en-US')} fresh nodes on SQLite (WAL, synchronous=FULL): in bulk (${batch} nodes per append call) against one at a time (one append per node, ${inFlight} in flight) and against the store's raw batch append of the same declarations built and signed beforehand; then a rollout over ${rolloutNodes.toLocaleString('en-US')} simulated nodes on the in-process broker with the engine wired as \`serve\` wires it.`,
+);
+report.row({
+  name: `bulk send, ${batch} nodes per transaction, vs one at a time`,
+  unit: 'sends/s',
+  converge: bulkRates,
+  baseline: oneRates,
+  notes: 'baseline: src/engine/send.ts, one transaction per node',
+});
+report.row({
+  name: 'bulk send vs the raw batch append of the same declarations',
+  unit: 'sends/s',
+  converge: bulkRates,
+  baseline: rawRates,
+  notes: 'the bulk path also builds, digests and signs each declaration (Ed25519) before the append',
+});
+report.row({
+  name: 'bulk send vs building and signing the declarations alone (no store)',
+  unit: 'sends/s',
+  converge: bulkRates,
+  baseline: makeRates,
+  notes: 'baseline: makeDeclarationSent per node (bytes, digest, Ed25519 signature), the part of a send no store can batch',
+});
+report.row({
+  name: `rollout, ${rolloutNodes.toLocaleString('en-US')} nodes in ${r.waveCount} waves (${waves}): wall time vs the nodes' apply time`,
+  unit: 's',
+  converge: r.wallMs / 1000,
+  baseline: applyOnPath / 1000,
+  better: 'lower',
+  notes: `orchestration overhead ${(overheadMs / 1000).toFixed(2)} s (${(overheadMs / r.waveCount).toFixed(0)} ms a wave, ${((overheadMs * 1000) / rolloutNodes).toFixed(0)} µs a node); each node applies in ${applyMs} ms, a wave's nodes in parallel`,
+});
+report.row({
+  name: 'events the store took during the rollout',
+  unit: 'events/s',
+  converge: r.events / (r.wallMs / 1000),
+  baseline: Math.max(...rawRates),
+  notes: `${r.events.toLocaleString('en-US')} events (declarations, reports, ${r.decisions} of the rollout's own) in ${(r.wallMs / 1000).toFixed(2)} s; baseline: the raw batch append rate above`,
+});
+report.end();
