@@ -80,6 +80,7 @@ export async function startEngineOverAmqp(options: {
       // Stop the subscriptions (they would otherwise keep polling a closed file) without the
       // snapshot a clean stop writes, and the socket.
       await engine.relay?.stop();
+      await engine.rollouts?.stop();
       await engine.runner.stop();
       await engine.app.close();
       // A batch ingest still holds finds the store closed and is dropped, unacked.

@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { createRolloutDriver } from '../../src/engine/rolloutDriver.ts';
+import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
+import { testKey } from '../support/history.ts';
+import { logger } from '../support/logger.ts';
+import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
+import { rolloutFleet } from '../support/rolloutFleet.ts';
+import { until } from '../support/until.ts';
+
+// Issue 14 §2: exactly one driver acts at a time, by the relay's rule: on a store several engines
+// share, only the engine holding the store's `rollouts` lease drives; the other takes over when
+// the holder goes.
+
+const lease = { retryMs: 50, heartbeatMs: 200 };
+const nodes = (n: number): string[] => Array.from({ length: n }, (_, i) => `lease-${i + 1}`);
+
+describeOnPostgres('rollout driver lease on a PostgreSQL store', () => {
+  const scratch = scratchSchema('converge_rollout_lease');
+  after(async () => {
+    await scratch.drop();
+  });
+
+  test('two drivers on one store: one decides, the other stands by and finishes the rollout once the first stops', async () => {
+    const storeA = createPostgresEventStore(scratch.url, { lease });
+    const storeB = createPostgresEventStore(scratch.url, { lease });
+    const silent = Object.fromEntries(nodes(6).map((n) => [n, 'silent' as const]));
+    const f = await rolloutFleet({ store: storeA, behaviour: silent });
+    const byB: string[] = [];
+    const driverB = createRolloutDriver({
+      store: storeB,
+      key: testKey,
+      logger,
+      now: f.now,
+      nodeOf: (n) => f.runner.readModel.get(n),
+      readModelPosition: () => f.runner.readModel.position(),
+      pollMs: 10,
+      onDecision: (_, d) => byB.push(d.kind),
+    });
+    try {
+      await until('A to hold the lease', () => f.driver.active());
+      driverB.start();
+      const id = await f.start({ rollout: 'leased', selection: { kind: 'nodes', nodes: nodes(6) }, waves: '2,100%' });
+      await until('A to send wave 1', async () => (await f.rollout(id)).sends.size === 2);
+      assert.equal(driverB.active(), false, 'B stands by');
+      assert.deepEqual(byB, [], 'B decided nothing while A held the lease');
+
+      await f.driver.stop();
+      await until('B to take the lease', () => driverB.active());
+      for (const n of nodes(6)) f.behave(n, 'apply');
+      for (const [node, send] of (await f.rollout(id)).sends) await f.report(node, { declared: send.digest, applied: ['web', 'sidecar'] });
+      await until('B to complete the rollout', async () => (await f.rollout(id)).status === 'completed');
+      const decided: readonly string[] = byB;
+      assert.ok(decided.includes('completeWave') && decided.includes('complete'));
+      for (const n of nodes(6)) assert.equal((await f.sentTo(n)).length, 1, n);
+    } finally {
+      await driverB.stop();
+      await f.stop();
+      await Promise.all([storeA.close(), storeB.close()]);
+    }
+  });
+});
