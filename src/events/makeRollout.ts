@@ -1,4 +1,4 @@
-import { rolloutEventId } from './ids.ts';
+import { rolloutEventId, uuidV5 } from './ids.ts';
 import type { WithId } from './make.ts';
 import type { RolloutEvent, RolloutEventType } from './rollouts.ts';
 
@@ -10,7 +10,11 @@ type DataOf<T extends RolloutEventType> = Extract<RolloutEvent, { type: T }>['da
 /**
  * What makes each event unique in its stream: the wave for wave events, the list's offset for
  * node lists, one start and one end per rollout, and for the rest (sends, pauses, resumes) the
- * stream revision the decision was taken at — the revision the append expects.
+ * stream revision the decision was taken at — the revision the append expects. A RolloutSent is
+ * named by the nodes it lists as well: two drivers that decided to send at one revision in
+ * batches of different nodes must not take the second's append for a retry of the first (the
+ * store would then keep the second's declarations to the nodes the first did not list, and no
+ * RolloutSent would name them). A retry from the same decision lists the same nodes.
  */
 export type RolloutEventKey = Readonly<{ revision: bigint }>;
 
@@ -27,6 +31,11 @@ function keyOf<T extends RolloutEventType>(type: T, data: DataOf<T>, at: Rollout
     case 'RolloutCompleted':
     case 'RolloutAborted':
       return 'end';
+    case 'RolloutSent': {
+      const d = data as DataOf<'RolloutSent'>;
+      const listed = [...d.sends.map((x) => x.node), ...d.skipped.map((x) => x.node)].join('\n');
+      return `${at.revision}/${uuidV5(listed)}`;
+    }
     default:
       return at.revision;
   }

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { abortRollout, pauseRollout, resumeRollout } from '../../src/engine/rolloutCommands.ts';
 import { createRolloutDriver } from '../../src/engine/rolloutDriver.ts';
-import { makeDeclarationSent, streamOf } from '../../src/events/index.ts';
+import { createBatchSender } from '../../src/engine/sendBatch.ts';
+import { makeDeclarationSent, makeRolloutEvent, rolloutStreamOf, streamOf } from '../../src/events/index.ts';
 import type { RolloutHaltedData, WaveCompletedData } from '../../src/events/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { testKey } from '../support/history.ts';
@@ -229,6 +230,44 @@ test('two drivers at once on one store (no lease to stop them) still record ever
     assert.equal((await f.rollout(id)).completed?.done, 60);
   } finally {
     await other.stop();
+    await f.stop();
+  }
+});
+
+test('two drivers sending one wave in batches of different sizes at one revision: the loser writes nothing, so no send goes unlisted', async () => {
+  const f = await rolloutFleet({ drive: false });
+  try {
+    const id = await f.start({ rollout: 'split', selection: { kind: 'nodes', nodes: nodes(7) } });
+    const wave1 = makeRolloutEvent('WaveStarted', { rollout: id, wave: 1, from: 0, to: 7, startedAt: f.now().toISOString() });
+    await f.store.append([{ stream: rolloutStreamOf(id), expected: 'stream_exists', events: [wave1] }]);
+    const s = await f.rollout(id);
+    // Both decided "send" on the same fold; B lists five nodes, A seven.
+    const sendBatch = (batch: readonly string[]) =>
+      createBatchSender({ store: f.store, key: testKey, now: f.now }).sendMany(
+        batch.map((node) => ({ node, resources: s.started.resources })),
+        {
+          rollout: { id, wave: 1 },
+          extra: (sent) => [
+            {
+              stream: rolloutStreamOf(id),
+              expected: s.revision,
+              events: [
+                makeRolloutEvent(
+                  'RolloutSent',
+                  { rollout: id, wave: 1, sends: [...sent], skipped: [], sentAt: f.now().toISOString() },
+                  { revision: s.revision },
+                ),
+              ],
+            },
+          ],
+        },
+      );
+    await sendBatch(nodes(5));
+    await assert.rejects(sendBatch(nodes(7)), /append to rollout-split: expected revision/);
+    assert.equal((await f.sentTo('n6')).length, 0, 'n6 was not sent outside a RolloutSent');
+    const after = await f.rollout(id);
+    assert.deepEqual([...after.sends.keys()], nodes(5));
+  } finally {
     await f.stop();
   }
 });
