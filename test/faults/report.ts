@@ -11,6 +11,7 @@ import { stuckIngestHealth } from './stuckIngestScenario.ts';
 import { clusterFailover } from './clusterFailoverScenario.ts';
 import { forgedSnapshot } from './forgedSnapshotScenario.ts';
 import { modelBased } from './modelScenario.ts';
+import { rolloutSigkill } from './rolloutSigkillScenario.ts';
 import { allScenarios, runScenario } from './scenarios.ts';
 import type { ScenarioResult } from './scenarios.ts';
 import { tampering } from './tamperingScenario.ts';
@@ -34,6 +35,7 @@ const every = [
   clusterFailover('stop'),
   clusterFailover('kill'),
   twoEngines,
+  rolloutSigkill,
 ];
 const chosen = every.filter((s) => values.only === undefined || s.name.includes(values.only));
 const results: ScenarioResult[] = [];
