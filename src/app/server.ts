@@ -40,6 +40,11 @@ export type ServerOptions = Readonly<{
   metrics?: Metrics;
   /** Overrides for tests and the demo. */
   now?: () => number;
+  /**
+   * Drive rollouts (default: whenever the engine can send and is not --role api). False for a
+   * test that writes a rollout's decisions itself.
+   */
+  driveRollouts?: boolean;
   /** The built dashboard to serve at / (default: dist/dashboard if built; null: none). */
   dashboardDir?: string | null;
 }>;
@@ -105,7 +110,7 @@ export function createServer(options: ServerOptions): Server {
   // Issue 14: rollouts are driven where declarations are sent from, once per store (its lease);
   // an engine serving only the API (--role api) leaves them to the others.
   const rollouts =
-    key === null || config.role === 'api'
+    key === null || config.role === 'api' || options.driveRollouts === false
       ? null
       : createRolloutDriver({
           store,

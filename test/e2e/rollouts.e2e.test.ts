@@ -56,6 +56,8 @@ withChromium('rollouts dashboard end-to-end', () => {
         store,
         transport: { ingestSource: broker.ingestSource(), publisher: broker.declarationPublisher() },
         key: generateSigningKey(),
+        // rolloutInStore takes the driver's decisions here, on the test's schedule.
+        driveRollouts: false,
       });
       const url = await engine.start();
       const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
