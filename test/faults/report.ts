@@ -209,6 +209,15 @@ ${table}
   reason, \`declared\` = digest of the bytes received); the engine must record the refusal, and the node's state must be
   \`unknown\`/behind when the bytes changed and \`refused\` when only the signature is bad. Here **hostile appended**
   counts tampered declarations the node applied.
+- **rollout under engine SIGKILL** — \`test/faults/rolloutSigkillScenario.ts\` (issue 14): the engine as \`serve\` builds it
+  (\`test/support/faults/rolloutEngineChild.ts\`: ingest, relay, projections and the rollout driver over SQLite) is
+  SIGKILLed at seeded random moments (\`CONVERGE_FAULT_ROLLOUT_KILLS\`, at least 10) while a rollout of 16 simulated nodes
+  in 16 waves of one node runs over the scenario's vhost, and restarted each time. Here **sent** counts the rollout's
+  targets, **confirmed** the nodes that applied the declaration the rollout recorded for them, **stored** the rollout's
+  declarations in the store, **duplicated** those beyond one a node. It must complete with every node done, each node
+  must have applied exactly one of its digests, each wave must be started and completed once, and each
+  \`WaveCompleted\` must count what the rule gives on the node states replayed from zero. Time to recover runs from the
+  last restart to the rollout's completion. Also in \`npm test\` (\`test/faults/rollout.fault.test.ts\`).
 `;
 
 process.stdout.write(`${table}\n`);
