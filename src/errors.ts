@@ -48,6 +48,10 @@ export const errorCodes = {
   // transport (DESIGN §1)
   CONVERGE_ERR_TOPOLOGY_CONFLICT: { http: 500, summary: 'broker already has a queue or exchange declared differently' },
   CONVERGE_ERR_BROKER_UNAVAILABLE: { http: 503, summary: 'broker cannot be reached' },
+  CONVERGE_ERR_INBOX_OUTDATED: {
+    http: 500,
+    summary: "a node's inbox exists with the arguments of an earlier Converge; the relay publishes to it as it is until it is migrated",
+  },
 
   // node accounts (docs/operations.md, "Node accounts")
   CONVERGE_ERR_BROKER_ADMIN: { http: 502, summary: 'broker management API refused or failed a request' },

@@ -74,12 +74,28 @@ export function meshTopology(options: MeshTopologyOptions = {}): Topology {
   };
 }
 
+/**
+ * A node's inbox (issue 10 §4): only the latest declaration matters to a node and the store is the
+ * outbox, so the inbox keeps one message — a newer declaration drops the older one still waiting —
+ * in a classic v2 queue, one Erlang process and no Raft group per node. Measured against the quorum
+ * inbox it replaces in `bench/inboxes.ts`; the figures and the trade (a classic queue lives on one
+ * cluster node) are in docs/transport.md. The Go node consumes `node.<id>` by name only, so the
+ * type and arguments are the engine's choice (DESIGN §1); an inbox declared otherwise is migrated by
+ * `converge broker migrate-inboxes`.
+ */
+export const inboxArguments: QueueArguments = Object.freeze({
+  'x-queue-type': 'classic',
+  'x-queue-version': 2,
+  'x-max-length': 1,
+  'x-overflow': 'drop-head',
+});
+
 /** A node's inbox: declared by the engine the first time it sends to the node (DESIGN §1). */
 export function nodeTopology(node: string): Topology {
   const queue = nodeQueueOf(node);
   return {
     exchanges: [],
-    queues: [{ name: queue, durable: true, arguments: { 'x-queue-type': 'quorum' } }],
+    queues: [{ name: queue, durable: true, arguments: inboxArguments }],
     bindings: [{ queue, exchange: names.declarationsExchange, routingKey: node }],
   };
 }
@@ -90,7 +106,11 @@ const isNotFound = (e: unknown): boolean => typeof e === 'object' && e !== null 
 const conflict = (kind: string, name: string, cause: unknown): ConvergeError =>
   new ConvergeError(
     'CONVERGE_ERR_TOPOLOGY_CONFLICT',
-    `${kind} ${JSON.stringify(name)} already exists on the broker with different arguments (${(cause as Error).message}); delete it or fix its declaration (DESIGN §1)`,
+    `${kind} ${JSON.stringify(name)} already exists on the broker with different arguments (${(cause as Error).message}); ${
+      kind === 'queue' && name.startsWith(nodeQueueOf(''))
+        ? 'a node inbox made by an earlier Converge: `converge broker migrate-inboxes` brings the inboxes to the current form'
+        : 'delete it or fix its declaration'
+    } (DESIGN §1)`,
     { cause, details: { kind, name } },
   );
 

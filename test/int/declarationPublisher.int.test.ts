@@ -3,7 +3,10 @@ import { after, before, test } from 'node:test';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import { createAmqpDeclarationPublisher } from '../../src/transport/amqpDeclarationPublisher.ts';
 import { nodeQueueOf } from '../../src/transport/brokerNames.ts';
+import { names } from '../../src/transport/brokerNames.ts';
 import { meshTopology } from '../../src/transport/topology.ts';
+import { createManagementClient, seg } from '../../src/accounts/managementClient.ts';
+import pino from 'pino';
 import { createBrokerLab, describeOnBroker } from '../support/broker.ts';
 import { logger } from '../support/logger.ts';
 import type { BrokerLab } from '../support/broker.ts';
@@ -38,6 +41,69 @@ describeOnBroker('declaration publisher over RabbitMQ', () => {
         1,
         'the retry re-declared the inbox and the declaration is in it',
       );
+    } finally {
+      await ch.close().catch(() => undefined);
+      await publisher.close();
+      await conn.close();
+    }
+  });
+
+  const declaration = (node: string, digest: string) => ({ node, digest, keyId: 'k', body: Buffer.from(`{"n":"${digest}"}`) });
+
+  /** The queue as the broker's management API shows it: its arguments and type. */
+  const queueOnBroker = async (queue: string): Promise<{ arguments: Record<string, unknown>; type: string }> => {
+    const admin = createManagementClient({ managementUrl: lab.scratch.managementUrl });
+    const res = await admin.request('GET', `/queues/${seg(lab.scratch.vhost)}/${seg(queue)}`);
+    assert.equal(res.status, 200, `GET queue ${queue}`);
+    return res.body as { arguments: Record<string, unknown>; type: string };
+  };
+
+  test('a new inbox is a classic v2 queue that keeps only the latest declaration (issue 10 §4)', async () => {
+    const conn = await connectAmqp({ url: lab.engineUrl, logger, topology: meshTopology() });
+    const publisher = createAmqpDeclarationPublisher(conn, { logger });
+    const ch = await conn.createChannel();
+    try {
+      await publisher.publish(declaration('k1', '1'.repeat(64)));
+      await publisher.publish(declaration('k1', '2'.repeat(64)));
+      const q = await queueOnBroker(nodeQueueOf('k1'));
+      assert.equal(q.type, 'classic');
+      assert.deepEqual(q.arguments, { 'x-queue-type': 'classic', 'x-queue-version': 2, 'x-max-length': 1, 'x-overflow': 'drop-head' });
+      assert.equal((await ch.checkQueue(nodeQueueOf('k1'))).messageCount, 1, 'the older declaration was dropped');
+      const m = await ch.get(nodeQueueOf('k1'), { noAck: true });
+      assert.ok(m !== false);
+      assert.equal(m.properties.messageId, '2'.repeat(64), 'the inbox holds the latest');
+    } finally {
+      await ch.close().catch(() => undefined);
+      await publisher.close();
+      await conn.close();
+    }
+  });
+
+  test('an inbox declared in an older form is published to as it is, logged once with CONVERGE_ERR_INBOX_OUTDATED naming the migration', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const captured = pino({ level: 'warn' }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) });
+    const conn = await connectAmqp({ url: lab.engineUrl, logger, topology: meshTopology() });
+    const ch = await conn.createChannel();
+    // What the engine before issue 10 declared.
+    await ch.assertQueue(nodeQueueOf('old1'), { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+    await ch.bindQueue(nodeQueueOf('old1'), names.declarationsExchange, 'old1');
+    const publisher = createAmqpDeclarationPublisher(conn, { logger: captured });
+    try {
+      // The relay publishes to several nodes at once: the refused declaration must not fail the others.
+      await Promise.all([
+        publisher.publish(declaration('old1', 'a'.repeat(64))),
+        publisher.publish(declaration('new1', 'b'.repeat(64))),
+        publisher.publish(declaration('new2', 'c'.repeat(64))),
+      ]);
+      await publisher.publish(declaration('old1', 'd'.repeat(64)));
+      assert.equal((await ch.checkQueue(nodeQueueOf('old1'))).messageCount, 2, 'both declarations reached the old inbox');
+      assert.equal((await ch.checkQueue(nodeQueueOf('new1'))).messageCount, 1);
+      assert.equal((await ch.checkQueue(nodeQueueOf('new2'))).messageCount, 1);
+      assert.equal((await queueOnBroker(nodeQueueOf('old1'))).type, 'quorum', 'the relay does not touch the old inbox');
+      const warned = lines.filter((l) => l['code'] === 'CONVERGE_ERR_INBOX_OUTDATED');
+      assert.equal(warned.length, 1, 'logged once per node');
+      assert.equal(warned[0]?.['queue'], nodeQueueOf('old1'));
+      assert.match(String(warned[0]?.['msg']), /converge broker migrate-inboxes/);
     } finally {
       await ch.close().catch(() => undefined);
       await publisher.close();
