@@ -175,4 +175,16 @@ export const commands: readonly CommandSpec[] = [
     settings: ['managementUrl'],
     load: () => import('./node.ts'),
   },
+  {
+    name: 'broker',
+    usage: 'converge broker migrate-inboxes [--dry-run | --apply] [--amqp <url>] [--management-url <url>] [--json]',
+    summary: 'node inboxes declared by an earlier Converge, brought to the current form (a dry run unless --apply)',
+    flags: {
+      'dry-run': { type: 'boolean', help: 'list the inboxes that would be migrated and change nothing (the default)' },
+      apply: { type: 'boolean', help: 'migrate: each outdated inbox is deleted and declared again, keeping its latest declaration' },
+    },
+    args: [1, 1],
+    settings: ['amqpUrl', 'managementUrl'],
+    load: () => import('./broker.ts'),
+  },
 ];
