@@ -2,7 +2,8 @@ import amqp from 'amqplib';
 import type { ConfirmChannel, GetMessage, Options } from 'amqplib';
 import { ConvergeError } from '../errors.ts';
 import { names, nodeQueueOf } from '../transport/brokerNames.ts';
-import { assertTopology, inboxArguments, nodeTopology } from '../transport/topology.ts';
+import { assertTopology, inboxArgumentsOf, nodeTopology } from '../transport/topology.ts';
+import type { InboxKind } from '../transport/topology.ts';
 import { adminError, createManagementClient, seg } from './managementClient.ts';
 import { vhostOfAmqpUrl } from './deadLetterPolicy.ts';
 
@@ -46,6 +47,8 @@ export type InboxMigrationOptions = Readonly<{
   managementUrl: string;
   /** The engine's AMQP URL; its vhost is the one migrated. */
   amqpUrl: string;
+  /** The form to migrate to (the engine's --inbox-queue). */
+  inbox: InboxKind;
   /** Only list what would change (the default of the command). */
   dryRun: boolean;
   onProgress?: ((p: InboxMigrationProgress) => void) | undefined;
@@ -55,6 +58,7 @@ export type InboxMigrationOptions = Readonly<{
 
 export type InboxMigrationResult = Readonly<{
   vhost: string;
+  inbox: InboxKind;
   /** Node inboxes found. */
   inboxes: number;
   outdated: readonly OutdatedInbox[];
@@ -66,9 +70,9 @@ export type InboxMigrationResult = Readonly<{
 
 type ListedQueue = { name: string; type?: string; arguments?: Record<string, unknown>; messages_ready?: number; consumers?: number };
 
-/** Whether a queue's arguments are the ones `nodeTopology` declares (so re-declaring it succeeds). */
-export function isCurrentInbox(args: Readonly<Record<string, unknown>>): boolean {
-  const want = Object.entries(inboxArguments);
+/** Whether a queue's arguments are the ones `nodeTopology` declares for `kind` (so re-declaring it succeeds). */
+export function isCurrentInbox(args: Readonly<Record<string, unknown>>, kind: InboxKind): boolean {
+  const want = Object.entries(inboxArgumentsOf[kind]);
   const have = Object.keys(args).filter((k) => k.startsWith('x-'));
   return have.length === want.length && want.every(([k, v]) => args[k] === v);
 }
@@ -131,7 +135,7 @@ export async function migrateInboxes(options: InboxMigrationOptions): Promise<In
   const holding = listed.filter((q) => q.name.startsWith(holdingQueuePrefix)).map((q) => q.name);
   const inboxes = listed.filter((q) => q.name.startsWith(nodeQueueOf('')));
   const outdated: OutdatedInbox[] = inboxes
-    .filter((q) => !isCurrentInbox(q.arguments ?? {}))
+    .filter((q) => !isCurrentInbox(q.arguments ?? {}, options.inbox))
     .map((q) => ({
       queue: q.name,
       node: q.name.slice(nodeQueueOf('').length),
@@ -140,7 +144,7 @@ export async function migrateInboxes(options: InboxMigrationOptions): Promise<In
       messages: q.messages_ready ?? 0,
       consumers: q.consumers ?? 0,
     }));
-  const result = { vhost, inboxes: inboxes.length, outdated, interrupted: holding, migrated: 0, moved: 0 };
+  const result = { vhost, inbox: options.inbox, inboxes: inboxes.length, outdated, interrupted: holding, migrated: 0, moved: 0 };
   if (options.dryRun || (outdated.length === 0 && holding.length === 0)) return result;
 
   const conn = await amqp.connect(options.amqpUrl);
@@ -161,7 +165,7 @@ export async function migrateInboxes(options: InboxMigrationOptions): Promise<In
     /** Steps 4–5: the inbox in its current form, and the kept copy moved into it. */
     const finish = async (node: string): Promise<boolean> => {
       const c = await channel();
-      await assertTopology(c, nodeTopology(node));
+      await assertTopology(c, nodeTopology(node, options.inbox));
       const hold = `${holdingQueuePrefix}${node}`;
       const copy = await c.get(hold, { noAck: false });
       let moved = false;
@@ -207,7 +211,7 @@ export async function migrateInboxes(options: InboxMigrationOptions): Promise<In
       }
       // Step 3.
       await c.deleteQueue(inbox.queue);
-      const moved = latest !== null ? await finish(inbox.node) : (await assertTopology(c, nodeTopology(inbox.node)), false);
+      const moved = latest !== null ? await finish(inbox.node) : (await assertTopology(c, nodeTopology(inbox.node, options.inbox)), false);
       result.migrated++;
       if (moved) result.moved++;
       options.onProgress?.({ index: ++index, total, queue: inbox.queue, held, moved, resumed: false });

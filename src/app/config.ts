@@ -19,6 +19,8 @@ export type Config = Readonly<{
   amqpUrl: string | null;
   /** `all`: ingest, relay and API; `api`: only the API over the store (issue 12 §3: scaling out reads). */
   role: 'all' | 'api';
+  /** The form node inboxes are declared in (issue 10 §4, src/transport/topology.ts). */
+  inboxQueue: 'classic' | 'quorum';
   host: string;
   port: number;
   signingKeyPath: string | null;
@@ -70,6 +72,7 @@ const schema = z.object({
     .nullable()
     .default(null),
   role: z.enum(['all', 'api'], { error: 'must be all or api' }).default('all'),
+  inboxQueue: z.enum(['classic', 'quorum'], { error: 'must be classic or quorum' }).default('classic'),
   host: z.string().min(1).default('127.0.0.1'),
   port: intIn(0, 65535).default(8080),
   signingKeyPath: z.string().min(1).nullable().default(null),

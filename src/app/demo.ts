@@ -77,7 +77,7 @@ export async function createDemo(options: DemoOptions): Promise<Demo> {
   let transport: ServerTransport;
   let linkOf: (node: string) => NodeLink;
   if (config.amqpUrl !== null) {
-    amqp = await connectServerTransport(config.amqpUrl, logger, 'converge-demo');
+    amqp = await connectServerTransport(config.amqpUrl, logger, 'converge-demo', { inbox: config.inboxQueue });
     transport = amqp.transport;
     const conn = amqp.connection;
     // One broker account for the whole simulated fleet, so no user_id (trusted lab, DESIGN §1).
@@ -89,7 +89,7 @@ export async function createDemo(options: DemoOptions): Promise<Demo> {
     const ch = await conn.createChannel();
     for (const id of ids) {
       await ch.deleteQueue(nodeQueueOf(id));
-      await assertTopology(ch, nodeTopology(id));
+      await assertTopology(ch, nodeTopology(id, config.inboxQueue));
     }
     await ch.close();
   } else {

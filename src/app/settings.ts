@@ -29,6 +29,13 @@ export const settings = {
     default: null,
     help: 'RabbitMQ: amqp://user:pass@host:5672/vhost (several, comma-separated, for a cluster)',
   },
+  inboxQueue: {
+    flag: 'inbox-queue',
+    env: 'CONVERGE_INBOX_QUEUE',
+    value: 'classic|quorum',
+    default: 'classic',
+    help: "node inboxes: classic (one process per node; on a cluster, unavailable while its broker node is down) or quorum (survives a node's loss, ~10x the memory)",
+  },
   role: {
     flag: 'role',
     env: 'CONVERGE_ROLE',

@@ -6,6 +6,7 @@ import { publishConfirmed } from './publishConfirmed.ts';
 import { superviseChannel } from './superviseChannel.ts';
 import { names, nodeQueueOf } from './brokerNames.ts';
 import { assertTopology, nodeTopology } from './topology.ts';
+import type { InboxKind } from './topology.ts';
 import type { DeclarationPublisher } from './port.ts';
 
 // Declarations out (DESIGN §1): `Signed` JSON to mesh.declarations, routing key = node id, on
@@ -21,7 +22,10 @@ import type { DeclarationPublisher } from './port.ts';
 // with CONVERGE_ERR_INBOX_OUTDATED, that `converge broker migrate-inboxes` brings it to the
 // current form. Stopping every declaration until an operator migrated would stop the fleet.
 
-export type AmqpDeclarationPublisherOptions = Readonly<{ logger: Logger }>;
+export type AmqpDeclarationPublisherOptions = Readonly<{
+  logger: Logger;
+  /** The inbox form (default classic, topology.ts). */ inbox?: InboxKind;
+}>;
 
 export function createAmqpDeclarationPublisher(conn: AmqpConnection, options: AmqpDeclarationPublisherOptions): DeclarationPublisher {
   const logger = options.logger.child({ component: 'declaration-publisher' });
@@ -48,7 +52,7 @@ export function createAmqpDeclarationPublisher(conn: AmqpConnection, options: Am
   };
   const declareInbox = (node: string): Promise<void> => {
     const run = async (): Promise<void> => {
-      const topology = nodeTopology(node);
+      const topology = nodeTopology(node, options.inbox ?? 'classic');
       try {
         await assertTopology(await declareChannel(), topology);
       } catch (err) {

@@ -5,6 +5,7 @@ import type { AmqpConnection } from './amqpConnection.ts';
 import { createAmqpIngestSource } from './amqpIngestSource.ts';
 import type { AmqpIngestSourceOptions } from './amqpIngestSource.ts';
 import { meshTopology } from './topology.ts';
+import type { InboxKind } from './topology.ts';
 import type { DeclarationPublisher, IngestSource } from './port.ts';
 
 // The engine's side of RabbitMQ in one factory, for `converge serve` and `demo --amqp`:
@@ -21,6 +22,8 @@ export type AmqpTransportOptions = Readonly<{
   /** x-delivery-limit of mesh.reports (default 50); part of the queue's identity once declared. */
   deliveryLimit?: number;
   connectionName?: string;
+  /** The form node inboxes are declared in (default classic, topology.ts). */
+  inbox?: InboxKind;
 }>;
 
 export type AmqpTransport = Readonly<{
@@ -43,7 +46,8 @@ export async function createAmqpTransport(options: AmqpTransportOptions): Promis
     connection,
     ingestSource: (o = {}) =>
       createAmqpIngestSource(connection, { logger, ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }), ...o }),
-    declarationPublisher: () => createAmqpDeclarationPublisher(connection, { logger }),
+    declarationPublisher: () =>
+      createAmqpDeclarationPublisher(connection, { logger, ...(options.inbox === undefined ? {} : { inbox: options.inbox }) }),
     close: () => connection.close(),
   };
 }

@@ -76,26 +76,33 @@ export function meshTopology(options: MeshTopologyOptions = {}): Topology {
 
 /**
  * A node's inbox (issue 10 §4): only the latest declaration matters to a node and the store is the
- * outbox, so the inbox keeps one message — a newer declaration drops the older one still waiting —
- * in a classic v2 queue, one Erlang process and no Raft group per node. Measured against the quorum
- * inbox it replaces in `bench/inboxes.ts`; the figures and the trade (a classic queue lives on one
- * cluster node) are in docs/transport.md. The Go node consumes `node.<id>` by name only, so the
- * type and arguments are the engine's choice (DESIGN §1); an inbox declared otherwise is migrated by
+ * outbox, so the inbox keeps one message — a newer declaration drops the older one still waiting.
+ * `classic` (the default, `--inbox-queue`): a classic v2 queue, one Erlang process and no Raft
+ * group per node, about a tenth of a quorum queue's memory once its node took its declaration;
+ * but it lives on one broker node, so on a cluster the inboxes there are unavailable while that
+ * node is down. `quorum`: the same bound on a quorum queue, which keeps working on the surviving
+ * majority of a cluster, at a quorum queue's cost on every cluster node. Figures: `bench/inboxes.ts`
+ * and docs/transport.md. The Go node consumes `node.<id>` by name only, so the type and arguments
+ * are the engine's choice (DESIGN §1); an inbox declared otherwise is migrated by
  * `converge broker migrate-inboxes`.
  */
-export const inboxArguments: QueueArguments = Object.freeze({
-  'x-queue-type': 'classic',
-  'x-queue-version': 2,
-  'x-max-length': 1,
-  'x-overflow': 'drop-head',
+export type InboxKind = 'classic' | 'quorum';
+export const inboxKinds: readonly InboxKind[] = ['classic', 'quorum'];
+
+const oneMessage = { 'x-max-length': 1, 'x-overflow': 'drop-head' } as const;
+export const inboxArgumentsOf: Readonly<Record<InboxKind, QueueArguments>> = Object.freeze({
+  classic: Object.freeze({ 'x-queue-type': 'classic', 'x-queue-version': 2, ...oneMessage }),
+  quorum: Object.freeze({ 'x-queue-type': 'quorum', ...oneMessage }),
 });
+/** The default inbox's arguments. */
+export const inboxArguments: QueueArguments = inboxArgumentsOf.classic;
 
 /** A node's inbox: declared by the engine the first time it sends to the node (DESIGN §1). */
-export function nodeTopology(node: string): Topology {
+export function nodeTopology(node: string, kind: InboxKind = 'classic'): Topology {
   const queue = nodeQueueOf(node);
   return {
     exchanges: [],
-    queues: [{ name: queue, durable: true, arguments: inboxArguments }],
+    queues: [{ name: queue, durable: true, arguments: inboxArgumentsOf[kind] }],
     bindings: [{ queue, exchange: names.declarationsExchange, routingKey: node }],
   };
 }

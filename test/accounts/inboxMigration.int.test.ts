@@ -5,7 +5,7 @@ import { createManagementClient, seg } from '../../src/accounts/managementClient
 import { run } from '../../src/cli/main.ts';
 import type { CliIo } from '../../src/cli/io.ts';
 import { names, nodeQueueOf } from '../../src/transport/brokerNames.ts';
-import { inboxArguments } from '../../src/transport/topology.ts';
+import { inboxArguments, inboxArgumentsOf } from '../../src/transport/topology.ts';
 import { createScratchVhost, describeOnBroker } from '../support/broker.ts';
 import type { ScratchVhost } from '../support/broker.ts';
 
@@ -158,5 +158,22 @@ describeOnBroker('converge broker migrate-inboxes', () => {
     };
     assert.equal(await run(['broker', 'migrate-inboxes'], io), 2);
     assert.match(stderr, /--amqp/);
+  });
+
+  test('with --inbox-queue quorum, inboxes become bounded quorum queues', async () => {
+    const ch = await conn.createConfirmChannel();
+    await ch.assertExchange(names.declarationsExchange, 'direct', { durable: true });
+    await ch.assertQueue(nodeQueueOf('q1'), { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+    await ch.bindQueue(nodeQueueOf('q1'), names.declarationsExchange, 'q1');
+    ch.publish(names.declarationsExchange, 'q1', ...declaration('f'.repeat(64)));
+    await ch.waitForConfirms();
+    await ch.close();
+    const r = await cli(['broker', 'migrate-inboxes', '--apply', '--inbox-queue', 'quorum']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /node\.q1/);
+    const q = await queueOnBroker(nodeQueueOf('q1'));
+    assert.equal(q?.type, 'quorum');
+    assert.deepEqual(q?.arguments, inboxArgumentsOf.quorum);
+    assert.equal(await count(nodeQueueOf('q1')), 1);
   });
 });

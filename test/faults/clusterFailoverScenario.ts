@@ -62,6 +62,10 @@ export async function runClusterFailover(
     key: generateSigningKey(),
     logger,
     heartbeatSeconds: 2,
+    // An inbox that survives its broker node's loss is a quorum one (--inbox-queue quorum): the
+    // default classic inbox lives on one node, and this test stops the node the engine declared
+    // it on (issue 10 §4, docs/operations.md).
+    inbox: 'quorum',
   });
   leftovers.add(engine.stop);
   const nodes: NodeConn[] = [];

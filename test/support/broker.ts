@@ -102,7 +102,11 @@ export async function declareMeshTopology(ch: amqp.Channel, nodes: readonly stri
   await ch.assertQueue('mesh.alive', { durable: true, arguments: { 'x-queue-type': 'quorum', 'x-dead-letter-exchange': 'mesh.dead' } });
   await ch.bindQueue('mesh.alive', 'mesh', 'alive');
   for (const id of nodes) {
-    await ch.assertQueue(`node.${id}`, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+    // The inbox of issue 10 §4 (src/transport/topology.ts inboxArguments).
+    await ch.assertQueue(`node.${id}`, {
+      durable: true,
+      arguments: { 'x-queue-type': 'classic', 'x-queue-version': 2, 'x-max-length': 1, 'x-overflow': 'drop-head' },
+    });
     await ch.bindQueue(`node.${id}`, 'mesh.declarations', id);
   }
 }

@@ -24,6 +24,7 @@ export const run: Run = async ({ io, values, positionals, config, json }) => {
   const r = await migrateInboxes({
     managementUrl: config.managementUrl,
     amqpUrl: url,
+    inbox: config.inboxQueue,
     dryRun: !apply,
     onProgress: json
       ? undefined
@@ -41,11 +42,15 @@ export const run: Run = async ({ io, values, positionals, config, json }) => {
 function summary(r: InboxMigrationResult, applied: boolean): string {
   const lines: string[] = [];
   if (applied) {
-    lines.push(`${r.outdated.length} of ${r.inboxes} inboxes in vhost ${r.vhost} had other arguments than this Converge declares`);
+    lines.push(
+      `${r.outdated.length} of ${r.inboxes} inboxes in vhost ${r.vhost} had other arguments than this Converge declares (--inbox-queue ${r.inbox})`,
+    );
     lines.push(`migrated ${r.migrated} inboxes; ${r.moved} latest declaration(s) moved`);
     return `${lines.join('\n')}\n`;
   }
-  lines.push(`${r.outdated.length} of ${r.inboxes} inboxes in vhost ${r.vhost} have other arguments than this Converge declares`);
+  lines.push(
+    `${r.outdated.length} of ${r.inboxes} inboxes in vhost ${r.vhost} have other arguments than this Converge declares (--inbox-queue ${r.inbox})`,
+  );
   // Grouped by form: at 100,000 nodes a line per inbox would bury the answer.
   const forms = new Map<string, { count: number; messages: number; consumers: number; example: string }>();
   for (const o of r.outdated) {

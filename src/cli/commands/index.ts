@@ -8,6 +8,7 @@ import type { CommandSpec } from '../command.ts';
 const engineSettings: readonly ConfigKey[] = [
   'store',
   'amqpUrl',
+  'inboxQueue',
   'host',
   'port',
   'signingKeyPath',
@@ -184,7 +185,7 @@ export const commands: readonly CommandSpec[] = [
       apply: { type: 'boolean', help: 'migrate: each outdated inbox is deleted and declared again, keeping its latest declaration' },
     },
     args: [1, 1],
-    settings: ['amqpUrl', 'managementUrl'],
+    settings: ['amqpUrl', 'managementUrl', 'inboxQueue'],
     load: () => import('./broker.ts'),
   },
 ];

@@ -31,6 +31,8 @@ export async function startEngineOverAmqp(options: {
   /** Events between read-model snapshots (serve's default is 10,000; tests want many). */
   snapshotEvery?: number;
   heartbeatSeconds?: number;
+  /** The inbox form (default: the engine's default, classic). */
+  inbox?: 'classic' | 'quorum';
 }): Promise<EngineOverAmqp> {
   const { logger } = options;
   const config = loadConfig(
@@ -42,6 +44,7 @@ export async function startEngineOverAmqp(options: {
     logger,
     heartbeatSeconds: options.heartbeatSeconds ?? 2,
     connectionName: 'converge-fault-engine',
+    ...(options.inbox === undefined ? {} : { inbox: options.inbox }),
   });
   const store = createSqliteEventStore(options.storePath);
   const engine = createServer({
