@@ -209,9 +209,16 @@ export async function migrateInboxes(options: InboxMigrationOptions): Promise<In
         await c.assertQueue(hold, { durable: true });
         await confirmed(c, (done) => c.sendToQueue(hold, copy.content, { ...propertiesOf(copy) }, done));
       }
-      // Step 3.
+      // Step 3. Then a fresh channel: RabbitMQ 3.10.8 keeps a channel's state of a queue it read
+      // from by name, and a publish on that channel to the queue declared again with another type
+      // crashed the channel and closed the connection (541 INTERNAL_ERROR; seen in this command's test).
       await c.deleteQueue(inbox.queue);
-      const moved = latest !== null ? await finish(inbox.node) : (await assertTopology(c, nodeTopology(inbox.node, options.inbox)), false);
+      ch = null;
+      await c.close().catch(() => undefined);
+      const moved =
+        latest !== null
+          ? await finish(inbox.node)
+          : (await assertTopology(await channel(), nodeTopology(inbox.node, options.inbox)), false);
       result.migrated++;
       if (moved) result.moved++;
       options.onProgress?.({ index: ++index, total, queue: inbox.queue, held, moved, resumed: false });

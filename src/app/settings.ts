@@ -34,7 +34,7 @@ export const settings = {
     env: 'CONVERGE_INBOX_QUEUE',
     value: 'classic|quorum',
     default: 'classic',
-    help: "node inboxes: classic (one process per node; on a cluster, unavailable while its broker node is down) or quorum (survives a node's loss, ~10x the memory)",
+    help: "node inboxes: classic (lightest; on a cluster, unavailable while its broker node is down) or quorum (survives a broker node's loss; a member on every cluster node)",
   },
   role: {
     flag: 'role',
