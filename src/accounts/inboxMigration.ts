@@ -148,6 +148,8 @@ export async function migrateInboxes(options: InboxMigrationOptions): Promise<In
   if (options.dryRun || (outdated.length === 0 && holding.length === 0)) return result;
 
   const conn = await amqp.connect(options.amqpUrl);
+  // A connection the broker closes fails the step in flight; its 'error' event must not end the process.
+  conn.on('error', () => undefined);
   // A refused operation closes its channel; every step below runs on the current one.
   let ch: ConfirmChannel | null = null;
   const channel = async (): Promise<ConfirmChannel> => {
