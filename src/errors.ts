@@ -76,6 +76,11 @@ export const errorCodes = {
   CONVERGE_ERR_UNAUTHENTICATED: { http: 401, summary: 'request has no valid bearer token' },
   CONVERGE_ERR_FORBIDDEN: { http: 403, summary: 'token lacks the scope this route needs' },
   CONVERGE_ERR_AWAIT_TIMEOUT: { http: 408, summary: 'node did not catch up with the digest before the timeout' },
+  CONVERGE_ERR_CLIENT_OVER_CAP: {
+    http: 429,
+    summary: 'this token (with reads open: this address) already holds as many event streams or awaits as it may',
+  },
+  CONVERGE_ERR_SERVER_AT_CAP: { http: 503, summary: 'the engine already holds as many event streams or awaits as it serves at once' },
   CONVERGE_ERR_INGEST_FAILING: { http: 503, summary: 'ingest cannot append to the store; deliveries are held unacked and retried' },
   CONVERGE_ERR_RELAY_FAILING: { http: 503, summary: 'the relay cannot publish recorded declarations to the broker; it retries' },
   CONVERGE_ERR_NOT_READY: { http: 503, summary: 'projections have not caught up with the store' },

@@ -18,6 +18,8 @@ export type Metrics = Readonly<{
   ingestLastAppendAge: Gauge;
   ingestRedelivered: Counter;
   relayHealthy: Gauge;
+  httpOpen: Gauge<'kind'>;
+  httpRefused: Counter<'kind' | 'reason'>;
 }>;
 
 export function createMetrics(options: { processMetrics?: boolean } = {}): Metrics {
@@ -95,6 +97,19 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     relayHealthy: new Gauge({
       name: 'converge_relay_healthy',
       help: '1 while the relay publishes declarations; 0 while a batch fails and is retried from the checkpoint',
+      registers: [registry],
+    }),
+    // Issue 13 item 4: 20,000 streams of one token reached the process's descriptor limit.
+    httpOpen: new Gauge({
+      name: 'converge_http_open',
+      help: 'Requests the API holds open, by kind: stream (GET /v1/events), await (GET /v1/nodes/:node/await)',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
+    httpRefused: new Counter({
+      name: 'converge_http_refused_total',
+      help: 'Requests and connections the API refused for a cap, by kind (stream, await, connection) and reason (client_cap: 429; server_cap: 503, or a socket dropped past --max-connections)',
+      labelNames: ['kind', 'reason'],
       registers: [registry],
     }),
   };

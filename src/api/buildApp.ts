@@ -5,6 +5,7 @@ import { validatorCompiler } from 'fastify-type-provider-zod';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { authenticate } from './auth.ts';
 import { checkBodyHeaders, closeIfBodyUnread, useJsonBodies } from './bodyPolicy.ts';
+import { clientOf, createCapTable, defaultCaps, holdPlace } from './connectionCaps.ts';
 import type { ApiDeps } from './deps.ts';
 import { nodeViews } from './nodeViews.ts';
 import type { RouteContext } from './nodeViews.ts';
@@ -17,6 +18,8 @@ import { declarationRoutes } from './routes/declarations.ts';
 import { eventRoutes } from './routes/events.ts';
 import { fleetRoutes } from './routes/fleet.ts';
 import { healthRoutes } from './routes/health.ts';
+import { capConnections, defaultListenerLimits, listenerOptions } from './listenerLimits.ts';
+import type { ListenerOptions } from './listenerLimits.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { nodeRoutes } from './routes/nodes.ts';
 import { rolloutRoutes } from './routes/rollouts.ts';
@@ -33,7 +36,8 @@ import { ConvergeError } from '../errors.ts';
 
 export type { ApiDeps, SendDeclaration, ProjectionStatus } from './deps.ts';
 
-export function buildApp(deps: ApiDeps): FastifyInstance {
+/** The fastify instance both listeners start from: logging, errors as problems, one policy per route kind. */
+function baseApp(deps: ApiDeps, extra: ListenerOptions) {
   // A child logger per request (fastify's req.log); headers are never logged (requestLog.ts),
   // and the redaction stays in case a later log line carries them.
   const logger = deps.logger.child(
@@ -56,36 +60,20 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       closeIfBodyUnread(req, reply);
       sendProblem(reply, problemOf(e));
     },
+    ...extra,
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   // Response schemas document the answers; serialising is plain JSON.stringify, as before the
   // type provider: validating every NodeState on the way out would cost the hottest route.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  useJsonBodies(app);
-
-  // One hook, before the body is read: headers by route kind, the token, the body's headers.
-  // req.routeOptions builds a new object on each read: read it once.
-  app.addHook('onRequest', (req, reply, done) => {
-    const route = req.routeOptions;
-    applyHeaderPolicy(reply, route.config.kind);
-    try {
-      const token = authenticate(deps.tokens, route.config.scope, req);
-      if (token !== null) req.log = req.log.child({ token: token.id });
-      checkBodyHeaders(req, route);
-    } catch (err) {
-      done(err as Error);
-      return;
-    }
-    done();
-  });
 
   app.setErrorHandler((err, req, reply) => {
     const e = classify(err);
     const problem = problemOf(e, req.url);
-    // A probe's 503 (not ready yet) is an answer, not a failure of the process.
+    // A probe's 503 (not ready yet) is an answer, not a failure of the process; nor is a cap's.
     const kind = req.routeOptions.config.kind;
-    if (problem.status >= 500 && kind !== 'probe') req.log.error({ err }, 'request failed');
+    if (problem.status >= 500 && kind !== 'probe' && e.code !== 'CONVERGE_ERR_SERVER_AT_CAP') req.log.error({ err }, 'request failed');
     else req.log[logLevelOf(kind)]({ code: e.code, detail: e.message }, 'request refused');
     closeIfBodyUnread(req, reply);
     return sendProblem(reply, problem);
@@ -96,6 +84,40 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       reply,
       problemOf(new ConvergeError('CONVERGE_ERR_ROUTE_NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0] ?? ''}`), req.url),
     );
+  });
+  return app;
+}
+
+export function buildApp(deps: ApiDeps): FastifyInstance {
+  const limits = { ...defaultListenerLimits, ...deps.listener };
+  const app = baseApp(deps, listenerOptions(limits));
+  capConnections(app, limits, deps.metrics);
+  const caps = createCapTable({ ...defaultCaps, ...deps.caps }, deps.metrics);
+  useJsonBodies(app);
+
+  // One hook, before the body is read: headers by route kind, the token, the body's headers,
+  // and for a request that stays open its place under the caps (issue 13 item 4).
+  // req.routeOptions builds a new object on each read: read it once.
+  app.addHook('onRequest', (req, reply, done) => {
+    const route = req.routeOptions;
+    applyHeaderPolicy(reply, route.config.kind);
+    try {
+      const token = authenticate(deps.tokens, route.config.scope, req);
+      if (token !== null) req.log = req.log.child({ token: token.id });
+      checkBodyHeaders(req, route);
+      const cap = route.config.cap;
+      if (cap !== undefined) {
+        holdPlace(caps, cap, clientOf(token?.id ?? null, req.ip), reply);
+        // Held open on purpose: not the inactivity timeout's to close (listenerLimits.ts).
+        // (app.inject's socket is a stand-in without timeouts.)
+        const socket = req.raw.socket as { setTimeout?: (ms: number) => unknown } | null;
+        if (typeof socket?.setTimeout === 'function') socket.setTimeout(0);
+      }
+    } catch (err) {
+      done(err as Error);
+      return;
+    }
+    done();
   });
 
   const context: RouteContext = { deps, views: nodeViews(deps) };
@@ -121,5 +143,23 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   void app.register(metricsRoutes, context);
   void app.register(openApiRoutes);
   if (deps.dashboardDir !== undefined && deps.dashboardDir !== null) void app.register(dashboardRoutes, { root: deps.dashboardDir });
+  return app;
+}
+
+/**
+ * The admin listener (`serve --admin-listen`, issue 13 item 4): /healthz, /readyz and /metrics
+ * only, on a socket of their own, so a probe or a scrape is answered whatever the main listener's
+ * clients hold. Bind it where only the orchestrator and the scraper reach it: like the main
+ * listener's probes, it asks for no token.
+ */
+export function buildAdminApp(deps: ApiDeps): FastifyInstance {
+  const app = baseApp(deps, {});
+  app.addHook('onRequest', (req, reply, done) => {
+    applyHeaderPolicy(reply, req.routeOptions.config.kind ?? 'api');
+    done();
+  });
+  const context: RouteContext = { deps, views: nodeViews(deps) };
+  void app.register(healthRoutes, context);
+  void app.register(metricsRoutes, context);
   return app;
 }

@@ -6,6 +6,8 @@ import type { ReadModel } from '../readModel/readModel.ts';
 import type { RolloutView } from '../readModel/rollouts.ts';
 import type { EventStore } from '../store/index.ts';
 import type { TokenTable } from './auth.ts';
+import type { ConnectionCaps } from './connectionCaps.ts';
+import type { ListenerLimits } from './listenerLimits.ts';
 
 // What the HTTP API is given by the composition root (src/app/server.ts) or a test.
 
@@ -83,6 +85,12 @@ export type ApiDeps = Readonly<{
   sendVisibleMs?: number;
   /** SSE heartbeat interval. */
   heartbeatMs?: number;
+  /** An event stream's lifetime; it ends then and the client resumes with Last-Event-ID (default 1 h). */
+  streamMaxMs?: number;
+  /** Caps on event streams and awaits, per client and in all (issue 13 item 4); unset ones keep connectionCaps.ts's defaults. */
+  caps?: Partial<ConnectionCaps>;
+  /** The listener's socket cap and timeouts; unset ones keep listenerLimits.ts's defaults. */
+  listener?: Partial<ListenerLimits>;
   /**
    * The store's limit on one event's data (default: the adapters' default). A declaration body
    * over it cannot be recorded, so it is refused as 413 before it is read (issue 13 item 5).

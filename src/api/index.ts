@@ -1,4 +1,9 @@
-export { buildApp } from './buildApp.ts';
+export { buildAdminApp, buildApp } from './buildApp.ts';
+export { defaultCaps } from './connectionCaps.ts';
+export type { ConnectionCaps } from './connectionCaps.ts';
+export { defaultListenerLimits } from './listenerLimits.ts';
+export type { ListenerLimits } from './listenerLimits.ts';
+export { defaultStreamMaxMs } from './sse.ts';
 export type { ApiDeps, SendDeclaration, ProjectionStatus } from './deps.ts';
 export { listen } from './listen.ts';
 export { parseApiTokens, authorize, scopes } from './auth.ts';

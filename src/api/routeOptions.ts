@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Scope } from './auth.ts';
+import type { CapKind } from './connectionCaps.ts';
 import * as s from './schemas.ts';
 
 // What every route declares besides its handler, in one place: the token scope it needs, the
@@ -20,6 +21,8 @@ declare module 'fastify' {
     /** The token scope the route needs; absent or null: none. */
     scope?: Scope | null;
     kind?: RouteKind;
+    /** A request that stays open, counted against the connection caps (connectionCaps.ts). */
+    cap?: CapKind;
   }
 }
 
@@ -43,7 +46,7 @@ export const json = <T extends z.ZodType>(description: string, schema: T) =>
 
 const problem = (description: string): Response => ({ description, content: { 'application/problem+json': { schema: s.problem } } });
 
-function errorResponses(scope: Scope | null, doc: RouteDoc): Record<number, Response> {
+function errorResponses(scope: Scope | null, doc: RouteDoc, cap: CapKind | undefined): Record<number, Response> {
   const out: Record<number, Response> = { 400: problem('invalid parameters or body') };
   if (scope !== null) {
     out[401] = problem('missing or invalid bearer token');
@@ -52,6 +55,10 @@ function errorResponses(scope: Scope | null, doc: RouteDoc): Record<number, Resp
   if (doc.body !== undefined) {
     out[413] = problem('body larger than the route accepts (for a declaration: the store event limit); refused before it is read');
     out[415] = problem('body is not application/json (or has no content-type)');
+  }
+  if (cap !== undefined) {
+    out[429] = problem('this token (with reads open: this address) holds as many open requests of this kind as it may; see Retry-After');
+    out[503] = problem('the engine holds as many open requests of this kind as it serves at once; see Retry-After');
   }
   for (const [status, description] of Object.entries(doc.errors ?? {})) out[Number(status)] = problem(description);
   out[500] = problem('internal error');
@@ -62,13 +69,16 @@ function errorResponses(scope: Scope | null, doc: RouteDoc): Record<number, Resp
  * Route options for `app.get(url, route(…), handler)`. The returned schema keeps the zod types
  * of `doc` so the handler's params, query, body and reply are inferred from them.
  */
-export function route<const D extends RouteDoc>(scope: Scope | null, kind: RouteKind, doc: D) {
+export function route<const D extends RouteDoc>(scope: Scope | null, kind: RouteKind, doc: D, cap?: CapKind) {
   const { errors: _errors, response, ...rest } = doc;
   const schema = {
     ...rest,
-    response: { ...response, ...errorResponses(scope, doc) } as D['response'],
+    response: { ...response, ...errorResponses(scope, doc, cap) } as D['response'],
     security: scope === null ? [] : [{ bearer: [scope] }],
     ...(scope === null ? {} : { 'x-converge-scope': scope }),
   };
-  return { config: { scope, kind }, schema: schema as Omit<D, 'errors'> & { response: D['response'] } };
+  return {
+    config: { scope, kind, ...(cap === undefined ? {} : { cap }) },
+    schema: schema as Omit<D, 'errors'> & { response: D['response'] },
+  };
 }

@@ -15,6 +15,14 @@ import { headersFor } from './responseHeaders.ts';
 /** A client this far behind is cut off; it reconnects with Last-Event-ID and loses nothing. */
 const maxBufferedBytes = 4 * 1024 * 1024;
 
+/**
+ * A stream ends after this long (issue 13 item 4), saying so in a comment; the client resumes
+ * with Last-Event-ID at once (EventSource does by itself, after `retry`). Its place under the
+ * caps is counted again then, and a stream nobody reads any more does not outlive its client's
+ * interest by more than this.
+ */
+export const defaultStreamMaxMs = 60 * 60 * 1000;
+
 export type StreamOptions = Readonly<{
   readModel: ReadModel;
   reply: FastifyReply;
@@ -26,6 +34,8 @@ export type StreamOptions = Readonly<{
   now?: () => number;
   after: bigint | null;
   heartbeatMs: number;
+  /** The stream's lifetime (defaultStreamMaxMs). */
+  maxMs: number;
   /** Open streams, so closing the app can end them (a client holds its stream open forever). */
   open: Set<() => void>;
 }>;
@@ -40,6 +50,7 @@ export function streamChanges({
   now = Date.now,
   after,
   heartbeatMs,
+  maxMs,
   open,
 }: StreamOptions): void {
   // Which kinds this stream carries: a filter on one kind leaves out the other, unless it is filtered too.
@@ -105,12 +116,18 @@ export function streamChanges({
     if (!closed) res.write(': ping\n\n');
   }, heartbeatMs);
   heartbeat.unref();
+  const lifetime = setTimeout(() => {
+    if (!closed) res.write(': max lifetime reached; resume with Last-Event-ID\n\n');
+    close();
+  }, maxMs);
+  lifetime.unref();
 
   function close(): void {
     if (closed) return;
     closed = true;
     open.delete(close);
     clearInterval(heartbeat);
+    clearTimeout(lifetime);
     unsubscribe();
     res.end();
   }

@@ -4,6 +4,7 @@ import type { ApiDeps } from '../../src/api/index.ts';
 import { parseApiTokens } from '../../src/api/index.ts';
 import { rolloutCommandsOn } from '../../src/app/server.ts';
 import { createMetrics } from '../../src/metrics.ts';
+import type { Metrics } from '../../src/metrics.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import type { ProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
@@ -25,6 +26,7 @@ export type ApiHarness = Readonly<{
   app: FastifyInstance;
   store: EventStore;
   runner: ProjectionRunner;
+  metrics: Metrics;
   history: StoreHistory;
   /** Resolves once the read model has folded everything appended so far. */
   settle: () => Promise<void>;
@@ -63,6 +65,7 @@ export async function apiHarness(extra: Partial<ApiDeps> = {}): Promise<ApiHarne
     app,
     store,
     runner,
+    metrics,
     history,
     settle,
     close: async () => {

@@ -3,7 +3,7 @@ import type { RouteContext } from '../nodeViews.ts';
 import type { RolloutRouteContext } from './rollouts.ts';
 import { route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
-import { streamChanges } from '../sse.ts';
+import { defaultStreamMaxMs, streamChanges } from '../sse.ts';
 
 // DESIGN §7: server-sent events, one per node state change and one per rollout change (issue 14),
 // resumable with Last-Event-ID.
@@ -21,19 +21,24 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteContext & Partial<Pick<Roll
 
   app.get(
     '/v1/events',
-    route('read', 'stream', {
-      operationId: 'streamEvents',
-      summary:
-        'Server-sent events, one per node state change (`node`) and per rollout change (`rollout`); id = position, resume with Last-Event-ID',
-      querystring: s.eventsQuery,
-      headers: s.eventsHeaders,
-      response: {
-        200: {
-          description: 'one event per node state change or rollout change',
-          content: { 'text/event-stream': { schema: s.eventStream } },
+    route(
+      'read',
+      'stream',
+      {
+        operationId: 'streamEvents',
+        summary:
+          'Server-sent events, one per node state change (`node`) and per rollout change (`rollout`); id = position, resume with Last-Event-ID',
+        querystring: s.eventsQuery,
+        headers: s.eventsHeaders,
+        response: {
+          200: {
+            description: 'one event per node state change or rollout change',
+            content: { 'text/event-stream': { schema: s.eventStream } },
+          },
         },
       },
-    }),
+      'stream',
+    ),
     async ({ query, headers }, reply) => {
       const after = headers['last-event-id'];
       streamChanges({
@@ -46,6 +51,7 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteContext & Partial<Pick<Roll
         now: views.now,
         after: after === undefined ? null : BigInt(after),
         heartbeatMs: deps.heartbeatMs ?? 15_000,
+        maxMs: deps.streamMaxMs ?? defaultStreamMaxMs,
         open,
       });
       return reply;

@@ -77,14 +77,19 @@ export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { dep
 
   app.get(
     '/v1/nodes/:node/await',
-    route('read', 'api', {
-      operationId: 'awaitNode',
-      summary: 'Wait until the node is caught up with a digest (default: the latest sent)',
-      params: s.nodeParams,
-      querystring: s.awaitQuery,
-      response: { 200: json('the node is caught up with the digest', s.nodeView) },
-      errors: { 404: 'no such node', 408: 'the node did not catch up before timeoutMs' },
-    }),
+    route(
+      'read',
+      'api',
+      {
+        operationId: 'awaitNode',
+        summary: 'Wait until the node is caught up with a digest (default: the latest sent)',
+        params: s.nodeParams,
+        querystring: s.awaitQuery,
+        response: { 200: json('the node is caught up with the digest', s.nodeView) },
+        errors: { 404: 'no such node', 408: 'the node did not catch up before timeoutMs' },
+      },
+      'await',
+    ),
     async ({ params, query }, reply) => {
       views.known(params.node);
       const want = query.digest;

@@ -1,0 +1,58 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerOptions } from 'node:http';
+import type { Metrics } from '../metrics.ts';
+
+// Issue 13 item 4, at the socket: the connections the main listener keeps, and how long one may
+// sit idle. With the caps on streams and awaits (connectionCaps.ts) below `maxConnections`, the
+// sockets between them are a reserve for short requests and the probes; past `maxConnections`
+// node closes a new socket at once instead of letting the process run into its descriptor limit,
+// where every accept fails (the admin listener's included).
+
+export type ListenerLimits = Readonly<{
+  /** Sockets the listener holds at once; a new one past it is closed at once. */
+  maxConnections: number;
+  /** A kept-alive socket idle this long after an answer is closed. */
+  idleMs: number;
+  /**
+   * A request's headers and body must arrive within this, and a socket silent this long (one that
+   * never sends a request, a handler that writes nothing) is closed; an event stream or an await
+   * is exempt once it holds its place (it has its own lifetime, timeout and heartbeat).
+   */
+  requestTimeoutMs: number;
+}>;
+
+export const defaultListenerLimits: ListenerLimits = {
+  maxConnections: 4_000,
+  idleMs: 10_000,
+  requestTimeoutMs: 30_000,
+};
+
+export type ListenerOptions = Readonly<{
+  keepAliveTimeout?: number;
+  requestTimeout?: number;
+  connectionTimeout?: number;
+  http?: ServerOptions;
+}>;
+
+/** The options of Fastify() that set the node server's timeouts. */
+export function listenerOptions(limits: ListenerLimits): ListenerOptions {
+  return {
+    keepAliveTimeout: limits.idleMs,
+    requestTimeout: limits.requestTimeoutMs,
+    // Node's request and headers timeouts start at a request's first byte: a socket that never
+    // sends one is only closed by the inactivity timeout.
+    connectionTimeout: limits.requestTimeoutMs,
+    http: {
+      headersTimeout: limits.requestTimeoutMs,
+      // How often node looks for sockets past the request timeout (its default, 30 s, would let
+      // a silent socket live up to that much longer than the timeout says).
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(limits.requestTimeoutMs / 4))),
+    },
+  };
+}
+
+/** Cap the sockets of `app`'s server, counting each one dropped. */
+export function capConnections(app: FastifyInstance, limits: ListenerLimits, metrics?: Metrics): void {
+  app.server.maxConnections = limits.maxConnections;
+  app.server.on('drop', () => metrics?.httpRefused.inc({ kind: 'connection', reason: 'server_cap' }));
+}
