@@ -57,6 +57,8 @@ export function createCapTable(caps: ConnectionCaps, metrics?: Metrics): CapTabl
     await: { all: caps.awaits, each: caps.awaitsPerClient, what: 'awaits' },
   };
   const refuse = (kind: CapKind, reason: 'client_cap' | 'server_cap'): void => metrics?.httpRefused.inc({ kind, reason });
+  // Both series from the start, so a dashboard shows 0 rather than nothing.
+  for (const kind of ['stream', 'await'] as const) metrics?.httpOpen.set({ kind }, 0);
 
   return {
     retryAfterSeconds: caps.retryAfterSeconds,

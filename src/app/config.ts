@@ -1,6 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { parseApiTokens } from '../api/auth.ts';
+import { defaultCaps } from '../api/connectionCaps.ts';
+import { defaultListenerLimits } from '../api/listenerLimits.ts';
+import { defaultStreamMaxMs } from '../api/sse.ts';
 import type { TokenTable } from '../api/auth.ts';
 import { signingKeyFromPem } from '../declaration/index.ts';
 import type { SigningKey } from '../declaration/index.ts';
@@ -41,6 +44,18 @@ export type Config = Readonly<{
   deadLetterMaxLength: number;
   /** Body bytes mesh.dead keeps, likewise. */
   deadLetterMaxBytes: number;
+  /** Caps on what the API holds open (issue 13 item 4, src/api/connectionCaps.ts). */
+  maxStreams: number;
+  maxStreamsPerClient: number;
+  maxAwaits: number;
+  maxAwaitsPerClient: number;
+  /** Sockets the API listener holds (src/api/listenerLimits.ts). */
+  maxConnections: number;
+  streamMaxMs: number;
+  idleTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** Where /healthz, /readyz and /metrics are served on a listener of their own; null: not. */
+  adminListen: Readonly<{ host: string; port: number }> | null;
 }>;
 
 export { defaultStore } from './settings.ts';
@@ -103,6 +118,31 @@ const schema = z.object({
   // fleet and a few seconds of a flood; either way the queue no longer grows without end.
   deadLetterMaxLength: intIn(0, 100_000_000).default(100_000),
   deadLetterMaxBytes: intIn(1, Number.MAX_SAFE_INTEGER).default(256 * 1024 * 1024),
+  // Issue 13 item 4: the defaults of src/api/connectionCaps.ts and listenerLimits.ts. A dashboard
+  // holds one stream and a pipeline a few awaits; 4,000 sockets leave 2,000 for short requests
+  // and probes, and stay below the 20,000 descriptors at which the issue's engine stopped.
+  maxStreams: intIn(1, 1_000_000).default(defaultCaps.streams),
+  maxStreamsPerClient: intIn(1, 1_000_000).default(defaultCaps.streamsPerClient),
+  maxAwaits: intIn(1, 1_000_000).default(defaultCaps.awaits),
+  maxAwaitsPerClient: intIn(1, 1_000_000).default(defaultCaps.awaitsPerClient),
+  maxConnections: intIn(1, 10_000_000).default(defaultListenerLimits.maxConnections),
+  streamMaxMs: intIn(1_000, 86_400_000).default(defaultStreamMaxMs),
+  idleTimeoutMs: intIn(100, 3_600_000).default(defaultListenerLimits.idleMs),
+  requestTimeoutMs: intIn(100, 3_600_000).default(defaultListenerLimits.requestTimeoutMs),
+  adminListen: z
+    .string()
+    .transform((s, ctx) => {
+      // host:port, [v6]:port
+      const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(s);
+      const port = Number(m?.[3]);
+      if (m === null || port > 65535) {
+        ctx.addIssue({ code: 'custom', message: 'must be <host>:<port>, e.g. 127.0.0.1:9464 or [::1]:9464' });
+        return z.NEVER;
+      }
+      return { host: m[1] ?? m[2]!, port };
+    })
+    .nullable()
+    .default(null),
 });
 
 /** A value as an error line may echo it: broker URLs carry passwords (STYLE.md §6). */
@@ -164,6 +204,23 @@ export function loadConfig(
     lines.push(
       `--alive-resolution-ms / CONVERGE_ALIVE_RESOLUTION_MS: must be shorter than --grace-ms (${r.data.graceMs}), or a node alive all along reads as disconnected in the record (got ${r.data.aliveResolutionMs})`,
     );
+  }
+  // Issue 13 item 4: sockets past the caps are the reserve that answers short requests and the
+  // probes while every stream and await is held.
+  if (r.success) {
+    const d = r.data;
+    if (used.has('maxConnections') && d.maxConnections <= d.maxStreams + d.maxAwaits)
+      lines.push(
+        `--max-connections / CONVERGE_MAX_CONNECTIONS: must be more than --max-streams + --max-awaits (${d.maxStreams + d.maxAwaits}), or held streams and awaits leave no socket for a probe (got ${d.maxConnections})`,
+      );
+    if (used.has('maxStreamsPerClient') && d.maxStreamsPerClient > d.maxStreams)
+      lines.push(
+        `--max-streams-per-client / CONVERGE_MAX_STREAMS_PER_CLIENT: must be at most --max-streams (${d.maxStreams}) (got ${d.maxStreamsPerClient})`,
+      );
+    if (used.has('maxAwaitsPerClient') && d.maxAwaitsPerClient > d.maxAwaits)
+      lines.push(
+        `--max-awaits-per-client / CONVERGE_MAX_AWAITS_PER_CLIENT: must be at most --max-awaits (${d.maxAwaits}) (got ${d.maxAwaitsPerClient})`,
+      );
   }
   if (lines.length > 0 || !r.success) {
     throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', lines.join('\n'), { details: { lines } });

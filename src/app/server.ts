@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { buildApp } from '../api/buildApp.ts';
+import { buildAdminApp, buildApp } from '../api/buildApp.ts';
 import type { RolloutCommands, SendDeclaration, SendDeclarations } from '../api/deps.ts';
 import type { SigningKey } from '../declaration/index.ts';
 import { ConvergeError } from '../errors.ts';
@@ -23,6 +23,7 @@ import { createRolloutDriver } from '../engine/rolloutDriver.ts';
 import type { RolloutDriver } from '../engine/rolloutDriver.ts';
 import type { StartRolloutDeps } from '../engine/rolloutCommands.ts';
 import { findDashboardDir } from './dashboardDir.ts';
+import { descriptorMargin, openFilesLimit } from './fdLimit.ts';
 
 // `converge serve` as a value (DESIGN §6): store → projections → API, plus ingest and relay
 // when a transport is given. Start order matters: projections first (the API reads them), then
@@ -65,6 +66,8 @@ export type Server = Readonly<{
   rolloutDeps: StartRolloutDeps;
   /** Whether / serves the dashboard (it is served only once `npm run build` has built it). */
   dashboard: boolean;
+  /** The admin listener's URL once started (`--admin-listen`), else null. */
+  adminUrl: () => string | null;
   /** Start everything and listen; resolves with the API's URL once the socket is open. */
   start: () => Promise<string>;
   stop: () => Promise<void>;
@@ -149,7 +152,7 @@ export function createServer(options: ServerOptions): Server {
 
   const startedAt = (options.now ?? Date.now)();
   const dashboardDir = options.dashboardDir === undefined ? findDashboardDir() : options.dashboardDir;
-  const app = buildApp({
+  const apiDeps = {
     dashboardDir,
     readModel: runner.readModel,
     rollouts: runner.rollouts,
@@ -193,7 +196,20 @@ export function createServer(options: ServerOptions): Server {
       : { sendMany }),
     ...(ingest === null ? {} : { lastSeen: (node: string) => ingest.lastSeenAt(node) }),
     ...(options.now === undefined ? {} : { now: options.now }),
-  });
+    // Issue 13 item 4: what the API holds open, and for how long.
+    caps: {
+      streams: config.maxStreams,
+      streamsPerClient: config.maxStreamsPerClient,
+      awaits: config.maxAwaits,
+      awaitsPerClient: config.maxAwaitsPerClient,
+    },
+    listener: { maxConnections: config.maxConnections, idleMs: config.idleTimeoutMs, requestTimeoutMs: config.requestTimeoutMs },
+    streamMaxMs: config.streamMaxMs,
+  };
+  const app = buildApp(apiDeps);
+  // /healthz, /readyz and /metrics on a socket of their own: answered whatever the API's clients hold.
+  const admin = config.adminListen === null ? null : buildAdminApp(apiDeps);
+  let adminUrl: string | null = null;
 
   let started = false;
   return {
@@ -208,8 +224,21 @@ export function createServer(options: ServerOptions): Server {
     rollouts,
     rolloutDeps,
     dashboard: dashboardDir !== null,
+    adminUrl: () => adminUrl,
     async start() {
       started = true;
+      // First, so an orchestrator's probes are answered while projections catch up (/readyz: 503).
+      if (admin !== null && config.adminListen !== null) {
+        adminUrl = await admin.listen({ port: config.adminListen.port, host: config.adminListen.host });
+        logger.info({ url: adminUrl }, 'admin listener (/healthz, /readyz, /metrics)');
+      }
+      const files = openFilesLimit();
+      if (files !== null && files < config.maxConnections + descriptorMargin) {
+        logger.warn(
+          { openFilesLimit: files, maxConnections: config.maxConnections },
+          `the open-files limit (${files}) leaves less than ${descriptorMargin} descriptors beyond --max-connections: lower --max-connections or raise the limit (ulimit -n, LimitNOFILE), or a flood of connections can stop every accept, the probes' included`,
+        );
+      }
       await runner.start();
       relay?.start();
       // The driver judges waves by the read model, so it starts once that has caught up.
@@ -238,6 +267,7 @@ export function createServer(options: ServerOptions): Server {
       started = false;
       await app.close();
       await rollouts?.stop();
+      await admin?.close();
       await ingest?.stop();
       await relay?.stop();
       await runner.writeSnapshot();

@@ -136,6 +136,70 @@ export const settings = {
     default: '268435456',
     help: 'and beyond this many bytes of bodies (256 MiB)',
   },
+  // Issue 13 item 4: what the HTTP API holds open (docs/operations.md, Connection caps).
+  maxStreams: {
+    flag: 'max-streams',
+    env: 'CONVERGE_MAX_STREAMS',
+    value: '<n>',
+    default: '1000',
+    help: 'event streams (GET /v1/events) open at once; past it, 503 with Retry-After',
+  },
+  maxStreamsPerClient: {
+    flag: 'max-streams-per-client',
+    env: 'CONVERGE_MAX_STREAMS_PER_CLIENT',
+    value: '<n>',
+    default: '10',
+    help: 'event streams one token (with reads open: one address) may hold; past it, 429 with Retry-After',
+  },
+  maxAwaits: {
+    flag: 'max-awaits',
+    env: 'CONVERGE_MAX_AWAITS',
+    value: '<n>',
+    default: '1000',
+    help: 'awaits (GET /v1/nodes/:node/await) open at once; past it, 503 with Retry-After',
+  },
+  maxAwaitsPerClient: {
+    flag: 'max-awaits-per-client',
+    env: 'CONVERGE_MAX_AWAITS_PER_CLIENT',
+    value: '<n>',
+    default: '100',
+    help: 'awaits one token (with reads open: one address) may hold; past it, 429 with Retry-After',
+  },
+  maxConnections: {
+    flag: 'max-connections',
+    env: 'CONVERGE_MAX_CONNECTIONS',
+    value: '<n>',
+    default: '4000',
+    help: 'sockets the API listener holds; past it a new one is closed at once (more than --max-streams + --max-awaits)',
+  },
+  streamMaxMs: {
+    flag: 'stream-max-ms',
+    env: 'CONVERGE_STREAM_MAX_MS',
+    value: '<ms>',
+    default: '3600000',
+    help: 'an event stream ends after this long; the client resumes with Last-Event-ID',
+  },
+  idleTimeoutMs: {
+    flag: 'idle-timeout-ms',
+    env: 'CONVERGE_IDLE_TIMEOUT_MS',
+    value: '<ms>',
+    default: '10000',
+    help: 'a kept-alive connection idle this long after an answer is closed',
+  },
+  requestTimeoutMs: {
+    flag: 'request-timeout-ms',
+    env: 'CONVERGE_REQUEST_TIMEOUT_MS',
+    value: '<ms>',
+    default: '30000',
+    help: "a request's headers and body must arrive within this; a connection silent this long is closed (streams and awaits excepted)",
+  },
+  adminListen: {
+    flag: 'admin-listen',
+    env: 'CONVERGE_ADMIN_LISTEN',
+    value: '<host:port>',
+    default: null,
+    help: 'serve /healthz, /readyz and /metrics on a listener of their own too, answered whatever the API listener holds',
+  },
 } as const satisfies Record<string, Setting>;
 
 export type ConfigKey = keyof typeof settings;

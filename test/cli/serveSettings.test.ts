@@ -53,3 +53,31 @@ test('serve --help lists them', async () => {
     assert.match(r.stdout, new RegExp(`--${flag} `), flag);
   }
 });
+
+test('serve checks the connection caps, the listener limits and --admin-listen before it starts (issue 13 item 4)', async () => {
+  const flags = {
+    'max-streams': '0',
+    'max-streams-per-client': 'x',
+    'max-awaits': '-3',
+    'max-awaits-per-client': '1.5',
+    'max-connections': 'none',
+    'stream-max-ms': '10',
+    'idle-timeout-ms': '-1',
+    'request-timeout-ms': 'soon',
+    'admin-listen': 'nowhere',
+  };
+  const r = await cli([
+    'serve',
+    '--store',
+    'memory:',
+    '--port',
+    '0',
+    ...Object.entries(flags)
+      .flat()
+      .map((v, i) => (i % 2 === 0 ? `--${v}` : v)),
+  ]);
+  assert.equal(r.code, 2, r.stderr);
+  for (const flag of Object.keys(flags)) assert.match(r.stderr, new RegExp(`--${flag} / `), `${flag} is checked: ${r.stderr}`);
+  const help = await cli(['serve', '--help']);
+  for (const flag of Object.keys(flags)) assert.match(help.stdout, new RegExp(`--${flag} `), flag);
+});

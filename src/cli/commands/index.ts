@@ -21,12 +21,22 @@ const engineSettings: readonly ConfigKey[] = [
   'aliveResolutionMs',
   'nodeReportRate',
   'nodeReportBurst',
+  'maxStreams',
+  'maxStreamsPerClient',
+  'maxAwaits',
+  'maxAwaitsPerClient',
+  'maxConnections',
+  'streamMaxMs',
+  'idleTimeoutMs',
+  'requestTimeoutMs',
+  'adminListen',
 ];
 
 export const commands: readonly CommandSpec[] = [
   {
     name: 'serve',
-    usage: 'converge serve [--store <url>] [--amqp <url>] [--port <n>] [--signing-key <pem>] [--api-tokens <list>]',
+    usage:
+      'converge serve [--store <url>] [--amqp <url>] [--port <n>] [--admin-listen <host:port>] [--signing-key <pem>] [--api-tokens <list>]',
     summary: 'the engine: ingest, relay, projections and the HTTP API',
     flags: {},
     args: [0, 0],

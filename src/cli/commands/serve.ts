@@ -52,7 +52,8 @@ async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'co
   const engine = createServer({ config, logger, store, ...(transport === undefined ? {} : { transport }) });
   try {
     const url = await engine.start();
-    io.stderr(`converge serving on ${url}${engine.dashboard ? `  dashboard ${url}/` : ''}\n`);
+    const admin = engine.adminUrl();
+    io.stderr(`converge serving on ${url}${engine.dashboard ? `  dashboard ${url}/` : ''}${admin === null ? '' : `  probes ${admin}`}\n`);
     await io.interrupted;
     logger.info({}, 'stopping');
   } finally {
