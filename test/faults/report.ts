@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { probeBroker } from '../support/broker.ts';
 import { hostileNodeFlood } from './floodScenario.ts';
 import { hostileHttp } from './hostileHttpScenario.ts';
+import { connectionExhaustion } from './connectionExhaustionScenario.ts';
 import { stuckIngestHealth } from './stuckIngestScenario.ts';
 import { clusterFailover } from './clusterFailoverScenario.ts';
 import { forgedSnapshot } from './forgedSnapshotScenario.ts';
@@ -30,6 +31,7 @@ const every = [
   stuckIngestHealth,
   forgedSnapshot,
   hostileHttp,
+  connectionExhaustion,
   modelBased,
   tampering,
   clusterFailover('stop'),
@@ -176,6 +178,18 @@ ${table}
   parser, every other request its own problem (413, 413, 415, 400, 414), and no declaration may be sent. Here **hostile
   tried** counts those requests and **hostile appended** declarations they caused. A victim client's median latency
   and the process's RSS are noted, not asserted; the clients run in the engine's process, so both include their cost.
+- **connection exhaustion** — \`test/faults/connectionExhaustionScenario.ts\` (issue 13 item 4: one read token opened 20,000
+  event streams, the process reached its descriptor limit and every new client, \`/healthz\` included, was reset):
+  \`serve\`'s composition over RabbitMQ and SQLite with the caps set low (20 streams per token, 60 in all, 300 sockets,
+  a 2 s request timeout) and an admin listener, while two nodes report. First one token opens 400 streams at once
+  against the same API without caps (the baseline, in the notes); then against the capped engine, then three more
+  tokens 400 each, then 600 sockets connect and send nothing. One token must hold exactly its cap and the engine its
+  own; every refusal must be 429 (or 503 past the engine's cap) problem+json with \`Retry-After\` and its connection
+  closed; another token must get in while the first is capped; \`/healthz\` must answer on the main listener while the
+  streams are capped and on the admin listener (with \`/metrics\`) while the sockets are exhausted; the listener must
+  hold no more than its cap of sockets and the silent ones must be closed. Time to recover: from the end of the socket
+  flood until the main listener answers \`/healthz\` again. Here **hostile tried** counts streams and sockets opened.
+  Descriptor counts are noted, not asserted; the clients run in the engine's process, so they include theirs.
 - **model-based** — \`test/faults/modelScenario.ts\`: fast-check draws runs of 10–15 commands (send; a report that is
   matching, stale, unknown or undeclared, and applied, failed or refused; the same delivery again; alive; crash =
   connection closed without draining, subscriptions stopped, no snapshot written, memory dropped; restart = the engine
