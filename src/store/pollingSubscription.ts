@@ -82,11 +82,21 @@ export function createPollingSubscription(source: PollingSource, options: Subscr
     while (!signal.aborted) {
       const seen = source.notifier.version();
       const after = position;
+      // A filtered subscription (types) learns the head first: when nothing after `after` matches,
+      // every event up to that head was read past, so the next wake starts there instead of scanning
+      // the same non-matching events again. Positions are committed in order in every polling
+      // store (SQLite's single writer, PostgreSQL's row-locked counter), so no event at or below
+      // the head can still appear. Without this, a filter whose events are rare (the rollout
+      // driver's, on a store without rollouts) rescanned the whole log on every append.
+      const scanned = types === null ? null : await retrying(() => source.headPosition());
+      if (scanned !== null && !scanned.ok) return;
       const read = await retrying(() => source.readAfter(after, batchSize, types));
       if (!read.ok) return;
       const batch = read.value;
       const last = batch[batch.length - 1];
       if (last === undefined) {
+        const head = scanned?.value ?? null;
+        if (head !== null && (position === null || head > position)) position = head;
         markCaughtUp();
         await source.notifier.wait(seen, source.pollMs, signal);
         continue;

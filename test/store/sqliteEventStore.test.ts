@@ -372,3 +372,21 @@ test('readAll by stream prefix: a rare prefix (read through the stream index) an
     await store.close();
   }
 });
+
+test('a subscription filtered by type moves past events that do not match, so a wake does not scan them again', async () => {
+  const store = createSqliteEventStore(fresh());
+  const seen: Recorded[] = [];
+  const sub = store.subscribe({ types: ['DeclarationSent'], handler: (events) => void seen.push(...events) });
+  try {
+    for (let i = 0; i < 3; i++)
+      await store.append([
+        { stream: streamOf('n'), expected: 'any', events: [makeAliveSeen({ node: 'n' }, new Date(Date.UTC(2026, 10, 30, 10, 0, i)))] },
+      ]);
+    const head = await store.headPosition();
+    await until('the filtered subscription stands at the head', () => sub.position() === head);
+    assert.deepEqual(seen, []);
+  } finally {
+    await sub.stop();
+    await store.close();
+  }
+});
