@@ -137,34 +137,40 @@ async function readEvents(res: Response, until: (events: SseEvent[]) => boolean)
   return out;
 }
 
-test('/v1/events carries rollout changes as `event: rollout`; ?rollout= keeps only them, and a resume sends their current state', async (t) => {
-  const h = await apiHarness();
-  t.after(() => h.close());
-  const base = await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const r = rolloutInStore(h.store, h.history, 'r3', ['a']);
+test(
+  '/v1/events carries rollout changes as `event: rollout`; ?rollout= keeps only them, and a resume sends their current state',
+  { timeout: 60_000 },
+  async (t) => {
+    const h = await apiHarness();
+    t.after(() => h.close());
+    const base = await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const r = rolloutInStore(h.store, h.history, 'r3', ['a']);
 
-  const all = fetch(`${base}/v1/events`, { headers: read }).then((res) =>
-    readEvents(res, (es) => es.some((e) => e.event === 'rollout' && e.data.status === 'completed')),
-  );
-  const only = fetch(`${base}/v1/events?rollout=r3`, { headers: read }).then((res) =>
-    readEvents(res, (es) => es.some((e) => e.data.status === 'completed')),
-  );
-  await h.settle();
-  await new Promise((resolve) => setTimeout(resolve, 50)); // both streams are open before the rollout starts
-  await r.start();
-  await r.run();
-  await h.history.report('a', { applied: ['web'], declared: await r.digestSentTo('a') });
-  await r.run();
+    // The server writes a stream's headers in the same turn as it registers its listeners, so once
+    // both responses have arrived neither stream can miss the rollout (a fixed sleep here raced under
+    // load: a stream opened after the rollout completed waited for ever).
+    const [allRes, onlyRes] = await Promise.all([
+      fetch(`${base}/v1/events`, { headers: read }),
+      fetch(`${base}/v1/events?rollout=r3`, { headers: read }),
+    ]);
+    const all = readEvents(allRes, (es) => es.some((e) => e.event === 'rollout' && e.data.status === 'completed'));
+    const only = readEvents(onlyRes, (es) => es.some((e) => e.data.status === 'completed'));
+    await h.settle();
+    await r.start();
+    await r.run();
+    await h.history.report('a', { applied: ['web'], declared: await r.digestSentTo('a') });
+    await r.run();
 
-  const mixed = await all;
-  assert.ok(mixed.some((e) => e.event === 'node' && e.data.node === 'a'));
-  const rolloutEvents = mixed.filter((e) => e.event === 'rollout');
-  assert.equal(rolloutEvents[0]?.data.status, 'running');
-  for (let i = 1; i < mixed.length; i++) assert.ok(BigInt(mixed[i]!.id) >= BigInt(mixed[i - 1]!.id), 'ids never go back');
-  const filtered = await only;
-  assert.ok(filtered.length > 0 && filtered.every((e) => e.event === 'rollout' && e.data.rollout === 'r3'));
+    const mixed = await all;
+    assert.ok(mixed.some((e) => e.event === 'node' && e.data.node === 'a'));
+    const rolloutEvents = mixed.filter((e) => e.event === 'rollout');
+    assert.equal(rolloutEvents[0]?.data.status, 'running');
+    for (let i = 1; i < mixed.length; i++) assert.ok(BigInt(mixed[i]!.id) >= BigInt(mixed[i - 1]!.id), 'ids never go back');
+    const filtered = await only;
+    assert.ok(filtered.length > 0 && filtered.every((e) => e.event === 'rollout' && e.data.rollout === 'r3'));
 
-  const resumed = await fetch(`${base}/v1/events?rollout=r3`, { headers: { ...read, 'last-event-id': rolloutEvents[0]!.id } });
-  const [current] = await readEvents(resumed, (es) => es.length >= 1);
-  assert.equal(current?.data.status, 'completed');
-});
+    const resumed = await fetch(`${base}/v1/events?rollout=r3`, { headers: { ...read, 'last-event-id': rolloutEvents[0]!.id } });
+    const [current] = await readEvents(resumed, (es) => es.length >= 1);
+    assert.equal(current?.data.status, 'completed');
+  },
+);
