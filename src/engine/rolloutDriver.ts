@@ -288,12 +288,16 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
         if (woken || signal.aborted) continue;
         const waitMs = Math.max(0, Math.min(next - now().getTime(), pollMs));
         await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, waitMs);
+          // One abort listener per wait, removed when the wait ends: a listener left behind each round
+          // piled up on the driver's signal (MaxListenersExceededWarning after 10 rounds).
+          const onAbort = (): void => wakeUp?.();
+          const t = setTimeout(() => wakeUp?.(), waitMs);
           wakeUp = () => {
             clearTimeout(t);
+            signal.removeEventListener('abort', onAbort);
             resolve();
           };
-          signal.addEventListener('abort', () => wakeUp?.(), { once: true });
+          signal.addEventListener('abort', onAbort, { once: true });
         });
         wakeUp = null;
       }

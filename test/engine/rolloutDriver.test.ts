@@ -271,3 +271,31 @@ test('two drivers sending one wave in batches of different sizes at one revision
     await f.stop();
   }
 });
+
+test('an idle driver going round after round leaves no abort listener behind (no MaxListenersExceededWarning)', async () => {
+  const warnings: string[] = [];
+  const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
+  process.on('warning', onWarning);
+  const store = createMemoryEventStore();
+  const driver = createRolloutDriver({
+    store,
+    key: testKey,
+    logger,
+    nodeOf: () => undefined,
+    readModelPosition: () => null,
+    pollMs: 1,
+    minIntervalMs: 0,
+  });
+  driver.start();
+  try {
+    for (let i = 0; i < 25; i++) await driver.nextRound();
+    await new Promise((resolve) => setTimeout(resolve, 100)); // the warning is emitted asynchronously
+    assert.deepEqual(
+      warnings.filter((w) => w.startsWith('MaxListenersExceededWarning')),
+      [],
+    );
+  } finally {
+    process.off('warning', onWarning);
+    await driver.stop();
+  }
+});
