@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
-import type { RolloutState, TargetSelection } from '../../projections/index.ts';
+import type { RolloutState } from '../../projections/index.ts';
 import type { Resource } from '../declaration/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ReadModel } from '../readModel/readModel.ts';
 import type { RolloutView } from '../readModel/rollouts.ts';
+import type { StartedRollout, StartRolloutInput } from '../engine/rolloutCommands.ts';
 import type { EventStore } from '../store/index.ts';
 import type { TokenTable } from './auth.ts';
 import type { ConnectionCaps } from './connectionCaps.ts';
@@ -15,18 +16,7 @@ export type SendDeclaration = (node: string, resources: readonly Resource[]) => 
 
 /** The operator's commands on a rollout (src/engine/rolloutCommands.ts, wired by src/app/server.ts). */
 export type RolloutCommands = Readonly<{
-  start: (
-    input: Readonly<{
-      rollout?: string;
-      resources: readonly unknown[];
-      selection: TargetSelection;
-      waves: string;
-      maxFailures: string;
-      waveTimeoutMs: number;
-      pauseMs?: number;
-      startedBy: string;
-    }>,
-  ) => Promise<Readonly<{ rollout: string; targets: number; waves: readonly number[] }>>;
+  start: (input: StartRolloutInput) => Promise<StartedRollout>;
   pause: (id: string, by: Readonly<{ by: string; reason: string }>) => Promise<RolloutState>;
   resume: (id: string, by: Readonly<{ by: string }>) => Promise<RolloutState>;
   abort: (id: string, by: Readonly<{ by: string; reason: string }>) => Promise<RolloutState>;
