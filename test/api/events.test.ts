@@ -1,34 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { apiHarness, read } from '../support/apiHarness.ts';
+import { readSse } from '../support/sse.ts';
+import type { SseEvent } from '../support/sse.ts';
 
-type SseEvent = { id: string; event: string; data: { node: string; status: string; position: string } };
+type NodeData = { node: string; status: string; position: string };
 
-/** Read server-sent events from a fetch response until `count` arrived. */
-async function readEvents(res: Response, count: number): Promise<SseEvent[]> {
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-  const out: SseEvent[] = [];
-  let buf = '';
-  while (out.length < count) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += value;
-    let i: number;
-    while ((i = buf.indexOf('\n\n')) >= 0) {
-      const block = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      const fields = new Map(
-        block
-          .split('\n')
-          .filter((l) => !l.startsWith(':') && l.includes(':'))
-          .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trimStart()]),
-      );
-      if (fields.get('event') === 'node')
-        out.push({ id: fields.get('id') ?? '', event: 'node', data: JSON.parse(fields.get('data') ?? 'null') });
-    }
-  }
-  await reader.cancel();
-  return out;
+/** The `node` events of a stream, read until `count` arrived. */
+async function readEvents(res: Response, count: number): Promise<SseEvent<NodeData>[]> {
+  const nodes = (es: readonly SseEvent<NodeData>[]) => es.filter((e) => e.event === 'node');
+  return nodes(await readSse<NodeData>(res, (es) => nodes(es).length >= count));
 }
 
 test('/v1/events streams each state change with id = position, and resumes from Last-Event-ID', async (t) => {

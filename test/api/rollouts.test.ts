@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { apiHarness, read, write } from '../support/apiHarness.ts';
 import { rolloutInStore } from '../support/rolloutInStore.ts';
+import { readSse } from '../support/sse.ts';
+import type { SseEvent } from '../support/sse.ts';
 
 // Issue 14 §5: the rollout routes over the harness (memory store, live projections). No driver
 // runs here: the waves are opened and sent by rolloutInStore, as the driver would write them.
@@ -109,33 +111,8 @@ test('pause, resume and abort answer with the rollout as it now stands; wrong st
   assert.equal(noScope.statusCode, 403);
 });
 
-type SseEvent = { id: string; event: string; data: { rollout?: string; node?: string; status: string; position: string } };
-
-async function readEvents(res: Response, until: (events: SseEvent[]) => boolean): Promise<SseEvent[]> {
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-  const out: SseEvent[] = [];
-  let buf = '';
-  while (!until(out)) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += value;
-    let i: number;
-    while ((i = buf.indexOf('\n\n')) >= 0) {
-      const block = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      const fields = new Map(
-        block
-          .split('\n')
-          .filter((l) => !l.startsWith(':') && l.includes(':'))
-          .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trimStart()]),
-      );
-      const event = fields.get('event');
-      if (event !== undefined) out.push({ id: fields.get('id') ?? '', event, data: JSON.parse(fields.get('data') ?? 'null') });
-    }
-  }
-  await reader.cancel();
-  return out;
-}
+type EventData = { rollout?: string; node?: string; status: string; position: string };
+const readEvents = (res: Response, until: (events: readonly SseEvent<EventData>[]) => boolean) => readSse<EventData>(res, until);
 
 test(
   '/v1/events carries rollout changes as `event: rollout`; ?rollout= keeps only them, and a resume sends their current state',
