@@ -11,6 +11,8 @@ export {
   reportClasses,
 } from './nodeState.ts';
 export type { NodeState, NodeStatus, ReportClass, SentSummary, ReportedSummary, Anomalies, EarlierSend } from './nodeState.ts';
+export { createNodeDraft, draftOf, foldIntoDraft, publishDraft } from './nodeDraft.ts';
+export type { NodeDraft } from './nodeDraft.ts';
 export { livenessAt, defaultGraceMs, newerLastSeen, livenessStates } from './liveness.ts';
 export type { Liveness, LivenessState } from './liveness.ts';
 export { summarizeFleet, percentile } from './fleet.ts';

@@ -91,10 +91,10 @@ export type EarlierSend = readonly [digest: string, serial: number];
 
 // Shared by every state that has nothing there: one object instead of one per node (the read
 // model's heap at 100,000 nodes is measured by bench/scale.ts). Frozen, as every state is read-only.
-const none: readonly never[] = Object.freeze([]);
-const noFailures: Readonly<Record<string, string>> = Object.freeze({});
-const noAnomalies: Anomalies = Object.freeze({ stale: 0, unknown: 0, undeclared: 0 });
-const noConvergence: NodeState['convergence'] = Object.freeze({
+export const none: readonly never[] = Object.freeze([]);
+export const noFailures: Readonly<Record<string, string>> = Object.freeze({});
+export const noAnomalies: Anomalies = Object.freeze({ stale: 0, unknown: 0, undeclared: 0 });
+export const noConvergence: NodeState['convergence'] = Object.freeze({
   lastLatencyMs: null,
   recentLatenciesMs: none,
   acknowledged: 0,
@@ -122,7 +122,8 @@ export const initialNodeState = (node: string): NodeState => ({
 // Engine-written times are all Date#toISOString (24 chars, UTC), which order as strings; only
 // other shapes need parsing. Replaying alive-heavy streams spent most of its time in Date.parse.
 const isoOrder = (s: string): boolean => s.length === 24 && s.charCodeAt(23) === 0x5a && s.charCodeAt(10) === 0x54;
-const later = (a: string | null, b: string): string => {
+/** The later of two times: `a` unless `b` is strictly later (the first text of an instant stays). */
+export const later = (a: string | null, b: string): string => {
   if (a === null) return b;
   if (isoOrder(a) && isoOrder(b)) return b > a ? b : a;
   return Date.parse(b) > Date.parse(a) ? b : a;

@@ -1,5 +1,5 @@
-import { foldNode, initialNodeState } from '../../projections/index.ts';
-import type { NodeState } from '../../projections/index.ts';
+import { createNodeDraft, foldIntoDraft, publishDraft } from '../../projections/index.ts';
+import type { NodeDraft, NodeState } from '../../projections/index.ts';
 import { isNodeEvent } from '../events/index.ts';
 import type { EventStore } from '../store/index.ts';
 
@@ -11,25 +11,33 @@ export type Difference = Readonly<{ node: string; field: string; expected: strin
 
 export type ReplayProgress = (folded: number, position: bigint) => void;
 
-/** Fold every event with position <= `until` (default: all) from zero. */
+/**
+ * Fold every event with position <= `until` (default: all) from zero. Each node is folded into a
+ * private working state (projections/nodeDraft.ts) and published once at the end: the same states
+ * foldNode gives (a property test holds them equal), without a new state per event.
+ */
 export async function replayStore(
   store: EventStore,
   options: { until?: bigint | null; onProgress?: ReplayProgress } = {},
 ): Promise<Map<string, NodeState>> {
-  const states = new Map<string, NodeState>();
+  const drafts = new Map<string, NodeDraft>();
   const until = options.until ?? null;
   let folded = 0;
-  for await (const batch of store.readAll({ streamPrefix: 'node-' })) {
+  read: for await (const batch of store.readAll({ streamPrefix: 'node-' })) {
     for (const e of batch) {
-      if (until !== null && e.position > until) return states;
+      if (until !== null && e.position > until) break read;
       if (!isNodeEvent(e)) continue;
       const node = e.data.node;
-      states.set(node, foldNode(states.get(node) ?? initialNodeState(node), e));
+      let d = drafts.get(node);
+      if (d === undefined) drafts.set(node, (d = createNodeDraft(node)));
+      foldIntoDraft(d, e);
     }
     folded += batch.length;
     const last = batch[batch.length - 1];
     if (last !== undefined) options.onProgress?.(folded, last.position);
   }
+  const states = new Map<string, NodeState>();
+  for (const [node, d] of drafts) states.set(node, publishDraft(d));
   return states;
 }
 
