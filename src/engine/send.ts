@@ -3,25 +3,67 @@ import type { SigningKey } from '../declaration/index.ts';
 import { validateNodeId } from '../wire/nodeId.ts';
 import { ConvergeError, isConvergeError } from '../errors.ts';
 import { makeDeclarationSent, streamOf } from '../events/index.ts';
+import type { DeclarationSent, WithId } from '../events/index.ts';
 import type { EventStore } from '../store/port.ts';
 import { foldNodeEvents } from '../../projections/index.ts';
 import type { NodeState } from '../../projections/index.ts';
 
 // Send = record. The DeclarationSent event is appended *before* anything is published: the
 // store is the outbox (DESIGN §2), and the relay publishes from it. The append names the
-// revision the serial was derived from, so two concurrent sends cannot take the same serial:
-// the loser re-reads and takes the next one.
+// revision the send was decided at, which guards two things: the serial (last + 1, so two
+// concurrent sends cannot take the same one) and the carried ports (checked against the latest
+// report before the declaration in the stream). When the stream moved, only the events after
+// that revision are read: another send among them took the serial (a lost race, counted against
+// `maxAttempts`); the node's own reports and alives only moved the stream, so the same
+// declaration is appended again at the new revision once its ports are checked against the newer
+// report (counted against `maxMoves`, a bound the node's report rate alone should never reach).
 
 export type LoadNode = (node: string) => Promise<Pick<NodeState, 'revision' | 'carried' | 'sent'>>;
+
+/** What a send is decided on: the node stream's revision, the latest serial sent, the ports the latest report carries. */
+export type SendView = Readonly<{ revision: bigint; carried: readonly number[]; serial: number }>;
+
+/** How a sender loads a node's view before its first append: from `loadNode` when given (a read model), else from the store. */
+export const sendViewLoader =
+  (store: EventStore, loadNode: LoadNode | undefined) =>
+  async (node: string): Promise<SendView> => {
+    if (loadNode === undefined) return (await catchUpSendView(store, node, null)).view;
+    const s = await loadNode(node);
+    return { revision: s.revision, carried: s.carried, serial: s.sent?.serial ?? 0 };
+  };
+
+/**
+ * `from` brought up to the store's head by reading only the node's events after it (all of them
+ * for null); `declared` says whether one of those was a send.
+ */
+export async function catchUpSendView(
+  store: EventStore,
+  node: string,
+  from: SendView | null,
+): Promise<{ view: SendView; declared: boolean }> {
+  const events = await store.readStream(streamOf(node), { fromRevision: (from?.revision ?? -1n) + 1n });
+  let { revision, carried, serial } = from ?? { revision: -1n, carried: [], serial: 0 };
+  let declared = false;
+  for (const e of events) {
+    revision = e.revision;
+    if (e.type === 'DeclarationSent') {
+      serial = e.data.serial;
+      declared = true;
+    } else if (e.type === 'ReportReceived') carried = e.data.carried;
+  }
+  return { view: { revision, carried, serial }, declared };
+}
 
 export type SenderOptions = Readonly<{
   store: EventStore;
   key: SigningKey;
   now?: () => Date;
-  /** How to learn the node's state; default folds its stream. Inject a read model to skip the read. */
+  /** How to learn the node's state; default reads its stream. Inject a read model to skip the read. */
   loadNode?: LoadNode;
-  /** Attempts when another send wins the race for the same revision. */
+  /** Races lost to another send (it took the serial first) before giving up. */
   maxAttempts?: number;
+  /** Appends tried again because only the node's own reports and alives moved its stream. */
+  maxMoves?: number;
 }>;
 
 export type SendResult = Readonly<{ digest: string; serial: number; position: bigint | null }>;
@@ -35,24 +77,28 @@ export const foldNodeFromStore =
 export function createSender(options: SenderOptions): Sender {
   const { store, key } = options;
   const now = options.now ?? (() => new Date());
-  const fromStore = foldNodeFromStore(store);
-  const loadNode = options.loadNode ?? fromStore;
   const maxAttempts = options.maxAttempts ?? 5;
+  const maxMoves = options.maxMoves ?? 100;
+  const loadView = sendViewLoader(store, options.loadNode);
 
   async function send(node: string, resources: unknown): Promise<SendResult> {
     // The id becomes a queue name, routing key and broker user: the accounts' rule, one place.
     validateNodeId(node);
     const spec = validateSpec({ resources });
-    let lastErr: unknown = null;
-    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-      // After a lost race an injected read model may lag the store; the store itself cannot.
-      const state = await (attempt === 1 ? loadNode : fromStore)(node);
-      checkCarriedPorts(spec, state.carried);
-      const serial = (state.sent?.serial ?? 0) + 1;
-      const event = makeDeclarationSent({ node, serial, resources: spec.resources, key, now: now() });
+    // An injected read model may lag the store; after a failed append the view is caught up from the store itself.
+    let view = await loadView(node);
+    let event: WithId<DeclarationSent> | null = null;
+    let races = 0;
+    let moves = 0;
+    for (;;) {
+      checkCarriedPorts(spec, view.carried);
+      const serial = view.serial + 1;
+      // The same serial is the same declaration: its bytes do not depend on the revision.
+      if (event?.data.serial !== serial) event = makeDeclarationSent({ node, serial, resources: spec.resources, key, now: now() });
+      let lastErr: unknown;
       try {
         const r = await store.append([
-          { stream: streamOf(node), expected: state.revision < 0n ? 'no_stream' : state.revision, events: [event] },
+          { stream: streamOf(node), expected: view.revision < 0n ? 'no_stream' : view.revision, events: [event] },
         ]);
         if (r.streams[0]?.written === 1) return { digest: event.data.digest, serial, position: r.position };
         // The id (node + serial) was already stored, so the store took this as a retry. This call
@@ -64,12 +110,18 @@ export function createSender(options: SenderOptions): Sender {
         if (!isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION')) throw err;
         lastErr = err;
       }
+      const caughtUp = await catchUpSendView(store, node, view);
+      view = caughtUp.view;
+      if (caughtUp.declared ? ++races >= maxAttempts : ++moves > maxMoves) {
+        throw new ConvergeError(
+          'CONVERGE_ERR_WRONG_EXPECTED_REVISION',
+          caughtUp.declared
+            ? `send to ${node}: other sends took the serial ${races} times; gave up`
+            : `send to ${node}: the node's own events moved its stream ${moves} times in a row; gave up`,
+          { cause: lastErr },
+        );
+      }
     }
-    throw new ConvergeError(
-      'CONVERGE_ERR_WRONG_EXPECTED_REVISION',
-      `send to ${node}: the stream kept moving; gave up after ${maxAttempts} attempts`,
-      { cause: lastErr },
-    );
   }
 
   return { send };

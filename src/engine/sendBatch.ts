@@ -6,7 +6,8 @@ import { makeDeclarationSent, nodeOfStream, streamOf } from '../events/index.ts'
 import type { DeclarationSent, WithId } from '../events/index.ts';
 import type { EventStore, StreamWrite } from '../store/port.ts';
 import { validateNodeId } from '../wire/nodeId.ts';
-import type { LoadNode } from './send.ts';
+import { catchUpSendView, sendViewLoader } from './send.ts';
+import type { LoadNode, SendView } from './send.ts';
 
 // Issue 14 §6: sending at fleet speed. The one-at-a-time path (send.ts) pays a store transaction
 // per node; this one records many nodes' declarations in one append call — one transaction on
@@ -64,8 +65,6 @@ export type BatchSender = Readonly<{
   sendMany: (items: readonly BatchItem[], options?: SendManyOptions) => Promise<BatchResult>;
 }>;
 
-type View = { revision: bigint; carried: readonly number[]; serial: number };
-
 const failure = (node: string, err: unknown): BatchOutcome => {
   const e = toConvergeError(err);
   return { node, ok: false, code: e.code, message: e.message };
@@ -76,23 +75,7 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
   const now = options.now ?? (() => new Date());
   const maxAttempts = options.maxAttempts ?? 5;
 
-  async function viewFromStore(node: string, from: View | null): Promise<View> {
-    const after = from?.revision ?? -1n;
-    const events = await store.readStream(streamOf(node), { fromRevision: after + 1n });
-    const v: View = from === null ? { revision: -1n, carried: [], serial: 0 } : { ...from };
-    for (const e of events) {
-      v.revision = e.revision;
-      if (e.type === 'DeclarationSent') v.serial = e.data.serial;
-      else if (e.type === 'ReportReceived') v.carried = e.data.carried;
-    }
-    return v;
-  }
-
-  const loadView = async (node: string): Promise<View> => {
-    if (options.loadNode === undefined) return viewFromStore(node, null);
-    const s = await options.loadNode(node);
-    return { revision: s.revision, carried: s.carried, serial: s.sent?.serial ?? 0 };
-  };
+  const loadView = sendViewLoader(store, options.loadNode);
 
   async function sendMany(items: readonly BatchItem[], opts: SendManyOptions = {}): Promise<BatchResult> {
     const outcomes: (BatchOutcome | null)[] = items.map(() => null);
@@ -121,7 +104,7 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
       t.specDigest = d;
     }
 
-    const views = new Map<string, View>();
+    const views = new Map<string, SendView>();
     for (const t of todo) views.set(t.node, await loadView(t.node));
     let appends = 0;
     const at = opts.now ?? now();
@@ -191,7 +174,7 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
         if (node === null || !views.has(node) || attempt >= maxAttempts) throw err;
         // Bring every node of the batch up to date, not only the one named: the error names the
         // first stream that moved, and under load several may have.
-        for (const t of todo) views.set(t.node, await viewFromStore(t.node, views.get(t.node)!));
+        for (const t of todo) views.set(t.node, (await catchUpSendView(store, t.node, views.get(t.node)!)).view);
       }
     }
   }
