@@ -1,4 +1,5 @@
 import { createLatencyHistogram } from './latencyHistogram.ts';
+import type { LatencyHistogram } from './latencyHistogram.ts';
 import type { LivenessState } from './liveness.ts';
 import type { NodeState, NodeStatus } from './nodeState.ts';
 
@@ -7,7 +8,9 @@ import type { NodeState, NodeStatus } from './nodeState.ts';
 // to rank the spec cohorts, not by walking every node (0.5 s at 100,000 nodes; issue 10). The
 // pure summarizeFleet (fleet.ts) is this same tally filled from a list of states, so the live
 // answer and the answer for a list of states cannot differ. Liveness depends on "now" and is
-// counted by the caller.
+// counted by the caller. The summary itself (cohorts ranked, the rest summed, percentiles) is
+// summarizeCounts, which the fleet as of a moment (src/readModel/fleetAsOf.ts) makes from its own
+// counts too, so "now" and "as of" cannot be summarised differently.
 
 export type SpecCohort = Readonly<{
   spec: string;
@@ -42,6 +45,49 @@ export type FleetSummary = Readonly<{
   }>;
   anomalies: Readonly<{ stale: number; unknown: number; undeclared: number }>;
 }>;
+
+/** What a fleet summary is made of, however it was counted: by the live tally, or from a history's rows as of a moment. */
+export type FleetCounts = Readonly<{
+  nodes: number;
+  byStatus: Readonly<Record<NodeStatus, number>>;
+  byLiveness: Readonly<Record<LivenessState, number>>;
+  /** Every cohort, in any order. */
+  cohorts: Iterable<SpecCohort>;
+  /** The nodes' recent convergence latencies. */
+  latencies: LatencyHistogram;
+  superseded: number;
+  acknowledged: number;
+  anomalies: Readonly<{ stale: number; unknown: number; undeclared: number }>;
+}>;
+
+/** The fleet summary of those counts: the largest cohorts ranked, the rest summed, the latency percentiles; nothing in it shared with `counts`. */
+export function summarizeCounts(counts: FleetCounts, options: FleetSummaryOptions = {}): FleetSummary {
+  const top = Math.max(0, options.topCohorts ?? 10);
+  const ranked = [...counts.cohorts].sort((a, b) => b.nodes - a.nodes || (a.spec < b.spec ? -1 : 1));
+  const rest = ranked.slice(top);
+  const { latencies } = counts;
+  return {
+    nodes: counts.nodes,
+    byStatus: { ...counts.byStatus },
+    byLiveness: { ...counts.byLiveness },
+    cohorts: ranked.slice(0, top).map((c) => ({ spec: c.spec, nodes: c.nodes, caughtUp: c.caughtUp, byStatus: { ...c.byStatus } })),
+    otherCohorts: {
+      cohorts: rest.length,
+      nodes: rest.reduce((n, c) => n + c.nodes, 0),
+      caughtUp: rest.reduce((n, c) => n + c.caughtUp, 0),
+    },
+    convergence: {
+      samples: latencies.count(),
+      p50Ms: latencies.percentile(50),
+      p90Ms: latencies.percentile(90),
+      p99Ms: latencies.percentile(99),
+      maxMs: latencies.max(),
+      superseded: counts.superseded,
+      acknowledged: counts.acknowledged,
+    },
+    anomalies: { ...counts.anomalies },
+  };
+}
 
 export type FleetTally = Readonly<{
   add: (s: NodeState) => void;
@@ -116,31 +162,7 @@ export function createFleetTally(): FleetTally {
       countersOf(previous, -1);
       countersOf(next, 1);
     },
-    summary(byLiveness, options = {}) {
-      const top = Math.max(0, options.topCohorts ?? 10);
-      const ranked = [...cohorts.values()].sort((a, b) => b.nodes - a.nodes || (a.spec < b.spec ? -1 : 1));
-      const rest = ranked.slice(top);
-      return {
-        nodes,
-        byStatus: { ...byStatus },
-        byLiveness: { ...byLiveness },
-        cohorts: ranked.slice(0, top).map((c) => ({ spec: c.spec, nodes: c.nodes, caughtUp: c.caughtUp, byStatus: { ...c.byStatus } })),
-        otherCohorts: {
-          cohorts: rest.length,
-          nodes: rest.reduce((n, c) => n + c.nodes, 0),
-          caughtUp: rest.reduce((n, c) => n + c.caughtUp, 0),
-        },
-        convergence: {
-          samples: latencies.count(),
-          p50Ms: latencies.percentile(50),
-          p90Ms: latencies.percentile(90),
-          p99Ms: latencies.percentile(99),
-          maxMs: latencies.max(),
-          superseded,
-          acknowledged,
-        },
-        anomalies: { ...anomalies },
-      };
-    },
+    summary: (byLiveness, options) =>
+      summarizeCounts({ nodes, byStatus, byLiveness, cohorts: cohorts.values(), latencies, superseded, acknowledged, anomalies }, options),
   };
 }

@@ -17,8 +17,8 @@ export { livenessAt, defaultGraceMs, newerLastSeen, livenessStates } from './liv
 export type { Liveness, LivenessState } from './liveness.ts';
 export { summarizeFleet, percentile } from './fleet.ts';
 export type { FleetSummary, FleetSummaryOptions, SpecCohort } from './fleet.ts';
-export { createFleetTally } from './fleetTally.ts';
-export type { FleetTally } from './fleetTally.ts';
+export { createFleetTally, summarizeCounts } from './fleetTally.ts';
+export type { FleetCounts, FleetTally } from './fleetTally.ts';
 export { createLatencyHistogram, latencyBucket, bucketValue } from './latencyHistogram.ts';
 export type { LatencyHistogram } from './latencyHistogram.ts';
 export { nodeView } from './nodeView.ts';

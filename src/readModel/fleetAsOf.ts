@@ -5,8 +5,9 @@ import {
   foldNode,
   initialNodeState,
   recentLatencyLimit,
+  summarizeCounts,
 } from '../../projections/index.ts';
-import type { At, FleetSummary, LivenessState, NodeState, NodeStatus } from '../../projections/index.ts';
+import type { At, FleetSummary, FleetSummaryOptions, LivenessState, NodeState, NodeStatus } from '../../projections/index.ts';
 import type { Recorded } from '../events/index.ts';
 import { isNodeEvent, nodeOfStream } from '../events/index.ts';
 import type { EventStore } from '../store/index.ts';
@@ -40,7 +41,7 @@ export type FleetAsOf = FleetSummary &
   }>;
 
 export type FleetHistory = Readonly<{
-  at: (at: At, options?: Readonly<{ topCohorts?: number }>) => Promise<FleetAsOf>;
+  at: (at: At, options?: FleetSummaryOptions) => Promise<FleetAsOf>;
   /** What is held: rows, presence intervals, bytes of typed arrays; complete = starts at the store's first event (null: not checked yet). */
   stats: () => Readonly<{ rows: number; intervals: number; bytes: number; complete: boolean | null }>;
   stop: () => void;
@@ -287,7 +288,7 @@ function createLog(graceMs: number) {
     },
 
     /** The fleet summary with each node as of `at`. */
-    summarize(at: At, topCohorts: number): FleetAsOf {
+    summarize(at: At, options: FleetSummaryOptions): FleetAsOf {
       const byPosition = at.kind === 'position';
       const p = byPosition ? at.position : 0n;
       const T = byPosition ? 0 : at.time;
@@ -354,31 +355,22 @@ function createLog(graceMs: number) {
           l = q >= 0 ? rowLastLatency[q]! : -1;
         }
       }
-      const ranked = [...cohorts.entries()]
-        .map(([spec, v]) => ({ spec: specIds[spec]!, ...v }))
-        .sort((a, b) => b.nodes - a.nodes || (a.spec < b.spec ? -1 : 1));
-      const rest = ranked.slice(topCohorts);
       const position = byPosition ? asOf : lastSampleAtOrBeforeTime(T);
       return {
-        nodes: count,
-        byStatus,
-        byLiveness,
-        cohorts: ranked.slice(0, topCohorts),
-        otherCohorts: {
-          cohorts: rest.length,
-          nodes: rest.reduce((a, x) => a + x.nodes, 0),
-          caughtUp: rest.reduce((a, x) => a + x.caughtUp, 0),
-        },
-        convergence: {
-          samples: latencies.count(),
-          p50Ms: latencies.percentile(50),
-          p90Ms: latencies.percentile(90),
-          p99Ms: latencies.percentile(99),
-          maxMs: latencies.max(),
-          superseded,
-          acknowledged,
-        },
-        anomalies,
+        // The live summary's own summarising (projections/fleetTally.ts), so "now" and "as of" read alike.
+        ...summarizeCounts(
+          {
+            nodes: count,
+            byStatus,
+            byLiveness,
+            cohorts: [...cohorts].map(([spec, v]) => ({ spec: specIds[spec]!, ...v })),
+            latencies,
+            superseded,
+            acknowledged,
+            anomalies,
+          },
+          options,
+        ),
         position: position === null ? null : position.toString(),
         moment: Number.isNaN(moment) ? null : new Date(moment).toISOString(),
       };
@@ -448,7 +440,7 @@ export function createFleetHistory({ store, readModel, graceMs = defaultGraceMs 
         rebuilding ??= rebuild().finally(() => (rebuilding = null));
         await rebuilding;
       }
-      return log.summarize(at, Math.max(0, options.topCohorts ?? 10));
+      return log.summarize(at, options);
     },
     stats: () => ({ ...log.stats(), complete }),
     stop,

@@ -134,3 +134,29 @@ test('before the first event the fleet is empty, and after the last it is the fl
   assert.equal(after.position, last.position.toString());
   assert.deepEqual(strip(after), summarizeFleet(readModel.nodes(), Date.parse(after.moment!), graceMs));
 });
+
+test('with fewer cohorts listed than the fleet has, "as of" and "now" rank and sum the rest alike', async () => {
+  const store = createMemoryEventStore();
+  await randomHistory(store, 11, 300);
+  const events = await readAll(store);
+  const readModel = createReadModel();
+  const history = createFleetHistory({ store, readModel, graceMs });
+  readModel.apply(events);
+  for (const topCohorts of [0, 1, 2]) {
+    for (const e of events.filter((_, i) => i % 25 === 24)) {
+      const at: At = { kind: 'position', position: e.position };
+      const got = await history.at(at, { topCohorts });
+      const moment = Date.parse(got.moment!);
+      const fold = createFleetFold(at);
+      for (const x of events) fold.push(x);
+      assert.deepEqual(
+        strip(got),
+        summarizeFleet(fold.states().values(), moment, graceMs, { topCohorts }),
+        `top ${topCohorts} at ${e.position}`,
+      );
+    }
+    const last = await history.at({ kind: 'position', position: events.at(-1)!.position }, { topCohorts });
+    assert.equal(last.cohorts.length, topCohorts);
+    assert.ok(last.otherCohorts.cohorts > 0, 'some cohorts are summed, not listed');
+  }
+});
