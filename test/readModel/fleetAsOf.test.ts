@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createFleetFold, eventTime, summarizeFleet } from '../../projections/index.ts';
-import type { At } from '../../projections/index.ts';
+import type { At, FleetSummaryOptions } from '../../projections/index.ts';
 import type { Recorded } from '../../src/events/index.ts';
 import { createFleetHistory } from '../../src/readModel/fleetAsOf.ts';
 import { createReadModel } from '../../src/readModel/readModel.ts';
@@ -52,10 +52,21 @@ async function readAll(store: EventStore): Promise<Recorded[]> {
   return out;
 }
 
-function expected(events: readonly Recorded[], at: At, moment: number) {
+function expected(events: readonly Recorded[], at: At, moment: number, options: FleetSummaryOptions = {}) {
   const fold = createFleetFold(at);
   for (const e of events) fold.push(e);
-  return summarizeFleet(fold.states().values(), moment, graceMs);
+  return summarizeFleet(fold.states().values(), moment, graceMs, options);
+}
+
+/** A random history in a store, folded by a read model with the fleet's history recorded from the start. */
+async function recorded(seed: number, steps: number) {
+  const store = createMemoryEventStore();
+  await randomHistory(store, seed, steps);
+  const events = await readAll(store);
+  const readModel = createReadModel();
+  const history = createFleetHistory({ store, readModel, graceMs });
+  readModel.apply(events);
+  return { events, readModel, history };
 }
 
 const strip = <T extends { position: unknown; moment: unknown }>(x: T): Omit<T, 'position' | 'moment'> => {
@@ -88,12 +99,7 @@ async function checkEveryMoment(
 
 for (const seed of [1, 7, 42]) {
   test(`the fleet as of every position and time equals the store folded up to it and summarised (seed ${seed})`, async () => {
-    const store = createMemoryEventStore();
-    await randomHistory(store, seed, 300);
-    const events = await readAll(store);
-    const readModel = createReadModel();
-    const history = createFleetHistory({ store, readModel, graceMs });
-    readModel.apply(events);
+    const { events, history } = await recorded(seed, 300);
     await checkEveryMoment(events, (at) => history.at(at));
     const stats = history.stats();
     assert.equal(stats.complete, true);
@@ -120,12 +126,7 @@ test('a read model restored from a snapshot answers the same, after folding the 
 });
 
 test('before the first event the fleet is empty, and after the last it is the fleet now', async () => {
-  const store = createMemoryEventStore();
-  await randomHistory(store, 3, 50);
-  const events = await readAll(store);
-  const readModel = createReadModel();
-  const history = createFleetHistory({ store, readModel, graceMs });
-  readModel.apply(events);
+  const { events, readModel, history } = await recorded(3, 50);
   const before = await history.at({ kind: 'time', time: 0, iso: new Date(0).toISOString() });
   assert.equal(before.nodes, 0);
   assert.equal(before.position, null);
@@ -136,12 +137,7 @@ test('before the first event the fleet is empty, and after the last it is the fl
 });
 
 test('with fewer cohorts listed than the fleet has, "as of" and "now" rank and sum the rest alike', async () => {
-  const store = createMemoryEventStore();
-  await randomHistory(store, 11, 300);
-  const events = await readAll(store);
-  const readModel = createReadModel();
-  const history = createFleetHistory({ store, readModel, graceMs });
-  readModel.apply(events);
+  const { events, history } = await recorded(11, 300);
   for (const topCohorts of [0, 1, 2]) {
     for (const e of events.filter((_, i) => i % 25 === 24)) {
       const at: At = { kind: 'position', position: e.position };
