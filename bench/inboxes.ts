@@ -21,6 +21,7 @@ import { names } from '../src/transport/brokerNames.ts';
 import { assertTopology, nodeTopology } from '../src/transport/topology.ts';
 import type { QueueArguments, Topology } from '../src/transport/topology.ts';
 import { createBenchReport } from './support/report.ts';
+import type { Row } from './support/report.ts';
 
 const scale = Number(process.env['CONVERGE_BENCH_SCALE'] ?? 1);
 const inboxes = Math.max(50, Math.round(Number(process.env['BENCH_INBOXES'] ?? 2000) * scale));
@@ -79,14 +80,18 @@ function fdLimit(): number {
   return Number(line?.split(/\s+/)[3] ?? 1024);
 }
 
-/** The inboxes' own memory as the broker accounts it per queue (`rabbitmqctl list_queues memory`), summed. */
-function queueMemoryOf(vhost: string): number {
-  return ctl('list_queues', '-p', vhost, '--no-table-headers', 'name', 'memory')
+/** The inboxes as the broker accounts them per queue (`rabbitmqctl list_queues`): how many, their memory and messages, summed. */
+function inboxesOf(vhost: string): { count: number; memory: number; messages: number } {
+  const rows = ctl('list_queues', '-p', vhost, '--no-table-headers', 'name', 'memory', 'messages')
     .trim()
     .split('\n')
     .map((l) => l.trim().split(/\s+/))
-    .filter((r) => r[0]?.startsWith('node.'))
-    .reduce((sum, r) => sum + Number(r[1] ?? 0), 0);
+    .filter((r) => r[0]?.startsWith('node.'));
+  return {
+    count: rows.length,
+    memory: rows.reduce((sum, r) => sum + Number(r[1] ?? 0), 0),
+    messages: rows.reduce((sum, r) => sum + Number(r[2] ?? 0), 0),
+  };
 }
 
 let liveVhost: string | null = null;
@@ -158,7 +163,7 @@ async function measure(form: Form): Promise<Measured> {
       for (const node of nodes) await assertTopology(ch, form.topology(node));
       const declareSeconds = (performance.now() - t0) / 1000;
       const declared = await settled();
-      const queueMemoryEmpty = queueMemoryOf(vhost);
+      const queueMemoryEmpty = inboxesOf(vhost).memory;
       const confirm: ConfirmChannel = await conn.createConfirmChannel();
       const body = randomBytes(512).toString('base64'); // ~700 bytes, a small declaration's Signed JSON
       // A classic v2 queue opens two files of its own when written and keeps them open while it
@@ -185,23 +190,16 @@ async function measure(form: Form): Promise<Measured> {
         await sleep(500);
       }
       const held = await settled();
-      const listed = ctl('list_queues', '-p', vhost, '--no-table-headers', 'name', 'memory', 'messages');
-      const rows = listed
-        .trim()
-        .split('\n')
-        .map((l) => l.trim().split(/\s+/))
-        .filter((r) => r[0]?.startsWith('node.'));
-      const queueMemory = rows.reduce((sum, r) => sum + Number(r[1] ?? 0), 0);
-      const messages = rows.reduce((sum, r) => sum + Number(r[2] ?? 0), 0);
-      if (rows.length !== inboxes || messages !== holding)
-        throw new Error(`expected ${inboxes} inboxes, ${holding} of them holding a message; found ${rows.length} holding ${messages}`);
+      const { count, memory: queueMemory, messages } = inboxesOf(vhost);
+      if (count !== inboxes || messages !== holding)
+        throw new Error(`expected ${inboxes} inboxes, ${holding} of them holding a message; found ${count} holding ${messages}`);
       // The node takes its declaration (a connected node does at once): what an inbox costs then.
       for (const node of nodes.slice(0, holding)) {
         const m = await confirm.get(`node.${node}`, { noAck: false });
         if (m !== false) confirm.ack(m);
       }
       const taken = await settled();
-      const queueMemoryTaken = queueMemoryOf(vhost);
+      const queueMemoryTaken = inboxesOf(vhost).memory;
       await confirm.close();
       await ch.close();
       const per = (x: number): number => x / inboxes;
@@ -236,6 +234,95 @@ async function measure(form: Form): Promise<Measured> {
   }
 }
 
+const kib = (x: number): number => x / 1024;
+/** Per inbox × the fleet, in `unit`s. */
+const atFleet = (x: number, unit: number): number => (x * fleet) / unit;
+
+/** A row of the report: a figure of one pass of `form` (default Converge's inbox), against the same figure of the quorum inbox. */
+type FigureRow = Omit<Row, 'converge' | 'baseline'> & Readonly<{ of: (m: Measured) => number; form?: Form['key'] }>;
+
+const rows: readonly FigureRow[] = [
+  { name: 'declare rate, one channel', unit: 'inboxes/s', of: (m) => m.declarePerSecond },
+  { name: 'Erlang memory per empty inbox', unit: 'KiB', better: 'lower', of: (m) => kib(m.memory) },
+  { name: 'Erlang memory per inbox holding its declaration', unit: 'KiB', better: 'lower', of: (m) => kib(m.memoryWithMessage) },
+  {
+    name: 'Erlang memory per inbox once its node took the declaration',
+    unit: 'KiB',
+    better: 'lower',
+    of: (m) => kib(m.memoryTaken),
+  },
+  {
+    name: 'queue memory per empty inbox (list_queues memory)',
+    unit: 'KiB',
+    better: 'lower',
+    of: (m) => kib(m.queueProcessMemoryEmpty),
+    notes: 'per queue as the broker accounts it: unmoved by other work on a shared broker',
+  },
+  {
+    name: 'queue memory per inbox holding its declaration (list_queues memory)',
+    unit: 'KiB',
+    better: 'lower',
+    of: (m) => kib(m.queueProcessMemory),
+  },
+  {
+    name: 'queue memory per inbox once its node took the declaration (list_queues memory)',
+    unit: 'KiB',
+    better: 'lower',
+    of: (m) => kib(m.queueProcessMemoryTaken),
+  },
+  { name: 'Erlang processes per inbox', unit: 'processes', better: 'lower', of: (m) => m.processes },
+  { name: 'open file descriptors per idle inbox holding its declaration', unit: 'fds', better: 'lower', of: (m) => m.fds },
+  { name: 'open file descriptors per inbox once its node took the declaration', unit: 'fds', better: 'lower', of: (m) => m.fdsTaken },
+  {
+    name: 'open file descriptors per inbox being written (peak of a wave)',
+    unit: 'fds',
+    better: 'lower',
+    of: (m) => m.peakFds,
+    notes: 'a classic v2 inbox keeps them while it holds a message',
+  },
+  { name: 'disk per inbox holding its declaration', unit: 'KiB', better: 'lower', of: (m) => kib(m.diskWithMessage) },
+  {
+    name: 'Erlang memory at 100,000 inboxes, nodes connected (extrapolated)',
+    unit: 'MiB',
+    better: 'lower',
+    of: (m) => atFleet(m.memoryTaken, 1024 * 1024),
+    goal: { atMost: 2048 },
+    notes: 'every inbox empty once its node took its declaration; a quorum inbox has a member on each of a cluster’s nodes',
+  },
+  {
+    name: 'Erlang memory at 100,000 inboxes, each holding a declaration (extrapolated)',
+    unit: 'MiB',
+    better: 'lower',
+    of: (m) => atFleet(m.memoryWithMessage, 1024 * 1024),
+    notes: 'the worst case: a declaration sent to every node while none is connected',
+  },
+  {
+    name: 'open file descriptors at 100,000 inboxes, each holding a declaration (extrapolated)',
+    unit: 'fds',
+    better: 'lower',
+    of: (m) => atFleet(m.fds, 1),
+    notes: 'the broker’s open-file limit must cover these and every connection',
+  },
+  {
+    name: 'Erlang processes at 100,000 inboxes (extrapolated)',
+    unit: 'processes',
+    better: 'lower',
+    of: (m) => atFleet(m.processes, 1),
+    goal: { atMost: 1_048_576 / 2 },
+    notes: 'the default Erlang process limit is 1,048,576',
+  },
+  { name: 'declaring 100,000 inboxes (extrapolated)', unit: 's', better: 'lower', of: (m) => fleet / m.declarePerSecond },
+  {
+    name: 'quorum bounded (max-length 1): Erlang memory per inbox holding its declaration',
+    unit: 'KiB',
+    better: 'lower',
+    form: 'quorumBounded',
+    of: (m) => kib(m.memoryWithMessage),
+    notes: 'the other bounded candidate, against the same baseline',
+  },
+  { name: 'quorum bounded (max-length 1): declare rate', unit: 'inboxes/s', form: 'quorumBounded', of: (m) => m.declarePerSecond },
+];
+
 async function main(): Promise<void> {
   try {
     sample();
@@ -252,160 +339,18 @@ async function main(): Promise<void> {
       results[form.key].push(await measure(form));
     }
   }
-  const q = results.quorum;
-  const d = results.design;
-  const qb = results.quorumBounded;
-  const pick = <K extends keyof Measured>(xs: Measured[], k: K): number[] => xs.map((x) => x[k]);
-  const kib = (xs: number[]): number[] => xs.map((x) => x / 1024);
-  const atFleet = (xs: number[], unit: number): number[] => xs.map((x) => (x * fleet) / unit);
-
   const report = createBenchReport(
     'Node inboxes on the broker',
     `What one node inbox costs RabbitMQ: ${inboxes} inboxes per form declared as the relay declares them, then one ~700-byte persistent declaration each; deltas of the broker's figures per inbox. Converge = the inbox \`nodeTopology\` declares (classic v2, \`x-max-length: 1\`, \`x-overflow: drop-head\`); baseline = the quorum inbox declared before issue 10. Rows "at 100,000" are extrapolations (per inbox × 100,000), not measurements.`,
   );
-  report.row({
-    name: 'declare rate, one channel',
-    unit: 'inboxes/s',
-    converge: pick(d, 'declarePerSecond'),
-    baseline: pick(q, 'declarePerSecond'),
-  });
-  report.row({
-    name: 'Erlang memory per empty inbox',
-    unit: 'KiB',
-    better: 'lower',
-    converge: kib(pick(d, 'memory')),
-    baseline: kib(pick(q, 'memory')),
-  });
-  report.row({
-    name: 'Erlang memory per inbox holding its declaration',
-    unit: 'KiB',
-    better: 'lower',
-    converge: kib(pick(d, 'memoryWithMessage')),
-    baseline: kib(pick(q, 'memoryWithMessage')),
-  });
-  report.row({
-    name: 'Erlang memory per inbox once its node took the declaration',
-    unit: 'KiB',
-    better: 'lower',
-    converge: kib(pick(d, 'memoryTaken')),
-    baseline: kib(pick(q, 'memoryTaken')),
-  });
-  report.row({
-    name: 'queue memory per empty inbox (list_queues memory)',
-    unit: 'KiB',
-    better: 'lower',
-    converge: kib(pick(d, 'queueProcessMemoryEmpty')),
-    baseline: kib(pick(q, 'queueProcessMemoryEmpty')),
-    notes: 'per queue as the broker accounts it: unmoved by other work on a shared broker',
-  });
-  report.row({
-    name: 'queue memory per inbox holding its declaration (list_queues memory)',
-    unit: 'KiB',
-    better: 'lower',
-    converge: kib(pick(d, 'queueProcessMemory')),
-    baseline: kib(pick(q, 'queueProcessMemory')),
-  });
-  report.row({
-    name: 'queue memory per inbox once its node took the declaration (list_queues memory)',
-    unit: 'KiB',
-    better: 'lower',
-    converge: kib(pick(d, 'queueProcessMemoryTaken')),
-    baseline: kib(pick(q, 'queueProcessMemoryTaken')),
-  });
-  report.row({
-    name: 'Erlang processes per inbox',
-    unit: 'processes',
-    better: 'lower',
-    converge: pick(d, 'processes'),
-    baseline: pick(q, 'processes'),
-  });
-  report.row({
-    name: 'open file descriptors per idle inbox holding its declaration',
-    unit: 'fds',
-    better: 'lower',
-    converge: pick(d, 'fds'),
-    baseline: pick(q, 'fds'),
-  });
-  report.row({
-    name: 'open file descriptors per inbox once its node took the declaration',
-    unit: 'fds',
-    better: 'lower',
-    converge: pick(d, 'fdsTaken'),
-    baseline: pick(q, 'fdsTaken'),
-  });
-  report.row({
-    name: 'open file descriptors per inbox being written (peak of a wave)',
-    unit: 'fds',
-    better: 'lower',
-    converge: pick(d, 'peakFds'),
-    baseline: pick(q, 'peakFds'),
-    notes: 'a classic v2 inbox keeps them while it holds a message',
-  });
-  report.row({
-    name: 'disk per inbox holding its declaration',
-    unit: 'KiB',
-    better: 'lower',
-    converge: kib(pick(d, 'diskWithMessage')),
-    baseline: kib(pick(q, 'diskWithMessage')),
-  });
-  report.row({
-    name: 'Erlang memory at 100,000 inboxes, nodes connected (extrapolated)',
-    unit: 'MiB',
-    better: 'lower',
-    converge: atFleet(pick(d, 'memoryTaken'), 1024 * 1024),
-    baseline: atFleet(pick(q, 'memoryTaken'), 1024 * 1024),
-    goal: { atMost: 2048 },
-    notes: 'every inbox empty once its node took its declaration; a quorum inbox has a member on each of a cluster’s nodes',
-  });
-  report.row({
-    name: 'Erlang memory at 100,000 inboxes, each holding a declaration (extrapolated)',
-    unit: 'MiB',
-    better: 'lower',
-    converge: atFleet(pick(d, 'memoryWithMessage'), 1024 * 1024),
-    baseline: atFleet(pick(q, 'memoryWithMessage'), 1024 * 1024),
-    notes: 'the worst case: a declaration sent to every node while none is connected',
-  });
-  report.row({
-    name: 'open file descriptors at 100,000 inboxes, each holding a declaration (extrapolated)',
-    unit: 'fds',
-    better: 'lower',
-    converge: atFleet(pick(d, 'fds'), 1),
-    baseline: atFleet(pick(q, 'fds'), 1),
-    notes: 'the broker’s open-file limit must cover these and every connection',
-  });
-  report.row({
-    name: 'Erlang processes at 100,000 inboxes (extrapolated)',
-    unit: 'processes',
-    better: 'lower',
-    converge: atFleet(pick(d, 'processes'), 1),
-    baseline: atFleet(pick(q, 'processes'), 1),
-    goal: { atMost: 1_048_576 / 2 },
-    notes: 'the default Erlang process limit is 1,048,576',
-  });
-  report.row({
-    name: 'declaring 100,000 inboxes (extrapolated)',
-    unit: 's',
-    better: 'lower',
-    converge: pick(d, 'declarePerSecond').map((r) => fleet / r),
-    baseline: pick(q, 'declarePerSecond').map((r) => fleet / r),
-  });
-  report.row({
-    name: 'quorum bounded (max-length 1): Erlang memory per inbox holding its declaration',
-    unit: 'KiB',
-    better: 'lower',
-    converge: kib(pick(qb, 'memoryWithMessage')),
-    baseline: kib(pick(q, 'memoryWithMessage')),
-    notes: 'the other bounded candidate, against the same baseline',
-  });
-  report.row({
-    name: 'quorum bounded (max-length 1): declare rate',
-    unit: 'inboxes/s',
-    converge: pick(qb, 'declarePerSecond'),
-    baseline: pick(q, 'declarePerSecond'),
-  });
+  // Every row is one figure of a pass (`of`), read from each pass of a form against the same figure of the quorum inbox.
+  for (const { of, form = 'design', ...row } of rows) {
+    report.row({ ...row, converge: results[form].map(of), baseline: results.quorum.map(of) });
+  }
+  const pick = <K extends keyof Measured>(key: Form['key'], k: K): number[] => results[key].map((x) => x[k]);
   report.note(
-    `Deleting the bench vhost with its ${inboxes} inboxes took ${fmtList(pick(d, 'deleteSeconds'))} s (Converge's inbox), ${fmtList(pick(q, 'deleteSeconds'))} s (quorum), ${fmtList(pick(qb, 'deleteSeconds'))} s (quorum bounded). ` +
-      `Inboxes given a declaration per form (bounded by the broker's free file descriptors): ${fmtCounts(pick(d, 'holding'))} (Converge's), ${fmtCounts(pick(q, 'holding'))} (quorum). Broker data directory ${dataDir}; the broker is shared, so deltas include whatever else ran on it meanwhile.`,
+    `Deleting the bench vhost with its ${inboxes} inboxes took ${fmtList(pick('design', 'deleteSeconds'))} s (Converge's inbox), ${fmtList(pick('quorum', 'deleteSeconds'))} s (quorum), ${fmtList(pick('quorumBounded', 'deleteSeconds'))} s (quorum bounded). ` +
+      `Inboxes given a declaration per form (bounded by the broker's free file descriptors): ${fmtCounts(pick('design', 'holding'))} (Converge's), ${fmtCounts(pick('quorum', 'holding'))} (quorum). Broker data directory ${dataDir}; the broker is shared, so deltas include whatever else ran on it meanwhile.`,
   );
   report.end();
 }
