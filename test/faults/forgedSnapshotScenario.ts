@@ -14,7 +14,7 @@ import { encodeReport } from '../../src/wire/index.ts';
 import type { NodeState } from '../../projections/index.ts';
 import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
-import { publishUntilConfirmed, readStored, withNodes } from './scenarios.ts';
+import { countStored, publishUntilConfirmed, readStored, timeToStore, withNodes } from './scenarios.ts';
 import type { Scenario, ScenarioResult } from './scenarios.ts';
 
 // A forged read-model snapshot (issue 13 item 3: one with forged values and the right
@@ -118,10 +118,8 @@ export const forgedSnapshot: Scenario = {
         }
       }
       const head = async (): Promise<bigint> => (await run.store.headPosition()) ?? 0n;
-      await until('every confirmed report stored and folded', async () => {
-        const { reports } = await readStored(run.store);
-        return [...confirmed].every((id) => reports.has(id)) && run.engine.runner.readModel.position() === (await head());
-      });
+      await timeToStore(() => run.store, confirmed);
+      await until('every stored report folded', async () => run.engine.runner.readModel.position() === (await head()));
       await run.stop();
 
       const victim = nodes[0]!.node;
@@ -153,23 +151,12 @@ export const forgedSnapshot: Scenario = {
       const { reports } = await readStored(run.store);
       await run.stop();
 
-      let stored = 0;
-      let lost = 0;
-      let duplicated = 0;
-      for (const id of confirmed) {
-        const c = reports.get(id) ?? 0;
-        if (c === 0) lost++;
-        else stored++;
-        if (c > 1) duplicated += c - 1;
-      }
       return {
         scenario: forgedSnapshot.name,
         faults: forgedSnapshot.faults,
         sent,
         confirmed: confirmed.size,
-        stored,
-        lost,
-        duplicated,
+        ...countStored(reports, confirmed),
         hostileTried: forgeries.length,
         hostileAppended: 0,
         recoverMs,

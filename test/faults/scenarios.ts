@@ -165,8 +165,12 @@ const allStored = async (store: EventStore, ids: Iterable<string>): Promise<bool
   return true;
 };
 
-/** Time from now until every id in `ids` is stored; null if that does not happen within the limit. */
-export async function timeToStore(store: () => EventStore, ids: ReadonlySet<string>, limitMs = 60_000): Promise<number | null> {
+/**
+ * Wait until every confirmed report (by message id) is stored, so a tally counts losses, not lag:
+ * the time from now until it was, or null if that did not happen within the limit. The one wait
+ * of every fault scenario.
+ */
+export async function timeToStore(store: () => EventStore, ids: Iterable<string>, limitMs = 60_000): Promise<number | null> {
   const t0 = Date.now();
   const snapshot = [...ids];
   try {
@@ -213,15 +217,11 @@ export const settleAll = async (store: () => EventStore, load: Load): Promise<vo
   await timeToStore(store, load.confirmed());
 };
 
-export async function tally(
-  scenario: Scenario,
-  store: EventStore,
-  load: Load,
-  recoverMs: number | null,
-  extra: Partial<ScenarioResult> = {},
-): Promise<ScenarioResult> {
-  const { reports } = await readStored(store);
-  const confirmed = load.confirmed();
+/** Of the confirmed report ids, how many are stored, missing, and stored more than once (the extra copies). */
+export function countStored(
+  reports: ReadonlyMap<string, number>,
+  confirmed: Iterable<string>,
+): Pick<ScenarioResult, 'stored' | 'lost' | 'duplicated'> {
   let stored = 0;
   let lost = 0;
   let duplicated = 0;
@@ -231,14 +231,24 @@ export async function tally(
     else stored++;
     if (n > 1) duplicated += n - 1;
   }
+  return { stored, lost, duplicated };
+}
+
+export async function tally(
+  scenario: Scenario,
+  store: EventStore,
+  load: Load,
+  recoverMs: number | null,
+  extra: Partial<ScenarioResult> = {},
+): Promise<ScenarioResult> {
+  const { reports } = await readStored(store);
+  const confirmed = load.confirmed();
   return {
     scenario: scenario.name,
     faults: scenario.faults,
     sent: load.sent(),
     confirmed: confirmed.size,
-    stored,
-    lost,
-    duplicated,
+    ...countStored(reports, confirmed),
     hostileTried: 0,
     hostileAppended: 0,
     recoverMs,

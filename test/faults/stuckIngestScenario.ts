@@ -5,11 +5,10 @@ import { loadConfig } from '../../src/app/config.ts';
 import { createServer } from '../../src/app/server.ts';
 import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
 import { createAmqpTransport } from '../../src/transport/amqpTransport.ts';
-import { encodeReport } from '../../src/wire/index.ts';
 import { mountTinyTmpfs } from '../support/faults/tinyTmpfs.ts';
 import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
-import { publishUntilConfirmed, readStored, withNodes } from './scenarios.ts';
+import { settleAll, startLoad, tally, withNodes } from './scenarios.ts';
 import type { Scenario, ScenarioResult } from './scenarios.ts';
 
 // A stuck ingest, as the probes and the metrics see it (issue 13 item 6: with SQLite full, /healthz
@@ -60,19 +59,8 @@ export const stuckIngestHealth: Scenario = {
         });
         await engine.start();
         const get = (url: string) => engine.app.inject({ method: 'GET', url });
-        let stop = false;
-        let sent = 0;
-        const confirmed = new Set<string>();
-        const load = Promise.all(
-          nodes.map(async (n) => {
-            for (let i = 0; !stop; i++) {
-              const id = `${n.node}/${i}`;
-              const body = encodeReport({ node: n.node, applied: [`r${i}`], failed: {}, refused: '', carried: [], declared: null });
-              sent++;
-              if (await publishUntilConfirmed(n.link, 'report', body, id, () => stop)) confirmed.add(id);
-            }
-          }),
-        );
+        // Reports from every node, back to back, until the disk has been remounted.
+        const load = startLoad(nodes, Infinity, 0);
         try {
           const filled = await until('the disk to fill and ingest to hold', () => engine.ingest?.isHealthy() === false, 60_000).then(
             () => true,
@@ -90,38 +78,11 @@ export const stuckIngestHealth: Scenario = {
             () => Date.now() - lifted,
             () => null,
           );
-          stop = true;
-          await load;
-          await until(
-            'every confirmed report stored',
-            async () => {
-              const { reports } = await readStored(store);
-              return [...confirmed].every((id) => reports.has(id));
-            },
-            60_000,
-          ).catch(() => undefined);
+          load.stop();
+          await load.done;
+          await settleAll(() => store, load);
           const metricsAfter = (await get('/metrics')).body;
-          const { reports } = await readStored(store);
-          let stored = 0;
-          let lost = 0;
-          let duplicated = 0;
-          for (const id of confirmed) {
-            const c = reports.get(id) ?? 0;
-            if (c === 0) lost++;
-            else stored++;
-            if (c > 1) duplicated += c - 1;
-          }
-          return {
-            scenario: stuckIngestHealth.name,
-            faults: stuckIngestHealth.faults,
-            sent,
-            confirmed: confirmed.size,
-            stored,
-            lost,
-            duplicated,
-            hostileTried: 0,
-            hostileAppended: 0,
-            recoverMs,
+          return await tally(stuckIngestHealth, store, load, recoverMs, {
             notes: [
               `while full: /readyz ${readyWhileFull.statusCode} ${code ?? ''}, /healthz ${healthWhileFull.statusCode} with ingest.healthy ${String((healthWhileFull.json() as { ingest?: { healthy: boolean } }).ingest?.healthy)}, converge_ingest_healthy ${metric(metricsWhileFull, 'converge_ingest_healthy')}, ${pending} deliveries pending; time to recover = remount until /readyz 200`,
             ],
@@ -134,10 +95,10 @@ export const stuckIngestHealth: Scenario = {
               metricsSaidUnhealthy: metric(metricsWhileFull, 'converge_ingest_healthy') === 0 && pending > 0,
               metricsSayHealthyAgain: metric(metricsAfter, 'converge_ingest_healthy') === 1,
             },
-          } satisfies ScenarioResult;
+          });
         } finally {
-          stop = true;
-          await load;
+          load.stop();
+          await load.done;
           await engine.stop();
           await amqp.close();
           await store.close();
