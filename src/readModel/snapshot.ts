@@ -1,30 +1,39 @@
 import { createHash } from 'node:crypto';
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { z } from 'zod';
 import { foldVersion } from '../../projections/index.ts';
 import type { NodeState } from '../../projections/index.ts';
 import { ConvergeError } from '../errors.ts';
 import {
   columnNames,
   createEncoder,
+  decodeColumn,
   decodeStates,
-  headerSchema,
+  decodeTable,
+  encodeColumn,
+  encodeTable,
+  MissingPartError,
+  partKinds,
   sectionNames,
-  sectionSchemas,
   SnapshotContentError,
   tableNames,
 } from './snapshotFormat.ts';
-import type { Header, Sections } from './snapshotFormat.ts';
+import type { Columns, Part, Tables } from './snapshotFormat.ts';
+import { headerSchema4, sectionSchemas4 } from './snapshotFormat4.ts';
+import type { Sections4 } from './snapshotFormat4.ts';
 
 // Read-model snapshots: the folded states at one position. A snapshot is only a shortcut: it is
 // restored only if it was made by a fold of the same version (projections/foldVersion.ts), from
 // this store (the event at its position has the same id), and passes the checks of
 // snapshotTrust.ts. Anything else is discarded and the runner folds from zero — slower, never wrong.
 //
-// The file, in UTF-8 lines:
-//   1. a header, JSON: format, foldVersion, position, eventId, writtenAt, nodes, sections;
-//   2. one JSON array per section (snapshotFormat.ts): the columns, then the tables;
-//   3. a trailer, {"sha256": "<hex>"}: the sha256 of every byte before it.
+// The file (format 5):
+//   1. a header line, JSON: format, foldVersion, position, eventId, writtenAt, nodes, sections;
+//   2. binary parts (snapshotFormat.ts: the columns, then the tables), each a little-endian
+//      uint32 length, a JSON descriptor ["name", "kind", bytes], zero padding to a multiple of 8
+//      bytes from the file's start (typed arrays read the data in place), then the data;
+//   3. a newline and a trailer line, {"sha256": "<hex>"}: the sha256 of every byte before it.
 // The checksum catches a torn, truncated or edited file; it is not a signature (whoever can write
 // the file can reseal it), which is why the runner also checks sampled nodes against the store.
 // Written to a temp file and renamed, so a crash leaves the old snapshot or the new one.
@@ -33,7 +42,11 @@ import type { Header, Sections } from './snapshotFormat.ts';
 // 3: foldVersion is the number in projections/foldVersion.ts, no longer a hash of the fold's source.
 // 4: columns and shared tables in lines with a sha256 trailer (issue 10, issue 13 item 3); every
 //    section checked by a zod schema. A format-3 file (one JSON object) is discarded with a log line.
-export const snapshotFormat = 4;
+// 5: the same columns and tables as binary parts (typed arrays, one text per string column), read
+//    without a JSON.parse per node (issue 10: warm start). Format 4 is still read.
+export const snapshotFormat = 5;
+/** Formats this engine reads: the one it writes and format 4. */
+const readable = [4, 5];
 export { foldVersion };
 
 export type Snapshot = Readonly<{
@@ -59,25 +72,44 @@ export const rejectionOf = (err: unknown): SnapshotRejection =>
 const newline = 0x0a;
 const trailerPattern = /^\{"sha256":"([0-9a-f]{64})"\}$/;
 
-/** Parse and check a snapshot file's bytes: header, checksum, every section's schema; then build the states. */
+const headerSchema = z.strictObject({
+  format: z.literal(snapshotFormat),
+  foldVersion: z.number().int(),
+  position: z.string().regex(/^\d{1,20}$/),
+  eventId: z.string().min(1),
+  writtenAt: z.string(),
+  nodes: z.number().int().min(0),
+  sections: z.array(z.string()),
+});
+type Header = z.infer<typeof headerSchema>;
+const descriptorSchema = z.tuple([z.string().min(1).max(200), z.enum(partKinds), z.number().int().min(0)]);
+
+const formatOf = (v: unknown): string => (typeof v === 'number' ? String(v) : (JSON.stringify(v) ?? String(v)));
+const notReadable = (format: unknown): ConvergeError =>
+  snapshotRejected(
+    'format',
+    `snapshot is format ${formatOf(format)}; this engine reads format ${snapshotFormat} (and ${readable.filter((f) => f !== snapshotFormat).join(', ')})`,
+  );
+
+/** Parse and check a snapshot file's bytes: header, checksum, every column and table; then build the states. */
 export function parseSnapshot(bytes: Buffer): Snapshot {
   const firstEnd = bytes.indexOf(newline);
   if (firstEnd < 0) {
     // A format-3 snapshot is one JSON object on one line: say which format it is, not "truncated".
     const old = /^\{"format":(\d+)/.exec(bytes.subarray(0, 32).toString('latin1'));
-    if (old !== null) throw snapshotRejected('format', `snapshot is format ${old[1]}; this engine reads format ${snapshotFormat}`);
+    if (old !== null) throw notReadable(Number(old[1]));
     throw snapshotRejected('truncated', 'snapshot has no header line');
   }
-  let header: Header;
+  let raw: { format?: unknown };
   try {
-    const raw = JSON.parse(bytes.subarray(0, firstEnd).toString('utf8')) as { format?: unknown };
-    if (raw.format !== snapshotFormat)
-      throw snapshotRejected('format', `snapshot is format ${String(raw.format)}; this engine reads format ${snapshotFormat}`);
-    header = headerSchema.parse(raw);
+    raw = JSON.parse(bytes.subarray(0, firstEnd).toString('utf8')) as { format?: unknown };
   } catch (e) {
-    if (e instanceof ConvergeError) throw e;
     throw snapshotRejected('schema', `snapshot header is not valid: ${(e as Error).message}`, e);
   }
+  if (typeof raw !== 'object' || raw === null || !readable.includes(raw.format as number)) throw notReadable(raw?.format);
+  const h = (raw.format === 4 ? headerSchema4 : headerSchema).safeParse(raw);
+  if (!h.success) throw snapshotRejected('schema', `snapshot header is not valid: ${h.error.issues[0]?.message ?? 'invalid'}`, h.error);
+  const header = h.data;
   if (header.sections.join(',') !== sectionNames.join(','))
     throw snapshotRejected('schema', `snapshot sections are ${header.sections.join(',')}, not ${sectionNames.join(',')}`);
   // The trailer: the last line, after the last newline but one.
@@ -85,37 +117,19 @@ export function parseSnapshot(bytes: Buffer): Snapshot {
     throw snapshotRejected('truncated', 'snapshot does not end with its checksum line');
   const trailerStart = bytes.lastIndexOf(newline, bytes.length - 2) + 1;
   const trailer = trailerPattern.exec(bytes.subarray(trailerStart, bytes.length - 1).toString('latin1'));
-  if (trailer === null) throw snapshotRejected('truncated', 'snapshot does not end with its checksum line');
+  if (trailer === null || trailerStart <= firstEnd) throw snapshotRejected('truncated', 'snapshot does not end with its checksum line');
   const actual = createHash('sha256').update(bytes.subarray(0, trailerStart)).digest('hex');
   if (actual !== trailer[1])
     throw snapshotRejected('checksum', `snapshot content does not match its sha256 (recorded ${trailer[1]}, content ${actual})`);
 
-  const sections: Partial<Record<string, unknown>> = {};
-  let at = firstEnd + 1;
-  for (const name of sectionNames) {
-    const end = bytes.indexOf(newline, at);
-    if (end < 0 || end >= trailerStart) throw snapshotRejected('truncated', `snapshot ends before section ${name}`);
-    let value: unknown;
-    try {
-      value = JSON.parse(bytes.subarray(at, end).toString('utf8'));
-    } catch (e) {
-      throw snapshotRejected('schema', `snapshot section ${name} is not JSON: ${(e as Error).message}`, e);
-    }
-    const r = sectionSchemas[name].safeParse(value);
-    if (!r.success) {
-      const issue = r.error.issues[0];
-      const where = issue === undefined ? '' : `[${issue.path.join('][')}]`;
-      throw snapshotRejected('schema', `snapshot ${name}${where}: ${issue?.message ?? 'invalid'}`, r.error);
-    }
-    sections[name] = r.data;
-    at = end + 1;
-  }
-  if (at !== trailerStart) throw snapshotRejected('schema', 'snapshot has more sections than its header names');
   let states: NodeState[];
   try {
-    states = decodeStates(header, sections as Sections);
+    const { columns, tables } =
+      header.format === 4 ? body4(bytes, firstEnd + 1, trailerStart) : body5(bytes, firstEnd + 1, trailerStart - 1, header.nodes);
+    states = decodeStates(header.nodes, columns, tables);
   } catch (e) {
-    if (e instanceof SnapshotContentError) throw snapshotRejected('schema', `snapshot: ${e.message}`, e);
+    if (e instanceof MissingPartError) throw snapshotRejected('truncated', `snapshot ends before ${e.part}`, e);
+    if (e instanceof SnapshotContentError) throw snapshotRejected('schema', `snapshot ${e.message}`, e);
     throw e;
   }
   return {
@@ -126,6 +140,72 @@ export function parseSnapshot(bytes: Buffer): Snapshot {
     writtenAt: header.writtenAt,
     states,
   };
+}
+
+/** Format 5: the parts between the header line and the trailer's newline, decoded and checked. */
+function body5(bytes: Buffer, from: number, to: number, nodes: number): { columns: Columns; tables: Tables } {
+  const parts = new Map<string, Part>();
+  let at = from;
+  while (at < to) {
+    if (at + 4 > to) throw new MissingPartError('a part header');
+    const length = bytes.readUInt32LE(at);
+    at += 4;
+    if (at + length > to) throw new MissingPartError('a part descriptor');
+    let descriptor: z.infer<typeof descriptorSchema>;
+    try {
+      descriptor = descriptorSchema.parse(JSON.parse(bytes.subarray(at, at + length).toString('utf8')));
+    } catch (e) {
+      throw new SnapshotContentError(`part descriptor at byte ${at} is not valid: ${(e as Error).message}`);
+    }
+    at += length;
+    at += (8 - ((bytes.byteOffset + at) % 8)) % 8;
+    const [name, kind, size] = descriptor;
+    if (at + size > to) throw new MissingPartError(name);
+    if (parts.has(name)) throw new SnapshotContentError(`part ${name} appears twice`);
+    parts.set(name, { name, kind, bytes: bytes.subarray(at, at + size) });
+    at += size;
+  }
+  if (bytes[to] !== newline) throw new MissingPartError('the trailer');
+  const reader = {
+    take(name: string): Part | undefined {
+      const p = parts.get(name);
+      parts.delete(name);
+      return p;
+    },
+  };
+  const columns = {} as Record<string, ArrayLike<unknown>>;
+  for (const name of columnNames) columns[name] = decodeColumn(name, reader, nodes);
+  const tables = {} as Record<string, unknown>;
+  for (const name of tableNames) tables[name] = decodeTable(name, reader);
+  if (parts.size > 0) throw new SnapshotContentError(`parts the format does not name: ${[...parts.keys()].join(', ')}`);
+  return { columns: columns as Columns, tables: tables as Tables };
+}
+
+/** Format 4: one JSON line per section, each checked by its zod schema. */
+function body4(bytes: Buffer, from: number, trailerStart: number): { columns: Columns; tables: Tables } {
+  const sections: Partial<Record<string, unknown>> = {};
+  let at = from;
+  for (const name of sectionNames) {
+    const end = bytes.indexOf(newline, at);
+    if (end < 0 || end >= trailerStart) throw new MissingPartError(`section ${name}`);
+    let value: unknown;
+    try {
+      value = JSON.parse(bytes.subarray(at, end).toString('utf8'));
+    } catch (e) {
+      throw new SnapshotContentError(`section ${name} is not JSON: ${(e as Error).message}`);
+    }
+    const r = sectionSchemas4[name].safeParse(value);
+    if (!r.success) {
+      const issue = r.error.issues[0];
+      const where = issue === undefined ? '' : `[${issue.path.join('][')}]`;
+      throw new SnapshotContentError(`${name}${where}: ${issue?.message ?? 'invalid'}`);
+    }
+    sections[name] = r.data;
+    at = end + 1;
+  }
+  if (at !== trailerStart) throw new SnapshotContentError('snapshot has more sections than its header names');
+  const s = sections as Sections4;
+  return { columns: s, tables: s };
 }
 
 /** Read a snapshot file; null if there is none. Throws CONVERGE_ERR_SNAPSHOT_INVALID (details.reason) if it is not usable. */
@@ -145,37 +225,49 @@ export async function readSnapshot(path: string): Promise<Snapshot | null> {
   }
 }
 
-/** Nodes encoded per slice before the writer yields to the event loop (a slice costs about a millisecond). */
-const sliceNodes = 4_096;
+/** Nodes whose values are gathered per slice before the writer yields to the event loop. */
+const sliceNodes = 8_192;
 /** Bytes gathered before one write to the file. */
-const writeChunk = 256 * 1024;
+const writeChunk = 1024 * 1024;
 
 /**
  * Write a snapshot atomically, off the hot path: the states are immutable values taken at one
- * position, so they are encoded a slice at a time with the event loop free in between (folding
- * and the API go on), streamed to a temp file, hashed as they go, and renamed into place.
+ * position, so their columns are gathered a slice at a time and encoded a column at a time with
+ * the event loop free in between (folding and the API go on), streamed to a temp file, hashed as
+ * they go, and renamed into place.
  */
 export async function writeSnapshot(path: string, snap: Snapshot): Promise<{ bytes: number }> {
   const states = snap.states;
   const tmp = `${path}.${process.pid}.tmp`;
   const file = await open(tmp, 'w');
   const hash = createHash('sha256');
-  let pending: string[] = [];
+  let pending: Buffer[] = [];
   let pendingBytes = 0;
   let written = 0;
   const flush = async (): Promise<void> => {
     if (pending.length === 0) return;
-    const buf = Buffer.from(pending.join(''), 'utf8');
+    const buf = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
     pending = [];
     pendingBytes = 0;
     hash.update(buf);
     written += buf.length;
     await file.write(buf);
   };
-  const put = async (s: string): Promise<void> => {
-    pending.push(s);
-    pendingBytes += s.length;
+  const put = async (b: Buffer): Promise<void> => {
+    pending.push(b);
+    pendingBytes += b.length;
     if (pendingBytes >= writeChunk) await flush();
+  };
+  const putPart = async (p: Part): Promise<void> => {
+    const descriptor = Buffer.from(JSON.stringify([p.name, p.kind, p.bytes.length]), 'utf8');
+    const length = Buffer.alloc(4);
+    length.writeUInt32LE(descriptor.length);
+    await put(length);
+    await put(descriptor);
+    const at = written + pendingBytes;
+    const pad = (8 - (at % 8)) % 8;
+    if (pad > 0) await put(Buffer.alloc(pad));
+    await put(p.bytes);
   };
   try {
     const header: Header = {
@@ -187,18 +279,20 @@ export async function writeSnapshot(path: string, snap: Snapshot): Promise<{ byt
       nodes: states.length,
       sections: [...sectionNames],
     };
-    await put(`${JSON.stringify(header)}\n`);
+    await put(Buffer.from(`${JSON.stringify(header)}\n`, 'utf8'));
     const encoder = createEncoder(states, snap.position);
     for (const name of columnNames) {
-      await put('[');
+      let values: unknown[] = [];
       for (let from = 0; from < states.length; from += sliceNodes) {
-        const part = encoder.column(name, from, Math.min(states.length, from + sliceNodes));
-        await put(from === 0 ? part : `,${part}`);
+        const slice = encoder.values(name, from, Math.min(states.length, from + sliceNodes));
+        values = from === 0 ? slice : values.concat(slice);
         await yieldToLoop();
       }
-      await put(']\n');
+      for (const p of encodeColumn(name, values)) await putPart(p);
+      await yieldToLoop();
     }
-    for (const name of tableNames) await put(`${encoder.table(name)}\n`);
+    for (const name of tableNames) await putPart(encodeTable(name, encoder.table(name)));
+    await put(Buffer.from('\n'));
     await flush();
     const trailer = Buffer.from(`{"sha256":"${hash.digest('hex')}"}\n`);
     await file.write(trailer);

@@ -165,7 +165,7 @@ test('a snapshot of the format before (one JSON object) is discarded with a log 
   assert.equal(got.folded.length, r.events);
   assert.deepEqual(got.diffs, []);
   const line = got.lines.find((l) => /snapshot not used/.test(l.msg));
-  assert.match(`${line?.reason} ${line?.detail}`, /^format .*snapshot is format 3; this engine reads format 4/);
+  assert.match(`${line?.reason} ${line?.detail}`, /^format .*snapshot is format 3; this engine reads format 5 \(and 4\)/);
   assert.match(got.rejected[0] ?? '', /reason="format"\} 1$/);
 });
 

@@ -1,0 +1,217 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { nodeStatuses, reportClasses } from '../../projections/index.ts';
+import type { NodeState } from '../../projections/index.ts';
+import { parseSnapshot, readSnapshot, rejectionOf, snapshotFormat, writeSnapshot } from '../../src/readModel/snapshot.ts';
+import type { Snapshot } from '../../src/readModel/snapshot.ts';
+import { encodeColumn } from '../../src/readModel/snapshotFormat.ts';
+import { encodeSnapshot4 } from '../../src/readModel/snapshotFormat4.ts';
+
+// The snapshot's format alone (issue 10): whatever read model is written comes back the same,
+// value for value and type for type — binary columns, the JSON a column falls back to, format 4.
+// Whether a snapshot is believed (consistency, cross-check) is snapshotTrust.test.ts.
+
+const dir = mkdtempSync(join(tmpdir(), 'converge-snapformat-'));
+const digest = fc.stringMatching(/^[0-9a-f]{64}$/);
+const time = fc.oneof(
+  fc.date({ min: new Date('2000-01-01Z'), max: new Date('2100-01-01Z'), noInvalidDate: true }).map((d) => d.toISOString()),
+  fc.string({ maxLength: 30, unit: 'binary' }),
+);
+// Any UTF-16, lone surrogates included: JSON keeps them, UTF-8 would not (that column falls back to JSON).
+const text = fc.string({ maxLength: 12, unit: 'binary' });
+const ids = fc.array(fc.oneof(fc.constantFrom('web', 'db', '__proto__', '$big'), text), { maxLength: 4 });
+const count = fc.oneof(fc.nat({ max: 200 }), fc.nat(), fc.maxSafeNat());
+const latency = fc.oneof(fc.nat({ max: 100_000 }), fc.double({ min: 0, max: 1e9, noNaN: true })).map((v) => (v === 0 ? 0 : v));
+
+/** Objects as the fold makes them (fast-check also makes some without a prototype). */
+const plain = { noNullPrototype: true } as const;
+const sent = fc.record(
+  {
+    digest,
+    specDigest: digest,
+    serial: count,
+    sentAt: time,
+    resourceIds: ids,
+    acknowledgedAt: fc.option(time),
+  },
+  plain,
+);
+const reported = fc.record(
+  {
+    declared: fc.option(digest),
+    receivedAt: time,
+    applied: ids,
+    failed: fc.dictionary(fc.oneof(fc.constantFrom('db', '__proto__'), text), text, { maxKeys: 2, noNullPrototype: true }),
+    refused: fc.oneof(fc.constant(''), text),
+    carried: fc.array(fc.integer({ min: 1, max: 65_535 }), { maxLength: 3 }),
+    class: fc.constantFrom(...reportClasses),
+  },
+  plain,
+);
+
+/** Any state the format must carry: values of the right types, not necessarily a fold's (the trust checks are elsewhere). */
+const state = (node: string, big: boolean) =>
+  fc
+    .record({
+      status: fc.constantFrom(...nodeStatuses),
+      caughtUp: fc.boolean(),
+      sent: fc.option(sent),
+      reported: fc.option(reported),
+      missing: ids,
+      carried: fc.array(fc.integer({ min: 1, max: 65_535 }), { maxLength: 3 }),
+      lastSeenAt: fc.option(time),
+      // Times the fold shares with the report's: the writer's `true`.
+      ackIsReport: fc.boolean(),
+      seenIsReport: fc.boolean(),
+      declaredIsSent: fc.boolean(),
+      anomalies: fc.record({ stale: count, unknown: count, undeclared: count }, plain),
+      convergence: fc.record(
+        {
+          lastLatencyMs: fc.option(latency),
+          recentLatenciesMs: fc.array(latency, { maxLength: 16 }),
+          acknowledged: count,
+          superseded: count,
+        },
+        plain,
+      ),
+      earlierSends: fc.array(fc.tuple(digest, count), { maxLength: 7 }),
+      reports: count,
+      lastReportId: fc.option(text.filter((s) => s.length > 0)),
+      position: big ? fc.bigInt({ min: 0n, max: 2n ** 63n - 1n }) : fc.bigInt({ min: 0n, max: 2n ** 40n }),
+      revision: fc.bigInt({ min: -1n, max: big ? 2n ** 62n : 100_000n }),
+    })
+    .map((r): NodeState => {
+      const s = r.sent === null ? null : { ...r.sent };
+      const p = r.reported === null ? null : { ...r.reported };
+      if (s !== null && p !== null) {
+        if (r.ackIsReport) s.acknowledgedAt = p.receivedAt;
+        if (r.declaredIsSent) p.declared = s.digest;
+      }
+      return {
+        node,
+        status: r.status,
+        caughtUp: r.caughtUp,
+        sent: s,
+        reported: p,
+        missing: r.missing,
+        carried: r.carried,
+        lastSeenAt: p !== null && r.seenIsReport ? p.receivedAt : r.lastSeenAt,
+        anomalies: r.anomalies,
+        convergence: r.convergence,
+        earlierSends: r.earlierSends,
+        reports: r.reports,
+        lastReportId: r.lastReportId,
+        position: r.position,
+        revision: r.revision,
+      };
+    });
+
+const readModel = fc.boolean().chain((big) =>
+  fc
+    .uniqueArray(
+      fc.oneof(
+        fc.stringMatching(/^node-[0-9]{1,4}$/),
+        text.filter((s) => s.length > 0),
+      ),
+      { maxLength: 12 },
+    )
+    .chain((nodes) => fc.tuple(fc.constant(big), fc.tuple(...nodes.map((n) => state(n, big))))),
+);
+
+const snapshotOf = (big: boolean, states: readonly NodeState[]): Snapshot => ({
+  format: snapshotFormat,
+  foldVersion: 7,
+  // Past 2^53 the position columns are written as decimal strings (JSON), as format 4 did.
+  position: big ? 2n ** 63n - 1n : 2n ** 41n,
+  eventId: 'DeclarationSent/n/1',
+  writtenAt: '2026-11-30T15:00:00.000Z',
+  states,
+});
+
+test('save → restore is the identity for any read model (format 5)', async () => {
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(readModel, async ([big, states]) => {
+      const path = join(dir, `identity-${run++}.snapshot`);
+      const snap = snapshotOf(big, states);
+      await writeSnapshot(path, snap);
+      const back = await readSnapshot(path);
+      assert.ok(back !== null);
+      assert.equal(back.format, snapshotFormat);
+      assert.deepStrictEqual(back, snap);
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('a format-4 snapshot (JSON lines) is still read, to the same states', async () => {
+  await fc.assert(
+    fc.property(readModel, ([big, states]) => {
+      const snap = snapshotOf(big, states);
+      const bytes = Buffer.from(
+        encodeSnapshot4(snap, (t) => createHash('sha256').update(t, 'utf8').digest('hex')),
+        'utf8',
+      );
+      assert.deepStrictEqual(parseSnapshot(bytes), { ...snap, format: 4 });
+    }),
+    { numRuns: 100 },
+  );
+});
+
+test('a column the binary form cannot hold exactly is written as JSON, and a wrong value there is named by the schema', async () => {
+  assert.deepEqual(
+    encodeColumn('refused', ['', 'no', '\ud800']).map((p) => p.kind),
+    ['json'],
+  );
+  assert.deepEqual(
+    encodeColumn('reports', [0, 'NaN']).map((p) => p.kind),
+    ['json'],
+  );
+  assert.deepEqual(
+    encodeColumn('reports', [0, 300, 2 ** 40]).map((p) => p.kind),
+    ['f64'],
+  );
+  assert.deepEqual(
+    encodeColumn('sentAt', [null, '2026-01-01T00:00:00.000Z', true]).map((p) => [p.name, p.kind]),
+    [
+      ['sentAt', 'i8'],
+      ['sentAt.text', 'utf8'],
+    ],
+  );
+  const path = join(dir, 'wrong.snapshot');
+  const [, states] = fc.sample(
+    readModel.filter(([, s]) => s.length > 0),
+    { numRuns: 1, seed: 7 },
+  )[0]!;
+  await writeSnapshot(
+    path,
+    snapshotOf(
+      false,
+      states.map((s, i) => (i === 0 ? ({ ...s, reports: -1 } as NodeState) : s)),
+    ),
+  );
+  await assert.rejects(readSnapshot(path), (e: Error) => rejectionOf(e) === 'schema' && /reports\[0\]/.test(e.message));
+});
+
+test('a part cut out and the file resealed is refused, never read short', async () => {
+  const path = join(dir, 'cut.snapshot');
+  const [, states] = fc.sample(
+    readModel.filter(([, s]) => s.length > 1),
+    { numRuns: 1, seed: 3 },
+  )[0]!;
+  await writeSnapshot(path, snapshotOf(false, states));
+  const bytes = readFileSync(path);
+  // Drop the last part (the failures table) and reseal: header, parts, newline, trailer.
+  const trailerStart = bytes.lastIndexOf(0x0a, bytes.length - 2) + 1;
+  const lastPart = bytes.lastIndexOf(Buffer.from('["failures"'));
+  const body = Buffer.concat([bytes.subarray(0, lastPart - 4), Buffer.from('\n')]);
+  assert.ok(lastPart > 0 && lastPart < trailerStart);
+  const sha = createHash('sha256').update(body).digest('hex');
+  writeFileSync(path, Buffer.concat([body, Buffer.from(`{"sha256":"${sha}"}\n`)]));
+  await assert.rejects(readSnapshot(path), (e: Error) => rejectionOf(e) === 'truncated' && /failures/.test(e.message));
+});
