@@ -53,6 +53,34 @@ function canonical(v: unknown): string {
   });
 }
 
+/**
+ * True only when `canonical` would write both the same: equal primitives and bigints, arrays
+ * element by element, plain objects key by key in the same order. Anything else (a Map, another
+ * prototype, keys in another order) answers false and is left to `canonical`. A snapshot's states
+ * are equal values but never the fold's own objects, so `replay --verify` against one wrote out
+ * every node's send, report and convergence as text on both sides: 2.8 s of 14 at 100,000 nodes.
+ */
+function sameData(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameData(a[i], b[i])) return false;
+    return true;
+  }
+  const pa: unknown = Object.getPrototypeOf(a);
+  const pb: unknown = Object.getPrototypeOf(b);
+  if ((pa !== Object.prototype && pa !== null) || (pb !== Object.prototype && pb !== null) || Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    const k = ka[i]!;
+    if (k !== kb[i] || !sameData((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  }
+  return true;
+}
+
 /** Node-by-node, field-by-field differences: `expected` is the replay, `actual` the model under test. */
 export function compareStates(expected: ReadonlyMap<string, NodeState>, actual: Iterable<NodeState>): Difference[] {
   const out: Difference[] = [];
@@ -69,7 +97,7 @@ export function compareStates(expected: ReadonlyMap<string, NodeState>, actual: 
       const av = (a as Record<string, unknown>)[field];
       // The same value or the same shared object is no difference: only the rest is written out
       // and compared as text (canonical for every field of every node was ~5% of a verify).
-      if (ev === av) continue;
+      if (ev === av || sameData(ev, av)) continue;
       const x = canonical(ev);
       const y = canonical(av);
       if (x !== y) out.push({ node: a.node, field, expected: x ?? 'undefined', actual: y ?? 'undefined' });
