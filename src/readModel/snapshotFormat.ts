@@ -298,7 +298,7 @@ export function createEncoder(states: readonly NodeState[], position: bigint): E
 // ------------------------------------------------------------------ format 5: binary parts
 
 /** How a part's bytes are read. */
-export const partKinds = ['i8', 'i32', 'f64', 'bool', 'utf8', 'json'] as const;
+export const partKinds = ['i8', 'i32', 'f64', 'bool', 'utf8', 'hex', 'json'] as const;
 export type PartKind = (typeof partKinds)[number];
 export type Part = Readonly<{ name: string; kind: PartKind; bytes: Buffer }>;
 
@@ -382,6 +382,10 @@ function stringParts(name: string, values: readonly unknown[]): Part[] | null {
     else return null;
   }
   const joined = texts.join('');
+  // Digests (every string 64 lowercase hex characters) as their 32 bytes: half the size, and
+  // hex by construction, so reading them back checks nothing but their lengths.
+  if (texts.length > 0 && texts.every((t) => t.length === 64) && /^[0-9a-f]*$/.test(joined))
+    return [numberPart(name, lengths)!, { name: `${name}.text`, kind: 'hex', bytes: Buffer.from(joined, 'hex') }];
   // A lone surrogate does not survive UTF-8; JSON keeps it (as \ud800).
   if (!(joined as unknown as { isWellFormed: () => boolean }).isWellFormed()) return null;
   return [numberPart(name, lengths)!, { name: `${name}.text`, kind: 'utf8', bytes: Buffer.from(joined, 'utf8') }];
@@ -487,9 +491,10 @@ const none: readonly never[] = Object.freeze([]);
 
 /** Strings from a lengths part and its text: sliced from one string per column, not made one by one. */
 function stringsOf(lengths: Part, text: Part | undefined, name: string): (string | null | true)[] {
-  if (text === undefined || text.kind !== 'utf8') throw new SnapshotContentError(`${name}: no text part`);
+  if (text === undefined || (text.kind !== 'utf8' && text.kind !== 'hex')) throw new SnapshotContentError(`${name}: no text part`);
   const ls = numbersOf(lengths);
   const bytes = text.bytes;
+  if (text.kind === 'hex') return digestsOf(ls, bytes, name);
   // ASCII text (times, digests, ids): each string made flat from its bytes. Slices of one string
   // per column were faster to make but took 8 bytes more each and held the column's whole text
   // (+8 MB of heap at 100,000 nodes). Other text is sliced from the decoded column.
@@ -513,6 +518,25 @@ function stringsOf(lengths: Part, text: Part | undefined, name: string): (string
   return out;
 }
 type Latin1 = { latin1Slice: (from: number, to: number) => string };
+type Hex = { hexSlice: (from: number, to: number) => string };
+
+/** Digests from their bytes, 32 each. */
+function digestsOf(ls: ArrayLike<number>, bytes: Buffer, name: string): (string | null | true)[] {
+  const out = new Array<string | null | true>(ls.length);
+  const hex = bytes as unknown as Hex;
+  let at = 0;
+  for (let i = 0; i < ls.length; i++) {
+    const l = ls[i]!;
+    if (l === nullLength) out[i] = null;
+    else if (l === trueLength) out[i] = true;
+    else if (l === 64 && at + 32 <= bytes.length) {
+      out[i] = hex.hexSlice(at, at + 32);
+      at += 32;
+    } else throw new SnapshotContentError(`${name}[${i}]: a digest of length ${l} or outside its bytes`);
+  }
+  if (at !== bytes.length) throw new SnapshotContentError(`${name}: ${bytes.length - at} bytes of digests no value names`);
+  return out;
+}
 
 /** Per-node lists from their counts and the flattened values. */
 function listsOf<T>(counts: ArrayLike<number>, values: ArrayLike<T>, name: string, make: (at: number) => T): T[][] {
@@ -531,6 +555,26 @@ function listsOf<T>(counts: ArrayLike<number>, values: ArrayLike<T>, name: strin
     at += c;
   }
   if (at !== values.length) throw new SnapshotContentError(`${name}: ${values.length - at} values no node names`);
+  return out;
+}
+
+/** Per-node lists of numbers: listsOf without a call per value (most lists hold one latency). */
+function numberListsOf(counts: ArrayLike<number>, flat: ArrayLike<number>, name: string): number[][] {
+  const out = new Array<number[]>(counts.length);
+  let at = 0;
+  for (let i = 0; i < counts.length; i++) {
+    const c = counts[i]!;
+    if (!(c >= 0) || at + c > flat.length) throw new SnapshotContentError(`${name}[${i}]: a count ${c} outside its values`);
+    if (c === 0) out[i] = none as unknown as number[];
+    else if (c === 1) out[i] = [flat[at]!];
+    else {
+      const l: number[] = [];
+      for (let k = 0; k < c; k++) l.push(flat[at + k]!);
+      out[i] = l;
+    }
+    at += c;
+  }
+  if (at !== flat.length) throw new SnapshotContentError(`${name}: ${flat.length - at} values no node names`);
   return out;
 }
 
@@ -589,7 +633,7 @@ export function decodeColumn(name: ColumnName, parts: PartReader, nodes: number)
         const vs = parts.take(`${name}.values`);
         if (vs === undefined) throw new MissingPartError(`${name}.values`);
         const flat = numbersOf(vs);
-        values = listsOf(numbersOf(main), flat, name, (k) => flat[k]!);
+        values = numberListsOf(numbersOf(main), flat, name);
         // recentLatenciesMs: lists of finite latencies ≥ 0.
         if (allAtLeast(flat, 0)) return sized(name, values, nodes);
         break;
@@ -659,7 +703,7 @@ function stringsPass(name: ColumnName, lengths: ArrayLike<number>, text: Part, m
     if (l < least || (rule.nonEmpty === true && l === 0)) return false;
     if (rule.digest === true && l >= 0 && l !== 64) return false;
   }
-  return rule.digest !== true || isHex(text.bytes);
+  return rule.digest !== true || text.kind === 'hex' || isHex(text.bytes);
 }
 /** Lowercase hex bytes only: a loop over the bytes (a regex over the text cost 30 ms at 100,000 digests). */
 function isHex(b: Uint8Array): boolean {

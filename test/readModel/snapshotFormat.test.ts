@@ -183,6 +183,18 @@ test('a column the binary form cannot hold exactly is written as JSON, and a wro
       ['sentAt.text', 'utf8'],
     ],
   );
+  // Digests as their bytes; a column with any other string keeps its text.
+  assert.deepEqual(
+    encodeColumn('declared', [true, null, 'ab'.repeat(32)]).map((p) => [p.kind, p.bytes.length]),
+    [
+      ['i8', 3],
+      ['hex', 32],
+    ],
+  );
+  assert.deepEqual(
+    encodeColumn('declared', ['AB'.repeat(32), 'ab'.repeat(32)]).map((p) => p.kind),
+    ['i8', 'utf8'],
+  );
   const path = join(dir, 'wrong.snapshot');
   const [, states] = fc.sample(
     readModel.filter(([, s]) => s.length > 0),
