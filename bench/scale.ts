@@ -351,12 +351,16 @@ try {
       notes: `${mib(w.bytes)}; longest event-loop stall while writing ${fmt(w.stallMs, 1)} ms (goal: off the hot path, < 50 ms)`,
     });
   }
+  // The format serve wrote: the header line's.
+  const snapFormat = existsSync(snapPath)
+    ? (/"format":(\d+)/.exec(readFileSync(snapPath).subarray(0, 64).toString('latin1'))?.[1] ?? '?')
+    : '?';
   report.row({
     name: 'snapshot: size on disk',
     unit: 'MB',
     better: 'lower',
     converge: mb(snapBytes),
-    notes: `${fmt(snapBytes / nodeCount)} B per node`,
+    notes: `${fmt(snapBytes / nodeCount)} B per node, format ${snapFormat}`,
   });
 
   for (const [label, args, goalSeconds] of [
