@@ -123,6 +123,7 @@ export function createServer(options: ServerOptions): Server {
           now: clock,
           loadNode,
           nodeOf: (node) => runner.readModel.get(node),
+          progress: (s) => runner.rollouts.progressAt(s),
           readModelPosition: () => runner.readModel.position(),
           onNodeChange: (listener) => runner.readModel.onChange((c) => listener(c.node)),
         });

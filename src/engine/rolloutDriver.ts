@@ -41,8 +41,13 @@ export type RolloutDriverOptions = Readonly<{
   readModelPosition?: () => bigint | null;
   /** Hear that a node's state changed, to decide again at once (the read model's onChange). */
   onNodeChange?: (listener: (node: string) => void) => () => void;
-  /** How a wave's nodes stand; default: computed over the wave from `nodeOf` (projections/rollout.ts). */
-  progress?: (s: RolloutState, wave: number) => WaveProgress | null;
+  /**
+   * How a wave's nodes stand as a view kept up to date as events fold counts them (the read side's,
+   * src/readModel/rollouts.ts `progressAt`), so a round costs no walk over the wave; undefined when
+   * that view has not folded the rollout as far as `s`. Then, and without it, computed over the
+   * wave from `nodeOf` (projections/rollout.ts).
+   */
+  progress?: (s: RolloutState, wave: number) => WaveProgress | null | undefined;
   /** Node revisions, carried ports and latest serials for sends; default: from `nodeOf`, the store when that lags. */
   loadNode?: LoadNode;
   now?: () => Date;
@@ -80,7 +85,10 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   const batchSize = Math.max(1, Math.min(options.batchSize ?? 500, listLimit));
   const pollMs = options.pollMs ?? 1_000;
   const minIntervalMs = options.minIntervalMs ?? 20;
-  const progressOf = options.progress ?? ((s: RolloutState, wave: number) => waveProgress(s, wave, nodeOf, listLimit));
+  const progressOf = (s: RolloutState, wave: number): WaveProgress | null => {
+    const counted = options.progress?.(s, wave);
+    return counted !== undefined ? counted : waveProgress(s, wave, nodeOf, listLimit);
+  };
   const sender: BatchSender = createBatchSender({
     store,
     key: options.key,

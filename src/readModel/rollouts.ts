@@ -121,6 +121,8 @@ export type RolloutView = Readonly<{
    * built from the wave's targets when first read. Equal to projections' waveProgress.
    */
   progress: (id: string, limit?: number) => WaveProgress | null;
+  /** `progress` of `s`'s rollout when this view has folded its stream to `s.revision`, as the driver did; else undefined. */
+  progressAt: (s: RolloutState, limit?: number) => WaveProgress | null | undefined;
   onChange: (listener: RolloutChangeListener) => () => void;
   /** Fold the rollout streams up to `upTo` (after a snapshot restore: the read model skipped them). */
   load: (store: EventStore, upTo: bigint | null) => Promise<void>;
@@ -432,6 +434,10 @@ export function createRolloutView(readModel: ReadModel): RolloutView {
     };
   }
 
+  function progressAt(s: RolloutState, limit?: number): WaveProgress | null | undefined {
+    return rollouts.get(s.id)?.state.revision === s.revision ? progress(s.id, limit) : undefined;
+  }
+
   async function load(store: EventStore, upTo: bigint | null): Promise<void> {
     if (upTo === null) return;
     for await (const batch of store.readAll({ streamPrefix: rolloutStreamPrefix })) {
@@ -453,6 +459,7 @@ export function createRolloutView(readModel: ReadModel): RolloutView {
     summary,
     nodes,
     progress,
+    progressAt,
     onChange(listener) {
       listeners.add(listener);
       return () => {

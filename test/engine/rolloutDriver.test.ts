@@ -9,6 +9,7 @@ import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { testKey } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
 import { rolloutFleet } from '../support/rolloutFleet.ts';
+import type { RolloutFleet } from '../support/rolloutFleet.ts';
 import { until } from '../support/until.ts';
 
 // Issue 14 §2, §3: the driver over a store, a live read model and a scripted fleet. It opens a
@@ -297,5 +298,37 @@ test('an idle driver going round after round leaves no abort listener behind (no
   } finally {
     process.off('warning', onWarning);
     await driver.stop();
+  }
+});
+
+test("the driver takes a wave's progress from the read side's counts when they stand where its fold does, else counts the wave", async () => {
+  let fleet: RolloutFleet | undefined;
+  const answered = { byView: 0, byWalk: 0 };
+  const f = (fleet = await rolloutFleet({
+    driver: {
+      progress: (s) => {
+        const p = fleet!.runner.rollouts.progressAt(s);
+        answered[p === undefined ? 'byWalk' : 'byView']++;
+        return p;
+      },
+    },
+  }));
+  try {
+    const id = await f.start({ rollout: 'counted', selection: { kind: 'nodes', nodes: nodes(40) }, waves: '1,25%,100%' });
+    await until('the rollout to complete', async () => {
+      await f.settle();
+      return (await f.rollout(id)).status === 'completed';
+    });
+    const s = await f.rollout(id);
+    assert.deepEqual(
+      s.waves.map((w) => w.completed?.done),
+      [1, 9, 30],
+    );
+    assert.ok(answered.byView > 0, `the view answered ${answered.byView} rounds, the walk ${answered.byWalk}`);
+    // A fold the view does not stand at (a decision it has not folded yet) is not answered from it.
+    assert.notEqual(f.runner.rollouts.progressAt(s), undefined);
+    assert.equal(f.runner.rollouts.progressAt({ ...s, revision: s.revision - 1n }), undefined);
+  } finally {
+    await f.stop();
   }
 });

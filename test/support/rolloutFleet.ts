@@ -101,6 +101,7 @@ export async function rolloutFleet(
     logger,
     now,
     nodeOf: (n) => runner.readModel.get(n),
+    progress: (s) => runner.rollouts.progressAt(s),
     readModelPosition: () => runner.readModel.position(),
     onNodeChange: (l) => runner.readModel.onChange((c) => l(c.node)),
     pollMs: 10,
