@@ -58,6 +58,12 @@ export type RolloutDriverOptions = Readonly<{
   pollMs?: number;
   /** At least this long between two rounds of decisions, so a flood of node changes is coalesced (ms). */
   minIntervalMs?: number;
+  /**
+   * With no rollout running, save how far the driver followed at most this often (ms; default
+   * 5 s), and when it stops. The checkpoint only shortens a restart's search for rollouts, and
+   * saving it every round was a synchronous store write every 20 ms of a report flood (issue 10).
+   */
+  checkpointEveryMs?: number;
   /** Called with each decision recorded (tests, logs). */
   onDecision?: (rollout: string, decision: Exclude<Decision, { kind: 'wait' }>) => void;
 }>;
@@ -85,6 +91,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   const batchSize = Math.max(1, Math.min(options.batchSize ?? 500, listLimit));
   const pollMs = options.pollMs ?? 1_000;
   const minIntervalMs = options.minIntervalMs ?? 20;
+  const checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
   const progressOf = (s: RolloutState, wave: number): WaveProgress | null => {
     const counted = options.progress?.(s, wave);
     return counted !== undefined ? counted : waveProgress(s, wave, nodeOf, listLimit);
@@ -112,6 +119,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   let woken = false;
   let unlisten: (() => void) | null = null;
   let savedLow: bigint | null = null;
+  let savedAt = Number.NEGATIVE_INFINITY;
   let rounds = 0;
   /** The round under way: rounds ended before it began. */
   let started = 0;
@@ -257,14 +265,23 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     });
   }
 
-  /** Where a restart should look from: before the oldest unfinished rollout, or as far as followed. */
-  async function saveLowWater(): Promise<void> {
+  /**
+   * Where a restart should look from: before the oldest unfinished rollout, or as far as followed.
+   * A rollout's start moves it at once; following alone moves it once per checkpointEveryMs (or
+   * `force`, on stop). Any value saved is safe: it was the low water when saved, and a restart
+   * from an older one only reads more rollout events (an ended rollout is dropped by its fold).
+   */
+  async function saveLowWater(force = false): Promise<void> {
     let low: bigint | null = null;
     for (const r of rollouts.values()) if (low === null || r.startedAt - 1n < low) low = r.startedAt - 1n;
+    const following = low === null;
     if (low === null) low = sub?.position() ?? null;
     if (low === null || low === savedLow || low < 0n) return;
+    const at = now().getTime();
+    if (following && !force && at - savedAt < checkpointEveryMs) return;
     await store.setCheckpoint(rolloutDriverCheckpoint, low);
     savedLow = low;
+    savedAt = at;
   }
 
   async function drive(signal: AbortSignal): Promise<void> {
@@ -312,6 +329,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     } finally {
       unlisten?.();
       unlisten = null;
+      await saveLowWater(true).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'cannot save the rollout checkpoint'));
       await sub?.stop();
       sub = null;
     }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { abortRollout, pauseRollout, resumeRollout } from '../../src/engine/rolloutCommands.ts';
-import { createRolloutDriver } from '../../src/engine/rolloutDriver.ts';
+import { createRolloutDriver, rolloutDriverCheckpoint } from '../../src/engine/rolloutDriver.ts';
 import { createBatchSender } from '../../src/engine/sendBatch.ts';
 import { makeDeclarationSent, makeRolloutEvent, rolloutStreamOf, streamOf } from '../../src/events/index.ts';
 import type { RolloutHaltedData, WaveCompletedData } from '../../src/events/index.ts';
@@ -331,4 +331,54 @@ test("the driver takes a wave's progress from the read side's counts when they s
   } finally {
     await f.stop();
   }
+});
+
+test('with no rollout running, the driver saves how far it followed once per checkpoint interval and on stop, not every round', async () => {
+  // Issue 10: a round per node change saved the checkpoint every 20 ms of a report flood, one
+  // synchronous store write (an fsync on SQLite) each time, on the ingest's thread.
+  const store = createMemoryEventStore();
+  const saved: bigint[] = [];
+  const setCheckpoint = store.setCheckpoint.bind(store);
+  store.setCheckpoint = async (name, position) => {
+    if (name === rolloutDriverCheckpoint) saved.push(position);
+    await setCheckpoint(name, position);
+  };
+  let t = Date.parse('2026-11-30T12:00:00Z');
+  const driver = createRolloutDriver({
+    store,
+    key: testKey,
+    logger,
+    nodeOf: () => undefined,
+    readModelPosition: () => null,
+    now: () => new Date(t),
+    pollMs: 1,
+    minIntervalMs: 0,
+    checkpointEveryMs: 5_000,
+  });
+  const declare = async (i: number): Promise<void> => {
+    const e = makeDeclarationSent({ node: `n${i}`, serial: 1, resources: [{ id: 'web' }], key: testKey, now: new Date(t) });
+    await store.append([{ stream: streamOf(`n${i}`), expected: 'no_stream', events: [e] }]);
+  };
+  driver.start();
+  try {
+    for (let i = 0; i < 20; i++) {
+      await declare(i);
+      await driver.nextRound();
+      await driver.nextRound();
+      t += 100;
+    }
+    assert.ok(saved.length <= 1, `saved ${saved.length} times in 2 s of rounds`);
+    t += 5_000;
+    await driver.nextRound();
+    await driver.nextRound();
+    assert.equal(saved.at(-1), await store.headPosition(), 'saved once the interval passed');
+    const before = saved.length;
+    await declare(20);
+    await driver.nextRound();
+    await driver.nextRound();
+    assert.equal(saved.length, before);
+  } finally {
+    await driver.stop();
+  }
+  assert.equal(await store.getCheckpoint(rolloutDriverCheckpoint), await store.headPosition(), 'stop saves the last position followed');
 });
