@@ -248,6 +248,9 @@ export function createServer(options: ServerOptions): Server {
           () => started && rollouts.start(),
           () => undefined,
         );
+      // The API's plugins are loaded (routes, schemas, OpenAPI: ~0.2 s) before ingest takes its
+      // first delivery, not while it drains a backlog; the socket still opens last.
+      await app.ready();
       await ingest?.start();
       const url = await app.listen({ port: config.port, host: config.host });
       logger.info(
