@@ -106,6 +106,8 @@ export function createIngest(options: IngestOptions): Ingest {
   const batchBytes = Math.max(1, options.batchBytes ?? 256 * 1024);
   const flushMs = options.flushMs ?? 10;
   const now = options.now ?? (() => new Date());
+  // The budget's clock in ms without a Date per delivery (issue 10 profile: ~1.5 µs a report).
+  const nowMs = options.now === undefined ? Date.now : () => options.now!().getTime();
   // Jittered: every engine instance behind one broker or store retries after the same outage.
   const backoff = { minMs: options.retry?.minMs ?? 100, maxMs: options.retry?.maxMs ?? 5_000, jitter: 0.5 };
 
@@ -127,7 +129,7 @@ export function createIngest(options: IngestOptions): Ingest {
   let batchSeq = 0;
   metrics?.ingestHealthy.set(1);
   const counts = { received: 0, redelivered: 0, appended: 0, acked: 0, deadLettered: 0, coalesced: 0, rateLimited: 0 };
-  const budget = options.nodeBudget === undefined ? null : createNodeBudget({ ...options.nodeBudget, now: () => now().getTime() });
+  const budget = options.nodeBudget === undefined ? null : createNodeBudget({ ...options.nodeBudget, now: nowMs });
   /** Messages refused by the budget per node since the last warning: a flood logs a line per 5 s, not one per message. */
   const limitedSince = new Map<string, number>();
   let limitedLogAt = 0;
@@ -150,7 +152,8 @@ export function createIngest(options: IngestOptions): Ingest {
 
   function seen(node: string, at: Date): void {
     const prev = lastSeen.get(node);
-    if (prev === undefined || at > prev) lastSeen.set(node, at);
+    // getTime(), not `at > prev`: comparing Dates converts both through Symbol.toPrimitive.
+    if (prev === undefined || at.getTime() > prev.getTime()) lastSeen.set(node, at);
   }
 
   /** The event for a delivery, null for an alive inside the resolution window; throws to refuse it. */
@@ -311,7 +314,10 @@ export function createIngest(options: IngestOptions): Ingest {
 
   /** Append the batch's events (retrying while the store is down), then ack it. False if stopped first. */
   async function commit(batch: readonly Pending[]): Promise<boolean> {
-    const log = logger.child({ batch: ++batchSeq, size: batch.length });
+    // Made only when there is something to log: a pino child per batch showed in the profile.
+    const seq = ++batchSeq;
+    let batchLog: Logger | null = null;
+    const log = (): Logger => (batchLog ??= logger.child({ batch: seq, size: batch.length }));
     const writes = writesOf(batch);
     if (writes.length > 0) {
       committing = batch.length;
@@ -322,7 +328,7 @@ export function createIngest(options: IngestOptions): Ingest {
           const e = toConvergeError(err, 'CONVERGE_ERR_STORE_UNAVAILABLE');
           if (poisonCodes.has(e.code) || e.code === 'CONVERGE_ERR_STORE_CLOSED') return false;
           if (healthy) {
-            log.error({ code: e.code, err: e.message }, 'store append failed; holding deliveries unacked and retrying');
+            log().error({ code: e.code, err: e.message }, 'store append failed; holding deliveries unacked and retrying');
             failingSince = now();
             metrics?.ingestHealthy.set(0);
           }
@@ -338,21 +344,24 @@ export function createIngest(options: IngestOptions): Ingest {
           'CONVERGE_ERR_STORE_UNAVAILABLE',
         );
         if (poisonCodes.has(e.code)) return commitOneByOne(batch, log);
-        log.warn({ code: e.code }, 'stopping with a batch unwritten; its deliveries stay unacked');
+        log().warn({ code: e.code }, 'stopping with a batch unwritten; its deliveries stay unacked');
         return false;
       }
-      if (!healthy) log.info({}, 'store writable again; resuming acks');
+      if (!healthy) log().info({}, 'store writable again; resuming acks');
       healthy = true;
       failingSince = null;
       lastError = null;
       lastAppendAt = now();
       metrics?.ingestHealthy.set(1);
+      // Skipped duplicates (redeliveries) are not appended; count the written tail by type, one
+      // metric update per type and batch rather than per event.
+      const byType = new Map<string, number>();
       r.value.streams.forEach((s, i) => {
-        // Skipped duplicates (redeliveries) are not appended; count the written tail by type.
         const events = writes[i]?.events ?? [];
-        for (const e of events.slice(events.length - s.written)) metrics?.eventsAppended.inc({ type: e.type });
+        for (let j = events.length - s.written; j < events.length; j++) byType.set(events[j]!.type, (byType.get(events[j]!.type) ?? 0) + 1);
         counts.appended += s.written;
       });
+      if (metrics !== undefined) for (const [type, n] of byType) metrics.eventsAppended.inc({ type }, n);
     }
     source.ack(batch.map((p) => p.delivery));
     counts.acked += batch.length;
@@ -360,7 +369,7 @@ export function createIngest(options: IngestOptions): Ingest {
   }
 
   /** A batch the store refused as a whole: find the one delivery to blame, write the rest. */
-  async function commitOneByOne(batch: readonly Pending[], log: Logger): Promise<boolean> {
+  async function commitOneByOne(batch: readonly Pending[], log: () => Logger): Promise<boolean> {
     for (const p of batch) {
       if (p.event === null) {
         source.ack([p.delivery]);
@@ -377,7 +386,7 @@ export function createIngest(options: IngestOptions): Ingest {
         if (poisonCodes.has(e.code)) refuse(p.delivery, e);
         else {
           // Transient after all: the rest goes back through the retrying path.
-          log.warn({ code: e.code }, 'store failed while isolating a poison event');
+          log().warn({ code: e.code }, 'store failed while isolating a poison event');
           return commit(batch.slice(batch.indexOf(p)));
         }
       }
