@@ -126,6 +126,10 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     ...(options.lastSeen === undefined ? {} : { exact: options.lastSeen }),
   });
   const listeners = new Set<ChangeListener>();
+  // The listeners as an array, replaced (never edited) when one comes or goes: a change is told to
+  // those listening when it was folded, as a copy per event did — the rollout view always listens,
+  // so that copy was an array per event of every catch-up.
+  let listening: readonly ChangeListener[] = [];
   const rolloutListeners = new Set<RolloutEventListener>();
   let position: bigint | null = null;
   let failed: FoldFailure | null = null;
@@ -259,9 +263,9 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
         }
         position = e.position;
         if (state !== previous) place(known ?? slotFor(node), previous, state);
-        if (listeners.size > 0) {
+        if (listening.length > 0) {
           const change: NodeChange = { node, position: e.position, state, previous, event: e };
-          for (const l of [...listeners]) {
+          for (const l of listening) {
             try {
               l(change);
             } catch {
@@ -286,8 +290,10 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     },
     onChange(listener) {
       listeners.add(listener);
+      listening = [...listeners];
       return () => {
         listeners.delete(listener);
+        listening = [...listeners];
       };
     },
     restore(next, at) {
