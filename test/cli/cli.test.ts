@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
@@ -243,6 +243,31 @@ describe('the converge binary', () => {
     const help = spawnSync(process.execPath, [bin, '--help'], { encoding: 'utf8' });
     assert.equal(help.status, 0);
     assert.match(help.stdout, /forensics/);
+  });
+
+  test('replay --verify, built, folds the replay on a worker thread beside the live path and finds no difference', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'converge-cli-replay-'));
+    try {
+      const store = createSqliteEventStore(join(d, 'store.db'));
+      const script = historyInStore(store);
+      for (const node of ['n1', 'n2', 'n3']) {
+        const a = await script.send(node);
+        script.tick();
+        await script.report(node, { declared: a.digest, applied: ['web'] });
+        await script.alive(node);
+      }
+      await store.close();
+      const r = spawnSync(process.execPath, [bin, 'replay', '--verify', '--json', '--store', `sqlite:${join(d, 'store.db')}`], {
+        encoding: 'utf8',
+        cwd: d,
+        timeout: 60_000,
+      });
+      assert.equal(r.status, 0, r.stderr);
+      const last = jsonLines(r.stdout).at(-1) as { verified: boolean; nodes: number; differences: number };
+      assert.deepEqual([last.verified, last.nodes, last.differences], [true, 3, 0]);
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
   });
 
   test('demo runs a small fleet to completion, reproduces the race and reports JSON', () => {

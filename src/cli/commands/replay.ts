@@ -1,11 +1,17 @@
+import { Worker } from 'node:worker_threads';
+import type { NodeState } from '../../../projections/index.ts';
+import type { Config } from '../../app/config.ts';
 import { createProjectionRunner } from '../../readModel/projectionRunner.ts';
 import { compareStates, replayStore } from '../../readModel/replay.ts';
 import { readSnapshot } from '../../readModel/snapshot.ts';
-import { ConvergeError } from '../../errors.ts';
+import { ConvergeError, errorCodes } from '../../errors.ts';
+import type { ErrorCode } from '../../errors.ts';
 import type { Run } from '../command.ts';
-import { withStore } from '../command.ts';
+import { sqliteFileOf, withStore } from '../command.ts';
+import type { CliIo } from '../io.ts';
 import { makeLogger } from '../logger.ts';
 import { printJson, printJsonLines, progress } from '../output.ts';
+import type { ReplayWorkerData, ReplayWorkerMessage } from './replayWorker.ts';
 
 // Verify against the snapshot the engine last wrote (the persisted live read model) when there
 // is one; otherwise against the engine's own incremental path (subscription + read model),
@@ -20,23 +26,44 @@ export const run: Run = ({ io, values, config, json }) => {
     if (snap === null && named)
       throw new ConvergeError('CONVERGE_ERR_SNAPSHOT_INVALID', `snapshot ${config.snapshotPath ?? ''} does not exist`);
     const p = progress(io, 'replaying');
-    const replayed = await replayStore(store, {
-      until: snap?.position ?? null,
-      onProgress: (_n, pos) => p.update(Number(pos), head === null ? null : Number(head)),
-    });
-    p.done();
+    const onProgress = (_n: number, pos: bigint): void => p.update(Number(pos), head === null ? null : Number(head));
     let against: string;
-    let actual;
+    let replayed: Map<string, NodeState>;
+    let actual: Iterable<NodeState>;
     if (snap !== null) {
+      replayed = await replayStore(store, { until: snap.position, onProgress });
+      p.done();
       against = `snapshot ${config.snapshotPath} at position ${snap.position}`;
       actual = snap.states;
     } else {
       against = 'the live projection path (subscription into the read model)';
+      // The two folds are independent (each reads the store itself), so on a store a second
+      // connection can open, the replay runs on a worker thread while this one catches the
+      // projection runner up: two cores, about the time of the slower fold instead of the sum.
+      // Both stop at the head read above; if the runner folded further (a serve appending
+      // meanwhile), the replay is folded again to the runner's own position, as before.
+      const url = storeUrlOf(config, io);
+      const replaying = url === null ? null : replayOnWorker(url, head, onProgress);
+      // A failure of one fold must not leave the other's rejection unheard.
+      replaying?.promise.catch(() => undefined);
       const runner = createProjectionRunner({ store, logger: makeLogger(config.logLevel) });
-      await runner.start();
-      await runner.caughtUp();
-      await runner.stop();
+      try {
+        await runner.start();
+        await runner.caughtUp();
+      } catch (err) {
+        replaying?.stop();
+        throw err;
+      } finally {
+        await runner.stop();
+      }
       actual = [...runner.readModel.nodes()];
+      const at = runner.readModel.position();
+      if (replaying !== null && at === head) replayed = await replaying.promise;
+      else {
+        replaying?.stop();
+        replayed = at === null ? new Map() : await replayStore(store, { until: at, onProgress });
+      }
+      p.done();
     }
     const diffs = compareStates(replayed, actual);
     if (json) {
@@ -53,3 +80,52 @@ export const run: Run = ({ io, values, config, json }) => {
     return 0;
   });
 };
+
+/** The store as a worker's own connection opens it: a SQLite file (resolved), or a server's URL; null: fold on this thread. */
+function storeUrlOf(config: Config, io: CliIo): string | null {
+  // Run from source (tsx), a worker thread would not have the loader that reads .ts: fold here.
+  if (import.meta.url.endsWith('.ts')) return null;
+  const file = sqliteFileOf(config, io);
+  if (file !== null) return `sqlite:${file}`;
+  return config.store.startsWith('sqlite:') || config.store.startsWith('memory') ? null : config.store;
+}
+
+/** replayStore on a worker thread (replayWorker.ts) over its own connection to `url`, up to `until`. */
+function replayOnWorker(
+  url: string,
+  until: bigint | null,
+  onProgress: (folded: number, position: bigint) => void,
+): { promise: Promise<Map<string, NodeState>>; stop: () => void } {
+  const worker = new Worker(new URL('./replayWorker.js', import.meta.url), { workerData: { url, until } satisfies ReplayWorkerData });
+  let settled = false;
+  const promise = new Promise<Map<string, NodeState>>((resolve, reject) => {
+    const settle = (f: () => void): void => {
+      if (settled) return;
+      settled = true;
+      f();
+      void worker.terminate();
+    };
+    worker.on('message', (m: ReplayWorkerMessage) => {
+      if (m.kind === 'progress') onProgress(m.folded, m.position);
+      else if (m.kind === 'done') settle(() => resolve(m.states as Map<string, NodeState>));
+      else
+        settle(() =>
+          reject(
+            new ConvergeError(
+              m.code !== null && Object.hasOwn(errorCodes, m.code) ? (m.code as ErrorCode) : 'CONVERGE_ERR_INTERNAL',
+              m.message,
+            ),
+          ),
+        );
+    });
+    worker.on('error', (err) => settle(() => reject(err)));
+    worker.on('exit', (code) => settle(() => reject(new Error(`the replay worker exited (${code}) before it answered`))));
+  });
+  return {
+    promise,
+    stop: () => {
+      settled = true;
+      void worker.terminate();
+    },
+  };
+}
