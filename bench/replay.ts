@@ -167,7 +167,8 @@ try {
   }
 
   // `converge replay --verify` as a person runs it: the built CLI over the same file (no snapshot,
-  // so against the live projection path: the store folded twice), its time, CPU and peak RSS.
+  // so against the live projection path: the store folded twice, the replay on a worker thread
+  // beside the runner's catch-up), its time, CPU and peak RSS.
   const bin = new URL('../bin/converge.js', import.meta.url).pathname;
   const dist = new URL('../dist/src/cli/main.js', import.meta.url).pathname;
   let cli: { sec: number; cpuUs: number; rssMiB: number } | null = null;
@@ -248,7 +249,7 @@ try {
   });
   if (cli !== null) {
     report.row({
-      name: '`converge replay --verify` (CLI, no snapshot: folds twice), per 1,000,000 events',
+      name: '`converge replay --verify` (CLI, no snapshot: folds twice, on two threads), per 1,000,000 events',
       unit: 's',
       better: 'lower',
       converge: perMillion(cli.sec),
