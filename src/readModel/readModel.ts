@@ -126,10 +126,6 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     ...(options.lastSeen === undefined ? {} : { exact: options.lastSeen }),
   });
   const listeners = new Set<ChangeListener>();
-  // The listeners as an array, replaced (never edited) when one comes or goes: a change is told to
-  // those listening when it was folded, as a copy per event did — the rollout view always listens,
-  // so that copy was an array per event of every catch-up.
-  let listening: readonly ChangeListener[] = [];
   const rolloutListeners = new Set<RolloutEventListener>();
   let position: bigint | null = null;
   let failed: FoldFailure | null = null;
@@ -263,9 +259,9 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
         }
         position = e.position;
         if (state !== previous) place(known ?? slotFor(node), previous, state);
-        if (listening.length > 0) {
+        if (listeners.size > 0) {
           const change: NodeChange = { node, position: e.position, state, previous, event: e };
-          for (const l of listening) {
+          for (const l of [...listeners]) {
             try {
               l(change);
             } catch {
@@ -290,10 +286,8 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     },
     onChange(listener) {
       listeners.add(listener);
-      listening = [...listeners];
       return () => {
         listeners.delete(listener);
-        listening = [...listeners];
       };
     },
     restore(next, at) {
