@@ -72,15 +72,8 @@ export const rejectionOf = (err: unknown): SnapshotRejection =>
 const newline = 0x0a;
 const trailerPattern = /^\{"sha256":"([0-9a-f]{64})"\}$/;
 
-const headerSchema = z.strictObject({
-  format: z.literal(snapshotFormat),
-  foldVersion: z.number().int(),
-  position: z.string().regex(/^\d{1,20}$/),
-  eventId: z.string().min(1),
-  writtenAt: z.string(),
-  nodes: z.number().int().min(0),
-  sections: z.array(z.string()),
-});
+// The header is the same in formats 4 and 5 but for the format number.
+const headerSchema = headerSchema4.extend({ format: z.literal(snapshotFormat) });
 type Header = z.infer<typeof headerSchema>;
 const descriptorSchema = z.tuple([z.string().min(1).max(200), z.enum(partKinds), z.number().int().min(0)]);
 
