@@ -6,8 +6,8 @@ import { headersFor } from './responseHeaders.ts';
 
 // GET /v1/events (DESIGN §7): one server-sent event per node state change, `id:` = the store
 // position of the event that caused it; and (issue 14) one `rollout` event per change of a
-// rollout: one of its events, or a change of how one of its nodes stands (so about two per
-// target: sent, then done or failed), carrying the rollout's summary. Resuming with Last-Event-ID sends the *current* state of
+// rollout: one of its events, a change of how one of its nodes stands (so about two per
+// target: sent, then done or failed), or a report from a node still pending, carrying the rollout's summary. Resuming with Last-Event-ID sends the *current* state of
 // every node that changed after that position (oldest first), then follows live: a client that
 // mirrors node states ends up exactly right without us keeping a change log. Both parts run in
 // one synchronous turn, so no fold can slip between them.

@@ -140,6 +140,8 @@ type Entry = {
   outcome: NodeOutcome;
   /** Its latency is in the histogram (counted once, when it was first done). */
   measured: boolean;
+  /** The node's report count when last looked at: a new report changes why a pending node is not done. */
+  reports: number;
 };
 
 type Counts = { pending: number; done: number; refused: number; degraded: number; unsendable: number; superseded: number };
@@ -196,16 +198,24 @@ export function createRolloutView(readModel: ReadModel): RolloutView {
     return true;
   }
 
+  /** Whether the rollout shows something new for this node: its outcome moved, or a report (a stale one) says why it is still pending. */
+  function changed(entry: Entry, state: NodeState | undefined): boolean {
+    const reports = state?.reports ?? 0;
+    const reported = reports !== entry.reports;
+    entry.reports = reports;
+    return recount(entry, state) || (reported && entry.outcome === 'pending');
+  }
+
   function track(r: Tracked, node: string, wave: number, send: RolloutSend | undefined, skip: RolloutSkip | undefined): void {
     // A node is sent to once per rollout (its send's id is named by both); a repeat changes nothing.
     if (entryOf(r, node) !== undefined) return;
     sends++;
-    const entry: Entry = { r, wave, send, skip, outcome: 'unsent', measured: false };
+    const entry: Entry = { r, wave, send, skip, outcome: 'unsent', measured: false, reports: 0 };
     const at = byNode.get(node);
     if (at === undefined) byNode.set(node, entry);
     else if (Array.isArray(at)) at.push(entry);
     else byNode.set(node, [at, entry]);
-    recount(entry, readModel.get(node));
+    changed(entry, readModel.get(node));
   }
 
   function apply(e: Recorded<RolloutEvent>): void {
@@ -241,10 +251,10 @@ export function createRolloutView(readModel: ReadModel): RolloutView {
     const at = byNode.get(c.node);
     if (at === undefined) return;
     if (!Array.isArray(at)) {
-      if (recount(at, c.state)) emit(at.r, c.position);
+      if (changed(at, c.state)) emit(at.r, c.position);
       return;
     }
-    for (const entry of at) if (recount(entry, c.state)) emit(entry.r, c.position);
+    for (const entry of at) if (changed(entry, c.state)) emit(entry.r, c.position);
   });
 
   function waveCounts(r: Tracked): WaveCounts[] {

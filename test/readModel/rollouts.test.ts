@@ -260,3 +260,28 @@ test('after a snapshot restore the rollouts are folded from their streams, and t
     await store.close();
   }
 });
+
+test("a stale report from a pending node is a change of its rollout (the page's node list shows why it is not done), an alive is not", async () => {
+  const t = await setup();
+  try {
+    const before = await t.h.send('slow', [{ id: 'web', image: 'nginx:1.26' }]);
+    const r = rolloutInStore(t.store, t.h, 'r1', ['slow'], { waves: '1,100%' });
+    await r.start();
+    await r.run();
+    await t.settle();
+    const changes: bigint[] = [];
+    const off = t.runner.rollouts.onChange((c) => void (c.rollout === 'r1' && changes.push(c.position)));
+    t.h.tick(100);
+    await t.h.alive('slow');
+    await t.settle();
+    assert.deepEqual(changes, [], 'an alive changes nothing a rollout shows');
+    t.h.tick(300);
+    await t.h.report('slow', { applied: ['web'], declared: before.digest });
+    await t.settle();
+    assert.equal(t.runner.rollouts.nodes('r1', { wave: 1, limit: 10 })?.nodes[0]?.outcome, 'pending');
+    assert.equal(changes.length, 1, 'the stale report is announced once');
+    off();
+  } finally {
+    await t.close();
+  }
+});
