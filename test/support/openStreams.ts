@@ -69,6 +69,10 @@ export function holdGet(
 export async function silentSocket(base: string): Promise<Readonly<{ socket: Socket; closed: Promise<void> }>> {
   const url = new URL(base);
   const socket = connect({ host: url.hostname, port: Number(url.port) });
+  // Flowing, so the server's FIN is read: a paused socket never emits 'end', never closes its own
+  // side, and sits in CLOSE-WAIT with `closed` unresolved (it hung a CI run for 15 minutes). What
+  // the server sends (a 408) is dropped unless the caller listens for 'data' itself.
+  socket.resume();
   const closed = new Promise<void>((resolve) => {
     socket.once('close', () => resolve());
     socket.once('error', () => resolve());
