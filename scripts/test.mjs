@@ -27,12 +27,16 @@ const groups = [
   { files: all.filter(serial), concurrency: 1 },
 ];
 
+// A test that hangs fails by name after ten minutes (the longest takes under a minute) instead of
+// holding the whole run until CI's own limit; a test may set a longer timeout of its own.
+const testTimeoutMs = 600_000;
+
 let failed = false;
 for (const { files, concurrency } of groups) {
   if (files.length === 0) continue;
   const r = spawnSync(
     process.execPath,
-    ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+    ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${testTimeoutMs}`, '--test-reporter=spec', ...files],
     { stdio: 'inherit', cwd: root, env: process.env },
   );
   if (r.status !== 0) failed = true;
