@@ -43,8 +43,8 @@ async function withServer(
   return { h, base };
 }
 
-test('event streams: a token over its cap is 429, the engine over its cap 503, both with Retry-After; another token gets in; probes answer on both listeners', async (t) => {
-  const { h, base } = await withServer(t, { caps: { streams: 3, streamsPerClient: 2, awaits: 10, awaitsPerClient: 10 } });
+/** The admin listener beside the harness's server (probes and metrics), closed after the test; its base URL. */
+async function withAdmin(t: { after: (f: () => Promise<void>) => void }, h: ApiHarness): Promise<string> {
   const admin = buildAdminApp({
     readModel: h.runner.readModel,
     store: h.store,
@@ -54,7 +54,12 @@ test('event streams: a token over its cap is 429, the engine over its cap 503, b
     metrics: h.metrics,
   });
   t.after(() => admin.close());
-  const adminBase = await admin.listen({ port: 0, host: '127.0.0.1' });
+  return admin.listen({ port: 0, host: '127.0.0.1' });
+}
+
+test('event streams: a token over its cap is 429, the engine over its cap 503, both with Retry-After; another token gets in; probes answer on both listeners', async (t) => {
+  const { h, base } = await withServer(t, { caps: { streams: 3, streamsPerClient: 2, awaits: 10, awaitsPerClient: 10 } });
+  const adminBase = await withAdmin(t, h);
   const held: HeldAnswer[] = [];
   t.after(() => held.forEach((a) => a.close()));
 
@@ -180,16 +185,7 @@ test('a refusal closes its connection, so a refused client holds no socket', asy
 
 test('past the connection limit of the listener, new sockets are dropped, and the admin listener still answers', async (t) => {
   const { h, base } = await withServer(t, { listener: { maxConnections: 4 } });
-  const admin = buildAdminApp({
-    readModel: h.runner.readModel,
-    store: h.store,
-    logger,
-    tokens: new Map(),
-    projections: h.runner,
-    metrics: h.metrics,
-  });
-  t.after(() => admin.close());
-  const adminBase = await admin.listen({ port: 0, host: '127.0.0.1' });
+  const adminBase = await withAdmin(t, h);
   const sockets = await Promise.all(Array.from({ length: 4 }, () => silentSocket(base)));
   t.after(() => sockets.forEach((s) => s.socket.destroy()));
   await until('the listener to hold four sockets', () => new Promise<boolean>((r) => h.app.server.getConnections((_e, n) => r(n === 4))));
