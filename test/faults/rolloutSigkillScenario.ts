@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -14,6 +13,7 @@ import type { SimulatedNode } from '../../src/lab/simulatedNode.ts';
 import { replayStore } from '../../src/readModel/replay.ts';
 import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
 import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
+import { killHard, startFaultChild } from '../support/faults/faultChild.ts';
 import { logger } from '../support/logger.ts';
 import { sleep, until } from '../support/until.ts';
 import { faultSeed, withNodes } from './scenarios.ts';
@@ -41,30 +41,11 @@ export const rolloutSigkill: Scenario = {
       const applyMs = fc.sample(fc.integer({ min: 50, max: 300 }), { numRuns: conns.length, seed: seed + 1 });
       const keySeed = randomBytes(32);
       const key = signingKeyFromSeed(keySeed);
-      const spawnChild = async (): Promise<ChildProcess> => {
-        const child = spawn(
-          process.execPath,
-          ['--import', 'tsx', new URL('../support/faults/rolloutEngineChild.ts', import.meta.url).pathname],
-          {
-            env: {
-              ...process.env,
-              CONVERGE_FAULT_AMQP_URL: lab.engineUrl,
-              CONVERGE_FAULT_STORE: path,
-              CONVERGE_FAULT_KEY_SEED: keySeed.toString('hex'),
-            },
-            stdio: ['ignore', 'pipe', 'inherit'],
-          },
-        );
-        await new Promise<void>((resolve, reject) => {
-          child.stdout?.once('data', () => resolve());
-          child.once('exit', (code) => reject(new Error(`engine child exited with ${code} before it was ready`)));
-        });
-        return child;
-      };
-      const kill = (child: ChildProcess): Promise<void> =>
-        new Promise((resolve) => {
-          child.once('exit', () => resolve());
-          child.kill('SIGKILL');
+      const spawnChild = (): Promise<ChildProcess> =>
+        startFaultChild('./rolloutEngineChild.ts', {
+          CONVERGE_FAULT_AMQP_URL: lab.engineUrl,
+          CONVERGE_FAULT_STORE: path,
+          CONVERGE_FAULT_KEY_SEED: keySeed.toString('hex'),
         });
 
       const nodes: SimulatedNode[] = conns.map((c, i) =>
@@ -102,7 +83,7 @@ export const rolloutSigkill: Scenario = {
         for (const dwell of dwellMs) {
           await sleep(dwell);
           if ((await status()) === 'running') killedWhileRunning++;
-          await kill(child);
+          await killHard(child);
           killed++;
           child = await spawnChild();
           restartedAt = Date.now();

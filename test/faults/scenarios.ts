@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -24,6 +23,7 @@ import type { InboundKind, NodeLink } from '../../src/transport/port.ts';
 import { encodeReport } from '../../src/wire/index.ts';
 import { createBrokerLab, defaultBroker, describeOnBroker } from '../support/broker.ts';
 import type { BrokerLab } from '../support/broker.ts';
+import { killHard, startFaultChild } from '../support/faults/faultChild.ts';
 import { logger } from '../support/logger.ts';
 import { sleep, until } from '../support/until.ts';
 
@@ -536,27 +536,12 @@ export const engineSigkill: Scenario = {
       // When each kill lands: this long after the restarted engine said it was consuming (0 ms
       // included: a kill during the first fetch, before a batch was written or acked).
       const dwellMs = fc.sample(fc.integer({ min: 0, max: 400 }), { numRuns: kills, seed });
-      const spawnChild = async (): Promise<ChildProcess> => {
-        const child = spawn(process.execPath, ['--import', 'tsx', new URL('../support/faults/ingestChild.ts', import.meta.url).pathname], {
-          env: {
-            ...process.env,
-            CONVERGE_FAULT_AMQP_URL: lab.engineUrl,
-            CONVERGE_FAULT_STORE: path,
-            CONVERGE_FAULT_SNAPSHOT: snapshotPath,
-            CONVERGE_FAULT_SNAPSHOT_EVERY: '250',
-          },
-          stdio: ['ignore', 'pipe', 'inherit'],
-        });
-        await new Promise<void>((resolve, reject) => {
-          child.stdout?.once('data', () => resolve());
-          child.once('exit', (code) => reject(new Error(`engine child exited with ${code} before it was ready`)));
-        });
-        return child;
-      };
-      const kill = (child: ChildProcess): Promise<void> =>
-        new Promise((resolve) => {
-          child.once('exit', () => resolve());
-          child.kill('SIGKILL');
+      const spawnChild = (): Promise<ChildProcess> =>
+        startFaultChild('./ingestChild.ts', {
+          CONVERGE_FAULT_AMQP_URL: lab.engineUrl,
+          CONVERGE_FAULT_STORE: path,
+          CONVERGE_FAULT_SNAPSHOT: snapshotPath,
+          CONVERGE_FAULT_SNAPSHOT_EVERY: '250',
         });
       let child = await spawnChild();
       const reader = createSqliteEventStore(path);
@@ -568,7 +553,7 @@ export const engineSigkill: Scenario = {
         await until('some load to flow', () => load.confirmed().size >= 3 * nodes.length);
         for (const dwell of dwellMs) {
           await sleep(dwell);
-          await kill(child);
+          await killHard(child);
           killed++;
           // Recovery counts the restart itself: from the kill to every confirmed report stored.
           recovering = recoveryFrom(() => reader, load, true);
@@ -582,7 +567,7 @@ export const engineSigkill: Scenario = {
         const recover = await recovering;
         await settleAll(() => reader, load);
         // The last engine dies as the others did, so the snapshot left is one a kill left.
-        await kill(child);
+        await killHard(child);
         // As `serve` starts after a crash: restore the snapshot the killed engines left, follow
         // the store to its head; then a replay from zero must hold exactly the same states.
         const snapshot = await readSnapshot(snapshotPath).catch(() => null);
