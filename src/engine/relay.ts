@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import type { DeclarationSent, Recorded } from '../events/index.ts';
 import type { EventStore, Subscription } from '../store/port.ts';
+import { whileLeased } from '../store/whileLeased.ts';
 import type { DeclarationPublisher } from '../transport/port.ts';
 import { encodeSigned } from '../wire/index.ts';
 import type { Metrics } from '../metrics.ts';
-import { sleep } from '../retry.ts';
 
 // The store is the outbox (DESIGN §2): a checkpointed subscription to DeclarationSent
 // publishes each declaration and returns only once the broker confirmed every one in the
@@ -111,46 +111,41 @@ export function createRelay(options: RelayOptions): Relay {
       onError: (err) => logger.warn({ err: (err as Error).message }, 'relay batch failed; retrying from the checkpoint'),
     });
 
-  /** Resolves false once `signal` aborts, at once if it already has. */
-  const stopped = (signal: AbortSignal): Promise<false> =>
-    new Promise((resolve) => (signal.aborted ? resolve(false) : signal.addEventListener('abort', () => resolve(false), { once: true })));
+  /** Resolves once `signal` aborts, at once if it already has. */
+  const stopped = (signal: AbortSignal): Promise<void> =>
+    new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
 
   // Issue 12 §3: on a store several engines share, only the engine holding the relay lease
   // publishes, so a second engine does not double every declaration. It takes over from the
   // checkpoint when the holder dies; the batch the holder had in flight may go out twice, which
   // the at-least-once contract above already allows (nodes recognise a repeat by digest).
-  async function whileLeased(acquire: NonNullable<EventStore['acquireLease']>, signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      const hold = await acquire('relay', signal).catch((err: unknown) => {
-        logger.warn({ err: (err as Error).message }, 'cannot ask the store for the relay lease; trying again');
-        return null;
-      });
-      if (hold === null) {
-        await sleep(1_000, signal);
-        continue;
-      }
-      logger.info({}, 'relay lease taken: this engine publishes declarations');
-      sub = subscribe();
-      const lost = await Promise.race([hold.lost.then(() => true), stopped(signal)]);
-      await sub.stop();
-      sub = null;
-      if (lost) logger.warn({}, 'relay lease lost: another engine may publish now; waiting to take it again');
-      await hold.release();
-    }
-  }
+  const leasedRelay = (signal: AbortSignal): Promise<void> =>
+    whileLeased({
+      store,
+      name: 'relay',
+      signal,
+      logger,
+      taken: 'relay lease taken: this engine publishes declarations',
+      lost: 'relay lease lost: another engine may publish now; waiting to take it again',
+      run: async (held) => {
+        sub = subscribe();
+        await stopped(held);
+        await sub.stop();
+        sub = null;
+      },
+    });
 
   let abort: AbortController | null = null;
   let leased: Promise<void> | null = null;
   return {
     start: () => {
       if (sub !== null || abort !== null) return;
-      const acquire = store.acquireLease?.bind(store);
-      if (acquire === undefined) {
+      if (store.acquireLease === undefined) {
         sub = subscribe();
         return;
       }
       abort = new AbortController();
-      leased = whileLeased(acquire, abort.signal);
+      leased = leasedRelay(abort.signal);
     },
     stop: async () => {
       abort?.abort();

@@ -8,6 +8,7 @@ import type { Recorded, RolloutEvent } from '../events/index.ts';
 import type { Metrics } from '../metrics.ts';
 import { sleep } from '../retry.ts';
 import type { EventStore, Subscription } from '../store/port.ts';
+import { whileLeased } from '../store/whileLeased.ts';
 import { createBatchSender } from './sendBatch.ts';
 import type { BatchSender } from './sendBatch.ts';
 import type { LoadNode } from './send.ts';
@@ -335,36 +336,25 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     }
   }
 
-  async function whileLeased(signal: AbortSignal): Promise<void> {
-    const acquire = store.acquireLease?.bind(store);
-    if (acquire === undefined) {
-      leased = true;
-      await drive(signal);
-      return;
-    }
-    while (!signal.aborted) {
-      const hold = await acquire('rollouts', signal).catch((err: unknown) => {
-        logger.warn({ err: (err as Error).message }, 'cannot ask the store for the rollouts lease; trying again');
-        return null;
-      });
-      if (hold === null) {
-        await sleep(1_000, signal);
-        continue;
-      }
-      logger.info({}, 'rollouts lease taken: this engine drives rollouts');
-      leased = true;
-      const inner = new AbortController();
-      const onAbort = (): void => inner.abort();
-      signal.addEventListener('abort', onAbort, { once: true });
-      void hold.lost.then(() => inner.abort());
-      await drive(inner.signal);
-      signal.removeEventListener('abort', onAbort);
-      leased = false;
-      rollouts.clear();
-      if (!signal.aborted) logger.warn({}, 'rollouts lease lost: another engine may drive now; waiting to take it again');
-      await hold.release();
-    }
-  }
+  /** Drive while this engine holds the store's `rollouts` lease (at once on a store with none). */
+  const leasedDrive = (signal: AbortSignal): Promise<void> =>
+    whileLeased({
+      store,
+      name: 'rollouts',
+      signal,
+      logger,
+      taken: 'rollouts lease taken: this engine drives rollouts',
+      lost: 'rollouts lease lost: another engine may drive now; waiting to take it again',
+      run: async (held) => {
+        leased = true;
+        try {
+          await drive(held);
+        } finally {
+          leased = false;
+          rollouts.clear();
+        }
+      },
+    });
 
   return {
     start() {
@@ -372,7 +362,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
       running = true;
       abort = new AbortController();
       const signal = abort.signal;
-      loop = whileLeased(signal).catch((err: unknown) => logger.error({ err: (err as Error).message }, 'rollout driver stopped'));
+      loop = leasedDrive(signal).catch((err: unknown) => logger.error({ err: (err as Error).message }, 'rollout driver stopped'));
     },
     async stop() {
       if (!running) return;

@@ -1,0 +1,68 @@
+import type { Logger } from 'pino';
+import { sleep } from '../retry.ts';
+import type { EventStore } from './port.ts';
+
+// Playing a role that one process at a time may play on a store (EventStore.acquireLease): the
+// relay's `relay`, the rollout driver's `rollouts`. One loop for both: ask the store for the
+// lease (waiting while another engine holds it), run the role until the lease is lost or the
+// caller stops, give the lease up, and ask again. A failed ask is logged and tried again a
+// second later. A store with no lease (memory, SQLite: one engine's) runs the role at once.
+//
+// Losing the lease ends the role here, but another engine may have taken it over already (the
+// holder learns of the loss only when its connection fails): the roles built on it stay
+// at-least-once (the relay's delivery) or guard every write by an expected revision (the driver).
+
+export type WhileLeasedOptions = Readonly<{
+  store: Pick<EventStore, 'acquireLease'>;
+  /** The lease's name in the store. */
+  name: string;
+  /** Stop: ends the role if running, or the wait for the lease, and resolves once the lease is given up. */
+  signal: AbortSignal;
+  logger: Pick<Logger, 'info' | 'warn'>;
+  /** Logged when the lease is taken, and when it is lost (not when the caller stops). */
+  taken: string;
+  lost: string;
+  /** How long to wait after the store failed to answer the ask (ms; default 1 s). */
+  retryMs?: number;
+  /**
+   * The role, played while the lease is held: it should end soon after `held` aborts (the lease
+   * was lost or the caller stopped). If it throws, the lease is given up and the error is the
+   * loop's answer.
+   */
+  run: (held: AbortSignal) => Promise<void>;
+}>;
+
+/** Resolves once `signal` aborted and the lease (if one was held) was given up. */
+export async function whileLeased(options: WhileLeasedOptions): Promise<void> {
+  const { store, name, signal, logger, run } = options;
+  const retryMs = options.retryMs ?? 1_000;
+  const acquire = store.acquireLease?.bind(store);
+  if (acquire === undefined) return run(signal);
+  while (!signal.aborted) {
+    const hold = await acquire(name, signal).catch((err: unknown) => {
+      logger.warn({ err: (err as Error).message }, `cannot ask the store for the ${name} lease; trying again`);
+      return null;
+    });
+    if (hold === null) {
+      await sleep(retryMs, signal);
+      continue;
+    }
+    logger.info({}, options.taken);
+    const held = new AbortController();
+    let lost = false;
+    const onAbort = (): void => held.abort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) held.abort();
+    void hold.lost.then(() => {
+      lost = true;
+      held.abort();
+    });
+    try {
+      await run(held.signal);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      if (lost) logger.warn({}, options.lost);
+      await hold.release();
+    }
+  }
+}
