@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { abortRollout, pauseRollout, resumeRollout } from '../../src/engine/rolloutCommands.ts';
 import { createRolloutDriver, rolloutDriverCheckpoint } from '../../src/engine/rolloutDriver.ts';
+import type { RolloutDriver, RolloutDriverOptions } from '../../src/engine/rolloutDriver.ts';
 import { createBatchSender } from '../../src/engine/sendBatch.ts';
 import { makeDeclarationSent, makeRolloutEvent, rolloutStreamOf, streamOf } from '../../src/events/index.ts';
 import type { RolloutHaltedData, WaveCompletedData } from '../../src/events/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
+import type { EventStore } from '../../src/store/index.ts';
 import { testKey } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
 import { rolloutFleet } from '../support/rolloutFleet.ts';
@@ -16,6 +18,19 @@ import { until } from '../support/until.ts';
 // wave only when every node of the one before has reported the digest this rollout sent it.
 
 const nodes = (n: number, prefix = 'n'): string[] => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
+
+/** A driver over `store` with no read model and no rollout to drive, going round as fast as it can. */
+const idleDriver = (store: EventStore, options: Partial<RolloutDriverOptions> = {}): RolloutDriver =>
+  createRolloutDriver({
+    store,
+    key: testKey,
+    logger,
+    nodeOf: () => undefined,
+    readModelPosition: () => null,
+    pollMs: 1,
+    minIntervalMs: 0,
+    ...options,
+  });
 
 test("the seed's race inside a rollout: a slow node's late report about its previous declaration does not complete the wave", async () => {
   const f = await rolloutFleet({ behaviour: { slow: 'silent' } });
@@ -277,16 +292,7 @@ test('an idle driver going round after round leaves no abort listener behind (no
   const warnings: string[] = [];
   const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
   process.on('warning', onWarning);
-  const store = createMemoryEventStore();
-  const driver = createRolloutDriver({
-    store,
-    key: testKey,
-    logger,
-    nodeOf: () => undefined,
-    readModelPosition: () => null,
-    pollMs: 1,
-    minIntervalMs: 0,
-  });
+  const driver = idleDriver(createMemoryEventStore());
   driver.start();
   try {
     for (let i = 0; i < 25; i++) await driver.nextRound();
@@ -344,17 +350,7 @@ test('with no rollout running, the driver saves how far it followed once per che
     await setCheckpoint(name, position);
   };
   let t = Date.parse('2026-11-30T12:00:00Z');
-  const driver = createRolloutDriver({
-    store,
-    key: testKey,
-    logger,
-    nodeOf: () => undefined,
-    readModelPosition: () => null,
-    now: () => new Date(t),
-    pollMs: 1,
-    minIntervalMs: 0,
-    checkpointEveryMs: 5_000,
-  });
+  const driver = idleDriver(store, { now: () => new Date(t), checkpointEveryMs: 5_000 });
   const declare = async (i: number): Promise<void> => {
     const e = makeDeclarationSent({ node: `n${i}`, serial: 1, resources: [{ id: 'web' }], key: testKey, now: new Date(t) });
     await store.append([{ stream: streamOf(`n${i}`), expected: 'no_stream', events: [e] }]);
