@@ -23,28 +23,21 @@ async function cli(args: readonly string[]) {
   return { code: await run(args, io), stdout, stderr };
 }
 
+/** `serve` on a memory store and any free port, with these flags (name without its dashes → value). */
+const serve = (flags: Readonly<Record<string, string>>) =>
+  cli(['serve', '--store', 'memory:', '--port', '0', ...Object.entries(flags).flatMap(([flag, value]) => [`--${flag}`, value])]);
+
 test('serve checks --node-report-rate, --node-report-burst, --dead-letter-max-length and --dead-letter-max-bytes before it starts', async () => {
-  const r = await cli([
-    'serve',
-    '--store',
-    'memory:',
-    '--port',
-    '0',
-    '--node-report-rate',
-    '-1',
-    '--node-report-burst',
-    'lots',
-    '--dead-letter-max-length',
-    '1.5',
-    '--dead-letter-max-bytes',
-    '0',
-    '--management-url',
-    'ftp://x',
-  ]);
+  const flags = {
+    'node-report-rate': '-1',
+    'node-report-burst': 'lots',
+    'dead-letter-max-length': '1.5',
+    'dead-letter-max-bytes': '0',
+    'management-url': 'ftp://x',
+  };
+  const r = await serve(flags);
   assert.equal(r.code, 2, r.stderr);
-  for (const flag of ['node-report-rate', 'node-report-burst', 'dead-letter-max-length', 'dead-letter-max-bytes', 'management-url']) {
-    assert.match(r.stderr, new RegExp(`--${flag} / `), `${flag} is checked: ${r.stderr}`);
-  }
+  for (const flag of Object.keys(flags)) assert.match(r.stderr, new RegExp(`--${flag} / `), `${flag} is checked: ${r.stderr}`);
 });
 
 test('serve --help lists them', async () => {
@@ -66,16 +59,7 @@ test('serve checks the connection caps, the listener limits and --admin-listen b
     'request-timeout-ms': 'soon',
     'admin-listen': 'nowhere',
   };
-  const r = await cli([
-    'serve',
-    '--store',
-    'memory:',
-    '--port',
-    '0',
-    ...Object.entries(flags)
-      .flat()
-      .map((v, i) => (i % 2 === 0 ? `--${v}` : v)),
-  ]);
+  const r = await serve(flags);
   assert.equal(r.code, 2, r.stderr);
   for (const flag of Object.keys(flags)) assert.match(r.stderr, new RegExp(`--${flag} / `), `${flag} is checked: ${r.stderr}`);
   const help = await cli(['serve', '--help']);
