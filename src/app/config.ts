@@ -32,6 +32,7 @@ export type Config = Readonly<{
   graceMs: number;
   snapshotPath: string | null;
   snapshotEvery: number;
+  snapshotPerNode: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   trustMissingUserId: boolean;
   aliveResolutionMs: number;
@@ -95,6 +96,7 @@ const schema = z.object({
   graceMs: intIn(1, 86_400_000).default(60_000),
   snapshotPath: z.string().min(1).nullable().default(null),
   snapshotEvery: intIn(1, 100_000_000).default(10_000),
+  snapshotPerNode: intIn(0, 1_000_000).default(10),
   logLevel: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       error: 'must be one of fatal, error, warn, info, debug, trace, silent',

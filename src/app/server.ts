@@ -91,7 +91,9 @@ export function createServer(options: ServerOptions): Server {
     graceMs: config.graceMs,
     // Read at scrape time, after `ingest` below exists.
     lastSeen: (node) => ingest?.lastSeenAt(node) ?? null,
-    ...(config.snapshotPath === null ? {} : { snapshot: { path: config.snapshotPath, everyEvents: config.snapshotEvery } }),
+    ...(config.snapshotPath === null
+      ? {}
+      : { snapshot: { path: config.snapshotPath, everyEvents: config.snapshotEvery, everyEventsPerNode: config.snapshotPerNode } }),
     ...(options.now === undefined ? {} : { now: options.now }),
   });
   const key = options.key === undefined ? config.signingKey : options.key;

@@ -78,7 +78,14 @@ export const settings = {
     env: 'CONVERGE_SNAPSHOT_EVERY',
     value: '<events>',
     default: '10000',
-    help: 'write the snapshot after this many events',
+    help: 'write the snapshot after at least this many events',
+  },
+  snapshotPerNode: {
+    flag: 'snapshot-per-node',
+    env: 'CONVERGE_SNAPSHOT_PER_NODE',
+    value: '<events>',
+    default: '10',
+    help: 'and after at least this many events per node held, so a snapshot costs the same per event at any fleet size (0: --snapshot-every alone)',
   },
   logLevel: {
     flag: 'log-level',

@@ -146,6 +146,33 @@ test('a restarted runner restores its snapshot, folds only what came after, and 
   await store.close();
 });
 
+test('the snapshot interval is the larger of everyEvents and everyEventsPerNode × the nodes held', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'converge-snap-every-'));
+  const path = join(dir, 'store.db');
+  const store = createSqliteEventStore(path);
+  const script = historyInStore(store);
+  const aliveTimes = async (n: number): Promise<void> => {
+    for (let i = 0; i < n; i++) {
+      script.tick();
+      await script.alive(`p${i % 4}`);
+    }
+  };
+  const folded = async (snapshot: { path: string; everyEvents: number; everyEventsPerNode?: number }): Promise<bigint | null> => {
+    const runner = createProjectionRunner({ store, logger, snapshot });
+    await runner.start();
+    await runner.caughtUp();
+    await runner.stop(); // waits for a snapshot being written; writes none of its own
+    return (await readSnapshot(snapshot.path))?.position ?? null;
+  };
+  await aliveTimes(19); // four nodes: 4 × 5 = 20 events between snapshots
+  assert.equal(await folded({ path: join(dir, 'a.snap'), everyEvents: 2, everyEventsPerNode: 5 }), null);
+  assert.equal(await folded({ path: join(dir, 'b.snap'), everyEvents: 2 }), 19n, 'without a per-node interval, everyEvents alone');
+  assert.equal(await folded({ path: join(dir, 'c.snap'), everyEvents: 40, everyEventsPerNode: 5 }), null, 'everyEvents when larger');
+  await aliveTimes(1);
+  assert.equal(await folded({ path: join(dir, 'd.snap'), everyEvents: 2, everyEventsPerNode: 5 }), 20n);
+  await store.close();
+});
+
 test('a snapshot from another store is ignored and the runner folds from zero', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'converge-snap-'));
   const snapshot = { path: join(dir, 'snap.json'), everyEvents: 1 };

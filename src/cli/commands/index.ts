@@ -16,6 +16,7 @@ const engineSettings: readonly ConfigKey[] = [
   'graceMs',
   'snapshotPath',
   'snapshotEvery',
+  'snapshotPerNode',
   'logLevel',
   'trustMissingUserId',
   'aliveResolutionMs',

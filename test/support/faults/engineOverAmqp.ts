@@ -28,7 +28,7 @@ export async function startEngineOverAmqp(options: {
   storePath: string;
   key: SigningKey;
   logger: Logger;
-  /** Events between read-model snapshots (serve's default is 10,000; tests want many). */
+  /** Events between read-model snapshots (serve's default is 10,000 or 10 per node; tests want many, so this one alone). */
   snapshotEvery?: number;
   heartbeatSeconds?: number;
   /** The inbox form (default: the engine's default, classic). */
@@ -37,7 +37,13 @@ export async function startEngineOverAmqp(options: {
   const { logger } = options;
   const config = loadConfig(
     { flags: {}, env: {} },
-    { store: `sqlite:${options.storePath}`, port: '0', logLevel: 'silent', snapshotEvery: String(options.snapshotEvery ?? 10_000) },
+    {
+      store: `sqlite:${options.storePath}`,
+      port: '0',
+      logLevel: 'silent',
+      snapshotEvery: String(options.snapshotEvery ?? 10_000),
+      ...(options.snapshotEvery === undefined ? {} : { snapshotPerNode: '0' }),
+    },
   );
   const transport = await createAmqpTransport({
     url: options.url,
