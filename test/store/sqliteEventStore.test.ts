@@ -390,3 +390,59 @@ test('a subscription filtered by type moves past events that do not match, so a 
     await store.close();
   }
 });
+
+test("a type-filtered subscription served from its handle's own appends still sees what another handle appended between or after them", async () => {
+  const path = fresh();
+  const a = createSqliteEventStore(path, { pollMs: 60_000 });
+  const b = createSqliteEventStore(path, { pollMs: 60_000 });
+  const ids = batchEventIds('typed-tail', 0);
+  let k = 0;
+  const declaration = (node: string) => ({
+    id: ids[k++]!,
+    type: 'DeclarationSent' as const,
+    data: {
+      node,
+      serial: 1,
+      digest: 'a'.repeat(64),
+      specDigest: 'b'.repeat(64),
+      declaration: 'e30=',
+      signature: 'c2ln',
+      keyId: 'k',
+      resourceIds: [],
+      sentAt: '2024-01-01T00:00:01.000Z',
+    },
+  });
+  let second = 0;
+  const alive = (node: string) => makeAliveSeen({ node }, new Date(Date.UTC(2026, 10, 30, 10, 0, second++)));
+  const seen: Recorded[] = [];
+  const sub = a.subscribe({ types: ['DeclarationSent'], handler: (events) => void seen.push(...events) });
+  const settled = async (): Promise<void> => {
+    const head = await a.headPosition();
+    await until('the filtered subscription stands at the head', () => sub.position() === head);
+  };
+  try {
+    await a.append([{ stream: streamOf('a0'), expected: 'any', events: [alive('a0'), declaration('a0')] }]); // from a's own appends
+    await settled();
+    await b.append([{ stream: streamOf('b1'), expected: 'any', events: [declaration('b1')] }]); // after a's newest
+    await settled();
+    await a.append([{ stream: streamOf('a1'), expected: 'any', events: [alive('a1'), declaration('a1')] }]);
+    await settled();
+    await b.append([{ stream: streamOf('b2'), expected: 'any', events: [declaration('b2')] }]);
+    await a.append([{ stream: streamOf('a2'), expected: 'any', events: [declaration('a2'), alive('a2')] }]); // after a gap in a's appends
+    await settled();
+    assert.deepEqual(
+      seen.map((e) => [e.stream, e.position]),
+      [
+        ['node-a0', 2n],
+        ['node-b1', 3n],
+        ['node-a1', 5n],
+        ['node-b2', 6n],
+        ['node-a2', 7n],
+      ],
+    );
+  } finally {
+    await sub.stop();
+    await a.close();
+    await b.close();
+  }
+});
