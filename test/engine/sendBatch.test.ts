@@ -8,6 +8,7 @@ import type { DeclarationSent, Recorded } from '../../src/events/index.ts';
 import { readDeclaration, verifyDeclaration } from '../../src/declaration/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
+import { isConvergeError } from '../../src/errors.ts';
 import { historyInStore, testKey } from '../support/history.ts';
 
 // Issue 14 §6: many nodes' declarations in one append call, each as the one-at-a-time sender
@@ -104,6 +105,99 @@ test('a node stream that moved after the view (a lagging read model) is caught u
   );
   const c = foldNodeEvents('c', await store.readStream(streamOf('c')));
   assert.equal(c.sent?.serial, 3);
+});
+
+/**
+ * `store` with `land` appended just before each of the next `times` appends that send a declaration
+ * (after the sender read the streams, before its append reaches them), as a node reporting fast,
+ * or another sender, would have it land.
+ */
+function landingBeforeEachSend(store: EventStore, times: number, land: (i: number) => Promise<unknown>): () => number {
+  const append = store.append.bind(store);
+  let landed = 0;
+  let landing = false;
+  store.append = async (writes) => {
+    if (!landing && landed < times && writes.some((w) => w.events.some((e) => e.type === 'DeclarationSent'))) {
+      landing = true;
+      try {
+        await land(landed++);
+      } finally {
+        landing = false;
+      }
+    }
+    return append(writes);
+  };
+  return () => landed;
+}
+
+test('a node reporting fast during a bulk send does not make it fail: its reports and alives only moved the stream', async () => {
+  const store = createMemoryEventStore();
+  const h = historyInStore(store);
+  // Twelve moves in a row, more than the five lost races a send may have.
+  // A second apart, as an alive's id is the node's and the time's.
+  const landed = landingBeforeEachSend(store, 12, (i) => {
+    h.tick(1_000);
+    return i % 2 === 0 ? h.report('chatty', { carried: [] }) : h.alive('chatty');
+  });
+  const sender = createBatchSender({ store, key: testKey, now });
+  const r = await sender.sendMany(['a', 'chatty', 'b'].map((node) => ({ node, resources: [{ id: 'web', ports: [9000] }] })));
+  assert.equal(landed(), 12);
+  assert.equal(r.appends, 13, 'each move caught up from the store and the call made again');
+  assert.deepEqual(
+    r.outcomes.map((o) => (o.ok ? [o.node, o.serial] : [o.node, o.code])),
+    [
+      ['a', 1],
+      ['chatty', 1],
+      ['b', 1],
+    ],
+  );
+  const chatty = await store.readStream(streamOf('chatty'));
+  assert.deepEqual(
+    chatty.map((e) => e.type),
+    [...Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? 'ReportReceived' : 'AliveSeen')), 'DeclarationSent'],
+  );
+});
+
+test("a node's own events moving its stream are still bounded (maxMoves), and a port its newest report carries is refused", async () => {
+  const store = createMemoryEventStore();
+  const h = historyInStore(store);
+  landingBeforeEachSend(store, 12, () => {
+    h.tick(1_000);
+    return h.alive('chatty');
+  });
+  const bounded = createBatchSender({ store, key: testKey, now, maxMoves: 3 });
+  await assert.rejects(
+    bounded.sendMany([{ node: 'chatty', resources: [{ id: 'web' }] }]),
+    (e) => isConvergeError(e, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION') && /moved/.test(e.message),
+  );
+  assert.equal((await sends(store, 'chatty')).length, 0);
+
+  const carrying = createMemoryEventStore();
+  const c = historyInStore(carrying);
+  landingBeforeEachSend(carrying, 6, (i) => c.report('chatty', { carried: i === 5 ? [9000] : [] }));
+  const r = await createBatchSender({ store: carrying, key: testKey, now }).sendMany(
+    ['a', 'chatty'].map((node) => ({ node, resources: [{ id: 'web', ports: [9000] }] })),
+  );
+  assert.deepEqual(
+    r.outcomes.map((o) => (o.ok ? [o.node, o.serial] : [o.node, o.code])),
+    [
+      ['a', 1],
+      ['chatty', 'CONVERGE_ERR_PORT_CARRIED'],
+    ],
+  );
+});
+
+test('another send landing between view and append is a lost race: the bulk send gives up after 5', async () => {
+  const store = createMemoryEventStore();
+  const h = historyInStore(store);
+  // Each another rollout's send, so its id (rollout and node) is not the one this batch's send has.
+  const landed = landingBeforeEachSend(store, 12, (i) => h.send('contested', undefined, { id: `other-${i}`, wave: 1 }));
+  const sender = createBatchSender({ store, key: testKey, now });
+  await assert.rejects(sender.sendMany(['a', 'contested'].map((node) => ({ node, resources: [{ id: 'web' }] }))), (e) =>
+    isConvergeError(e, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION'),
+  );
+  assert.equal(landed(), 5, 'five appends, each lost to another send');
+  assert.equal((await sends(store, 'a')).length, 0, 'nothing of the batch was written');
 });
 
 test("a rollout's send retried from a stale view keeps the first: one declaration per node from one rollout", async () => {
