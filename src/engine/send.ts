@@ -54,6 +54,30 @@ export async function catchUpSendView(
   return { view: { revision, carried, serial }, declared };
 }
 
+/**
+ * What a send does after an append failed because its node's stream moved, once the view is caught
+ * up: count it by what moved the stream. Another send among the events after the view took the
+ * serial: a lost race, at most `maxAttempts` (the `maxAttempts`-th gives up). Only the node's own
+ * reports and alives moved it, which changes nothing the revision guards about declarations:
+ * tried again, up to `maxMoves` times, a bound a node's report rate alone should never reach.
+ * Giving up throws CONVERGE_ERR_WRONG_EXPECTED_REVISION (409), with the failed append as its cause.
+ * The one-at-a-time sender and the bulk one (sendBatch.ts) both count this way.
+ */
+export function createMoveBudget(maxAttempts: number, maxMoves: number): (what: string, declared: boolean, cause: unknown) => void {
+  let races = 0;
+  let moves = 0;
+  return (what, declared, cause) => {
+    if (declared ? ++races < maxAttempts : ++moves <= maxMoves) return;
+    throw new ConvergeError(
+      'CONVERGE_ERR_WRONG_EXPECTED_REVISION',
+      declared
+        ? `${what}: other sends took the serial ${races} times; gave up`
+        : `${what}: the node's own events moved its stream ${moves} times in a row; gave up`,
+      { cause },
+    );
+  };
+}
+
 export type SenderOptions = Readonly<{
   store: EventStore;
   key: SigningKey;
@@ -88,8 +112,7 @@ export function createSender(options: SenderOptions): Sender {
     // An injected read model may lag the store; after a failed append the view is caught up from the store itself.
     let view = await loadView(node);
     let event: WithId<DeclarationSent> | null = null;
-    let races = 0;
-    let moves = 0;
+    const moved = createMoveBudget(maxAttempts, maxMoves);
     for (;;) {
       checkCarriedPorts(spec, view.carried);
       const serial = view.serial + 1;
@@ -112,15 +135,7 @@ export function createSender(options: SenderOptions): Sender {
       }
       const caughtUp = await catchUpSendView(store, node, view);
       view = caughtUp.view;
-      if (caughtUp.declared ? ++races >= maxAttempts : ++moves > maxMoves) {
-        throw new ConvergeError(
-          'CONVERGE_ERR_WRONG_EXPECTED_REVISION',
-          caughtUp.declared
-            ? `send to ${node}: other sends took the serial ${races} times; gave up`
-            : `send to ${node}: the node's own events moved its stream ${moves} times in a row; gave up`,
-          { cause: lastErr },
-        );
-      }
+      moved(`send to ${node}`, caughtUp.declared, lastErr);
     }
   }
 

@@ -6,7 +6,7 @@ import { makeDeclarationSent, nodeOfStream, streamOf } from '../events/index.ts'
 import type { DeclarationSent, WithId } from '../events/index.ts';
 import type { EventStore, StreamWrite } from '../store/port.ts';
 import { validateNodeId } from '../wire/nodeId.ts';
-import { catchUpSendView, sendViewLoader } from './send.ts';
+import { catchUpSendView, createMoveBudget, sendViewLoader } from './send.ts';
 import type { LoadNode, SendView } from './send.ts';
 
 // Issue 14 §6: sending at fleet speed. The one-at-a-time path (send.ts) pays a store transaction
@@ -19,6 +19,9 @@ import type { LoadNode, SendView } from './send.ts';
 // node stream that moved meanwhile (a report, an alive, another send) fails the whole call with
 // CONVERGE_ERR_WRONG_EXPECTED_REVISION; then every node of the batch is brought up to date from
 // the store by reading only the events after its view (usually none) and the call is made again.
+// Each retry is counted as the one-at-a-time sender counts it (send.ts `createMoveBudget`): a send
+// among the events read is a lost race (5 at most); reports and alives alone only moved the
+// streams (100 at most), so a fleet reporting fast does not make a wave's send fail.
 
 export type BatchItem = Readonly<{ node: string; resources: unknown }>;
 
@@ -56,8 +59,10 @@ export type BatchSenderOptions = Readonly<{
   key: SigningKey;
   now?: () => Date;
   loadNode?: LoadNode;
-  /** Append calls per batch before giving up when node streams keep moving. */
+  /** Races lost to another send (it took a node's serial first) before giving up. */
   maxAttempts?: number;
+  /** Append calls made again because only the nodes' own reports and alives moved their streams. */
+  maxMoves?: number;
 }>;
 
 export type BatchSender = Readonly<{
@@ -74,6 +79,7 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
   const { store, key } = options;
   const now = options.now ?? (() => new Date());
   const maxAttempts = options.maxAttempts ?? 5;
+  const maxMoves = options.maxMoves ?? 100;
 
   const loadView = sendViewLoader(store, options.loadNode);
 
@@ -108,7 +114,8 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
     for (const t of todo) views.set(t.node, await loadView(t.node));
     let appends = 0;
     const at = opts.now ?? now();
-    for (let attempt = 1; ; attempt++) {
+    const moved = createMoveBudget(maxAttempts, maxMoves);
+    for (;;) {
       const writes: StreamWrite[] = [];
       const sent: { node: string; serial: number; digest: string }[] = [];
       const refused: BatchOutcome[] = [];
@@ -171,10 +178,16 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
         if (!isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION')) throw err;
         const stream = typeof err.details?.['stream'] === 'string' ? err.details['stream'] : null;
         const node = stream === null ? null : nodeOfStream(stream);
-        if (node === null || !views.has(node) || attempt >= maxAttempts) throw err;
+        if (node === null || !views.has(node)) throw err;
         // Bring every node of the batch up to date, not only the one named: the error names the
         // first stream that moved, and under load several may have.
-        for (const t of todo) views.set(t.node, (await catchUpSendView(store, t.node, views.get(t.node)!)).view);
+        let declared = false;
+        for (const t of todo) {
+          const caughtUp = await catchUpSendView(store, t.node, views.get(t.node)!);
+          views.set(t.node, caughtUp.view);
+          declared ||= caughtUp.declared;
+        }
+        moved(`send to ${node} (one of ${todo.length} in one call)`, declared, err);
       }
     }
   }
