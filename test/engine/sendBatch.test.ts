@@ -200,6 +200,33 @@ test('another send landing between view and append is a lost race: the bulk send
   assert.equal((await sends(store, 'a')).length, 0, 'nothing of the batch was written');
 });
 
+test('another send that took the same serial first is a lost race too: the node is sent the next serial, not answered with that send', async () => {
+  const store = createMemoryEventStore();
+  const h = historyInStore(store);
+  // Serial 1 of the node, stored first: the same id as this batch's send to it (node and serial), so
+  // the store takes the batch's as a retry of it and writes nothing for the node.
+  let other: { digest: string; serial: number } | undefined;
+  landingBeforeEachSend(store, 1, async () => (other = await h.send('contested', [{ id: 'db' }])));
+  const sender = createBatchSender({ store, key: testKey, now });
+  const r = await sender.sendMany(['a', 'contested'].map((node) => ({ node, resources: [{ id: 'web' }] })));
+  assert.equal(other?.serial, 1);
+  const [a, contested] = r.outcomes;
+  assert.ok(a?.ok && a.serial === 1);
+  assert.ok(contested?.ok, JSON.stringify(contested));
+  assert.equal(contested.serial, 2, 'the next serial, as the one-at-a-time sender takes after a lost race');
+  assert.notEqual(contested.digest, other?.digest, "not the other send's answer");
+  const stored = await sends(store, 'contested');
+  assert.deepEqual(
+    stored.map((e) => [e.data.serial, e.data.digest]),
+    [
+      [1, other?.digest],
+      [2, contested.digest],
+    ],
+  );
+  assert.equal((await sends(store, 'a')).length, 1, 'a was sent once');
+  assert.equal(r.appends, 2);
+});
+
 test("a rollout's send retried from a stale view keeps the first: one declaration per node from one rollout", async () => {
   const store = createMemoryEventStore();
   const sender = createBatchSender({ store, key: testKey, now, loadNode: async () => ({ revision: -1n, carried: [], sent: null }) });
