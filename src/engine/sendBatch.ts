@@ -4,7 +4,7 @@ import { ConvergeError, isConvergeError, toConvergeError } from '../errors.ts';
 import type { ErrorCode } from '../errors.ts';
 import { makeDeclarationSent, nodeOfStream, streamOf } from '../events/index.ts';
 import type { DeclarationSent, WithId } from '../events/index.ts';
-import type { EventStore, StreamWrite } from '../store/port.ts';
+import type { AppendResult, EventStore, StreamWrite } from '../store/port.ts';
 import { validateNodeId } from '../wire/nodeId.ts';
 import { catchUpSendView, createMoveBudget, sendViewLoader } from './send.ts';
 import type { LoadNode, SendView } from './send.ts';
@@ -70,6 +70,10 @@ export type BatchSender = Readonly<{
   sendMany: (items: readonly BatchItem[], options?: SendManyOptions) => Promise<BatchResult>;
 }>;
 
+/** A node's declaration whose id (node and serial) was stored already, by another send. */
+const takenBy = (e: WithId<DeclarationSent>): ConvergeError =>
+  new ConvergeError('CONVERGE_ERR_WRONG_EXPECTED_REVISION', `serial ${e.data.serial} of ${e.data.node} was taken by another send`);
+
 const failure = (node: string, err: unknown): BatchOutcome => {
   const e = toConvergeError(err);
   return { node, ok: false, code: e.code, message: e.message };
@@ -113,14 +117,19 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
     const views = new Map<string, SendView>();
     for (const t of todo) views.set(t.node, await loadView(t.node));
     let appends = 0;
+    /** Position of the last event written by any call so far (null: none written). */
+    let position: bigint | null = null;
     const at = opts.now ?? now();
     const moved = createMoveBudget(maxAttempts, maxMoves);
+    /** The nodes still to be recorded: the whole batch, then only those that lost a serial in a call that wrote the rest. */
+    let pending = todo;
+    const done = (): BatchResult => ({ outcomes: outcomes as BatchOutcome[], position, appends });
     for (;;) {
       const writes: StreamWrite[] = [];
       const sent: { node: string; serial: number; digest: string }[] = [];
       const refused: BatchOutcome[] = [];
       const made = new Map<number, WithId<DeclarationSent>>();
-      for (const t of todo) {
+      for (const t of pending) {
         const v = views.get(t.node)!;
         try {
           checkCarriedPorts(t.spec, v.carried);
@@ -144,51 +153,76 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
         sent.push({ node: t.node, serial: event.data.serial, digest: event.data.digest });
         writes.push({ stream: streamOf(t.node), expected: v.revision < 0n ? 'no_stream' : v.revision, events: [event] });
       }
-      const extra = opts.extra?.(sent, refused) ?? [];
-      if (writes.length === 0 && extra.length === 0) return { outcomes: outcomes as BatchOutcome[], position: null, appends };
+      // The extra writes go with the first call that writes; a later call only retries lost nodes.
+      const extra = pending === todo ? (opts.extra?.(sent, refused) ?? []) : [];
+      if (writes.length === 0 && extra.length === 0) return done();
+      let r: AppendResult;
       try {
         appends++;
-        const r = await store.append([...writes, ...extra]);
-        // Written 0 for a node write: its event id was stored already. For a rollout's send that
-        // is this rollout's earlier send to the node (the id names rollout and node), recorded by
-        // a call whose answer was lost; the outcome then is what is stored, not what was built.
-        let idx = 0;
-        for (const t of todo) {
-          const e = made.get(t.i);
-          if (e === undefined) continue;
-          const s = r.streams[idx++];
-          if (s !== undefined && s.written === 0) {
-            const stored = (await store.readStream(streamOf(t.node))).find((x) => x.id === e.id);
-            if (stored !== undefined && stored.type === 'DeclarationSent') {
-              outcomes[t.i] = { node: t.node, ok: true, digest: stored.data.digest, serial: stored.data.serial };
-              continue;
-            }
-            outcomes[t.i] = {
-              node: t.node,
-              ok: false,
-              code: 'CONVERGE_ERR_WRONG_EXPECTED_REVISION',
-              message: `serial ${e.data.serial} of ${t.node} was taken by another send`,
-            };
-            continue;
-          }
-          outcomes[t.i] = { node: t.node, ok: true, digest: e.data.digest, serial: e.data.serial };
-        }
-        return { outcomes: outcomes as BatchOutcome[], position: r.position, appends };
+        r = await store.append([...writes, ...extra]);
       } catch (err) {
         if (!isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION')) throw err;
         const stream = typeof err.details?.['stream'] === 'string' ? err.details['stream'] : null;
         const node = stream === null ? null : nodeOfStream(stream);
         if (node === null || !views.has(node)) throw err;
-        // Bring every node of the batch up to date, not only the one named: the error names the
+        // Bring every node of the call up to date, not only the one named: the error names the
         // first stream that moved, and under load several may have.
         let declared = false;
-        for (const t of todo) {
+        for (const t of pending) {
           const caughtUp = await catchUpSendView(store, t.node, views.get(t.node)!);
           views.set(t.node, caughtUp.view);
           declared ||= caughtUp.declared;
         }
-        moved(`send to ${node} (one of ${todo.length} in one call)`, declared, err);
+        try {
+          moved(`send to ${node} (one of ${pending.length} in one call)`, declared, err);
+        } catch (gaveUp) {
+          // Before any call went through, the whole call fails, as a single send does. After one
+          // that recorded the rest of the batch, those answers stand and the nodes left are refused.
+          if (pending === todo) throw gaveUp;
+          for (const t of pending) outcomes[t.i] = failure(t.node, gaveUp);
+          return done();
+        }
+        continue;
       }
+      if (r.position !== null) position = r.position;
+      // Written 0 for a node write: its event id was stored already. For a rollout's send that
+      // is this rollout's earlier send to the node (the id names rollout and node), recorded by
+      // a call whose answer was lost; the outcome then is what is stored, not what was built.
+      // Any other send's id names the node and the serial: another send took that serial first
+      // (this call never retries an append whose outcome it does not know), a lost race as in
+      // send.ts, and the node is tried again at the next serial.
+      const lost: typeof todo = [];
+      let idx = 0;
+      for (const t of pending) {
+        const e = made.get(t.i);
+        if (e === undefined) continue;
+        const s = r.streams[idx++];
+        if (s !== undefined && s.written === 0) {
+          if (opts.rollout === undefined) {
+            outcomes[t.i] = failure(t.node, takenBy(e));
+            lost.push(t);
+            continue;
+          }
+          const stored = (await store.readStream(streamOf(t.node))).find((x) => x.id === e.id);
+          if (stored !== undefined && stored.type === 'DeclarationSent') {
+            outcomes[t.i] = { node: t.node, ok: true, digest: stored.data.digest, serial: stored.data.serial };
+            continue;
+          }
+          outcomes[t.i] = failure(t.node, takenBy(e));
+          continue;
+        }
+        outcomes[t.i] = { node: t.node, ok: true, digest: e.data.digest, serial: e.data.serial };
+      }
+      if (lost.length === 0) return done();
+      for (const t of lost) views.set(t.node, (await catchUpSendView(store, t.node, views.get(t.node)!)).view);
+      try {
+        moved(`send to ${lost[0]!.node} (one of ${lost.length} in one call)`, true, takenBy(made.get(lost[0]!.i)!));
+      } catch (gaveUp) {
+        // The rest of the batch is recorded: the call answers, each node lost once more refused.
+        for (const t of lost) outcomes[t.i] = failure(t.node, gaveUp);
+        return done();
+      }
+      pending = lost;
     }
   }
 

@@ -227,6 +227,25 @@ test('another send that took the same serial first is a lost race too: the node 
   assert.equal(r.appends, 2);
 });
 
+test('a node losing its serial to other sends 5 times after the rest of the batch was recorded is refused on its own', async () => {
+  const store = createMemoryEventStore();
+  const h = historyInStore(store);
+  // Each time the serial this batch is about to take: the history counts the node's serials as the batch does.
+  const landed = landingBeforeEachSend(store, 12, () => h.send('contested', [{ id: 'db' }]));
+  const sender = createBatchSender({ store, key: testKey, now });
+  const r = await sender.sendMany(['a', 'contested'].map((node) => ({ node, resources: [{ id: 'web' }] })));
+  assert.equal(landed(), 5);
+  assert.equal(r.appends, 5);
+  const [a, contested] = r.outcomes;
+  assert.ok(a?.ok && a.serial === 1, 'the node sent in the first call keeps its answer');
+  assert.ok(contested !== undefined && !contested.ok);
+  assert.equal(contested.code, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION');
+  assert.match(contested.message, /other sends took the serial 5 times/);
+  assert.equal((await sends(store, 'a')).length, 1);
+  assert.equal((await sends(store, 'contested')).length, 5, "only the other sends' declarations");
+  assert.notEqual(r.position, null);
+});
+
 test("a rollout's send retried from a stale view keeps the first: one declaration per node from one rollout", async () => {
   const store = createMemoryEventStore();
   const sender = createBatchSender({ store, key: testKey, now, loadNode: async () => ({ revision: -1n, carried: [], sent: null }) });
