@@ -8,7 +8,7 @@ import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { createInProcessBroker } from '../../src/transport/inProcess.ts';
 import type { Delivery, IngestSource } from '../../src/transport/port.ts';
-import { encodeReport } from '../../src/wire/index.ts';
+import { encodeAlive, encodeReport } from '../../src/wire/index.ts';
 import type { Report } from '../../src/wire/index.ts';
 import { logger } from '../support/logger.ts';
 
@@ -132,5 +132,28 @@ test('a store append carries at most batchBytes of report bodies, and at least o
   for (let i = 0; i < 7; i++) broker.inject('report', body, { messageId: `wide/${i}`, userId: 'wide' });
   await settle(ingest, () => ingest.stats().acked === 7);
   assert.deepEqual(appended, [2, 2, 2, 1]);
+  await ingest.stop();
+});
+
+test('a batch the store refuses whole is written one by one and every delivery in it is counted once: acked, and appended only if written', async () => {
+  // A node that re-publishes a report whose confirm it lost (same message id) puts one event id in
+  // a batch twice, and the store refuses the whole call; each delivery is then written alone. An
+  // alive inside the resolution window has no event: it is acked there, and must be counted so, or
+  // `acked` never reaches `received` (the model-based fault test waited on it and timed out).
+  const broker = createInProcessBroker();
+  const store = createMemoryEventStore();
+  const ingest = createIngest({ store, source: broker.ingestSource(), logger, flushMs: 1, now: () => new Date('2026-11-30T10:00:00Z') });
+  await ingest.start();
+  broker.inject('report', reportOf('n1'), { messageId: 'n1/1', userId: 'n1' });
+  broker.inject('report', reportOf('n1'), { messageId: 'n1/1', userId: 'n1' });
+  broker.inject('alive', encodeAlive({ node: 'n1' }), { messageId: 'n1/a1', userId: 'n1' });
+  broker.inject('alive', encodeAlive({ node: 'n1' }), { messageId: 'n1/a2', userId: 'n1' });
+  await settle(ingest, () => broker.depth()['mesh.reports'] === 0 && broker.depth()['mesh.alive'] === 0 && ingest.stats().pending === 0);
+  assert.deepEqual(
+    (await store.readStream(streamOf('n1'))).map((e) => e.type),
+    ['ReportReceived', 'AliveSeen'],
+  );
+  const { received, acked, appended, coalesced } = ingest.stats();
+  assert.deepEqual({ received, acked, appended, coalesced }, { received: 4, acked: 4, appended: 2, coalesced: 1 });
   await ingest.stop();
 });
