@@ -379,13 +379,15 @@ export function createIngest(options: IngestOptions): Ingest {
     for (const p of batch) {
       if (p.event === null) {
         source.ack([p.delivery]);
+        counts.acked++;
         continue;
       }
       try {
-        await store.append(writesOf([p]));
-        metrics?.eventsAppended.inc({ type: p.event.type });
+        // Written 0: a duplicate of an event stored already (the repeat that got the batch refused).
+        const written = (await store.append(writesOf([p]))).streams[0]?.written ?? 0;
+        if (written > 0) metrics?.eventsAppended.inc({ type: p.event.type });
         source.ack([p.delivery]);
-        counts.appended++;
+        counts.appended += written;
         counts.acked++;
       } catch (err) {
         const e = toConvergeError(err, 'CONVERGE_ERR_STORE_UNAVAILABLE');
