@@ -140,7 +140,21 @@ async function projected(r: Real): Promise<void> {
   });
 }
 
-const acked = (r: Real): number => up(r).engine.ingest?.stats().acked ?? 0;
+/**
+ * First deliveries (not redeliveries) the engine has taken, counted only once everything it
+ * received is settled (acked, or refused), else -1. Not its acks alone: a crash may lose the acks
+ * of deliveries already stored, the broker redelivers them to the restarted engine, and their acks
+ * were taken for a new delivery's (an alive compared before it was folded: "seen: false").
+ */
+const settledFirstDeliveries = (r: Real): number => {
+  const s = up(r).engine.ingest?.stats();
+  if (s === undefined) return 0;
+  return s.pending === 0 && s.acked + s.rateLimited + s.deadLettered >= s.received ? s.received - s.redelivered : -1;
+};
+const firstDeliveries = (r: Real): number => {
+  const s = up(r).engine.ingest?.stats();
+  return s === undefined ? 0 : s.received - s.redelivered;
+};
 
 /** Publish as the Go node does: retried with the same message id until the broker confirms it. */
 async function publish(r: Real, node: string, kind: 'report' | 'alive', body: Buffer, messageId: string): Promise<boolean> {
@@ -201,9 +215,9 @@ async function deliverAndAwaitAck(
     r.whileDown++;
     return;
   }
-  const before = acked(r);
+  const before = firstDeliveries(r);
   await publish(r, node, kind, body, messageId);
-  await wait(`ingest to ack the ${what}`, () => acked(r) >= before + 1);
+  await wait(`ingest to take and ack the ${what}`, () => settledFirstDeliveries(r) >= before + 1);
   await projected(r);
   assertMatches(m.nodes, (n) => up(r).engine.runner.readModel.get(n), `after ${what} from ${node}`);
 }
@@ -319,7 +333,10 @@ async function restart(m: Model, r: Real): Promise<void> {
   r.tally.restarts++;
   const queued = r.whileDown;
   try {
-    await wait(`the restarted engine to ack the ${queued} deliveries queued while it was down`, () => acked(r) >= queued);
+    await wait(
+      `the restarted engine to take and ack the ${queued} deliveries queued while it was down`,
+      () => settledFirstDeliveries(r) >= queued,
+    );
     for (const [id, node] of r.reportIds) await wait(`report ${id} to be stored after the restart`, () => isStored(r, node, id));
   } catch (e) {
     const missing: string[] = [];
