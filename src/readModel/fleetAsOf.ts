@@ -62,6 +62,18 @@ const grown = <T extends Column>(a: T, size: number, fill?: number): T => {
 };
 const bytesOf = (cols: readonly Column[]): number => cols.reduce((n, c) => n + c.byteLength, 0);
 
+// A report's time and its node's last-seen time are one string, and reports received in one
+// millisecond share it (src/events/make.ts): the last text parsed is usually the next one asked.
+let lastText = '';
+let lastMs = NaN;
+const parseIso = (t: string): number => {
+  if (t !== lastText) {
+    lastMs = Date.parse(t);
+    lastText = t;
+  }
+  return lastMs;
+};
+
 function createLog(graceMs: number) {
   // Rows (one per summary-relevant change), in position order; `prev` links a node's rows newest to oldest.
   let rowCap = 1024;
@@ -257,12 +269,12 @@ function createLog(graceMs: number) {
     /** Called for every folded event, in position order, with the node's state after it. */
     record(node: string, e: Recorded, s: NodeState): void {
       const n = nodeIdx(node);
-      const t = Date.parse(eventTime(e));
+      const t = parseIso(eventTime(e));
       if (t > nodeTime[n]!) nodeTime[n] = t;
       first ??= e.position;
       head = e.position;
       if (s.lastSeenAt !== null) {
-        const seen = Date.parse(s.lastSeenAt);
+        const seen = parseIso(s.lastSeenAt);
         const before = nodeSeen[n]!;
         if (Number.isNaN(before) || seen > before) {
           nodeSeen[n] = seen;
