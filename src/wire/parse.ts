@@ -30,8 +30,10 @@ const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 export function jsonShapeExceeds(bytes: Uint8Array, maxDepth: number, maxEntries: number): 'deep' | 'wide' | null {
   let depth = 0;
   let inString = false;
-  // Commas seen at each open level: n commas separate n + 1 entries.
-  const commas = new Uint32Array(maxDepth + 1);
+  // Commas seen at each open level: n commas separate n + 1 entries. A level's count is reset as
+  // it opens, so one array serves every call (a typed array per body showed in the issue 10 profile).
+  if (commaCounts.length < maxDepth + 1) commaCounts = new Uint32Array(maxDepth + 1);
+  const commas = commaCounts;
   for (let i = 0; i < bytes.length; i++) {
     const c = bytes[i];
     if (inString) {
@@ -48,6 +50,8 @@ export function jsonShapeExceeds(bytes: Uint8Array, maxDepth: number, maxEntries
   }
   return null;
 }
+
+let commaCounts = new Uint32Array(64);
 
 /** Depth only (kept for callers that bound nothing else). */
 export const jsonDepthExceeds = (bytes: Uint8Array, maxDepth: number): boolean =>
@@ -75,7 +79,13 @@ function parseJson(body: Uint8Array, limits: WireLimits): unknown {
   }
 }
 
-const limitsOf = (l: Partial<WireLimits> | undefined): WireLimits => (l === undefined ? defaultWireLimits : { ...defaultWireLimits, ...l });
+/** The limits with the defaults filled in; limits already whole (ingest's, made once) are used as they are. */
+const limitsOf = (l: Partial<WireLimits> | undefined): WireLimits =>
+  l === undefined
+    ? defaultWireLimits
+    : l.maxBytes !== undefined && l.maxDepth !== undefined && l.maxEntries !== undefined
+      ? (l as WireLimits)
+      : { ...defaultWireLimits, ...l };
 
 function describe(issues: readonly z.core.$ZodIssue[]): string {
   return issues
