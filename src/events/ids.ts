@@ -124,7 +124,8 @@ const nsBytes = (namespace: string): Buffer => {
   return b;
 };
 const convergeNs = nsBytes(convergeNamespace);
-const hex = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+const hexDigits = Buffer.from('0123456789abcdef', 'latin1');
+const idText = Buffer.alloc(36);
 /** Namespace bytes then the name (and SHA-1's padding), hashed in one call; reused because ids are made one at a time. */
 let scratch = Buffer.allocUnsafe(1024);
 
@@ -140,28 +141,18 @@ export function uuidV5(name: string, namespace: string = convergeNamespace): str
   ns.copy(scratch, 0);
   const n = ns.length + scratch.write(name, ns.length, 'utf8');
   const h = sha1First16(scratch, n);
-  return (
-    hex[h[0]!]! +
-    hex[h[1]!]! +
-    hex[h[2]!]! +
-    hex[h[3]!]! +
-    '-' +
-    hex[h[4]!]! +
-    hex[h[5]!]! +
-    '-' +
-    hex[(h[6]! & 0x0f) | 0x50]! +
-    hex[h[7]!]! +
-    '-' +
-    hex[(h[8]! & 0x3f) | 0x80]! +
-    hex[h[9]!]! +
-    '-' +
-    hex[h[10]!]! +
-    hex[h[11]!]! +
-    hex[h[12]!]! +
-    hex[h[13]!]! +
-    hex[h[14]!]! +
-    hex[h[15]!]!
-  );
+  // The 36 characters written as bytes and made one flat string: built by concatenating 20 hex
+  // pairs it was a rope, flattened again by every Set, Map and SQLite bind it met downstream
+  // (micro-bench: 1.6–2.1 → 0.5–0.8 µs an id with its Set.add).
+  const out = idText;
+  let o = 0;
+  for (let i = 0; i < 16; i++) {
+    if (i === 4 || i === 6 || i === 8 || i === 10) out[o++] = 0x2d; // '-'
+    const v = i === 6 ? (h[6]! & 0x0f) | 0x50 : i === 8 ? (h[8]! & 0x3f) | 0x80 : h[i]!;
+    out[o++] = hexDigits[v >> 4]!;
+    out[o++] = hexDigits[v & 0x0f]!;
+  }
+  return out.toString('latin1', 0, 36);
 }
 
 /** Same node + serial → same id: two sends cannot both take one serial, and a retry is a no-op. */
