@@ -4,7 +4,8 @@
 // order, its data JSON.parse'd, nothing else), alternating passes; `converge replay --verify` end
 // to end (the built CLI, a child process) with its time and peak memory; and the heap the read
 // model holds per 10,000 nodes.
-// Run: npm run bench -- replay   (CONVERGE_BENCH_SCALE=0.1 for a quick look; BENCH_REPLAY_PASSES, default 2)
+// Run: npm run bench -- replay   (CONVERGE_BENCH_SCALE=0.1 for a quick look; BENCH_REPLAY_PASSES, default 2;
+// BENCH_REPLAY_STORE=<path> keeps the filled store there and reuses it on the next run at the same scale)
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -84,12 +85,17 @@ function eventAt(k: number): NewEvent<NodeEvent> {
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 const dir = mkdtempSync(join(tmpdir(), 'converge-bench-replay-'));
-const path = join(dir, 'replay.db');
+const keep = process.env['BENCH_REPLAY_STORE'];
+const path = keep ?? join(dir, 'replay.db');
+const reuse = keep !== undefined && existsSync(keep);
 const store = createSqliteEventStore(path);
 try {
-  process.stdout.write(`filling a SQLite store with ${fmt(total)} events over ${fmt(nodes)} nodes… `);
+  if (reuse && (await store.headPosition()) !== BigInt(total)) throw new Error(`${keep} does not hold ${fmt(total)} events: remove it`);
+  process.stdout.write(
+    reuse ? `reusing ${keep} (${fmt(total)} events)… ` : `filling a SQLite store with ${fmt(total)} events over ${fmt(nodes)} nodes… `,
+  );
   const fillStart = performance.now();
-  for (let k = 0; k < total; k += 2_000) {
+  for (let k = 0; !reuse && k < total; k += 2_000) {
     const byStream = new Map<string, NewEvent<NodeEvent>[]>();
     for (let j = k; j < Math.min(total, k + 2_000); j++) {
       const e = eventAt(j);
@@ -268,7 +274,9 @@ try {
     baseline: mib(bareTenK),
     notes: `baseline: 10,000 bare {node} objects; rss ${mib(after.rss).toFixed(0)} MiB total`,
   });
-  report.note(`Store filled through src/store in ${fillSec.toFixed(1)} s. Wall-clock on a shared 2-core machine: read the ratios.`);
+  report.note(
+    `${reuse ? 'Store reused (BENCH_REPLAY_STORE)' : `Store filled through src/store in ${fillSec.toFixed(1)} s`}. Wall-clock on a shared 2-core machine: read the ratios.`,
+  );
   report.end();
 } finally {
   await store.close();

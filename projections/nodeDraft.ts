@@ -133,7 +133,10 @@ export function foldIntoDraft(d: NodeDraft, event: Recorded): void {
         d.earlierSerials.push(prev.serial);
         d.earlierSends = null;
       }
-      d.sent = event.data;
+      // The fields a state keeps, not the event's data: holding that (declaration bytes, signature,
+      // key id) until the node's next send made every young-generation GC of a replay copy it.
+      const x = event.data;
+      d.sent = { digest: x.digest, specDigest: x.specDigest, serial: x.serial, sentAt: x.sentAt, resourceIds: x.resourceIds };
       d.acknowledgedAt = null;
       d.sentSummary = null;
       break;
@@ -142,7 +145,17 @@ export function foldIntoDraft(d: NodeDraft, event: Recorded): void {
       if (event.id === d.lastReportId) break;
       const r = event.data;
       const cls = reportClass(d, r.declared);
-      d.report = r;
+      // Likewise a report's own fields (not its transport), with what the published summary shares
+      // taken already: the sent digest it matches, the sent ids it repeats, the empty constants.
+      const sentIds = d.sent?.resourceIds;
+      d.report = {
+        declared: cls === 'matching' ? d.sent!.digest : r.declared,
+        receivedAt: r.receivedAt,
+        applied: sentIds !== undefined && sameItems(r.applied, sentIds) ? sentIds : r.applied,
+        failed: hasKeys(r.failed) ? r.failed : noFailures,
+        refused: r.refused,
+        carried: r.carried.length === 0 ? none : r.carried,
+      };
       d.reportClass = cls;
       d.reportedSummary = null;
       if (cls === 'matching') {
