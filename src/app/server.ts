@@ -127,7 +127,8 @@ export function createServer(options: ServerOptions): Server {
           nodeOf: (node) => runner.readModel.get(node),
           progress: (s) => runner.rollouts.progressAt(s),
           readModelPosition: () => runner.readModel.position(),
-          onNodeChange: (listener) => runner.readModel.onChange((c) => listener(c.node)),
+          // The driver decides again on its own rounds too: a cold start's bulk catch-up need not wake it.
+          onNodeChange: (listener) => runner.readModel.onChange((c) => listener(c.node), { bulk: () => {} }),
         });
   const rolloutDeps: StartRolloutDeps = { store, now: clock, nodeStates: () => runner.readModel.nodes() };
   const send: SendDeclaration | null =

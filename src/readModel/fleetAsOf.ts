@@ -401,10 +401,23 @@ export function createFleetHistory({ store, readModel, graceMs = defaultGraceMs 
   let rebuilding: Promise<void> | null = null;
   let buffer: NodeChange[] | null = null;
 
-  const stop = readModel.onChange((c) => {
-    if (buffer !== null) buffer.push(c);
-    else log.record(c.node, c.event, c.state);
-  });
+  /** Moves when the read model folded events this history did not hear (a bulk catch-up): it is not complete then. */
+  let gaps = 0;
+  const stop = readModel.onChange(
+    (c) => {
+      if (buffer !== null) buffer.push(c);
+      else log.record(c.node, c.event, c.state);
+    },
+    {
+      // A cold start's bulk catch-up publishes states without a change per event: as after a
+      // snapshot restore, the history is folded from the store when first asked.
+      bulk: () => {
+        gaps++;
+        complete = false;
+        log = createLog(graceMs);
+      },
+    },
+  );
 
   /** Does the history start at the store's first event? Once it does, it always will. */
   async function checkComplete(): Promise<boolean> {
@@ -420,6 +433,7 @@ export function createFleetHistory({ store, readModel, graceMs = defaultGraceMs 
 
   /** Fold the store from zero up to the read model's position into a new history, then follow the read model again. */
   async function rebuild(): Promise<void> {
+    const gapsBefore = gaps;
     const pending: NodeChange[] = [];
     buffer = pending;
     try {
@@ -440,7 +454,8 @@ export function createFleetHistory({ store, readModel, graceMs = defaultGraceMs 
       }
       for (const c of pending) if (upTo === null || c.position > upTo) next.record(c.node, c.event, c.state);
       log = next;
-      complete = true;
+      // A bulk catch-up published meanwhile: what it folded past `upTo` was never heard; ask again.
+      complete = gaps === gapsBefore;
     } finally {
       buffer = null;
     }

@@ -36,6 +36,12 @@ export type ProjectionRunnerOptions = Readonly<{
   snapshot?: SnapshotOptions;
   batchSize?: number;
   graceMs?: number;
+  /**
+   * How a start with nothing restored folds the store: 'bulk' (default) catches up through the read
+   * model's draft fold (ReadModel.catchUp) while it can, then per event; 'per-event' folds every
+   * event through `apply`, the path that stays live afterwards (`replay --verify` checks that one).
+   */
+  catchUp?: 'bulk' | 'per-event';
   /** Clock for liveness in the node gauges (tests inject one). */
   now?: () => number;
   /**
@@ -80,6 +86,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
   const log = logger.child({ component: 'projections' });
   let subscription: Subscription | null = null;
   let ready = false;
+  let stopping = false;
   let resolveCaughtUp: () => void = () => {};
   let rejectCaughtUp: (err: unknown) => void = () => {};
   const caughtUpPromise = new Promise<void>((resolve, reject) => {
@@ -97,13 +104,17 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
   // up, the folded acknowledgements are history (already counted by whoever was live then).
   // Only with metrics to feed: a listener makes the read model build a change record per event,
   // through the whole catch-up of a cold start too.
+  // A bulk catch-up's acknowledgements are history as well: nothing to hear of them.
   if (metrics !== undefined)
-    readModel.onChange((c) => {
-      if (!ready) return;
-      const before = c.previous?.convergence.acknowledged ?? 0;
-      const latency = c.state.convergence.lastLatencyMs;
-      if (c.state.convergence.acknowledged > before && latency !== null) metrics.convergenceSeconds.observe(latency / 1000);
-    });
+    readModel.onChange(
+      (c) => {
+        if (!ready) return;
+        const before = c.previous?.convergence.acknowledged ?? 0;
+        const latency = c.state.convergence.lastLatencyMs;
+        if (c.state.convergence.acknowledged > before && latency !== null) metrics.convergenceSeconds.observe(latency / 1000);
+      },
+      { bulk: () => {} },
+    );
 
   /** Why a snapshot is not used, said once: a warn log with the reason (info for an expected upgrade) and the metric. */
   function discard(path: string, err: unknown): void {
@@ -201,6 +212,43 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     void s.stop();
   }
 
+  /**
+   * A cold start (nothing restored): fold what the store holds now through the read model's
+   * bulk catch-up, a working state per node published once at the end, instead of a new state,
+   * a counter update and a change record per event (issue 10 §5). It stops where the bulk fold
+   * cannot go (ReadModel.catchUp); the subscription started after it folds the rest per event.
+   * A read that fails ends it too: the subscription reads from there, retrying as it does.
+   */
+  async function catchUpInBulk(): Promise<void> {
+    if (options.catchUp === 'per-event' || readModel.position() !== null) return;
+    const until = await store.headPosition();
+    if (until === null) return;
+    const t0 = performance.now();
+    try {
+      for await (const batch of store.readAll()) {
+        if (!readModel.catchUp(batch, until) || stopping) break;
+        // One event-loop turn per batch, as the subscription takes (pollingSubscription.ts).
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    } catch (err) {
+      log.warn({ err }, 'bulk catch-up read failed; folding on through the subscription');
+    } finally {
+      readModel.endCatchUp();
+    }
+    // A snapshot names the event at its position (restore checks it): the last one folded here.
+    const at = readModel.position();
+    try {
+      if (at !== null)
+        for await (const batch of store.readAll({ after: at - 1n, limit: 1 })) {
+          if (batch[0]?.position === at) lastEventId = batch[0].id;
+          break;
+        }
+    } catch (err) {
+      log.warn({ err }, 'could not read the last event the bulk catch-up folded; the next snapshot waits for the next event');
+    }
+    log.debug({ position: readModel.position()?.toString() ?? null, ms: Math.round(performance.now() - t0) }, 'bulk catch-up done');
+  }
+
   async function lag(): Promise<bigint> {
     const head = (await store.headPosition()) ?? 0n;
     const at = readModel.position() ?? 0n;
@@ -223,7 +271,10 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     rollouts,
     async start() {
       if (subscription !== null) return;
+      stopping = false;
       await restore();
+      await catchUpInBulk();
+      if (stopping) return;
       const every = options.snapshot === undefined ? null : BigInt(Math.max(1, options.snapshot.everyEvents));
       const perNode = BigInt(Math.max(0, options.snapshot?.everyEventsPerNode ?? 0));
       /** Events between two snapshots now: the larger of the fixed interval and perNode × nodes. */
@@ -270,6 +321,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
       await snapshotNow();
     },
     async stop() {
+      stopping = true;
       const s = subscription;
       subscription = null;
       if (s !== null) await s.stop();

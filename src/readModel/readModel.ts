@@ -1,5 +1,5 @@
-import { createFleetTally, foldNode, initialNodeState } from '../../projections/index.ts';
-import type { FleetSummary, FleetSummaryOptions, LivenessState, NodeState, NodeStatus } from '../../projections/index.ts';
+import { createFleetTally, createNodeDraft, foldIntoDraft, foldNode, initialNodeState, publishDraft } from '../../projections/index.ts';
+import type { FleetSummary, FleetSummaryOptions, LivenessState, NodeDraft, NodeState, NodeStatus } from '../../projections/index.ts';
 import { ConvergeError } from '../errors.ts';
 import type { DeclarationSent, Recorded, RolloutEvent } from '../events/index.ts';
 import { isNodeEvent, nodeOfStream } from '../events/index.ts';
@@ -12,6 +12,14 @@ import type { ExactLastSeen, LivenessCounts } from './livenessTracker.ts';
 
 export type NodeChange = Readonly<{ node: string; position: bigint; state: NodeState; previous: NodeState | undefined; event: Recorded }>;
 export type ChangeListener = (change: NodeChange) => void;
+export type ChangeListenerOptions = Readonly<{
+  /**
+   * Called once, instead of the listener once per change, when a bulk catch-up (`catchUp`) has
+   * published the states it folded. A listener registered without it hears every change: no bulk
+   * catch-up starts while it listens, and one under way is published before it is added.
+   */
+  bulk?: () => void;
+}>;
 /** Hears each rollout event (issue 14) in its place among the node changes: src/readModel/rollouts.ts folds them. */
 export type RolloutEventListener = (event: Recorded<RolloutEvent>) => void;
 
@@ -59,8 +67,21 @@ export type ReadModel = Readonly<{
   failure: () => FoldFailure | null;
   /** Hear the failure once it happens (waiters stop waiting for what will not come). */
   onFailure: (listener: (f: FoldFailure) => void) => () => void;
-  /** Hear every change; returns the unsubscribe function. */
-  onChange: (listener: ChangeListener) => () => void;
+  /** Hear every change (see ChangeListenerOptions for a bulk catch-up); returns the unsubscribe function. */
+  onChange: (listener: ChangeListener, options?: ChangeListenerOptions) => () => void;
+  /**
+   * A cold start's catch-up (DESIGN §6), from an empty model: fold `events` (position order, up to
+   * `until`) into a working state per node (projections/nodeDraft.ts) instead of a new state per
+   * event, and publish each node's state once, at `endCatchUp`: the states `apply` would have
+   * given (test/readModel/catchUp.property.test.ts). Until then the model shows what it showed
+   * before. Returns false once it folds nothing more in bulk — the model was not empty, a listener
+   * needs every change, an event past `until` or a rollout's event came, or the draft fold threw —
+   * and the caller goes on with `apply` after `endCatchUp` (from `position()`: events not folded
+   * here are folded there). A throw discards the whole catch-up, so `apply` meets the event again.
+   */
+  catchUp: (events: readonly Recorded[], until: bigint) => boolean;
+  /** Publish what `catchUp` folded: the nodes' states, the counters, the position; then each bulk listener's `bulk()`. */
+  endCatchUp: () => void;
   /** Hear every rollout event as it is passed over (they fold into no node); returns the unsubscribe function. */
   onRolloutEvent: (listener: RolloutEventListener) => () => void;
   /** Replace the whole model (snapshot restore). */
@@ -126,6 +147,12 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     ...(options.lastSeen === undefined ? {} : { exact: options.lastSeen }),
   });
   const listeners = new Set<ChangeListener>();
+  /** Listeners registered with a `bulk` callback, by listener. */
+  const bulkListeners = new Map<ChangeListener, () => void>();
+  /** A bulk catch-up's working states and position (null: none under way); `bulkOver`: no more bulk for this model. */
+  let drafts: Map<string, NodeDraft> | null = null;
+  let draftPosition: bigint | null = null;
+  let bulkOver = false;
   const rolloutListeners = new Set<RolloutEventListener>();
   let position: bigint | null = null;
   let failed: FoldFailure | null = null;
@@ -178,6 +205,62 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     return order;
   }
 
+  function catchUp(events: readonly Recorded[], until: bigint): boolean {
+    if (bulkOver) return false;
+    if (drafts === null) {
+      // Only from nothing, and only while every listener can take the catch-up at once.
+      if (position !== null || ids.length > 0 || failed !== null || bulkListeners.size < listeners.size) {
+        bulkOver = true;
+        return false;
+      }
+      drafts = new Map();
+    }
+    const ds = drafts;
+    for (const e of events) {
+      if (draftPosition !== null && e.position <= draftPosition) continue;
+      // A rollout's event goes through `apply`, where the rollout view hears it among the node changes.
+      if (e.position > until || !isNodeEvent(e)) {
+        bulkOver = true;
+        return false;
+      }
+      const node = nodeOfStream(e.stream) ?? e.data.node;
+      let d = ds.get(node);
+      if (d === undefined) ds.set(node, (d = createNodeDraft(node)));
+      try {
+        foldIntoDraft(d, e.type === 'DeclarationSent' ? interned(e) : e);
+      } catch {
+        // A half-folded draft is no state to serve: drop the catch-up; `apply` folds from zero
+        // again, meets this event, and stops there as it does (issue 13 item 2).
+        drafts = null;
+        draftPosition = null;
+        bulkOver = true;
+        return false;
+      }
+      draftPosition = e.position;
+    }
+    return true;
+  }
+
+  function endCatchUp(): void {
+    const ds = drafts;
+    if (ds === null) return;
+    drafts = null;
+    bulkOver = true;
+    for (const [node, d] of ds) {
+      const slot = slotFor(node);
+      place(slot, states[slot], publishDraft(d));
+    }
+    if (draftPosition !== null) position = draftPosition;
+    draftPosition = null;
+    for (const bulk of [...bulkListeners.values()]) {
+      try {
+        bulk();
+      } catch {
+        // as for a listener: never break the fold for everyone
+      }
+    }
+  }
+
   function page(query: NodePageQuery, now: number): NodePage {
     const slots = sorted();
     if (query.liveness !== undefined) tracker.counts(now);
@@ -225,6 +308,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     size: () => ids.length,
     position: () => position,
     apply(events) {
+      if (drafts !== null) endCatchUp();
       for (const e of events) {
         if (position !== null && e.position <= position) continue;
         if (failed !== null) throw failedError(failed);
@@ -284,13 +368,23 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
         failureListeners.delete(listener);
       };
     },
-    onChange(listener) {
+    onChange(listener, listenerOptions) {
+      const bulk = listenerOptions?.bulk;
+      // A listener that needs every change sees the model as of every event from now on.
+      if (bulk === undefined && drafts !== null) endCatchUp();
       listeners.add(listener);
+      if (bulk !== undefined) bulkListeners.set(listener, bulk);
       return () => {
         listeners.delete(listener);
+        bulkListeners.delete(listener);
       };
     },
+    catchUp,
+    endCatchUp,
     restore(next, at) {
+      drafts = null;
+      draftPosition = null;
+      bulkOver = true;
       slotOf.clear();
       ids.length = 0;
       states.length = 0;
@@ -304,6 +398,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       position = at;
     },
     set(state) {
+      if (drafts !== null) endCatchUp();
       const slot = slotFor(state.node);
       place(slot, states[slot], state);
     },

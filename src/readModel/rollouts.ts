@@ -247,15 +247,22 @@ export function createRolloutView(readModel: ReadModel): RolloutView {
   }
 
   const unsubscribeRollouts = readModel.onRolloutEvent(apply);
-  const unsubscribeNodes = readModel.onChange((c) => {
-    const at = byNode.get(c.node);
-    if (at === undefined) return;
-    if (!Array.isArray(at)) {
-      if (changed(at, c.state)) emit(at.r, c.position);
-      return;
-    }
-    for (const entry of at) if (changed(entry, c.state)) emit(entry.r, c.position);
-  });
+  const unsubscribeNodes = readModel.onChange(
+    (c) => {
+      const at = byNode.get(c.node);
+      if (at === undefined) return;
+      if (!Array.isArray(at)) {
+        if (changed(at, c.state)) emit(at.r, c.position);
+        return;
+      }
+      for (const entry of at) if (changed(entry, c.state)) emit(entry.r, c.position);
+    },
+    {
+      // A bulk catch-up starts from an empty model and ends before the first rollout event
+      // (ReadModel.catchUp): no node it folds is in a rollout this view tracks yet.
+      bulk: () => {},
+    },
+  );
 
   function waveCounts(r: Tracked): WaveCounts[] {
     return r.state.waves.map((w, i) => {

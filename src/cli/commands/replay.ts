@@ -46,7 +46,9 @@ export const run: Run = ({ io, values, config, json }) => {
       const replaying = url === null ? null : replayOnWorker(url, head, onProgress);
       // A failure of one fold must not leave the other's rejection unheard.
       replaying?.promise.catch(() => undefined);
-      const runner = createProjectionRunner({ store, logger: makeLogger(config.logLevel) });
+      // Per event: the path a live engine folds each new event through is the one under test
+      // (a cold start's bulk catch-up is the draft fold, which the replay itself runs).
+      const runner = createProjectionRunner({ store, logger: makeLogger(config.logLevel), catchUp: 'per-event' });
       try {
         await runner.start();
         await runner.caughtUp();
