@@ -87,6 +87,8 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
   let subscription: Subscription | null = null;
   let ready = false;
   let stopping = false;
+  /** The bulk catch-up under way, then the subscription's start (null: not started, or following). */
+  let following: Promise<void> | null = null;
   let resolveCaughtUp: () => void = () => {};
   let rejectCaughtUp: (err: unknown) => void = () => {};
   const caughtUpPromise = new Promise<void>((resolve, reject) => {
@@ -192,6 +194,20 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     return writing;
   }
 
+  const every = options.snapshot === undefined ? null : BigInt(Math.max(1, options.snapshot.everyEvents));
+  const perNode = BigInt(Math.max(0, options.snapshot?.everyEventsPerNode ?? 0));
+  /** Events between two snapshots now: the larger of the fixed interval and perNode × nodes. */
+  const interval = (): bigint | null => {
+    if (every === null) return null;
+    const scaled = perNode * BigInt(readModel.size());
+    return scaled > every ? scaled : every;
+  };
+  /** A snapshot once the interval has passed since the last one, the model now at `position`. */
+  function snapshotIfDue(position: bigint): void {
+    const n = interval();
+    if (n !== null && (lastSnapshotAt === null ? position : position - lastSnapshotAt) >= n) void snapshotNow();
+  }
+
   /**
    * Issue 13 item 2: a fold that throws stops the projection where it is, loudly — not ready
    * (/readyz 503), converge_projection_failed 1, one error log naming the event — and never
@@ -221,10 +237,10 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
    */
   async function catchUpInBulk(): Promise<void> {
     if (options.catchUp === 'per-event' || readModel.position() !== null) return;
-    const until = await store.headPosition();
-    if (until === null) return;
     const t0 = performance.now();
     try {
+      const until = await store.headPosition();
+      if (until === null) return;
       for await (const batch of store.readAll()) {
         if (!readModel.catchUp(batch, until) || stopping) break;
         // One event-loop turn per batch, as the subscription takes (pollingSubscription.ts).
@@ -246,7 +262,9 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     } catch (err) {
       log.warn({ err }, 'could not read the last event the bulk catch-up folded; the next snapshot waits for the next event');
     }
-    log.debug({ position: readModel.position()?.toString() ?? null, ms: Math.round(performance.now() - t0) }, 'bulk catch-up done');
+    log.debug({ position: at?.toString() ?? null, ms: Math.round(performance.now() - t0) }, 'bulk catch-up done');
+    // As the subscription would have on the way: a snapshot once the interval is passed.
+    if (at !== null) snapshotIfDue(at);
   }
 
   async function lag(): Promise<bigint> {
@@ -270,46 +288,22 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     readModel,
     rollouts,
     async start() {
-      if (subscription !== null) return;
+      if (subscription !== null || following !== null) return;
       stopping = false;
       await restore();
-      await catchUpInBulk();
-      if (stopping) return;
-      const every = options.snapshot === undefined ? null : BigInt(Math.max(1, options.snapshot.everyEvents));
-      const perNode = BigInt(Math.max(0, options.snapshot?.everyEventsPerNode ?? 0));
-      /** Events between two snapshots now: the larger of the fixed interval and perNode × nodes. */
-      const interval = (): bigint | null => {
-        if (every === null) return null;
-        const scaled = perNode * BigInt(readModel.size());
-        return scaled > every ? scaled : every;
-      };
-      subscription = store.subscribe({
-        after: readModel.position(),
-        ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
-        handler: (events) => {
-          try {
-            readModel.apply(events);
-          } catch (err) {
-            stopOnFailure(err);
-            throw err;
-          }
-          const last = events[events.length - 1];
-          if (last !== undefined) lastEventId = last.id;
-          if (last !== undefined) {
-            const n = interval();
-            if (n !== null && (lastSnapshotAt === null ? last.position : last.position - lastSnapshotAt) >= n) void snapshotNow();
-          }
-          if (metrics !== undefined && ready) metrics.projectionLag.set(0);
-        },
-        onCaughtUp: () => {
-          ready = true;
-          log.info({ position: readModel.position()?.toString() ?? null, nodes: readModel.size() }, 'projections caught up');
-          resolveCaughtUp();
-        },
-        onError: (err) => {
-          if (readModel.failure() === null) log.error({ err }, 'projection subscription error; retrying');
-        },
-      });
+      // The bulk catch-up and then the subscription run behind start(), as the subscription's own
+      // catch-up always did: `serve` starts ingest and opens the API meanwhile (/readyz 503).
+      following = catchUpInBulk()
+        .then(() => {
+          if (!stopping) follow();
+        })
+        .catch((err: unknown) => {
+          log.error({ err }, 'projections could not start following the store');
+          rejectCaughtUp(err);
+        })
+        .finally(() => {
+          following = null;
+        });
     },
     caughtUp: () => caughtUpPromise,
     isReady: () => ready && readModel.failure() === null,
@@ -322,10 +316,41 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     },
     async stop() {
       stopping = true;
+      if (following !== null) await following;
       const s = subscription;
       subscription = null;
       if (s !== null) await s.stop();
       if (writing !== null) await writing;
     },
   };
+
+  /** Follow the store from the read model's position: the rest of a catch-up, then live. */
+  function follow(): void {
+    subscription = store.subscribe({
+      after: readModel.position(),
+      ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
+      handler: (events) => {
+        try {
+          readModel.apply(events);
+        } catch (err) {
+          stopOnFailure(err);
+          throw err;
+        }
+        const last = events[events.length - 1];
+        if (last !== undefined) lastEventId = last.id;
+        if (last !== undefined) {
+          snapshotIfDue(last.position);
+        }
+        if (metrics !== undefined && ready) metrics.projectionLag.set(0);
+      },
+      onCaughtUp: () => {
+        ready = true;
+        log.info({ position: readModel.position()?.toString() ?? null, nodes: readModel.size() }, 'projections caught up');
+        resolveCaughtUp();
+      },
+      onError: (err) => {
+        if (readModel.failure() === null) log.error({ err }, 'projection subscription error; retrying');
+      },
+    });
+  }
 }
