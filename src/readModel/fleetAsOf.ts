@@ -12,6 +12,7 @@ import type { Recorded } from '../events/index.ts';
 import { isNodeEvent, nodeOfStream } from '../events/index.ts';
 import type { EventStore } from '../store/index.ts';
 import type { NodeChange, ReadModel } from './readModel.ts';
+import { createIsoParser } from './isoTime.ts';
 
 // GET /v1/fleet?at= (issue 11): the fleet as of a time or position, fast enough to drag a slider.
 //
@@ -62,17 +63,7 @@ const grown = <T extends Column>(a: T, size: number, fill?: number): T => {
 };
 const bytesOf = (cols: readonly Column[]): number => cols.reduce((n, c) => n + c.byteLength, 0);
 
-// A report's time and its node's last-seen time are one string, and reports received in one
-// millisecond share it (src/events/make.ts): the last text parsed is usually the next one asked.
-let lastText = '';
-let lastMs = NaN;
-const parseIso = (t: string): number => {
-  if (t !== lastText) {
-    lastMs = Date.parse(t);
-    lastText = t;
-  }
-  return lastMs;
-};
+const parseIso = createIsoParser();
 
 function createLog(graceMs: number) {
   // Rows (one per summary-relevant change), in position order; `prev` links a node's rows newest to oldest.

@@ -1,5 +1,6 @@
 import { defaultGraceMs, nodeStatuses } from '../../projections/index.ts';
 import type { LivenessState, NodeStatus } from '../../projections/index.ts';
+import { createIsoParser } from './isoTime.ts';
 
 // Nodes counted by status × liveness, kept as events fold and as time passes, so /metrics and
 // GET /v1/fleet answer in O(series) instead of judging every node's liveness per request (each
@@ -43,17 +44,7 @@ const CONNECTED = 1;
 const DISCONNECTED = 2;
 const livenessNames: readonly LivenessState[] = ['never-seen', 'connected', 'disconnected'];
 
-// Reports received in one millisecond share one receivedAt string (src/events/make.ts), and a
-// drain folds them one after another: the last text parsed is usually the next one asked.
-let lastText = '';
-let lastMs = NaN;
-const parseIso = (t: string): number => {
-  if (t !== lastText) {
-    lastMs = Date.parse(t);
-    lastText = t;
-  }
-  return lastMs;
-};
+const parseIso = createIsoParser();
 
 const msOf = (t: Date | string | null | undefined): number =>
   t === null || t === undefined ? NaN : typeof t === 'string' ? parseIso(t) : t.getTime();

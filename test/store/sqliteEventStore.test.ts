@@ -197,25 +197,28 @@ test('a schema v1 file is migrated to v2 in place: the declarations index is add
   }
 });
 
+/** A DeclarationSent for `node` with placeholder bytes: the filtered-subscription tests need its type, not its contents. */
+const declarationOf = (id: string, node: string) => ({
+  id,
+  type: 'DeclarationSent' as const,
+  data: {
+    node,
+    serial: 1,
+    digest: 'a'.repeat(64),
+    specDigest: 'b'.repeat(64),
+    declaration: 'e30=',
+    signature: 'c2ln',
+    keyId: 'k',
+    resourceIds: [],
+    sentAt: '2024-01-01T00:00:01.000Z',
+  },
+});
+
 test('a DeclarationSent-only subscription is served from the index: it never reads, so never decodes, the other rows', async () => {
   const path = fresh();
   const store = createSqliteEventStore(path);
   const ids = batchEventIds('filter', 0);
-  const declaration = {
-    id: ids[1]!,
-    type: 'DeclarationSent' as const,
-    data: {
-      node: 'x',
-      serial: 1,
-      digest: 'a'.repeat(64),
-      specDigest: 'b'.repeat(64),
-      declaration: 'e30=',
-      signature: 'c2ln',
-      keyId: 'k',
-      resourceIds: [],
-      sentAt: '2024-01-01T00:00:01.000Z',
-    },
-  };
+  const declaration = declarationOf(ids[1]!, 'x');
   await store.append([{ stream: 'node-x', expected: 'no_stream', events: [declaration] }]);
   // A report row no decoder accepts: a subscription that read it would fail on it and retry forever.
   const raw = new Database(path);
@@ -397,21 +400,7 @@ test("a type-filtered subscription served from its handle's own appends still se
   const b = createSqliteEventStore(path, { pollMs: 60_000 });
   const ids = batchEventIds('typed-tail', 0);
   let k = 0;
-  const declaration = (node: string) => ({
-    id: ids[k++]!,
-    type: 'DeclarationSent' as const,
-    data: {
-      node,
-      serial: 1,
-      digest: 'a'.repeat(64),
-      specDigest: 'b'.repeat(64),
-      declaration: 'e30=',
-      signature: 'c2ln',
-      keyId: 'k',
-      resourceIds: [],
-      sentAt: '2024-01-01T00:00:01.000Z',
-    },
-  });
+  const declaration = (node: string) => declarationOf(ids[k++]!, node);
   let second = 0;
   const alive = (node: string) => makeAliveSeen({ node }, new Date(Date.UTC(2026, 10, 30, 10, 0, second++)));
   const seen: Recorded[] = [];
