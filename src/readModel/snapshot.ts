@@ -11,7 +11,7 @@ import {
   decodeColumn,
   decodeStates,
   decodeTable,
-  encodeColumn,
+  encodeColumnSliced,
   encodeTable,
   MissingPartError,
   partKinds,
@@ -225,9 +225,9 @@ const writeChunk = 1024 * 1024;
 
 /**
  * Write a snapshot atomically, off the hot path: the states are immutable values taken at one
- * position, so their columns are gathered a slice at a time and encoded a column at a time with
- * the event loop free in between (folding and the API go on), streamed to a temp file, hashed as
- * they go, and renamed into place.
+ * position, so their columns are gathered and encoded a slice at a time with the event loop free
+ * in between (folding and the API go on), streamed to a temp file, hashed as they go, and renamed
+ * into place.
  */
 export async function writeSnapshot(path: string, snap: Snapshot): Promise<{ bytes: number }> {
   const states = snap.states;
@@ -260,7 +260,8 @@ export async function writeSnapshot(path: string, snap: Snapshot): Promise<{ byt
     const at = written + pendingBytes;
     const pad = (8 - (at % 8)) % 8;
     if (pad > 0) await put(Buffer.alloc(pad));
-    await put(p.bytes);
+    // A large part (a column of latencies) goes to the hash and the file a chunk at a time.
+    for (let from = 0; from < p.bytes.length; from += writeChunk) await put(p.bytes.subarray(from, from + writeChunk));
   };
   try {
     const header: Header = {
@@ -282,7 +283,8 @@ export async function writeSnapshot(path: string, snap: Snapshot): Promise<{ byt
         for (let i = 0; i < slice.length; i++) values[from + i] = slice[i];
         await yieldToLoop();
       }
-      for (const p of encodeColumn(name, values)) await putPart(p);
+      // Encoded a slice at a time too: encodeColumn over the whole column held the loop 16–110 ms at 100,000 nodes.
+      for (const p of await encodeColumnSliced(name, values, sliceNodes, () => yieldToLoop())) await putPart(p);
       await yieldToLoop();
     }
     for (const name of tableNames) await putPart(encodeTable(name, encoder.table(name)));
