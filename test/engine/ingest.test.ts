@@ -157,3 +157,97 @@ test('a batch the store refuses whole is written one by one and every delivery i
   assert.deepEqual({ received, acked, appended, coalesced }, { received: 4, acked: 4, appended: 2, coalesced: 1 });
   await ingest.stop();
 });
+
+test('wide reports delivered in one burst are parsed at most parseBytesPerTurn of body a turn, in the order they came, a turn between', async () => {
+  // amqplib hands every frame it has buffered to onDelivery in one go: five accepted 130 KB
+  // reports parsed there held the event loop 35–87 ms (bench/fairness, issue 13). Past the
+  // per-turn bytes, deliveries wait their turn, and nothing later overtakes one that waits.
+  let onDelivery: ((d: Delivery) => void) | null = null;
+  const source: IngestSource = {
+    start: async (f) => {
+      onDelivery = f;
+    },
+    ack: () => {},
+    isLive: () => true,
+    deadLetter: async () => {},
+    reject: () => {},
+    pause: async () => {},
+    stop: async () => {},
+  };
+  const store = createMemoryEventStore();
+  const ingest = createIngest({ store, source, logger, flushMs: 1, parseBytesPerTurn: 100_000 });
+  await ingest.start();
+  const failed = Object.fromEntries(Array.from({ length: 6_000 }, (_, i) => [`resource-${i}`, 'pull denied']));
+  let seq = 0;
+  const deliver = (node: string, body: Buffer): void =>
+    onDelivery!({
+      kind: 'report',
+      body,
+      messageId: `${node}/${seq++}`,
+      userId: node,
+      redelivered: false,
+      routingKey: 'report',
+      handle: seq,
+    });
+  const wide = (node: string): Buffer => reportOf(node, { failed });
+  assert.ok(wide('a').length > 100_000);
+  const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+  deliver('a', wide('a'));
+  deliver('b', wide('b'));
+  deliver('c', wide('c'));
+  deliver('a', reportOf('a', { applied: ['after'] })); // small, but behind b and c
+  const seen = (): string[] => ['a', 'b', 'c'].filter((n) => ingest.lastSeenAt(n) !== null);
+  assert.deepEqual(seen(), ['a'], 'the first is parsed at once, the rest wait for a later turn');
+  assert.equal(ingest.stats().pending, 4, 'waiting deliveries count as pending');
+  await turn();
+  assert.deepEqual(seen(), ['a', 'b']);
+  await turn();
+  assert.deepEqual(seen(), ['a', 'b', 'c']);
+  await settle(ingest, () => ingest.stats().acked === 4);
+  const stored: string[] = [];
+  for await (const batch of store.readAll())
+    for (const e of batch) stored.push(e.type === 'ReportReceived' ? (e.data.transport.messageId ?? '') : e.type);
+  assert.deepEqual(stored, ['a/0', 'b/1', 'c/2', 'a/3']);
+
+  // Small reports are not held back: 1,000 of them fit one turn's bytes.
+  for (let i = 0; i < 1_000; i++) deliver(`s${i}`, reportOf(`s${i}`));
+  assert.equal(ingest.lastSeenAt('s999') === null, false);
+  await ingest.stop();
+});
+
+test('stop parses and writes the deliveries still waiting for their turn', async () => {
+  let onDelivery: ((d: Delivery) => void) | null = null;
+  const acked: Delivery[] = [];
+  const source: IngestSource = {
+    start: async (f) => {
+      onDelivery = f;
+    },
+    ack: (ds) => acked.push(...ds),
+    isLive: () => true,
+    deadLetter: async () => {},
+    reject: () => {},
+    pause: async () => {},
+    stop: async () => {},
+  };
+  const store = createMemoryEventStore();
+  const ingest = createIngest({ store, source, logger, flushMs: 1_000, parseBytesPerTurn: 1 });
+  await ingest.start();
+  for (let i = 0; i < 3; i++) {
+    onDelivery!({
+      kind: 'report',
+      body: reportOf('n'),
+      messageId: `n/${i}`,
+      userId: 'n',
+      redelivered: false,
+      routingKey: 'report',
+      handle: i,
+    });
+  }
+  await ingest.stop();
+  assert.equal(acked.length, 3);
+  assert.deepEqual(
+    (await store.readStream(streamOf('n'))).map((e) => (e.type === 'ReportReceived' ? e.data.transport.messageId : e.type)),
+    ['n/0', 'n/1', 'n/2'],
+  );
+});
