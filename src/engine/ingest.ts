@@ -39,6 +39,12 @@ export type IngestOptions = Readonly<{
    * writes synchronously: 500 reports of 130 KB held the event loop for seconds (issue 13).
    */
   batchBytes?: number;
+  /**
+   * Most body bytes parsed in one event-loop turn (at least one delivery). amqplib hands every
+   * frame it has buffered to onDelivery in one go, and five accepted 130 KB reports parsed there
+   * held the loop 35–87 ms (bench/fairness). Past this, deliveries wait, in order, for later turns.
+   */
+  parseBytesPerTurn?: number;
   /** How long a partial batch waits for company before it is written. */
   flushMs?: number;
   now?: () => Date;
@@ -105,6 +111,7 @@ export function createIngest(options: IngestOptions): Ingest {
   const batchSize = Math.max(1, options.batchSize ?? 500);
   const batchBytes = Math.max(1, options.batchBytes ?? 256 * 1024);
   const flushMs = options.flushMs ?? 10;
+  const parseBytesPerTurn = Math.max(1, options.parseBytesPerTurn ?? 256 * 1024);
   const now = options.now ?? (() => new Date());
   // The budget's clock in ms without a Date per delivery (issue 10 profile: ~1.5 µs a report).
   const nowMs = options.now === undefined ? Date.now : () => options.now!().getTime();
@@ -116,6 +123,11 @@ export function createIngest(options: IngestOptions): Ingest {
   /** seenAt of the last AliveSeen we decided to append, per node: the coalescing clock. */
   const lastAliveEvent = new Map<string, number>();
   let pending: Pending[] = [];
+  /** Deliveries within their node's budget, waiting for a turn to be parsed in (oldest first). */
+  let unparsed: Delivery[] = [];
+  /** Body bytes parsed in this turn; `turnArmed`: a setImmediate will start the next turn's count. */
+  let turnBytes = 0;
+  let turnArmed = false;
   let pendingBytes = 0;
   let timer: NodeJS.Timeout | null = null;
   let flushing: Promise<void> | null = null;
@@ -244,6 +256,19 @@ export function createIngest(options: IngestOptions): Ingest {
       source.reject(d, 'CONVERGE_ERR_RATE_LIMITED');
       return;
     }
+    // Nothing overtakes a delivery that waits: a node's reports are stored in the order they came.
+    if (unparsed.length > 0 || turnBytes >= parseBytesPerTurn) {
+      unparsed.push(d);
+      armTurn();
+      return;
+    }
+    accept(d);
+  }
+
+  /** Parse a delivery and queue its event for the next append (or refuse it). */
+  function accept(d: Delivery): void {
+    turnBytes += d.body.length;
+    armTurn();
     let event: NewEvent<NodeEvent> | null;
     try {
       event = toEvent(d);
@@ -254,6 +279,26 @@ export function createIngest(options: IngestOptions): Ingest {
     pending.push({ delivery: d, event });
     pendingBytes += d.body.length;
     schedule();
+  }
+
+  function armTurn(): void {
+    if (turnArmed) return;
+    turnArmed = true;
+    setImmediate(nextTurn);
+  }
+
+  /** A new turn: parse waiting deliveries up to its bytes, and come back in the next if some are left. */
+  function nextTurn(): void {
+    turnArmed = false;
+    turnBytes = 0;
+    parseWaiting(parseBytesPerTurn);
+  }
+
+  function parseWaiting(most: number): void {
+    let i = 0;
+    while (i < unparsed.length && (turnBytes < most || i === 0)) accept(unparsed[i++]!);
+    unparsed = i === unparsed.length ? [] : unparsed.slice(i);
+    if (unparsed.length > 0) armTurn();
   }
 
   function schedule(): void {
@@ -414,11 +459,13 @@ export function createIngest(options: IngestOptions): Ingest {
         graceEnded();
       }, 5_000);
       for (;;) {
+        // What waits for a turn is parsed now, all of it: stopping writes what it has received.
+        parseWaiting(Number.POSITIVE_INFINITY);
         kick(true);
         const f = flushing as Promise<void> | null;
         if (f === null) break;
         await f;
-        if (pending.length === 0 || abort.signal.aborted) break;
+        if ((pending.length === 0 && unparsed.length === 0) || abort.signal.aborted) break;
       }
       // Dead-letters in flight get the rest of the grace, not forever: one may be waiting for a
       // dead-letter channel while the broker is away, and only source.stop() ends that wait.
@@ -433,7 +480,13 @@ export function createIngest(options: IngestOptions): Ingest {
     lastSeenAt: (node) => lastSeen.get(node) ?? null,
     lastSeen: () => lastSeen,
     isHealthy: () => healthy,
-    health: () => ({ healthy, lastSuccessAt: lastAppendAt, failingSince, error: lastError, pending: pending.length + committing }),
-    stats: () => ({ ...counts, pending: pending.length }),
+    health: () => ({
+      healthy,
+      lastSuccessAt: lastAppendAt,
+      failingSince,
+      error: lastError,
+      pending: unparsed.length + pending.length + committing,
+    }),
+    stats: () => ({ ...counts, pending: unparsed.length + pending.length }),
   };
 }
