@@ -196,19 +196,20 @@ test('wide reports delivered in one burst are parsed at most parseBytesPerTurn o
   deliver('a', wide('a'));
   deliver('b', wide('b'));
   deliver('c', wide('c'));
-  deliver('a', reportOf('a', { applied: ['after'] })); // small, but behind b and c
-  const seen = (): string[] => ['a', 'b', 'c'].filter((n) => ingest.lastSeenAt(n) !== null);
-  assert.deepEqual(seen(), ['a'], 'the first is parsed at once, the rest wait for a later turn');
-  assert.equal(ingest.stats().pending, 4, 'waiting deliveries count as pending');
+  deliver('c', reportOf('c', { applied: ['after'] })); // small, but behind c's wide one
+  deliver('v', reportOf('v')); // small, and v has nothing waiting: not held back
+  const seen = (): string[] => ['a', 'b', 'c', 'v'].filter((n) => ingest.lastSeenAt(n) !== null);
+  assert.deepEqual(seen(), ['a', 'v'], 'the first is parsed at once, the wide rest wait for a later turn');
+  assert.equal(ingest.stats().pending, 5, 'waiting deliveries count as pending');
   await turn();
-  assert.deepEqual(seen(), ['a', 'b']);
+  assert.deepEqual(seen(), ['a', 'b', 'v']);
   await turn();
-  assert.deepEqual(seen(), ['a', 'b', 'c']);
-  await settle(ingest, () => ingest.stats().acked === 4);
+  assert.deepEqual(seen(), ['a', 'b', 'c', 'v']);
+  await settle(ingest, () => ingest.stats().acked === 5);
   const stored: string[] = [];
   for await (const batch of store.readAll())
     for (const e of batch) stored.push(e.type === 'ReportReceived' ? (e.data.transport.messageId ?? '') : e.type);
-  assert.deepEqual(stored, ['a/0', 'b/1', 'c/2', 'a/3']);
+  assert.deepEqual(stored, ['a/0', 'v/4', 'b/1', 'c/2', 'c/3']);
 
   // Small reports are not held back: 1,000 of them fit one turn's bytes.
   for (let i = 0; i < 1_000; i++) deliver(`s${i}`, reportOf(`s${i}`));
