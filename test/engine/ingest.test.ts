@@ -123,7 +123,16 @@ test('a store append carries at most batchBytes of report bodies, and at least o
       return inner.append(writes);
     },
   };
-  const ingest = createIngest({ store, source: broker.ingestSource(), logger, flushMs: 1, batchBytes: 150_000 });
+  // Every body parsed in the turn it arrives (parseBytesPerTurn past them all): spread over turns,
+  // a partial batch may be flushed after flushMs before the next body is parsed.
+  const ingest = createIngest({
+    store,
+    source: broker.ingestSource(),
+    logger,
+    flushMs: 1,
+    batchBytes: 150_000,
+    parseBytesPerTurn: 1_000_000,
+  });
   await ingest.start();
   // ~100 KB each: 5,000 failed resources.
   const failed = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`resource-${i}`, 'pull denied']));
