@@ -167,37 +167,44 @@ test('a batch the store refuses whole is written one by one and every delivery i
   await ingest.stop();
 });
 
-test('wide reports delivered in one burst are parsed at most parseBytesPerTurn of body a turn, in the order they came, a turn between', async () => {
-  // amqplib hands every frame it has buffered to onDelivery in one go: five accepted 130 KB
-  // reports parsed there held the event loop 35–87 ms (bench/fairness, issue 13). Past the
-  // per-turn bytes, deliveries wait their turn, and nothing later overtakes one that waits.
+/** A source that acks into `acked` and delivers a report from `node` (message ids `<node>/<n>`, n counting every delivery). */
+function handSource(): { source: IngestSource; deliver: (node: string, body: Buffer) => void; acked: Delivery[] } {
   let onDelivery: ((d: Delivery) => void) | null = null;
+  const acked: Delivery[] = [];
   const source: IngestSource = {
     start: async (f) => {
       onDelivery = f;
     },
-    ack: () => {},
+    ack: (ds) => acked.push(...ds),
     isLive: () => true,
     deadLetter: async () => {},
     reject: () => {},
     pause: async () => {},
     stop: async () => {},
   };
-  const store = createMemoryEventStore();
-  const ingest = createIngest({ store, source, logger, flushMs: 1, parseBytesPerTurn: 100_000 });
-  await ingest.start();
-  const failed = Object.fromEntries(Array.from({ length: 6_000 }, (_, i) => [`resource-${i}`, 'pull denied']));
   let seq = 0;
   const deliver = (node: string, body: Buffer): void =>
     onDelivery!({
       kind: 'report',
       body,
-      messageId: `${node}/${seq++}`,
+      messageId: `${node}/${seq}`,
       userId: node,
       redelivered: false,
       routingKey: 'report',
-      handle: seq,
+      handle: seq++,
     });
+  return { source, deliver, acked };
+}
+
+test('wide reports delivered in one burst are parsed at most parseBytesPerTurn of body a turn, in the order they came, a turn between', async () => {
+  // amqplib hands every frame it has buffered to onDelivery in one go: five accepted 130 KB
+  // reports parsed there held the event loop 35–87 ms (bench/fairness, issue 13). Past the
+  // per-turn bytes, deliveries wait their turn, and nothing later overtakes one that waits.
+  const { source, deliver } = handSource();
+  const store = createMemoryEventStore();
+  const ingest = createIngest({ store, source, logger, flushMs: 1, parseBytesPerTurn: 100_000 });
+  await ingest.start();
+  const failed = Object.fromEntries(Array.from({ length: 6_000 }, (_, i) => [`resource-${i}`, 'pull denied']));
   const wide = (node: string): Buffer => reportOf(node, { failed });
   assert.ok(wide('a').length > 100_000);
   const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -227,33 +234,11 @@ test('wide reports delivered in one burst are parsed at most parseBytesPerTurn o
 });
 
 test('stop parses and writes the deliveries still waiting for their turn', async () => {
-  let onDelivery: ((d: Delivery) => void) | null = null;
-  const acked: Delivery[] = [];
-  const source: IngestSource = {
-    start: async (f) => {
-      onDelivery = f;
-    },
-    ack: (ds) => acked.push(...ds),
-    isLive: () => true,
-    deadLetter: async () => {},
-    reject: () => {},
-    pause: async () => {},
-    stop: async () => {},
-  };
+  const { source, deliver, acked } = handSource();
   const store = createMemoryEventStore();
   const ingest = createIngest({ store, source, logger, flushMs: 1_000, parseBytesPerTurn: 1 });
   await ingest.start();
-  for (let i = 0; i < 3; i++) {
-    onDelivery!({
-      kind: 'report',
-      body: reportOf('n'),
-      messageId: `n/${i}`,
-      userId: 'n',
-      redelivered: false,
-      routingKey: 'report',
-      handle: i,
-    });
-  }
+  for (let i = 0; i < 3; i++) deliver('n', reportOf('n'));
   await ingest.stop();
   assert.equal(acked.length, 3);
   assert.deepEqual(
