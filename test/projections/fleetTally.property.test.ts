@@ -43,26 +43,26 @@ const alive: fc.Arbitrary<Body> = fc
   .record({ node, seenAt: at })
   .map((d) => ({ node: d.node, type: 'AliveSeen', id: `a-${d.seenAt}`, data: d }));
 
-const histories = fc
-  .array(fc.oneof(send, report, report, alive), { maxLength: 150 })
-  .map((bodies) =>
-    bodies.map(
-      (b, i) =>
-        ({ type: b.type, id: b.id, data: b.data, stream: `node-${b.node}`, revision: BigInt(i), position: BigInt(i + 1) }) as Recorded,
-    ),
+/** Bodies as stored events, one position each in order. */
+const recorded = (bodies: readonly Body[]): Recorded[] =>
+  bodies.map(
+    (b, i) =>
+      ({ type: b.type, id: b.id, data: b.data, stream: `node-${b.node}`, revision: BigInt(i), position: BigInt(i + 1) }) as Recorded,
   );
 
+/** Folds `events` and holds the tally kept on the way equal to one built from the final states by a restore. */
+function assertTallyOfFinalStates(events: readonly Recorded[]): void {
+  const live = createReadModel({ now: () => t0 });
+  live.apply(events);
+  const restored = createReadModel({ now: () => t0 });
+  restored.restore([...live.nodes()], live.position());
+  assert.deepEqual(live.fleet(t0), restored.fleet(t0));
+}
+
+const histories = fc.array(fc.oneof(send, report, report, alive), { maxLength: 150 }).map(recorded);
+
 test('the tally kept as events fold equals the tally of the final states', () => {
-  fc.assert(
-    fc.property(histories, (events) => {
-      const live = createReadModel({ now: () => t0 });
-      live.apply(events);
-      const restored = createReadModel({ now: () => t0 });
-      restored.restore([...live.nodes()], live.position());
-      assert.deepEqual(live.fleet(t0), restored.fleet(t0));
-    }),
-    { numRuns: 400 },
-  );
+  fc.assert(fc.property(histories, assertTallyOfFinalStates), { numRuns: 400 });
 });
 
 test('past the kept latencies: many acknowledgements of one node, each moving the oldest out', () => {
@@ -102,17 +102,7 @@ test('past the kept latencies: many acknowledgements of one node, each moving th
     ]),
   );
   fc.assert(
-    fc.property(acks, (bodies) => {
-      const events = bodies.map(
-        (b, i) =>
-          ({ type: b.type, id: b.id, data: b.data, stream: `node-${b.node}`, revision: BigInt(i), position: BigInt(i + 1) }) as Recorded,
-      );
-      const live = createReadModel({ now: () => t0 });
-      live.apply(events);
-      const restored = createReadModel({ now: () => t0 });
-      restored.restore([...live.nodes()], live.position());
-      assert.deepEqual(live.fleet(t0), restored.fleet(t0));
-    }),
+    fc.property(acks, (bodies) => assertTallyOfFinalStates(recorded(bodies))),
     { numRuns: 200 },
   );
 });
