@@ -254,27 +254,18 @@ try {
     baseline: raw.map((x) => perMillion(x.sec)),
     goal: { atMost: 6 },
   });
-  report.row({
-    name: 'CPU per event: replay from zero',
-    unit: 'µs',
-    better: 'lower',
-    converge: fold.map((x) => x.cpuUs),
-    baseline: raw.map((x) => x.cpuUs),
-  });
-  report.row({
-    name: 'CPU per event: cold start',
-    unit: 'µs',
-    better: 'lower',
-    converge: runner.map((x) => x.cpuUs),
-    baseline: raw.map((x) => x.cpuUs),
-  });
-  report.row({
-    name: 'CPU per event: catch-up event by event',
-    unit: 'µs',
-    better: 'lower',
-    converge: perEvent.map((x) => x.cpuUs),
-    baseline: raw.map((x) => x.cpuUs),
-  });
+  for (const [what, passes] of [
+    ['replay from zero', fold],
+    ['cold start', runner],
+    ['catch-up event by event', perEvent],
+  ] as const)
+    report.row({
+      name: `CPU per event: ${what}`,
+      unit: 'µs',
+      better: 'lower',
+      converge: passes.map((x) => x.cpuUs),
+      baseline: raw.map((x) => x.cpuUs),
+    });
   if (cli !== null) {
     report.row({
       name: '`converge replay --verify` (CLI, no snapshot: folds twice, on two threads), per 1,000,000 events',
