@@ -343,6 +343,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
       name: 'rollouts',
       signal,
       logger,
+      retryMs: pollMs,
       taken: 'rollouts lease taken: this engine drives rollouts',
       lost: 'rollouts lease lost: another engine may drive now; waiting to take it again',
       run: async (held) => {

@@ -7,6 +7,9 @@ import type { EventStore } from './port.ts';
 // lease (waiting while another engine holds it), run the role until the lease is lost or the
 // caller stops, give the lease up, and ask again. A failed ask is logged and tried again a
 // second later. A store with no lease (memory, SQLite: one engine's) runs the role at once.
+// A role that throws (its store failed a read, say) is logged, gives the lease up and plays
+// again after a pause that doubles with each failure in a row (up to 30 pauses' worth): the
+// engine keeps serving, so a role that stopped for good would go unnoticed.
 //
 // Losing the lease ends the role here, but another engine may have taken it over already (the
 // holder learns of the loss only when its connection fails): the roles built on it stay
@@ -18,26 +21,44 @@ export type WhileLeasedOptions = Readonly<{
   name: string;
   /** Stop: ends the role if running, or the wait for the lease, and resolves once the lease is given up. */
   signal: AbortSignal;
-  logger: Pick<Logger, 'info' | 'warn'>;
+  logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   /** Logged when the lease is taken, and when it is lost (not when the caller stops). */
   taken: string;
   lost: string;
-  /** How long to wait after the store failed to answer the ask (ms; default 1 s). */
+  /** How long to wait after the store failed to answer the ask, or the role threw (ms; default 1 s). */
   retryMs?: number;
   /**
    * The role, played while the lease is held: it should end soon after `held` aborts (the lease
-   * was lost or the caller stopped). If it throws, the lease is given up and the error is the
-   * loop's answer.
+   * was lost or the caller stopped). If it throws, the lease is given up, the error logged, and
+   * the role played again after a pause.
    */
   run: (held: AbortSignal) => Promise<void>;
 }>;
 
 /** Resolves once `signal` aborted and the lease (if one was held) was given up. */
 export async function whileLeased(options: WhileLeasedOptions): Promise<void> {
-  const { store, name, signal, logger, run } = options;
+  const { store, name, signal, logger } = options;
   const retryMs = options.retryMs ?? 1_000;
+  let failures = 0;
+  /** Play the role once; false (after the pause) if it threw. */
+  const play = async (held: AbortSignal): Promise<boolean> => {
+    try {
+      await options.run(held);
+      failures = 0;
+      return true;
+    } catch (err) {
+      failures++;
+      logger.error({ err: (err as Error).message, failures }, `the ${name} role failed; playing it again after a pause`);
+      return false;
+    }
+  };
+  const pause = (): Promise<void> => sleep(retryMs * Math.min(30, 2 ** Math.max(0, failures - 1)), signal);
   const acquire = store.acquireLease?.bind(store);
-  if (acquire === undefined) return run(signal);
+  if (acquire === undefined) {
+    // One engine's store: the role ends only when the caller stops, or by throwing.
+    while (!(await play(signal)) && !signal.aborted) await pause();
+    return;
+  }
   while (!signal.aborted) {
     const hold = await acquire(name, signal).catch((err: unknown) => {
       logger.warn({ err: (err as Error).message }, `cannot ask the store for the ${name} lease; trying again`);
@@ -57,12 +78,14 @@ export async function whileLeased(options: WhileLeasedOptions): Promise<void> {
       lost = true;
       held.abort();
     });
+    let ok: boolean;
     try {
-      await run(held.signal);
+      ok = await play(held.signal);
     } finally {
       signal.removeEventListener('abort', onAbort);
       if (lost) logger.warn({}, options.lost);
       await hold.release();
     }
+    if (!ok) await pause();
   }
 }

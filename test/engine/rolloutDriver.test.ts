@@ -344,6 +344,26 @@ test("the driver takes a wave's progress from the read side's counts when they s
   }
 });
 
+test('a driver whose store fails a read as it starts drives again after a pause, rather than stopping for good', async () => {
+  // On a store with no lease (SQLite, memory) a throw out of the driver's loop used to end it:
+  // the engine served on while no rollout ever moved again.
+  const store = createMemoryEventStore();
+  const getCheckpoint = store.getCheckpoint.bind(store);
+  let failures = 1;
+  store.getCheckpoint = async (name) => {
+    if (name === rolloutDriverCheckpoint && failures-- > 0) throw new Error('store away');
+    return getCheckpoint(name);
+  };
+  const driver = idleDriver(store);
+  driver.start();
+  try {
+    await driver.nextRound();
+    assert.equal(failures, -1, 'the checkpoint was read again after the failure');
+  } finally {
+    await driver.stop();
+  }
+});
+
 test('with no rollout running, the driver saves how far it followed once per checkpoint interval and on stop, not every round', async () => {
   // Issue 10: a round per node change saved the checkpoint every 20 ms of a report flood, one
   // synchronous store write (an fsync on SQLite) each time, on the ingest's thread.

@@ -153,24 +153,56 @@ test('stopping ends a wait for the lease, and the pause after a failed ask, at o
   }
 });
 
-test('a role that throws gives the lease up, and the error is the answer', async () => {
+test('a role that throws gives the lease up, is logged, and plays again after the pause', async () => {
+  // Before: the error ended the loop, so a rollout driver whose store failed one read stopped
+  // driving for good while the engine kept serving.
   const { store, asks } = leaseStore();
-  const stop = new AbortController();
-  const done = whileLeased({
-    store,
-    name: 'role',
-    signal: stop.signal,
-    logger: recordingLogger().logger,
-    taken: 'taken',
-    lost: 'lost',
-    run: async () => {
-      throw new Error('cannot read the checkpoint');
+  let runs = 0;
+  const p = play(store, {
+    retryMs: 1,
+    run: async (held) => {
+      runs++;
+      if (runs === 1) throw new Error('cannot read the checkpoint');
+      await new Promise<void>((resolve) => held.addEventListener('abort', () => resolve(), { once: true }));
     },
   });
   await until('the ask', () => asks.length === 1);
-  const hold = asks[0]!.grant();
-  await assert.rejects(done, /cannot read the checkpoint/);
-  assert.equal(hold.released(), true);
+  const first = asks[0]!.grant();
+  await until('the second ask', () => asks.length === 2);
+  assert.equal(first.released(), true, 'the lease was given up when the role threw');
+  assert.deepEqual(p.lines, ['info taken', 'error the role role failed; playing it again after a pause']);
+  asks[1]!.grant();
+  await until('the role to run again', () => runs === 2);
+  p.stop.abort();
+  await p.done;
+});
+
+test('on a store with no lease, a role that throws plays again after the pause; stopping ends the pause', async () => {
+  let runs = 0;
+  const p = play(
+    {},
+    {
+      retryMs: 1,
+      run: async (held) => {
+        runs++;
+        if (runs <= 2) throw new Error('store away');
+        await new Promise<void>((resolve) => held.addEventListener('abort', () => resolve(), { once: true }));
+      },
+    },
+  );
+  await until('the third run', () => runs === 3);
+  assert.deepEqual(p.lines, [
+    'error the role role failed; playing it again after a pause',
+    'error the role role failed; playing it again after a pause',
+  ]);
+  p.stop.abort();
+  await p.done;
+
+  // The pause is an hour: only a stop that ends it lets this part finish.
+  const q = play({}, { retryMs: 3_600_000, run: async () => Promise.reject(new Error('store away')) });
+  await until('the failure logged', () => q.lines.length === 1);
+  q.stop.abort();
+  await q.done;
 });
 
 test('a store with no lease (one engine’s) runs the role at once, until stopped', async () => {
