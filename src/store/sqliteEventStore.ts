@@ -16,14 +16,31 @@ import type { Notifier } from './notifier.ts';
 import { createNotifier } from './notifier.ts';
 import { createPollingSubscription } from './pollingSubscription.ts';
 import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, StreamWrite, SubscribeOptions } from './port.ts';
+import { createWalSyncer } from './walSync.ts';
+import type { WalSyncer } from './walSync.ts';
 
-// The embedded default store (DESIGN §5). One file, WAL, synchronous=FULL: an acknowledged
-// report survives power loss, and batching (one transaction per append call) is how it gets
-// fast, not weaker sync. Positions are INTEGER PRIMARY KEY AUTOINCREMENT, so SQLite never hands
+// The embedded default store (DESIGN §5). One file, WAL, and an append resolves only once its
+// commit is on disk, so an acknowledged report survives power loss; batching (one transaction
+// per append call) is how it gets fast, not weaker sync. Two ways to the disk (option `sync`):
+// SQLite's synchronous=FULL, which fdatasyncs the WAL inside each COMMIT on the event loop, or
+// group commit (walSync.ts), which commits with synchronous=NORMAL and fdatasyncs the WAL on a
+// libuv thread, readers of this process seeing nothing past the oldest commit not yet synced. Positions are INTEGER PRIMARY KEY AUTOINCREMENT, so SQLite never hands
 // out a position twice, even after the newest rows are gone (plain rowids may be reused).
 
 export type SqliteEventStoreOptions = Readonly<{
-  /** FULL (default) fsyncs the WAL on every commit; NORMAL may lose the last commits on power loss. */
+  /**
+   * How an append reaches the disk before it resolves (docs/store.md, Durability). `full`
+   * (default): SQLite's `synchronous` below, the sync inside each COMMIT on the event loop.
+   * `group`: synchronous=NORMAL and an fdatasync of the WAL on a libuv thread after the commit;
+   * appends committed meanwhile share the next sync, and this process reads nothing (append
+   * results aside) past the oldest commit not yet synced. As durable as FULL; other processes
+   * may read a commit before its sync. `:memory:` (nothing to sync) and a file SQLite cannot
+   * keep in WAL mode stay on `full`.
+   */
+  sync?: 'full' | 'group';
+  /** The WAL sync of `group` (default fdatasync); tests hold it pending or make it fail. */
+  walSync?: (fd: number) => Promise<void>;
+  /** `full` only: FULL (default) fsyncs the WAL on every commit; NORMAL may lose the last commits on power loss. */
   synchronous?: 'FULL' | 'NORMAL' | 'EXTRA';
   maxEventBytes?: number;
   /** How often live subscriptions look for appends made by another process (ms). */
@@ -80,8 +97,12 @@ const migrations: Readonly<Record<number, (db: Database.Database) => void>> = {
   1: (db) => db.exec("CREATE INDEX events_declarations ON events (position) WHERE type = 'DeclarationSent'"),
 };
 
-/** Same-process subscriptions on one file share a notifier, whichever handle appended. */
-const notifiers = new Map<string, { notifier: Notifier; users: number }>();
+/**
+ * Same-process subscriptions on one file share a notifier, whichever handle appended; and every
+ * handle's reads stop before the oldest position any handle of the file has committed but not yet
+ * synced (`unsynced`: one function per group-commit handle, null when it has nothing waiting).
+ */
+const notifiers = new Map<string, { notifier: Notifier; users: number; unsynced: Set<() => bigint | null> }>();
 
 const sqliteError = (err: unknown, what: string): ConvergeError => {
   if (err instanceof ConvergeError) return err;
@@ -153,11 +174,13 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   const key = path === ':memory:' ? `:memory:${Math.random()}` : resolve(path);
 
   let db: Database.Database | undefined;
+  let group: boolean;
   try {
     db = new Database(path);
     db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5_000}`);
-    db.pragma('journal_mode = WAL');
-    db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+    const mode = db.pragma('journal_mode = WAL', { simple: true }) as string;
+    group = options.sync === 'group' && mode === 'wal' && path !== ':memory:' && path !== '';
+    db.pragma(`synchronous = ${group ? 'NORMAL' : (options.synchronous ?? 'FULL')}`);
     migrate(db, path);
   } catch (err) {
     if (db?.open === true) db.close();
@@ -165,10 +188,62 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   }
   const conn = db;
 
-  const shared = notifiers.get(key) ?? { notifier: createNotifier(), users: 0 };
+  const shared = notifiers.get(key) ?? { notifier: createNotifier(), users: 0, unsynced: new Set() };
   shared.users++;
   notifiers.set(key, shared);
   const notifier = shared.notifier;
+
+  // Group commit (walSync.ts): commits of this handle not yet synced, oldest first, each with the
+  // first position it wrote (null: it wrote no event, a checkpoint). Reads through any handle of
+  // this file in this process stop before the oldest such position, so a subscriber (the relay
+  // above all: it must never publish a declaration that a power loss could take back), readAll,
+  // readStream and headPosition see only what is durable.
+  const unsyncedCommits: { commit: number; first: bigint | null }[] = [];
+  const oldestUnsynced = (): bigint | null => {
+    for (const c of unsyncedCommits) if (c.first !== null) return c.first;
+    return null;
+  };
+  const syncer: WalSyncer | null = group
+    ? createWalSyncer({
+        walPath: `${resolve(path)}-wal`,
+        ...(options.walSync === undefined ? {} : { sync: options.walSync }),
+        onDurable: (commits) => {
+          let n = 0;
+          while (n < unsyncedCommits.length && unsyncedCommits[n]!.commit <= commits) n++;
+          const wroteEvents = unsyncedCommits.slice(0, n).some((c) => c.first !== null);
+          unsyncedCommits.splice(0, n);
+          if (wroteEvents) notifier.notify();
+        },
+      })
+    : null;
+  if (syncer !== null) shared.unsynced.add(oldestUnsynced);
+  /** The newest position reads may return (null: no limit): one before the oldest unsynced one of any handle. */
+  const readLimit = (): bigint | null => {
+    let limit: bigint | null = null;
+    for (const f of shared.unsynced) {
+      const first = f();
+      if (first !== null && (limit === null || first - 1n < limit)) limit = first - 1n;
+    }
+    return limit;
+  };
+  /** `events` (position order) cut before the first one past the read limit. */
+  const durableOnly = <T extends { position: bigint }>(events: T[], limit: bigint | null = readLimit()): T[] => {
+    if (limit === null || events.length === 0 || events[events.length - 1]!.position <= limit) return events;
+    let n = 0;
+    while (n < events.length && events[n]!.position <= limit) n++;
+    return events.slice(0, n);
+  };
+  /** Commit made: the promise that it is durable (at once under `full`). */
+  const synced = async (first: bigint | null): Promise<void> => {
+    if (syncer === null) return;
+    const { commit, durable } = syncer.afterCommit();
+    unsyncedCommits.push({ commit, first });
+    try {
+      await durable;
+    } catch (err) {
+      throw sqliteError(err, 'sync the sqlite store');
+    }
+  };
 
   // Prepared once (pino's habit: work done when built, not on the hot path).
   const cols = 'position, id, stream, revision, type, data, metadata';
@@ -256,6 +331,8 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   // and so is anything older than the window (a subscriber catching up).
   let tail: Recorded[] = [];
   let pendingTail: Recorded[] = [];
+  /** The first position the running append wrote. */
+  let pendingFirst: bigint | null = null;
   const tailLimit = 4_096;
 
   /** Up to `limit` consecutive events after `after` from `tail`; null unless `after + 1` is there. */
@@ -306,6 +383,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     }
     pending = new Map();
     pendingTail = [];
+    pendingFirst = null;
     const streams: AppendResult['streams'][number][] = [];
     let position: bigint | null = null;
     for (const [k, w] of writes.entries()) {
@@ -338,6 +416,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
         revision++;
         written++;
         position = r.lastInsertRowid as bigint;
+        pendingFirst ??= position;
         const original = events[j]!;
         pendingTail.push(recorded({ type: original.type, data: original.data } as ConvergeEvent, e.id, w.stream, revision, position));
       }
@@ -381,11 +460,13 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
 
   function readAfter(after: bigint | null, limit: number, types: ReadonlySet<string> | null = null): Recorded[] {
     open();
+    const durable = readLimit();
+    if (durable !== null && (after ?? 0n) >= durable) return [];
     try {
       const cached = types === null ? fromTail(after ?? 0n, limit) : fromTailOfTypes(after ?? 0n, limit, types);
-      if (cached !== null) return cached;
+      if (cached !== null) return durableOnly(cached, durable);
       const rows = types === null ? q.after.iterate(after ?? 0n, limit) : typesQuery(types).iterate(after ?? 0n, limit);
-      return decodeUpTo(rows).events;
+      return durableOnly(decodeUpTo(rows).events, durable);
     } catch (err) {
       throw sqliteError(err, 'read sqlite store');
     }
@@ -397,6 +478,8 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     async append(writes) {
       open();
       const encoded = encodeWrites(writes, maxEventBytes);
+      const broken = syncer?.broken() ?? null;
+      if (broken !== null) throw sqliteError(broken, 'append to sqlite store');
       let result: AppendResult;
       try {
         // IMMEDIATE takes the write lock up front: another process waits (busy_timeout) rather
@@ -414,7 +497,18 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
         tail = tail.length + pendingTail.length > tailLimit * 2 ? tail.slice(-tailLimit).concat(pendingTail) : tail.concat(pendingTail);
         pendingTail = [];
       }
-      if (result.position !== null) notifier.notify();
+      if (syncer === null) {
+        if (result.position !== null) notifier.notify();
+      } else if (result.position !== null) {
+        await synced(pendingFirst);
+      } else {
+        // Nothing new written: its events may be in a commit whose sync is still running.
+        try {
+          await syncer.flush();
+        } catch (err) {
+          throw sqliteError(err, 'sync the sqlite store');
+        }
+      }
       return result;
     },
 
@@ -426,7 +520,8 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
           opts.direction === 'backwards'
             ? q.backwards.all(stream, opts.fromRevision ?? 9223372036854775807n, limit)
             : q.forwards.all(stream, opts.fromRevision ?? 0n, limit);
-        return (rows as Row[]).map(decode);
+        const durable = readLimit();
+        return (durable === null ? (rows as Row[]) : (rows as Row[]).filter((r) => r[at.position] <= durable)).map(decode);
       } catch (err) {
         throw sqliteError(err, `read ${stream}`);
       }
@@ -466,16 +561,21 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
         } catch (err) {
           throw sqliteError(err, 'read sqlite store');
         }
-        if (batch.length > 0) {
-          left -= batch.length;
-          yield batch;
+        const durable = durableOnly(batch);
+        if (durable.length > 0) {
+          left -= durable.length;
+          yield durable;
         }
+        if (durable.length < batch.length) return;
       }
     },
 
     async headPosition() {
       open();
-      return (q.head.get() as bigint | null) ?? null;
+      const head = (q.head.get() as bigint | null) ?? null;
+      const limit = readLimit();
+      // Positions start at 1: a limit of 0 (the first event unsynced) is an empty store.
+      return limit !== null && head !== null && head > limit ? (limit > 0n ? limit : null) : head;
     },
 
     subscribe(opts: SubscribeOptions) {
@@ -500,16 +600,22 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
 
     async setCheckpoint(name, position) {
       open();
+      const broken = syncer?.broken() ?? null;
+      if (broken !== null) throw sqliteError(broken, `save checkpoint ${name}`);
       try {
         q.setCheckpoint.run(name, position);
       } catch (err) {
         throw sqliteError(err, `save checkpoint ${name}`);
       }
+      await synced(null);
     },
 
     async close() {
       if (closed) return;
       closed = true;
+      // What is committed gets its sync (and its appends their answer) before the file closes.
+      await syncer?.close();
+      shared.unsynced.delete(oldestUnsynced);
       if (--shared.users === 0) notifiers.delete(key);
       conn.close();
       // Wake this handle's subscriptions so they see the store is closed and end.

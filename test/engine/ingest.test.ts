@@ -1,16 +1,21 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { createIngest } from '../../src/engine/ingest.ts';
 import type { Ingest } from '../../src/engine/ingest.ts';
 import { streamOf } from '../../src/events/index.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
+import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { createInProcessBroker } from '../../src/transport/inProcess.ts';
 import type { Delivery, IngestSource } from '../../src/transport/port.ts';
 import { encodeAlive, encodeReport } from '../../src/wire/index.ts';
 import type { Report } from '../../src/wire/index.ts';
 import { logger } from '../support/logger.ts';
+import { until } from '../support/until.ts';
 
 // Ingest against a hand-made IngestSource, for the corners a broker cannot be made to hit on cue.
 
@@ -245,4 +250,34 @@ test('stop parses and writes the deliveries still waiting for their turn', async
     (await store.readStream(streamOf('n'))).map((e) => (e.type === 'ReportReceived' ? e.data.transport.messageId : e.type)),
     ['n/0', 'n/1', 'n/2'],
   );
+});
+
+test('on a group-commit SQLite store nothing is acked before the WAL sync covering it succeeds, and nothing at all after one fails', async (t) => {
+  t.diagnostic('power loss cannot be tested here: the WAL sync is held and failed by hand, the power stays on');
+  const dir = mkdtempSync(join(tmpdir(), 'converge-ingest-sync-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const held: { resolve: () => void; reject: (e: Error) => void }[] = [];
+  const walSync = (): Promise<void> => new Promise<void>((resolve, reject) => void held.push({ resolve, reject }));
+  const store = createSqliteEventStore(join(dir, 'events.db'), { sync: 'group', walSync });
+  const { source, deliver, acked } = handSource();
+  const ingest = createIngest({ store, source, logger, flushMs: 1, retry: { minMs: 1, maxMs: 5 } });
+  await ingest.start();
+  for (let i = 0; i < 3; i++) deliver('n', reportOf('n'));
+  await until('the batch committed and its sync started', () => held.length === 1);
+  for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 5));
+  assert.deepEqual(acked, [], 'acked before the commit was on disk');
+  held.shift()!.resolve();
+  await until('the batch acked', () => acked.length === 3);
+
+  deliver('n', reportOf('n'));
+  await until('the next sync', () => held.length === 1);
+  held.shift()!.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+  await until('ingest unhealthy', () => !ingest.isHealthy());
+  // Retried, and refused every time: the store acks nothing after a failed sync.
+  await until('a few retries', () => (ingest.health().error ?? '').includes('EIO'));
+  for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 5));
+  assert.equal(acked.length, 3);
+  assert.equal(held.length, 0, 'no sync after the failed one');
+  await ingest.stop();
+  await store.close();
 });

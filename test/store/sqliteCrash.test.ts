@@ -17,23 +17,28 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 const seed = Number(process.env.CONVERGE_CRASH_SEED ?? 20240601);
 
-test(
-  `every batch reported committed survives SIGKILL exactly once and no partial batch exists (seed ${seed})`,
-  { timeout: 120_000 },
-  async () => {
-    const path = join(dir, 'crash.db');
-    const random = prng(seed);
-    const reported = new Map<string, number[]>();
-    for (let round = 0; round < 5; round++) {
-      const run = `r${round}`;
-      reported.set(run, await runAndKill(appender, [path, run], run, 1 + Math.floor(random() * 30), Math.floor(random() * 40)));
-    }
+for (const sync of ['full', 'group'] as const) {
+  test(
+    `every batch reported committed survives SIGKILL exactly once and no partial batch exists, sync ${sync} (seed ${seed})`,
+    { timeout: 120_000 },
+    async (t) => {
+      if (sync === 'group') t.diagnostic('SIGKILL, not power loss: power loss cannot be tested here');
+      process.env['CONVERGE_TEST_SQLITE_SYNC'] = sync;
+      t.after(() => delete process.env['CONVERGE_TEST_SQLITE_SYNC']);
+      const path = join(dir, `crash-${sync}.db`);
+      const random = prng(seed);
+      const reported = new Map<string, number[]>();
+      for (let round = 0; round < 5; round++) {
+        const run = `r${round}`;
+        reported.set(run, await runAndKill(appender, [path, run], run, 1 + Math.floor(random() * 30), Math.floor(random() * 40)));
+      }
 
-    const store = createSqliteEventStore(path);
-    try {
-      await assertEveryReportedBatchOnce(store, reported);
-    } finally {
-      await store.close();
-    }
-  },
-);
+      const store = createSqliteEventStore(path);
+      try {
+        await assertEveryReportedBatchOnce(store, reported);
+      } finally {
+        await store.close();
+      }
+    },
+  );
+}
