@@ -22,6 +22,13 @@ export const settings = {
     default: defaultStore,
     help: 'event store: sqlite:<path>, postgres://…[?schema=name], esdb://… or memory:',
   },
+  sqliteSync: {
+    flag: 'sqlite-sync',
+    env: 'CONVERGE_SQLITE_SYNC',
+    value: 'group|full',
+    default: 'group',
+    help: 'serve on SQLite: how an append reaches the disk before it is acked: group (fsync of the WAL off the event loop, shared by the commits made meanwhile) or full (SQLite fsyncs inside each commit); both survive power loss',
+  },
   amqpUrl: {
     flag: 'amqp',
     env: 'CONVERGE_AMQP_URL',

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Config, ConfigKey } from '../app/config.ts';
 import { ConvergeError } from '../errors.ts';
-import type { EventStore } from '../store/index.ts';
+import type { EventStore, OpenEventStoreOptions } from '../store/index.ts';
 import { validateNodeId } from '../wire/nodeId.ts';
 import type { Flag } from './args.ts';
 import type { CliIo } from './io.ts';
@@ -63,7 +63,7 @@ export function sqliteFileOf(config: Config, io: CliIo): string | null {
  * Open the configured store. A read command (`mustExist`) on a SQLite file that is not there
  * gets an error, not a new empty store; a writing command gets the file's folder made.
  */
-export async function openStore(config: Config, io: CliIo, mustExist: boolean): Promise<EventStore> {
+export async function openStore(config: Config, io: CliIo, mustExist: boolean, options: OpenEventStoreOptions = {}): Promise<EventStore> {
   const path = sqlitePathOf(config.store);
   let url = config.store;
   if (path !== null) {
@@ -76,7 +76,7 @@ export async function openStore(config: Config, io: CliIo, mustExist: boolean): 
     url = `sqlite:${file}`;
   }
   const { openEventStore } = await import('../store/index.ts');
-  return openEventStore(url);
+  return openEventStore(url, options);
 }
 
 /** Run `fn` with an existing store open, closing it however `fn` ends. */

@@ -336,7 +336,7 @@ export function createIngest(options: IngestOptions): Ingest {
     });
   }
 
-  // Full batches only, unless told otherwise: each append is one fsync (synchronous=FULL), and
+  // Full batches only, unless told otherwise: each append is one commit and one fsync, and
   // writing whatever had trickled in behind a full batch made ~157 appends of 50,000 reports
   // instead of 100, the one largest cost in bench/ingest.ts. A remainder waits at most flushMs,
   // as the baseline's does.

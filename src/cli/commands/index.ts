@@ -42,7 +42,7 @@ export const commands: readonly CommandSpec[] = [
     flags: {},
     args: [0, 0],
     // serve also bounds mesh.dead through the management API (issue 13 item 7).
-    settings: [...engineSettings, 'deadLetterMaxLength', 'deadLetterMaxBytes', 'managementUrl'],
+    settings: [...engineSettings, 'sqliteSync', 'deadLetterMaxLength', 'deadLetterMaxBytes', 'managementUrl'],
     defaultLogLevel: 'info',
     load: () => import('./serve.ts'),
   },

@@ -34,7 +34,10 @@ export const run: Run = async ({ io, config }) => {
 };
 
 async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'config'> & { logger: Logger }): Promise<number> {
-  const store = await openStore(config, io, false);
+  // Group commit (src/store/walSync.ts) only here: serve holds the engine lock, so its relay, the
+  // one reader that publishes, is in this process and reads nothing not yet synced. Other commands
+  // keep FULL, so another process never reads a row of theirs before it is on disk.
+  const store = await openStore(config, io, false, { sqlite: { sync: config.sqliteSync } });
   let amqp: Awaited<ReturnType<typeof connectServerTransport>> | null = null;
   let transport: ServerTransport | undefined;
   if (config.role === 'api') {
