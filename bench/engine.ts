@@ -192,7 +192,7 @@ async function waitForLine(lines: AsyncIterator<string>, match: RegExp): Promise
  * to mesh.dead and the drain would never end, so the burst is raised to hold them. The budget
  * still runs on every report, as it does for users; it only has nothing to refuse.
  */
-function startServe(storePath: string, perNode: number): Child & { url: Promise<string> } {
+function startServe(storePath: string, perNode: number, sqliteSync: 'group' | 'full' = 'group'): Child & { url: Promise<string> } {
   const c = startChild(
     [
       // e.g. BENCH_SERVE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to see where serve's time goes
@@ -211,6 +211,8 @@ function startServe(storePath: string, perNode: number): Child & { url: Promise<
       keyPath,
       '--node-report-burst',
       String(Math.max(1_000, perNode * 2)),
+      '--sqlite-sync',
+      sqliteSync,
     ],
     'stderr',
   );
@@ -224,7 +226,7 @@ const leftovers: string[] = [];
 let previous: string | null = null;
 
 /** Start the consumer on a full queue; time from the first message taken to the last one visible. */
-async function drain(kind: 'engine' | 'baseline', scenario: Scenario, pass: number): Promise<Drain> {
+async function drain(kind: 'engine' | 'engine-full' | 'baseline', scenario: Scenario, pass: number): Promise<Drain> {
   const path = join(dir, `${kind}-${scenario.name}-${pass}.db`);
   const { head, digests } = await prefillStore(path, scenario.nodes);
   const conn = await amqp.connect(scratch.amqpUrl);
@@ -240,8 +242,8 @@ async function drain(kind: 'engine' | 'baseline', scenario: Scenario, pass: numb
 
   let child: Child;
   let done: () => Promise<void>;
-  if (kind === 'engine') {
-    const serve = startServe(path, Math.ceil(total / scenario.nodes.length));
+  if (kind !== 'baseline') {
+    const serve = startServe(path, Math.ceil(total / scenario.nodes.length), kind === 'engine' ? 'group' : 'full');
     child = serve;
     const target = head + BigInt(total);
     done = async () => {
@@ -317,15 +319,18 @@ const pct = (sorted: readonly number[], p: number): number =>
 async function drainScenario(scenario: Scenario): Promise<void> {
   const engine: Drain[] = [];
   const baseline: Drain[] = [];
+  const full: Drain[] = [];
   // Alternating, each side first in turn: the broker and the disk are shared with whatever else
-  // runs on the machine, and neither side should always get the quieter moment.
+  // runs on the machine, and neither side should always get the quieter moment. A third side,
+  // serve with `--sqlite-sync full` (SQLite's fsync inside each commit, on the event loop), says
+  // what group commit buys alone (BENCH_SYNC_FULL=0 leaves it out).
+  const sides: ('engine' | 'engine-full' | 'baseline')[] =
+    process.env['BENCH_SYNC_FULL'] === '0' ? ['baseline', 'engine'] : ['baseline', 'engine', 'engine-full'];
   for (let pass = 0; pass < passes; pass++) {
-    if (pass % 2 === 0) {
-      baseline.push(await drain('baseline', scenario, pass));
-      engine.push(await drain('engine', scenario, pass));
-    } else {
-      engine.push(await drain('engine', scenario, pass));
-      baseline.push(await drain('baseline', scenario, pass));
+    const order = pass % 2 === 0 ? sides : [...sides].reverse();
+    for (const side of order) {
+      const d = await drain(side, scenario, pass);
+      (side === 'engine' ? engine : side === 'baseline' ? baseline : full).push(d);
     }
   }
   const rateOf = (d: Drain): number => total / d.seconds;
@@ -340,6 +345,16 @@ async function drainScenario(scenario: Scenario): Promise<void> {
     // The fleet-sized drain is the one figure to read first (BENCHMARKS.md's headline).
     headline: scenario.nodes.length >= 10_000,
   });
+  if (full.length > 0) {
+    const fullRatios = full.map((e, i) => rateOf(e) / rateOf(baseline[i]!));
+    report.row({
+      name: `drain, ${scenario.name}, serve --sqlite-sync full`,
+      unit: 'reports/s',
+      converge: full.map(rateOf),
+      baseline: baseline.map(rateOf),
+      notes: `SQLite's fsync in each commit, on the event loop (the default is group commit); ratio per pass ${Math.min(...fullRatios).toFixed(2)}–${Math.max(...fullRatios).toFixed(2)}`,
+    });
+  }
   report.row({
     name: `CPU per report, ${scenario.name}`,
     unit: 'µs',
