@@ -11,7 +11,7 @@ export {
   reportClasses,
 } from './nodeState.ts';
 export type { NodeState, NodeStatus, ReportClass, SentSummary, ReportedSummary, Anomalies, EarlierSend } from './nodeState.ts';
-export { createNodeDraft, draftOf, foldIntoDraft, publishDraft } from './nodeDraft.ts';
+export { createNodeDraft, draftOf, draftAlive, draftReport, draftSend, foldIntoDraft, publishDraft } from './nodeDraft.ts';
 export type { NodeDraft } from './nodeDraft.ts';
 export { livenessAt, defaultGraceMs, newerLastSeen, livenessStates } from './liveness.ts';
 export type { Liveness, LivenessState } from './liveness.ts';
