@@ -15,13 +15,14 @@ type Plain = Record<string, unknown>;
 
 const isPlainObject = (v: unknown): v is Plain => typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype;
 
-/** events.ts's digest, /^[0-9a-f]{64}$/, as a loop over char codes (a third of the regex's time here). */
-function isDigest(v: unknown): boolean {
+/** 1 for the char codes of a lowercase hex digit. */
+const hexDigit = new Uint8Array(0x10000);
+for (const ch of '0123456789abcdef') hexDigit[ch.charCodeAt(0)] = 1;
+
+/** events.ts's digest, /^[0-9a-f]{64}$/, as a loop over char codes and a table (the regex took ~1.5× as long). */
+export function isDigest(v: unknown): boolean {
   if (typeof v !== 'string' || v.length !== 64) return false;
-  for (let i = 0; i < 64; i++) {
-    const c = v.charCodeAt(i);
-    if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return false;
-  }
+  for (let i = 0; i < 64; i++) if (hexDigit[v.charCodeAt(i)] !== 1) return false;
   return true;
 }
 
@@ -64,24 +65,24 @@ export function isPlainIso(s: string): boolean {
 }
 
 /** zod's `iso` in events.ts: a string Date.parse reads. */
-const isIso = (v: unknown): boolean => typeof v === 'string' && (isPlainIso(v) || !Number.isNaN(Date.parse(v)));
+export const isIso = (v: unknown): boolean => typeof v === 'string' && (isPlainIso(v) || !Number.isNaN(Date.parse(v)));
 const isNodeName = (v: unknown): boolean => typeof v === 'string' && v.length > 0;
 const isCount = (v: unknown): boolean => Number.isSafeInteger(v) && (v as number) >= 1;
 
-function isStringArray(v: unknown): boolean {
+export function isStringArray(v: unknown): boolean {
   if (!Array.isArray(v)) return false;
   for (let i = 0; i < v.length; i++) if (typeof v[i] !== 'string') return false;
   return true;
 }
 
-function isIntArray(v: unknown): boolean {
+export function isIntArray(v: unknown): boolean {
   if (!Array.isArray(v)) return false;
   for (let i = 0; i < v.length; i++) if (!Number.isSafeInteger(v[i])) return false;
   return true;
 }
 
 /** src/wire's stringMap: a plain object whose values are all strings. */
-function isStringMap(v: unknown): boolean {
+export function isStringMap(v: unknown): boolean {
   if (!isPlainObject(v)) return false;
   for (const k in v) if (typeof v[k] !== 'string') return false;
   return true;
@@ -96,12 +97,12 @@ function keyCount(v: Plain): number {
 
 const isNullableString = (v: unknown): boolean => v === null || typeof v === 'string';
 
-function isTransport(v: unknown): boolean {
+export function isTransport(v: unknown): boolean {
   if (!isPlainObject(v)) return false;
   return isNullableString(v.messageId) && typeof v.redelivered === 'boolean' && isNullableString(v.userId) && keyCount(v) === 3;
 }
 
-function isRolloutTag(v: unknown): boolean {
+export function isRolloutTag(v: unknown): boolean {
   if (!isPlainObject(v)) return false;
   return typeof v.id === 'string' && rolloutIdPattern.test(v.id) && isCount(v.wave) && keyCount(v) === 2;
 }
