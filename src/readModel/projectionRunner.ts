@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { livenessStates, nodeStatuses } from '../../projections/index.ts';
+import { readNodeColumns } from '../store/index.ts';
 import type { EventStore, Subscription } from '../store/index.ts';
 import type { Metrics } from '../metrics.ts';
 import { createReadModel } from './readModel.ts';
@@ -241,8 +242,9 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     try {
       const until = await store.headPosition();
       if (until === null) return;
-      for await (const batch of store.readAll()) {
-        if (!readModel.catchUp(batch, until) || stopping) break;
+      // Pages of columns (src/store/nodeColumns.ts): the typed fields the draft fold reads.
+      for await (const page of readNodeColumns(store)) {
+        if (!readModel.catchUpColumns(page, until) || stopping) break;
         // One event-loop turn per batch, as the subscription takes (pollingSubscription.ts).
         await new Promise<void>((resolve) => setImmediate(resolve));
       }

@@ -1,8 +1,11 @@
-import { createFleetTally, createNodeDraft, foldIntoDraft, foldNode, initialNodeState, publishDraft } from '../../projections/index.ts';
+import { createFleetTally, createNodeDraft, foldNode, initialNodeState, publishDraft } from '../../projections/index.ts';
 import type { FleetSummary, FleetSummaryOptions, LivenessState, NodeDraft, NodeState, NodeStatus } from '../../projections/index.ts';
 import { ConvergeError } from '../errors.ts';
 import type { DeclarationSent, Recorded, RolloutEvent } from '../events/index.ts';
 import { isNodeEvent, nodeOfStream } from '../events/index.ts';
+import { columnsOf, createNodeColumns, eventKind } from '../store/index.ts';
+import type { NodeColumns } from '../store/index.ts';
+import { foldEntry, internIds, internSpec } from './foldColumns.ts';
 import { createLivenessTracker } from './livenessTracker.ts';
 import type { ExactLastSeen, LivenessCounts } from './livenessTracker.ts';
 
@@ -80,6 +83,12 @@ export type ReadModel = Readonly<{
    * here are folded there). A throw discards the whole catch-up, so `apply` meets the event again.
    */
   catchUp: (events: readonly Recorded[], until: bigint) => boolean;
+  /**
+   * `catchUp` on a page of columns (src/store/nodeColumns.ts: readNodeColumns), the cold start's
+   * read: the same fold and the same stops, on typed fields instead of an event object per event.
+   * `catchUp` itself puts its events in columns and comes here.
+   */
+  catchUpColumns: (page: NodeColumns, until: bigint) => boolean;
   /** Publish what `catchUp` folded: the nodes' states, the counters, the position; then each bulk listener's `bulk()`. */
   endCatchUp: () => void;
   /** Hear every rollout event as it is passed over (they fold into no node); returns the unsubscribe function. */
@@ -110,27 +119,13 @@ const failedError = (f: FoldFailure, cause?: unknown): ConvergeError =>
 
 // Nodes sent the same spec hold the same spec digest and resource ids: one string and one array
 // for all of them instead of a copy each, as every event arrives with its own (memory per node,
-// bench/scale.ts). Equal values, so the fold's result is the same. Bounded: a fleet with more
-// distinct specs than this only shares less.
-const internLimit = 10_000;
-const specs = new Map<string, string>();
-const resourceLists = new Map<string, readonly string[]>();
+// bench/scale.ts). Equal values, so the fold's result is the same (foldColumns.ts keeps the tables).
 function interned(e: Recorded<DeclarationSent>): Recorded<DeclarationSent> {
   const d = e.data;
-  const spec = specs.get(d.specDigest);
-  if (spec === undefined) {
-    if (specs.size >= internLimit) specs.clear();
-    specs.set(d.specDigest, d.specDigest);
-  }
-  const key = d.resourceIds.join('\u0000');
-  const ids = resourceLists.get(key);
-  if (ids === undefined) {
-    if (resourceLists.size >= internLimit) resourceLists.clear();
-    resourceLists.set(key, d.resourceIds);
-  }
-  // (Strings compare by value in JS, so "already held" is "found in the table", not `===`.)
-  if (spec === undefined && ids === undefined) return e;
-  return { ...e, data: { ...d, specDigest: spec ?? d.specDigest, resourceIds: (ids ?? d.resourceIds) as string[] } };
+  const spec = internSpec(d.specDigest);
+  const ids = internIds(d.resourceIds);
+  if (spec === d.specDigest && ids === d.resourceIds) return e;
+  return { ...e, data: { ...d, specDigest: spec, resourceIds: ids as string[] } };
 }
 
 export function createReadModel(options: ReadModelOptions = {}): ReadModel {
@@ -151,7 +146,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
   const bulkListeners = new Map<ChangeListener, () => void>();
   /** A bulk catch-up's working states and position (null: none under way); `bulkOver`: no more bulk for this model. */
   let drafts: Map<string, NodeDraft> | null = null;
-  let draftPosition: bigint | null = null;
+  let draftPosition: number | null = null;
   let bulkOver = false;
   const rolloutListeners = new Set<RolloutEventListener>();
   let position: bigint | null = null;
@@ -205,7 +200,8 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     return order;
   }
 
-  function catchUp(events: readonly Recorded[], until: bigint): boolean {
+  /** Whether a bulk catch-up may fold now: starts one from an empty model, or says no more. */
+  function bulkOpen(): boolean {
     if (bulkOver) return false;
     if (drafts === null) {
       // Only from nothing, and only while every listener can take the catch-up at once.
@@ -215,28 +211,52 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       }
       drafts = new Map();
     }
-    const ds = drafts;
-    for (const e of events) {
-      if (draftPosition !== null && e.position <= draftPosition) continue;
+    return true;
+  }
+
+  /** Drop what the bulk fold folded: `apply` folds from zero again (issue 13 item 2: it stops at a failing event). */
+  function dropCatchUp(): false {
+    drafts = null;
+    draftPosition = null;
+    bulkOver = true;
+    return false;
+  }
+
+  let scratch: NodeColumns = createNodeColumns(0);
+  function catchUp(events: readonly Recorded[], until: bigint): boolean {
+    if (!bulkOpen()) return false;
+    try {
+      scratch = columnsOf(events, scratch);
+    } catch {
+      // An event the columns cannot take (malformed data) is one the draft fold would throw on.
+      return dropCatchUp();
+    }
+    return catchUpColumns(scratch, until);
+  }
+
+  function catchUpColumns(c: NodeColumns, until: bigint): boolean {
+    if (!bulkOpen()) return false;
+    const ds = drafts!;
+    const last = Number(until);
+    for (let i = 0; i < c.length; i++) {
+      const p = c.position[i]!;
+      if (draftPosition !== null && p <= draftPosition) continue;
       // A rollout's event goes through `apply`, where the rollout view hears it among the node changes.
-      if (e.position > until || !isNodeEvent(e)) {
+      if (p > last || c.kind[i] === eventKind.other) {
         bulkOver = true;
         return false;
       }
-      const node = nodeOfStream(e.stream) ?? e.data.node;
+      const node = c.streamNode[i] ?? c.node[i]!;
       let d = ds.get(node);
       if (d === undefined) ds.set(node, (d = createNodeDraft(node)));
       try {
-        foldIntoDraft(d, e.type === 'DeclarationSent' ? interned(e) : e);
+        foldEntry(d, c, i);
       } catch {
         // A half-folded draft is no state to serve: drop the catch-up; `apply` folds from zero
         // again, meets this event, and stops there as it does (issue 13 item 2).
-        drafts = null;
-        draftPosition = null;
-        bulkOver = true;
-        return false;
+        return dropCatchUp();
       }
-      draftPosition = e.position;
+      draftPosition = p;
     }
     return true;
   }
@@ -250,7 +270,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       const slot = slotFor(node);
       place(slot, states[slot], publishDraft(d));
     }
-    if (draftPosition !== null) position = draftPosition;
+    if (draftPosition !== null) position = BigInt(draftPosition);
     draftPosition = null;
     for (const bulk of [...bulkListeners.values()]) {
       try {
@@ -380,6 +400,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       };
     },
     catchUp,
+    catchUpColumns,
     endCatchUp,
     restore(next, at) {
       drafts = null;

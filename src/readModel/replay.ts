@@ -1,7 +1,8 @@
-import { createNodeDraft, foldIntoDraft, publishDraft } from '../../projections/index.ts';
+import { createNodeDraft, publishDraft } from '../../projections/index.ts';
 import type { NodeDraft, NodeState } from '../../projections/index.ts';
-import { isNodeEvent } from '../events/index.ts';
+import { eventKind, readNodeColumns } from '../store/index.ts';
 import type { EventStore } from '../store/index.ts';
+import { foldEntry } from './foldColumns.ts';
 
 // `replay --verify` (DESIGN §3): "replaying the store from zero must give the same state as the
 // live engine, at any position". Fold the whole store with the pure fold alone — no
@@ -14,27 +15,29 @@ export type ReplayProgress = (folded: number, position: bigint) => void;
 /**
  * Fold every event with position <= `until` (default: all) from zero. Each node is folded into a
  * private working state (projections/nodeDraft.ts) and published once at the end: the same states
- * foldNode gives (a property test holds them equal), without a new state per event.
+ * foldNode gives (a property test holds them equal), without a new state per event. The store is
+ * read as pages of columns (src/store/nodeColumns.ts): the typed fields the fold reads, no event
+ * object per event. The live path `replay --verify` compares against reads Recorded events and
+ * folds them with foldNode, so the two share the stored rows and no step between.
  */
 export async function replayStore(
   store: EventStore,
   options: { until?: bigint | null; onProgress?: ReplayProgress } = {},
 ): Promise<Map<string, NodeState>> {
   const drafts = new Map<string, NodeDraft>();
-  const until = options.until ?? null;
+  const until = options.until === undefined || options.until === null ? Infinity : Number(options.until);
   let folded = 0;
-  read: for await (const batch of store.readAll({ streamPrefix: 'node-' })) {
-    for (const e of batch) {
-      if (until !== null && e.position > until) break read;
-      if (!isNodeEvent(e)) continue;
-      const node = e.data.node;
+  read: for await (const c of readNodeColumns(store, { streamPrefix: 'node-' })) {
+    for (let i = 0; i < c.length; i++) {
+      if (c.position[i]! > until) break read;
+      if (c.kind[i] === eventKind.other) continue;
+      const node = c.node[i]!;
       let d = drafts.get(node);
       if (d === undefined) drafts.set(node, (d = createNodeDraft(node)));
-      foldIntoDraft(d, e);
+      foldEntry(d, c, i);
     }
-    folded += batch.length;
-    const last = batch[batch.length - 1];
-    if (last !== undefined) options.onProgress?.(folded, last.position);
+    folded += c.length;
+    if (c.length > 0) options.onProgress?.(folded, BigInt(c.position[c.length - 1]!));
   }
   const states = new Map<string, NodeState>();
   for (const [node, d] of drafts) states.set(node, publishDraft(d));

@@ -1,4 +1,5 @@
 import type { ConvergeEvent, Recorded } from '../events/index.ts';
+import type { NodeColumns, ReadColumnsOptions } from './nodeColumns.ts';
 
 // DESIGN §5: one small interface, three adapters (memory, sqlite, esdb), one conformance suite
 // (test/contracts/eventStore.contract.ts) that every adapter passes.
@@ -98,6 +99,11 @@ export interface EventStore {
   append(writes: readonly StreamWrite[]): Promise<AppendResult>;
   readStream(stream: string, options?: ReadStreamOptions): Promise<readonly Recorded[]>;
   readAll(options?: ReadAllOptions): AsyncIterable<readonly Recorded[]>;
+  /**
+   * readAll's events as pages of columns for the bulk folds (nodeColumns.ts; read through
+   * readNodeColumns, which makes them from readAll for a store without this). SQLite has it.
+   */
+  readColumns?(options?: ReadColumnsOptions): AsyncIterable<NodeColumns>;
   /** Position of the newest event (null if the store is empty). */
   headPosition(): Promise<bigint | null>;
   subscribe(options: SubscribeOptions): Subscription;

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { ConvergeError } from '../errors.ts';
 import type { ConvergeEvent, Recorded } from '../events/index.ts';
-import { decodeEventData, isEventType } from '../events/index.ts';
+import { decodeEventData, isEventType, isNodeEvent } from '../events/index.ts';
 import {
   defaultMaxEventBytes,
   encodeWrites,
@@ -14,6 +14,8 @@ import {
 } from './appendRules.ts';
 import type { Notifier } from './notifier.ts';
 import { createNotifier } from './notifier.ts';
+import { createNodeColumns, eventKind, kindOfType, putEvent, putFastData, streamNodeOf } from './nodeColumns.ts';
+import type { NodeColumns } from './nodeColumns.ts';
 import { createPollingSubscription } from './pollingSubscription.ts';
 import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, StreamWrite, SubscribeOptions } from './port.ts';
 import { createWalSyncer } from './walSync.ts';
@@ -272,6 +274,17 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       .raw()
       .safeIntegers(),
     prefixCount: conn.prepare('SELECT count(*) FROM (SELECT 1 FROM events WHERE stream >= ? AND stream < ? LIMIT ?)').pluck(),
+    // readColumns (nodeColumns.ts): the kind decided in SQL, whether the metadata is this version's
+    // compared there, the id only of a report, integers as numbers: no type or metadata string, no
+    // bigint per row. A row the fast checks do not take is read again whole (`row`).
+    columns: conn
+      .prepare(
+        `SELECT position, revision, CASE type WHEN 'AliveSeen' THEN ${eventKind.alive} WHEN 'ReportReceived' THEN ${eventKind.report} ` +
+          `WHEN 'DeclarationSent' THEN ${eventKind.send} ELSE ${eventKind.other} END, data, metadata = ?, stream, ` +
+          `CASE type WHEN 'ReportReceived' THEN id END FROM events WHERE position > ? ORDER BY position LIMIT ?`,
+      )
+      .raw(),
+    row: conn.prepare('SELECT type, data, metadata, id, stream, revision FROM events WHERE position = ?').raw(),
     head: conn.prepare('SELECT max(position) FROM events').pluck().safeIntegers(),
     getCheckpoint: conn.prepare('SELECT position FROM checkpoints WHERE name = ?').pluck().safeIntegers(),
     setCheckpoint: conn.prepare(
@@ -472,6 +485,55 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     }
   }
 
+  /** Position of the last row readColumnsPage looked at. */
+  let lastScanned = 0;
+  /** Slow rows of a page: entry and position, decoded after the page's query is done. */
+  const slowRows: number[] = [];
+
+  /**
+   * One page of readColumns into `c`: rows after `after`, up to readBatchSize rows or
+   * readBatchBytes of stored JSON, those of streams outside `prefix` skipped unread. Each row is
+   * checked as readAll checks it: this version's metadata and a fast check (fastDecode.ts) take
+   * the parsed data as it is; any other row is read again whole and decoded by decodeEventData.
+   * Returns the rows looked at (0: none left).
+   */
+  function readColumnsPage(c: NodeColumns, after: number, prefix: string | undefined): number {
+    let n = 0;
+    let scanned = 0;
+    let bytes = 0;
+    slowRows.length = 0;
+    type ColumnRow = [position: number, revision: number, kind: number, data: string, current: number, stream: string, id: string | null];
+    for (const r of q.columns.iterate(metadataJson, after, readBatchSize) as IterableIterator<ColumnRow>) {
+      scanned++;
+      lastScanned = r[0];
+      const stream = r[5];
+      if (prefix !== undefined && !stream.startsWith(prefix)) continue;
+      const kind = r[2];
+      const text = r[3];
+      bytes += text.length;
+      if (kind !== eventKind.other && r[4] === 1 && putFastData(c, n, kind, JSON.parse(text), r[6] ?? '')) {
+        c.position[n] = r[0];
+        c.revision[n] = r[1];
+        c.streamNode[n] = streamNodeOf(stream, c.node[n]!);
+      } else {
+        c.kind[n] = eventKind.other;
+        slowRows.push(n, r[0]);
+      }
+      n++;
+      if (bytes >= readBatchBytes) break; // leaving for…of ends the statement's iteration
+    }
+    // Positions climb, and a revision is at most its position: the last is the largest number here.
+    if (lastScanned > Number.MAX_SAFE_INTEGER) throw new RangeError(`position ${lastScanned} is past 2^53: a columnar read holds positions as numbers`);
+    for (let k = 0; k < slowRows.length; k += 2) {
+      const at = slowRows[k + 1]!;
+      const [type, text, metadata, id, stream, revision] = q.row.get(at) as [string, string, string, string, string, number];
+      const data = decodeEventData(type, JSON.parse(text), metadataOf(metadata));
+      putEvent(c, slowRows[k]!, isNodeEvent({ type, data } as Recorded) ? kindOfType(type) : eventKind.other, at, revision, stream, id, data);
+    }
+    c.length = n;
+    return scanned;
+  }
+
   const store: EventStore = {
     kind: 'sqlite',
 
@@ -567,6 +629,24 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
           yield durable;
         }
         if (durable.length < batch.length) return;
+      }
+    },
+
+    async *readColumns(opts = {}) {
+      const prefix = opts.streamPrefix;
+      let after = opts.after === undefined || opts.after === null ? 0 : Number(opts.after);
+      const c = createNodeColumns(readBatchSize);
+      for (;;) {
+        open();
+        let scanned = 0;
+        try {
+          scanned = readColumnsPage(c, after, prefix);
+        } catch (err) {
+          throw sqliteError(err, 'read sqlite store');
+        }
+        if (scanned === 0) return;
+        after = lastScanned;
+        if (c.length > 0) yield c;
       }
     },
 

@@ -1,0 +1,227 @@
+import type { Recorded } from '../events/index.ts';
+import { isNodeEvent, isoMs, nodeOfStream } from '../events/index.ts';
+import { isDigest, isIntArray, isRolloutTag, isStringArray, isStringMap, isTransport } from '../events/fastDecode.ts';
+import type { AliveSeenData, DeclarationSentData, ReportReceivedData } from '../events/index.ts';
+import type { EventStore, ReadAllOptions } from './port.ts';
+
+// The read the bulk folds take (issue 10 §5): a replay from zero (`replay --verify`) and a cold
+// start's catch-up (ReadModel.catchUpColumns). Instead of one Recorded per event — a bigint
+// position and revision, the whole data object, a wrapper — a page of events as columns: for each
+// event its kind, position and revision as numbers, its node, and the fields the node fold reads
+// (projections/nodeDraft.ts: draftSend, draftReport, draftAlive), its time as milliseconds when
+// isoMs reads the text. The page's arrays are reused from page to page: nothing of an event the
+// fold does not keep outlives its row, and a young-generation GC finds little to copy.
+//
+// Every row is checked as `readAll` checks it (decodeEventData: the fast check of fastDecode.ts,
+// else the upcasters and zod), so a page holds only valid events; a row the check refuses throws
+// as readAll throws. The SQLite store reads its pages itself (sqliteEventStore.ts, `readColumns`:
+// fewer columns, integers as numbers, the metadata compared in SQL); any other store's pages are
+// made from its readAll (readNodeColumns below), which is correct and no faster than readAll.
+
+/** An event's kind in a page: the three node events; `other` for anything else (a rollout's). */
+export const eventKind = { other: 0, send: 1, report: 2, alive: 3 } as const;
+
+/** A page of events, in position order. Entry i of each column is event i's (columns another kind uses hold leftovers). */
+export type NodeColumns = {
+  length: number;
+  kind: Uint8Array;
+  /** Exact: a store whose positions pass 2^53 fails the read (they are numbers here). */
+  position: Float64Array;
+  revision: Float64Array;
+  /** The node the data names ('' for `other`). */
+  node: string[];
+  /** The node the stream names (nodeOfStream): the same string as `node` when they agree; null for a stream not a node's. */
+  streamNode: (string | null)[];
+  /** A report's event id (its duplicate check). */
+  id: string[];
+  /** sentAt / receivedAt / seenAt: its milliseconds when isoMs reads it (`timeText` null), else NaN and the text. */
+  time: Float64Array;
+  timeText: (string | null)[];
+  /** A send's digest; a report's declared digest. */
+  digest: (string | null)[];
+  specDigest: string[];
+  serial: Float64Array;
+  /** A send's resource ids; a report's applied ids. */
+  ids: (readonly string[])[];
+  failed: Readonly<Record<string, string>>[];
+  refused: string[];
+  carried: (readonly number[])[];
+};
+
+export type ReadColumnsOptions = Readonly<{
+  /** Exclusive, as readAll's. */
+  after?: bigint | null;
+  /** Only streams starting with this (readAll's streamPrefix): the others are neither decoded nor handed out. */
+  streamPrefix?: string;
+}>;
+
+export function createNodeColumns(capacity: number): NodeColumns {
+  return {
+    length: 0,
+    kind: new Uint8Array(capacity),
+    position: new Float64Array(capacity),
+    revision: new Float64Array(capacity),
+    node: new Array<string>(capacity).fill(''),
+    streamNode: new Array<string | null>(capacity).fill(null),
+    id: new Array<string>(capacity).fill(''),
+    time: new Float64Array(capacity),
+    timeText: new Array<string | null>(capacity).fill(null),
+    digest: new Array<string | null>(capacity).fill(null),
+    specDigest: new Array<string>(capacity).fill(''),
+    serial: new Float64Array(capacity),
+    ids: new Array<readonly string[]>(capacity).fill([]),
+    failed: new Array<Readonly<Record<string, string>>>(capacity).fill({}),
+    refused: new Array<string>(capacity).fill(''),
+    carried: new Array<readonly number[]>(capacity).fill([]),
+  };
+}
+
+/** A position or revision as a page holds it: a number, exact, or a RangeError. */
+function exact(n: number | bigint): number {
+  const x = Number(n);
+  if (!(x <= Number.MAX_SAFE_INTEGER && x >= -Number.MAX_SAFE_INTEGER))
+    throw new RangeError(`position or revision ${n} is past 2^53: a columnar read holds them as numbers`);
+  return x;
+}
+
+/** The node the stream names: `node` itself when the stream is its own (no new string). */
+export function streamNodeOf(stream: string, node: string): string | null {
+  if (stream.length === node.length + 5 && stream.startsWith('node-') && stream.endsWith(node)) return node;
+  return nodeOfStream(stream);
+}
+
+/**
+ * Put one event at entry i: its position, revision, stream and validated data (what decodeEventData
+ * returns, or a fast check accepted). `data` of another kind than the three node events is not read.
+ */
+export function putEvent(
+  c: NodeColumns,
+  i: number,
+  kind: number,
+  position: number | bigint,
+  revision: number | bigint,
+  stream: string,
+  id: string,
+  data: unknown,
+): void {
+  c.kind[i] = kind;
+  c.position[i] = exact(position);
+  c.revision[i] = exact(revision);
+  if (kind === eventKind.other) {
+    c.node[i] = '';
+    c.streamNode[i] = nodeOfStream(stream);
+    return;
+  }
+  const node = (data as { node: string }).node;
+  c.node[i] = node;
+  c.streamNode[i] = streamNodeOf(stream, node);
+  let text: string;
+  if (kind === eventKind.send) {
+    const x = data as DeclarationSentData;
+    c.digest[i] = x.digest;
+    c.specDigest[i] = x.specDigest;
+    c.serial[i] = x.serial;
+    c.ids[i] = x.resourceIds;
+    text = x.sentAt;
+  } else if (kind === eventKind.report) {
+    const x = data as ReportReceivedData;
+    c.id[i] = id;
+    c.digest[i] = x.declared;
+    c.ids[i] = x.applied;
+    c.failed[i] = x.failed;
+    c.refused[i] = x.refused;
+    c.carried[i] = x.carried;
+    text = x.receivedAt;
+  } else text = (data as AliveSeenData).seenAt;
+  const ms = isoMs(text);
+  c.time[i] = ms;
+  c.timeText[i] = ms === ms ? null : text;
+}
+
+/** A time the schema takes (a string Date.parse reads) into entry i; false for anything else. */
+function putTime(c: NodeColumns, i: number, t: unknown): boolean {
+  if (typeof t !== 'string') return false;
+  const ms = isoMs(t);
+  if (ms !== ms) {
+    if (Number.isNaN(Date.parse(t))) return false;
+    c.timeText[i] = t;
+  } else c.timeText[i] = null;
+  c.time[i] = ms;
+  return true;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The fast checks of a columnar read: JSON.parse's `x` of a current-version row of this kind into
+ * entry i, true when the event's schema (events.ts) takes it — every field checked, the ones the
+ * fold does not read too — and false ("decode it whole") for anything else. Unlike fastDecode.ts
+ * they need not count keys: zod would strip a key it does not name, and a page holds named
+ * fields only. Position, revision and the nodes are put by the caller.
+ */
+export function putFastData(c: NodeColumns, i: number, kind: number, x: unknown, id: string): boolean {
+  if (!isObject(x)) return false;
+  const node = x.node;
+  if (typeof node !== 'string' || node.length === 0) return false;
+  if (kind === eventKind.alive) {
+    if (!putTime(c, i, x.seenAt)) return false;
+  } else if (kind === eventKind.report) {
+    const declared = x.declared;
+    if (!(declared === null || isDigest(declared)) || !isStringArray(x.applied) || !isStringMap(x.failed)) return false;
+    if (typeof x.refused !== 'string' || !isIntArray(x.carried) || !isTransport(x.transport) || !putTime(c, i, x.receivedAt)) return false;
+    c.id[i] = id;
+    c.digest[i] = declared as string | null;
+    c.ids[i] = x.applied as string[];
+    c.failed[i] = x.failed as Record<string, string>;
+    c.refused[i] = x.refused;
+    c.carried[i] = x.carried as number[];
+  } else if (kind === eventKind.send) {
+    const serial = x.serial;
+    if (!Number.isSafeInteger(serial) || (serial as number) < 1 || !isDigest(x.digest) || !isDigest(x.specDigest)) return false;
+    if (typeof x.declaration !== 'string' || typeof x.signature !== 'string' || typeof x.keyId !== 'string') return false;
+    if (!isStringArray(x.resourceIds) || (x.rollout !== undefined && !isRolloutTag(x.rollout)) || !putTime(c, i, x.sentAt)) return false;
+    c.digest[i] = x.digest as string;
+    c.specDigest[i] = x.specDigest as string;
+    c.serial[i] = serial as number;
+    c.ids[i] = x.resourceIds as string[];
+  } else return false;
+  c.kind[i] = kind;
+  c.node[i] = node;
+  return true;
+}
+
+export const kindOfType = (type: string): number =>
+  type === 'AliveSeen' ? eventKind.alive : type === 'ReportReceived' ? eventKind.report : type === 'DeclarationSent' ? eventKind.send : eventKind.other;
+
+/** Put the decoded events `events` in `c`, from entry 0 (what a store without a columnar read hands out). */
+export function columnsOf(events: readonly Recorded[], c: NodeColumns = createNodeColumns(events.length)): NodeColumns {
+  if (c.kind.length < events.length) c = createNodeColumns(events.length);
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
+    putEvent(c, i, isNodeEvent(e) ? kindOfType(e.type) : eventKind.other, e.position, e.revision, e.stream, e.id, e.data);
+  }
+  c.length = events.length;
+  return c;
+}
+
+/**
+ * Pages of the store's events as columns, in position order: the store's own columnar read where it
+ * has one (SQLite), else its readAll, each batch put in columns. A page is valid until the next is
+ * asked for: its arrays are reused.
+ */
+export function readNodeColumns(store: EventStore, options: ReadColumnsOptions = {}): AsyncIterable<NodeColumns> {
+  if (store.readColumns !== undefined) return store.readColumns(options);
+  return fromReadAll(store, options);
+}
+
+async function* fromReadAll(store: EventStore, options: ReadColumnsOptions): AsyncIterable<NodeColumns> {
+  const opts: ReadAllOptions = {
+    ...(options.after === undefined ? {} : { after: options.after }),
+    ...(options.streamPrefix === undefined ? {} : { streamPrefix: options.streamPrefix }),
+  };
+  let c = createNodeColumns(0);
+  for await (const batch of store.readAll(opts)) {
+    c = columnsOf(batch, c);
+    yield c;
+  }
+}
