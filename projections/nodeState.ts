@@ -1,3 +1,4 @@
+import { isoMs } from '../src/events/index.ts';
 import type { AliveSeenData, DeclarationSentData, Recorded, ReportReceivedData } from '../src/events/index.ts';
 
 // The fold of DESIGN §3: one node's stream, in order, into the state that answers "has this
@@ -129,6 +130,12 @@ export const later = (a: string | null, b: string): string => {
   return Date.parse(b) > Date.parse(a) ? b : a;
 };
 
+/** Date.parse, by isoMs for the engine's own times (Date#toISOString's: a few comparisons). */
+const parseTime = (text: string): number => {
+  const ms = isoMs(text);
+  return ms === ms ? ms : Date.parse(text);
+};
+
 /** The earlier send with this digest, if the state still keeps it. */
 const earlierSend = (state: Pick<NodeState, 'earlierSends'>, digest: string): EarlierSend | undefined => {
   for (const e of state.earlierSends) if (e[0] === digest) return e;
@@ -224,7 +231,7 @@ function onReportReceived(s: NodeState, d: ReportReceivedData, id: string): Chan
   };
   let { sent, convergence } = s;
   if (cls === 'matching' && sent !== null && sent.acknowledgedAt === null) {
-    const latency = Math.max(0, Date.parse(d.receivedAt) - Date.parse(sent.sentAt));
+    const latency = Math.max(0, parseTime(d.receivedAt) - parseTime(sent.sentAt));
     sent = {
       digest: sent.digest,
       specDigest: sent.specDigest,

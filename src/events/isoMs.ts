@@ -15,7 +15,17 @@ function daysFromCivil(year: number, month: number, day: number): number {
 }
 
 const daysIn = (year: number, month: number): number =>
-  month === 2 ? (year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28) : month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+  month === 2
+    ? year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+      ? 29
+      : 28
+    : month === 4 || month === 6 || month === 9 || month === 11
+      ? 30
+      : 31;
+
+/** The last valid date isoMs read (YYYYMMDD) and its days since 1970-01-01. */
+let lastDate = -1;
+let lastDays = 0;
 
 /** The digit at `i` (0-9), or a value past 9 for anything else. */
 const digit = (s: string, i: number): number => (s.charCodeAt(i) - 0x30) >>> 0;
@@ -54,8 +64,15 @@ export function isoMs(s: string): number {
   const hour = h0 * 10 + h1;
   const minute = mi0 * 10 + mi1;
   const second = s0 * 10 + s1;
-  if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month) || hour > 23 || minute > 59 || second > 59) return NaN;
-  return daysFromCivil(year, month, day) * 86_400_000 + hour * 3_600_000 + minute * 60_000 + second * 1000 + f0 * 100 + f1 * 10 + f2;
+  if (hour > 23 || minute > 59 || second > 59) return NaN;
+  // A log's times come in order, most on the day before: the day's count is kept for the next.
+  const date = year * 10_000 + month * 100 + day;
+  if (date !== lastDate) {
+    if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return NaN;
+    lastDays = daysFromCivil(year, month, day);
+    lastDate = date;
+  }
+  return lastDays * 86_400_000 + hour * 3_600_000 + minute * 60_000 + second * 1000 + f0 * 100 + f1 * 10 + f2;
 }
 
 /** The text isoMs read `ms` from. */

@@ -1,3 +1,5 @@
+import { isoMs } from '../events/index.ts';
+
 // Parsing the ISO times the fold meets, remembering the last one: a report's time and its node's
 // last-seen time are one string, and reports received in one millisecond share it
 // (src/events/make.ts), so during a drain the last text parsed is usually the next one asked.
@@ -9,7 +11,9 @@ export function createIsoParser(): (text: string) => number {
   let lastMs = NaN;
   return (text) => {
     if (text !== lastText) {
-      lastMs = Date.parse(text);
+      // isoMs reads the engine's own times (Date#toISOString's) in a few comparisons, Date.parse the rest.
+      const ms = isoMs(text);
+      lastMs = ms === ms ? ms : Date.parse(text);
       lastText = text;
     }
     return lastMs;
