@@ -59,12 +59,16 @@ const specs = new Map<string, string>();
 const resourceLists = new Map<string, readonly string[]>();
 
 /** The spec digest held already with this value, else `spec` (held from now on). */
+let lastSpec = '';
 export function internSpec(spec: string): string {
+  // Sends of one rollout wave come together: the last spec answers most (no hash of a new string).
+  if (spec === lastSpec) return lastSpec;
   const held = specs.get(spec);
+  if (held !== undefined) return (lastSpec = held);
   if (held !== undefined) return held;
   if (specs.size >= internLimit) specs.clear();
   specs.set(spec, spec);
-  return spec;
+  return (lastSpec = spec);
 }
 
 /** The id list held already with these items, else `ids` (held from now on). */

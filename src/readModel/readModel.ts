@@ -3,7 +3,7 @@ import type { FleetSummary, FleetSummaryOptions, LivenessState, NodeDraft, NodeS
 import { ConvergeError } from '../errors.ts';
 import type { DeclarationSent, Recorded, RolloutEvent } from '../events/index.ts';
 import { isNodeEvent, nodeOfStream } from '../events/index.ts';
-import { columnsOf, createNodeColumns, eventKind } from '../store/index.ts';
+import { columnsOf, createNodeColumns, eventKind, streamNodeOf } from '../store/index.ts';
 import type { NodeColumns } from '../store/index.ts';
 import { foldEntry, internIds, internSpec } from './foldColumns.ts';
 import { createLivenessTracker } from './livenessTracker.ts';
@@ -142,6 +142,9 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     ...(options.lastSeen === undefined ? {} : { exact: options.lastSeen }),
   });
   const listeners = new Set<ChangeListener>();
+  /** The listeners as an array, made again only after one is added or removed (not a copy per event). */
+  let listenerArray: readonly ChangeListener[] | null = null;
+  const listenerList = (): readonly ChangeListener[] => (listenerArray ??= [...listeners]);
   /** Listeners registered with a `bulk` callback, by listener. */
   const bulkListeners = new Map<ChangeListener, () => void>();
   /** A bulk catch-up's working states and position (null: none under way); `bulkOver`: no more bulk for this model. */
@@ -344,7 +347,9 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
           }
           continue;
         }
-        const node = nodeOfStream(e.stream) ?? e.data.node;
+        // The data's own node string when the stream is its node's (no slice of the stream per event).
+        const named = (e.data as { node?: unknown } | null)?.node;
+        const node = (typeof named === 'string' ? streamNodeOf(e.stream, named) : nodeOfStream(e.stream)) ?? e.data.node;
         const known = slotOf.get(node);
         const previous = known === undefined ? undefined : states[known];
         let state: NodeState;
@@ -365,7 +370,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
         if (state !== previous) place(known ?? slotFor(node), previous, state);
         if (listeners.size > 0) {
           const change: NodeChange = { node, position: e.position, state, previous, event: e };
-          for (const l of [...listeners]) {
+          for (const l of listenerList()) {
             try {
               l(change);
             } catch {
@@ -393,9 +398,11 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       // A listener that needs every change sees the model as of every event from now on.
       if (bulk === undefined && drafts !== null) endCatchUp();
       listeners.add(listener);
+      listenerArray = null;
       if (bulk !== undefined) bulkListeners.set(listener, bulk);
       return () => {
         listeners.delete(listener);
+        listenerArray = null;
         bulkListeners.delete(listener);
       };
     },

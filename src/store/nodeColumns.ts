@@ -150,6 +150,9 @@ function putTime(c: NodeColumns, i: number, t: unknown): boolean {
   return true;
 }
 
+/** The last spec digest putFastData found to be a digest. */
+let lastSpec: unknown = null;
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
@@ -177,7 +180,13 @@ export function putFastData(c: NodeColumns, i: number, kind: number, x: unknown,
     c.carried[i] = x.carried as number[];
   } else if (kind === eventKind.send) {
     const serial = x.serial;
-    if (!Number.isSafeInteger(serial) || (serial as number) < 1 || !isDigest(x.digest) || !isDigest(x.specDigest)) return false;
+    const spec = x.specDigest;
+    // A spec digest is that of many sends in a row (a rollout's wave): the last one checked is checked.
+    if (spec !== lastSpec) {
+      if (!isDigest(spec)) return false;
+      lastSpec = spec as string;
+    }
+    if (!Number.isSafeInteger(serial) || (serial as number) < 1 || !isDigest(x.digest)) return false;
     if (typeof x.declaration !== 'string' || typeof x.signature !== 'string' || typeof x.keyId !== 'string') return false;
     if (!isStringArray(x.resourceIds) || (x.rollout !== undefined && !isRolloutTag(x.rollout)) || !putTime(c, i, x.sentAt)) return false;
     c.digest[i] = x.digest as string;
@@ -191,7 +200,13 @@ export function putFastData(c: NodeColumns, i: number, kind: number, x: unknown,
 }
 
 export const kindOfType = (type: string): number =>
-  type === 'AliveSeen' ? eventKind.alive : type === 'ReportReceived' ? eventKind.report : type === 'DeclarationSent' ? eventKind.send : eventKind.other;
+  type === 'AliveSeen'
+    ? eventKind.alive
+    : type === 'ReportReceived'
+      ? eventKind.report
+      : type === 'DeclarationSent'
+        ? eventKind.send
+        : eventKind.other;
 
 /** Put the decoded events `events` in `c`, from entry 0 (what a store without a columnar read hands out). */
 export function columnsOf(events: readonly Recorded[], c: NodeColumns = createNodeColumns(events.length)): NodeColumns {
