@@ -473,4 +473,3 @@ function hasKeys(o: Readonly<Record<string, string>>): boolean {
   for (const k in o) if (Object.hasOwn(o, k)) return true;
   return false;
 }
-
