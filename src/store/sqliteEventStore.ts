@@ -287,7 +287,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       .prepare(
         `SELECT position, revision, CASE type WHEN 'AliveSeen' THEN ${eventKind.alive} WHEN 'ReportReceived' THEN ${eventKind.report} ` +
           `WHEN 'DeclarationSent' THEN ${eventKind.send} ELSE ${eventKind.other} END, data, metadata = ?, stream, ` +
-          `CASE type WHEN 'ReportReceived' THEN id END FROM events WHERE position > ? ORDER BY position LIMIT ?`,
+          `CASE type WHEN 'ReportReceived' THEN id END FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ?`,
       )
       .raw(),
     row: conn.prepare('SELECT type, data, metadata, id, stream, revision FROM events WHERE position = ?').raw(),
@@ -500,19 +500,19 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   const slowRows: number[] = [];
 
   /**
-   * One page of readColumns into `c`: rows after `after`, up to readBatchSize rows or
+   * One page of readColumns into `c`: rows after `after` and up to `upTo`, at most readBatchSize rows or
    * readBatchBytes of stored JSON, those of streams outside `prefix` skipped unread. Each row is
    * checked as readAll checks it: this version's metadata and a fast check (fastDecode.ts) take
    * the parsed data as it is; any other row is read again whole and decoded by decodeEventData.
    * Returns the rows looked at (0: none left).
    */
-  function readColumnsPage(c: NodeColumns, after: number, prefix: string | undefined): number {
+  function readColumnsPage(c: NodeColumns, after: number, upTo: number, prefix: string | undefined): number {
     let n = 0;
     let scanned = 0;
     let bytes = 0;
     slowRows.length = 0;
     type ColumnRow = [position: number, revision: number, kind: number, data: string, current: number, stream: string, id: string | null];
-    for (const r of q.columns.iterate(metadataJson, after, readBatchSize) as IterableIterator<ColumnRow>) {
+    for (const r of q.columns.iterate(metadataJson, after, upTo, readBatchSize) as IterableIterator<ColumnRow>) {
       scanned++;
       lastScanned = r[0];
       const stream = r[5];
@@ -657,9 +657,11 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       const c = createNodeColumns(readBatchSize);
       for (;;) {
         open();
+        // Nothing past the oldest commit not yet synced (group commit), as readAll.
+        const limit = readLimit();
         let scanned: number;
         try {
-          scanned = readColumnsPage(c, after, prefix);
+          scanned = readColumnsPage(c, after, limit === null ? Number.MAX_SAFE_INTEGER : Number(limit), prefix);
         } catch (err) {
           throw sqliteError(err, 'read sqlite store');
         }

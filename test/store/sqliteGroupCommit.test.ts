@@ -8,6 +8,7 @@ import { isConvergeError } from '../../src/errors.ts';
 import { makeAliveSeen, makeDeclarationSent, streamOf } from '../../src/events/index.ts';
 import type { Recorded } from '../../src/events/index.ts';
 import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { readNodeColumns } from '../../src/store/index.ts';
 import type { EventStore, StreamWrite } from '../../src/store/index.ts';
 import { testKey } from '../support/history.ts';
 import { until } from '../support/until.ts';
@@ -238,4 +239,28 @@ test('close waits for the sync of what is committed, and the append resolves', a
   sync.release();
   await closing;
   assert.equal((await appended).position, 1n);
+});
+
+test("the bulk folds' columnar read (readColumns) stops before the oldest unsynced commit, as readAll does", async (t) => {
+  powerLoss(t);
+  const sync = heldSync();
+  const { store, path } = open(sync);
+  const other = createSqliteEventStore(path);
+  const positions = async (s: EventStore): Promise<number[]> => {
+    const out: number[] = [];
+    for await (const page of readNodeColumns(s)) for (let i = 0; i < page.length; i++) out.push(page.position[i]!);
+    return out;
+  };
+  const one = store.append([aliveOf('a', 0)]);
+  await until('the first sync', () => sync.waiting() === 1);
+  sync.release();
+  await one;
+  const two = store.append([aliveOf('b', 1)]);
+  await until('the second sync', () => sync.waiting() === 1);
+  for (const s of [store, other]) assert.deepEqual(await positions(s), [1], 'position 2 is committed, not synced');
+  sync.release();
+  await two;
+  for (const s of [store, other]) assert.deepEqual(await positions(s), [1, 2]);
+  await other.close();
+  await store.close();
 });
