@@ -156,7 +156,8 @@ try {
         if (rawRead() !== total) throw new Error('the raw read did not see every event');
       }),
     );
-    // The replay `replay --verify` runs: the store's read, plus the pure fold of every event.
+    // The replay `replay --verify` runs: the store's columnar read (every row checked against its
+    // schema), plus the pure fold of every event.
     fold.push(
       await timed(async () => {
         replayedNodes = (await replayStore(store)).size;
@@ -229,7 +230,7 @@ try {
     converge: rate(fold),
     baseline: rate(raw),
     goal: { ratioAtLeast: 0.7 },
-    notes: `${fmt(replayedNodes)} nodes`,
+    notes: `${fmt(replayedNodes)} nodes; the store read as pages of columns (readNodeColumns) into the draft fold`,
   });
   report.row({
     name: 'cold start: projection runner catch-up from zero',
@@ -237,7 +238,7 @@ try {
     converge: rate(runner),
     baseline: rate(raw),
     goal: { ratioAtLeast: 0.7 },
-    notes: 'the bulk catch-up (ReadModel.catchUp: the draft fold, published once)',
+    notes: 'the bulk catch-up (ReadModel.catchUpColumns on readNodeColumns: the draft fold on typed columns, published once)',
   });
   report.row({
     name: 'the same catch-up event by event (the live path; `replay --verify` checks it)',
