@@ -5,7 +5,9 @@ import { isConvergeError } from '../../src/errors.ts';
 import type { ErrorCode } from '../../src/errors.ts';
 import { makeRolloutEvent, rolloutSendId } from '../../src/events/index.ts';
 import type { ConvergeEvent, Recorded } from '../../src/events/index.ts';
+import { readNodeColumns } from '../../src/store/index.ts';
 import type { EventStore, NewEvent } from '../../src/store/index.ts';
+import { eventTime } from '../../projections/index.ts';
 import { until } from '../support/until.ts';
 
 // The one conformance suite every EventStore adapter passes (DESIGN §5, STYLE.md §5). Every
@@ -426,6 +428,44 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
         const rest = await collectAll(store, { after: limited[1]!.position });
         assert.ok(rest.every((e) => e.position > limited[1]!.position));
         assert.ok(ids(rest).includes(node[2]!.id));
+      }),
+    );
+
+    void test(
+      "the bulk folds' columnar read (readNodeColumns: the store's own, or its readAll in columns) holds readAll's events",
+      withStore(async (store) => {
+        const n = nodeName();
+        const head = await store.headPosition();
+        await store.append([
+          { stream: `other-${n}`, expected: 'any', events: [aliveSeen(n, 0)] },
+          { stream: `node-${n}`, expected: 'any', events: [declarationSent(n, 1), reportReceived(n, 2), aliveSeen(n, 3)] },
+        ]);
+        for (const prefix of [undefined, 'node-']) {
+          const events = (await collectAll(store, { after: head, ...(prefix === undefined ? {} : { streamPrefix: prefix }) })).filter((e) =>
+            e.stream.endsWith(n),
+          );
+          const entries: { position: bigint; kind: number; node: string; streamNode: string | null; time: number }[] = [];
+          for await (const page of readNodeColumns(store, { after: head, ...(prefix === undefined ? {} : { streamPrefix: prefix }) }))
+            for (let i = 0; i < page.length; i++)
+              if (page.node[i] === n)
+                entries.push({
+                  position: BigInt(page.position[i]!),
+                  kind: page.kind[i]!,
+                  node: page.node[i]!,
+                  streamNode: page.streamNode[i]!,
+                  time: page.time[i]!,
+                });
+          assert.deepEqual(
+            entries,
+            events.map((e) => ({
+              position: e.position,
+              kind: { DeclarationSent: 1, ReportReceived: 2, AliveSeen: 3 }[e.type as string],
+              node: n,
+              streamNode: e.stream === `node-${n}` ? n : null,
+              time: Date.parse(eventTime(e)),
+            })),
+          );
+        }
       }),
     );
 
