@@ -26,12 +26,14 @@ export type LivenessCounts = Readonly<{
 }>;
 
 export type LivenessTracker = Readonly<{
-  /** A node's state changed (or appeared): its status and folded last-seen time. */
-  update: (slot: number, node: string, status: NodeStatus, lastSeenAt: string | null, now: number) => void;
+  /** A node's state changed (or appeared): its status and folded last-seen time (the text, or as Date.parse gives it: NaN for never). */
+  update: (slot: number, node: string, status: NodeStatus, lastSeenAt: string | number | null, now: number) => void;
   /** Counts as of `now` (expirations up to `now` processed first). */
   counts: (now: number) => LivenessCounts;
   /** The node's liveness as of the last `counts` or `update` (call `counts(now)` first for `now`). */
   livenessOf: (slot: number) => LivenessState;
+  /** The node's status as last updated. */
+  statusOf: (slot: number) => NodeStatus;
   clear: () => void;
 }>;
 
@@ -46,8 +48,8 @@ const livenessNames: readonly LivenessState[] = ['never-seen', 'connected', 'dis
 
 const parseIso = createIsoParser();
 
-const msOf = (t: Date | string | null | undefined): number =>
-  t === null || t === undefined ? NaN : typeof t === 'string' ? parseIso(t) : t.getTime();
+const msOf = (t: Date | string | number | null | undefined): number =>
+  t === null || t === undefined ? NaN : typeof t === 'string' ? parseIso(t) : typeof t === 'number' ? t : t.getTime();
 
 export function createLivenessTracker(options: LivenessTrackerOptions = {}): LivenessTracker {
   const graceMs = options.graceMs ?? defaultGraceMs;
@@ -189,6 +191,7 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
       };
     },
     livenessOf: (slot) => livenessNames[live[slot]!]!,
+    statusOf: (slot) => nodeStatuses[status[slot]!]!,
     clear() {
       names.length = 0;
       counts.fill(0);

@@ -7,8 +7,8 @@ import { createReadModel } from './readModel.ts';
 import type { FoldFailure, ReadModel } from './readModel.ts';
 import { createRolloutView } from './rollouts.ts';
 import type { RolloutView } from './rollouts.ts';
-import { foldVersion, readSnapshot, rejectionOf, snapshotFormat, snapshotRejected, writeSnapshot } from './snapshot.ts';
-import type { Snapshot, SnapshotRejection } from './snapshot.ts';
+import { foldVersion, openSnapshot, rejectionOf, snapshotFormat, snapshotRejected, writeSnapshot } from './snapshot.ts';
+import type { SnapshotRejection, StoredSnapshot } from './snapshot.ts';
 import { checkConsistency, crossCheck } from './snapshotTrust.ts';
 
 // The projection runner (DESIGN §6): folds the store into the read model through one
@@ -133,9 +133,9 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     const opts = options.snapshot;
     if (opts === undefined) return;
     const t0 = performance.now();
-    let snap: Snapshot | null;
+    let snap: StoredSnapshot | null;
     try {
-      snap = await readSnapshot(opts.path);
+      snap = await openSnapshot(opts.path);
       if (snap === null) return;
       if (snap.foldVersion !== foldVersion)
         throw snapshotRejected('fold-version', `snapshot made by fold ${snap.foldVersion}; this engine folds version ${foldVersion}`);

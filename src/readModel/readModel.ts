@@ -7,6 +7,7 @@ import { columnsOf, createNodeColumns, eventKind, streamNodeOf } from '../store/
 import type { NodeColumns } from '../store/index.ts';
 import { foldEntry, internIds, internSpec } from './foldColumns.ts';
 import { createLivenessTracker } from './livenessTracker.ts';
+import type { DecodedStates } from './snapshotFormat.ts';
 import type { ExactLastSeen, LivenessCounts } from './livenessTracker.ts';
 
 // The in-memory read model (DESIGN §3, §6): a mutable Map<node, NodeState> where each entry is
@@ -93,8 +94,13 @@ export type ReadModel = Readonly<{
   endCatchUp: () => void;
   /** Hear every rollout event as it is passed over (they fold into no node); returns the unsubscribe function. */
   onRolloutEvent: (listener: RolloutEventListener) => () => void;
-  /** Replace the whole model (snapshot restore). */
-  restore: (states: Iterable<NodeState>, position: bigint | null) => void;
+  /**
+   * Replace the whole model (snapshot restore). From a snapshot read in place (DecodedStates,
+   * snapshotFormat.ts) the model takes over its node ids and slots, counts every node from its
+   * columns, and builds a node's state the first time it is asked for (get, nodes, page, a
+   * fold), then keeps it: the same states, built at first use instead of all at start (issue 10).
+   */
+  restore: (states: Iterable<NodeState> | DecodedStates, position: bigint | null) => void;
   /** Overwrite one node's state without an event: for restore and for tests that tamper on purpose. */
   set: (state: NodeState) => void;
   /**
@@ -128,13 +134,33 @@ function interned(e: Recorded<DeclarationSent>): Recorded<DeclarationSent> {
   return { ...e, data: { ...d, specDigest: spec, resourceIds: ids as string[] } };
 }
 
+const isDecoded = (v: Iterable<NodeState> | DecodedStates): v is DecodedStates =>
+  typeof (v as DecodedStates).state === 'function' && (v as DecodedStates).slots instanceof Map;
+
 export function createReadModel(options: ReadModelOptions = {}): ReadModel {
   const clock = options.now ?? Date.now;
   // Dense slots: a node's slot indexes its state and the typed columns of the liveness tracker,
   // so pages and counts scan arrays rather than a Map of objects.
-  const slotOf = new Map<string, number>();
-  const ids: string[] = [];
+  let slotOf = new Map<string, number>();
+  let ids: string[] = [];
   const states: NodeState[] = [];
+  /** A restored snapshot's states not built yet (`states` has a hole for each), and how many. */
+  let unbuilt: DecodedStates | null = null;
+  let holes = 0;
+
+  /** A slot's state, built from the restored snapshot the first time it is asked for. */
+  function stateAt(slot: number): NodeState {
+    const s = states[slot];
+    if (s !== undefined) return s;
+    const built = unbuilt!.state(slot);
+    states[slot] = built;
+    if (--holes === 0) unbuilt = null;
+    return built;
+  }
+  function buildAll(): void {
+    if (unbuilt === null) return;
+    for (let slot = 0; slot < states.length; slot++) if (states[slot] === undefined) stateAt(slot);
+  }
   let order: Int32Array = new Int32Array(0);
   let tally = createFleetTally();
   const tracker = createLivenessTracker({
@@ -271,7 +297,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     bulkOver = true;
     for (const [node, d] of ds) {
       const slot = slotFor(node);
-      place(slot, states[slot], publishDraft(d));
+      place(slot, slot < states.length ? stateAt(slot) : undefined, publishDraft(d));
     }
     if (draftPosition !== null) position = BigInt(draftPosition);
     draftPosition = null;
@@ -289,11 +315,13 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     if (query.liveness !== undefined) tracker.counts(now);
     const { status, liveness, spec, digest, prefix, after } = query;
     const filtered = status !== undefined || liveness !== undefined || spec !== undefined || digest !== undefined || prefix !== undefined;
+    // Id, status and liveness from the slot columns; the state itself only for a spec or digest.
     const matches = (slot: number): boolean => {
-      const st = states[slot]!;
-      if (prefix !== undefined && !st.node.startsWith(prefix)) return false;
-      if (status !== undefined && st.status !== status) return false;
+      if (prefix !== undefined && !ids[slot]!.startsWith(prefix)) return false;
+      if (status !== undefined && tracker.statusOf(slot) !== status) return false;
       if (liveness !== undefined && tracker.livenessOf(slot) !== liveness) return false;
+      if (spec === undefined && digest === undefined) return true;
+      const st = stateAt(slot);
       if (spec !== undefined && st.sent?.specDigest !== spec) return false;
       if (digest !== undefined && st.sent?.digest !== digest && st.reported?.declared !== digest) return false;
       return true;
@@ -310,7 +338,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     }
     const out: NodeState[] = [];
     let k = lo;
-    for (; k < slots.length && out.length < query.limit; k++) if (!filtered || matches(slots[k]!)) out.push(states[slots[k]!]!);
+    for (; k < slots.length && out.length < query.limit; k++) if (!filtered || matches(slots[k]!)) out.push(stateAt(slots[k]!));
     let more = false;
     for (; k < slots.length && !more; k++) more = !filtered || matches(slots[k]!);
     let total = slots.length;
@@ -324,10 +352,13 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
   return {
     get: (node) => {
       const slot = slotOf.get(node);
-      return slot === undefined ? undefined : states[slot];
+      return slot === undefined ? undefined : stateAt(slot);
     },
     has: (node) => slotOf.has(node),
-    nodes: () => states.values(),
+    nodes: () => {
+      buildAll();
+      return states.values();
+    },
     size: () => ids.length,
     position: () => position,
     apply(events) {
@@ -351,7 +382,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
         const named = (e.data as { node?: unknown } | null)?.node;
         const node = (typeof named === 'string' ? streamNodeOf(e.stream, named) : nodeOfStream(e.stream)) ?? e.data.node;
         const known = slotOf.get(node);
-        const previous = known === undefined ? undefined : states[known];
+        const previous = known === undefined ? undefined : stateAt(known);
         let state: NodeState;
         try {
           state = foldNode(previous ?? initialNodeState(node), e.type === 'DeclarationSent' ? interned(e) : e);
@@ -413,12 +444,31 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       drafts = null;
       draftPosition = null;
       bulkOver = true;
-      slotOf.clear();
-      ids.length = 0;
+      slotOf = new Map();
+      ids = [];
       states.length = 0;
+      unbuilt = null;
+      holes = 0;
       order = new Int32Array(0);
       tracker.clear();
       tally = createFleetTally();
+      if (isDecoded(next)) {
+        // Taken over, not copied: the snapshot's ids and slots are this model's from now on.
+        slotOf = next.slots;
+        ids = next.nodes;
+        states.length = next.length;
+        if (next.length > 0) {
+          unbuilt = next;
+          holes = next.length;
+        }
+        const now = clock();
+        for (let slot = 0; slot < next.length; slot++) {
+          tally.add(next.counted(slot));
+          tracker.update(slot, ids[slot]!, next.status(slot), next.lastSeenMs(slot), now);
+        }
+        position = at;
+        return;
+      }
       for (const s of next) {
         const slot = slotFor(s.node);
         place(slot, states[slot], s);
@@ -428,7 +478,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     set(state) {
       if (drafts !== null) endCatchUp();
       const slot = slotFor(state.node);
-      place(slot, states[slot], state);
+      place(slot, slot < states.length ? stateAt(slot) : undefined, state);
     },
     page,
     fleet: (now, fleetOptions) => tally.summary(tracker.counts(now).byLiveness(), fleetOptions),

@@ -6,6 +6,7 @@ import { foldVersion } from '../../projections/index.ts';
 import type { NodeState } from '../../projections/index.ts';
 import { ConvergeError } from '../errors.ts';
 import {
+  arrayColumn,
   columnNames,
   createEncoder,
   decodeColumn,
@@ -19,7 +20,7 @@ import {
   SnapshotContentError,
   tableNames,
 } from './snapshotFormat.ts';
-import type { Columns, Part, Tables } from './snapshotFormat.ts';
+import type { Columns, DecodedStates, Part, Tables } from './snapshotFormat.ts';
 import { headerSchema4, sectionSchemas4 } from './snapshotFormat4.ts';
 import type { Sections4 } from './snapshotFormat4.ts';
 
@@ -59,6 +60,9 @@ export type Snapshot = Readonly<{
   states: readonly NodeState[];
 }>;
 
+/** A snapshot as the runner restores it: its states checked and read in place, each built when first asked (snapshotFormat.ts). */
+export type StoredSnapshot = Omit<Snapshot, 'states'> & Readonly<{ states: DecodedStates }>;
+
 /** Why a snapshot was not used: the label of converge_snapshot_rejected_total. */
 export type SnapshotRejection =
   'unreadable' | 'format' | 'truncated' | 'checksum' | 'schema' | 'fold-version' | 'other-store' | 'inconsistent' | 'cross-check';
@@ -84,8 +88,15 @@ const notReadable = (format: unknown): ConvergeError =>
     `snapshot is format ${formatOf(format)}; this engine reads format ${snapshotFormat} (and ${readable.filter((f) => f !== snapshotFormat).join(', ')})`,
   );
 
-/** Parse and check a snapshot file's bytes: header, checksum, every column and table; then build the states. */
+/** Parse and check a snapshot file's bytes: header, checksum, every column and table; then build every state. */
 export function parseSnapshot(bytes: Buffer): Snapshot {
+  const snap = decodeSnapshot(bytes);
+  const d = snap.states;
+  return { ...snap, states: Array.from({ length: d.length }, (_, i) => d.state(i)) };
+}
+
+/** Parse and check a snapshot file's bytes: header, checksum, every column and table; the states are built when asked. */
+export function decodeSnapshot(bytes: Buffer): StoredSnapshot {
   const firstEnd = bytes.indexOf(newline);
   if (firstEnd < 0) {
     // A format-3 snapshot is one JSON object on one line: say which format it is, not "truncated".
@@ -115,7 +126,7 @@ export function parseSnapshot(bytes: Buffer): Snapshot {
   if (actual !== trailer[1])
     throw snapshotRejected('checksum', `snapshot content does not match its sha256 (recorded ${trailer[1]}, content ${actual})`);
 
-  let states: NodeState[];
+  let states: DecodedStates;
   try {
     const { columns, tables } =
       header.format === 4 ? body4(bytes, firstEnd + 1, trailerStart) : body5(bytes, firstEnd + 1, trailerStart - 1, header.nodes);
@@ -198,11 +209,21 @@ function body4(bytes: Buffer, from: number, trailerStart: number): { columns: Co
   }
   if (at !== trailerStart) throw new SnapshotContentError('snapshot has more sections than its header names');
   const s = sections as Sections4;
-  return { columns: s, tables: s };
+  const columns = {} as Record<string, unknown>;
+  for (const name of columnNames) columns[name] = arrayColumn(s[name] as ArrayLike<unknown>);
+  return { columns: columns as Columns, tables: s };
 }
 
-/** Read a snapshot file; null if there is none. Throws CONVERGE_ERR_SNAPSHOT_INVALID (details.reason) if it is not usable. */
+/** Read a snapshot file, every state built; null if there is none. Throws CONVERGE_ERR_SNAPSHOT_INVALID (details.reason) if it is not usable. */
 export async function readSnapshot(path: string): Promise<Snapshot | null> {
+  const snap = await openSnapshot(path);
+  if (snap === null) return null;
+  const d = snap.states;
+  return { ...snap, states: Array.from({ length: d.length }, (_, i) => d.state(i)) };
+}
+
+/** Read a snapshot file, its states read in place (the runner's restore); null if there is none. Throws as readSnapshot does. */
+export async function openSnapshot(path: string): Promise<StoredSnapshot | null> {
   let bytes: Buffer;
   try {
     bytes = await readFile(path);
@@ -211,7 +232,7 @@ export async function readSnapshot(path: string): Promise<Snapshot | null> {
     throw snapshotRejected('unreadable', `cannot read snapshot ${path}: ${(e as Error).message}`, e);
   }
   try {
-    return parseSnapshot(bytes);
+    return decodeSnapshot(bytes);
   } catch (e) {
     if (e instanceof ConvergeError) throw snapshotRejected(rejectionOf(e), `snapshot ${path}: ${e.message}`, e);
     throw snapshotRejected('schema', `snapshot ${path} is not valid: ${(e as Error).message}`, e);

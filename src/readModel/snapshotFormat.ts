@@ -1,7 +1,7 @@
 import { isAscii } from 'node:buffer';
 import { z } from 'zod';
 import { nodeStatuses, reportClasses } from '../../projections/index.ts';
-import type { Anomalies, EarlierSend, NodeState, ReportedSummary, SentSummary } from '../../projections/index.ts';
+import type { Anomalies, EarlierSend, NodeState, NodeStatus, ReportedSummary, SentSummary } from '../../projections/index.ts';
 
 // The read-model snapshot's body: the node states as columns, one per field, with the values
 // many nodes share — spec digests, resource-id lists, port lists, failure maps — written once in
@@ -141,8 +141,18 @@ export const columnChecks = {
 } satisfies Record<ColumnName, Check<unknown>>;
 
 type ValueOf<C> = C extends Check<infer T> ? T : never;
-/** Decoded columns: arrays or typed arrays, one value per node. */
-export type Columns = { [K in ColumnName]: ArrayLike<ValueOf<(typeof columnChecks)[K]>> };
+/** Columns as arrays or typed arrays, one value per node (format 4's sections). */
+export type ColumnArrays = { [K in ColumnName]: ArrayLike<ValueOf<(typeof columnChecks)[K]>> };
+/**
+ * A decoded column: node i's value when asked. Strings, lists and nullable numbers of a binary
+ * column are made from the file's bytes only then (issue 10: warm start), others are read from
+ * an array or a typed array.
+ */
+export type Column<T> = Readonly<{ length: number; at: (i: number) => T }>;
+/** Decoded, checked columns. */
+export type Columns = { [K in ColumnName]: Column<ValueOf<(typeof columnChecks)[K]>> };
+/** A column over an array or a typed array. */
+export const arrayColumn = <T>(values: ArrayLike<T>): Column<T> => ({ length: values.length, at: (i) => values[i]! });
 
 export const tableSchemas = {
   specs: z.array(z.string().regex(/^[0-9a-f]{64}$/)),
@@ -194,6 +204,8 @@ const ranges: Partial<Record<ColumnName, readonly [number, number]>> = {
     ).map((n) => [n, [0, Number.MAX_SAFE_INTEGER] as const]),
   ),
   revision: [-1, Number.MAX_SAFE_INTEGER],
+  // Null or a latency ≥ 0: a column of whole numbers (no nulls) passes by its bounds too.
+  lastLatencyMs: [0, Number.MAX_SAFE_INTEGER],
 };
 
 // ------------------------------------------------------------------ encoding
@@ -784,28 +796,144 @@ function listsOf<T>(counts: ArrayLike<number>, values: ArrayLike<T>, name: strin
   return out;
 }
 
-/** Per-node lists of numbers: listsOf without a call per value (most lists hold one latency). */
-function numberListsOf(counts: ArrayLike<number>, flat: ArrayLike<number>, name: string): number[][] {
-  const out = new Array<number[]>(counts.length);
-  let at = 0;
-  for (let i = 0; i < counts.length; i++) {
-    const c = counts[i]!;
-    if (!(c >= 0) || at + c > flat.length) throw new SnapshotContentError(`${name}[${i}]: a count ${c} outside its values`);
-    if (c === 0) out[i] = none as unknown as number[];
-    else if (c === 1) out[i] = [flat[at]!];
-    else {
-      const l: number[] = [];
-      for (let k = 0; k < c; k++) l.push(flat[at + k]!);
-      out[i] = l;
-    }
-    at += c;
+// ------------------------------------------------------------------ columns read in place
+
+/**
+ * A string column read where it lies (issue 10: warm start): the lengths, where each value
+ * starts, and the file's bytes; a value is made into a string only when node i is built. ASCII
+ * text and digests only (other text is decoded whole, as stringsOf does). The lengths and
+ * offsets are checked against the text when the column is made, as stringsOf checks them.
+ */
+export class TextColumn implements Column<string | null | true> {
+  private constructor(
+    /** Per value: its length, -1 for null, -2 for true. */
+    readonly lengths: ArrayLike<number>,
+    private readonly starts: Int32Array,
+    private readonly bytes: Buffer,
+    private readonly hex: boolean,
+  ) {}
+  get length(): number {
+    return this.lengths.length;
   }
-  if (at !== flat.length) throw new SnapshotContentError(`${name}: ${flat.length - at} values no node names`);
-  return out;
+  at(i: number): string | null | true {
+    const l = this.lengths[i]!;
+    if (l === nullLength) return null;
+    if (l === trueLength) return true;
+    const from = this.starts[i]!;
+    return this.hex
+      ? (this.bytes as unknown as Hex).hexSlice(from, from + 32)
+      : (this.bytes as unknown as Latin1).latin1Slice(from, from + l);
+  }
+  /** The ISO time at i as Date.parse gives it, read from the bytes when it is in the form toISOString writes. */
+  timeAt(i: number): number {
+    const l = this.lengths[i]!;
+    if (l < 0) return NaN;
+    if (!this.hex) {
+      const ms = isoMs(this.bytes, this.starts[i]!, l);
+      if (ms !== null) return ms;
+    }
+    return Date.parse(this.at(i) as string);
+  }
+  /** The column over a lengths part and its text; null when the text is not ASCII or hex (read it with stringsOf). */
+  static of(lengths: Part, text: Part | undefined, name: string): TextColumn | null {
+    if (text === undefined || (text.kind !== 'utf8' && text.kind !== 'hex')) throw new SnapshotContentError(`${name}: no text part`);
+    const ls = numbersOf(lengths);
+    const bytes = text.bytes;
+    const hex = text.kind === 'hex';
+    if (!hex && !isAscii(bytes)) return null;
+    const starts = new Int32Array(ls.length);
+    let at = 0;
+    for (let i = 0; i < ls.length; i++) {
+      const l = ls[i]!;
+      starts[i] = at;
+      if (l === nullLength || l === trueLength) continue;
+      if (hex) {
+        if (l !== 64 || at + 32 > bytes.length)
+          throw new SnapshotContentError(`${name}[${i}]: a digest of length ${l} or outside its bytes`);
+        at += 32;
+      } else {
+        if (!(l >= 0 && at + l <= bytes.length)) throw new SnapshotContentError(`${name}[${i}]: a string length ${l} outside its text`);
+        at += l;
+      }
+    }
+    if (at !== bytes.length)
+      throw new SnapshotContentError(
+        hex
+          ? `${name}: ${bytes.length - at} bytes of digests no value names`
+          : `${name}: ${bytes.length - at} characters of text no value names`,
+      );
+    return new TextColumn(ls, starts, bytes, hex);
+  }
+}
+
+/** Two decimal digits at `at` as a number; negative if either is not a digit. */
+const twoDigits = (b: Uint8Array, at: number): number => {
+  const h = b[at]! - 0x30;
+  const l = b[at + 1]! - 0x30;
+  return h >= 0 && h <= 9 && l >= 0 && l <= 9 ? h * 10 + l : -1;
+};
+/**
+ * Date.parse of `YYYY-MM-DDTHH:MM:SS.sssZ` (what toISOString writes) read from bytes, without
+ * making the string; null for anything else (a day past the 28th, a year before 100, another
+ * form), which the caller parses with Date.parse itself. test/readModel/lazyRestore.property.test.ts
+ * holds it to Date.parse.
+ */
+export function isoMs(b: Uint8Array, at: number, length: number): number | null {
+  if (length !== 24) return null;
+  if (b[at + 4] !== 0x2d || b[at + 7] !== 0x2d || b[at + 10] !== 0x54 || b[at + 13] !== 0x3a || b[at + 16] !== 0x3a) return null;
+  if (b[at + 19] !== 0x2e || b[at + 23] !== 0x5a) return null;
+  const century = twoDigits(b, at);
+  const yy = twoDigits(b, at + 2);
+  const month = twoDigits(b, at + 5);
+  const day = twoDigits(b, at + 8);
+  const hour = twoDigits(b, at + 11);
+  const minute = twoDigits(b, at + 14);
+  const second = twoDigits(b, at + 17);
+  const tenths = twoDigits(b, at + 20);
+  const last = b[at + 22]! - 0x30;
+  if (century < 1 || yy < 0 || month < 1 || month > 12 || day < 1 || day > 28 || hour < 0 || hour > 23) return null;
+  if (minute < 0 || minute > 59 || second < 0 || second > 59 || tenths < 0 || !(last >= 0 && last <= 9)) return null;
+  return Date.UTC(century * 100 + yy, month - 1, day, hour, minute, second, tenths * 10 + last);
+}
+
+/** Per-node lists of numbers read in place: counts, where each list starts, the flattened values. */
+export class NumberListColumn implements Column<number[]> {
+  private constructor(
+    readonly counts: ArrayLike<number>,
+    readonly starts: Int32Array,
+    readonly flat: ArrayLike<number>,
+  ) {}
+  get length(): number {
+    return this.counts.length;
+  }
+  /** The list at i: a list of its own (one of one latency, most often), or the shared empty list. */
+  at(i: number): number[] {
+    const c = this.counts[i]!;
+    const at = this.starts[i]!;
+    if (c === 0) return none as unknown as number[];
+    if (c === 1) return [this.flat[at]!];
+    const l: number[] = [];
+    for (let k = 0; k < c; k++) l.push(this.flat[at + k]!);
+    return l;
+  }
+  /** Every count a whole number, and the counts adding up to the values. */
+  static of(counts: ArrayLike<number>, flat: ArrayLike<number>, name: string): NumberListColumn {
+    const starts = new Int32Array(counts.length);
+    let at = 0;
+    for (let i = 0; i < counts.length; i++) {
+      const c = counts[i]!;
+      if (!Number.isInteger(c) || c < 0 || at + c > flat.length)
+        throw new SnapshotContentError(`${name}[${i}]: a count ${c} outside its values`);
+      starts[i] = at;
+      at += c;
+    }
+    if (at !== flat.length) throw new SnapshotContentError(`${name}: ${flat.length - at} values no node names`);
+    return new NumberListColumn(counts, starts, flat);
+  }
 }
 
 /** A column's values from its parts (taken from `parts`), checked value by value. */
-export function decodeColumn(name: ColumnName, parts: PartReader, nodes: number): ArrayLike<unknown> {
+export function decodeColumn(name: ColumnName, parts: PartReader, nodes: number): Column<unknown> {
   const main = parts.take(name);
   if (main === undefined) throw new MissingPartError(name);
   let values: ArrayLike<unknown>;
@@ -817,8 +945,10 @@ export function decodeColumn(name: ColumnName, parts: PartReader, nodes: number)
     switch (shapes[name]) {
       case 'string': {
         const text = parts.take(`${name}.text`);
-        values = stringsOf(main, text, name);
-        if (stringsPass(name, numbersOf(main), text!)) return sized(name, values, nodes);
+        const lazy = TextColumn.of(main, text, name);
+        if (lazy !== null && stringsPass(name, lazy.lengths, text!)) return sized(name, lazy, nodes);
+        values = lazy === null ? stringsOf(main, text, name) : Array.from({ length: lazy.length }, (_, i) => lazy.at(i));
+        if (lazy === null && stringsPass(name, numbersOf(main), text!)) return sized(name, arrayColumn(values), nodes);
         break;
       }
       case 'boolean': {
@@ -831,7 +961,7 @@ export function decodeColumn(name: ColumnName, parts: PartReader, nodes: number)
           out[i] = v === 1 ? true : v === 0 ? false : v;
           if (v > 1) pass = false;
         }
-        if (pass) return sized(name, out, nodes);
+        if (pass) return sized(name, arrayColumn(out), nodes);
         values = out;
         break;
       }
@@ -842,15 +972,12 @@ export function decodeColumn(name: ColumnName, parts: PartReader, nodes: number)
         else {
           const m = numbersOf(mask);
           if (m.length !== ns.length) throw new SnapshotContentError(`${name}: ${m.length} null flags for ${ns.length} values`);
-          const out = new Array<number | null>(ns.length);
           let pass = name === 'lastLatencyMs';
-          for (let i = 0; i < ns.length; i++) {
-            const v = ns[i]!;
-            out[i] = m[i] === 1 ? null : v;
-            if (!(v >= 0) || m[i]! > 1) pass = false;
-          }
+          for (let i = 0; i < ns.length && pass; i++) if (!(ns[i]! >= 0) || m[i]! > 1) pass = false;
           // Only lastLatencyMs has nulls: a mask of 0/1 over finite numbers ≥ 0 (a typed array holds no NaN from the writer) passes.
-          if (pass && !hasNaN(ns)) return sized(name, out, nodes);
+          if (pass && !hasNaN(ns)) return sized(name, { length: ns.length, at: (i) => (m[i] === 1 ? null : ns[i]!) }, nodes);
+          const out = new Array<number | null>(ns.length);
+          for (let i = 0; i < ns.length; i++) out[i] = m[i] === 1 ? null : ns[i]!;
           values = out;
         }
         break;
@@ -859,9 +986,10 @@ export function decodeColumn(name: ColumnName, parts: PartReader, nodes: number)
         const vs = parts.take(`${name}.values`);
         if (vs === undefined) throw new MissingPartError(`${name}.values`);
         const flat = numbersOf(vs);
-        values = numberListsOf(numbersOf(main), flat, name);
+        const lists = NumberListColumn.of(numbersOf(main), flat, name);
         // recentLatenciesMs: lists of finite latencies ≥ 0.
-        if (allAtLeast(flat, 0)) return sized(name, values, nodes);
+        if (allAtLeast(flat, 0)) return sized(name, lists, nodes);
+        values = Array.from({ length: lists.length }, (_, i) => lists.at(i));
         break;
       }
       case 'sends': {
@@ -869,22 +997,40 @@ export function decodeColumn(name: ColumnName, parts: PartReader, nodes: number)
         const ss = parts.take(`${name}.serials`);
         if (ds === undefined || ss === undefined) throw new MissingPartError(`${name}.digests`);
         const digestsText = parts.take(`${name}.digests.text`);
-        const digests = stringsOf(ds, digestsText, `${name}.digests`);
         const serials = numbersOf(ss);
+        const lazy = TextColumn.of(ds, digestsText, `${name}.digests`);
+        const counts = numbersOf(main);
+        // earlierSends: [digest, serial ≥ 0] pairs.
+        if (lazy !== null && stringsPass('sentDigest', lazy.lengths, digestsText!, 64) && allWholeAtLeast(serials, 0)) {
+          if (serials.length !== lazy.length)
+            throw new SnapshotContentError(`${name}: ${lazy.length} digests for ${serials.length} serials`);
+          const lists = NumberListColumn.of(counts, serials, name);
+          const at = (i: number): unknown => {
+            const c = lists.counts[i]!;
+            if (c === 0) return none;
+            const from = lists.starts[i]!;
+            const l = new Array<unknown>(c);
+            for (let k = 0; k < c; k++) l[k] = [lazy.at(from + k), serials[from + k]];
+            return l;
+          };
+          return sized(name, { length: counts.length, at }, nodes);
+        }
+        const digests =
+          lazy === null ? stringsOf(ds, digestsText, `${name}.digests`) : Array.from({ length: lazy.length }, (_, i) => lazy.at(i));
         if (serials.length !== digests.length)
           throw new SnapshotContentError(`${name}: ${digests.length} digests for ${serials.length} serials`);
-        values = listsOf<unknown>(numbersOf(main), digests, name, (k) => [digests[k], serials[k]]);
-        // earlierSends: [digest, serial ≥ 0] pairs.
-        if (stringsPass('sentDigest', numbersOf(ds), digestsText!, 64) && allWholeAtLeast(serials, 0)) return sized(name, values, nodes);
+        values = listsOf<unknown>(counts, digests, name, (k) => [digests[k], serials[k]]);
+        if (lazy === null && stringsPass('sentDigest', numbersOf(ds), digestsText!, 64) && allWholeAtLeast(serials, 0))
+          return sized(name, arrayColumn(values), nodes);
         break;
       }
     }
   }
   checkColumn(name, values);
-  return sized(name, values, nodes);
+  return sized(name, arrayColumn(values), nodes);
 }
 
-function sized<T extends ArrayLike<unknown>>(name: ColumnName, values: T, nodes: number): T {
+function sized<T extends Readonly<{ length: number }>>(name: ColumnName, values: T, nodes: number): T {
   if (values.length !== nodes) throw new SnapshotContentError(`column ${name} has ${values.length} values for ${nodes} nodes`);
   return values;
 }
@@ -967,16 +1113,82 @@ const noAnomalies: Anomalies = Object.freeze({ stale: 0, unknown: 0, undeclared:
 const smallBigs = Array.from({ length: 4_097 }, (_, i) => BigInt(i - 1));
 const toBig = (v: number | string): bigint => (typeof v === 'number' && v >= -1 && v < 4_096 ? smallBigs[v + 1]! : BigInt(v));
 
-/** States from checked columns and tables; an index outside its table or a column of another length throws SnapshotContentError. */
-export function decodeStates(n: number, s: Columns, t: Tables): NodeState[] {
+/** A string column's value at i as a tag: -1 null, -2 true, 0 a string — without making the string. */
+const tagOf = (c: Column<string | null | true>, i: number): number => {
+  if (c instanceof TextColumn) {
+    const l = c.lengths[i]!;
+    return l < 0 ? l : 0;
+  }
+  const v = c.at(i);
+  return v === null ? nullLength : v === true ? trueLength : 0;
+};
+const timeOf = (c: Column<string | null | true>, i: number): number => {
+  if (c instanceof TextColumn) return c.timeAt(i);
+  const v = c.at(i);
+  return typeof v === 'string' ? Date.parse(v) : NaN;
+};
+
+/**
+ * What the read model's counters read of a node (fleetTally.ts: status, caughtUp, the send's
+ * spec, convergence, anomalies), filled in place for node i without building its state. Only
+ * those fields are right: it is handed to FleetTally.add and to nothing else.
+ */
+export type CountedState = NodeState;
+
+/**
+ * The trust checks' view of node i (snapshotTrust.ts), filled in place without building its
+ * state: what statusOf reads of its send and report, as table indices, and the fields it must agree with.
+ */
+export type StateFacts = {
+  status: NodeStatus;
+  caughtUp: boolean;
+  sent: boolean;
+  reported: boolean;
+  /** The report names the send's digest (statusOf's caughtUp). */
+  declaredIsSent: boolean;
+  refused: boolean;
+  /** Indices in the lists table (the send's resources, the report's applied) and the failures table. */
+  resources: number;
+  applied: number;
+  failed: number;
+  missing: readonly string[];
+  carried: readonly number[];
+  reportedCarried: readonly number[];
+  reports: number;
+  position: number | string;
+};
+
+/**
+ * A snapshot's node states, checked and read in place (issue 10: warm start): node ids and their
+ * slots are made at once, a node's state (NodeState, sharing the tables' values as the fold
+ * shares them) only when `state(i)` builds it. The read model keeps what it builds
+ * (ReadModel.restore); `state` makes a new object at each call.
+ */
+export type DecodedStates = Readonly<{
+  length: number;
+  /** Node ids in file order. */
+  nodes: string[];
+  /** Node id → its index. */
+  slots: Map<string, number>;
+  state: (i: number) => NodeState;
+  status: (i: number) => NodeStatus;
+  /** The last-seen time as Date.parse gives it (NaN: never seen). */
+  lastSeenMs: (i: number) => number;
+  /** See CountedState: one object, refilled at each call. */
+  counted: (i: number) => CountedState;
+  /** See StateFacts: one object, refilled at each call. */
+  facts: (i: number) => StateFacts;
+}>;
+
+/**
+ * Checked columns and tables as states read in place; an index outside its table, a value that
+ * contradicts another column or a column of another length throws SnapshotContentError — all
+ * checked here, before any state is built.
+ */
+export function decodeStates(n: number, s: Columns, t: Tables): DecodedStates {
   for (const name of columnNames) {
     if (s[name].length !== n) throw new SnapshotContentError(`column ${name} has ${s[name].length} values for ${n} nodes`);
   }
-  const entry = <T>(table: readonly T[], i: number, what: string, node: string): T => {
-    const v = table[i];
-    if (v === undefined) throw new SnapshotContentError(`node ${JSON.stringify(node)}: ${what} index ${i} is outside its table`);
-    return v;
-  };
   // One object per table entry, shared by every node that names it (as the fold shares them).
   const lists = t.lists.map((l) => (l.length === 0 ? none : l));
   const ports = t.ports.map((l) => (l.length === 0 ? none : l));
@@ -987,67 +1199,93 @@ export function decodeStates(n: number, s: Columns, t: Tables): NodeState[] {
     acknowledged: 0,
     superseded: 0,
   });
-  const out = new Array<NodeState>(n);
-  const nodes = new Set<string>();
+  const outside = (node: string, what: string, i: number): never => {
+    throw new SnapshotContentError(`node ${JSON.stringify(node)}: ${what} index ${i} is outside its table`);
+  };
+  const within = (size: number, i: number, what: string, node: string): void => {
+    if (!(i >= 0 && i < size)) outside(node, what, i);
+  };
+  const nodes = new Array<string>(n);
+  const slots = new Map<string, number>();
+  // Every check the states' building relies on, node by node in the order the fields are built.
   for (let i = 0; i < n; i++) {
-    const node = s.node[i]!;
-    if (nodes.has(node)) throw new SnapshotContentError(`node ${JSON.stringify(node)} appears twice`);
-    nodes.add(node);
-    const digestSent = s.sentDigest[i]!;
-    let sent: SentSummary | null = null;
-    if (digestSent !== null) {
-      const sentAt = s.sentAt[i];
-      if (sentAt === null || sentAt === undefined) throw new SnapshotContentError(`node ${JSON.stringify(node)}: a send without sentAt`);
-      const ack = s.sentAcknowledgedAt[i]!;
-      if (ack === true && s.receivedAt[i] === null)
+    const node = s.node.at(i);
+    if (slots.has(node)) throw new SnapshotContentError(`node ${JSON.stringify(node)} appears twice`);
+    slots.set(node, i);
+    nodes[i] = node;
+    const hasSent = tagOf(s.sentDigest, i) !== nullLength;
+    const hasReport = tagOf(s.receivedAt, i) !== nullLength;
+    if (hasSent) {
+      if (tagOf(s.sentAt, i) === nullLength) throw new SnapshotContentError(`node ${JSON.stringify(node)}: a send without sentAt`);
+      if (tagOf(s.sentAcknowledgedAt, i) === trueLength && !hasReport)
         throw new SnapshotContentError(`node ${JSON.stringify(node)}: acknowledged by a report it does not have`);
-      sent = {
-        digest: digestSent,
-        specDigest: entry(t.specs, s.sentSpec[i]!, 'spec', node),
-        serial: s.sentSerial[i]!,
-        sentAt,
-        resourceIds: entry(lists, s.sentResources[i]!, 'resource list', node),
-        // The same string as the report's time when they are equal, as the fold holds them.
-        acknowledgedAt: ack === true ? s.receivedAt[i]! : ack,
-      };
+      within(t.specs.length, s.sentSpec.at(i), 'spec', node);
+      within(lists.length, s.sentResources.at(i), 'resource list', node);
     }
-    const receivedAt = s.receivedAt[i]!;
+    if (hasReport) {
+      if (reportClasses[s.class.at(i)] === undefined)
+        throw new SnapshotContentError(`node ${JSON.stringify(node)}: a report without a class`);
+      if (tagOf(s.declared, i) === trueLength && !hasSent)
+        throw new SnapshotContentError(`node ${JSON.stringify(node)}: a report names a send it does not have`);
+      within(lists.length, s.applied.at(i), 'applied list', node);
+      within(failures.length, s.failed.at(i), 'failure map', node);
+      within(ports.length, s.reportedCarried.at(i), 'port list', node);
+    }
+    if (tagOf(s.lastSeenAt, i) === trueLength && !hasReport)
+      throw new SnapshotContentError(`node ${JSON.stringify(node)}: last seen at a report it does not have`);
+    within(lists.length, s.missing.at(i), 'missing list', node);
+    within(ports.length, s.carried.at(i), 'port list', node);
+  }
+
+  function sentOf(i: number): SentSummary | null {
+    const digest = s.sentDigest.at(i);
+    if (digest === null) return null;
+    const ack = s.sentAcknowledgedAt.at(i);
+    return {
+      digest,
+      specDigest: t.specs[s.sentSpec.at(i)]!,
+      serial: s.sentSerial.at(i),
+      sentAt: s.sentAt.at(i)!,
+      resourceIds: lists[s.sentResources.at(i)]!,
+      // The same string as the report's time when they are equal, as the fold holds them.
+      acknowledgedAt: ack === true ? s.receivedAt.at(i)! : ack,
+    };
+  }
+
+  function state(i: number): NodeState {
+    const node = nodes[i]!;
+    const sent = sentOf(i);
+    const receivedAt = s.receivedAt.at(i);
     let reported: ReportedSummary | null = null;
     if (receivedAt !== null) {
-      const declared = s.declared[i]!;
-      const cls = reportClasses[s.class[i]!];
-      if (cls === undefined) throw new SnapshotContentError(`node ${JSON.stringify(node)}: a report without a class`);
-      if (declared === true && sent === null)
-        throw new SnapshotContentError(`node ${JSON.stringify(node)}: a report names a send it does not have`);
+      const declared = s.declared.at(i);
       reported = {
         declared: declared === true ? sent!.digest : declared,
         receivedAt,
-        applied: entry(lists, s.applied[i]!, 'applied list', node),
-        failed: entry(failures, s.failed[i]!, 'failure map', node),
-        refused: s.refused[i]!,
-        carried: entry(ports, s.reportedCarried[i]!, 'port list', node),
-        class: cls,
+        applied: lists[s.applied.at(i)]!,
+        failed: failures[s.failed.at(i)]!,
+        refused: s.refused.at(i),
+        carried: ports[s.reportedCarried.at(i)]!,
+        class: reportClasses[s.class.at(i)]!,
       };
     }
-    const stale = s.stale[i]!;
-    const unknown = s.unknown[i]!;
-    const undeclared = s.undeclared[i]!;
-    const lastLatencyMs = s.lastLatencyMs[i]!;
-    const recent = s.recentLatenciesMs[i]!;
-    const acknowledged = s.acknowledged[i]!;
-    const superseded = s.superseded[i]!;
-    const earlier = s.earlierSends[i]!;
-    const seen = s.lastSeenAt[i]!;
-    if (seen === true && receivedAt === null)
-      throw new SnapshotContentError(`node ${JSON.stringify(node)}: last seen at a report it does not have`);
-    out[i] = {
+    const stale = s.stale.at(i);
+    const unknown = s.unknown.at(i);
+    const undeclared = s.undeclared.at(i);
+    const lastLatencyMs = s.lastLatencyMs.at(i);
+    const recent = s.recentLatenciesMs.at(i);
+    const acknowledged = s.acknowledged.at(i);
+    const superseded = s.superseded.at(i);
+    const earlier = s.earlierSends.at(i);
+    const seen = s.lastSeenAt.at(i);
+    return {
       node,
-      status: nodeStatuses[s.status[i]!]!,
-      caughtUp: s.caughtUp[i]!,
+      status: nodeStatuses[s.status.at(i)]!,
+      caughtUp: s.caughtUp.at(i),
       sent,
       reported,
-      missing: entry(lists, s.missing[i]!, 'missing list', node),
-      carried: entry(ports, s.carried[i]!, 'port list', node),
+      missing: lists[s.missing.at(i)]!,
+      carried: ports[s.carried.at(i)]!,
       lastSeenAt: seen === true ? receivedAt : seen,
       anomalies: stale === 0 && unknown === 0 && undeclared === 0 ? noAnomalies : { stale, unknown, undeclared },
       convergence:
@@ -1055,11 +1293,108 @@ export function decodeStates(n: number, s: Columns, t: Tables): NodeState[] {
           ? convergenceZero
           : { lastLatencyMs, recentLatenciesMs: recent.length === 0 ? none : recent, acknowledged, superseded },
       earlierSends: earlier.length === 0 ? none : (earlier as EarlierSend[]),
-      reports: s.reports[i]!,
-      lastReportId: s.lastReportId[i]!,
-      position: toBig(s.position[i]!),
-      revision: toBig(s.revision[i]!),
+      reports: s.reports.at(i),
+      lastReportId: s.lastReportId.at(i),
+      position: toBig(s.position.at(i)),
+      revision: toBig(s.revision.at(i)),
     };
   }
-  return out;
+
+  // The counters' view, refilled in place: no object per node.
+  const recentScratch: number[] = [];
+  const countedSent = { specDigest: '' };
+  const counted = {
+    status: 'undeclared' as NodeStatus,
+    caughtUp: false,
+    sent: null as { specDigest: string } | null,
+    convergence: { lastLatencyMs: null as number | null, recentLatenciesMs: none as readonly number[], acknowledged: 0, superseded: 0 },
+    anomalies: { stale: 0, unknown: 0, undeclared: 0 },
+  };
+  const recent = s.recentLatenciesMs;
+  function countedAt(i: number): CountedState {
+    counted.status = nodeStatuses[s.status.at(i)]!;
+    counted.caughtUp = s.caughtUp.at(i);
+    if (tagOf(s.sentDigest, i) === nullLength) counted.sent = null;
+    else {
+      countedSent.specDigest = t.specs[s.sentSpec.at(i)]!;
+      counted.sent = countedSent;
+    }
+    const c = counted.convergence;
+    c.lastLatencyMs = s.lastLatencyMs.at(i);
+    if (recent instanceof NumberListColumn) {
+      const k = recent.counts[i]!;
+      const from = recent.starts[i]!;
+      recentScratch.length = k;
+      for (let j = 0; j < k; j++) recentScratch[j] = recent.flat[from + j]!;
+      c.recentLatenciesMs = recentScratch;
+    } else c.recentLatenciesMs = recent.at(i);
+    c.acknowledged = s.acknowledged.at(i);
+    c.superseded = s.superseded.at(i);
+    const a = counted.anomalies;
+    a.stale = s.stale.at(i);
+    a.unknown = s.unknown.at(i);
+    a.undeclared = s.undeclared.at(i);
+    return counted as unknown as CountedState;
+  }
+
+  const facts: StateFacts = {
+    status: 'undeclared',
+    caughtUp: false,
+    sent: false,
+    reported: false,
+    declaredIsSent: false,
+    refused: false,
+    resources: -1,
+    applied: -1,
+    failed: -1,
+    missing: none,
+    carried: none,
+    reportedCarried: none,
+    reports: 0,
+    position: 0,
+  };
+  function factsAt(i: number): StateFacts {
+    facts.status = nodeStatuses[s.status.at(i)]!;
+    facts.caughtUp = s.caughtUp.at(i);
+    facts.sent = tagOf(s.sentDigest, i) !== nullLength;
+    facts.reported = tagOf(s.receivedAt, i) !== nullLength;
+    facts.resources = facts.sent ? s.sentResources.at(i) : -1;
+    if (facts.reported) {
+      const declared = tagOf(s.declared, i);
+      // `true` is the send's digest; a digest written out is compared as a string (a stale report, or a file not of this writer).
+      facts.declaredIsSent = facts.sent && (declared === trueLength || (declared === 0 && s.declared.at(i) === s.sentDigest.at(i)));
+      facts.refused = tagOf(s.refused, i) === 0 && (s.refused instanceof TextColumn ? s.refused.lengths[i]! > 0 : s.refused.at(i) !== '');
+      facts.applied = s.applied.at(i);
+      facts.failed = s.failed.at(i);
+      facts.reportedCarried = ports[s.reportedCarried.at(i)]!;
+    } else {
+      facts.declaredIsSent = false;
+      facts.refused = false;
+      facts.applied = -1;
+      facts.failed = -1;
+      facts.reportedCarried = none;
+    }
+    facts.missing = lists[s.missing.at(i)]!;
+    facts.carried = ports[s.carried.at(i)]!;
+    facts.reports = s.reports.at(i);
+    facts.position = s.position.at(i);
+    return facts;
+  }
+
+  const lastSeenMs = (i: number): number => {
+    const tag = tagOf(s.lastSeenAt, i);
+    if (tag === nullLength) return NaN;
+    return tag === trueLength ? timeOf(s.receivedAt, i) : timeOf(s.lastSeenAt, i);
+  };
+
+  return {
+    length: n,
+    nodes,
+    slots,
+    state,
+    status: (i) => nodeStatuses[s.status.at(i)]!,
+    lastSeenMs,
+    counted: countedAt,
+    facts: factsAt,
+  };
 }

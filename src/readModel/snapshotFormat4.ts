@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { NodeState } from '../../projections/index.ts';
 import { columnChecks, columnNames, createEncoder, sectionNames, tableNames, tableSchemas } from './snapshotFormat.ts';
-import type { Check, ColumnName, Columns, SectionName, Tables } from './snapshotFormat.ts';
+import type { Check, ColumnArrays, ColumnName, SectionName, Tables } from './snapshotFormat.ts';
 
 // Format 4, still read (an engine upgraded from it starts warm on the snapshot its predecessor
 // wrote): UTF-8 lines, a JSON header, one JSON array per column then per table (the names of
@@ -30,12 +30,12 @@ const column = <T>(c: Check<T>) =>
 
 export const sectionSchemas4 = {
   ...(Object.fromEntries(columnNames.map((name) => [name, column(columnChecks[name] as Check<unknown>)])) as unknown as {
-    [K in ColumnName]: z.ZodType<Columns[K]>;
+    [K in ColumnName]: z.ZodType<ColumnArrays[K]>;
   }),
   ...tableSchemas,
 } satisfies Record<SectionName, z.ZodType>;
 
-export type Sections4 = Columns & Tables;
+export type Sections4 = ColumnArrays & Tables;
 
 export const headerSchema4 = z.strictObject({
   format: z.literal(4),
