@@ -9,11 +9,15 @@ import { historyInStore } from '../support/history.ts';
 
 // Issue 9 §1: `converge --help` answers at once because it loads nothing it does not print,
 // and each command loads only what it uses. These tests run the built CLI (bin/converge.js →
-// dist/) under a loader hook (Node 20's module.register) that writes down every module the
-// process loads, and check which packages are among them. A top-level import of fastify (or of
-// anything that imports it) in src/cli/main.ts makes the first test fail.
+// dist/bundle) under a loader hook (Node 20's module.register) that writes down every module the
+// process loads, and check which packages are among them: loaded from node_modules, or bundled
+// in a chunk the process loaded (dist/bundle/cli/manifest.json names each chunk's packages,
+// scripts/bundle.mjs). A top-level import of fastify (or of anything that imports it) in
+// src/cli/main.ts makes the first test fail.
 
 const bin = new URL('../../bin/converge.js', import.meta.url).pathname;
+const bundle = new URL('../../dist/bundle/cli/', import.meta.url);
+const manifest = JSON.parse(readFileSync(new URL('manifest.json', bundle), 'utf8')) as Record<string, string[]>;
 
 const hooks = `
 import { appendFileSync } from 'node:fs';
@@ -48,6 +52,7 @@ function traced(
   for (const u of urls) {
     const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u);
     if (m !== null) packages.add(m[1]!);
+    if (u.startsWith(bundle.href)) for (const p of manifest[u.slice(bundle.href.length)] ?? []) packages.add(p);
   }
   const own = urls.filter((u) => u.includes('/dist/')).map((u) => u.slice(u.indexOf('/dist/') + 1));
   return { code: r.status, stderr: r.stderr, packages, own };
@@ -70,7 +75,7 @@ describe('what the built converge command loads', () => {
     const r = traced(['--help']);
     assert.equal(r.code, 0, r.stderr);
     // The hook saw the CLI load, so an empty list is a finding, not a hook that never ran.
-    assert.ok(r.own.includes('dist/src/cli/main.js'), `trace saw: ${r.own.join(', ')}`);
+    assert.ok(r.own.includes('dist/bundle/cli/main.js'), `trace saw: ${r.own.join(', ')}`);
     assert.deepEqual([...r.packages], []);
   });
 
