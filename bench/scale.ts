@@ -210,7 +210,7 @@ try {
   // serve works on a copy, so the snapshot it writes never touches a kept store's neighbour.
   const servePath = join(dir, 'serve.db');
   copyFileSync(storePath, servePath);
-  const snapPath = `${servePath}.snapshot.json`;
+  const snapPath = `${servePath}.snapshot`;
   // Alternating passes (cold, then warm on the snapshot the cold one wrote at its stop), so neither
   // side always gets the quieter machine; the last warm serve stays up for the API rows.
   const coldMs: number[] = [];
@@ -321,7 +321,7 @@ try {
   });
   await warm.stop();
 
-  const coldHeap = await heapOfReadModel(storePath, join(dir, 'inprocess.snapshot.json'), false, true);
+  const coldHeap = await heapOfReadModel(storePath, join(dir, 'inprocess.snapshot'), false, true);
   const warmHeap = await heapOfReadModel(storePath, snapPath, true);
   report.row({
     name: 'read model heap after a full GC, folded from zero',

@@ -33,6 +33,12 @@ export type Config = Readonly<{
   apiTokens: TokenTable;
   graceMs: number;
   snapshotPath: string | null;
+  /**
+   * Where an engine before issue 10 kept the default snapshot (`<sqlite file>.snapshot.json`, a
+   * binary file since format 5): read when `snapshotPath` does not exist yet, so an upgraded
+   * installation starts warm; null when the snapshot path was set.
+   */
+  snapshotFormerPath: string | null;
   snapshotEvery: number;
   snapshotPerNode: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -232,11 +238,13 @@ export function loadConfig(
   }
   const c = r.data;
   const sqlitePath = c.store.startsWith('sqlite:') ? c.store.slice('sqlite:'.length) : null;
+  const besideStore = sqlitePath !== null && sqlitePath !== ':memory:';
   return Object.freeze({
     ...c,
     signingKey,
     apiTokens: tokens.table,
     // Beside a SQLite file by default: a snapshot belongs with the store it summarizes.
-    snapshotPath: c.snapshotPath ?? (sqlitePath !== null && sqlitePath !== ':memory:' ? `${sqlitePath}.snapshot.json` : null),
+    snapshotPath: c.snapshotPath ?? (besideStore ? `${sqlitePath}.snapshot` : null),
+    snapshotFormerPath: c.snapshotPath === null && besideStore ? `${sqlitePath}.snapshot.json` : null,
   });
 }

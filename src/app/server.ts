@@ -93,7 +93,14 @@ export function createServer(options: ServerOptions): Server {
     lastSeen: (node) => ingest?.lastSeenAt(node) ?? null,
     ...(config.snapshotPath === null
       ? {}
-      : { snapshot: { path: config.snapshotPath, everyEvents: config.snapshotEvery, everyEventsPerNode: config.snapshotPerNode } }),
+      : {
+          snapshot: {
+            path: config.snapshotPath,
+            ...(config.snapshotFormerPath === null ? {} : { formerPath: config.snapshotFormerPath }),
+            everyEvents: config.snapshotEvery,
+            everyEventsPerNode: config.snapshotPerNode,
+          },
+        }),
     ...(options.now === undefined ? {} : { now: options.now }),
   });
   const key = options.key === undefined ? config.signingKey : options.key;

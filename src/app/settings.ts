@@ -77,7 +77,7 @@ export const settings = {
     flag: 'snapshot',
     env: 'CONVERGE_SNAPSHOT',
     value: '<path>',
-    default: '<sqlite file>.snapshot.json',
+    default: '<sqlite file>.snapshot',
     help: 'read-model snapshot file',
   },
   snapshotEvery: {

@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { livenessStates, nodeStatuses } from '../../projections/index.ts';
 import { readNodeColumns } from '../store/index.ts';
@@ -18,6 +19,11 @@ import { checkConsistency, crossCheck } from './snapshotTrust.ts';
 
 export type SnapshotOptions = Readonly<{
   path: string;
+  /**
+   * Read at start when `path` does not exist (the default snapshot's name before issue 10:
+   * `<sqlite file>.snapshot.json`), and deleted once a snapshot is written to `path`.
+   */
+  formerPath?: string;
   /** Events folded between two snapshots, at least. */
   everyEvents: number;
   /**
@@ -133,9 +139,9 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     const opts = options.snapshot;
     if (opts === undefined) return;
     const t0 = performance.now();
-    let snap: StoredSnapshot | null;
+    let snap: (StoredSnapshot & { path: string }) | null = null;
     try {
-      snap = await openSnapshot(opts.path);
+      snap = await openSnapshot(opts.path, opts.formerPath);
       if (snap === null) return;
       if (snap.foldVersion !== foldVersion)
         throw snapshotRejected('fold-version', `snapshot made by fold ${snap.foldVersion}; this engine folds version ${foldVersion}`);
@@ -153,7 +159,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
       checkConsistency(snap);
       await crossCheck(store, snap);
     } catch (err) {
-      discard(opts.path, err);
+      discard(snap?.path ?? opts.path, err);
       return;
     }
     readModel.restore(snap.states, snap.position);
@@ -162,7 +168,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     lastSnapshotAt = snap.position;
     lastEventId = snap.eventId;
     log.info(
-      { path: opts.path, position: snap.position.toString(), nodes: snap.states.length, ms: Math.round(performance.now() - t0) },
+      { path: snap.path, position: snap.position.toString(), nodes: snap.states.length, ms: Math.round(performance.now() - t0) },
       'restored read model from snapshot',
     );
   }
@@ -187,7 +193,11 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
       writtenAt: new Date().toISOString(),
       states,
     })
-      .then(({ bytes }) => log.debug({ position: position.toString(), bytes, ms: Math.round(performance.now() - t0) }, 'snapshot written'))
+      .then(async ({ bytes }) => {
+        log.debug({ position: position.toString(), bytes, ms: Math.round(performance.now() - t0) }, 'snapshot written');
+        // The snapshot under its former name is stale from now on: gone, so deleting the new one is still always safe.
+        if (opts.formerPath !== undefined && opts.formerPath !== opts.path) await rm(opts.formerPath, { force: true });
+      })
       .catch((err: unknown) => log.warn({ err, path: opts.path }, 'snapshot write failed; will retry at the next interval'))
       .finally(() => {
         writing = null;

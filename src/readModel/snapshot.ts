@@ -91,8 +91,7 @@ const notReadable = (format: unknown): ConvergeError =>
 /** Parse and check a snapshot file's bytes: header, checksum, every column and table; then build every state. */
 export function parseSnapshot(bytes: Buffer): Snapshot {
   const snap = decodeSnapshot(bytes);
-  const d = snap.states;
-  return { ...snap, states: Array.from({ length: d.length }, (_, i) => d.state(i)) };
+  return { ...snap, states: builtStates(snap.states) };
 }
 
 /** Parse and check a snapshot file's bytes: header, checksum, every column and table; the states are built when asked. */
@@ -218,12 +217,25 @@ function body4(bytes: Buffer, from: number, trailerStart: number): { columns: Co
 export async function readSnapshot(path: string): Promise<Snapshot | null> {
   const snap = await openSnapshot(path);
   if (snap === null) return null;
-  const d = snap.states;
-  return { ...snap, states: Array.from({ length: d.length }, (_, i) => d.state(i)) };
+  const { path: _, ...rest } = snap;
+  return { ...rest, states: builtStates(snap.states) };
 }
 
-/** Read a snapshot file, its states read in place (the runner's restore); null if there is none. Throws as readSnapshot does. */
-export async function openSnapshot(path: string): Promise<StoredSnapshot | null> {
+/** Every state of a snapshot read in place, built. */
+export const builtStates = (d: DecodedStates): NodeState[] => Array.from({ length: d.length }, (_, i) => d.state(i));
+
+/**
+ * Read a snapshot file, its states read in place (the runner's restore), and the path it was read
+ * from; null if there is none. With `formerPath` (where an older engine kept it: Config.snapshotFormerPath),
+ * that file is read when `path` does not exist. Throws as readSnapshot does.
+ */
+export async function openSnapshot(path: string, formerPath?: string | null): Promise<(StoredSnapshot & { path: string }) | null> {
+  const snap = await openOne(path);
+  if (snap !== null || formerPath === undefined || formerPath === null) return snap;
+  return openOne(formerPath);
+}
+
+async function openOne(path: string): Promise<(StoredSnapshot & { path: string }) | null> {
   let bytes: Buffer;
   try {
     bytes = await readFile(path);
@@ -232,7 +244,7 @@ export async function openSnapshot(path: string): Promise<StoredSnapshot | null>
     throw snapshotRejected('unreadable', `cannot read snapshot ${path}: ${(e as Error).message}`, e);
   }
   try {
-    return decodeSnapshot(bytes);
+    return { ...decodeSnapshot(bytes), path };
   } catch (e) {
     if (e instanceof ConvergeError) throw snapshotRejected(rejectionOf(e), `snapshot ${path}: ${e.message}`, e);
     throw snapshotRejected('schema', `snapshot ${path} is not valid: ${(e as Error).message}`, e);

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
+import { loadConfig } from '../../src/app/config.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import { verifyReadModel } from '../../src/readModel/replay.ts';
 import { readSnapshot } from '../../src/readModel/snapshot.ts';
@@ -269,4 +270,44 @@ test('the node gauges count liveness from the exact last-seen time when the inge
   assert.match(await gauge(), /liveness="disconnected"/);
   // Alive is coalesced in the store (DESIGN §2); the ingest heard the node 5 s ago.
   assert.match(await gauge(() => new Date(now - 5_000)), /liveness="connected"/);
+});
+
+test('an installation upgraded from <store>.snapshot.json starts warm on it, and the file is gone once <store>.snapshot is written', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'converge-snap-former-'));
+  const path = join(dir, 'store.db');
+  // The default names, as serve is configured.
+  const config = loadConfig({ flags: { store: `sqlite:${path}` }, env: {} });
+  assert.equal(config.snapshotPath, `${path}.snapshot`);
+  assert.equal(config.snapshotFormerPath, `${path}.snapshot.json`);
+  assert.equal(loadConfig({ flags: { store: `sqlite:${path}`, snapshot: join(dir, 'named') }, env: {} }).snapshotFormerPath, null);
+  const store = createSqliteEventStore(path);
+  const script = historyInStore(store);
+  for (let i = 0; i < 6; i++) {
+    script.tick();
+    await script.alive(`f${i % 2}`);
+  }
+  // What the engine before the rename wrote at its stop.
+  const before = createProjectionRunner({ store, logger, snapshot: { path: config.snapshotFormerPath!, everyEvents: 1_000 } });
+  await before.start();
+  await before.caughtUp();
+  await before.writeSnapshot();
+  await before.stop();
+  assert.ok(existsSync(config.snapshotFormerPath!));
+
+  const snapshot = { path: config.snapshotPath!, formerPath: config.snapshotFormerPath!, everyEvents: 1_000 };
+  const after = createProjectionRunner({ store, logger, snapshot });
+  const folded: bigint[] = [];
+  after.readModel.onChange((c) => folded.push(c.position));
+  await after.start();
+  await after.caughtUp();
+  assert.deepEqual(folded, [], 'restored from the former file: nothing folded again');
+  assert.equal(after.readModel.size(), 2);
+  script.tick();
+  await script.alive('f2');
+  await until('the new node folded', () => after.readModel.size() === 3);
+  await after.writeSnapshot();
+  await after.stop();
+  assert.equal((await readSnapshot(config.snapshotPath!))?.position, 7n);
+  assert.equal(existsSync(config.snapshotFormerPath!), false, 'the stale file under the former name is removed');
+  await store.close();
 });

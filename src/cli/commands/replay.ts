@@ -3,7 +3,7 @@ import type { NodeState } from '../../../projections/index.ts';
 import type { Config } from '../../app/config.ts';
 import { createProjectionRunner } from '../../readModel/projectionRunner.ts';
 import { compareStates, replayStore } from '../../readModel/replay.ts';
-import { readSnapshot } from '../../readModel/snapshot.ts';
+import { builtStates, openSnapshot } from '../../readModel/snapshot.ts';
 import { ConvergeError, errorCodes } from '../../errors.ts';
 import type { ErrorCode } from '../../errors.ts';
 import type { Run } from '../command.ts';
@@ -20,7 +20,7 @@ export const run: Run = ({ io, values, config, json }) => {
   if (values.verify !== true) throw new ConvergeError('CONVERGE_ERR_USAGE', 'replay needs --verify (it only ever reads)');
   return withStore(config, io, async (store) => {
     const head = await store.headPosition();
-    const snap = config.snapshotPath === null ? null : await readSnapshot(config.snapshotPath);
+    const snap = config.snapshotPath === null ? null : await openSnapshot(config.snapshotPath, config.snapshotFormerPath);
     // The default snapshot beside the store may not exist yet; one the operator named must.
     const named = values.snapshot !== undefined || io.env['CONVERGE_SNAPSHOT'] !== undefined;
     if (snap === null && named)
@@ -33,8 +33,8 @@ export const run: Run = ({ io, values, config, json }) => {
     if (snap !== null) {
       replayed = await replayStore(store, { until: snap.position, onProgress });
       p.done();
-      against = `snapshot ${config.snapshotPath} at position ${snap.position}`;
-      actual = snap.states;
+      against = `snapshot ${snap.path} at position ${snap.position}`;
+      actual = builtStates(snap.states);
     } else {
       against = 'the live projection path (subscription into the read model)';
       // The two folds are independent (each reads the store itself), so on a store a second
