@@ -152,7 +152,10 @@ export type Column<T> = Readonly<{ length: number; at: (i: number) => T }>;
 /** Decoded, checked columns. */
 export type Columns = { [K in ColumnName]: Column<ValueOf<(typeof columnChecks)[K]>> };
 /** A column over an array or a typed array. */
-export const arrayColumn = <T>(values: ArrayLike<T>): Column<T> => ({ length: values.length, at: (i) => values[i]! });
+export const arrayColumn = <T>(values: ArrayLike<T>): Column<T> => ({ length: values.length, at: (i) => values[i]!, values }) as Column<T>;
+/** A column's values as an array to index in a loop over every node (a call per value costs ~10× an index, cold). */
+const valuesOf = <T>(c: Column<T>): ArrayLike<T> =>
+  (c as { values?: ArrayLike<T> }).values ?? Array.from({ length: c.length }, (_, i) => c.at(i));
 
 export const tableSchemas = {
   specs: z.array(z.string().regex(/^[0-9a-f]{64}$/)),
@@ -1113,14 +1116,15 @@ const noAnomalies: Anomalies = Object.freeze({ stale: 0, unknown: 0, undeclared:
 const smallBigs = Array.from({ length: 4_097 }, (_, i) => BigInt(i - 1));
 const toBig = (v: number | string): bigint => (typeof v === 'number' && v >= -1 && v < 4_096 ? smallBigs[v + 1]! : BigInt(v));
 
-/** A string column's value at i as a tag: -1 null, -2 true, 0 a string — without making the string. */
-const tagOf = (c: Column<string | null | true>, i: number): number => {
-  if (c instanceof TextColumn) {
-    const l = c.lengths[i]!;
-    return l < 0 ? l : 0;
+/** A string column's values as tags, without making the strings: -1 null, -2 true, ≥ 0 a string (its length, or 0). */
+const tagsOf = (c: Column<string | null | true>): ArrayLike<number> => {
+  if (c instanceof TextColumn) return c.lengths;
+  const tags = new Int8Array(c.length);
+  for (let i = 0; i < c.length; i++) {
+    const v = c.at(i);
+    tags[i] = v === null ? nullLength : v === true ? trueLength : 0;
   }
-  const v = c.at(i);
-  return v === null ? nullLength : v === true ? trueLength : 0;
+  return tags;
 };
 const timeOf = (c: Column<string | null | true>, i: number): number => {
   if (c instanceof TextColumn) return c.timeAt(i);
@@ -1207,34 +1211,58 @@ export function decodeStates(n: number, s: Columns, t: Tables): DecodedStates {
   };
   const nodes = new Array<string>(n);
   const slots = new Map<string, number>();
-  // Every check the states' building relies on, node by node in the order the fields are built.
-  for (let i = 0; i < n; i++) {
-    const node = s.node.at(i);
-    if (slots.has(node)) throw new SnapshotContentError(`node ${JSON.stringify(node)} appears twice`);
-    slots.set(node, i);
-    nodes[i] = node;
-    const hasSent = tagOf(s.sentDigest, i) !== nullLength;
-    const hasReport = tagOf(s.receivedAt, i) !== nullLength;
-    if (hasSent) {
-      if (tagOf(s.sentAt, i) === nullLength) throw new SnapshotContentError(`node ${JSON.stringify(node)}: a send without sentAt`);
-      if (tagOf(s.sentAcknowledgedAt, i) === trueLength && !hasReport)
-        throw new SnapshotContentError(`node ${JSON.stringify(node)}: acknowledged by a report it does not have`);
-      within(t.specs.length, s.sentSpec.at(i), 'spec', node);
-      within(lists.length, s.sentResources.at(i), 'resource list', node);
+  // The loops over every node (the checks here, the counters, the trust checks) index arrays.
+  const sentTags = tagsOf(s.sentDigest);
+  const receivedTags = tagsOf(s.receivedAt);
+  const seenTags = tagsOf(s.lastSeenAt);
+  const declaredTags = tagsOf(s.declared);
+  const status = valuesOf(s.status);
+  const caughtUp = valuesOf(s.caughtUp);
+  const sentSpec = valuesOf(s.sentSpec);
+  const sentResources = valuesOf(s.sentResources);
+  const applied = valuesOf(s.applied);
+  const failed = valuesOf(s.failed);
+  const reportedCarried = valuesOf(s.reportedCarried);
+  const missing = valuesOf(s.missing);
+  const carried = valuesOf(s.carried);
+  const stale = valuesOf(s.stale);
+  const unknown = valuesOf(s.unknown);
+  const undeclared = valuesOf(s.undeclared);
+  const acknowledged = valuesOf(s.acknowledged);
+  const superseded = valuesOf(s.superseded);
+  const reports = valuesOf(s.reports);
+  {
+    const sentAtTags = tagsOf(s.sentAt);
+    const ackTags = tagsOf(s.sentAcknowledgedAt);
+    const cls = valuesOf(s.class);
+    // Every check the states' building relies on, node by node in the order the fields are built.
+    for (let i = 0; i < n; i++) {
+      const node = s.node.at(i);
+      slots.set(node, i);
+      if (slots.size !== i + 1) throw new SnapshotContentError(`node ${JSON.stringify(node)} appears twice`);
+      nodes[i] = node;
+      const hasSent = sentTags[i] !== nullLength;
+      const hasReport = receivedTags[i] !== nullLength;
+      if (hasSent) {
+        if (sentAtTags[i] === nullLength) throw new SnapshotContentError(`node ${JSON.stringify(node)}: a send without sentAt`);
+        if (ackTags[i] === trueLength && !hasReport)
+          throw new SnapshotContentError(`node ${JSON.stringify(node)}: acknowledged by a report it does not have`);
+        within(t.specs.length, sentSpec[i]!, 'spec', node);
+        within(lists.length, sentResources[i]!, 'resource list', node);
+      }
+      if (hasReport) {
+        if (reportClasses[cls[i]!] === undefined) throw new SnapshotContentError(`node ${JSON.stringify(node)}: a report without a class`);
+        if (declaredTags[i] === trueLength && !hasSent)
+          throw new SnapshotContentError(`node ${JSON.stringify(node)}: a report names a send it does not have`);
+        within(lists.length, applied[i]!, 'applied list', node);
+        within(failures.length, failed[i]!, 'failure map', node);
+        within(ports.length, reportedCarried[i]!, 'port list', node);
+      }
+      if (seenTags[i] === trueLength && !hasReport)
+        throw new SnapshotContentError(`node ${JSON.stringify(node)}: last seen at a report it does not have`);
+      within(lists.length, missing[i]!, 'missing list', node);
+      within(ports.length, carried[i]!, 'port list', node);
     }
-    if (hasReport) {
-      if (reportClasses[s.class.at(i)] === undefined)
-        throw new SnapshotContentError(`node ${JSON.stringify(node)}: a report without a class`);
-      if (tagOf(s.declared, i) === trueLength && !hasSent)
-        throw new SnapshotContentError(`node ${JSON.stringify(node)}: a report names a send it does not have`);
-      within(lists.length, s.applied.at(i), 'applied list', node);
-      within(failures.length, s.failed.at(i), 'failure map', node);
-      within(ports.length, s.reportedCarried.at(i), 'port list', node);
-    }
-    if (tagOf(s.lastSeenAt, i) === trueLength && !hasReport)
-      throw new SnapshotContentError(`node ${JSON.stringify(node)}: last seen at a report it does not have`);
-    within(lists.length, s.missing.at(i), 'missing list', node);
-    within(ports.length, s.carried.at(i), 'port list', node);
   }
 
   function sentOf(i: number): SentSummary | null {
@@ -1300,40 +1328,39 @@ export function decodeStates(n: number, s: Columns, t: Tables): DecodedStates {
     };
   }
 
-  // The counters' view, refilled in place: no object per node.
-  const recentScratch: number[] = [];
+  // The counters' view, refilled in place: no object per node (lastLatencyMs is not counted).
+  const one = [0];
   const countedSent = { specDigest: '' };
   const counted = {
     status: 'undeclared' as NodeStatus,
     caughtUp: false,
     sent: null as { specDigest: string } | null,
-    convergence: { lastLatencyMs: null as number | null, recentLatenciesMs: none as readonly number[], acknowledged: 0, superseded: 0 },
+    convergence: { recentLatenciesMs: none as readonly number[], acknowledged: 0, superseded: 0 },
     anomalies: { stale: 0, unknown: 0, undeclared: 0 },
   };
   const recent = s.recentLatenciesMs;
   function countedAt(i: number): CountedState {
-    counted.status = nodeStatuses[s.status.at(i)]!;
-    counted.caughtUp = s.caughtUp.at(i);
-    if (tagOf(s.sentDigest, i) === nullLength) counted.sent = null;
+    counted.status = nodeStatuses[status[i]!]!;
+    counted.caughtUp = caughtUp[i]!;
+    if (sentTags[i] === nullLength) counted.sent = null;
     else {
-      countedSent.specDigest = t.specs[s.sentSpec.at(i)]!;
+      countedSent.specDigest = t.specs[sentSpec[i]!]!;
       counted.sent = countedSent;
     }
     const c = counted.convergence;
-    c.lastLatencyMs = s.lastLatencyMs.at(i);
-    if (recent instanceof NumberListColumn) {
-      const k = recent.counts[i]!;
-      const from = recent.starts[i]!;
-      recentScratch.length = k;
-      for (let j = 0; j < k; j++) recentScratch[j] = recent.flat[from + j]!;
-      c.recentLatenciesMs = recentScratch;
+    if (recent instanceof NumberListColumn && recent.counts[i]! <= 1) {
+      if (recent.counts[i] === 0) c.recentLatenciesMs = none;
+      else {
+        one[0] = recent.flat[recent.starts[i]!]!;
+        c.recentLatenciesMs = one;
+      }
     } else c.recentLatenciesMs = recent.at(i);
-    c.acknowledged = s.acknowledged.at(i);
-    c.superseded = s.superseded.at(i);
+    c.acknowledged = acknowledged[i]!;
+    c.superseded = superseded[i]!;
     const a = counted.anomalies;
-    a.stale = s.stale.at(i);
-    a.unknown = s.unknown.at(i);
-    a.undeclared = s.undeclared.at(i);
+    a.stale = stale[i]!;
+    a.unknown = unknown[i]!;
+    a.undeclared = undeclared[i]!;
     return counted as unknown as CountedState;
   }
 
@@ -1353,20 +1380,22 @@ export function decodeStates(n: number, s: Columns, t: Tables): DecodedStates {
     reports: 0,
     position: 0,
   };
+  const refusedLengths = s.refused instanceof TextColumn ? s.refused.lengths : null;
+  const position = valuesOf(s.position);
   function factsAt(i: number): StateFacts {
-    facts.status = nodeStatuses[s.status.at(i)]!;
-    facts.caughtUp = s.caughtUp.at(i);
-    facts.sent = tagOf(s.sentDigest, i) !== nullLength;
-    facts.reported = tagOf(s.receivedAt, i) !== nullLength;
-    facts.resources = facts.sent ? s.sentResources.at(i) : -1;
+    facts.status = nodeStatuses[status[i]!]!;
+    facts.caughtUp = caughtUp[i]!;
+    facts.sent = sentTags[i] !== nullLength;
+    facts.reported = receivedTags[i] !== nullLength;
+    facts.resources = facts.sent ? sentResources[i]! : -1;
     if (facts.reported) {
-      const declared = tagOf(s.declared, i);
+      const declared = declaredTags[i]!;
       // `true` is the send's digest; a digest written out is compared as a string (a stale report, or a file not of this writer).
-      facts.declaredIsSent = facts.sent && (declared === trueLength || (declared === 0 && s.declared.at(i) === s.sentDigest.at(i)));
-      facts.refused = tagOf(s.refused, i) === 0 && (s.refused instanceof TextColumn ? s.refused.lengths[i]! > 0 : s.refused.at(i) !== '');
-      facts.applied = s.applied.at(i);
-      facts.failed = s.failed.at(i);
-      facts.reportedCarried = ports[s.reportedCarried.at(i)]!;
+      facts.declaredIsSent = facts.sent && (declared === trueLength || (declared >= 0 && s.declared.at(i) === s.sentDigest.at(i)));
+      facts.refused = refusedLengths === null ? s.refused.at(i) !== '' : refusedLengths[i]! > 0;
+      facts.applied = applied[i]!;
+      facts.failed = failed[i]!;
+      facts.reportedCarried = ports[reportedCarried[i]!]!;
     } else {
       facts.declaredIsSent = false;
       facts.refused = false;
@@ -1374,15 +1403,15 @@ export function decodeStates(n: number, s: Columns, t: Tables): DecodedStates {
       facts.failed = -1;
       facts.reportedCarried = none;
     }
-    facts.missing = lists[s.missing.at(i)]!;
-    facts.carried = ports[s.carried.at(i)]!;
-    facts.reports = s.reports.at(i);
-    facts.position = s.position.at(i);
+    facts.missing = lists[missing[i]!]!;
+    facts.carried = ports[carried[i]!]!;
+    facts.reports = reports[i]!;
+    facts.position = position[i]!;
     return facts;
   }
 
   const lastSeenMs = (i: number): number => {
-    const tag = tagOf(s.lastSeenAt, i);
+    const tag = seenTags[i];
     if (tag === nullLength) return NaN;
     return tag === trueLength ? timeOf(s.receivedAt, i) : timeOf(s.lastSeenAt, i);
   };
@@ -1392,7 +1421,7 @@ export function decodeStates(n: number, s: Columns, t: Tables): DecodedStates {
     nodes,
     slots,
     state,
-    status: (i) => nodeStatuses[s.status.at(i)]!,
+    status: (i) => nodeStatuses[status[i]!]!,
     lastSeenMs,
     counted: countedAt,
     facts: factsAt,
