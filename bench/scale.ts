@@ -172,6 +172,11 @@ async function heapOfReadModel(storePath: string, snapshotPath: string, restore:
   await runner.start();
   await runner.caughtUp();
   const ms = performance.now() - t;
+  // A restore builds each node's state when it is first asked for: ask for every one, so the heap
+  // compared with the folded model's holds the same states (and `ms` is still the restore's time).
+  let built = 0;
+  for (const _ of runner.readModel.nodes()) built++;
+  if (built !== runner.readModel.size()) throw new Error('not every node was built');
   let write: InProcess['write'];
   if (writeSnapshot) {
     // The snapshot `serve` writes every N events and at stop, of this model, to `snapshotPath`.
@@ -338,7 +343,7 @@ try {
     converge: mb(warmHeap.heap),
     baseline: mb(coldHeap.heap),
     goal: { ratioAtMost: 1.1 },
-    notes: `in ${fmt(warmHeap.ms / 1000, 2)} s; a restore must not inflate the heap; < 200 MB, moonshot < 100 MB`,
+    notes: `in ${fmt(warmHeap.ms / 1000, 2)} s (every state then built, as a restore builds them when asked); a restore must not inflate the heap; < 200 MB, moonshot < 100 MB`,
   });
 
   const w = coldHeap.write;
