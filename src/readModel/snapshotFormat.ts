@@ -832,7 +832,7 @@ export class TextColumn implements Column<string | null | true> {
     const l = this.lengths[i]!;
     if (l < 0) return NaN;
     if (!this.hex) {
-      const ms = isoMs(this.bytes, this.starts[i]!, l);
+      const ms = isoBytesMs(this.bytes, this.starts[i]!, l);
       if (ms !== null) return ms;
     }
     return Date.parse(this.at(i) as string);
@@ -881,7 +881,7 @@ const twoDigits = (b: Uint8Array, at: number): number => {
  * form), which the caller parses with Date.parse itself. test/readModel/lazyRestore.property.test.ts
  * holds it to Date.parse.
  */
-export function isoMs(b: Uint8Array, at: number, length: number): number | null {
+export function isoBytesMs(b: Uint8Array, at: number, length: number): number | null {
   if (length !== 24) return null;
   if (b[at + 4] !== 0x2d || b[at + 7] !== 0x2d || b[at + 10] !== 0x54 || b[at + 13] !== 0x3a || b[at + 16] !== 0x3a) return null;
   if (b[at + 19] !== 0x2e || b[at + 23] !== 0x5a) return null;

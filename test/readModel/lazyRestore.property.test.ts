@@ -10,7 +10,7 @@ import type { Recorded } from '../../src/events/index.ts';
 import { createReadModel } from '../../src/readModel/readModel.ts';
 import type { ReadModel } from '../../src/readModel/readModel.ts';
 import { openSnapshot, snapshotFormat, writeSnapshot } from '../../src/readModel/snapshot.ts';
-import { isoMs } from '../../src/readModel/snapshotFormat.ts';
+import { isoBytesMs } from '../../src/readModel/snapshotFormat.ts';
 import { checkConsistency } from '../../src/readModel/snapshotTrust.ts';
 
 // Issue 10 (warm start): a restore reads the snapshot's columns in place and builds a node's
@@ -268,8 +268,8 @@ test('the consistency check read from the columns refuses exactly what the state
 
 // ------------------------------------------------------------------ times read from bytes
 
-test('isoMs reads a time from its bytes as Date.parse reads the text, or leaves it to Date.parse', () => {
-  const parse = (t: string): number | null => isoMs(Buffer.from(t, 'latin1'), 0, t.length);
+test('isoBytesMs reads a time from its bytes as Date.parse reads the text, or leaves it to Date.parse', () => {
+  const parse = (t: string): number | null => isoBytesMs(Buffer.from(t, 'latin1'), 0, t.length);
   fc.assert(
     fc.property(fc.date({ noInvalidDate: true }), (d) => {
       const t = d.toISOString();
