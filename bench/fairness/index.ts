@@ -58,7 +58,8 @@ const nodeUrl = async (id: string): Promise<string> => {
 
 const path = join(dir, 'engine.db');
 const config = loadConfig({ flags: {}, env: process.env }, { store: `sqlite:${path}`, port: '0', logLevel: 'silent' });
-const store = createSqliteEventStore(path);
+// As `serve` opens it (--sqlite-sync, group commit by default).
+const store = createSqliteEventStore(path, { sync: config.sqliteSync });
 const transport = await connectServerTransport(scratch.amqpUrl, logger);
 const engine = createServer({ config, logger, store, transport: transport.transport });
 
@@ -136,7 +137,7 @@ try {
     "A victim node's report→visible time (publish until the read model shows it) while a second node floods at full speed, against the same with no flood in alternating passes of one run; and the engine's event-loop delay while a node floods the widest reports the wire accepts, then reports past its limit, against the same delay with no flood.",
   );
   report.note(
-    `Engine: \`serve\`'s composition (createServer) over RabbitMQ and SQLite; per-node budget ${budget}; ${passes} passes of ${phaseMs} ms; the victim reports every ${victimEveryMs} ms.`,
+    `Engine: \`serve\`'s composition (createServer) over RabbitMQ and SQLite (\`--sqlite-sync ${config.sqliteSync}\`); per-node budget ${budget}; ${passes} passes of ${phaseMs} ms; the victim reports every ${victimEveryMs} ms.`,
   );
 
   // Warm-up, not measured: the shedding path compiled and mesh.dead in use, the flooder's burst spent.
