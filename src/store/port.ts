@@ -97,6 +97,16 @@ export interface EventStore {
   readonly kind: 'memory' | 'sqlite' | 'esdb' | 'postgres';
   /** Append to one or many streams atomically where the store can (SQLite: one transaction). */
   append(writes: readonly StreamWrite[]): Promise<AppendResult>;
+  /**
+   * `append` in two steps, for a store that commits in the calling turn and makes the commit
+   * durable afterwards (SQLite group commit): commit now — throwing what `append` would reject
+   * with if the commit fails — and hand back the result with `durable`, which settles once the
+   * commit is on disk (rejecting if it never will be). A caller may commit again before `durable`
+   * settles: commits keep the order of the calls, and their `durable`s settle in that order. Ingest
+   * commits its next batch while the one before is being synced (issue 10). Stores whose commits
+   * may complete out of call order (a pool of connections) leave it out.
+   */
+  commitNow?(writes: readonly StreamWrite[]): Readonly<{ result: AppendResult; durable: Promise<void> }>;
   readStream(stream: string, options?: ReadStreamOptions): Promise<readonly Recorded[]>;
   readAll(options?: ReadAllOptions): AsyncIterable<readonly Recorded[]>;
   /**

@@ -553,45 +553,56 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     return scanned;
   }
 
+  /** The commit of `append`, made now; `durable` settles once it is on disk (at once under `full`). */
+  function commitNow(writes: readonly StreamWrite[]): { result: AppendResult; durable: Promise<void> } {
+    open();
+    const encoded = encodeWrites(writes, maxEventBytes);
+    const broken = syncer?.broken() ?? null;
+    if (broken !== null) throw sqliteError(broken, 'append to sqlite store');
+    let result: AppendResult;
+    try {
+      // IMMEDIATE takes the write lock up front: another process waits (busy_timeout) rather
+      // than failing halfway through upgrading a read transaction.
+      result = appendTx.immediate(encoded, writes);
+    } catch (err) {
+      pending = new Map();
+      pendingTail = [];
+      throw sqliteError(err, 'append to sqlite store');
+    }
+    for (const [stream, revision] of pending) revisions.set(stream, revision);
+    pending = new Map();
+    if (pendingTail.length > 0) {
+      // Inserted in position order within the call (one write lock), after any earlier call.
+      tail = tail.length + pendingTail.length > tailLimit * 2 ? tail.slice(-tailLimit).concat(pendingTail) : tail.concat(pendingTail);
+      pendingTail = [];
+    }
+    let durable: Promise<void>;
+    if (syncer === null) {
+      if (result.position !== null) notifier.notify();
+      durable = Promise.resolve();
+    } else if (result.position !== null) {
+      durable = synced(pendingFirst);
+    } else {
+      // Nothing new written: its events may be in a commit whose sync is still running.
+      durable = syncer.flush().catch((err: unknown) => {
+        throw sqliteError(err, 'sync the sqlite store');
+      });
+    }
+    // Handled here too, so a caller that looks at it a turn later is not an unhandled rejection.
+    durable.catch(() => undefined);
+    return { result, durable };
+  }
+
   const store: EventStore = {
     kind: 'sqlite',
 
     async append(writes) {
-      open();
-      const encoded = encodeWrites(writes, maxEventBytes);
-      const broken = syncer?.broken() ?? null;
-      if (broken !== null) throw sqliteError(broken, 'append to sqlite store');
-      let result: AppendResult;
-      try {
-        // IMMEDIATE takes the write lock up front: another process waits (busy_timeout) rather
-        // than failing halfway through upgrading a read transaction.
-        result = appendTx.immediate(encoded, writes);
-      } catch (err) {
-        pending = new Map();
-        pendingTail = [];
-        throw sqliteError(err, 'append to sqlite store');
-      }
-      for (const [stream, revision] of pending) revisions.set(stream, revision);
-      pending = new Map();
-      if (pendingTail.length > 0) {
-        // Inserted in position order within the call (one write lock), after any earlier call.
-        tail = tail.length + pendingTail.length > tailLimit * 2 ? tail.slice(-tailLimit).concat(pendingTail) : tail.concat(pendingTail);
-        pendingTail = [];
-      }
-      if (syncer === null) {
-        if (result.position !== null) notifier.notify();
-      } else if (result.position !== null) {
-        await synced(pendingFirst);
-      } else {
-        // Nothing new written: its events may be in a commit whose sync is still running.
-        try {
-          await syncer.flush();
-        } catch (err) {
-          throw sqliteError(err, 'sync the sqlite store');
-        }
-      }
+      const { result, durable } = commitNow(writes);
+      await durable;
       return result;
     },
+
+    commitNow: (writes) => commitNow(writes),
 
     async readStream(stream, opts: ReadStreamOptions = {}) {
       open();

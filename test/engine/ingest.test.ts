@@ -281,3 +281,42 @@ test('on a group-commit SQLite store nothing is acked before the WAL sync coveri
   await ingest.stop();
   await store.close();
 });
+
+test('on a group-commit store the next batch commits while the one before is synced, and acks keep commit order', async (t) => {
+  t.diagnostic('power loss cannot be tested here: the WAL sync is held by hand, the power stays on');
+  const dir = mkdtempSync(join(tmpdir(), 'converge-ingest-pipeline-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const held: (() => void)[] = [];
+  const walSync = (): Promise<void> => new Promise<void>((resolve) => void held.push(resolve));
+  const inner = createSqliteEventStore(join(dir, 'events.db'), { sync: 'group', walSync });
+  let commits = 0;
+  const store: EventStore = {
+    ...inner,
+    commitNow: (writes) => {
+      commits++;
+      return inner.commitNow!(writes);
+    },
+  };
+  const { source, deliver, acked } = handSource();
+  const ingest = createIngest({ store, source, logger, batchSize: 2, flushMs: 1_000 });
+  await ingest.start();
+  deliver('a', reportOf('a'));
+  deliver('b', reportOf('b'));
+  await until('the first batch committed and its sync started', () => held.length === 1);
+  deliver('a', reportOf('a'));
+  deliver('b', reportOf('b'));
+  await until('the second batch committed while the first is synced', () => commits === 2);
+  assert.equal(acked.length, 0);
+  held.shift()!();
+  await until('the first batch acked', () => acked.length === 2);
+  await until("the second batch's sync", () => held.length === 1);
+  assert.equal(acked.length, 2, 'the second batch is not on disk yet');
+  held.shift()!();
+  await until('the second batch acked', () => acked.length === 4);
+  assert.deepEqual(
+    acked.map((d) => d.messageId),
+    ['a/0', 'b/1', 'a/2', 'b/3'],
+  );
+  await ingest.stop();
+  await inner.close();
+});
