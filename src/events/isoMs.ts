@@ -75,5 +75,55 @@ export function isoMs(s: string): number {
   return lastDays * 86_400_000 + hour * 3_600_000 + minute * 60_000 + second * 1000 + f0 * 100 + f1 * 10 + f2;
 }
 
-/** The text isoMs read `ms` from. */
-export const isoText = (ms: number): string => new Date(ms).toISOString();
+/** The last day isoText wrote (days since 1970-01-01) and the char codes of its `YYYY-MM-DD`. */
+let textDay = NaN;
+const dayCodes: number[] = [];
+const d0 = 0x30;
+
+/**
+ * The text isoMs read `ms` from: Date#toISOString's, written from char codes (publishing a replay
+ * of 100,000 nodes made ~300,000 of them: `new Date(ms).toISOString()` was ~0.5 µs each).
+ */
+export function isoText(ms: number): string {
+  if (!(ms >= 0 && ms < 253_402_300_800_000) || !Number.isInteger(ms)) return new Date(ms).toISOString();
+  const day = Math.floor(ms / 86_400_000);
+  if (day !== textDay) {
+    const text = new Date(day * 86_400_000).toISOString();
+    for (let i = 0; i < 10; i++) dayCodes[i] = text.charCodeAt(i);
+    textDay = day;
+  }
+  let rest = ms - day * 86_400_000;
+  const hour = Math.floor(rest / 3_600_000);
+  rest -= hour * 3_600_000;
+  const minute = Math.floor(rest / 60_000);
+  rest -= minute * 60_000;
+  const second = Math.floor(rest / 1000);
+  const milli = rest - second * 1000;
+  const c = dayCodes;
+  return String.fromCharCode(
+    c[0]!,
+    c[1]!,
+    c[2]!,
+    c[3]!,
+    c[4]!,
+    c[5]!,
+    c[6]!,
+    c[7]!,
+    c[8]!,
+    c[9]!,
+    0x54,
+    d0 + Math.floor(hour / 10),
+    d0 + (hour % 10),
+    0x3a,
+    d0 + Math.floor(minute / 10),
+    d0 + (minute % 10),
+    0x3a,
+    d0 + Math.floor(second / 10),
+    d0 + (second % 10),
+    0x2e,
+    d0 + Math.floor(milli / 100),
+    d0 + (Math.floor(milli / 10) % 10),
+    d0 + (milli % 10),
+    0x5a,
+  );
+}
