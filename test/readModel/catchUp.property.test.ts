@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import pino from 'pino';
-import { nodeStatuses, livenessStates } from '../../projections/index.ts';
 import type { Recorded } from '../../src/events/index.ts';
 import { createFleetHistory } from '../../src/readModel/fleetAsOf.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
@@ -10,6 +9,7 @@ import { createReadModel } from '../../src/readModel/readModel.ts';
 import type { ReadModel } from '../../src/readModel/readModel.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { history, historyInStore } from '../support/history.ts';
+import { readModelAnswers } from '../support/readModelAnswers.ts';
 
 // A cold start's bulk catch-up (ReadModel.catchUp, the draft fold published once at the end) must
 // leave the read model exactly as folding the same events one by one through `apply` does: every
@@ -99,20 +99,6 @@ const batches = (events: readonly Recorded[], cuts: readonly number[]): Recorded
 
 const now = Date.parse('2026-01-01T00:00:30Z');
 
-/** Everything the read model answers, as plain data. */
-function observed(m: ReadModel) {
-  const counts = m.liveness(now);
-  return {
-    position: m.position(),
-    size: m.size(),
-    states: [...m.nodes()],
-    fleet: m.fleet(now),
-    liveness: nodeStatuses.flatMap((s) => livenessStates.map((l) => counts.get(s, l))),
-    page: m.page({ limit: 2 }, now),
-    filtered: m.page({ status: 'behind', limit: 10 }, now),
-  };
-}
-
 /** What a cold start does: bulk while it can, then `apply` from where the bulk stopped. */
 function caughtUp(bs: readonly Recorded[][], until: bigint): ReadModel {
   const m = createReadModel({ now: () => now });
@@ -130,7 +116,7 @@ test('a bulk catch-up leaves the read model as folding event by event does, wher
       const reference = createReadModel({ now: () => now });
       for (const b of bs) reference.apply(b);
       const until = BigInt(u % (events.length + 2));
-      assert.deepEqual(observed(caughtUp(bs, until)), observed(reference));
+      assert.deepEqual(readModelAnswers(caughtUp(bs, until), now), readModelAnswers(reference, now));
     }),
     { numRuns: 400 },
   );
@@ -148,7 +134,7 @@ test('the bulk fold stops at the first rollout event and past `until`; what it f
       const stop = events.findIndex((e) => e.position > until || !e.stream.startsWith('node-'));
       const reference = createReadModel({ now: () => now });
       reference.apply(stop < 0 ? events : events.slice(0, stop));
-      assert.deepEqual(observed(m), observed(reference));
+      assert.deepEqual(readModelAnswers(m, now), readModelAnswers(reference, now));
     }),
     { numRuns: 200 },
   );
@@ -212,7 +198,7 @@ test('a cold start through the projection runner: same model, same fleet as of a
     const asOf = [];
     for (const p of [1n, head / 3n, head / 2n, head]) asOf.push(await fleet.at({ kind: 'position', position: p }));
     await runner.stop();
-    return { model: observed(runner.readModel), asOf, rollouts: runner.rollouts.list() };
+    return { model: readModelAnswers(runner.readModel, now), asOf, rollouts: runner.rollouts.list() };
   };
   assert.deepEqual(await run('bulk'), await run('per-event'));
 });
