@@ -65,7 +65,6 @@ export function internSpec(spec: string): string {
   if (spec === lastSpec) return lastSpec;
   const held = specs.get(spec);
   if (held !== undefined) return (lastSpec = held);
-  if (held !== undefined) return held;
   if (specs.size >= internLimit) specs.clear();
   specs.set(spec, spec);
   return (lastSpec = spec);
