@@ -1,5 +1,5 @@
 import type { Recorded } from '../src/events/index.ts';
-import { isoMs, isoText } from '../src/events/index.ts';
+import { exactNumber, isoMs, isoText } from '../src/events/index.ts';
 import { later, noAnomalies, noConvergence, noFailures, none, sendHistoryLimit, recentLatencyLimit, statusOf } from './nodeState.ts';
 import type { Anomalies, EarlierSend, NodeState, ReportClass, ReportedSummary, SentSummary } from './nodeState.ts';
 
@@ -128,14 +128,6 @@ export function createNodeDraft(node: string): NodeDraft {
 /** `text` as a held time: [ms, null] when isoMs reads it, else [NaN, text]; null: none. */
 const msOf = (text: string | null): number => (text === null ? NaN : isoMs(text));
 const textUnlessMs = (text: string | null, ms: number): string | null => (ms === ms ? null : text);
-
-/** A position or revision as the draft holds it: exact, or a RangeError. */
-export function exactNumber(n: bigint): number {
-  const x = Number(n);
-  if (x > Number.MAX_SAFE_INTEGER || x < -Number.MAX_SAFE_INTEGER)
-    throw new RangeError(`position or revision ${n} is past 2^53: the bulk fold holds them as numbers`);
-  return x;
-}
 
 /** A draft that continues from `state` (a snapshot, a published checkpoint). */
 export function draftOf(state: NodeState): NodeDraft {

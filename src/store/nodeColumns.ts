@@ -1,5 +1,5 @@
 import type { Recorded } from '../events/index.ts';
-import { isNodeEvent, isoMs, nodeOfStream } from '../events/index.ts';
+import { exactNumber, isNodeEvent, isoMs, nodeOfStream } from '../events/index.ts';
 import { isDigest, isIntArray, isRolloutTag, isStringArray, isStringMap, isTransport } from '../events/fastDecode.ts';
 import type { AliveSeenData, DeclarationSentData, ReportReceivedData } from '../events/index.ts';
 import type { EventStore, ReadAllOptions } from './port.ts';
@@ -76,14 +76,6 @@ export function createNodeColumns(capacity: number): NodeColumns {
   };
 }
 
-/** A position or revision as a page holds it: a number, exact, or a RangeError. */
-function exact(n: number | bigint): number {
-  const x = Number(n);
-  if (!(x <= Number.MAX_SAFE_INTEGER && x >= -Number.MAX_SAFE_INTEGER))
-    throw new RangeError(`position or revision ${n} is past 2^53: a columnar read holds them as numbers`);
-  return x;
-}
-
 /** The node the stream names: `node` itself when the stream is its own (no new string). */
 export function streamNodeOf(stream: string, node: string): string | null {
   if (stream.length === node.length + 5 && stream.startsWith('node-') && stream.endsWith(node)) return node;
@@ -105,8 +97,8 @@ export function putEvent(
   data: unknown,
 ): void {
   c.kind[i] = kind;
-  c.position[i] = exact(position);
-  c.revision[i] = exact(revision);
+  c.position[i] = exactNumber(position);
+  c.revision[i] = exactNumber(revision);
   if (kind === eventKind.other) {
     c.node[i] = '';
     c.streamNode[i] = nodeOfStream(stream);
