@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { ConvergeError } from '../errors.ts';
 import type { ConvergeEvent, Recorded } from '../events/index.ts';
-import { decodeEventData, isEventType, isNodeEvent } from '../events/index.ts';
+import { decodeEventData, exactNumber, isEventType, isNodeEvent } from '../events/index.ts';
 import {
   defaultMaxEventBytes,
   encodeWrites,
@@ -494,8 +494,6 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     }
   }
 
-  /** Position of the last row readColumnsPage looked at. */
-  let lastScanned = 0;
   /** Slow rows of a page: entry and position, decoded after the page's query is done. */
   const slowRows: number[] = [];
 
@@ -504,16 +502,15 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
    * readBatchBytes of stored JSON, those of streams outside `prefix` skipped unread. Each row is
    * checked as readAll checks it: this version's metadata and a fast check (fastDecode.ts) take
    * the parsed data as it is; any other row is read again whole and decoded by decodeEventData.
-   * Returns the rows looked at (0: none left).
+   * Returns the position of the last row looked at (0: none left; positions start at 1).
    */
   function readColumnsPage(c: NodeColumns, after: number, upTo: number, prefix: string | undefined): number {
     let n = 0;
-    let scanned = 0;
+    let lastScanned = 0;
     let bytes = 0;
     slowRows.length = 0;
     type ColumnRow = [position: number, revision: number, kind: number, data: string, current: number, stream: string, id: string | null];
     for (const r of q.columns.iterate(metadataJson, after, upTo, readBatchSize) as IterableIterator<ColumnRow>) {
-      scanned++;
       lastScanned = r[0];
       const stream = r[5];
       if (prefix !== undefined && !stream.startsWith(prefix)) continue;
@@ -532,8 +529,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       if (bytes >= readBatchBytes) break; // leaving for…of ends the statement's iteration
     }
     // Positions climb, and a revision is at most its position: the last is the largest number here.
-    if (lastScanned > Number.MAX_SAFE_INTEGER)
-      throw new RangeError(`position ${lastScanned} is past 2^53: a columnar read holds positions as numbers`);
+    exactNumber(lastScanned);
     for (let k = 0; k < slowRows.length; k += 2) {
       const at = slowRows[k + 1]!;
       const [type, text, metadata, id, stream, revision] = q.row.get(at) as [string, string, string, string, string, number];
@@ -550,7 +546,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       );
     }
     c.length = n;
-    return scanned;
+    return lastScanned;
   }
 
   /** The commit of `append`, made now; `durable` settles once it is on disk (at once under `full`). */
@@ -670,14 +666,14 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
         open();
         // Nothing past the oldest commit not yet synced (group commit), as readAll.
         const limit = readLimit();
-        let scanned: number;
+        let last: number;
         try {
-          scanned = readColumnsPage(c, after, limit === null ? Number.MAX_SAFE_INTEGER : Number(limit), prefix);
+          last = readColumnsPage(c, after, limit === null ? Number.MAX_SAFE_INTEGER : Number(limit), prefix);
         } catch (err) {
           throw sqliteError(err, 'read sqlite store');
         }
-        if (scanned === 0) return;
-        after = lastScanned;
+        if (last === 0) return;
+        after = last;
         if (c.length > 0) yield c;
       }
     },
