@@ -33,7 +33,7 @@ const digit = (s: string, i: number): number => (s.charCodeAt(i) - 0x30) >>> 0;
 /**
  * The milliseconds of `s` when `new Date(ms).toISOString() === s` (and so Date.parse(s) === ms):
  * `YYYY-MM-DDTHH:mm:ss.sssZ`, years 0000–9999, a day its month has. NaN for any other text, which
- * the fold then keeps as text (test/projections/isoMs.property.test.ts holds both directions).
+ * the fold then keeps as text (test/events/isoMs.property.test.ts holds both directions).
  */
 export function isoMs(s: string): number {
   if (s.length !== 24) return NaN;
