@@ -99,9 +99,10 @@ export function decodeSnapshot(bytes: Buffer): StoredSnapshot {
   const firstEnd = bytes.indexOf(newline);
   if (firstEnd < 0) {
     // A format-3 snapshot is one JSON object on one line: say which format it is, not "truncated".
+    // A file of a format this engine reads that has no newline was cut inside its header line.
     const old = /^\{"format":(\d+)/.exec(bytes.subarray(0, 32).toString('latin1'));
-    if (old !== null) throw notReadable(Number(old[1]));
-    throw snapshotRejected('truncated', 'snapshot has no header line');
+    if (old !== null && !readable.includes(Number(old[1]))) throw notReadable(Number(old[1]));
+    throw snapshotRejected('truncated', `snapshot has no header line (${bytes.length} bytes: cut short)`);
   }
   let raw: { format?: unknown };
   try {

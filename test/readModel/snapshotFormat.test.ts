@@ -306,3 +306,26 @@ test('a part cut out and the file resealed is refused, never read short', async 
   writeFileSync(path, Buffer.concat([body, Buffer.from(`{"sha256":"${sha}"}\n`)]));
   await assert.rejects(readSnapshot(path), (e: Error) => rejectionOf(e) === 'truncated' && /failures/.test(e.message));
 });
+
+test('a snapshot cut short anywhere, its header line included, is refused as truncated, not as a format this engine does not read', async () => {
+  const path = join(dir, 'short.snapshot');
+  const [, states] = fc.sample(
+    readModel.filter(([, s]) => s.length > 1),
+    { numRuns: 1, seed: 5 },
+  )[0]!;
+  await writeSnapshot(path, snapshotOf(false, states));
+  const bytes = readFileSync(path);
+  const headerEnd = bytes.indexOf(0x0a);
+  for (let n = 1; n < bytes.length; n++) {
+    assert.throws(
+      () => parseSnapshot(bytes.subarray(0, n)),
+      (e: Error) => rejectionOf(e) === 'truncated' && !/this engine reads/.test(e.message),
+      `cut at byte ${n} of ${bytes.length} (header line ends at ${headerEnd})`,
+    );
+  }
+  // A format-3 snapshot (one JSON object, no newline) is still named for its format.
+  assert.throws(
+    () => parseSnapshot(Buffer.from('{"format":3,"foldVersion":3,"states":[]}')),
+    (e: Error) => rejectionOf(e) === 'format' && /format 3/.test(e.message),
+  );
+});
