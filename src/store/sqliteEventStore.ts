@@ -261,9 +261,13 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       .prepare('INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING')
       .safeIntegers(),
     streamOfId: conn.prepare('SELECT stream FROM events WHERE id = ?').pluck(),
-    forwards: conn.prepare(`SELECT ${cols} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`).raw().safeIntegers(),
+    // Bounded by position in the query, not after it: the LIMIT counts durable rows only (group commit).
+    forwards: conn
+      .prepare(`SELECT ${cols} FROM events WHERE stream = ? AND revision >= ? AND position <= ? ORDER BY revision LIMIT ?`)
+      .raw()
+      .safeIntegers(),
     backwards: conn
-      .prepare(`SELECT ${cols} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`)
+      .prepare(`SELECT ${cols} FROM events WHERE stream = ? AND revision <= ? AND position <= ? ORDER BY revision DESC LIMIT ?`)
       .raw()
       .safeIntegers(),
     after: conn.prepare(`SELECT ${cols} FROM events WHERE position > ? ORDER BY position LIMIT ?`).raw().safeIntegers(),
@@ -603,13 +607,15 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     async readStream(stream, opts: ReadStreamOptions = {}) {
       open();
       const limit = opts.limit ?? -1; // SQLite: a negative LIMIT means none
+      // Nothing past the oldest commit not yet synced (group commit); a backwards read with a
+      // limit filtered after its LIMIT came back short (or empty) while durable events were left.
+      const upTo = readLimit() ?? 9223372036854775807n;
       try {
         const rows =
           opts.direction === 'backwards'
-            ? q.backwards.all(stream, opts.fromRevision ?? 9223372036854775807n, limit)
-            : q.forwards.all(stream, opts.fromRevision ?? 0n, limit);
-        const durable = readLimit();
-        return (durable === null ? (rows as Row[]) : (rows as Row[]).filter((r) => r[at.position] <= durable)).map(decode);
+            ? q.backwards.all(stream, opts.fromRevision ?? 9223372036854775807n, upTo, limit)
+            : q.forwards.all(stream, opts.fromRevision ?? 0n, upTo, limit);
+        return (rows as Row[]).map(decode);
       } catch (err) {
         throw sqliteError(err, `read ${stream}`);
       }

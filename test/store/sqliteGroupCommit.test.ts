@@ -264,3 +264,30 @@ test("the bulk folds' columnar read (readColumns) stops before the oldest unsync
   await other.close();
   await store.close();
 });
+
+test('a stream read backwards with a limit returns that many durable events when its newest are not yet synced', async (t) => {
+  // The API's node history (readModel/queries.ts historyPage) reads 256 events back and stops at a
+  // short page: when the newest were cut after the LIMIT, it ended early (or found no node at all).
+  powerLoss(t);
+  const sync = heldSync();
+  const { store } = open(sync);
+  for (let i = 0; i < 3; i++) {
+    const p = store.append([aliveOf('a', i)]);
+    await until('the sync', () => sync.waiting() === 1);
+    sync.release();
+    await p;
+  }
+  const held = store.append([aliveOf('a', 3)]);
+  await until('the fourth commit waiting for its sync', () => sync.waiting() === 1);
+  const revisions = async (opts: Parameters<EventStore['readStream']>[1]): Promise<bigint[]> =>
+    (await store.readStream(streamOf('a'), opts)).map((e) => e.revision);
+  assert.deepEqual(await revisions({ direction: 'backwards', limit: 1 }), [2n]);
+  assert.deepEqual(await revisions({ direction: 'backwards', limit: 2 }), [2n, 1n]);
+  assert.deepEqual(await revisions({ direction: 'backwards', limit: 2, fromRevision: 3n }), [2n, 1n]);
+  assert.deepEqual(await revisions({ limit: 2, fromRevision: 1n }), [1n, 2n]);
+  assert.deepEqual(await revisions({ limit: 3, fromRevision: 1n }), [1n, 2n]);
+  sync.release();
+  await held;
+  assert.deepEqual(await revisions({ direction: 'backwards', limit: 1 }), [3n]);
+  await store.close();
+});
