@@ -8,8 +8,9 @@ import type { EventStore } from './port.ts';
 // caller stops, give the lease up, and ask again. A failed ask is logged and tried again a
 // second later. A store with no lease (memory, SQLite: one engine's) runs the role at once.
 // A role that throws (its store failed a read, say) is logged, gives the lease up and plays
-// again after a pause that doubles with each failure in a row (up to 30 pauses' worth): the
-// engine keeps serving, so a role that stopped for good would go unnoticed.
+// again after a pause that doubles with each failure in a row (up to 30 pauses' worth; a play
+// that ran that long before it threw counts from one again): the engine keeps serving, so a role
+// that stopped for good would go unnoticed.
 //
 // Losing the lease ends the role here, but another engine may have taken it over already (the
 // holder learns of the loss only when its connection fails): the roles built on it stay
@@ -40,19 +41,25 @@ export async function whileLeased(options: WhileLeasedOptions): Promise<void> {
   const { store, name, signal, logger } = options;
   const retryMs = options.retryMs ?? 1_000;
   let failures = 0;
+  /** The longest pause; a play that ran at least this long before it threw starts the count again. */
+  const longest = retryMs * 30;
   /** Play the role once; false (after the pause) if it threw. */
   const play = async (held: AbortSignal): Promise<boolean> => {
+    const started = performance.now();
     try {
       await options.run(held);
       failures = 0;
       return true;
     } catch (err) {
+      // Failures in a row: a role runs until stopped, so a play that ran well for a while is a
+      // new failure, not the next of the last ones (those would pause it the longest for good).
+      if (performance.now() - started >= longest) failures = 0;
       failures++;
       logger.error({ err: (err as Error).message, failures }, `the ${name} role failed; playing it again after a pause`);
       return false;
     }
   };
-  const pause = (): Promise<void> => sleep(retryMs * Math.min(30, 2 ** Math.max(0, failures - 1)), signal);
+  const pause = (): Promise<void> => sleep(Math.min(longest, retryMs * 2 ** Math.max(0, failures - 1)), signal);
   const acquire = store.acquireLease?.bind(store);
   if (acquire === undefined) {
     // One engine's store: the role ends only when the caller stops, or by throwing.

@@ -212,3 +212,31 @@ test('a store with no lease (one engine’s) runs the role at once, until stoppe
   await p.done;
   assert.equal(p.runs[0]?.ended, true);
 });
+
+test('a role that ran well for a while before it threw pauses the first pause again, not the longest its earlier failures reached', async () => {
+  // failures counted every throw since the engine started, so after a few store hiccups on the
+  // first day, each later one stopped the role for the longest pause (30 retryMs) for good.
+  const retryMs = 20;
+  const starts: number[] = [];
+  const p = play(
+    {},
+    {
+      retryMs,
+      run: async (held) => {
+        starts.push(performance.now());
+        // Six failures in a row reach the longest pause; the seventh play runs well for a while.
+        if (starts.length === 7) await new Promise((r) => setTimeout(r, 40 * retryMs));
+        if (starts.length <= 7) throw new Error('store away');
+        await new Promise<void>((resolve) => held.addEventListener('abort', () => resolve(), { once: true }));
+      },
+    },
+  );
+  await until('the eighth play', () => starts.length === 8, { timeoutMs: 20_000 });
+  const pause = starts[7]! - starts[6]! - 40 * retryMs;
+  assert.ok(
+    pause < 15 * retryMs,
+    `paused ${Math.round(pause)} ms after a play that ran ${40 * retryMs} ms; the first pause is ${retryMs} ms`,
+  );
+  p.stop.abort();
+  await p.done;
+});
