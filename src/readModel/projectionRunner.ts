@@ -8,9 +8,9 @@ import { createReadModel } from './readModel.ts';
 import type { FoldFailure, ReadModel } from './readModel.ts';
 import { createRolloutView } from './rollouts.ts';
 import type { RolloutView } from './rollouts.ts';
-import { foldVersion, openSnapshot, rejectionOf, snapshotFormat, snapshotRejected, writeSnapshot } from './snapshot.ts';
+import { foldVersion, openSnapshot, rejectionOf, snapshotFormat, writeSnapshot } from './snapshot.ts';
 import type { SnapshotRejection, StoredSnapshot } from './snapshot.ts';
-import { checkConsistency, crossCheck } from './snapshotTrust.ts';
+import { checkConsistency, checkIdentity, crossCheck } from './snapshotTrust.ts';
 
 // The projection runner (DESIGN §6): folds the store into the read model through one
 // subscription. The read model lives in memory, so the subscription's resume point is the
@@ -143,19 +143,8 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     try {
       snap = await openSnapshot(opts.path, opts.formerPath);
       if (snap === null) return;
-      if (snap.foldVersion !== foldVersion)
-        throw snapshotRejected('fold-version', `snapshot made by fold ${snap.foldVersion}; this engine folds version ${foldVersion}`);
-      // The event at the snapshot's position must be the one the snapshot saw: same store, same history.
-      let atPosition: string | undefined;
-      for await (const batch of store.readAll({ after: snap.position - 1n, limit: 1 })) {
-        atPosition = batch[0]?.position === snap.position ? batch[0].id : undefined;
-        break;
-      }
-      if (atPosition !== snap.eventId)
-        throw snapshotRejected(
-          'other-store',
-          `the event at position ${snap.position} is not ${snap.eventId}: the snapshot is of another store`,
-        );
+      // Made by this fold, and the event at its position the one it saw: same store, same history.
+      await checkIdentity(store, snap);
       checkConsistency(snap);
       await crossCheck(store, snap);
     } catch (err) {

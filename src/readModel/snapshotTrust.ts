@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { foldNode, initialNodeState, statusOf } from '../../projections/index.ts';
+import { foldNode, foldVersion, initialNodeState, statusOf } from '../../projections/index.ts';
 import type { NodeState } from '../../projections/index.ts';
 import { isNodeEvent, streamOf } from '../events/index.ts';
 import type { EventStore } from '../store/index.ts';
@@ -81,6 +81,25 @@ export function checkConsistency(snap: StoredSnapshot): void {
     if (!f.reported ? f.reports !== 0 : f.reports === 0)
       fail(i, `${f.reports} reports folded, but report ${!f.reported ? 'absent' : 'present'}`);
   }
+}
+
+/**
+ * Throws CONVERGE_ERR_SNAPSHOT_INVALID (reason `fold-version` or `other-store`) unless the snapshot
+ * was made by this engine's fold, of this store: the event at its position is the one it names.
+ */
+export async function checkIdentity(store: EventStore, snap: Pick<StoredSnapshot, 'foldVersion' | 'position' | 'eventId'>): Promise<void> {
+  if (snap.foldVersion !== foldVersion)
+    throw snapshotRejected('fold-version', `snapshot made by fold ${snap.foldVersion}; this engine folds version ${foldVersion}`);
+  let atPosition: string | undefined;
+  for await (const batch of store.readAll({ after: snap.position - 1n, limit: 1 })) {
+    atPosition = batch[0]?.position === snap.position ? batch[0].id : undefined;
+    break;
+  }
+  if (atPosition !== snap.eventId)
+    throw snapshotRejected(
+      'other-store',
+      `the event at position ${snap.position} is not ${snap.eventId}: the snapshot is of another store`,
+    );
 }
 
 /** Re-fold `samples` nodes (chosen at random, each time) from the store up to the snapshot's position and compare. */

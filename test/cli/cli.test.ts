@@ -161,6 +161,42 @@ describe("converge CLI on a store with the seed's race", () => {
     assert.equal(r.stderr.trim().split('\n').length, 1);
   });
 
+  test('replay --verify against a snapshot of another store or another fold says so, instead of reporting the model wrong', async () => {
+    // Found: the replay was compared with whatever the file held: another store's snapshot gave
+    // "replay disagrees … in 4 field(s)" (exit 1), as did a snapshot an older engine's fold wrote.
+    const { createProjectionRunner } = await import('../../src/readModel/projectionRunner.ts');
+    const { readSnapshot, writeSnapshot } = await import('../../src/readModel/snapshot.ts');
+    const { logger } = await import('../support/logger.ts');
+    const snapPath = join(dir, 'honest.snapshot');
+    const store = createSqliteEventStore(join(dir, 'store.db'));
+    const runner = createProjectionRunner({ store, logger, snapshot: { path: snapPath, everyEvents: 1_000_000 } });
+    await runner.start();
+    await runner.caughtUp();
+    await runner.writeSnapshot();
+    await runner.stop();
+    await store.close();
+    const snap = (await readSnapshot(snapPath))!;
+
+    const otherPath = join(dir, 'other-store.snapshot');
+    await writeSnapshot(otherPath, { ...snap, eventId: '00000000-0000-5000-8000-000000000000' });
+    const other = await cli(['replay', '--verify', '--snapshot', otherPath], env);
+    assert.equal(other.code, 1);
+    assert.doesNotMatch(other.stderr, /disagrees/);
+    assert.match(other.stderr, /another store/);
+    assert.match(other.stderr, /--snapshot|remove/);
+
+    const oldFoldPath = join(dir, 'old-fold.snapshot');
+    await writeSnapshot(oldFoldPath, { ...snap, foldVersion: snap.foldVersion - 1 });
+    const oldFold = await cli(['replay', '--verify', '--snapshot', oldFoldPath], env);
+    assert.equal(oldFold.code, 1);
+    assert.doesNotMatch(oldFold.stderr, /disagrees/);
+    assert.match(oldFold.stderr, new RegExp(`fold ${snap.foldVersion - 1}`));
+    assert.equal(oldFold.stderr.trim().split('\n').length, 1);
+
+    const honest = await cli(['replay', '--verify', '--snapshot', snapPath], env);
+    assert.equal(honest.code, 0, honest.stderr);
+  });
+
   test('every command has --help', async () => {
     for (const c of ['serve', 'demo', 'keygen', 'send', 'status', 'history', 'state', 'forensics', 'replay', 'node']) {
       const r = await cli([c, '--help']);

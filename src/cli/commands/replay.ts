@@ -4,6 +4,7 @@ import type { Config } from '../../app/config.ts';
 import { createProjectionRunner } from '../../readModel/projectionRunner.ts';
 import { compareStates, replayStore } from '../../readModel/replay.ts';
 import { builtStates, openSnapshot } from '../../readModel/snapshot.ts';
+import { checkIdentity } from '../../readModel/snapshotTrust.ts';
 import { ConvergeError, errorCodes } from '../../errors.ts';
 import type { ErrorCode } from '../../errors.ts';
 import type { Run } from '../command.ts';
@@ -31,6 +32,15 @@ export const run: Run = ({ io, values, config, json }) => {
     let replayed: Map<string, NodeState>;
     let actual: Iterable<NodeState>;
     if (snap !== null) {
+      // A snapshot of another fold (an older engine's) or another store would be compared field by
+      // field and every difference blamed on the model: say what it is instead, as serve does.
+      await checkIdentity(store, snap).catch((err: unknown) => {
+        throw new ConvergeError(
+          'CONVERGE_ERR_SNAPSHOT_INVALID',
+          `snapshot ${snap.path} cannot be verified against: ${(err as Error).message}. serve discards it and writes a new one; remove it to verify against the live projection path, or name another with --snapshot`,
+          { cause: err },
+        );
+      });
       replayed = await replayStore(store, { until: snap.position, onProgress });
       p.done();
       against = `snapshot ${snap.path} at position ${snap.position}`;
