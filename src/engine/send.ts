@@ -2,6 +2,7 @@ import { checkCarriedPorts, validateSpec } from '../declaration/index.ts';
 import type { SigningKey } from '../declaration/index.ts';
 import { validateNodeId } from '../wire/nodeId.ts';
 import { ConvergeError, isConvergeError } from '../errors.ts';
+import { sleep } from '../retry.ts';
 import { makeDeclarationSent, streamOf } from '../events/index.ts';
 import type { DeclarationSent, WithId } from '../events/index.ts';
 import type { EventStore } from '../store/port.ts';
@@ -78,6 +79,28 @@ export function createMoveBudget(maxAttempts: number, maxMoves: number): (what: 
   };
 }
 
+/** The longest wait between two appends when catching up found nothing new (ms). */
+const unseenPauseMaxMs = 100;
+
+/**
+ * What a send does before it tries again, given whether catching up read anything new: nothing new
+ * means the stream moved by events this process cannot read yet (serve's group commit, walSync.ts:
+ * its reads stop before the oldest commit not yet synced, a few ms), and an append tried again at
+ * once fails the same way. It was tried again within the same event-loop turn, so the sync could
+ * not land, and the move budget ran out: 409 for a send that would have gone through ms later.
+ * So wait, 1 ms doubling to 100 ms, until something new is read. Both senders use it.
+ */
+export function createUnseenPause(): (seen: boolean) => Promise<void> {
+  let waits = 0;
+  return async (seen) => {
+    if (seen) {
+      waits = 0;
+      return;
+    }
+    await sleep(Math.min(unseenPauseMaxMs, 2 ** waits++));
+  };
+}
+
 export type SenderOptions = Readonly<{
   store: EventStore;
   key: SigningKey;
@@ -113,6 +136,7 @@ export function createSender(options: SenderOptions): Sender {
     let view = await loadView(node);
     let event: WithId<DeclarationSent> | null = null;
     const moved = createMoveBudget(maxAttempts, maxMoves);
+    const pause = createUnseenPause();
     for (;;) {
       checkCarriedPorts(spec, view.carried);
       const serial = view.serial + 1;
@@ -134,8 +158,10 @@ export function createSender(options: SenderOptions): Sender {
         lastErr = err;
       }
       const caughtUp = await catchUpSendView(store, node, view);
+      const seen = caughtUp.view.revision !== view.revision;
       view = caughtUp.view;
       moved(`send to ${node}`, caughtUp.declared, lastErr);
+      await pause(seen);
     }
   }
 

@@ -6,7 +6,7 @@ import { makeDeclarationSent, nodeOfStream, streamOf } from '../events/index.ts'
 import type { DeclarationSent, WithId } from '../events/index.ts';
 import type { AppendResult, EventStore, StreamWrite } from '../store/port.ts';
 import { validateNodeId } from '../wire/nodeId.ts';
-import { catchUpSendView, createMoveBudget, sendViewLoader } from './send.ts';
+import { catchUpSendView, createMoveBudget, createUnseenPause, sendViewLoader } from './send.ts';
 import type { LoadNode, SendView } from './send.ts';
 
 // Issue 14 §6: sending at fleet speed. The one-at-a-time path (send.ts) pays a store transaction
@@ -121,6 +121,7 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
     let position: bigint | null = null;
     const at = opts.now ?? now();
     const moved = createMoveBudget(maxAttempts, maxMoves);
+    const pause = createUnseenPause();
     /** The nodes still to be recorded: the whole batch, then only those that lost a serial in a call that wrote the rest. */
     let pending = todo;
     const done = (): BatchResult => ({ outcomes: outcomes as BatchOutcome[], position, appends });
@@ -168,10 +169,13 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
         // Bring every node of the call up to date, not only the one named: the error names the
         // first stream that moved, and under load several may have.
         let declared = false;
+        let seen = false;
         for (const t of pending) {
-          const caughtUp = await catchUpSendView(store, t.node, views.get(t.node)!);
+          const before = views.get(t.node)!;
+          const caughtUp = await catchUpSendView(store, t.node, before);
           views.set(t.node, caughtUp.view);
           declared ||= caughtUp.declared;
+          seen ||= caughtUp.view.revision !== before.revision;
         }
         try {
           moved(`send to ${node} (one of ${pending.length} in one call)`, declared, err);
@@ -182,6 +186,7 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
           for (const t of pending) outcomes[t.i] = failure(t.node, gaveUp);
           return done();
         }
+        await pause(seen);
         continue;
       }
       if (r.position !== null) position = r.position;
@@ -214,7 +219,13 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
         outcomes[t.i] = { node: t.node, ok: true, digest: e.data.digest, serial: e.data.serial };
       }
       if (lost.length === 0) return done();
-      for (const t of lost) views.set(t.node, (await catchUpSendView(store, t.node, views.get(t.node)!)).view);
+      let seen = false;
+      for (const t of lost) {
+        const before = views.get(t.node)!;
+        const view = (await catchUpSendView(store, t.node, before)).view;
+        views.set(t.node, view);
+        seen ||= view.revision !== before.revision;
+      }
       try {
         moved(`send to ${lost[0]!.node} (one of ${lost.length} in one call)`, true, takenBy(made.get(lost[0]!.i)!));
       } catch (gaveUp) {
@@ -222,6 +233,7 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
         for (const t of lost) outcomes[t.i] = failure(t.node, gaveUp);
         return done();
       }
+      await pause(seen);
       pending = lost;
     }
   }

@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { createSender } from '../../src/engine/send.ts';
+import { createBatchSender } from '../../src/engine/sendBatch.ts';
+import { makeAliveSeen, streamOf } from '../../src/events/index.ts';
+import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import type { EventStore } from '../../src/store/index.ts';
+import { testKey } from '../support/history.ts';
+import { until } from '../support/until.ts';
+
+// serve appends by group commit (walSync.ts): its own reads stop before the oldest commit not yet
+// synced. A node's report committed by ingest and waiting for its sync moves the node's stream, but
+// a send cannot read it yet: catching up finds nothing new. Found: both senders tried again at once,
+// 101 times within one turn of the event loop (so before the sync could land), and answered 409
+// "the node's own events moved its stream 101 times in a row" to a send that would have succeeded
+// a few ms later.
+
+const dir = mkdtempSync(join(tmpdir(), 'converge-send-group-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+
+/** A group-commit store whose WAL syncs wait until released, and an alive of `node` committed with its sync held. */
+async function withUnsyncedAlive(node: string): Promise<{ store: EventStore; release: () => void; alive: Promise<unknown> }> {
+  const held: (() => void)[] = [];
+  let holding = false;
+  const store = createSqliteEventStore(join(dir, `send-${n++}.db`), {
+    sync: 'group',
+    walSync: () => (holding ? new Promise<void>((resolve) => held.push(resolve)) : Promise.resolve()),
+  });
+  holding = true;
+  const alive = store.append([
+    { stream: streamOf(node), expected: 'any', events: [makeAliveSeen({ node }, new Date('2026-12-01T10:00:00Z'))] },
+  ]);
+  await until('the alive waiting for its sync', () => held.length === 1);
+  const release = (): void => {
+    holding = false;
+    for (const r of held.splice(0)) r();
+  };
+  return { store, release, alive };
+}
+
+test('a send to a node whose latest event waits for its group-commit sync is recorded once the sync lands, not refused', async () => {
+  const { store, release, alive } = await withUnsyncedAlive('a');
+  const sender = createSender({ store, key: testKey });
+  const sent = sender.send('a', [{ id: 'web' }]);
+  const timer = setTimeout(release, 50);
+  try {
+    const r = await sent;
+    assert.equal(r.serial, 1);
+    await alive;
+    assert.deepEqual(
+      (await store.readStream(streamOf('a'))).map((e) => e.type),
+      ['AliveSeen', 'DeclarationSent'],
+    );
+  } finally {
+    clearTimeout(timer);
+    release();
+    await store.close();
+  }
+});
+
+test('a bulk send (a rollout wave) to such a node is recorded once the sync lands, not refused', async () => {
+  const { store, release, alive } = await withUnsyncedAlive('b');
+  const batch = createBatchSender({ store, key: testKey });
+  const sent = batch.sendMany([{ node: 'b', resources: [{ id: 'web' }] }]);
+  const timer = setTimeout(release, 50);
+  try {
+    const r = await sent;
+    assert.deepEqual(
+      r.outcomes.map((o) => o.ok),
+      [true],
+    );
+    await alive;
+  } finally {
+    clearTimeout(timer);
+    release();
+    await store.close();
+  }
+});
