@@ -5,6 +5,7 @@ import { listLimit, makeRolloutEvent, rolloutIdPattern, rolloutStreamOf } from '
 import type { Recorded, RolloutEvent, RolloutSelection, RolloutStarted, RolloutStartedData, WithId } from '../events/index.ts';
 import type { EventStore } from '../store/port.ts';
 import { validateNodeId } from '../wire/nodeId.ts';
+import { createUnseenPause } from './send.ts';
 import { foldRolloutEvents, isTerminal, planBudget, planWaves, selectTargets } from '../../projections/index.ts';
 import type { NodeState, RolloutState, TargetSelection } from '../../projections/index.ts';
 
@@ -193,14 +194,25 @@ async function command(
   attempts = 5,
 ): Promise<RolloutState> {
   if (!rolloutIdPattern.test(id)) throw notFound(id);
-  for (let attempt = 1; ; attempt++) {
+  const pause = createUnseenPause();
+  let unseen = 0;
+  for (let attempt = 1; ;) {
     const s = await readRollout(deps.store, id);
     if (s === null) throw notFound(id);
     const event = change(s, deps.now().toISOString());
     try {
       await deps.store.append([{ stream: rolloutStreamOf(id), expected: s.revision, events: [event] }]);
     } catch (err) {
-      if (attempt < attempts && isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION')) continue;
+      if (!isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION')) throw err;
+      // Nothing new to read: the event that moved the stream waits for its group-commit sync
+      // (the driver's, in serve): wait for it rather than fail 5 times in one turn (send.ts).
+      const seen = (await readRollout(deps.store, id))?.revision !== s.revision;
+      if (!seen && unseen++ < maxUnseen) {
+        await pause(false);
+        continue;
+      }
+      await pause(true);
+      if (attempt++ < attempts) continue;
       throw err;
     }
     const after = await readRollout(deps.store, id);
@@ -208,6 +220,9 @@ async function command(
     return after;
   }
 }
+
+/** Appends tried again because the stream moved by an event not readable yet, before giving up. */
+const maxUnseen = 100;
 
 const terminalWord = (s: RolloutState): string => (s.status === 'completed' ? 'completed' : s.status === 'halted' ? 'halted' : 'aborted');
 

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { createSender } from '../../src/engine/send.ts';
+import { abortRollout, pauseRollout, startRollout } from '../../src/engine/rolloutCommands.ts';
 import { createBatchSender } from '../../src/engine/sendBatch.ts';
 import { makeAliveSeen, streamOf } from '../../src/events/index.ts';
 import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
@@ -16,7 +17,8 @@ import { until } from '../support/until.ts';
 // a send cannot read it yet: catching up finds nothing new. Found: both senders tried again at once,
 // 101 times within one turn of the event loop (so before the sync could land), and answered 409
 // "the node's own events moved its stream 101 times in a row" to a send that would have succeeded
-// a few ms later.
+// a few ms later. A rollout command (pause, resume, abort) racing the driver's append did the same,
+// 5 times.
 
 const dir = mkdtempSync(join(tmpdir(), 'converge-send-group-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -77,6 +79,44 @@ test('a bulk send (a rollout wave) to such a node is recorded once the sync land
   } finally {
     clearTimeout(timer);
     release();
+    await store.close();
+  }
+});
+
+test("a rollout command racing the driver's append that waits for its sync reads it once synced, instead of answering 409", async () => {
+  // abortRollout read the rollout (without the driver's event, here a pause, not readable before its
+  // sync), appended at that revision, failed, and tried again at once: 5 times in one turn, 409.
+  const held: (() => void)[] = [];
+  let holding = false;
+  const store = createSqliteEventStore(join(dir, `rollout-${n++}.db`), {
+    sync: 'group',
+    walSync: () => (holding ? new Promise<void>((resolve) => held.push(resolve)) : Promise.resolve()),
+  });
+  const deps = { store, now: () => new Date('2026-12-01T10:00:00Z'), nodeStates: () => [] };
+  await startRollout(deps, {
+    rollout: 'r1',
+    resources: [{ id: 'web' }],
+    selection: { kind: 'nodes', nodes: ['a', 'b'] },
+    waves: '1,100%',
+    maxFailures: '1',
+    waveTimeoutMs: 60_000,
+    startedBy: 'test',
+  });
+  holding = true;
+  const first = pauseRollout(deps, 'r1', { by: 'driver', reason: 'first' });
+  await until('the first pause waiting for its sync', () => held.length === 1);
+  const second = abortRollout({ ...deps, now: () => new Date('2026-12-01T10:00:01Z') }, 'r1', { by: 'operator', reason: 'second' });
+  const timer = setTimeout(() => {
+    holding = false;
+    for (const r of held.splice(0)) r();
+  }, 50);
+  try {
+    assert.equal((await first).status, 'paused');
+    assert.equal((await second).status, 'aborted');
+  } finally {
+    clearTimeout(timer);
+    holding = false;
+    for (const r of held.splice(0)) r();
     await store.close();
   }
 });
