@@ -193,6 +193,14 @@ describe("converge CLI on a store with the seed's race", () => {
     assert.match(oldFold.stderr, new RegExp(`fold ${snap.foldVersion - 1}`));
     assert.equal(oldFold.stderr.trim().split('\n').length, 1);
 
+    // A snapshot of a format this engine does not read (an engine before format 4 wrote it) says what to do too.
+    const format3Path = join(dir, 'format3.snapshot');
+    writeFileSync(format3Path, '{"format":3,"foldVersion":3,"states":[]}');
+    const format3 = await cli(['replay', '--verify', '--snapshot', format3Path], env);
+    assert.equal(format3.code, 1);
+    assert.match(format3.stderr, /format 3.*remove it/);
+    assert.equal(format3.stderr.trim().split('\n').length, 1);
+
     const honest = await cli(['replay', '--verify', '--snapshot', snapPath], env);
     assert.equal(honest.code, 0, honest.stderr);
   });

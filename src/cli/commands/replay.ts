@@ -21,7 +21,12 @@ export const run: Run = ({ io, values, config, json }) => {
   if (values.verify !== true) throw new ConvergeError('CONVERGE_ERR_USAGE', 'replay needs --verify (it only ever reads)');
   return withStore(config, io, async (store) => {
     const head = await store.headPosition();
-    const snap = config.snapshotPath === null ? null : await openSnapshot(config.snapshotPath, config.snapshotFormerPath);
+    const snap =
+      config.snapshotPath === null
+        ? null
+        : await openSnapshot(config.snapshotPath, config.snapshotFormerPath).catch((err: unknown) => {
+            throw unusable(config.snapshotPath!, err);
+          });
     // The default snapshot beside the store may not exist yet; one the operator named must.
     const named = values.snapshot !== undefined || io.env['CONVERGE_SNAPSHOT'] !== undefined;
     if (snap === null && named)
@@ -35,11 +40,7 @@ export const run: Run = ({ io, values, config, json }) => {
       // A snapshot of another fold (an older engine's) or another store would be compared field by
       // field and every difference blamed on the model: say what it is instead, as serve does.
       await checkIdentity(store, snap).catch((err: unknown) => {
-        throw new ConvergeError(
-          'CONVERGE_ERR_SNAPSHOT_INVALID',
-          `snapshot ${snap.path} cannot be verified against: ${(err as Error).message}. serve discards it and writes a new one; remove it to verify against the live projection path, or name another with --snapshot`,
-          { cause: err },
-        );
+        throw unusable(snap.path, err);
       });
       replayed = await replayStore(store, { until: snap.position, onProgress });
       p.done();
@@ -92,6 +93,14 @@ export const run: Run = ({ io, values, config, json }) => {
     return 0;
   });
 };
+
+/** A snapshot replay cannot verify against, and what to do about it. */
+const unusable = (path: string, err: unknown): ConvergeError =>
+  new ConvergeError(
+    'CONVERGE_ERR_SNAPSHOT_INVALID',
+    `snapshot ${path} cannot be verified against: ${(err as Error).message.replace(`snapshot ${path}: `, '')}. serve discards it and writes a new one; remove it to verify against the live projection path, or name another with --snapshot`,
+    { cause: err, ...(err instanceof ConvergeError && err.details !== undefined ? { details: err.details } : {}) },
+  );
 
 /** The store as a worker's own connection opens it: a SQLite file (resolved), or a server's URL; null: fold on this thread. */
 function storeUrlOf(config: Config, io: CliIo): string | null {
