@@ -110,7 +110,10 @@ export function decodeSnapshot(bytes: Buffer): StoredSnapshot {
   } catch (e) {
     throw snapshotRejected('schema', `snapshot header is not valid: ${(e as Error).message}`, e);
   }
-  if (typeof raw !== 'object' || raw === null || !readable.includes(raw.format as number)) throw notReadable(raw?.format);
+  if (typeof raw !== 'object' || raw === null || !Number.isSafeInteger(raw.format))
+    // No format number at all: a damaged file (warn), not one an older or newer engine wrote (info).
+    throw snapshotRejected('schema', `snapshot header has no format number (format: ${formatOf(raw?.format)})`);
+  if (!readable.includes(raw.format as number)) throw notReadable(raw.format);
   const h = (raw.format === 4 ? headerSchema4 : headerSchema).safeParse(raw);
   if (!h.success) throw snapshotRejected('schema', `snapshot header is not valid: ${h.error.issues[0]?.message ?? 'invalid'}`, h.error);
   const header = h.data;

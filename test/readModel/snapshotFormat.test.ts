@@ -329,3 +329,20 @@ test('a snapshot cut short anywhere, its header line included, is refused as tru
     (e: Error) => rejectionOf(e) === 'format' && /format 3/.test(e.message),
   );
 });
+
+test('a header whose format field is damaged is refused as not valid, not as a format this engine does not read', async () => {
+  const path = join(dir, 'damaged-header.snapshot');
+  await writeSnapshot(path, snapshotOf(false, []));
+  const bytes = readFileSync(path);
+  for (const [from, to] of [
+    ['"format":5', '"formal":5'],
+    ['"format":5', '"format":"5"'],
+  ] as const) {
+    const damaged = Buffer.from(bytes.toString('latin1').replace(from, to), 'latin1');
+    assert.throws(
+      () => parseSnapshot(damaged),
+      (e: Error) => rejectionOf(e) === 'schema' && /format/.test(e.message),
+      `${from} → ${to}`,
+    );
+  }
+});
