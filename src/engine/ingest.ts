@@ -61,8 +61,9 @@ export type Ingest = Readonly<{
   start: () => Promise<void>;
   /** Stop consuming, write and ack what is in flight (unless the store is down), then stop the source. */
   stop: () => Promise<void>;
-  /** The exact last time a node was heard from (alive or report), in memory only; AliveSeen in the store is coalesced. */
+  /** The exact last time a node was heard from (alive or report), in memory only; AliveSeen in the store is coalesced. A new Date each call. */
   lastSeenAt: (node: string) => Date | null;
+  /** Every node's lastSeenAt, copied (O(nodes)). */
   lastSeen: () => ReadonlyMap<string, Date>;
   /** False while appends are failing and deliveries are held unacked. */
   isHealthy: () => boolean;
@@ -127,7 +128,12 @@ export function createIngest(options: IngestOptions): Ingest {
   const backoff = { minMs: options.retry?.minMs ?? 100, maxMs: options.retry?.maxMs ?? 5_000, jitter: 0.5 };
 
   const abort = new AbortController();
-  const lastSeen = new Map<string, Date>();
+  /**
+   * When each node was last heard from, in ms: a holder per node updated in place, so a report
+   * costs one lookup and no Date (a Date per delivery, kept per node until its next report,
+   * was promoted by the collector at 10,000 nodes; issue 10).
+   */
+  const lastSeen = new Map<string, { ms: number }>();
   /** seenAt of the last AliveSeen we decided to append, per node: the coalescing clock. */
   const lastAliveEvent = new Map<string, number>();
   let pending: Pending[] = [];
@@ -185,10 +191,10 @@ export function createIngest(options: IngestOptions): Ingest {
     }
   }
 
-  function seen(node: string, at: Date): void {
+  function seen(node: string, ms: number): void {
     const prev = lastSeen.get(node);
-    // getTime(), not `at > prev`: comparing Dates converts both through Symbol.toPrimitive.
-    if (prev === undefined || at.getTime() > prev.getTime()) lastSeen.set(node, at);
+    if (prev === undefined) lastSeen.set(node, { ms });
+    else if (ms > prev.ms) prev.ms = ms;
   }
 
   /** The event for a delivery, null for an alive inside the resolution window; throws to refuse it. */
@@ -199,7 +205,7 @@ export function createIngest(options: IngestOptions): Ingest {
         `a message on the ${d.kind} queue arrived with routing key ${JSON.stringify(d.routingKey)}`,
       );
     }
-    const at = now();
+    const at = nowMs();
     if (d.kind === 'report') {
       const report = parseReport(d.body, limits);
       checkSender(report.node, d);
@@ -211,11 +217,11 @@ export function createIngest(options: IngestOptions): Ingest {
     seen(alive.node, at);
     // DESIGN §2: at most one AliveSeen per node per resolution, always the first after a gap.
     const last = lastAliveEvent.get(alive.node);
-    if (last !== undefined && at.getTime() - last < resolutionMs) {
+    if (last !== undefined && at - last < resolutionMs) {
       counts.coalesced++;
       return null;
     }
-    lastAliveEvent.set(alive.node, at.getTime());
+    lastAliveEvent.set(alive.node, at);
     return makeAliveSeen(alive, at);
   }
 
@@ -571,8 +577,11 @@ export function createIngest(options: IngestOptions): Ingest {
       await source.stop();
       await Promise.all([...deadLettering]);
     },
-    lastSeenAt: (node) => lastSeen.get(node) ?? null,
-    lastSeen: () => lastSeen,
+    lastSeenAt: (node) => {
+      const at = lastSeen.get(node);
+      return at === undefined ? null : new Date(at.ms);
+    },
+    lastSeen: () => new Map([...lastSeen].map(([node, at]) => [node, new Date(at.ms)])),
     isHealthy: () => healthy,
     health: () => ({
       healthy,

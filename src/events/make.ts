@@ -53,12 +53,13 @@ export function makeDeclarationSent({
 // Under load many reports share one millisecond (~36 per ms in bench/ingest.ts), and
 // toISOString was ~0.6 µs of each; the string for the same instant is the same string.
 // Each delivery still has its own receipt time; only the formatting is shared.
+// A time may come as ms since the epoch (ingest's clock): no Date per delivery (issue 10).
 let lastMs = Number.NaN;
 let lastIso = '';
-const isoOf = (d: Date): string => {
-  const ms = d.getTime();
+const isoOf = (at: Date | number): string => {
+  const ms = typeof at === 'number' ? at : at.getTime();
   if (ms !== lastMs) {
-    lastIso = d.toISOString(); // throws for an invalid Date, as before
+    lastIso = (typeof at === 'number' ? new Date(at) : at).toISOString(); // throws for an invalid time, as before
     lastMs = ms;
   }
   return lastIso;
@@ -66,7 +67,13 @@ const isoOf = (d: Date): string => {
 
 export type TransportFacts = Readonly<{ messageId: string | null; redelivered: boolean; userId: string | null }>;
 
-export function makeReportReceived(report: Report, body: Uint8Array, transport: TransportFacts, receivedAt: Date): WithId<ReportReceived> {
+/** `receivedAt`: a Date, or ms since the epoch. */
+export function makeReportReceived(
+  report: Report,
+  body: Uint8Array,
+  transport: TransportFacts,
+  receivedAt: Date | number,
+): WithId<ReportReceived> {
   return {
     id: reportReceivedId(report.node, transport.messageId, body),
     type: 'ReportReceived',
@@ -85,7 +92,8 @@ export function makeReportReceived(report: Report, body: Uint8Array, transport: 
   };
 }
 
-export function makeAliveSeen(alive: Alive, seenAt: Date): WithId<AliveSeen> {
+/** `seenAt`: a Date, or ms since the epoch. */
+export function makeAliveSeen(alive: Alive, seenAt: Date | number): WithId<AliveSeen> {
   const at = isoOf(seenAt);
   return { id: aliveSeenId(alive.node, at), type: 'AliveSeen', data: { node: alive.node, seenAt: at } };
 }

@@ -6,6 +6,7 @@ import {
   declarationSentId,
   decodeEvent,
   eventMetadata,
+  makeAliveSeen,
   makeDeclarationSent,
   makeReportReceived,
   makeRolloutEvent,
@@ -149,4 +150,20 @@ test('rollout events decode through their schemas; one claiming the v1 shape the
   // Same decision, same id: two drivers that both open wave 2 write one event.
   const w = { rollout: 'r1', wave: 2, from: 1, to: 5, startedAt: '2026-11-30T14:00:00.000Z' };
   assert.equal(makeRolloutEvent('WaveStarted', w).id, makeRolloutEvent('WaveStarted', { ...w, startedAt: '2026-11-30T15:00:00.000Z' }).id);
+});
+
+test('a receipt time given in ms makes the same event as the same time given as a Date (ingest passes ms)', () => {
+  const report = parseReport(Buffer.from('{"node":"n1","applied":["a"],"carried":[8080]}'));
+  const body = Buffer.from('{}');
+  const transport = { messageId: 'm-1', redelivered: false, userId: 'n1' };
+  // Each instant twice in a row (the formatted time is shared within a millisecond), then another.
+  for (const ms of [0, 1_767_225_600_000, 1_767_225_600_000, 1_767_225_600_001, 253_402_300_799_999, -1]) {
+    assert.deepEqual(makeReportReceived(report, body, transport, ms), makeReportReceived(report, body, transport, new Date(ms)));
+    assert.deepEqual(makeAliveSeen({ node: 'n1' }, ms), makeAliveSeen({ node: 'n1' }, new Date(ms)));
+  }
+  assert.equal(makeReportReceived(report, body, transport, 1_767_225_600_000).data.receivedAt, '2026-01-01T00:00:00.000Z');
+  // An invalid time is refused as an invalid Date is (toISOString's RangeError), however it comes.
+  assert.throws(() => makeReportReceived(report, body, transport, Number.NaN), RangeError);
+  assert.throws(() => makeReportReceived(report, body, transport, new Date(Number.NaN)), RangeError);
+  assert.throws(() => makeAliveSeen({ node: 'n1' }, 8.64e15 + 1), RangeError);
 });
