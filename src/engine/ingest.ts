@@ -385,16 +385,20 @@ export function createIngest(options: IngestOptions): Ingest {
   }
 
   function writesOf(batch: readonly Pending[]): StreamWrite[] {
-    const byStream = new Map<string, NewEvent[]>();
+    // Grouped by node, the stream name made once per group: a name per event was a new string,
+    // flattened and hashed again by the Map (the same groups, in the same order: streamOf is one-to-one).
+    const byNode = new Map<string, NewEvent[]>();
     for (const { event } of batch) {
       if (event === null) continue;
-      const stream = streamOf(event.data.node);
-      let list = byStream.get(stream);
-      if (list === undefined) byStream.set(stream, (list = []));
+      const node = event.data.node;
+      let list = byNode.get(node);
+      if (list === undefined) byNode.set(node, (list = []));
       list.push(event);
     }
     // 'any': reports and alive never conflict with sends; ids make retries no-ops (DESIGN §2).
-    return [...byStream].map(([stream, events]) => ({ stream, expected: 'any', events }));
+    const writes: StreamWrite[] = [];
+    for (const [node, events] of byNode) writes.push({ stream: streamOf(node), expected: 'any', events });
+    return writes;
   }
 
   /**

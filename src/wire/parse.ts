@@ -137,7 +137,15 @@ export function parseReport(body: Uint8Array, limits?: Partial<WireLimits>): Rep
       `declared must be 64 lowercase hex characters, got ${JSON.stringify(r.declared.slice(0, 80))}`,
     );
   }
-  return { ...r, declared: r.declared === '' ? null : r.declared };
+  // Named field by field: a spread of the checked object was a copy through the generic path.
+  return {
+    node: r.node,
+    applied: r.applied,
+    failed: r.failed,
+    refused: r.refused,
+    carried: r.carried,
+    declared: r.declared === '' ? null : r.declared,
+  };
 }
 
 export function parseAlive(body: Uint8Array, limits?: Partial<WireLimits>): Alive {
