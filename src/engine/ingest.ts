@@ -391,9 +391,11 @@ export function createIngest(options: IngestOptions): Ingest {
     for (const { event } of batch) {
       if (event === null) continue;
       const node = event.data.node;
-      let list = byNode.get(node);
-      if (list === undefined) byNode.set(node, (list = []));
-      list.push(event);
+      const list = byNode.get(node);
+      // `[event]`, not `[]` then push: a push into an empty array gives it room for 17 (at
+      // 10,000 nodes most groups hold one event: ~150 bytes a report for the collector).
+      if (list === undefined) byNode.set(node, [event]);
+      else list.push(event);
     }
     // 'any': reports and alive never conflict with sends; ids make retries no-ops (DESIGN §2).
     const writes: StreamWrite[] = [];
