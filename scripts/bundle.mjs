@@ -17,8 +17,12 @@ export const external = ['better-sqlite3', 'pg', 'pg-native', 'amqplib', '@event
 
 const result = await build({
   absWorkingDir: root,
-  // The same depth as dist/src/cli: paths a module finds from its own URL (the dashboard, the replay worker) still resolve.
-  entryPoints: { main: 'dist/src/cli/main.js', replayWorker: 'dist/src/cli/commands/replayWorker.js' },
+  // The same depth as dist/src/cli: paths a module finds from its own URL (the dashboard, the replay worker, the SQLite writer thread) still resolve.
+  entryPoints: {
+    main: 'dist/src/cli/main.js',
+    replayWorker: 'dist/src/cli/commands/replayWorker.js',
+    sqliteWriterThread: 'dist/src/store/sqliteWriterThread.js',
+  },
   outdir,
   bundle: true,
   splitting: true,

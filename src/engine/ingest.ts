@@ -3,7 +3,7 @@ import { ConvergeError, toConvergeError } from '../errors.ts';
 import type { ErrorCode } from '../errors.ts';
 import { makeAliveSeen, makeReportReceived, streamOf } from '../events/index.ts';
 import type { NodeEvent } from '../events/index.ts';
-import type { AppendResult, EventStore, NewEvent, StreamWrite } from '../store/port.ts';
+import type { AppendPipeline, AppendResult, EventStore, NewEvent, StreamWrite } from '../store/port.ts';
 import type { Delivery, IngestSource } from '../transport/port.ts';
 import { defaultWireLimits, parseAlive, parseReport } from '../wire/index.ts';
 import type { WireLimits } from '../wire/index.ts';
@@ -94,7 +94,7 @@ export type IngestHealth = Readonly<{
   pending: number;
 }>;
 
-/** Batches committed and waiting for their sync at once (store.commitNow); the broker's prefetch bounds them too. */
+/** Batches appended through the store's pipeline and not yet acked, at once; the broker's prefetch bounds them too. */
 const maxSyncing = 4;
 
 /** A body this small (one unit of the node budget, costOf) is never held back for a later turn. */
@@ -155,12 +155,14 @@ export function createIngest(options: IngestOptions): Ingest {
   /** Deliveries in the batch being appended (no longer in `pending`). */
   let committing = 0;
   /**
-   * Batches committed through store.commitNow and waiting for their commit to be on disk, oldest
-   * first; each settles once acked (true) or left unacked at stop (false). `syncingDeliveries`
-   * counts their deliveries.
+   * Batches appended through the store's pipeline (EventStore.pipeline) and waiting for their
+   * commit to be on disk, oldest first; each settles once acked (true) or left unacked at stop
+   * (false). `syncingDeliveries` counts their deliveries.
    */
   let syncing: Promise<boolean>[] = [];
   let syncingDeliveries = 0;
+  /** The pipeline batches go through; dropped once one of its appends failed, and made again when nothing waits on it. */
+  let pipe: AppendPipeline | null = null;
   let batchSeq = 0;
   metrics?.ingestHealthy.set(1);
   const counts = { received: 0, redelivered: 0, appended: 0, acked: 0, deadLettered: 0, coalesced: 0, rateLimited: 0 };
@@ -362,7 +364,7 @@ export function createIngest(options: IngestOptions): Ingest {
       const batch = pending.length === n ? pending : pending.slice(0, n);
       pending = pending.length === n ? [] : pending.slice(n);
       for (const p of batch) pendingBytes -= p.delivery.body.length;
-      const ok = store.commitNow === undefined ? await commit(batch) : await commitPipelined(batch);
+      const ok = store.pipeline === undefined ? await commit(batch) : await commitPipelined(batch);
       if (!ok) {
         // Stopped with the store down: leave them unacked; the broker redelivers to whoever is next.
         return;
@@ -404,39 +406,39 @@ export function createIngest(options: IngestOptions): Ingest {
   }
 
   /**
-   * Commit the batch now and ack it once its commit is on disk, without waiting for that here:
-   * the next batch commits while this one is synced, and shares the sync (issue 10: ~14 ms a sync
-   * on the bench machine, one per batch when ingest waited for each). Acks stay in commit order.
-   * A commit that fails (nothing written) takes the retrying path once the batches before it are
-   * settled; a sync that fails hands its batch to the retrying path too, which holds it unacked.
-   * At most `maxSyncing` batches wait; past that, the oldest is waited for.
+   * Append the batch through the store's pipeline and ack it once its commit is on disk, without
+   * waiting for that here: the next batch is appended while this one is committed and synced, and
+   * shares the sync (issue 10: ~14 ms a sync on the bench machine, one per batch when ingest waited
+   * for each). Acks stay in append order. An append that fails takes the retrying path once the
+   * batches before it are settled; the pipeline refuses every later append untried, so those take
+   * it too, in order, and a new pipeline is started only once all of them have settled. At most
+   * `maxSyncing` batches wait; past that, the oldest is waited for.
    */
   async function commitPipelined(batch: readonly Pending[]): Promise<boolean> {
     const writes = writesOf(batch);
-    let committed: ReturnType<NonNullable<EventStore['commitNow']>> | null = null;
-    if (writes.length > 0) {
-      try {
-        committed = store.commitNow!(writes);
-      } catch {
-        // Nothing of this batch was written: the batches before it settle first, so a node's events stay in order.
-        if (!(await settleSyncing())) return false;
-        return commit(batch);
-      }
+    if (pipe === null) {
+      if (!(await settleSyncing())) return false;
+      pipe = store.pipeline!();
     }
+    const used = pipe;
+    const append = writes.length === 0 ? null : used.append(writes);
+    // Looked at below, after the batches before it: handled now, so it is not an unhandled rejection meanwhile.
+    const outcome = append?.then(
+      (result) => result,
+      () => {
+        if (pipe === used) pipe = null;
+        return false as const;
+      },
+    );
     const before = syncing[syncing.length - 1] ?? Promise.resolve(true);
     syncingDeliveries += batch.length;
     const done = (async (): Promise<boolean> => {
-      let durable = true;
-      if (committed !== null)
-        durable = await committed.durable.then(
-          () => true,
-          () => false,
-        );
-      // In commit order: the batch before is acked (or given up) first.
+      const result = outcome === undefined ? null : await outcome;
+      // In append order: the batch before is acked (or given up) first.
       const earlier = await before;
       syncingDeliveries -= batch.length;
-      if (!durable || !earlier) return commit(batch);
-      appended(batch, writes, committed?.result ?? null);
+      if (result === false || !earlier) return commit(batch);
+      appended(batch, writes, result);
       return true;
     })().catch((err: unknown) => {
       // Not expected (the retrying path settles its own errors); the batch stays unacked, as at stop.

@@ -50,25 +50,8 @@ export function encodeWrites(writes: readonly StreamWrite[], maxEventBytes: numb
   return out;
 }
 
-/** `current` is the revision of the stream's last event, -1n when the stream has none. */
-export function expectedRevisionHolds(expected: ExpectedRevision, current: bigint): boolean {
-  if (expected === 'any') return true;
-  if (expected === 'no_stream') return current === -1n;
-  if (expected === 'stream_exists') return current >= 0n;
-  return current === expected;
-}
-
-const describe = (r: ExpectedRevision | bigint): string => (typeof r === 'bigint' ? (r < 0n ? 'no stream' : `revision ${r}`) : r);
-
-export const wrongExpectedRevision = (stream: string, expected: ExpectedRevision, current: bigint | null, cause?: unknown): ConvergeError =>
-  new ConvergeError(
-    'CONVERGE_ERR_WRONG_EXPECTED_REVISION',
-    `append to ${stream}: expected ${describe(expected)}, but the stream is at ${current === null ? 'an unknown revision' : describe(current)}; nothing of this call was written`,
-    {
-      details: { stream, expected: String(expected), current: current === null ? null : String(current) },
-      ...(cause === undefined ? {} : { cause }),
-    },
-  );
+// The expected-revision rules live apart (revisionRules.ts): the SQLite writer thread loads them without the event schemas.
+export { expectedRevisionHolds, wrongExpectedRevision } from './revisionRules.ts';
 
 export const storeClosed = (kind: string): ConvergeError =>
   new ConvergeError('CONVERGE_ERR_STORE_CLOSED', `${kind} event store has been closed`);

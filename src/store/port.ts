@@ -93,20 +93,23 @@ export type LeaseHold = Readonly<{
   release: () => Promise<void>;
 }>;
 
+/** EventStore.pipeline: `append`, ordered among the pipeline's other calls. */
+export type AppendPipeline = Readonly<{ append: (writes: readonly StreamWrite[]) => Promise<AppendResult> }>;
+
 export interface EventStore {
   readonly kind: 'memory' | 'sqlite' | 'esdb' | 'postgres';
   /** Append to one or many streams atomically where the store can (SQLite: one transaction). */
   append(writes: readonly StreamWrite[]): Promise<AppendResult>;
   /**
-   * `append` in two steps, for a store that commits in the calling turn and makes the commit
-   * durable afterwards (SQLite group commit): commit now — throwing what `append` would reject
-   * with if the commit fails — and hand back the result with `durable`, which settles once the
-   * commit is on disk (rejecting if it never will be). A caller may commit again before `durable`
-   * settles: commits keep the order of the calls, and their `durable`s settle in that order. Ingest
-   * commits its next batch while the one before is being synced (issue 10). Stores whose commits
-   * may complete out of call order (a pool of connections) leave it out.
+   * Appends that keep their order while several are in flight, for a store that can take the next
+   * before the one before is on disk (SQLite: the writer thread, or group commit). Ingest appends
+   * its next batch while the one before is committed and synced (issue 10). Calls of one pipeline
+   * commit in call order and settle in that order; once one fails, every later call of the same
+   * pipeline fails untried (CONVERGE_ERR_STORE_UNAVAILABLE), so a caller that retries the failed
+   * ones in order never has a later call overtake an earlier one. Stores whose commits may
+   * complete out of call order (a pool of connections) leave it out.
    */
-  commitNow?(writes: readonly StreamWrite[]): Readonly<{ result: AppendResult; durable: Promise<void> }>;
+  pipeline?(): AppendPipeline;
   readStream(stream: string, options?: ReadStreamOptions): Promise<readonly Recorded[]>;
   readAll(options?: ReadAllOptions): AsyncIterable<readonly Recorded[]>;
   /**

@@ -3,21 +3,17 @@ import Database from 'better-sqlite3';
 import { ConvergeError } from '../errors.ts';
 import type { ConvergeEvent, Recorded } from '../events/index.ts';
 import { decodeEventData, exactNumber, isEventType, isNodeEvent } from '../events/index.ts';
-import {
-  defaultMaxEventBytes,
-  encodeWrites,
-  expectedRevisionHolds,
-  metadataJson,
-  storeClosed,
-  wrongExpectedRevision,
-  recorded,
-} from './appendRules.ts';
+import { defaultMaxEventBytes, encodeWrites, metadataJson, storeClosed, recorded } from './appendRules.ts';
 import type { Notifier } from './notifier.ts';
 import { createNotifier } from './notifier.ts';
 import { createNodeColumns, eventKind, kindOfType, putEvent, putFastData, streamNodeOf } from './nodeColumns.ts';
 import type { NodeColumns } from './nodeColumns.ts';
 import { createPollingSubscription } from './pollingSubscription.ts';
-import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, StreamWrite, SubscribeOptions } from './port.ts';
+import type { AppendPipeline, AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, StreamWrite, SubscribeOptions } from './port.ts';
+import { appendResultOf, createSqliteWriter } from './sqliteWriter.ts';
+import type { Written } from './sqliteWriter.ts';
+import { startWriterThread } from './sqliteWriterClient.ts';
+import type { WriterClient } from './sqliteWriterClient.ts';
 import { createWalSyncer } from './walSync.ts';
 import type { WalSyncer } from './walSync.ts';
 
@@ -36,10 +32,13 @@ export type SqliteEventStoreOptions = Readonly<{
    * `group`: synchronous=NORMAL and an fdatasync of the WAL on a libuv thread after the commit;
    * appends committed meanwhile share the next sync, and this process reads nothing (append
    * results aside) past the oldest commit not yet synced. As durable as FULL; other processes
-   * may read a commit before its sync. `:memory:` (nothing to sync) and a file SQLite cannot
+   * may read a commit before its sync. `thread` (serve's default): every write goes to a writer
+   * thread with a connection of its own at synchronous=FULL (sqliteWriterThread.ts), which
+   * writes what is queued in one transaction; reads stay on the calling thread and see a commit
+   * once it is on disk. `:memory:` (nothing to sync, one connection) and a file SQLite cannot
    * keep in WAL mode stay on `full`.
    */
-  sync?: 'full' | 'group';
+  sync?: 'full' | 'group' | 'thread';
   /** The WAL sync of `group` (default fdatasync); tests hold it pending or make it fail. */
   walSync?: (fd: number) => Promise<void>;
   /** `full` only: FULL (default) fsyncs the WAL on every commit; NORMAL may lose the last commits on power loss. */
@@ -177,13 +176,17 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   const pollMs = options.pollMs ?? 200;
   const key = path === ':memory:' ? `:memory:${Math.random()}` : resolve(path);
 
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
   let db: Database.Database | undefined;
   let group: boolean;
+  let threaded: boolean;
   try {
     db = new Database(path);
-    db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5_000}`);
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     const mode = db.pragma('journal_mode = WAL', { simple: true }) as string;
-    group = options.sync === 'group' && mode === 'wal' && path !== ':memory:' && path !== '';
+    const onDisk = mode === 'wal' && path !== ':memory:' && path !== '';
+    group = options.sync === 'group' && onDisk;
+    threaded = options.sync === 'thread' && onDisk;
     db.pragma(`synchronous = ${group ? 'NORMAL' : (options.synchronous ?? 'FULL')}`);
     migrate(db, path);
   } catch (err) {
@@ -191,6 +194,8 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     throw sqliteError(err, `open sqlite:${path}`);
   }
   const conn = db;
+  // `thread`: this connection only reads from here on; the writer thread has its own.
+  const thread: WriterClient | null = threaded ? startWriterThread({ path: resolve(path), busyTimeoutMs }) : null;
 
   const shared = notifiers.get(key) ?? { notifier: createNotifier(), users: 0, unsynced: new Set() };
   shared.users++;
@@ -256,11 +261,6 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     `position, id, stream, revision, CASE type WHEN 'AliveSeen' THEN 3.0 WHEN 'ReportReceived' THEN 2.0 WHEN 'DeclarationSent' THEN 1.0 ELSE type END, ` +
     `data, CASE WHEN metadata = '${metadataJson.replaceAll("'", "''")}' THEN NULL ELSE metadata END`;
   const q = {
-    revision: conn.prepare('SELECT max(revision) AS r FROM events WHERE stream = ?').pluck().safeIntegers(),
-    insert: conn
-      .prepare('INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING')
-      .safeIntegers(),
-    streamOfId: conn.prepare('SELECT stream FROM events WHERE id = ?').pluck(),
     // Bounded by position in the query, not after it: the LIMIT counts durable rows only (group commit).
     forwards: conn
       .prepare(`SELECT ${cols} FROM events WHERE stream = ? AND revision >= ? AND position <= ? ORDER BY revision LIMIT ?`)
@@ -297,10 +297,9 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     row: conn.prepare('SELECT type, data, metadata, id, stream, revision FROM events WHERE position = ?').raw(),
     head: conn.prepare('SELECT max(position) FROM events').pluck().safeIntegers(),
     getCheckpoint: conn.prepare('SELECT position FROM checkpoints WHERE name = ?').pluck().safeIntegers(),
-    setCheckpoint: conn.prepare(
-      'INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position',
-    ),
   };
+  /** The write path on this thread (`full`, `group`); null when the writer thread has it. */
+  const writer = thread === null ? createSqliteWriter(conn) : null;
 
   let closed = false;
   const open = (): void => {
@@ -334,20 +333,6 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     } as Recorded;
   };
 
-  // Stream revisions cached across appends: looking each one up in the (stream, revision)
-  // index cost ~25% of append throughput at 300k events (bench/store.ts). The cache is trusted
-  // only while no other connection has committed: `PRAGMA data_version` changes exactly then,
-  // and is read after the write lock is held. Entries change only after a commit succeeds.
-  const revisions = new Map<string, bigint>();
-  const dataVersion = conn.prepare('PRAGMA data_version').pluck();
-  let seenVersion = -1;
-  let pending = new Map<string, bigint>();
-  const revisionOf = (stream: string): bigint => {
-    const cached = pending.get(stream) ?? revisions.get(stream);
-    if (cached !== undefined) return cached;
-    return (q.revision.get(stream) as bigint | null) ?? -1n;
-  };
-
   // Events this handle appended, newest last (positions increasing), kept a while so this
   // process's live subscriptions take them as appended instead of reading them back: the
   // projection runner read and decoded (JSON.parse + zod) every event ingest had just written,
@@ -356,9 +341,6 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   // handed out again. What another process or handle appended is read from the file as before,
   // and so is anything older than the window (a subscriber catching up).
   let tail: Recorded[] = [];
-  let pendingTail: Recorded[] = [];
-  /** The first position the running append wrote. */
-  let pendingFirst: bigint | null = null;
   const tailLimit = 4_096;
 
   /** Up to `limit` consecutive events after `after` from `tail`; null unless `after + 1` is there. */
@@ -382,16 +364,16 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
 
   /**
    * Events of `types` after `after`, up to `limit`, from `tail`; null unless the tail holds every
-   * position from `after + 1` to the head. Only while no other connection has committed since this
-   * handle last appended (`PRAGMA data_version` unchanged): the tail's newest event is then the
-   * store's. The relay and the rollout driver follow rare types and were woken by every append to
-   * scan the rows it had just written in SQL (issue 10: ~1 µs a report in `serve`).
+   * position from `after + 1` to the head: only while the tail's newest event is the store's newest
+   * (no other connection, process or writer of this one has appended since). The relay and the
+   * rollout driver follow rare types and were woken by every append to scan the rows it had just
+   * written in SQL (issue 10: ~1 µs a report in `serve`).
    */
   function fromTailOfTypes(after: bigint, limit: number, types: ReadonlySet<string>): Recorded[] | null {
     const first = tail[0];
     if (first === undefined || after + 1n < first.position) return null;
-    if ((dataVersion.get() as number) !== seenVersion) return null;
     const newest = tail[tail.length - 1]!.position;
+    if ((q.head.get() as bigint | null) !== newest) return null;
     if (after >= newest) return [];
     let i = Number(after + 1n - first.position);
     // Consecutive positions only from there to the newest: a gap is another writer's event.
@@ -401,56 +383,30 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     return out;
   }
 
-  const appendTx = conn.transaction((writes: ReturnType<typeof encodeWrites>, originals: readonly StreamWrite[]): AppendResult => {
-    const version = dataVersion.get() as number;
-    if (version !== seenVersion || revisions.size > 1_000_000) {
-      revisions.clear();
-      seenVersion = version;
-    }
-    pending = new Map();
-    pendingTail = [];
-    pendingFirst = null;
-    const streams: AppendResult['streams'][number][] = [];
-    let position: bigint | null = null;
-    for (const [k, w] of writes.entries()) {
-      const current = revisionOf(w.stream);
-      if (!expectedRevisionHolds(w.expected, current)) {
-        // A retry whose events are all stored already (in this stream) succeeds as a no-op.
-        const allStored = w.events.length > 0 && w.events.every((e) => q.streamOfId.get(e.id) === w.stream);
-        if (!allStored) throw wrongExpectedRevision(w.stream, w.expected, current);
-        streams.push({ stream: w.stream, nextExpected: current, written: 0 });
-        continue;
-      }
-      let revision = current;
-      let written = 0;
-      const events = originals[k]!.events;
-      for (const [j, e] of w.events.entries()) {
-        const r = q.insert.run(e.id, w.stream, revision + 1n, e.type, e.data, e.metadata);
-        if (r.changes === 0) {
-          const storedIn = q.streamOfId.get(e.id) as string;
-          if (storedIn !== w.stream) {
-            throw new ConvergeError(
-              'CONVERGE_ERR_DUPLICATE_EVENT_ID',
-              `append: event id ${e.id} is already stored in ${storedIn}, not ${w.stream}`,
-              {
-                details: { id: e.id, stream: w.stream, storedIn },
-              },
-            );
-          }
-          continue;
-        }
-        revision++;
-        written++;
-        position = r.lastInsertRowid as bigint;
-        pendingFirst ??= position;
-        const original = events[j]!;
-        pendingTail.push(recorded({ type: original.type, data: original.data } as ConvergeEvent, e.id, w.stream, revision, position));
-      }
-      streams.push({ stream: w.stream, nextExpected: revision, written });
-      pending.set(w.stream, revision);
-    }
-    return { streams, position };
+  const appendTx = conn.transaction((writes: ReturnType<typeof encodeWrites>): Written => {
+    writer!.begin();
+    return writer!.write(writes);
   });
+
+  /**
+   * What an append wrote goes on the tail, in position order (appends are answered in the order
+   * they committed), as the events the caller passed with their positions and revisions.
+   */
+  function appended(writes: readonly StreamWrite[], written: Written): void {
+    if (written.position === null) return;
+    const fresh: Recorded[] = [];
+    let k = 0;
+    writes.forEach((w, i) => {
+      let revision = written.nextExpected[i]! - BigInt(written.written[i]!);
+      for (const e of w.events) {
+        const position = written.positions[k++]!;
+        if (position === 0n) continue;
+        revision++;
+        fresh.push(recorded({ type: e.type, data: e.data } as ConvergeEvent, e.id, w.stream, revision, position));
+      }
+    });
+    tail = tail.length + fresh.length > tailLimit * 2 ? tail.slice(-tailLimit).concat(fresh) : tail.concat(fresh);
+  }
 
   /** Decode rows until `readBatchBytes` of stored JSON (or the rows) run out; `cut` says rows were left unread. */
   function decodeUpTo(rows: IterableIterator<unknown>): { events: Recorded[]; cut: boolean } {
@@ -553,35 +509,30 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     return lastScanned;
   }
 
-  /** The commit of `append`, made now; `durable` settles once it is on disk (at once under `full`). */
+  /** The commit of `append` on this thread, made now; `durable` settles once it is on disk (at once under `full`). */
   function commitNow(writes: readonly StreamWrite[]): { result: AppendResult; durable: Promise<void> } {
     open();
     const encoded = encodeWrites(writes, maxEventBytes);
     const broken = syncer?.broken() ?? null;
     if (broken !== null) throw sqliteError(broken, 'append to sqlite store');
-    let result: AppendResult;
+    let written: Written;
     try {
       // IMMEDIATE takes the write lock up front: another process waits (busy_timeout) rather
       // than failing halfway through upgrading a read transaction.
-      result = appendTx.immediate(encoded, writes);
+      written = appendTx.immediate(encoded);
     } catch (err) {
-      pending = new Map();
-      pendingTail = [];
+      writer!.rolledBack();
       throw sqliteError(err, 'append to sqlite store');
     }
-    for (const [stream, revision] of pending) revisions.set(stream, revision);
-    pending = new Map();
-    if (pendingTail.length > 0) {
-      // Inserted in position order within the call (one write lock), after any earlier call.
-      tail = tail.length + pendingTail.length > tailLimit * 2 ? tail.slice(-tailLimit).concat(pendingTail) : tail.concat(pendingTail);
-      pendingTail = [];
-    }
+    writer!.committed();
+    appended(writes, written);
+    const result = appendResultOf(writes, written);
     let durable: Promise<void>;
     if (syncer === null) {
       if (result.position !== null) notifier.notify();
       durable = Promise.resolve();
     } else if (result.position !== null) {
-      durable = synced(pendingFirst);
+      durable = synced(written.positions.find((p) => p !== 0n)!);
     } else {
       // Nothing new written: its events may be in a commit whose sync is still running.
       durable = syncer.flush().catch((err: unknown) => {
@@ -593,16 +544,62 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     return { result, durable };
   }
 
+  /** `append` through the writer thread: resolves once the thread's commit holding it is on disk. */
+  async function appendThreaded(writes: readonly StreamWrite[], pipeline: number): Promise<AppendResult> {
+    open();
+    const encoded = encodeWrites(writes, maxEventBytes);
+    const written = await thread!.append(encoded, pipeline);
+    if (written.position !== null && !closed) {
+      appended(writes, written);
+      notifier.notify();
+    }
+    return appendResultOf(writes, written);
+  }
+
+  let pipelines = 0;
+  /**
+   * EventStore.pipeline: on the writer thread its calls queue there in order (and share a
+   * transaction when they wait together); on this thread each commits at its call. Either way a
+   * call is refused untried once an earlier one of the pipeline failed.
+   */
+  function pipeline(): AppendPipeline {
+    const id = ++pipelines;
+    let failed: unknown = null;
+    const refused = (): ConvergeError =>
+      new ConvergeError(
+        'CONVERGE_ERR_STORE_UNAVAILABLE',
+        `append not tried: an earlier append of its pipeline failed (${failed instanceof Error ? failed.message : String(failed)}), and none may overtake it`,
+      );
+    const fail = (err: unknown): never => {
+      failed ??= err;
+      throw err;
+    };
+    return {
+      append(writes) {
+        if (failed !== null) return Promise.reject(refused());
+        if (thread !== null) return appendThreaded(writes, id).catch(fail);
+        try {
+          const { result, durable } = commitNow(writes);
+          return durable.then(() => result, fail);
+        } catch (err) {
+          failed = err;
+          return Promise.reject(err);
+        }
+      },
+    };
+  }
+
   const store: EventStore = {
     kind: 'sqlite',
 
     async append(writes) {
+      if (thread !== null) return appendThreaded(writes, 0);
       const { result, durable } = commitNow(writes);
       await durable;
       return result;
     },
 
-    commitNow: (writes) => commitNow(writes),
+    pipeline,
 
     async readStream(stream, opts: ReadStreamOptions = {}) {
       open();
@@ -714,10 +711,11 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
 
     async setCheckpoint(name, position) {
       open();
+      if (thread !== null) return thread.setCheckpoint(name, position);
       const broken = syncer?.broken() ?? null;
       if (broken !== null) throw sqliteError(broken, `save checkpoint ${name}`);
       try {
-        q.setCheckpoint.run(name, position);
+        writer!.setCheckpoint(name, position);
       } catch (err) {
         throw sqliteError(err, `save checkpoint ${name}`);
       }
@@ -727,8 +725,10 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     async close() {
       if (closed) return;
       closed = true;
-      // What is committed gets its sync (and its appends their answer) before the file closes.
+      // What is committed gets its sync (and its appends their answer) before the file closes;
+      // what the writer thread holds is written and answered first.
       await syncer?.close();
+      await thread?.close();
       shared.unsynced.delete(oldestUnsynced);
       if (--shared.users === 0) notifiers.delete(key);
       conn.close();

@@ -292,9 +292,14 @@ test('on a group-commit store the next batch commits while the one before is syn
   let commits = 0;
   const store: EventStore = {
     ...inner,
-    commitNow: (writes) => {
-      commits++;
-      return inner.commitNow!(writes);
+    pipeline: () => {
+      const pipe = inner.pipeline!();
+      return {
+        append: (writes) => {
+          commits++;
+          return pipe.append(writes);
+        },
+      };
     },
   };
   const { source, deliver, acked } = handSource();
@@ -319,4 +324,73 @@ test('on a group-commit store the next batch commits while the one before is syn
   );
   await ingest.stop();
   await inner.close();
+});
+
+test('an append of the pipeline that fails is retried in order, and no later batch overtakes it', async () => {
+  // EventStore.pipeline: once a call fails, the pipeline refuses every later one untried. Ingest
+  // has sent later batches meanwhile; each goes back through the retrying path in order, and a
+  // new pipeline starts only once they have all settled, so a node's reports stay in the order
+  // they came (a newer report stored before an older one would be taken for the latest).
+  const inner = createMemoryEventStore();
+  const held: (() => void)[] = [];
+  let calls = 0;
+  let pipelines = 0;
+  let retried = false;
+  const store: EventStore = {
+    ...inner,
+    // The first retry fails too, so the failed batch's retry is still backing off when the later
+    // batches hear of their refusal.
+    append: async (writes) => {
+      if (!retried) {
+        retried = true;
+        throw new Error('still on fire');
+      }
+      return inner.append(writes);
+    },
+    pipeline: () => {
+      pipelines++;
+      let failed = false;
+      let previous: Promise<unknown> = Promise.resolve();
+      return {
+        append: (writes) => {
+          const call = ++calls;
+          // Each call waits to be let through, so later batches are in flight when the first
+          // fails; and, as the port says, runs only after the call before it has settled.
+          const released = new Promise<void>((resolve) => void held.push(resolve));
+          const run = Promise.all([released, previous.catch(() => undefined)]).then(() => {
+            if (failed) throw new Error('not tried: an earlier append of its pipeline failed');
+            if (call === 1) {
+              failed = true;
+              throw new Error('disk on fire');
+            }
+            return inner.append(writes);
+          });
+          previous = run;
+          return run;
+        },
+      };
+    },
+  };
+  const { source, deliver, acked } = handSource();
+  const ingest = createIngest({ store, source, logger, batchSize: 2, flushMs: 1_000, retry: { minMs: 1, maxMs: 5 } });
+  await ingest.start();
+  for (let i = 0; i < 6; i++) deliver('n', reportOf('n'));
+  await until('three batches in flight', () => held.length === 3);
+  // The later batches hear of their refusal first: they must still wait for the first one's retry.
+  while (held.length > 0) {
+    held.pop()!();
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await until('every report acked', () => acked.length === 6);
+  assert.deepEqual(
+    (await inner.readStream(streamOf('n'))).map((e) => (e.type === 'ReportReceived' ? e.data.transport.messageId : e.type)),
+    ['n/0', 'n/1', 'n/2', 'n/3', 'n/4', 'n/5'],
+  );
+  // Later batches go through a new pipeline.
+  for (let i = 0; i < 2; i++) deliver('n', reportOf('n'));
+  await until('the next batch through a new pipeline', () => held.length === 1);
+  assert.equal(pipelines, 2);
+  held.shift()!();
+  await until('acked', () => acked.length === 8);
+  await ingest.stop();
 });

@@ -17,12 +17,12 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 const seed = Number(process.env.CONVERGE_CRASH_SEED ?? 20240601);
 
-for (const sync of ['full', 'group'] as const) {
+for (const sync of ['full', 'group', 'thread'] as const) {
   test(
     `every batch reported committed survives SIGKILL exactly once and no partial batch exists, sync ${sync} (seed ${seed})`,
     { timeout: 120_000 },
     async (t) => {
-      if (sync === 'group') t.diagnostic('SIGKILL, not power loss: power loss cannot be tested here');
+      if (sync !== 'full') t.diagnostic('SIGKILL, not power loss: power loss cannot be tested here');
       process.env['CONVERGE_TEST_SQLITE_SYNC'] = sync;
       t.after(() => delete process.env['CONVERGE_TEST_SQLITE_SYNC']);
       const path = join(dir, `crash-${sync}.db`);
