@@ -17,7 +17,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -70,9 +70,9 @@ const report = createBenchReport(
 );
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** utime + stime of a process in µs (all its threads: GC, libuv pool, SQLite). */
-function cpuMicros(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+/** utime + stime of a process in µs (all its threads: GC, libuv pool, SQLite's writer), or of its main thread alone. */
+function cpuMicros(pid: number, mainThread = false): number {
+  const stat = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) / clockTick) * 1e6;
 }
@@ -192,7 +192,11 @@ async function waitForLine(lines: AsyncIterator<string>, match: RegExp): Promise
  * to mesh.dead and the drain would never end, so the burst is raised to hold them. The budget
  * still runs on every report, as it does for users; it only has nothing to refuse.
  */
-function startServe(storePath: string, perNode: number, sqliteSync: 'group' | 'full' = 'group'): Child & { url: Promise<string> } {
+function startServe(
+  storePath: string,
+  perNode: number,
+  sqliteSync: 'thread' | 'group' | 'full' = 'thread',
+): Child & { url: Promise<string> } {
   const c = startChild(
     [
       // e.g. BENCH_SERVE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to see where serve's time goes
@@ -219,14 +223,27 @@ function startServe(storePath: string, perNode: number, sqliteSync: 'group' | 'f
   return { ...c, url: waitForLine(c.lines, /converge serving on (\S+)/).then((m) => m[1]!) };
 }
 
-type Drain = Readonly<{ seconds: number; cpuPerReport: number }>;
+/** The local broker's process (RabbitMQ's Erlang VM), or null when the broker runs elsewhere: its CPU is the machine's too. */
+const brokerPid = ((): number | null => {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'beam.smp') return Number(entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return null;
+})();
+
+type Drain = Readonly<{ seconds: number; cpuPerReport: number; mainCpuPerReport: number; brokerCpuPerReport: number | null }>;
 
 /** Reports found back in mesh.reports at the start of a pass (taken but never acked by the one before). */
 const leftovers: string[] = [];
 let previous: string | null = null;
 
 /** Start the consumer on a full queue; time from the first message taken to the last one visible. */
-async function drain(kind: 'engine' | 'engine-full' | 'baseline', scenario: Scenario, pass: number): Promise<Drain> {
+async function drain(kind: 'engine' | 'engine-group' | 'baseline', scenario: Scenario, pass: number): Promise<Drain> {
   const path = join(dir, `${kind}-${scenario.name}-${pass}.db`);
   const { head, digests } = await prefillStore(path, scenario.nodes);
   const conn = await amqp.connect(scratch.amqpUrl);
@@ -243,7 +260,7 @@ async function drain(kind: 'engine' | 'engine-full' | 'baseline', scenario: Scen
   let child: Child;
   let done: () => Promise<void>;
   if (kind !== 'baseline') {
-    const serve = startServe(path, Math.ceil(total / scenario.nodes.length), kind === 'engine' ? 'group' : 'full');
+    const serve = startServe(path, Math.ceil(total / scenario.nodes.length), kind === 'engine' ? 'thread' : 'group');
     child = serve;
     const target = head + BigInt(total);
     done = async () => {
@@ -259,7 +276,15 @@ async function drain(kind: 'engine' | 'engine-full' | 'baseline', scenario: Scen
     };
   } else {
     const base = startChild(
-      ['--import', 'tsx', 'bench/engine/minimalPipeline.ts', scratch.amqpUrl, `${path}.baseline`, String(total)],
+      [
+        ...(process.env['BENCH_BASELINE_NODE_ARGS']?.split(' ').filter((a) => a !== '') ?? []),
+        '--import',
+        'tsx',
+        'bench/engine/minimalPipeline.ts',
+        scratch.amqpUrl,
+        `${path}.baseline`,
+        String(total),
+      ],
       'stdout',
     );
     child = base;
@@ -273,14 +298,23 @@ async function drain(kind: 'engine' | 'engine-full' | 'baseline', scenario: Scen
   while ((await depth()) === total) await started(total);
   const t0 = performance.now();
   const cpu0 = cpuMicros(pid);
+  const main0 = cpuMicros(pid, true);
+  const broker0 = brokerPid === null ? 0 : cpuMicros(brokerPid);
   const drained = stallGuard('mesh.reports to empty');
   for (let left = await depth(); left > 0; left = await depth()) await drained(left);
   await done();
   const t1 = performance.now();
   const cpu1 = cpuMicros(pid);
+  const main1 = cpuMicros(pid, true);
+  const broker1 = brokerPid === null ? 0 : cpuMicros(brokerPid);
   await child.stop();
   await conn.close();
-  return { seconds: (t1 - t0) / 1000, cpuPerReport: (cpu1 - cpu0) / total };
+  return {
+    seconds: (t1 - t0) / 1000,
+    cpuPerReport: (cpu1 - cpu0) / total,
+    mainCpuPerReport: (main1 - main0) / total,
+    brokerCpuPerReport: brokerPid === null ? null : (broker1 - broker0) / total,
+  };
 }
 
 /**
@@ -319,18 +353,18 @@ const pct = (sorted: readonly number[], p: number): number =>
 async function drainScenario(scenario: Scenario): Promise<void> {
   const engine: Drain[] = [];
   const baseline: Drain[] = [];
-  const full: Drain[] = [];
+  const group: Drain[] = [];
   // Alternating, each side first in turn: the broker and the disk are shared with whatever else
   // runs on the machine, and neither side should always get the quieter moment. A third side,
-  // serve with `--sqlite-sync full` (SQLite's fsync inside each commit, on the event loop), says
-  // what group commit buys alone (BENCH_SYNC_FULL=0 leaves it out).
-  const sides: ('engine' | 'engine-full' | 'baseline')[] =
-    process.env['BENCH_SYNC_FULL'] === '0' ? ['baseline', 'engine'] : ['baseline', 'engine', 'engine-full'];
+  // serve with `--sqlite-sync group` (the event loop commits; the WAL is fsynced on a libuv
+  // thread), says what the writer thread buys alone (BENCH_SYNC_GROUP=0 leaves it out).
+  const sides: ('engine' | 'engine-group' | 'baseline')[] =
+    process.env['BENCH_SYNC_GROUP'] === '0' ? ['baseline', 'engine'] : ['baseline', 'engine', 'engine-group'];
   for (let pass = 0; pass < passes; pass++) {
     const order = pass % 2 === 0 ? sides : [...sides].reverse();
     for (const side of order) {
       const d = await drain(side, scenario, pass);
-      (side === 'engine' ? engine : side === 'baseline' ? baseline : full).push(d);
+      (side === 'engine' ? engine : side === 'baseline' ? baseline : group).push(d);
     }
   }
   const rateOf = (d: Drain): number => total / d.seconds;
@@ -345,14 +379,14 @@ async function drainScenario(scenario: Scenario): Promise<void> {
     // The fleet-sized drain is the one figure to read first (BENCHMARKS.md's headline).
     headline: scenario.nodes.length >= 10_000,
   });
-  if (full.length > 0) {
-    const fullRatios = full.map((e, i) => rateOf(e) / rateOf(baseline[i]!));
+  if (group.length > 0) {
+    const groupRatios = group.map((e, i) => rateOf(e) / rateOf(baseline[i]!));
     report.row({
-      name: `drain, ${scenario.name}, serve --sqlite-sync full`,
+      name: `drain, ${scenario.name}, serve --sqlite-sync group`,
       unit: 'reports/s',
-      converge: full.map(rateOf),
+      converge: group.map(rateOf),
       baseline: baseline.map(rateOf),
-      notes: `SQLite's fsync in each commit, on the event loop (the default is group commit); ratio per pass ${Math.min(...fullRatios).toFixed(2)}–${Math.max(...fullRatios).toFixed(2)}`,
+      notes: `the event loop commits, the WAL fsynced off it (the default writes on a thread of its own); ratio per pass ${Math.min(...groupRatios).toFixed(2)}–${Math.max(...groupRatios).toFixed(2)}`,
     });
   }
   report.row({
@@ -363,6 +397,23 @@ async function drainScenario(scenario: Scenario): Promise<void> {
     baseline: baseline.map((d) => d.cpuPerReport),
     notes: "the process's utime + stime over the drain",
   });
+  report.row({
+    name: `CPU per report on the main thread, ${scenario.name}`,
+    unit: 'µs',
+    better: 'lower',
+    converge: engine.map((d) => d.mainCpuPerReport),
+    baseline: baseline.map((d) => d.mainCpuPerReport),
+    notes: 'the event loop alone; the rest is the SQLite writer thread, the collector and libuv',
+  });
+  if (brokerPid !== null)
+    report.row({
+      name: `broker CPU per report, ${scenario.name}`,
+      unit: 'µs',
+      better: 'lower',
+      converge: engine.map((d) => d.brokerCpuPerReport!),
+      baseline: baseline.map((d) => d.brokerCpuPerReport!),
+      notes: 'the local RabbitMQ delivering to each side: the 2 cores are shared by the engine and its broker',
+    });
 }
 
 /** report → visible and await wake-up on a serve under a steady load of `rate` reports/s. */

@@ -18,8 +18,8 @@ import type { ConfigKey } from './settings.ts';
 
 export type Config = Readonly<{
   store: string;
-  /** serve on SQLite: group commit off the event loop, or SQLite's synchronous=FULL (src/store/walSync.ts). */
-  sqliteSync: 'group' | 'full';
+  /** serve on SQLite: the writer thread (src/store/sqliteWriterThread.ts), group commit off the event loop (walSync.ts), or SQLite's synchronous=FULL on it. */
+  sqliteSync: 'thread' | 'group' | 'full';
   /** One URL or several separated by commas (the nodes of a cluster), each checked. */
   amqpUrl: string | null;
   /** `all`: ingest, relay and API; `api`: only the API over the store (issue 12 §3: scaling out reads). */
@@ -85,7 +85,7 @@ const schema = z.object({
       (s) => s === 'memory:' || /^sqlite:.+/.test(s) || /^esdb(\+discover)?:\/\/.+/.test(s) || /^postgres(ql)?:\/\/.+/.test(s),
       'must be sqlite:<path>, postgres://…, esdb://… or memory:',
     ),
-  sqliteSync: z.enum(['group', 'full'], { error: 'must be group or full' }).default('group'),
+  sqliteSync: z.enum(['thread', 'group', 'full'], { error: 'must be thread, group or full' }).default('thread'),
   // One broker URL, or a cluster's nodes separated by commas (issue 12 §2); each checked here so
   // a typo fails the start instead of the first failover.
   amqpUrl: z

@@ -25,9 +25,9 @@ export const settings = {
   sqliteSync: {
     flag: 'sqlite-sync',
     env: 'CONVERGE_SQLITE_SYNC',
-    value: 'group|full',
-    default: 'group',
-    help: 'serve on SQLite: how an append reaches the disk before it is acked: group (fsync of the WAL off the event loop, shared by the commits made meanwhile) or full (SQLite fsyncs inside each commit); both survive power loss',
+    value: 'thread|group|full',
+    default: 'thread',
+    help: 'serve on SQLite: how an append reaches the disk before it is acked: thread (a writer thread commits and fsyncs, what waits shares a commit), group (the event loop commits, the WAL is fsynced off it, shared by the commits made meanwhile) or full (the event loop commits and SQLite fsyncs inside each commit); all survive power loss',
   },
   amqpUrl: {
     flag: 'amqp',

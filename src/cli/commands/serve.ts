@@ -34,9 +34,11 @@ export const run: Run = async ({ io, config }) => {
 };
 
 async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'config'> & { logger: Logger }): Promise<number> {
-  // Group commit (src/store/walSync.ts) only here: serve holds the engine lock, so its relay, the
-  // one reader that publishes, is in this process and reads nothing not yet synced. Other commands
-  // keep FULL, so another process never reads a row of theirs before it is on disk.
+  // The writer thread (src/store/sqliteWriterThread.ts, default) and group commit (walSync.ts) only
+  // here: a long-running engine, where a thread's start is paid once and the event loop's time
+  // goes to ingest and the API. Group commit is safe because serve holds the engine lock, so its
+  // relay, the one reader that publishes, is in this process and reads nothing not yet synced.
+  // Other commands write inline at FULL, so another process never reads a row before it is on disk.
   const store = await openStore(config, io, false, { sqlite: { sync: config.sqliteSync } });
   let amqp: Awaited<ReturnType<typeof connectServerTransport>> | null = null;
   let transport: ServerTransport | undefined;
