@@ -8,13 +8,15 @@
 // when used). Input source maps (tsc's) are chained, so the bundle's maps lead back to src/.
 // manifest.json names the packages in each chunk: test/cli/lazyImports.test.ts reads it to say
 // which packages a command loaded.
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const root = new URL('..', import.meta.url).pathname;
 const outdir = `${root}dist/bundle/cli`;
 export const external = ['better-sqlite3', 'pg', 'pg-native', 'amqplib', '@eventstore/db-client'];
 
+// Chunk names carry a hash of their content: without this, every build left the last one's beside it.
+rmSync(outdir, { recursive: true, force: true });
 const result = await build({
   absWorkingDir: root,
   // The same depth as dist/src/cli: paths a module finds from its own URL (the dashboard, the replay worker, the SQLite writer thread) still resolve.

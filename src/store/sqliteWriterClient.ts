@@ -12,6 +12,8 @@ export type WriterClient = Readonly<{
   /** `pipeline` 0: none; otherwise calls of one pipeline are refused untried once one of them failed. */
   append: (writes: readonly EncodedWrite[], pipeline: number) => Promise<Written>;
   setCheckpoint: (name: string, position: bigint) => Promise<void>;
+  /** Requests posted and not answered yet. */
+  waiting: () => number;
   /** Answer what is queued, then close the thread's connection and end the thread. */
   close: () => Promise<void>;
 }>;
@@ -91,6 +93,7 @@ export function startWriterThread(options: Readonly<{ path: string; busyTimeoutM
     setCheckpoint: async (name, position) => {
       await request((id) => ({ op: 'checkpoint', id, name, position }));
     },
+    waiting: () => waiting.size,
     close: async () => {
       if (!exited && gone === null) await request((id) => ({ op: 'close', id })).catch(() => undefined);
       // A thread that answered its close ends by itself; one that failed is ended here.

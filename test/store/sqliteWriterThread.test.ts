@@ -82,6 +82,34 @@ test('an append answered by the thread is already visible to reads, and to a liv
   }
 });
 
+test("a live subscription gets every event, another handle's among this one's, while the thread is still answering", async () => {
+  // Past its tail, with appends in flight, the subscription waits for the thread's answer rather
+  // than read the file; another writer's event then shows as a gap in the tail and is read there.
+  const path = fresh();
+  const store = createSqliteEventStore(path, { sync: 'thread', pollMs: 20 });
+  const other = createSqliteEventStore(path);
+  const seen: bigint[] = [];
+  const sub = store.subscribe({ handler: (events) => void seen.push(...events.map((e) => e.position)) });
+  try {
+    const mine: Promise<unknown>[] = [];
+    for (let i = 0; i < 40; i++) {
+      mine.push(store.append([write('mine', 'any', i)]));
+      if (i % 10 === 5) await other.append([write(`theirs${i}`, 'any', 0)]);
+      if (i % 3 === 0) await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(mine);
+    for (let i = 0; i < 400 && seen.length < 44; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.deepEqual(
+      seen,
+      Array.from({ length: 44 }, (_, i) => BigInt(i + 1)),
+    );
+  } finally {
+    await sub.stop();
+    await other.close();
+    await store.close();
+  }
+});
+
 for (const sync of ['thread', 'group', 'full'] as const) {
   test(`a pipeline (sync ${sync}) refuses every call after one that failed, untried; other appends go on`, async () => {
     const store = createSqliteEventStore(fresh(), { sync });
