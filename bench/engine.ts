@@ -17,7 +17,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -157,7 +157,12 @@ function startChild(args: readonly string[], stdoutOrErr: 'stdout' | 'stderr'): 
   const out = stdoutOrErr === 'stdout' ? proc.stdout! : proc.stderr!;
   const other = stdoutOrErr === 'stdout' ? proc.stderr! : proc.stdout!;
   let tail = '';
-  other.on('data', (c: Buffer) => (tail = (tail + c.toString()).slice(-4000)));
+  // e.g. BENCH_SERVE_NODE_ARGS=--trace-gc BENCH_CHILD_OUTPUT=/tmp/gc.txt: what the child prints besides its lines.
+  const output = process.env['BENCH_CHILD_OUTPUT'];
+  other.on('data', (c: Buffer) => {
+    tail = (tail + c.toString()).slice(-4000);
+    if (output !== undefined) appendFileSync(output, c);
+  });
   const lines = createInterface({ input: out })[Symbol.asyncIterator]();
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
   proc.once('exit', (code, signal) => {

@@ -58,7 +58,7 @@ const nodeUrl = async (id: string): Promise<string> => {
 
 const path = join(dir, 'engine.db');
 const config = loadConfig({ flags: {}, env: process.env }, { store: `sqlite:${path}`, port: '0', logLevel: 'silent' });
-// As `serve` opens it (--sqlite-sync, group commit by default).
+// As `serve` opens it (--sqlite-sync, the writer thread by default).
 const store = createSqliteEventStore(path, { sync: config.sqliteSync });
 const transport = await connectServerTransport(scratch.amqpUrl, logger);
 const engine = createServer({ config, logger, store, transport: transport.transport });

@@ -394,3 +394,27 @@ test('an append of the pipeline that fails is retried in order, and no later bat
   await until('acked', () => acked.length === 8);
   await ingest.stop();
 });
+
+test('on a writer-thread SQLite store a batch refused whole goes one by one through the pipeline path, and the rest is stored', async (t) => {
+  // A duplicate event id in one batch makes the store refuse the whole append; through the
+  // pipeline the refusal comes back asynchronously, and the batch must still be written one by one.
+  const dir = mkdtempSync(join(tmpdir(), 'converge-ingest-thread-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const store = createSqliteEventStore(join(dir, 'events.db'), { sync: 'thread' });
+  const broker = createInProcessBroker();
+  const ingest = createIngest({ store, source: broker.ingestSource(), logger, flushMs: 1, retry: { minMs: 1, maxMs: 5 } });
+  await ingest.start();
+  broker.inject('report', reportOf('n1'), { messageId: 'n1/1', userId: 'n1' });
+  broker.inject('report', reportOf('n1'), { messageId: 'n1/1', userId: 'n1' });
+  broker.inject('report', reportOf('n2'), { messageId: 'n2/1', userId: 'n2' });
+  await settle(ingest, () => broker.depth()['mesh.reports'] === 0 && ingest.stats().acked === 3);
+  assert.deepEqual(
+    (await store.readStream(streamOf('n1'))).map((e) => (e.type === 'ReportReceived' ? e.data.transport.messageId : e.type)),
+    ['n1/1'],
+  );
+  assert.equal((await store.readStream(streamOf('n2'))).length, 1);
+  const { received, acked, appended } = ingest.stats();
+  assert.deepEqual({ received, acked, appended }, { received: 3, acked: 3, appended: 2 });
+  await ingest.stop();
+  await store.close();
+});
