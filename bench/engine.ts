@@ -6,7 +6,8 @@
 // count first drops (AMQP passive declare, polled every 2 ms) and ends when the engine's
 // /healthz position reaches the last report's event (every report folded, so visible in the
 // API) or the baseline says it committed the last row. CPU is the child's utime + stime over the
-// drain (/proc/<pid>/stat), per report.
+// drain (/proc/<pid>/stat), per report, with its main thread's alone beside it (serve writes SQLite
+// on a thread of its own), and the local broker's (the two cores are shared with it).
 //
 // Then, on a serve under a steady load: report → visible latency (publish → the report's state
 // arrives on GET /v1/events) and `await` wake-up (publish of the matching report → the pending
