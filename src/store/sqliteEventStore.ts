@@ -10,7 +10,8 @@ import { createNodeColumns, eventKind, kindOfType, putEvent, putFastData, stream
 import type { NodeColumns } from './nodeColumns.ts';
 import { createPollingSubscription } from './pollingSubscription.ts';
 import type { AppendPipeline, AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, StreamWrite, SubscribeOptions } from './port.ts';
-import { appendResultOf, createSqliteWriter } from './sqliteWriter.ts';
+import { sqliteError } from './sqliteErrors.ts';
+import { appendResultOf, createSqliteWriter, pipelineRefused } from './sqliteWriter.ts';
 import type { Written } from './sqliteWriter.ts';
 import { startWriterThread } from './sqliteWriterClient.ts';
 import type { WriterClient } from './sqliteWriterClient.ts';
@@ -104,19 +105,6 @@ const migrations: Readonly<Record<number, (db: Database.Database) => void>> = {
  * synced (`unsynced`: one function per group-commit handle, null when it has nothing waiting).
  */
 const notifiers = new Map<string, { notifier: Notifier; users: number; unsynced: Set<() => bigint | null> }>();
-
-const sqliteError = (err: unknown, what: string): ConvergeError => {
-  if (err instanceof ConvergeError) return err;
-  const code = (err as { code?: unknown }).code;
-  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
-    return new ConvergeError('CONVERGE_ERR_STORE_SCHEMA', `${what}: the file is not a readable SQLite database (${String(code)})`, {
-      cause: err,
-    });
-  }
-  return new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', `${what}: ${err instanceof Error ? err.message : String(err)}`, {
-    cause: err,
-  });
-};
 
 function migrate(db: Database.Database, path: string): void {
   const version = db.pragma('user_version', { simple: true }) as number;
@@ -573,18 +561,13 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   function pipeline(): AppendPipeline {
     const id = ++pipelines;
     let failed: unknown = null;
-    const refused = (): ConvergeError =>
-      new ConvergeError(
-        'CONVERGE_ERR_STORE_UNAVAILABLE',
-        `append not tried: an earlier append of its pipeline failed (${failed instanceof Error ? failed.message : String(failed)}), and none may overtake it`,
-      );
     const fail = (err: unknown): never => {
       failed ??= err;
       throw err;
     };
     return {
       append(writes) {
-        if (failed !== null) return Promise.reject(refused());
+        if (failed !== null) return Promise.reject(pipelineRefused(failed instanceof Error ? failed.message : String(failed)));
         if (thread !== null) return appendThreaded(writes, id).catch(fail);
         try {
           const { result, durable } = commitNow(writes);
@@ -733,13 +716,13 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     async close() {
       if (closed) return;
       closed = true;
-      // What is committed gets its sync (and its appends their answer) before the file closes;
-      // what the writer thread holds is written and answered first.
+      // What is committed gets its sync (and its appends their answer) before the file closes.
       await syncer?.close();
       shared.unsynced.delete(oldestUnsynced);
       if (--shared.users === 0) notifiers.delete(key);
       conn.close();
-      // The writer thread's connection closes last: the final checkpoint of the WAL is its.
+      // The writer thread answers what it holds, then closes its connection, the last: the final
+      // checkpoint of the WAL is its, not the event loop's.
       await thread?.close();
       // Wake this handle's subscriptions so they see the store is closed and end.
       notifier.notify();

@@ -79,6 +79,13 @@ export function unpackWrites(p: PackedWrites): EncodedWrite[] {
   return out;
 }
 
+/** EventStore.pipeline's refusal of a call after one that failed (`why`: that failure, when it is known here). */
+export const pipelineRefused = (why?: string): ConvergeError =>
+  new ConvergeError(
+    'CONVERGE_ERR_STORE_UNAVAILABLE',
+    `append not tried: an earlier append of its pipeline failed${why === undefined ? '' : ` (${why})`}, and none may overtake it`,
+  );
+
 export type SqliteWriter = Readonly<{
   /** First thing inside a write transaction (the write lock held): forget cached revisions if another connection has committed. */
   begin: () => void;

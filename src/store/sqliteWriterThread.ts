@@ -1,10 +1,10 @@
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { ConvergeError } from '../errors.ts';
 import type { ErrorCode } from '../errors.ts';
 import type { EncodedWrite } from './appendRules.ts';
-import { createSqliteWriter, unpackWrites } from './sqliteWriter.ts';
+import { sqliteError } from './sqliteErrors.ts';
+import { createSqliteWriter, pipelineRefused, unpackWrites } from './sqliteWriter.ts';
 import type { PackedWrites, Written } from './sqliteWriter.ts';
 
 // The SQLite store's writer thread (`sync: 'thread'`, serve's default; docs/store.md): every
@@ -39,12 +39,8 @@ const checkpointPages = 10_000;
 const { path, busyTimeoutMs, port } = workerData as WriterThreadData;
 
 const errorOf = (err: unknown, what: string): WriterError => {
-  if (err instanceof ConvergeError) return { code: err.code, message: err.message, details: err.details };
-  const code = (err as { code?: unknown }).code;
-  const text = err instanceof Error ? err.message : String(err);
-  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT')
-    return { code: 'CONVERGE_ERR_STORE_SCHEMA', message: `${what}: the file is not a readable SQLite database (${String(code)})` };
-  return { code: 'CONVERGE_ERR_STORE_UNAVAILABLE', message: `${what}: ${text}` };
+  const e = sqliteError(err, what);
+  return { code: e.code, message: e.message, details: e.details };
 };
 
 let db: Database.Database;
@@ -84,13 +80,7 @@ type Outcome = Readonly<{ ok: true; written: Written | null }> | Readonly<{ ok: 
 /** One request inside the group's transaction, in a savepoint; a failure that ended the whole transaction is thrown on. */
 function one(r: Exclude<WriterRequest, { op: 'close' }>): Outcome {
   if (r.op === 'append' && r.pipeline !== 0 && failedPipelines.has(r.pipeline)) {
-    return {
-      ok: false,
-      error: {
-        code: 'CONVERGE_ERR_STORE_UNAVAILABLE',
-        message: 'append not tried: an earlier append of its pipeline failed, and none may overtake it',
-      },
-    };
+    return { ok: false, error: errorOf(pipelineRefused(), 'append to sqlite store') };
   }
   try {
     if (r.op === 'append') return { ok: true, written: call(unpackWrites(r.writes)) };
