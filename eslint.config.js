@@ -27,26 +27,34 @@ export default tseslint.config(
     },
   },
   {
-    // DESIGN §4: one direction of imports between the folders of src/ and projections/ (and web/ on top).
+    // One direction of imports between the units of src/, projections/ and web/ (eslint/layers.js).
     files: ['src/**/*.ts', 'projections/**/*.ts', 'web/src/**/*.{ts,tsx}'],
     plugins: { converge: layers },
     rules: { 'converge/layers': 'error' },
   },
   {
-    // DESIGN §4: projections are pure folds; they may import event types and nothing else of src/.
-    files: ['projections/**/*.ts'],
+    // The domain core and the folds are pure: the same input gives the same answer in the engine,
+    // the CLI, a replay and an auditor's check, so they reach no disk, network, clock service or logger.
+    files: ['src/core/**/*.ts', 'projections/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
             {
-              group: ['../src/*', '!../src/events', '../src/events/*/**'],
-              message: 'projections/ may import only src/events (DESIGN §4).',
-            },
-            {
-              group: ['node:*', 'amqplib', 'better-sqlite3', '@eventstore/*', 'fastify', 'pino', 'prom-client'],
-              message: 'projections/ is pure: no infrastructure (DESIGN §4).',
+              group: [
+                'node:*',
+                '!node:crypto',
+                'amqplib',
+                'better-sqlite3',
+                'pg',
+                '@eventstore/*',
+                'fastify',
+                '@fastify/*',
+                'pino',
+                'prom-client',
+              ],
+              message: 'src/core and projections/ are pure: no infrastructure (docs/architecture.md).',
             },
           ],
         },
@@ -54,7 +62,39 @@ export default tseslint.config(
     },
   },
   {
-    // The dashboard (issue 11) runs in a browser and is bundled by Vite: it talks to the server
+    // projections/ folds the core's events and may import nothing else of src/.
+    files: ['projections/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['../src/*', '!../src/core'],
+              message: 'projections/ may import only src/core (docs/architecture.md).',
+            },
+            {
+              group: [
+                'node:*',
+                '!node:crypto',
+                'amqplib',
+                'better-sqlite3',
+                'pg',
+                '@eventstore/*',
+                'fastify',
+                '@fastify/*',
+                'pino',
+                'prom-client',
+              ],
+              message: 'projections/ is pure: no infrastructure (docs/architecture.md).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The dashboard runs in a browser and is bundled by Vite: it talks to the server
     // only over HTTP. It may import the API's zod schemas for their *types* (erased at build), never
     // a value from src/, projections/, zod or Node (that would put server code in the bundle).
     files: ['web/src/**/*.{ts,tsx}'],

@@ -11,8 +11,8 @@ import pino from 'pino';
 import { nodeView } from '../projections/index.ts';
 import { buildApp, parseApiTokens } from '../src/api/index.ts';
 import { createReadModel } from '../src/readModel/readModel.ts';
-import { aliveSeenId, declarationSentId, reportReceivedId, streamOf } from '../src/events/index.ts';
-import type { Recorded } from '../src/events/index.ts';
+import { aliveSeenId, declarationSentId, reportReceivedId, streamOf } from '../src/core/events/index.ts';
+import type { Recorded } from '../src/core/events/index.ts';
 import { createMemoryEventStore } from '../src/store/memoryEventStore.ts';
 import { createBenchReport } from './support/report.ts';
 

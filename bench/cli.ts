@@ -11,9 +11,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { generateSigningKey } from '../src/declaration/index.ts';
-import { makeAliveSeen, makeDeclarationSent, makeReportReceived, streamOf } from '../src/events/index.ts';
-import { createSqliteEventStore } from '../src/store/sqliteEventStore.ts';
+import { generateSigningKey } from '../src/core/declaration/index.ts';
+import { makeAliveSeen, makeDeclarationSent, makeReportReceived, streamOf } from '../src/core/events/index.ts';
+import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
 import type { StreamWrite } from '../src/store/index.ts';
 import { createBenchReport } from './support/report.ts';
 

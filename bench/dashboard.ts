@@ -4,7 +4,7 @@
 //      summary and the first table page are in the DOM (the page's own performance marks), against
 //      the API alone answering the same data (GET /v1/fleet and GET /v1/nodes?limit=50, in parallel
 //      as the page asks them) from Node. Passes alternate, page then API.
-//   2. GET /v1/fleet?at= with 100,000 nodes and 1,000,000 events: the history src/readModel/fleetAsOf.ts
+//   2. GET /v1/fleet?at= with 100,000 nodes and 1,000,000 events: the history src/readModel/fleetHistory.ts
 //      keeps, asked at positions across the store, against folding the store up to the position and
 //      summarising (createFleetFold + summarizeFleet), in this process; and over HTTP on serve,
 //      against GET /v1/fleet (now). Plus the history's memory.
@@ -20,13 +20,13 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createFleetFold, summarizeFleet } from '../projections/index.ts';
 import type { At } from '../projections/index.ts';
-import { generateSigningKey } from '../src/declaration/index.ts';
-import { makeAliveSeen, makeDeclarationSent, makeReportReceived, streamOf } from '../src/events/index.ts';
-import { createFleetHistory } from '../src/readModel/fleetAsOf.ts';
+import { generateSigningKey } from '../src/core/declaration/index.ts';
+import { makeAliveSeen, makeDeclarationSent, makeReportReceived, streamOf } from '../src/core/events/index.ts';
+import { createFleetHistory } from '../src/readModel/fleetHistory.ts';
 import { createReadModel } from '../src/readModel/readModel.ts';
-import { createSqliteEventStore } from '../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
-import { encodeReport } from '../src/wire/index.ts';
+import { encodeReport } from '../src/core/wire/index.ts';
 import { launchChromium } from '../test/support/browser.ts';
 import { createBenchReport } from './support/report.ts';
 

@@ -18,9 +18,9 @@ import pino from 'pino';
 import { createProjectionRunner } from '../src/readModel/projectionRunner.ts';
 import { createReadModel } from '../src/readModel/readModel.ts';
 import { replayStore } from '../src/readModel/replay.ts';
-import { aliveSeenId, declarationSentId, reportReceivedId, streamOf } from '../src/events/index.ts';
-import type { NodeEvent } from '../src/events/index.ts';
-import { createSqliteEventStore } from '../src/store/sqliteEventStore.ts';
+import { aliveSeenId, declarationSentId, reportReceivedId, streamOf } from '../src/core/events/index.ts';
+import type { NodeEvent } from '../src/core/events/index.ts';
+import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
 import { createBenchReport } from './support/report.ts';
 

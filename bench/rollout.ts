@@ -22,14 +22,14 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../src/app/config.ts';
 import { createServer } from '../src/app/server.ts';
-import { generateSigningKey } from '../src/declaration/index.ts';
+import { generateSigningKey } from '../src/core/declaration/index.ts';
 import { readRollout, startRollout } from '../src/engine/rolloutCommands.ts';
 import { createSender } from '../src/engine/send.ts';
 import type { LoadNode } from '../src/engine/send.ts';
 import { createBatchSender } from '../src/engine/sendBatch.ts';
-import { makeDeclarationSent, streamOf } from '../src/events/index.ts';
-import { createSimulatedNode } from '../src/lab/simulatedNode.ts';
-import { createSqliteEventStore } from '../src/store/sqliteEventStore.ts';
+import { makeDeclarationSent, streamOf } from '../src/core/events/index.ts';
+import { createSimulatedNode } from '../src/simulation/simulatedNode.ts';
+import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
 import { createInProcessBroker } from '../src/transport/inProcess.ts';
 import { createBenchReport } from './support/report.ts';
 

@@ -7,8 +7,15 @@
 import { createHash } from 'node:crypto';
 import { createReadModel } from '../src/readModel/readModel.ts';
 import { createRolloutView } from '../src/readModel/rollouts.ts';
-import { declarationSentId, makeRolloutEvent, reportReceivedId, rolloutSendId, rolloutStreamOf, streamOf } from '../src/events/index.ts';
-import type { ConvergeEvent, Recorded } from '../src/events/index.ts';
+import {
+  declarationSentId,
+  makeRolloutEvent,
+  reportReceivedId,
+  rolloutSendId,
+  rolloutStreamOf,
+  streamOf,
+} from '../src/core/events/index.ts';
+import type { ConvergeEvent, Recorded } from '../src/core/events/index.ts';
 import { createBenchReport } from './support/report.ts';
 
 const scale = Number(process.env.CONVERGE_BENCH_SCALE ?? 1);

@@ -19,12 +19,12 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import pino from 'pino';
-import { generateSigningKey } from '../src/declaration/index.ts';
-import { makeAliveSeen, makeDeclarationSent, makeReportReceived, streamOf } from '../src/events/index.ts';
+import { generateSigningKey } from '../src/core/declaration/index.ts';
+import { makeAliveSeen, makeDeclarationSent, makeReportReceived, streamOf } from '../src/core/events/index.ts';
 import { createProjectionRunner } from '../src/readModel/projectionRunner.ts';
-import { createSqliteEventStore } from '../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
-import { encodeReport } from '../src/wire/index.ts';
+import { encodeReport } from '../src/core/wire/index.ts';
 import { createBenchReport } from './support/report.ts';
 
 setFlagsFromString('--expose-gc');

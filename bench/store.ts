@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { aliveSeenId } from '../src/events/index.ts';
-import type { AliveSeen, NodeEvent } from '../src/events/index.ts';
-import { createSqliteEventStore } from '../src/store/sqliteEventStore.ts';
+import { aliveSeenId } from '../src/core/events/index.ts';
+import type { AliveSeen, NodeEvent } from '../src/core/events/index.ts';
+import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
 import { createBenchReport } from './support/report.ts';
 

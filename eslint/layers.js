@@ -1,18 +1,21 @@
-// DESIGN §4: dependencies point one way,
-//   web → cli → app → api → {engine, readModel} → {store, transport, projections} → {events, wire, declaration} → errors.
-// web/ (the dashboard, issue 11) sits on top: it may point at src/api for the API's types, and
-// nothing in src/ may point at it. eslint.config.js further allows it type imports only.
-// This rule resolves every relative import (static and dynamic) of a file under src/ or projections/
-// to the folder it lands in and refuses one that points to the same layer or a higher one. A layer
-// may hold several folders; folders in one layer do not import each other.
+// Imports point one way, down this list (docs/architecture.md draws it from the code):
+//   core → projections → {store, transport} → {engine, readModel} → api → app → cli, and web on top.
+// src/core is the pure domain (node messages, declarations, events, the rollout decision), with an
+// order of its own inside it; projections/ holds the folds over its events. web/ (the dashboard) may
+// point at src/api for the API's types only, which eslint.config.js enforces. This rule resolves
+// every relative import (static and dynamic) of a file under src/, projections/ or web/ to the unit
+// it lands in and refuses one that points to the same layer or a higher one: units in one layer do
+// not import each other.
 import { dirname, relative, resolve, sep } from 'node:path';
 
 export const layers = [
-  ['src/errors', 'src/retry'],
-  ['src/wire', 'src/declaration'],
-  ['src/events'],
-  ['src/metrics', 'src/store', 'src/transport', 'projections'],
-  ['src/engine', 'src/readModel', 'src/lab', 'src/accounts'],
+  ['src/core/errors'],
+  ['src/core/wire', 'src/core/declaration'],
+  ['src/core/events'],
+  ['projections'],
+  ['src/retry', 'src/metrics'],
+  ['src/store', 'src/transport'],
+  ['src/engine', 'src/readModel', 'src/simulation', 'src/brokerAdmin'],
   ['src/api'],
   ['src/app'],
   ['src/cli'],
@@ -21,10 +24,12 @@ export const layers = [
 
 const layerOf = new Map(layers.flatMap((units, i) => units.map((u) => [u, i])));
 
-/** `src/engine/ingest.ts` → `src/engine`; `src/errors.ts` → `src/errors`; `projections/x.ts` → `projections`; `web/src/x.tsx` → `web`. */
+/** `src/engine/ingest.ts` → `src/engine`; `src/core/events/make.ts` → `src/core/events`; `src/retry.ts` → `src/retry`; `projections/x.ts` → `projections`; `web/src/x.tsx` → `web`. */
 export function unitOf(root, file) {
   const parts = relative(root, file).split(sep);
-  if (parts[0] === 'src' && parts.length >= 2) return `src/${parts[1].replace(/\.[cm]?[jt]s$/, '')}`;
+  const name = (p) => p.replace(/\.[cm]?[jt]s$/, '');
+  if (parts[0] === 'src' && parts[1] === 'core' && parts.length >= 3) return `src/core/${name(parts[2])}`;
+  if (parts[0] === 'src' && parts.length >= 2) return `src/${name(parts[1])}`;
   if (parts[0] === 'projections') return 'projections';
   if (parts[0] === 'web') return 'web';
   return null;
@@ -33,10 +38,10 @@ export function unitOf(root, file) {
 export const layersRule = {
   meta: {
     type: 'problem',
-    docs: { description: 'imports point down the layers of DESIGN §4, never up or sideways' },
+    docs: { description: 'imports point down the layers of docs/architecture.md, never up or sideways' },
     schema: [],
     messages: {
-      upward: '{{from}} may not import {{to}}: imports point down, {{order}} (DESIGN §4, docs/architecture.md).',
+      upward: '{{from}} may not import {{to}}: imports point down, {{order}} (docs/architecture.md).',
       unknown: '{{to}} is not in a layer of eslint/layers.js: add it there before importing it.',
     },
   },

@@ -9,7 +9,7 @@ import type { NodeState, NodeStatus } from './nodeState.ts';
 // pure summarizeFleet (fleet.ts) is this same tally filled from a list of states, so the live
 // answer and the answer for a list of states cannot differ. Liveness depends on "now" and is
 // counted by the caller. The summary itself (cohorts ranked, the rest summed, percentiles) is
-// summarizeCounts, which the fleet as of a moment (src/readModel/fleetAsOf.ts) makes from its own
+// summarizeCounts, which the fleet as of a moment (src/readModel/fleetHistory.ts) makes from its own
 // counts too, so "now" and "as of" cannot be summarised differently.
 
 export type SpecCohort = Readonly<{

@@ -1,5 +1,5 @@
-import type { Recorded } from '../src/events/index.ts';
-import { exactNumber, isoMs, isoText } from '../src/events/index.ts';
+import type { Recorded } from '../src/core/events/index.ts';
+import { exactNumber, isoMs, isoText } from '../src/core/events/index.ts';
 import { later, noAnomalies, noConvergence, noFailures, none, sendHistoryLimit, recentLatencyLimit, statusOf } from './nodeState.ts';
 import type { Anomalies, EarlierSend, NodeState, ReportClass, ReportedSummary, SentSummary } from './nodeState.ts';
 

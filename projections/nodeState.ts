@@ -1,5 +1,5 @@
-import { isoMs } from '../src/events/index.ts';
-import type { AliveSeenData, DeclarationSentData, Recorded, ReportReceivedData } from '../src/events/index.ts';
+import { isoMs } from '../src/core/events/index.ts';
+import type { AliveSeenData, DeclarationSentData, Recorded, ReportReceivedData } from '../src/core/events/index.ts';
 
 // The fold of DESIGN §3: one node's stream, in order, into the state that answers "has this
 // node read the latest words we sent it?". Pure and deterministic: the live engine and a replay

@@ -8,9 +8,9 @@ import type {
   RolloutHaltedData,
   RolloutAbortedData,
   RolloutCompletedData,
-} from '../src/events/index.ts';
-import { makeRolloutEvent } from '../src/events/index.ts';
-import type { WithId } from '../src/events/index.ts';
+} from '../src/core/events/index.ts';
+import { makeRolloutEvent } from '../src/core/events/index.ts';
+import type { WithId } from '../src/core/events/index.ts';
 import type { NodeState } from './nodeState.ts';
 
 // Issue 14: a rollout, folded from its own stream (`rollout-<id>`). Pure and deterministic like

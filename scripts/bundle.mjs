@@ -23,7 +23,7 @@ const result = await build({
   entryPoints: {
     main: 'dist/src/cli/main.js',
     replayWorker: 'dist/src/cli/commands/replayWorker.js',
-    sqliteWriterThread: 'dist/src/store/sqliteWriterThread.js',
+    sqliteWriterThread: 'dist/src/store/sqlite/sqliteWriterThread.js',
   },
   outdir,
   bundle: true,

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { ConvergeError } from '../errors.ts';
+import { ConvergeError } from '../core/errors.ts';
 
 // Bearer tokens (DESIGN §7 "Writes need a bearer token"). CONVERGE_API_TOKENS holds entries
 // `<token>:<scopes>` separated by `;`, scopes comma-separated from `read` and `send`, e.g.

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ConvergeError } from '../errors.ts';
-import { jsonDepthExceeds } from '../wire/index.ts';
+import { ConvergeError } from '../core/errors.ts';
+import { jsonDepthExceeds } from '../core/wire/index.ts';
 
 // What a route reads of a request body, decided from the headers before a byte of it is read
 // (issue 13 item 5): a route without a body schema takes none, a route with one takes

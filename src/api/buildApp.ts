@@ -25,10 +25,10 @@ import { nodeRoutes } from './routes/nodes.ts';
 import { rolloutRoutes } from './routes/rollouts.ts';
 import { openApiRoutes } from './routes/openapi.ts';
 import { timelineRoutes } from './routes/timeline.ts';
-import { createFleetHistory } from '../readModel/fleetAsOf.ts';
+import { createFleetHistory } from '../readModel/fleetHistory.ts';
 import { createRolloutView } from '../readModel/rollouts.ts';
 import { maxNodeIdLength } from './schemas.ts';
-import { ConvergeError } from '../errors.ts';
+import { ConvergeError } from '../core/errors.ts';
 
 // The HTTP API of DESIGN §7: one fastify plugin per resource (routes/), composed here with what
 // every request goes through. buildApp returns an instance that is not listening (tests use

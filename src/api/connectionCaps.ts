@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { ConvergeError } from '../errors.ts';
+import { ConvergeError } from '../core/errors.ts';
 import type { Metrics } from '../metrics.ts';
 
 // Issue 13 item 4: one read token opened 20,000 event streams, the process reached its file

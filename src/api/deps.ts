@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { RolloutState } from '../../projections/index.ts';
-import type { Resource } from '../declaration/index.ts';
+import type { Resource } from '../core/declaration/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ReadModel } from '../readModel/readModel.ts';
 import type { RolloutView } from '../readModel/rollouts.ts';

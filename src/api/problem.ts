@@ -1,8 +1,8 @@
 import type { FastifyReply } from 'fastify';
-import { ConvergeError, errorCodes, isConvergeError, toConvergeError } from '../errors.ts';
-import type { ErrorCode } from '../errors.ts';
+import { ConvergeError, errorCodes, isConvergeError, toConvergeError } from '../core/errors.ts';
+import type { ErrorCode } from '../core/errors.ts';
 
-// RFC 9457 problem details. `code` is the stable registry code (src/errors.ts); `type` names it
+// RFC 9457 problem details. `code` is the stable registry code (src/core/errors.ts); `type` names it
 // as a URN so clients can switch on either without parsing `detail`, which is for people.
 
 export type Problem = Readonly<{

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { livenessStates, nodeOutcomes, nodeStatuses, reportClasses, rolloutStatuses } from '../../projections/index.ts';
-import { failureReasons, rolloutIdPattern } from '../events/index.ts';
+import { failureReasons, rolloutIdPattern } from '../core/events/index.ts';
 
 // Zod schemas of everything the HTTP API reads and writes (DESIGN §7). Routes declare them, the
 // type provider validates requests with them and types the handlers from them, and

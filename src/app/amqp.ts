@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { boundDeadLetterQueue, deadLetterPolicyName, vhostOfAmqpUrl } from '../accounts/deadLetterPolicy.ts';
-import { toConvergeError } from '../errors.ts';
+import { boundDeadLetterQueue, deadLetterPolicyName, vhostOfAmqpUrl } from '../brokerAdmin/deadLetterPolicy.ts';
+import { toConvergeError } from '../core/errors.ts';
 import type { Config } from './config.ts';
 import type { AmqpConnection } from '../transport/amqpConnection.ts';
 import { createAmqpTransport } from '../transport/amqpTransport.ts';
@@ -32,7 +32,7 @@ export async function connectServerTransport(
 }
 
 /**
- * Bound mesh.dead by its operator policy (src/accounts/deadLetterPolicy.ts), unless
+ * Bound mesh.dead by its operator policy (src/brokerAdmin/deadLetterPolicy.ts), unless
  * --dead-letter-max-length is 0. A broker without the management API, or credentials without the
  * administrator tag, leave it unbounded: logged as an error that says what to do, and the engine
  * runs on — ingest matters more than the bound.

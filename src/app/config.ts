@@ -5,9 +5,9 @@ import { defaultCaps } from '../api/connectionCaps.ts';
 import { defaultListenerLimits } from '../api/listenerLimits.ts';
 import { defaultStreamMaxMs } from '../api/sse.ts';
 import type { TokenTable } from '../api/auth.ts';
-import { signingKeyFromPem } from '../declaration/index.ts';
-import type { SigningKey } from '../declaration/index.ts';
-import { ConvergeError } from '../errors.ts';
+import { signingKeyFromPem } from '../core/declaration/index.ts';
+import type { SigningKey } from '../core/declaration/index.ts';
+import { ConvergeError } from '../core/errors.ts';
 import { amqpUrlListProblems, redactUrl, splitAmqpUrls } from '../transport/amqpUrls.ts';
 import { configKeys, defaultStore, settings } from './settings.ts';
 import type { ConfigKey } from './settings.ts';
@@ -18,7 +18,7 @@ import type { ConfigKey } from './settings.ts';
 
 export type Config = Readonly<{
   store: string;
-  /** serve on SQLite: the writer thread (src/store/sqliteWriterThread.ts), group commit off the event loop (walSync.ts), or SQLite's synchronous=FULL on it. */
+  /** serve on SQLite: the writer thread (src/store/sqlite/sqliteWriterThread.ts), group commit off the event loop (walSync.ts), or SQLite's synchronous=FULL on it. */
   sqliteSync: 'thread' | 'group' | 'full';
   /** One URL or several separated by commas (the nodes of a cluster), each checked. */
   amqpUrl: string | null;

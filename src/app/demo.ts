@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { createRaceScanner, livenessAt, summarizeFleet } from '../../projections/index.ts';
 import type { LivenessState, NodeStatus } from '../../projections/index.ts';
-import type { SigningKey } from '../declaration/index.ts';
-import { createSimulatedNode } from '../lab/simulatedNode.ts';
-import type { SimulatedNode } from '../lab/simulatedNode.ts';
+import type { SigningKey } from '../core/declaration/index.ts';
+import { createSimulatedNode } from '../simulation/simulatedNode.ts';
+import type { SimulatedNode } from '../simulation/simulatedNode.ts';
 import { withExactLastSeen } from '../readModel/queries.ts';
 import type { EventStore } from '../store/index.ts';
 import { createAmqpNodeLink } from '../transport/amqpNodeLink.ts';

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ConvergeError } from '../errors.ts';
+import { ConvergeError } from '../core/errors.ts';
 
 // The command line of one command, read with node:util's parseArgs in its lenient mode and then
 // checked here, because its strict mode's messages were what a new user tripped on (issue 9 §4):

@@ -1,9 +1,9 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Config, ConfigKey } from '../app/config.ts';
-import { ConvergeError } from '../errors.ts';
+import { ConvergeError } from '../core/errors.ts';
 import type { EventStore, OpenEventStoreOptions } from '../store/index.ts';
-import { validateNodeId } from '../wire/nodeId.ts';
+import { validateNodeId } from '../core/wire/nodeId.ts';
 import type { Flag } from './args.ts';
 import type { CliIo } from './io.ts';
 

@@ -1,6 +1,6 @@
 import { configKeys, settingHelp, settings } from '../app/settings.ts';
-import { ConvergeError, isConvergeError, toConvergeError } from '../errors.ts';
-import type { ErrorCode } from '../errors.ts';
+import { ConvergeError, isConvergeError, toConvergeError } from '../core/errors.ts';
+import type { ErrorCode } from '../core/errors.ts';
 import { closest, parseCommandLine } from './args.ts';
 import type { Flag } from './args.ts';
 import type { CommandSpec, FlagHelp } from './command.ts';

@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
-import { ConvergeError, toConvergeError } from '../errors.ts';
-import type { ErrorCode } from '../errors.ts';
-import { makeAliveSeen, makeReportReceived, streamOf } from '../events/index.ts';
-import type { NodeEvent } from '../events/index.ts';
+import { ConvergeError, toConvergeError } from '../core/errors.ts';
+import type { ErrorCode } from '../core/errors.ts';
+import { makeAliveSeen, makeReportReceived, streamOf } from '../core/events/index.ts';
+import type { NodeEvent } from '../core/events/index.ts';
 import type { AppendPipeline, AppendResult, EventStore, NewEvent, StreamWrite } from '../store/port.ts';
 import type { Delivery, IngestSource } from '../transport/port.ts';
-import { defaultWireLimits, parseAlive, parseReport } from '../wire/index.ts';
-import type { WireLimits } from '../wire/index.ts';
+import { defaultWireLimits, parseAlive, parseReport } from '../core/wire/index.ts';
+import type { WireLimits } from '../core/wire/index.ts';
 import type { Metrics } from '../metrics.ts';
 import { retry } from '../retry.ts';
 import { costOf, createNodeBudget } from './nodeBudget.ts';

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
-import type { DeclarationSent, Recorded } from '../events/index.ts';
+import type { DeclarationSent, Recorded } from '../core/events/index.ts';
 import type { EventStore, Subscription } from '../store/port.ts';
 import { whileLeased } from '../store/whileLeased.ts';
 import type { DeclarationPublisher } from '../transport/port.ts';
-import { encodeSigned } from '../wire/index.ts';
+import { encodeSigned } from '../core/wire/index.ts';
 import type { Metrics } from '../metrics.ts';
 
 // The store is the outbox (DESIGN §2): a checkpointed subscription to DeclarationSent

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { specDigestOf, validateSpec } from '../declaration/index.ts';
-import { ConvergeError, isConvergeError } from '../errors.ts';
-import { listLimit, makeRolloutEvent, rolloutIdPattern, rolloutStreamOf } from '../events/index.ts';
-import type { Recorded, RolloutEvent, RolloutSelection, RolloutStarted, RolloutStartedData, WithId } from '../events/index.ts';
+import { specDigestOf, validateSpec } from '../core/declaration/index.ts';
+import { ConvergeError, isConvergeError } from '../core/errors.ts';
+import { listLimit, makeRolloutEvent, rolloutIdPattern, rolloutStreamOf } from '../core/events/index.ts';
+import type { Recorded, RolloutEvent, RolloutSelection, RolloutStarted, RolloutStartedData, WithId } from '../core/events/index.ts';
 import type { EventStore } from '../store/port.ts';
-import { validateNodeId } from '../wire/nodeId.ts';
+import { validateNodeId } from '../core/wire/nodeId.ts';
 import { createUnseenPause } from './send.ts';
 import { foldRolloutEvents, isTerminal, planBudget, planWaves, selectTargets } from '../../projections/index.ts';
 import type { NodeState, RolloutState, TargetSelection } from '../../projections/index.ts';

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import { decide, eventOfDecision, foldRollout, foldRolloutEvents, isTerminal, waveProgress } from '../../projections/index.ts';
 import type { Decision, NodeState, RolloutState, WaveProgress } from '../../projections/index.ts';
-import type { SigningKey } from '../declaration/index.ts';
-import { isConvergeError } from '../errors.ts';
-import { listLimit, makeRolloutEvent, rolloutEventTypes, rolloutOfStream, rolloutStreamOf } from '../events/index.ts';
-import type { Recorded, RolloutEvent } from '../events/index.ts';
+import type { SigningKey } from '../core/declaration/index.ts';
+import { isConvergeError } from '../core/errors.ts';
+import { listLimit, makeRolloutEvent, rolloutEventTypes, rolloutOfStream, rolloutStreamOf } from '../core/events/index.ts';
+import type { Recorded, RolloutEvent } from '../core/events/index.ts';
 import type { Metrics } from '../metrics.ts';
 import { sleep } from '../retry.ts';
 import type { EventStore, Subscription } from '../store/port.ts';
@@ -19,7 +19,7 @@ import type { LoadNode } from './send.ts';
 // model's node fold. It asks `decide` what to do, records the answer in the rollout's stream
 // at the revision it decided on, and asks again once that is folded:
 //
-//   - every event it writes has a deterministic id (src/events/makeRollout.ts) and expects the
+//   - every event it writes has a deterministic id (src/core/events/makeRollout.ts) and expects the
 //     revision it was decided at, so two drivers (or a driver and an operator's pause) taking
 //     decisions on one view cannot both record theirs: the loser reads again and decides again;
 //   - a wave's sends and the RolloutSent that lists them are one append call (sendBatch.ts);

@@ -1,10 +1,10 @@
-import { checkCarriedPorts, validateSpec } from '../declaration/index.ts';
-import type { SigningKey } from '../declaration/index.ts';
-import { validateNodeId } from '../wire/nodeId.ts';
-import { ConvergeError, isConvergeError } from '../errors.ts';
+import { checkCarriedPorts, validateSpec } from '../core/declaration/index.ts';
+import type { SigningKey } from '../core/declaration/index.ts';
+import { validateNodeId } from '../core/wire/nodeId.ts';
+import { ConvergeError, isConvergeError } from '../core/errors.ts';
 import { sleep } from '../retry.ts';
-import { makeDeclarationSent, streamOf } from '../events/index.ts';
-import type { DeclarationSent, WithId } from '../events/index.ts';
+import { makeDeclarationSent, streamOf } from '../core/events/index.ts';
+import type { DeclarationSent, WithId } from '../core/events/index.ts';
 import type { EventStore } from '../store/port.ts';
 import { foldNodeEvents } from '../../projections/index.ts';
 import type { NodeState } from '../../projections/index.ts';

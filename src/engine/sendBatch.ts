@@ -1,11 +1,11 @@
-import { checkCarriedPorts, specDigestOf, validateSpec } from '../declaration/index.ts';
-import type { SigningKey, Spec } from '../declaration/index.ts';
-import { ConvergeError, isConvergeError, toConvergeError } from '../errors.ts';
-import type { ErrorCode } from '../errors.ts';
-import { makeDeclarationSent, nodeOfStream, streamOf } from '../events/index.ts';
-import type { DeclarationSent, WithId } from '../events/index.ts';
+import { checkCarriedPorts, specDigestOf, validateSpec } from '../core/declaration/index.ts';
+import type { SigningKey, Spec } from '../core/declaration/index.ts';
+import { ConvergeError, isConvergeError, toConvergeError } from '../core/errors.ts';
+import type { ErrorCode } from '../core/errors.ts';
+import { makeDeclarationSent, nodeOfStream, streamOf } from '../core/events/index.ts';
+import type { DeclarationSent, WithId } from '../core/events/index.ts';
 import type { AppendResult, EventStore, StreamWrite } from '../store/port.ts';
-import { validateNodeId } from '../wire/nodeId.ts';
+import { validateNodeId } from '../core/wire/nodeId.ts';
 import { catchUpSendView, createMoveBudget, createUnseenPause, sendViewLoader } from './send.ts';
 import type { LoadNode, SendView } from './send.ts';
 

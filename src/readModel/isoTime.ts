@@ -1,8 +1,8 @@
-import { isoMs } from '../events/index.ts';
+import { isoMs } from '../core/events/index.ts';
 
 // Parsing the ISO times the fold meets, remembering the last one: a report's time and its node's
 // last-seen time are one string, and reports received in one millisecond share it
-// (src/events/make.ts), so during a drain the last text parsed is usually the next one asked.
+// (src/core/events/make.ts), so during a drain the last text parsed is usually the next one asked.
 // Each caller keeps its own parser, so two callers interleaving do not evict each other's text.
 
 /** A Date.parse that answers the last text again without parsing it. */

@@ -1,7 +1,7 @@
 import { createRaceScanner, defaultGraceMs, eventTime, timeline } from '../../projections/index.ts';
 import type { DeclarationOutcome, NodeStatus, ReportClass } from '../../projections/index.ts';
-import { isNodeEvent } from '../events/index.ts';
-import type { NodeEvent, Recorded } from '../events/index.ts';
+import { isNodeEvent } from '../core/events/index.ts';
+import type { NodeEvent, Recorded } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 import { readNodeStream } from './queries.ts';
 

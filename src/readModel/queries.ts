@@ -1,8 +1,8 @@
 import { eventTime, foldNodeEvents, newerLastSeen, nodeView, stateAt } from '../../projections/index.ts';
 import type { At, NodeState, NodeView } from '../../projections/index.ts';
-import { ConvergeError } from '../errors.ts';
-import type { NodeEvent, Recorded } from '../events/index.ts';
-import { isNodeEvent, streamOf } from '../events/index.ts';
+import { ConvergeError } from '../core/errors.ts';
+import type { NodeEvent, Recorded } from '../core/events/index.ts';
+import { isNodeEvent, streamOf } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 
 // Questions about one node that the API and the CLI both answer, answered one way. Each reads

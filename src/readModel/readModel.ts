@@ -1,8 +1,8 @@
 import { createFleetTally, createNodeDraft, foldNode, initialNodeState, publishDraft } from '../../projections/index.ts';
 import type { FleetSummary, FleetSummaryOptions, LivenessState, NodeDraft, NodeState, NodeStatus } from '../../projections/index.ts';
-import { ConvergeError } from '../errors.ts';
-import type { DeclarationSent, Recorded, RolloutEvent } from '../events/index.ts';
-import { isNodeEvent, nodeOfStream } from '../events/index.ts';
+import { ConvergeError } from '../core/errors.ts';
+import type { DeclarationSent, Recorded, RolloutEvent } from '../core/events/index.ts';
+import { isNodeEvent, nodeOfStream } from '../core/events/index.ts';
 import { columnsOf, createNodeColumns, eventKind, streamNodeOf } from '../store/index.ts';
 import type { NodeColumns } from '../store/index.ts';
 import { foldEntry, internIds, internSpec } from './foldColumns.ts';

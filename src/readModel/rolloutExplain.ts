@@ -8,9 +8,9 @@ import {
   startRollout,
 } from '../../projections/index.ts';
 import type { NodeOutcome, NodeState, RolloutState } from '../../projections/index.ts';
-import { ConvergeError } from '../errors.ts';
-import type { Recorded, RolloutEvent, RolloutFailure } from '../events/index.ts';
-import { isNodeEvent, rolloutStreamOf, streamOf } from '../events/index.ts';
+import { ConvergeError } from '../core/errors.ts';
+import type { Recorded, RolloutEvent, RolloutFailure } from '../core/events/index.ts';
+import { isNodeEvent, rolloutStreamOf, streamOf } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 
 // `converge rollout explain <id>` (issue 14 §7): a rollout's story told from the events alone —

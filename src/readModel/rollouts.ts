@@ -18,8 +18,8 @@ import type {
   RolloutStatus,
   WaveProgress,
 } from '../../projections/index.ts';
-import type { Recorded, RolloutEvent, RolloutFailure } from '../events/index.ts';
-import { rolloutEventTypes, rolloutOfStream, rolloutStreamPrefix } from '../events/index.ts';
+import type { Recorded, RolloutEvent, RolloutFailure } from '../core/events/index.ts';
+import { rolloutEventTypes, rolloutOfStream, rolloutStreamPrefix } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 import type { ReadModel } from './readModel.ts';
 

@@ -4,7 +4,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { z } from 'zod';
 import { foldVersion } from '../../projections/index.ts';
 import type { NodeState } from '../../projections/index.ts';
-import { ConvergeError } from '../errors.ts';
+import { ConvergeError } from '../core/errors.ts';
 import {
   arrayColumn,
   columnNames,

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { foldNode, foldVersion, initialNodeState, statusOf } from '../../projections/index.ts';
 import type { NodeState } from '../../projections/index.ts';
-import { isNodeEvent, streamOf } from '../events/index.ts';
+import { isNodeEvent, streamOf } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 import { compareStates } from './replay.ts';
 import { snapshotRejected } from './snapshot.ts';

@@ -1,6 +1,6 @@
-import { ConvergeError } from '../errors.ts';
-import { eventMetadata } from '../events/index.ts';
-import type { ConvergeEvent, Recorded } from '../events/index.ts';
+import { ConvergeError } from '../core/errors.ts';
+import { eventMetadata } from '../core/events/index.ts';
+import type { ConvergeEvent, Recorded } from '../core/events/index.ts';
 import type { ExpectedRevision, StreamWrite } from './port.ts';
 
 // Rules every adapter applies the same way, so the conformance suite sees one behaviour.

@@ -19,10 +19,10 @@ import type {
   Position,
   RecordedEvent,
 } from '@eventstore/db-client';
-import { ConvergeError, isConvergeError } from '../errors.ts';
+import { ConvergeError, isConvergeError } from '../core/errors.ts';
 import { createBackoff, retry, sleep } from '../retry.ts';
-import type { Recorded } from '../events/index.ts';
-import { decodeEvent, isEventType, rolloutStreamPrefix, streamPrefix as nodeStreamPrefix } from '../events/index.ts';
+import type { Recorded } from '../core/events/index.ts';
+import { decodeEvent, isEventType, rolloutStreamPrefix, streamPrefix as nodeStreamPrefix } from '../core/events/index.ts';
 import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision, recorded } from './appendRules.ts';
 import type { EncodedWrite } from './appendRules.ts';
 import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions, Subscription } from './port.ts';

@@ -1,8 +1,8 @@
-import { ConvergeError } from '../errors.ts';
+import { ConvergeError } from '../core/errors.ts';
 import type { EsdbEventStoreOptions } from './esdbEventStore.ts';
 import type { PostgresEventStoreOptions } from './postgres/index.ts';
 import type { EventStore } from './port.ts';
-import type { SqliteEventStoreOptions } from './sqliteEventStore.ts';
+import type { SqliteEventStoreOptions } from './sqlite/sqliteEventStore.ts';
 
 // The event store (DESIGN §5): one port, four adapters, one factory. The factory imports an
 // adapter only when its URL scheme is asked for: the EventStoreDB client alone costs ~0.4 s of
@@ -39,7 +39,7 @@ export async function openEventStore(url: string, options: OpenEventStoreOptions
     const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
     if (path === '')
       throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} names no file: use sqlite:<path>`);
-    const { createSqliteEventStore } = await import('./sqliteEventStore.ts');
+    const { createSqliteEventStore } = await import('./sqlite/sqliteEventStore.ts');
     return createSqliteEventStore(path, { ...options.sqlite, ...limit });
   }
   if (url.startsWith('esdb://') || url.startsWith('esdb+discover://')) {

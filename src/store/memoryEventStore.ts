@@ -1,6 +1,6 @@
-import type { Recorded } from '../events/index.ts';
-import { decodeEvent } from '../events/index.ts';
-import { ConvergeError } from '../errors.ts';
+import type { Recorded } from '../core/events/index.ts';
+import { decodeEvent } from '../core/events/index.ts';
+import { ConvergeError } from '../core/errors.ts';
 import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision, recorded } from './appendRules.ts';
 import type { EncodedEvent } from './appendRules.ts';
 import { createNotifier } from './notifier.ts';

@@ -1,7 +1,7 @@
-import type { Recorded } from '../events/index.ts';
-import { exactNumber, isNodeEvent, isoMs, nodeOfStream } from '../events/index.ts';
-import { isDigest, isIntArray, isRolloutTag, isStringArray, isStringMap, isTransport } from '../events/fastDecode.ts';
-import type { AliveSeenData, DeclarationSentData, ReportReceivedData } from '../events/index.ts';
+import type { Recorded } from '../core/events/index.ts';
+import { exactNumber, isNodeEvent, isoMs, nodeOfStream } from '../core/events/index.ts';
+import { isDigest, isIntArray, isRolloutTag, isStringArray, isStringMap, isTransport } from '../core/events/fastDecode.ts';
+import type { AliveSeenData, DeclarationSentData, ReportReceivedData } from '../core/events/index.ts';
 import type { EventStore, ReadAllOptions } from './port.ts';
 
 // The read the bulk folds take (issue 10 §5): a replay from zero (`replay --verify`) and a cold

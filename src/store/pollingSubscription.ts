@@ -1,5 +1,5 @@
-import { isConvergeError } from '../errors.ts';
-import type { Recorded } from '../events/index.ts';
+import { isConvergeError } from '../core/errors.ts';
+import type { Recorded } from '../core/events/index.ts';
 import { retry } from '../retry.ts';
 import type { RetryResult } from '../retry.ts';
 import type { Notifier } from './notifier.ts';

@@ -1,4 +1,4 @@
-import type { ConvergeEvent, Recorded } from '../events/index.ts';
+import type { ConvergeEvent, Recorded } from '../core/events/index.ts';
 import type { NodeColumns, ReadColumnsOptions } from './nodeColumns.ts';
 
 // DESIGN §5: one small interface, three adapters (memory, sqlite, esdb), one conformance suite
@@ -13,7 +13,7 @@ import type { NodeColumns, ReadColumnsOptions } from './nodeColumns.ts';
  */
 export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | bigint;
 
-/** An event to append; `id` is deterministic (src/events/ids.ts) and makes retries no-ops. */
+/** An event to append; `id` is deterministic (src/core/events/ids.ts) and makes retries no-ops. */
 export type NewEvent<E extends ConvergeEvent = ConvergeEvent> = E & Readonly<{ id: string }>;
 
 export type StreamWrite = Readonly<{ stream: string; expected: ExpectedRevision; events: readonly NewEvent[] }>;

@@ -1,4 +1,4 @@
-import { ConvergeError } from '../errors.ts';
+import { ConvergeError } from '../core/errors.ts';
 import type { ExpectedRevision } from './port.ts';
 
 // The expected-revision check every adapter applies the same way (appendRules.ts re-exports it),

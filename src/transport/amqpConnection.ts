@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { connect } from 'amqplib';
 import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib';
 import type { Logger } from 'pino';
-import { ConvergeError, isConvergeError } from '../errors.ts';
+import { ConvergeError, isConvergeError } from '../core/errors.ts';
 import { createBackoff, sleep } from '../retry.ts';
 import { amqpUrlListProblems, redactUrl, splitAmqpUrls, withHeartbeat } from './amqpUrls.ts';
 import { declareTopology } from './topology.ts';

@@ -1,6 +1,6 @@
 import type { Channel, ConfirmChannel, Message } from 'amqplib';
 import type { Logger } from 'pino';
-import { isConvergeError } from '../errors.ts';
+import { isConvergeError } from '../core/errors.ts';
 import type { AmqpConnection } from './amqpConnection.ts';
 import { publishConfirmed } from './publishConfirmed.ts';
 import { superviseChannel } from './superviseChannel.ts';

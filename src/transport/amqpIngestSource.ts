@@ -1,6 +1,6 @@
 import type { Channel, ConfirmChannel, ConsumeMessage, Message } from 'amqplib';
 import type { Logger } from 'pino';
-import type { ErrorCode } from '../errors.ts';
+import type { ErrorCode } from '../core/errors.ts';
 import type { AmqpConnection } from './amqpConnection.ts';
 import { deadLetterCopy, defaultDeadLetterBodyBytes } from './deadLetterCopy.ts';
 import { publishConfirmed } from './publishConfirmed.ts';

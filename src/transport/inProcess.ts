@@ -1,4 +1,4 @@
-import type { ErrorCode } from '../errors.ts';
+import type { ErrorCode } from '../core/errors.ts';
 import { inboundKinds, nodeQueueOf, queueOfKind } from './brokerNames.ts';
 import type { DeclarationPublisher, Delivery, InboundKind, IngestSource, NodeLink, OutboundDeclaration } from './port.ts';
 

@@ -1,4 +1,4 @@
-import type { ErrorCode } from '../errors.ts';
+import type { ErrorCode } from '../core/errors.ts';
 import type { InboundKind } from './brokerNames.ts';
 
 // The transport's two sides as the engine sees them, with no broker in the types: the AMQP

@@ -1,5 +1,5 @@
 import type { Channel } from 'amqplib';
-import { ConvergeError } from '../errors.ts';
+import { ConvergeError } from '../core/errors.ts';
 import { names, nodeQueueOf } from './brokerNames.ts';
 
 // DESIGN §1 broker topology as data, and one thin function that asserts it on a channel.

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createBatchSender } from '../../src/engine/sendBatch.ts';
 import type { SendDeclarations } from '../../src/api/deps.ts';
-import { streamOf } from '../../src/events/index.ts';
+import { streamOf } from '../../src/core/events/index.ts';
 import { apiHarness, read, write } from '../support/apiHarness.ts';
 import { testKey } from '../support/history.ts';
 

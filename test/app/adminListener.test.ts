@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { loadConfig } from '../../src/app/config.ts';
 import { openFilesLimit } from '../../src/app/fdLimit.ts';
 import { createServer } from '../../src/app/server.ts';
-import { isConvergeError } from '../../src/errors.ts';
+import { isConvergeError } from '../../src/core/errors.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { logger } from '../support/logger.ts';
 import { holdGet } from '../support/openStreams.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loadConfig } from '../../src/app/config.ts';
-import { isConvergeError } from '../../src/errors.ts';
+import { isConvergeError } from '../../src/core/errors.ts';
 
 // --amqp / CONVERGE_AMQP_URL: one URL, or a cluster's nodes separated by commas (issue 12 §2).
 

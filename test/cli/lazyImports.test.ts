@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { historyInStore } from '../support/history.ts';
 
 // Issue 9 §1: `converge --help` answers at once because it loads nothing it does not print,

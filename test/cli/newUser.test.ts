@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { run } from '../../src/cli/main.ts';
 import type { CliIo } from '../../src/cli/io.ts';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { historyInStore } from '../support/history.ts';
 
 // Issue 9 §4: what a new user tripped on with the CLI, one test each.

@@ -4,7 +4,7 @@ import { run } from '../../src/cli/main.ts';
 import type { CliIo } from '../../src/cli/io.ts';
 
 // `converge node …` is dispatched to the broker-account command (docs/operations.md, "Node accounts");
-// what enroll/revoke do against RabbitMQ is tested in test/accounts/.
+// what enroll/revoke do against RabbitMQ is tested in test/brokerAdmin/.
 
 async function cli(args: readonly string[], env: Record<string, string> = {}) {
   let stdout = '';

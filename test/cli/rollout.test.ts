@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { run } from '../../src/cli/main.ts';
 import type { CliIo } from '../../src/cli/io.ts';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { historyInStore } from '../support/history.ts';
 import type { StoreHistory } from '../support/history.ts';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { isConvergeError } from '../../src/errors.ts';
-import type { ErrorCode } from '../../src/errors.ts';
-import { makeRolloutEvent, rolloutSendId } from '../../src/events/index.ts';
-import type { ConvergeEvent, Recorded } from '../../src/events/index.ts';
+import { isConvergeError } from '../../src/core/errors.ts';
+import type { ErrorCode } from '../../src/core/errors.ts';
+import { makeRolloutEvent, rolloutSendId } from '../../src/core/events/index.ts';
+import type { ConvergeEvent, Recorded } from '../../src/core/events/index.ts';
 import { readNodeColumns } from '../../src/store/index.ts';
 import type { EventStore, NewEvent } from '../../src/store/index.ts';
 import { eventTime } from '../../projections/index.ts';

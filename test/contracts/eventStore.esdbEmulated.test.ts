@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { isConvergeError } from '../../src/errors.ts';
-import type { Recorded } from '../../src/events/index.ts';
+import { isConvergeError } from '../../src/core/errors.ts';
+import type { Recorded } from '../../src/core/events/index.ts';
 import { createEsdbEventStore } from '../../src/store/esdbEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { aliveSeen, eventStoreContract } from './eventStore.contract.ts';

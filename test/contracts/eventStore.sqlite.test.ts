@@ -1,11 +1,11 @@
 // The conformance suite on SQLite in each of its ways to the disk (docs/store.md, SQLite
 // durability): synchronous=FULL on the caller's thread (every command but serve), group commit
-// (src/store/walSync.ts) and the writer thread (src/store/sqliteWriterThread.ts, serve's default).
+// (src/store/sqlite/walSync.ts) and the writer thread (src/store/sqlite/sqliteWriterThread.ts, serve's default).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import type { EventStore, SqliteEventStoreOptions } from '../../src/store/index.ts';
 import { eventStoreContract } from './eventStore.contract.ts';
 

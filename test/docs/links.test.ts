@@ -61,7 +61,7 @@ test('every path of the repository the README and docs/ name in backticks exists
     for (const m of text.matchAll(/`((?:src|test|bench|projections|scripts|eslint|bin|docs)\/[^`\s]+)`/g)) {
       const path = m[1]!.replace(/[#:].*$/, '').replace(/\/$/, '');
       if (/[*<]/.test(path)) continue; // a glob or a placeholder: bench/<name>.ts
-      // A folder of eslint/layers.js names a file without its extension: src/errors is src/errors.ts.
+      // A folder of eslint/layers.js names a file without its extension: src/errors is src/core/errors.ts.
       if (!existsSync(join(root, path)) && !existsSync(join(root, `${path}.ts`))) missing.push(`${page}: ${path}`);
     }
   }

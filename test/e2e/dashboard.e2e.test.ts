@@ -9,10 +9,10 @@ import { loadConfig } from '../../src/app/config.ts';
 import { findDashboardDir } from '../../src/app/dashboardDir.ts';
 import { createServer } from '../../src/app/server.ts';
 import type { Server } from '../../src/app/server.ts';
-import { generateSigningKey } from '../../src/declaration/index.ts';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { generateSigningKey } from '../../src/core/declaration/index.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { createInProcessBroker } from '../../src/transport/inProcess.ts';
-import { encodeReport } from '../../src/wire/index.ts';
+import { encodeReport } from '../../src/core/wire/index.ts';
 import { launchChromium, withChromium } from '../support/browser.ts';
 import { logger } from '../support/logger.ts';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseApiTokens } from '../../src/api/auth.ts';
-import { generateSigningKey } from '../../src/declaration/index.ts';
+import { generateSigningKey } from '../../src/core/declaration/index.ts';
 import { loadConfig } from '../../src/app/config.ts';
 import { createServer } from '../../src/app/server.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';

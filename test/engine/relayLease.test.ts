@@ -3,7 +3,7 @@ import { after, test } from 'node:test';
 import pg from 'pg';
 import pino from 'pino';
 import { createRelay } from '../../src/engine/relay.ts';
-import { makeDeclarationSent, streamOf } from '../../src/events/index.ts';
+import { makeDeclarationSent, streamOf } from '../../src/core/events/index.ts';
 import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import type { DeclarationPublisher, OutboundDeclaration } from '../../src/transport/port.ts';

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { abortRollout, newRolloutId, pauseRollout, readRollout, resumeRollout, startRollout } from '../../src/engine/rolloutCommands.ts';
 import type { StartRolloutInput } from '../../src/engine/rolloutCommands.ts';
-import { isConvergeError } from '../../src/errors.ts';
-import type { ErrorCode } from '../../src/errors.ts';
-import { makeRolloutEvent, rolloutIdPattern, rolloutStreamOf } from '../../src/events/index.ts';
+import { isConvergeError } from '../../src/core/errors.ts';
+import type { ErrorCode } from '../../src/core/errors.ts';
+import { makeRolloutEvent, rolloutIdPattern, rolloutStreamOf } from '../../src/core/events/index.ts';
 import type { NodeState } from '../../projections/index.ts';
-import { specDigestOf } from '../../src/declaration/index.ts';
+import { specDigestOf } from '../../src/core/declaration/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 
 // Issue 14: the operator's commands on a rollout. Each records one decision in the rollout's

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { planBudget, planWaves } from '../../projections/index.ts';
-import { makeDeclarationSent, streamOf } from '../../src/events/index.ts';
+import { makeDeclarationSent, streamOf } from '../../src/core/events/index.ts';
 import { testKey } from '../support/history.ts';
 import { rolloutFleet } from '../support/rolloutFleet.ts';
 import type { NodeBehaviour } from '../support/rolloutFleet.ts';

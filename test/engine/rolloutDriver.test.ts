@@ -4,8 +4,8 @@ import { abortRollout, pauseRollout, resumeRollout } from '../../src/engine/roll
 import { createRolloutDriver, rolloutDriverCheckpoint } from '../../src/engine/rolloutDriver.ts';
 import type { RolloutDriver, RolloutDriverOptions } from '../../src/engine/rolloutDriver.ts';
 import { createBatchSender } from '../../src/engine/sendBatch.ts';
-import { makeDeclarationSent, makeRolloutEvent, rolloutStreamOf, streamOf } from '../../src/events/index.ts';
-import type { RolloutHaltedData, WaveCompletedData } from '../../src/events/index.ts';
+import { makeDeclarationSent, makeRolloutEvent, rolloutStreamOf, streamOf } from '../../src/core/events/index.ts';
+import type { RolloutHaltedData, WaveCompletedData } from '../../src/core/events/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { testKey } from '../support/history.ts';

@@ -3,12 +3,12 @@ import { test } from 'node:test';
 import { createBatchSender } from '../../src/engine/sendBatch.ts';
 import { foldNodeFromStore } from '../../src/engine/send.ts';
 import { foldNodeEvents } from '../../projections/index.ts';
-import { streamOf } from '../../src/events/index.ts';
-import type { DeclarationSent, Recorded } from '../../src/events/index.ts';
-import { readDeclaration, verifyDeclaration } from '../../src/declaration/index.ts';
+import { streamOf } from '../../src/core/events/index.ts';
+import type { DeclarationSent, Recorded } from '../../src/core/events/index.ts';
+import { readDeclaration, verifyDeclaration } from '../../src/core/declaration/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
-import { isConvergeError } from '../../src/errors.ts';
+import { isConvergeError } from '../../src/core/errors.ts';
 import { historyInStore, testKey } from '../support/history.ts';
 
 // Issue 14 §6: many nodes' declarations in one append call, each as the one-at-a-time sender

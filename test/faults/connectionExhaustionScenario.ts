@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/app/config.ts';
 import { createServer } from '../../src/app/server.ts';
 import type { Server } from '../../src/app/server.ts';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { createAmqpTransport } from '../../src/transport/amqpTransport.ts';
 import { logger } from '../support/logger.ts';
 import { holdGet, silentSocket } from '../support/openStreams.ts';

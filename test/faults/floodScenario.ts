@@ -1,11 +1,11 @@
 import { join } from 'node:path';
 import amqp from 'amqplib';
 import { createIngest } from '../../src/engine/ingest.ts';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import { createAmqpIngestSource } from '../../src/transport/amqpIngestSource.ts';
 import { meshTopology } from '../../src/transport/topology.ts';
-import { encodeReport } from '../../src/wire/index.ts';
+import { encodeReport } from '../../src/core/wire/index.ts';
 import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
 import { readStored, withNodes } from './scenarios.ts';

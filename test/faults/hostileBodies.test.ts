@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { errorCodes, isConvergeError } from '../../src/errors.ts';
+import { errorCodes, isConvergeError } from '../../src/core/errors.ts';
 import { hostileBodies, hostileBodiesOf, hostileKinds, validReportArb } from '../support/faults/hostileBodies.ts';
 import type { HostileBody } from '../support/faults/hostileBodies.ts';
-import { defaultWireLimits, digestPattern, encodeReport, parseAlive, parseReport } from '../../src/wire/index.ts';
-import type { WireLimits } from '../../src/wire/index.ts';
+import { defaultWireLimits, digestPattern, encodeReport, parseAlive, parseReport } from '../../src/core/wire/index.ts';
+import type { WireLimits } from '../../src/core/wire/index.ts';
 
 // The wire parser is the edge (STYLE §3): whatever a node sends, it either returns a well-formed
 // message or throws a ConvergeError with a registered code — never anything else, and never

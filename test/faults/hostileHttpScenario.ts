@@ -3,7 +3,7 @@ import { buildApp, parseApiTokens } from '../../src/api/index.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import { defaultMaxEventBytes } from '../../src/store/index.ts';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { logger } from '../support/logger.ts';
 import { fullUpload } from '../support/rawHttp.ts';
 import { sleep, until } from '../support/until.ts';

@@ -111,7 +111,7 @@ model-based and tampering rows drive the whole engine (send, relay, ingest, proj
 assertions in \`test/faults/*.fault.test.ts\`. Seeded scenarios print their seed (in the notes below); \`CONVERGE_FAULT_SEED\`
 replays one, \`CONVERGE_FAULT_KILLS\`, \`CONVERGE_FAULT_MODEL_RUNS\` and \`CONVERGE_FAULT_TAMPER_RUNS\` make a run longer.
 
-Each scenario runs in a fresh vhost with real node accounts (\`src/accounts/\`, so RabbitMQ validates \`user_id\`).
+Each scenario runs in a fresh vhost with real node accounts (\`src/brokerAdmin/\`, so RabbitMQ validates \`user_id\`).
 Nodes publish reports with stable message ids and retry each until the broker confirms it, as the Go node does.
 **sent** = distinct reports the nodes published; **confirmed** = of those, confirmed by the broker; **stored** =
 confirmed reports found in the store; **lost** = confirmed but not stored (must be 0); **duplicated** = extra copies
@@ -209,7 +209,7 @@ ${table}
 - **two engines, one PostgreSQL store** — \`test/faults/twoEnginesScenario.ts\` (issue 12 §3): two \`converge serve\`
   processes (the built CLI) on one PostgreSQL store (a scratch schema, dropped afterwards) and the scenario's vhost. A
   starts first, so it is \`mesh.reports\`' single active consumer and holds the relay lease; B stands by. Four simulated
-  nodes (\`src/lab/\`) report under load while declarations are POSTed through A's and B's APIs in turn; A is
+  nodes (\`src/simulation/\`) report under load while declarations are POSTed through A's and B's APIs in turn; A is
   SIGKILLed, later restarted, and must then stand by. Time to recover is the larger of the ingest takeover (from the
   SIGKILL until every report confirmed before it and one confirmed after it are stored) and the relay takeover (until B
   logs that it took the relay lease). Every accepted declaration must reach its node, one
@@ -219,7 +219,7 @@ ${table}
 - **tampered declarations** — \`test/faults/tamperingScenario.ts\`: after an untampered control declaration converges, each
   declaration is recorded, tampered and published to \`node.<id>\` as the relay publishes: a bit flipped at a random
   position (fast-check) in the declaration bytes or in the signature, the same JSON re-encoded, a signature by another
-  key. The simulated node (\`src/lab/\`) verifies the bytes as received and refuses each whole (\`refused\` names the
+  key. The simulated node (\`src/simulation/\`) verifies the bytes as received and refuses each whole (\`refused\` names the
   reason, \`declared\` = digest of the bytes received); the engine must record the refusal, and the node's state must be
   \`unknown\`/behind when the bytes changed and \`refused\` when only the signature is bad. Here **hostile appended**
   counts tampered declarations the node applied.

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { loadConfig } from '../../src/app/config.ts';
 import { createServer } from '../../src/app/server.ts';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { createAmqpTransport } from '../../src/transport/amqpTransport.ts';
 import { mountTinyTmpfs } from '../support/faults/tinyTmpfs.ts';
 import { logger } from '../support/logger.ts';

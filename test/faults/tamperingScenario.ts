@@ -1,20 +1,20 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { digestOf, generateSigningKey, signDeclaration } from '../../src/declaration/index.ts';
-import type { SigningKey } from '../../src/declaration/index.ts';
+import { digestOf, generateSigningKey, signDeclaration } from '../../src/core/declaration/index.ts';
+import type { SigningKey } from '../../src/core/declaration/index.ts';
 import { createIngest } from '../../src/engine/ingest.ts';
 import { createSender } from '../../src/engine/send.ts';
 import type { Sender } from '../../src/engine/send.ts';
-import { streamOf } from '../../src/events/index.ts';
-import type { DeclarationSent, Recorded, ReportReceived } from '../../src/events/index.ts';
-import { createSimulatedNode } from '../../src/lab/simulatedNode.ts';
-import type { SimulatedNode } from '../../src/lab/simulatedNode.ts';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { streamOf } from '../../src/core/events/index.ts';
+import type { DeclarationSent, Recorded, ReportReceived } from '../../src/core/events/index.ts';
+import { createSimulatedNode } from '../../src/simulation/simulatedNode.ts';
+import type { SimulatedNode } from '../../src/simulation/simulatedNode.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { createAmqpTransport } from '../../src/transport/amqpTransport.ts';
 import type { DeclarationPublisher } from '../../src/transport/port.ts';
-import { encodeSigned } from '../../src/wire/index.ts';
+import { encodeSigned } from '../../src/core/wire/index.ts';
 import { foldNodeEvents } from '../../projections/index.ts';
 import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
@@ -26,7 +26,7 @@ import type { Scenario, ScenarioResult } from './scenarios.ts';
 // JSON re-encoded (same content, other bytes), and a signature by the wrong key — each published
 // to the node's queue (`node.<id>`) exactly as the relay publishes. The simulated node verifies
 // the bytes as received and refuses the declaration whole, naming the reason, with `declared` =
-// the digest of the bytes it received (src/lab/simulatedNode.ts; Report.Refused in wire.go).
+// the digest of the bytes it received (src/simulation/simulatedNode.ts; Report.Refused in wire.go).
 // The engine must record the refusal, and the node's state must say what it means:
 //   - bytes changed (bit in the declaration, re-encoded): the refusal names a digest never sent
 //     → an `unknown` report, the node stays `behind`;

@@ -2,9 +2,9 @@ import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { digestOf, generateSigningKey, signingKeyToPem } from '../../src/declaration/index.ts';
-import { createSimulatedNode } from '../../src/lab/simulatedNode.ts';
-import type { SimulatedNode } from '../../src/lab/simulatedNode.ts';
+import { digestOf, generateSigningKey, signingKeyToPem } from '../../src/core/declaration/index.ts';
+import { createSimulatedNode } from '../../src/simulation/simulatedNode.ts';
+import type { SimulatedNode } from '../../src/simulation/simulatedNode.ts';
 import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
@@ -13,7 +13,7 @@ import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
 import type { NodeLink } from '../../src/transport/port.ts';
 import { meshTopology, nodeTopology } from '../../src/transport/topology.ts';
 import type { Topology } from '../../src/transport/topology.ts';
-import { parseSigned } from '../../src/wire/index.ts';
+import { parseSigned } from '../../src/core/wire/index.ts';
 import { defaultBroker, uniqueTag } from '../support/broker.ts';
 import { logger } from '../support/logger.ts';
 import { scratchSchema } from '../support/postgres.ts';
@@ -25,7 +25,7 @@ import type { FaultLab, Load, Scenario, ScenarioResult } from './scenarios.ts';
 
 // Issue 12 §3, end to end: two `converge serve` processes (the built CLI) on one PostgreSQL store
 // (a scratch schema) and one broker (a scratch vhost). A starts first, so it is the single active
-// consumer of mesh.reports and takes the relay lease; B stands by. Simulated nodes (src/lab/)
+// consumer of mesh.reports and takes the relay lease; B stands by. Simulated nodes (src/simulation/)
 // report under load while declarations are POSTed through both APIs; A is SIGKILLed. B must take
 // over ingest (the broker hands it the queue) and the relay (the server drops A's advisory lock
 // with its session); A is then restarted and must stand by. At the end: every confirmed report

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { isConvergeError } from '../../src/errors.ts';
-import { makeAliveSeen, streamOf } from '../../src/events/index.ts';
+import { isConvergeError } from '../../src/core/errors.ts';
+import { makeAliveSeen, streamOf } from '../../src/core/events/index.ts';
 import { mountTinyTmpfs } from '../support/faults/tinyTmpfs.ts';
 import { withStoreFaults } from '../support/faults/withStoreFaults.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import type { EventStore, StreamWrite } from '../../src/store/index.ts';
 
 const aliveWrite = (node: string, i: number): StreamWrite => ({

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import amqp from 'amqplib';
 import { createIngest } from '../../src/engine/ingest.ts';
-import { isConvergeError } from '../../src/errors.ts';
+import { isConvergeError } from '../../src/core/errors.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import { createAmqpTransport } from '../../src/transport/amqpTransport.ts';

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { generateSigningKey } from '../../src/declaration/index.ts';
+import { generateSigningKey } from '../../src/core/declaration/index.ts';
 import { createIngest } from '../../src/engine/ingest.ts';
-import { createSimulatedNode } from '../../src/lab/simulatedNode.ts';
-import type { SimulatedNode } from '../../src/lab/simulatedNode.ts';
+import { createSimulatedNode } from '../../src/simulation/simulatedNode.ts';
+import type { SimulatedNode } from '../../src/simulation/simulatedNode.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import type { AmqpConnection } from '../../src/transport/amqpConnection.ts';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import amqp from 'amqplib';
 import type { GetMessage } from 'amqplib';
-import { createManagementClient, seg } from '../../src/accounts/managementClient.ts';
+import { createManagementClient, seg } from '../../src/brokerAdmin/managementClient.ts';
 import { createIngest } from '../../src/engine/ingest.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { createAmqpTransport } from '../../src/transport/amqpTransport.ts';

@@ -5,7 +5,7 @@ import { createAmqpDeclarationPublisher } from '../../src/transport/amqpDeclarat
 import { nodeQueueOf } from '../../src/transport/brokerNames.ts';
 import { names } from '../../src/transport/brokerNames.ts';
 import { meshTopology } from '../../src/transport/topology.ts';
-import { createManagementClient, seg } from '../../src/accounts/managementClient.ts';
+import { createManagementClient, seg } from '../../src/brokerAdmin/managementClient.ts';
 import pino from 'pino';
 import { createBrokerLab, describeOnBroker } from '../support/broker.ts';
 import { logger } from '../support/logger.ts';

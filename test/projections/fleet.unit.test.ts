@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { foldNodeEvents, percentile, summarizeFleet } from '../../projections/index.ts';
-import { specDigestOf } from '../../src/declaration/index.ts';
+import { specDigestOf } from '../../src/core/declaration/index.ts';
 import { history } from '../support/history.ts';
 
 test('percentiles are nearest-rank and empty samples give null', () => {

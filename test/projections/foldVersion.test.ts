@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { foldNodeEvents, foldVersion } from '../../projections/index.ts';
-import type { Recorded } from '../../src/events/index.ts';
+import type { Recorded } from '../../src/core/events/index.ts';
 import { history } from '../support/history.ts';
 
 // Snapshots are restored only by a fold of the same foldVersion (projections/foldVersion.ts).

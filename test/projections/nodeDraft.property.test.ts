@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { createNodeDraft, draftOf, foldIntoDraft, publishDraft } from '../../projections/nodeDraft.ts';
 import { foldNode, foldNodeEvents, initialNodeState, recentLatencyLimit, sendHistoryLimit } from '../../projections/index.ts';
 import type { NodeState } from '../../projections/index.ts';
-import type { Recorded } from '../../src/events/index.ts';
+import type { Recorded } from '../../src/core/events/index.ts';
 
 // The draft fold (projections/nodeDraft.ts) is the replay's fast path: it must give exactly what
 // the reference fold (foldNode) gives, for any history — published at the end, at any checkpoint

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { foldNodeEvents } from '../../projections/index.ts';
-import type { Recorded } from '../../src/events/index.ts';
+import type { Recorded } from '../../src/core/events/index.ts';
 import { history } from '../support/history.ts';
 
 // Random histories for one node, built through the same event constructors the engine uses.

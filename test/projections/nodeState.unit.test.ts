@@ -10,7 +10,7 @@ import {
   serialOfSent,
 } from '../../projections/index.ts';
 import type { NodeState } from '../../projections/index.ts';
-import type { Recorded } from '../../src/events/index.ts';
+import type { Recorded } from '../../src/core/events/index.ts';
 import { history } from '../support/history.ts';
 
 const fold = (events: readonly Recorded[]): NodeState => foldNodeEvents('edge-07', events);

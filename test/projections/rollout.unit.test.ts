@@ -12,9 +12,9 @@ import {
   waveProgress,
 } from '../../projections/index.ts';
 import type { Decision, NodeState, RolloutState } from '../../projections/index.ts';
-import { specDigestOf } from '../../src/declaration/index.ts';
-import { makeRolloutEvent } from '../../src/events/index.ts';
-import type { Recorded, RolloutEvent, WithId } from '../../src/events/index.ts';
+import { specDigestOf } from '../../src/core/declaration/index.ts';
+import { makeRolloutEvent } from '../../src/core/events/index.ts';
+import type { Recorded, RolloutEvent, WithId } from '../../src/core/events/index.ts';
 import { history } from '../support/history.ts';
 
 // The pure side of issue 14: the plan, the rollout's fold, the rule that says when a node is done

@@ -8,13 +8,13 @@ import fc from 'fast-check';
 import pino from 'pino';
 import { foldNode, initialNodeState } from '../../projections/index.ts';
 import type { NodeState } from '../../projections/index.ts';
-import { createFleetHistory } from '../../src/readModel/fleetAsOf.ts';
+import { createFleetHistory } from '../../src/readModel/fleetHistory.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import { replayStore } from '../../src/readModel/replay.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { columnsOf, readNodeColumns } from '../../src/store/index.ts';
 import type { EventStore, NodeColumns } from '../../src/store/index.ts';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { readModelAnswers } from '../support/readModelAnswers.ts';
 
 // The bulk folds' columnar read (src/store/nodeColumns.ts): SQLite reads its pages itself (the

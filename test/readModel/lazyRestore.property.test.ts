@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { livenessStates, nodeStatuses, reportClasses, statusOf } from '../../projections/index.ts';
 import type { NodeState } from '../../projections/index.ts';
-import type { Recorded } from '../../src/events/index.ts';
+import type { Recorded } from '../../src/core/events/index.ts';
 import { createReadModel } from '../../src/readModel/readModel.ts';
 import type { ReadModel } from '../../src/readModel/readModel.ts';
 import { openSnapshot, snapshotFormat, writeSnapshot } from '../../src/readModel/snapshot.ts';

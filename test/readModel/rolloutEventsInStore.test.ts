@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createRaceScanner } from '../../projections/index.ts';
-import { makeRolloutEvent } from '../../src/events/index.ts';
+import { makeRolloutEvent } from '../../src/core/events/index.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import { replayStore, verifyReadModel } from '../../src/readModel/replay.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';

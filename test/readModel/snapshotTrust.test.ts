@@ -12,7 +12,7 @@ import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts'
 import { compareStates, replayStore, verifyReadModel } from '../../src/readModel/replay.ts';
 import { readSnapshot, writeSnapshot } from '../../src/readModel/snapshot.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { historyInStore } from '../support/history.ts';
 
 // Issue 13 item 3: a snapshot was trusted blindly — forged values with the right foldVersion,

@@ -1,10 +1,10 @@
-// What crosses to the SQLite writer thread (src/store/sqliteWriter.ts: packWrites) comes back
+// What crosses to the SQLite writer thread (src/store/sqlite/sqliteWriter.ts: packWrites) comes back
 // whole: any streams, ids, types, data and metadata, empty or not, in any script (the lengths
 // that cut the one string count UTF-16 units, as slice does), with every kind of expected revision.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { packWrites, unpackWrites } from '../../src/store/sqliteWriter.ts';
+import { packWrites, unpackWrites } from '../../src/store/sqlite/sqliteWriter.ts';
 import type { EncodedWrite } from '../../src/store/appendRules.ts';
 
 const text = fc.string({ unit: 'grapheme', maxLength: 40 });

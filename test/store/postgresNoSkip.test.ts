@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, test } from 'node:test';
 import pg from 'pg';
-import type { Recorded } from '../../src/events/index.ts';
+import type { Recorded } from '../../src/core/events/index.ts';
 import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import type { EventStore, StreamWrite } from '../../src/store/index.ts';
 import { describeOnPostgres, postgresTestUrl, scratchSchema } from '../support/postgres.ts';

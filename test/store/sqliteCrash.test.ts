@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { assertEveryReportedBatchOnce, prng, runAndKill } from './fixtures/killMidRun.ts';
 
 // DESIGN §5: an acknowledged append survives the process dying at any instant, and a

@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { isConvergeError } from '../../src/errors.ts';
-import { lockSqliteStoreForEngine } from '../../src/store/sqliteEngineLock.ts';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { isConvergeError } from '../../src/core/errors.ts';
+import { lockSqliteStoreForEngine } from '../../src/store/sqlite/sqliteEngineLock.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 
 // One engine per SQLite file: the lock refuses a second holder (here a second connection in the
 // same process, as SQLite locks per file, not per process), names the first, and frees on release.

@@ -4,16 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import type { TestContext } from 'node:test';
-import { isConvergeError } from '../../src/errors.ts';
-import { makeAliveSeen, makeDeclarationSent, streamOf } from '../../src/events/index.ts';
-import type { Recorded } from '../../src/events/index.ts';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
+import { isConvergeError } from '../../src/core/errors.ts';
+import { makeAliveSeen, makeDeclarationSent, streamOf } from '../../src/core/events/index.ts';
+import type { Recorded } from '../../src/core/events/index.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { readNodeColumns } from '../../src/store/index.ts';
 import type { EventStore, StreamWrite } from '../../src/store/index.ts';
 import { testKey } from '../support/history.ts';
 import { until } from '../support/until.ts';
 
-// Group commit (src/store/walSync.ts, docs/store.md Durability): with `sync: 'group'` a commit
+// Group commit (src/store/sqlite/walSync.ts, docs/store.md Durability): with `sync: 'group'` a commit
 // does not fsync; the WAL is fdatasynced afterwards on a libuv thread. These tests hold that sync
 // pending (or fail it) through the injectable `walSync` and check the rules that make it as
 // durable as synchronous=FULL: no append resolves, and nothing is read through the engine's own

@@ -1,4 +1,4 @@
-// The SQLite store's writer thread (sync: 'thread', serve's default; src/store/sqliteWriterThread.ts)
+// The SQLite store's writer thread (sync: 'thread', serve's default; src/store/sqlite/sqliteWriterThread.ts)
 // and EventStore.pipeline on every SQLite mode: what the store contract cannot see from outside.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { isConvergeError } from '../../src/errors.ts';
-import { uuidV5 } from '../../src/events/index.ts';
-import { createSqliteEventStore } from '../../src/store/sqliteEventStore.ts';
-import { startWriterThread } from '../../src/store/sqliteWriterClient.ts';
+import { isConvergeError } from '../../src/core/errors.ts';
+import { uuidV5 } from '../../src/core/events/index.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
+import { startWriterThread } from '../../src/store/sqlite/sqliteWriterClient.ts';
 import type { NewEvent, StreamWrite } from '../../src/store/index.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'converge-writer-thread-'));

@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import amqp from 'amqplib';
-import { enrollNode } from '../../src/accounts/index.ts';
-import { createManagementClient, seg } from '../../src/accounts/managementClient.ts';
-import { adminError } from '../../src/accounts/managementClient.ts';
+import { enrollNode } from '../../src/brokerAdmin/index.ts';
+import { createManagementClient, seg } from '../../src/brokerAdmin/managementClient.ts';
+import { adminError } from '../../src/brokerAdmin/managementClient.ts';
 import { describeOnService, once } from './services.ts';
 
-// What every test against the real broker needs (test/int, test/faults, test/accounts, bench/ingest):
+// What every test against the real broker needs (test/int, test/faults, test/brokerAdmin, bench/ingest):
 // - describeOnBroker: the suite runs if RabbitMQ (AMQP and the management API) answers; else it
 //   fails under CONVERGE_REQUIRE_BROKER=1 and skips loudly otherwise (test/support/services.ts);
 // - a scratch vhost per suite or scenario, deleted afterwards, so DESIGN §1's names stay exact and

@@ -1,12 +1,12 @@
-import { signingKeyFromSeed } from '../../src/declaration/index.ts';
-import type { Resource } from '../../src/declaration/index.ts';
-import { makeAliveSeen, makeDeclarationSent, makeReportReceived, streamOf } from '../../src/events/index.ts';
-import type { AliveSeen, ConvergeEvent, DeclarationSent, Recorded, ReportReceived, WithId } from '../../src/events/index.ts';
+import { signingKeyFromSeed } from '../../src/core/declaration/index.ts';
+import type { Resource } from '../../src/core/declaration/index.ts';
+import { makeAliveSeen, makeDeclarationSent, makeReportReceived, streamOf } from '../../src/core/events/index.ts';
+import type { AliveSeen, ConvergeEvent, DeclarationSent, Recorded, ReportReceived, WithId } from '../../src/core/events/index.ts';
 import type { EventStore } from '../../src/store/index.ts';
-import type { Report } from '../../src/wire/index.ts';
+import type { Report } from '../../src/core/wire/index.ts';
 
 // A scripted history: sends, reports and alives on a controlled clock, made by the same functions
-// the sender and the ingest use (src/events/make.ts). One vocabulary, two places to put it:
+// the sender and the ingest use (src/core/events/make.ts). One vocabulary, two places to put it:
 //   history(node)          one node's events in memory, numbered as a store numbers them — for folds;
 //   historyInStore(store)  the same events appended to a real store — for engine, API and CLI tests.
 

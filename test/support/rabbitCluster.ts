@@ -3,8 +3,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { nodePermissions } from '../../src/accounts/nodePermissions.ts';
-import { seg } from '../../src/accounts/managementClient.ts';
+import { nodePermissions } from '../../src/brokerAdmin/nodePermissions.ts';
+import { seg } from '../../src/brokerAdmin/managementClient.ts';
 
 // A 3-node RabbitMQ cluster of our own beside the system broker (issue 12 §2), through
 // scripts/rabbitmq-cluster.sh: its nodes, their URLs, accounts made with rabbitmqctl (the cluster
@@ -26,7 +26,7 @@ export type RabbitCluster = Readonly<{
   ctl: (index: number, ...args: string[]) => Promise<string>;
   /** An account with full rights on the default vhost (the engine's). */
   addAdmin: (user: string, password: string) => Promise<void>;
-  /** A node's account with exactly the rights `src/accounts` gives it (user_id = node id). */
+  /** A node's account with exactly the rights `src/brokerAdmin` gives it (user_id = node id). */
   addNodeAccount: (node: string, password: string) => Promise<void>;
   /** Stop node `index` for good: `rabbitmqctl stop`, or SIGKILL of its VM. Resolves once the VM has exited. */
   stopNode: (index: number, how: 'stop' | 'kill') => Promise<void>;

@@ -8,10 +8,10 @@ import {
   waveProgress,
 } from '../../projections/index.ts';
 import type { Decision, NodeState, RolloutState } from '../../projections/index.ts';
-import type { Resource } from '../../src/declaration/index.ts';
-import { specDigestOf } from '../../src/declaration/index.ts';
-import { makeRolloutEvent, rolloutStreamOf, streamOf } from '../../src/events/index.ts';
-import type { Recorded, RolloutEvent, RolloutSelection, WithId } from '../../src/events/index.ts';
+import type { Resource } from '../../src/core/declaration/index.ts';
+import { specDigestOf } from '../../src/core/declaration/index.ts';
+import { makeRolloutEvent, rolloutStreamOf, streamOf } from '../../src/core/events/index.ts';
+import type { Recorded, RolloutEvent, RolloutSelection, WithId } from '../../src/core/events/index.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import type { StoreHistory } from './history.ts';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 // test/fixtures/node-side/ (with wire.go and the commit that motivated the design) so the
 // repository tests itself wherever it is cloned. test/fixtures/nodeSide.test.ts notices when the
 // node side's copy beside the project changes.
-export const nodeSideDir = new URL('../fixtures/node-side/', import.meta.url).pathname;
+export const nodeSideDir = new URL('../fixtures/node-side', import.meta.url).pathname;
 export const vectorsDir = join(nodeSideDir, 'vectors');
 
 export const vectorFiles = (): string[] =>

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import pino from 'pino';
-import { isConvergeError } from '../../src/errors.ts';
+import { isConvergeError } from '../../src/core/errors.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import { amqpUrlListProblems, redactUrl, splitAmqpUrls } from '../../src/transport/amqpUrls.ts';
 

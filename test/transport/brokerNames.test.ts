@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { nodePermissions } from '../../src/accounts/index.ts';
+import { nodePermissions } from '../../src/brokerAdmin/index.ts';
 import { inboundKinds, names, nodeQueueOf, queueOfKind } from '../../src/transport/brokerNames.ts';
 import { meshTopology, nodeTopology } from '../../src/transport/topology.ts';
 

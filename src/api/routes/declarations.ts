@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { validateSpec } from '../../declaration/index.ts';
-import { ConvergeError } from '../../errors.ts';
+import { validateSpec } from '../../core/declaration/index.ts';
+import { ConvergeError } from '../../core/errors.ts';
 import { waitForSend } from '../../readModel/waitForNode.ts';
 import { defaultMaxEventBytes } from '../../store/index.ts';
 import type { RouteContext } from '../nodeViews.ts';

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { ConvergeError } from '../../errors.ts';
+import { ConvergeError } from '../../core/errors.ts';
 import type { ComponentHealth } from '../deps.ts';
 import type { RouteContext } from '../nodeViews.ts';
 import { json, route } from '../routeOptions.ts';

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { ConvergeError } from '../../errors.ts';
+import { ConvergeError } from '../../core/errors.ts';
 import type { RouteContext } from '../nodeViews.ts';
 import { route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';

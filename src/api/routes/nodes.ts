@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { parseAt } from '../../../projections/index.ts';
-import { ConvergeError } from '../../errors.ts';
+import { ConvergeError } from '../../core/errors.ts';
 import { historyPage, stateAsOf } from '../../readModel/queries.ts';
 import { waitForNode } from '../../readModel/waitForNode.ts';
 import type { RouteContext } from '../nodeViews.ts';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { RolloutState } from '../../../projections/index.ts';
-import { ConvergeError } from '../../errors.ts';
+import { ConvergeError } from '../../core/errors.ts';
 import type { RolloutView } from '../../readModel/rollouts.ts';
 import { authorize } from '../auth.ts';
 import type { RolloutCommands } from '../deps.ts';

@@ -1,6 +1,6 @@
-import { migrateInboxes } from '../../accounts/inboxMigration.ts';
-import type { InboxMigrationResult } from '../../accounts/inboxMigration.ts';
-import { ConvergeError } from '../../errors.ts';
+import { migrateInboxes } from '../../brokerAdmin/inboxMigration.ts';
+import type { InboxMigrationResult } from '../../brokerAdmin/inboxMigration.ts';
+import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { printJson } from '../output.ts';
 

@@ -1,8 +1,8 @@
 import { createRaceScanner } from '../../../projections/index.ts';
 import type { Race } from '../../../projections/index.ts';
-import { ConvergeError } from '../../errors.ts';
-import type { Recorded } from '../../events/index.ts';
-import { streamPrefix } from '../../events/index.ts';
+import { ConvergeError } from '../../core/errors.ts';
+import type { Recorded } from '../../core/events/index.ts';
+import { streamPrefix } from '../../core/events/index.ts';
 import { readNodeStream } from '../../readModel/queries.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';

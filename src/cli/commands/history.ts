@@ -1,5 +1,5 @@
 import { timeline } from '../../../projections/index.ts';
-import { ConvergeError } from '../../errors.ts';
+import { ConvergeError } from '../../core/errors.ts';
 import { readNodeStream } from '../../readModel/queries.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';

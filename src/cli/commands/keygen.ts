@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { generateSigningKey, publicKeyToPem, signingKeyToPem } from '../../declaration/signing.ts';
-import { ConvergeError } from '../../errors.ts';
+import { generateSigningKey, publicKeyToPem, signingKeyToPem } from '../../core/declaration/signing.ts';
+import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { printJson } from '../output.ts';
 

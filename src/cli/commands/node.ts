@@ -1,5 +1,5 @@
-import { enrollNode, revokeNode } from '../../accounts/nodeAccounts.ts';
-import { ConvergeError, isConvergeError } from '../../errors.ts';
+import { enrollNode, revokeNode } from '../../brokerAdmin/nodeAccounts.ts';
+import { ConvergeError, isConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument } from '../command.ts';
 import { printJson } from '../output.ts';

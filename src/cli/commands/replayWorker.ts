@@ -1,5 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { ConvergeError } from '../../errors.ts';
+import { ConvergeError } from '../../core/errors.ts';
 import { replayStore } from '../../readModel/replay.ts';
 import { openEventStore } from '../../store/index.ts';
 

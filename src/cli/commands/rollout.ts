@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { isTerminal } from '../../../projections/index.ts';
 import type { TargetSelection } from '../../../projections/index.ts';
 import { abortRollout, pauseRollout, resumeRollout, startRollout } from '../../engine/rolloutCommands.ts';
-import { ConvergeError } from '../../errors.ts';
+import { ConvergeError } from '../../core/errors.ts';
 import { explainLine, explainRollout } from '../../readModel/rolloutExplain.ts';
 import type { RolloutNode } from '../../readModel/rollouts.ts';
 import type { EventStore } from '../../store/index.ts';

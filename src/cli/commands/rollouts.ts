@@ -1,5 +1,5 @@
 import { rolloutStatuses } from '../../../projections/index.ts';
-import { ConvergeError } from '../../errors.ts';
+import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { withStore } from '../command.ts';
 import { printJsonLines, table } from '../output.ts';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createSender } from '../../engine/send.ts';
-import { ConvergeError } from '../../errors.ts';
+import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, openStore } from '../command.ts';
 import { printJson } from '../output.ts';

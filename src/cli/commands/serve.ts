@@ -2,8 +2,8 @@ import { createServer } from '../../app/server.ts';
 import type { ServerTransport } from '../../app/server.ts';
 import { boundDeadLetters, connectServerTransport } from '../../app/amqp.ts';
 import type { Logger } from 'pino';
-import { toConvergeError } from '../../errors.ts';
-import type { EngineLock } from '../../store/sqliteEngineLock.ts';
+import { toConvergeError } from '../../core/errors.ts';
+import type { EngineLock } from '../../store/sqlite/sqliteEngineLock.ts';
 import type { Run } from '../command.ts';
 import { openStore, sqliteFileOf } from '../command.ts';
 import { makeLogger } from '../logger.ts';
@@ -13,12 +13,12 @@ import { makeLogger } from '../logger.ts';
 export const run: Run = async ({ io, config }) => {
   const logger = makeLogger(config.logLevel);
   // One engine per SQLite file (an SQLite store has no relay lease): a second serve is refused
-  // before it opens anything (src/store/sqliteEngineLock.ts).
+  // before it opens anything (src/store/sqlite/sqliteEngineLock.ts).
   const file = sqliteFileOf(config, io);
   let lock: EngineLock | null = null;
   if (file !== null) {
     try {
-      lock = (await import('../../store/sqliteEngineLock.ts')).lockSqliteStoreForEngine(file);
+      lock = (await import('../../store/sqlite/sqliteEngineLock.ts')).lockSqliteStoreForEngine(file);
     } catch (err) {
       // The code in the JSON log for supervisors; the one-line reason follows on stderr, exit 1.
       const e = toConvergeError(err);
@@ -34,7 +34,7 @@ export const run: Run = async ({ io, config }) => {
 };
 
 async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'config'> & { logger: Logger }): Promise<number> {
-  // The writer thread (src/store/sqliteWriterThread.ts, default) and group commit (walSync.ts) only
+  // The writer thread (src/store/sqlite/sqliteWriterThread.ts, default) and group commit (walSync.ts) only
   // here: a long-running engine, where a thread's start is paid once and the event loop's time
   // goes to ingest and the API. Group commit is safe because serve holds the engine lock, so its
   // relay, the one reader that publishes, is in this process and reads nothing not yet synced.

@@ -1,5 +1,5 @@
 import { parseAt } from '../../../projections/index.ts';
-import { ConvergeError } from '../../errors.ts';
+import { ConvergeError } from '../../core/errors.ts';
 import { stateAsOf } from '../../readModel/queries.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';

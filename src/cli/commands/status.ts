@@ -1,5 +1,5 @@
 import { livenessStates, nodeStatuses, nodeView } from '../../../projections/index.ts';
-import { ConvergeError } from '../../errors.ts';
+import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';
 import { printJson, printJsonLines, table } from '../output.ts';

@@ -1,5 +1,5 @@
 import type { Pool, PoolClient, QueryConfig } from 'pg';
-import { ConvergeError } from '../../errors.ts';
+import { ConvergeError } from '../../core/errors.ts';
 import type { EncodedWrite } from '../appendRules.ts';
 import { expectedRevisionHolds, wrongExpectedRevision } from '../appendRules.ts';
 import type { AppendResult } from '../port.ts';

@@ -1,8 +1,8 @@
 import pg from 'pg';
 import type { ClientConfig, CustomTypesConfig, Pool, PoolClient, QueryConfig } from 'pg';
-import { ConvergeError } from '../../errors.ts';
-import type { Recorded } from '../../events/index.ts';
-import { decodeEvent, isEventType } from '../../events/index.ts';
+import { ConvergeError } from '../../core/errors.ts';
+import type { Recorded } from '../../core/events/index.ts';
+import { decodeEvent, isEventType } from '../../core/events/index.ts';
 import { defaultMaxEventBytes, encodeWrites, recorded, storeClosed } from '../appendRules.ts';
 import { createNotifier } from '../notifier.ts';
 import { createPollingSubscription } from '../pollingSubscription.ts';

@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import { ConvergeError } from '../../errors.ts';
+import { ConvergeError } from '../../core/errors.ts';
 
 // The tables behind the PostgreSQL adapter, all in one schema (default `converge`) so several
 // stores can share a database and a test can drop its own. Bump `postgresSchemaVersion` with a

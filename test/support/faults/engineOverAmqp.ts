@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
-import type { SigningKey } from '../../../src/declaration/index.ts';
+import type { SigningKey } from '../../../src/core/declaration/index.ts';
 import { loadConfig } from '../../../src/app/config.ts';
 import { createServer } from '../../../src/app/server.ts';
 import type { Server } from '../../../src/app/server.ts';
 import { createMetrics } from '../../../src/metrics.ts';
-import { createSqliteEventStore } from '../../../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../../../src/store/sqlite/sqliteEventStore.ts';
 import type { EventStore } from '../../../src/store/index.ts';
 import { createAmqpTransport } from '../../../src/transport/amqpTransport.ts';
 import type { AmqpTransport } from '../../../src/transport/amqpTransport.ts';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
-import type { ErrorCode } from '../../../src/errors.ts';
-import { defaultWireLimits, encodeAlive, encodeReport } from '../../../src/wire/index.ts';
-import type { Report, WireLimits } from '../../../src/wire/index.ts';
+import type { ErrorCode } from '../../../src/core/errors.ts';
+import { defaultWireLimits, encodeAlive, encodeReport } from '../../../src/core/wire/index.ts';
+import type { Report, WireLimits } from '../../../src/core/wire/index.ts';
 
 // Bodies a hostile or broken node could put on the wire, as fast-check arbitraries, for the wire
 // parser's property tests and the broker fault scenarios. Each says whether it is hostile *by

@@ -11,7 +11,7 @@
 import pino from 'pino';
 import { createProjectionRunner } from '../../../src/readModel/projectionRunner.ts';
 import type { ProjectionRunner } from '../../../src/readModel/projectionRunner.ts';
-import { createSqliteEventStore } from '../../../src/store/sqliteEventStore.ts';
+import { createSqliteEventStore } from '../../../src/store/sqlite/sqliteEventStore.ts';
 import { startIngestOverAmqp } from './ingestOverAmqp.ts';
 
 const url = process.env['CONVERGE_FAULT_AMQP_URL'];

@@ -7,7 +7,7 @@
 //   CONVERGE_FAULT_KEY_SEED   the signing key's 32-byte seed, hex
 // Prints one line `ready` on stdout once serving; on SIGTERM stops cleanly (SIGKILL is the point).
 import pino from 'pino';
-import { signingKeyFromSeed } from '../../../src/declaration/index.ts';
+import { signingKeyFromSeed } from '../../../src/core/declaration/index.ts';
 import { startEngineOverAmqp } from './engineOverAmqp.ts';
 
 const url = process.env['CONVERGE_FAULT_AMQP_URL'];

@@ -1,4 +1,4 @@
-import { ConvergeError } from '../../../src/errors.ts';
+import { ConvergeError } from '../../../src/core/errors.ts';
 import type { AppendResult, EventStore, StreamWrite } from '../../../src/store/port.ts';
 
 // An EventStore that breaks on command, for engine tests. Faults are switched at run time so one

@@ -1,0 +1,162 @@
+// A hand-written check of the three node events as the engine stores them, ahead of zod, for
+// the paths that decode the whole log (replay, a cold start, the projections): zod's safeParse
+// was about a third of the time `replay --verify` spent per event (issue 10 §5), most of it
+// copying objects that were already exactly right. The wire's fast path (src/core/wire/fastPath.ts)
+// works the same way: zod stays the one definition of a valid event. These functions return
+// data deep-equal to what the zod schema in events.ts returns for an input they accept — the
+// parsed object itself, not a copy, so only when it holds no key the schema would strip — and
+// null, "ask zod", for anything else, so a malformed event is still refused by zod, with zod's
+// message. test/core/events/fastDecode.property.test.ts checks that on generated and broken data.
+
+import type { AliveSeenData, DeclarationSentData, ReportReceivedData } from './events.ts';
+import { rolloutIdPattern } from './rollouts.ts';
+
+type Plain = Record<string, unknown>;
+
+const isPlainObject = (v: unknown): v is Plain => typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype;
+
+/** 1 for the char codes of a lowercase hex digit. */
+const hexDigit = new Uint8Array(0x10000);
+for (const ch of '0123456789abcdef') hexDigit[ch.charCodeAt(0)] = 1;
+
+/** events.ts's digest, /^[0-9a-f]{64}$/, as a loop over char codes and a table (the regex took ~1.5× as long). */
+export function isDigest(v: unknown): boolean {
+  if (typeof v !== 'string' || v.length !== 64) return false;
+  for (let i = 0; i < 64; i++) if (hexDigit[v.charCodeAt(i)] !== 1) return false;
+  return true;
+}
+
+/** Two decimal digits at `i`, or -1. */
+function twoDigits(s: string, i: number): number {
+  const a = s.charCodeAt(i) - 0x30;
+  const b = s.charCodeAt(i + 1) - 0x30;
+  return a >= 0 && a <= 9 && b >= 0 && b <= 9 ? a * 10 + b : -1;
+}
+
+/**
+ * Date#toISOString's own form, `YYYY-MM-DDTHH:mm:ss.sssZ`, with every field in a range Date.parse
+ * reads (it takes day 31 of any month): how the engine writes every time. Date.parse cost about
+ * half a microsecond per event on a replay; this is a few comparisons.
+ */
+export function isPlainIso(s: string): boolean {
+  if (s.length !== 24) return false;
+  if (s.charCodeAt(4) !== 0x2d || s.charCodeAt(7) !== 0x2d || s.charCodeAt(10) !== 0x54 || s.charCodeAt(13) !== 0x3a) return false;
+  if (s.charCodeAt(16) !== 0x3a || s.charCodeAt(19) !== 0x2e || s.charCodeAt(23) !== 0x5a) return false;
+  if (twoDigits(s, 0) < 0 || twoDigits(s, 2) < 0 || twoDigits(s, 20) < 0) return false;
+  const digit = s.charCodeAt(22) - 0x30;
+  if (digit < 0 || digit > 9) return false;
+  const month = twoDigits(s, 5);
+  const day = twoDigits(s, 8);
+  const hour = twoDigits(s, 11);
+  const minute = twoDigits(s, 14);
+  const second = twoDigits(s, 17);
+  return (
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day <= 31 &&
+    hour >= 0 &&
+    hour <= 23 &&
+    minute >= 0 &&
+    minute <= 59 &&
+    second >= 0 &&
+    second <= 59
+  );
+}
+
+/** zod's `iso` in events.ts: a string Date.parse reads. */
+export const isIso = (v: unknown): boolean => typeof v === 'string' && (isPlainIso(v) || !Number.isNaN(Date.parse(v)));
+const isNodeName = (v: unknown): boolean => typeof v === 'string' && v.length > 0;
+const isCount = (v: unknown): boolean => Number.isSafeInteger(v) && (v as number) >= 1;
+
+export function isStringArray(v: unknown): boolean {
+  if (!Array.isArray(v)) return false;
+  for (let i = 0; i < v.length; i++) if (typeof v[i] !== 'string') return false;
+  return true;
+}
+
+export function isIntArray(v: unknown): boolean {
+  if (!Array.isArray(v)) return false;
+  for (let i = 0; i < v.length; i++) if (!Number.isSafeInteger(v[i])) return false;
+  return true;
+}
+
+/** src/core/wire's stringMap: a plain object whose values are all strings. */
+export function isStringMap(v: unknown): boolean {
+  if (!isPlainObject(v)) return false;
+  for (const k in v) if (typeof v[k] !== 'string') return false;
+  return true;
+}
+
+/**
+ * Enumerable keys, counted without building an array. For-in also meets inherited enumerable keys
+ * (none on Object.prototype unless someone adds one): such a count only comes out too high, and
+ * the check then asks zod, so no own-key test per key is needed to stay correct.
+ */
+function keyCount(v: Plain): number {
+  let n = 0;
+  for (const _ in v) n++;
+  return n;
+}
+
+const isNullableString = (v: unknown): boolean => v === null || typeof v === 'string';
+
+export function isTransport(v: unknown): boolean {
+  if (!isPlainObject(v)) return false;
+  return isNullableString(v.messageId) && typeof v.redelivered === 'boolean' && isNullableString(v.userId) && keyCount(v) === 3;
+}
+
+export function isRolloutTag(v: unknown): boolean {
+  if (!isPlainObject(v)) return false;
+  return typeof v.id === 'string' && rolloutIdPattern.test(v.id) && isCount(v.wave) && keyCount(v) === 2;
+}
+
+/** The zod output of declarationSentData for `v`, or null to let zod decide. */
+export function fastDeclarationSent(v: unknown): DeclarationSentData | null {
+  if (!isPlainObject(v)) return null;
+  // A present `rollout: undefined` cannot come out of JSON; `in` keeps the count honest anyway.
+  const tagged = v.rollout !== undefined;
+  if (!tagged && 'rollout' in v) return null;
+  const ok =
+    isNodeName(v.node) &&
+    isCount(v.serial) &&
+    isDigest(v.digest) &&
+    isDigest(v.specDigest) &&
+    typeof v.declaration === 'string' &&
+    typeof v.signature === 'string' &&
+    typeof v.keyId === 'string' &&
+    isStringArray(v.resourceIds) &&
+    isIso(v.sentAt) &&
+    (!tagged || isRolloutTag(v.rollout)) &&
+    keyCount(v) === (tagged ? 10 : 9);
+  return ok ? (v as DeclarationSentData) : null;
+}
+
+/** The zod output of reportReceivedData for `v`, or null to let zod decide. */
+export function fastReportReceived(v: unknown): ReportReceivedData | null {
+  if (!isPlainObject(v)) return null;
+  const ok =
+    isNodeName(v.node) &&
+    (v.declared === null || isDigest(v.declared)) &&
+    isStringArray(v.applied) &&
+    isStringMap(v.failed) &&
+    typeof v.refused === 'string' &&
+    isIntArray(v.carried) &&
+    isIso(v.receivedAt) &&
+    isTransport(v.transport) &&
+    keyCount(v) === 8;
+  return ok ? (v as ReportReceivedData) : null;
+}
+
+/** The zod output of aliveSeenData for `v`, or null to let zod decide. */
+export function fastAliveSeen(v: unknown): AliveSeenData | null {
+  if (!isPlainObject(v)) return null;
+  return isNodeName(v.node) && isIso(v.seenAt) && keyCount(v) === 2 ? (v as AliveSeenData) : null;
+}
+
+/** The fast check for a type, if it has one. */
+export const fastDecoders: Readonly<Record<string, ((v: unknown) => unknown) | undefined>> = {
+  DeclarationSent: fastDeclarationSent,
+  ReportReceived: fastReportReceived,
+  AliveSeen: fastAliveSeen,
+};

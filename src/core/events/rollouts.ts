@@ -1,0 +1,182 @@
+import { z } from 'zod';
+
+// Issue 14: a rollout is an event stream of its own, `rollout-<id>`, beside the node streams.
+// Its events record what was planned and every decision the driver took, with the facts that
+// depended on a clock (a wave's timeout, a failure seen) written into the event, so that folding
+// the stream again gives the same rollout without a clock. The sends themselves are ordinary
+// DeclarationSent events in the node streams, tagged with the rollout; RolloutSent lists them in
+// the rollout stream too, appended in the same store call (docs/design.md, "Rollouts").
+
+const iso = z.string().refine((s) => !Number.isNaN(Date.parse(s)), 'not an ISO 8601 time');
+const digest = z.string().regex(/^[0-9a-f]{64}$/);
+const count = z.number().int().min(0);
+
+/**
+ * A rollout id becomes a stream name (`rollout-<id>`) and a URL segment, so it takes the node
+ * ids' conservative charset (src/core/wire/nodeId.ts).
+ */
+export const rolloutIdPattern = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+const rolloutId = z.string().regex(rolloutIdPattern);
+
+/** How the targets were chosen; the chosen nodes themselves are in RolloutNodesListed. */
+export const rolloutSelection = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('nodes') }),
+  z.object({ kind: z.literal('all') }),
+  z.object({ kind: z.literal('spec'), specDigest: digest }),
+  z.object({ kind: z.literal('prefix'), prefix: z.string().min(1) }),
+]);
+
+/** Why a node counts against the failure budget. */
+export const failureReasons = ['refused', 'degraded', 'timeout', 'unsendable'] as const;
+export type FailureReason = (typeof failureReasons)[number];
+
+const failure = z.object({ node: z.string().min(1), reason: z.enum(failureReasons), detail: z.string() });
+
+export const rolloutStartedData = z.object({
+  rollout: rolloutId,
+  /** The spec sent to every target, as given (each node's declaration wraps it with its own node, serial, time). */
+  resources: z.array(z.looseObject({ id: z.string().min(1) })),
+  specDigest: digest,
+  selection: rolloutSelection,
+  /** How many nodes were selected; their ids follow in RolloutNodesListed events, in wave order. */
+  targets: z.number().int().min(1),
+  /** Cumulative node counts at the end of each wave, strictly increasing; the last is `targets`. */
+  waves: z.array(z.number().int().min(1)).min(1),
+  /** The plan as the operator wrote it, for people: `1,10%,50%,100%`, `5%`. */
+  asGiven: z.object({ waves: z.string(), maxFailures: z.string() }),
+  /** The failure budget resolved to a count: the rollout halts when failures exceed it. */
+  maxFailures: count,
+  waveTimeoutMs: z.number().int().min(1),
+  /** Wait between a wave's completion and the next wave's start. */
+  pauseMs: count,
+  startedBy: z.string(),
+  startedAt: iso,
+});
+
+export const rolloutNodesListedData = z.object({
+  rollout: rolloutId,
+  /** Index of the first node of this list among the targets (lists are appended in order). */
+  from: count,
+  nodes: z.array(z.string().min(1)).min(1),
+  listedAt: iso,
+});
+
+export const waveStartedData = z.object({
+  rollout: rolloutId,
+  wave: z.number().int().min(1),
+  /** The wave's nodes are targets[from, to). */
+  from: count,
+  to: count,
+  startedAt: iso,
+});
+
+export const rolloutSentData = z.object({
+  rollout: rolloutId,
+  wave: z.number().int().min(1),
+  /** Declarations recorded in the same store call, one per node. */
+  sends: z.array(z.object({ node: z.string().min(1), serial: z.number().int().min(1), digest })),
+  /** Nodes the engine could not send the spec to (a carried port), with the error's code and message. */
+  skipped: z.array(z.object({ node: z.string().min(1), code: z.string(), reason: z.string() })),
+  sentAt: iso,
+});
+
+export const waveCompletedData = z.object({
+  rollout: rolloutId,
+  wave: z.number().int().min(1),
+  completedAt: iso,
+  done: count,
+  failed: count,
+  superseded: count,
+  /** The wave's failures (the first `listLimit`; `failed` counts them all). */
+  failures: z.array(failure),
+  /** Nodes sent a newer declaration from elsewhere before reading ours (the first `listLimit`). */
+  supersededNodes: z.array(z.string()),
+});
+
+export const rolloutPausedData = z.object({ rollout: rolloutId, by: z.string(), reason: z.string(), at: iso });
+export const rolloutResumedData = z.object({ rollout: rolloutId, by: z.string(), at: iso });
+export const rolloutAbortedData = z.object({ rollout: rolloutId, by: z.string(), reason: z.string(), at: iso });
+
+export const rolloutHaltedData = z.object({
+  rollout: rolloutId,
+  wave: z.number().int().min(1),
+  at: iso,
+  /** Failures counted over the whole rollout when it halted, and the budget they exceeded. */
+  failures: count,
+  maxFailures: count,
+  /** The open wave's failures at that moment (the first `listLimit`). */
+  failed: z.array(failure),
+});
+
+export const rolloutCompletedData = z.object({ rollout: rolloutId, at: iso, done: count, failed: count, superseded: count });
+
+/** Lists of nodes inside one event stop here, so an event stays far below the store's size limit. */
+export const listLimit = 1_000;
+
+export type RolloutSelection = z.infer<typeof rolloutSelection>;
+export type RolloutFailure = z.infer<typeof failure>;
+export type RolloutStartedData = Readonly<z.infer<typeof rolloutStartedData>>;
+export type RolloutNodesListedData = Readonly<z.infer<typeof rolloutNodesListedData>>;
+export type WaveStartedData = Readonly<z.infer<typeof waveStartedData>>;
+export type RolloutSentData = Readonly<z.infer<typeof rolloutSentData>>;
+export type WaveCompletedData = Readonly<z.infer<typeof waveCompletedData>>;
+export type RolloutPausedData = Readonly<z.infer<typeof rolloutPausedData>>;
+export type RolloutResumedData = Readonly<z.infer<typeof rolloutResumedData>>;
+export type RolloutAbortedData = Readonly<z.infer<typeof rolloutAbortedData>>;
+export type RolloutHaltedData = Readonly<z.infer<typeof rolloutHaltedData>>;
+export type RolloutCompletedData = Readonly<z.infer<typeof rolloutCompletedData>>;
+
+export const rolloutEventDataSchemas = {
+  RolloutStarted: rolloutStartedData,
+  RolloutNodesListed: rolloutNodesListedData,
+  WaveStarted: waveStartedData,
+  RolloutSent: rolloutSentData,
+  WaveCompleted: waveCompletedData,
+  RolloutPaused: rolloutPausedData,
+  RolloutResumed: rolloutResumedData,
+  RolloutHalted: rolloutHaltedData,
+  RolloutCompleted: rolloutCompletedData,
+  RolloutAborted: rolloutAbortedData,
+} as const;
+
+type Ev<Type extends string, Data> = Readonly<{ type: Type; data: Data }>;
+export type RolloutStarted = Ev<'RolloutStarted', RolloutStartedData>;
+export type RolloutNodesListed = Ev<'RolloutNodesListed', RolloutNodesListedData>;
+export type WaveStarted = Ev<'WaveStarted', WaveStartedData>;
+export type RolloutSent = Ev<'RolloutSent', RolloutSentData>;
+export type WaveCompleted = Ev<'WaveCompleted', WaveCompletedData>;
+export type RolloutPaused = Ev<'RolloutPaused', RolloutPausedData>;
+export type RolloutResumed = Ev<'RolloutResumed', RolloutResumedData>;
+export type RolloutHalted = Ev<'RolloutHalted', RolloutHaltedData>;
+export type RolloutCompleted = Ev<'RolloutCompleted', RolloutCompletedData>;
+export type RolloutAborted = Ev<'RolloutAborted', RolloutAbortedData>;
+export type RolloutEvent =
+  | RolloutStarted
+  | RolloutNodesListed
+  | WaveStarted
+  | RolloutSent
+  | WaveCompleted
+  | RolloutPaused
+  | RolloutResumed
+  | RolloutHalted
+  | RolloutCompleted
+  | RolloutAborted;
+export type RolloutEventType = RolloutEvent['type'];
+
+export const rolloutEventTypes = [
+  'RolloutStarted',
+  'RolloutNodesListed',
+  'WaveStarted',
+  'RolloutSent',
+  'WaveCompleted',
+  'RolloutPaused',
+  'RolloutResumed',
+  'RolloutHalted',
+  'RolloutCompleted',
+  'RolloutAborted',
+] as const satisfies readonly RolloutEventType[];
+
+export const rolloutStreamPrefix = 'rollout-';
+export const rolloutStreamOf = (rollout: string): string => `${rolloutStreamPrefix}${rollout}`;
+export const rolloutOfStream = (stream: string): string | null =>
+  stream.startsWith(rolloutStreamPrefix) ? stream.slice(rolloutStreamPrefix.length) : null;
