@@ -9,6 +9,7 @@ import { test } from 'node:test';
 const root = new URL('../..', import.meta.url).pathname;
 const pages = [
   'README.md',
+  'CONTRIBUTING.md',
   'bench/README.md',
   'test/support/README.md',
   ...readdirSync(join(root, 'docs'))
