@@ -90,6 +90,10 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
   // An idle pooled connection that breaks (server restart) is dropped by the pool and reported
   // here; the next query opens a new one, and a failing query reports STORE_UNAVAILABLE itself.
   pool.on('error', () => undefined);
+  // The pool listens for errors only while a connection is idle: one that breaks while checked
+  // out (terminated mid-transaction) would emit an 'error' nobody handles and end the process.
+  // Its query fails and reports the error; this listener only keeps the event from escaping.
+  pool.on('connect', (client) => client.on('error', () => undefined));
 
   const s = schema;
   const queryOf =

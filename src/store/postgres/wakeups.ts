@@ -27,8 +27,9 @@ export function listenForAppends(
     const backoff = createBackoff(backoffOptions);
     while (!abort.signal.aborted) {
       const c = new pg.Client(config);
+      // `on`, not `once`: a dying connection can emit several errors, and any without a listener ends the process.
       const lost = new Promise<unknown>((resolve) => {
-        c.once('error', resolve);
+        c.on('error', resolve);
         c.once('end', () => resolve(new Error('LISTEN connection ended')));
       });
       try {
