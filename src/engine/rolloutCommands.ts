@@ -215,8 +215,16 @@ async function command(
     if (s === null) throw notFound(id);
     const event = change(s, deps.now().toISOString());
     try {
-      await deps.store.append([{ stream: rolloutStreamOf(id), expected: s.revision, events: [event] }]);
+      const r = await deps.store.append([{ stream: rolloutStreamOf(id), expected: s.revision, events: [event] }]);
+      // Written by another caller: an identical command taken at the same revision has the same
+      // id, and the store keeps it once. This one recorded nothing, so it must not answer as if
+      // it had: decide again on what the other wrote (a pause then finds the rollout paused).
+      if ((r.streams[0]?.written ?? 0) === 0) {
+        if (attempt++ < attempts) continue;
+        throw stateError(s, `rollout ${id} changed under this command ${attempts} times; nothing was recorded`);
+      }
     } catch (err) {
+      if (isConvergeError(err, 'CONVERGE_ERR_ROLLOUT_STATE')) throw err;
       if (!isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION')) throw err;
       // Nothing new to read: the event that moved the stream waits for its group-commit sync
       // (the driver's, in serve): wait for it rather than fail 5 times in one turn (send.ts).
