@@ -39,6 +39,8 @@ export {
   nodeOutcome,
   failureDetail,
   decide,
+  supersededPolicy,
+  budgetUsed,
   eventOfDecision,
   waveProgress,
   planWaves,

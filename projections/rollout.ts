@@ -8,6 +8,7 @@ import type {
   RolloutHaltedData,
   RolloutAbortedData,
   RolloutCompletedData,
+  OnSuperseded,
 } from '../src/core/events/index.ts';
 import { makeRolloutEvent } from '../src/core/events/index.ts';
 import type { WithId } from '../src/core/events/index.ts';
@@ -289,6 +290,13 @@ export type Decision =
 
 const cap = <T>(xs: readonly T[], n: number): T[] => (xs.length > n ? xs.slice(0, n) : [...xs]);
 
+/** A rollout's superseded policy: recorded in its plan, 'fail' when the plan predates the choice. */
+export const supersededPolicy = (s: Pick<RolloutState, 'started'>): OnSuperseded => s.started.onSuperseded ?? 'fail';
+
+/** Failures spent of the budget over the completed waves: superseded nodes too under 'fail'. */
+export const budgetUsed = (s: Pick<RolloutState, 'started' | 'failed' | 'superseded'>): number =>
+  s.failed + (supersededPolicy(s) === 'fail' ? s.superseded : 0);
+
 export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: number, listLimit = 1_000): Decision {
   if (isTerminal(s.status)) return { kind: 'wait', untilMs: null, why: s.status };
   if (s.status === 'paused') return { kind: 'wait', untilMs: null, why: 'paused' };
@@ -312,24 +320,59 @@ export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: nu
   }
 
   if (progress === null || progress.wave !== w.wave) return { kind: 'wait', untilMs: null, why: 'progress not known yet' };
+  // A superseded node is not done: under 'fail' it spends the budget like any failure, under
+  // 'hold' it keeps the wave open. Either way it never counts towards the wave's completion.
+  const supersededFail = supersededPolicy(s) === 'fail';
+  const supersededFailures = (): RolloutFailure[] =>
+    supersededFail
+      ? progress
+          .supersededNodes()
+          .map((node) => ({ node, reason: 'superseded' as const, detail: 'sent a newer declaration from elsewhere' }))
+      : [];
+  const seen = (): RolloutFailure[] => cap([...progress.failures, ...supersededFailures()], listLimit);
   // The budget first: a failure seen halts the rollout before anything more is sent.
-  const failures = s.failed + progress.failureCount;
+  const failures = budgetUsed(s) + progress.failureCount + (supersededFail ? progress.superseded : 0);
   if (failures > maxFailures) {
-    return { kind: 'halt', data: { wave: w.wave, failures, maxFailures, failed: cap(progress.failures, listLimit) } };
+    return { kind: 'halt', data: { wave: w.wave, failures, maxFailures, failed: seen(), why: 'overBudget' } };
   }
   if (progress.unsentCount > 0) return { kind: 'send', wave: w.wave, nodes: progress.unsent };
-  const completion = (extra: readonly RolloutFailure[], extraCount: number) => ({
-    kind: 'completeWave' as const,
-    data: {
-      wave: w.wave,
-      done: progress.done,
-      failed: progress.failureCount + extraCount,
-      superseded: progress.superseded,
-      failures: cap([...progress.failures, ...extra], listLimit),
-      supersededNodes: cap(progress.supersededNodes(), listLimit),
-    },
-  });
-  if (progress.pending === 0) return completion([], 0);
+  const held: Decision | null =
+    !supersededFail && progress.superseded > 0
+      ? {
+          kind: 'wait',
+          untilMs: null,
+          why: `${progress.superseded} superseded node(s) hold wave ${w.wave}: abort the rollout, or send them its spec again`,
+        }
+      : null;
+  const settle = (extra: readonly RolloutFailure[], extraCount: number): Decision => {
+    if (held !== null) return held;
+    // A wave completes only on proof: with no node done, nothing shows the spec works anywhere,
+    // and the next wave must not open to more nodes on failures the budget happened to allow.
+    if (progress.done === 0) {
+      return {
+        kind: 'halt',
+        data: {
+          wave: w.wave,
+          failures: failures + extraCount,
+          maxFailures,
+          failed: cap([...seen(), ...extra], listLimit),
+          why: 'noneDone',
+        },
+      };
+    }
+    return {
+      kind: 'completeWave',
+      data: {
+        wave: w.wave,
+        done: progress.done,
+        failed: progress.failureCount + extraCount,
+        superseded: progress.superseded,
+        failures: cap([...progress.failures, ...extra], listLimit),
+        supersededNodes: cap(progress.supersededNodes(), listLimit),
+      },
+    };
+  };
+  if (progress.pending === 0) return settle([], 0);
   const deadline = waveDeadline(s, w);
   if (deadline === null || nowMs < deadline) {
     return { kind: 'wait', untilMs: deadline, why: `${progress.pending} node(s) of wave ${w.wave} still behind` };
@@ -339,10 +382,16 @@ export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: nu
   if (failures + progress.pending > maxFailures) {
     return {
       kind: 'halt',
-      data: { wave: w.wave, failures: failures + progress.pending, maxFailures, failed: cap([...progress.failures, ...late], listLimit) },
+      data: {
+        wave: w.wave,
+        failures: failures + progress.pending,
+        maxFailures,
+        failed: cap([...seen(), ...late], listLimit),
+        why: 'overBudget',
+      },
     };
   }
-  return completion(late, progress.pending);
+  return settle(late, progress.pending);
 }
 
 /**

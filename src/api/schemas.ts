@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { livenessStates, nodeOutcomes, nodeStatuses, reportClasses, rolloutStatuses } from '../../projections/index.ts';
-import { failureReasons, rolloutIdPattern } from '../core/events/index.ts';
+import { failureReasons, onSupersededPolicies, rolloutIdPattern } from '../core/events/index.ts';
 
 // Zod schemas of everything the HTTP API reads and writes (DESIGN §7). Routes declare them, the
 // type provider validates requests with them and types the handlers from them, and
@@ -385,6 +385,7 @@ export const rolloutSummary = named(
     maxFailures: count,
     waveTimeoutMs: count,
     pauseMs: count,
+    onSuperseded: z.enum(onSupersededPolicies).describe('what a superseded node means: fail (against the budget) or hold (its wave)'),
     startedBy: z.string(),
     startedAt: iso,
     updatedAt: iso,
@@ -402,7 +403,14 @@ export const rolloutSummary = named(
       ),
     pausedAt: iso.nullable(),
     halted: z
-      .object({ wave: z.number().int(), at: iso, failures: count, maxFailures: count, failed: z.array(failure).readonly() })
+      .object({
+        wave: z.number().int(),
+        at: iso,
+        failures: count,
+        maxFailures: count,
+        failed: z.array(failure).readonly(),
+        why: z.enum(['overBudget', 'noneDone']).describe('failures over the budget, or a wave settled with no node done'),
+      })
       .nullable(),
     completed: z.object({ at: iso, done: count, failed: count, superseded: count }).nullable(),
     aborted: z.object({ by: z.string(), reason: z.string(), at: iso }).nullable(),
@@ -458,6 +466,12 @@ export const rolloutStartBody = named(
     maxFailures: z.string().min(1).max(20).describe('`3` or `5%` of the targets: failures beyond it halt the rollout'),
     waveTimeoutMs: z.number().int().min(1),
     pauseMs: z.number().int().min(0).optional(),
+    onSuperseded: z
+      .enum(onSupersededPolicies)
+      .optional()
+      .describe(
+        "a node sent a newer declaration from elsewhere: 'fail' counts it against the budget (default), 'hold' keeps its wave open",
+      ),
   }),
   'A spec to roll out, to which nodes, in which waves, with which failure budget',
 );

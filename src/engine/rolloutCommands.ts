@@ -1,8 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { specDigestOf, validateSpec } from '../core/declaration/index.ts';
 import { ConvergeError, isConvergeError } from '../core/errors.ts';
-import { listLimit, makeRolloutEvent, rolloutIdPattern, rolloutStreamOf } from '../core/events/index.ts';
-import type { Recorded, RolloutEvent, RolloutSelection, RolloutStarted, RolloutStartedData, WithId } from '../core/events/index.ts';
+import { listLimit, makeRolloutEvent, onSupersededPolicies, rolloutIdPattern, rolloutStreamOf } from '../core/events/index.ts';
+import type {
+  OnSuperseded,
+  Recorded,
+  RolloutEvent,
+  RolloutSelection,
+  RolloutStarted,
+  RolloutStartedData,
+  WithId,
+} from '../core/events/index.ts';
 import type { EventStore } from '../store/port.ts';
 import { validateNodeId } from '../core/wire/nodeId.ts';
 import { createUnseenPause } from './send.ts';
@@ -36,6 +44,8 @@ export type StartRolloutInput = Readonly<{
   waveTimeoutMs: number;
   /** Wait between a wave's completion and the next one's start (default 0). */
   pauseMs?: number;
+  /** A node superseded from elsewhere: 'fail' counts it against the budget (default), 'hold' keeps its wave open. */
+  onSuperseded?: OnSuperseded;
   startedBy: string;
 }>;
 
@@ -106,6 +116,8 @@ export async function startRollout(deps: StartRolloutDeps, input: StartRolloutIn
   if (!Number.isSafeInteger(input.waveTimeoutMs) || input.waveTimeoutMs < 1)
     throw planError(`the wave timeout must be a whole number of milliseconds, at least 1 (got ${input.waveTimeoutMs})`);
   const pauseMs = input.pauseMs ?? 0;
+  if (input.onSuperseded !== undefined && !onSupersededPolicies.includes(input.onSuperseded))
+    throw planError(`on superseded must be fail or hold (got ${JSON.stringify(input.onSuperseded)})`);
   if (!Number.isSafeInteger(pauseMs) || pauseMs < 0)
     throw planError(`the pause between waves must be a whole number of milliseconds, 0 or more (got ${pauseMs})`);
 
@@ -129,6 +141,7 @@ export async function startRollout(deps: StartRolloutDeps, input: StartRolloutIn
       maxFailures,
       waveTimeoutMs: input.waveTimeoutMs,
       pauseMs,
+      onSuperseded: input.onSuperseded ?? 'fail',
       startedBy: input.startedBy,
       startedAt: at,
     }),
@@ -163,6 +176,7 @@ function samePlan(s: RolloutState, d: RolloutStartedData, targets: readonly stri
     a.maxFailures === d.maxFailures &&
     a.waveTimeoutMs === d.waveTimeoutMs &&
     a.pauseMs === d.pauseMs &&
+    (a.onSuperseded ?? 'fail') === (d.onSuperseded ?? 'fail') &&
     a.startedBy === d.startedBy &&
     s.targets.length === targets.length &&
     s.targets.every((n, i) => n === targets[i])
@@ -201,8 +215,16 @@ async function command(
     if (s === null) throw notFound(id);
     const event = change(s, deps.now().toISOString());
     try {
-      await deps.store.append([{ stream: rolloutStreamOf(id), expected: s.revision, events: [event] }]);
+      const r = await deps.store.append([{ stream: rolloutStreamOf(id), expected: s.revision, events: [event] }]);
+      // Written by another caller: an identical command taken at the same revision has the same
+      // id, and the store keeps it once. This one recorded nothing, so it must not answer as if
+      // it had: decide again on what the other wrote (a pause then finds the rollout paused).
+      if ((r.streams[0]?.written ?? 0) === 0) {
+        if (attempt++ < attempts) continue;
+        throw stateError(s, `rollout ${id} changed under this command ${attempts} times; nothing was recorded`);
+      }
     } catch (err) {
+      if (isConvergeError(err, 'CONVERGE_ERR_ROLLOUT_STATE')) throw err;
       if (!isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION')) throw err;
       // Nothing new to read: the event that moved the stream waits for its group-commit sync
       // (the driver's, in serve): wait for it rather than fail 5 times in one turn (send.ts).

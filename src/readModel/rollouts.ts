@@ -1,4 +1,6 @@
 import {
+  budgetUsed,
+  supersededPolicy,
   createLatencyHistogram,
   failureDetail,
   foldRollout,
@@ -18,7 +20,7 @@ import type {
   RolloutStatus,
   WaveProgress,
 } from '../../projections/index.ts';
-import type { Recorded, RolloutEvent, RolloutFailure } from '../core/events/index.ts';
+import type { OnSuperseded, Recorded, RolloutEvent, RolloutFailure } from '../core/events/index.ts';
 import { rolloutEventTypes, rolloutOfStream, rolloutStreamPrefix } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 import type { ReadModel } from './readModel.ts';
@@ -64,6 +66,7 @@ export type RolloutSummary = Readonly<{
   maxFailures: number;
   waveTimeoutMs: number;
   pauseMs: number;
+  onSuperseded: OnSuperseded;
   startedBy: string;
   startedAt: string;
   updatedAt: string;
@@ -83,7 +86,7 @@ export type RolloutSummary = Readonly<{
    */
   eta: Readonly<{ remaining: number; ms: number | null; at: string | null }>;
   pausedAt: string | null;
-  halted: RolloutState['halted'];
+  halted: (NonNullable<RolloutState['halted']> & Readonly<{ why: 'overBudget' | 'noneDone' }>) | null;
   completed: RolloutState['completed'];
   aborted: RolloutState['aborted'];
   /** Store position of the last change: a rollout event, or a change of one of its nodes' outcomes. */
@@ -270,7 +273,8 @@ export function createRolloutView(readModel: ReadModel): RolloutView {
       const size = w.to - w.from;
       const failed = c.refused + c.degraded + c.unsendable;
       const settled = c.pending + c.done + failed + c.superseded;
-      const deadline = w.completed === null ? waveDeadline(r.state, w) : null;
+      // A wave left open by a halt or an abort never times out: it has no deadline to show.
+      const deadline = w.completed === null && !isTerminal(r.state.status) ? waveDeadline(r.state, w) : null;
       return {
         wave: w.wave,
         from: w.from,
@@ -306,7 +310,8 @@ export function createRolloutView(readModel: ReadModel): RolloutView {
       totals.superseded += w.superseded;
     }
     const open = s.current > 0 ? s.waves[s.current - 1] : undefined;
-    const openFailed = open !== undefined && open.completed === null ? (waves[open.wave - 1]?.failed ?? 0) : 0;
+    const openWave = open !== undefined && open.completed === null ? waves[open.wave - 1] : undefined;
+    const openFailed = openWave === undefined ? 0 : openWave.failed + (supersededPolicy(s) === 'fail' ? openWave.superseded : 0);
     const settled = totals.done + totals.failed + totals.superseded;
     const remaining = s.started.targets - settled;
     let etaMs: number | null = null;
@@ -325,13 +330,15 @@ export function createRolloutView(readModel: ReadModel): RolloutView {
       maxFailures: s.started.maxFailures,
       waveTimeoutMs: s.started.waveTimeoutMs,
       pauseMs: s.started.pauseMs,
+      onSuperseded: supersededPolicy(s),
       startedBy: s.started.startedBy,
       startedAt: s.started.startedAt,
       updatedAt: s.updatedAt,
       current: s.current,
       waves,
       totals,
-      budget: { used: s.failed + openFailed, max: s.started.maxFailures },
+      // A halt records what it counted (the timeouts among them): the budget shows that, not a recount.
+      budget: { used: s.halted?.failures ?? budgetUsed(s) + openFailed, max: s.started.maxFailures },
       convergence: { samples: r.latencies.count(), p50Ms: r.latencies.percentile(50), p99Ms: r.latencies.percentile(99) },
       eta: {
         remaining: isTerminal(s.status) ? 0 : remaining,
@@ -339,7 +346,7 @@ export function createRolloutView(readModel: ReadModel): RolloutView {
         at: etaMs === null ? null : new Date(now + etaMs).toISOString(),
       },
       pausedAt: s.pausedAt,
-      halted: s.halted,
+      halted: s.halted === null ? null : { ...s.halted, why: s.halted.why ?? 'overBudget' },
       completed: s.completed,
       aborted: s.aborted,
       position: r.position.toString(),

@@ -151,3 +151,22 @@ test(
     assert.equal(current?.data.status, 'completed');
   },
 );
+
+test('12 pauses at once: one RolloutPaused recorded and one 200 showing it paused, the other 11 answer 409', async (t) => {
+  const h = await apiHarness();
+  t.after(() => h.close());
+  await h.history.send('a');
+  await h.settle();
+  const body = { rollout: 'r12', ...spec, selection: { kind: 'all' }, waves: '100%', maxFailures: '0', waveTimeoutMs: 60_000 };
+  assert.equal((await h.app.inject(post('/v1/rollouts', body))).statusCode, 202);
+  const answers = await Promise.all(Array.from({ length: 12 }, () => h.app.inject(post('/v1/rollouts/r12/pause', {}))));
+  const codes = answers.map((a) => a.statusCode).sort();
+  assert.deepEqual(codes, [200, ...Array<number>(11).fill(409)]);
+  assert.equal(answers.find((a) => a.statusCode === 200)?.json().status, 'paused');
+  const recorded = (await h.store.readStream('rollout-r12')).filter((e) => e.type === 'RolloutPaused');
+  assert.equal(recorded.length, 1);
+  const resumes = await Promise.all(Array.from({ length: 12 }, () => h.app.inject(post('/v1/rollouts/r12/resume', {}))));
+  const resumed = resumes.filter((a) => a.statusCode === 200);
+  assert.equal(resumed.length, 1);
+  assert.equal(resumed[0]?.json().status, 'running');
+});

@@ -188,3 +188,24 @@ test('a command that loses the race to the driver reads again and decides on wha
   assert.ok(raced);
   assert.deepEqual((await store.readStream(rolloutStreamOf('r1'))).map((e) => e.type).slice(-1), ['RolloutCompleted']);
 });
+
+test('12 pauses at once record one RolloutPaused; the others are refused as paused already, and each answer is the state after', async () => {
+  const { store, deps } = setup();
+  await startRollout(deps, input());
+  const results = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => pauseRollout(deps, 'r1', { by: `op${i}`, reason: '' })));
+  const paused = (await store.readStream(rolloutStreamOf('r1'))).filter((e) => e.type === 'RolloutPaused');
+  assert.equal(paused.length, 1);
+  const ok = results.filter((r) => r.status === 'fulfilled');
+  assert.equal(ok.length, 1, 'only the pause that recorded something answers with success');
+  assert.equal((ok[0] as PromiseFulfilledResult<{ status: string }>).value.status, 'paused');
+  for (const r of results.filter((x) => x.status === 'rejected')) {
+    assert.ok(
+      isConvergeError((r as PromiseRejectedResult).reason, 'CONVERGE_ERR_ROLLOUT_STATE'),
+      String((r as PromiseRejectedResult).reason),
+    );
+  }
+  const resumes = await Promise.allSettled(Array.from({ length: 12 }, () => resumeRollout(deps, 'r1', { by: 'op' })));
+  assert.equal(resumes.filter((r) => r.status === 'fulfilled').length, 1);
+  for (const r of resumes) if (r.status === 'fulfilled') assert.equal(r.value.status, 'running');
+  assert.equal((await store.readStream(rolloutStreamOf('r1'))).filter((e) => e.type === 'RolloutResumed').length, 1);
+});

@@ -35,7 +35,10 @@ type Expected =
   | Readonly<{ status: 'completed'; waves: readonly (readonly [done: number, failed: number])[] }>
   | Readonly<{ status: 'halted'; waves: readonly (readonly [number, number])[]; wave: number; atLeast: number; atMost: number }>;
 
-/** The model: waves in order; a wave's failures are its nodes that do not apply (the silent and the stale ones by timeout). */
+/**
+ * The model: waves in order; a wave's failures are its nodes that do not apply (the silent and
+ * the stale ones by timeout), and a wave completes only with at least one node done.
+ */
 function model(p: Plan): Expected {
   const n = p.behaviours.length;
   const cumulative = (planWaves(p.waves, n) as { cumulative: readonly number[] }).cumulative;
@@ -50,6 +53,10 @@ function model(p: Plan): Expected {
     // Failures that answer halt the rollout as soon as they exceed the budget, maybe before all of them answered.
     if (failed + answered > budget) return { status: 'halted', waves: done, wave: i + 1, atLeast: budget + 1, atMost: failed + answered };
     if (failed + answered + late > budget) {
+      return { status: 'halted', waves: done, wave: i + 1, atLeast: failed + answered + late, atMost: failed + answered + late };
+    }
+    // A wave settled with no node done proves nothing: the rollout halts there, whatever the budget left.
+    if (wave.length - answered - late === 0) {
       return { status: 'halted', waves: done, wave: i + 1, atLeast: failed + answered + late, atMost: failed + answered + late };
     }
     failed += answered + late;

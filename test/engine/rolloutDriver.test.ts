@@ -132,6 +132,31 @@ test('with no budget the refusing canary halts the rollout in wave 1', async () 
   }
 });
 
+test('a lone canary superseded by a stray send halts the rollout in wave 1: wave 2 never opens to the fleet', async () => {
+  const f = await rolloutFleet({ behaviour: { n1: 'silent' } });
+  try {
+    const id = await f.start({ rollout: 'stray', selection: { kind: 'nodes', nodes: nodes(50) }, waves: '1,100%', maxFailures: '0' });
+    await until('the canary sent to', async () => (await f.rollout(id)).sends.size === 1);
+    // Another declaration reaches the canary from elsewhere, and it converges on that one.
+    const [ours] = await f.sentTo('n1');
+    const stray = makeDeclarationSent({ node: 'n1', serial: ours!.data.serial + 1, resources: [{ id: 'db' }], key: testKey, now: f.now() });
+    await f.store.append([{ stream: streamOf('n1'), expected: ours!.revision, events: [stray] }]);
+    await f.report('n1', { applied: ['db'], declared: stray.data.digest });
+    await until('the rollout to end', async () => (await f.rollout(id)).status !== 'running');
+    await f.settle();
+    const s = await f.rollout(id);
+    assert.equal(s.status, 'halted');
+    assert.deepEqual([s.current, s.waves[0]?.completed ?? null], [1, null], 'wave 1 did not complete and wave 2 did not open');
+    assert.deepEqual(
+      s.halted?.failed.map((x) => [x.node, x.reason]),
+      [['n1', 'superseded']],
+    );
+    assert.equal((await f.sentTo('n2')).length, 0);
+  } finally {
+    await f.stop();
+  }
+});
+
 test('a node behind past the wave timeout counts against the budget; the timeout waits while paused', async () => {
   const f = await rolloutFleet({ behaviour: { n2: 'silent' } });
   try {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  budgetUsed,
   decide,
   eventOfDecision,
   foldNodeEvents,
@@ -61,7 +62,7 @@ test('targets: an explicit list keeps its order without repeats; the others come
 function world(
   id: string,
   nodes: readonly string[],
-  options: { waves: string; maxFailures?: number; timeoutMs?: number; pauseMs?: number },
+  options: { waves: string; maxFailures?: number; timeoutMs?: number; pauseMs?: number; onSuperseded?: 'fail' | 'hold' | null },
 ) {
   let position = 0n;
   let clock = Date.parse('2026-11-30T14:00:00Z');
@@ -86,6 +87,7 @@ function world(
       maxFailures: options.maxFailures ?? 0,
       waveTimeoutMs: options.timeoutMs ?? 60_000,
       pauseMs: options.pauseMs ?? 0,
+      ...(options.onSuperseded ? { onSuperseded: options.onSuperseded } : {}),
       startedBy: 'test',
       startedAt: iso(),
     }),
@@ -249,8 +251,8 @@ test('nodes still behind when the wave times out count against the budget; a pau
   );
 });
 
-test('a node sent a newer declaration from elsewhere is superseded, not done and not failed', () => {
-  const w = world('r5', ['a', 'b'], { waves: '100%' });
+test('a node sent a newer declaration from elsewhere is superseded, not done, and spends the budget', () => {
+  const w = world('r5', ['a', 'b'], { waves: '100%', maxFailures: 1 });
   w.run();
   w.h('a').report({ applied: ['web'], declared: w.digestSentTo('a') });
   const newer = w.h('b').send([{ id: 'db' }]);
@@ -260,6 +262,7 @@ test('a node sent a newer declaration from elsewhere is superseded, not done and
   const s = w.state();
   assert.deepEqual([s.done, s.failed, s.superseded], [1, 0, 1]);
   assert.deepEqual(s.waves[0]?.completed?.supersededNodes, ['b']);
+  assert.equal(budgetUsed(s), 1);
 });
 
 test('targets listed over several events are joined in order; a list repeated at the same offset adds nothing', () => {
@@ -290,4 +293,64 @@ test('targets listed over several events are joined in order; a list repeated at
   assert.deepEqual(s.targets, ['a', 'b', 'c']);
   assert.equal(s.revision, 3n);
   assert.deepEqual(decide(s, null, 0), { kind: 'startWave', wave: 1, from: 0, to: 1 });
+});
+
+test('a lone canary superseded from elsewhere proves nothing: by default it counts against the budget and wave 2 never opens', () => {
+  const w = world('r-canary', ['canary', ...Array.from({ length: 9 }, (_, i) => `n${i}`)], { waves: '1,100%' });
+  assert.deepEqual(kinds(w.run()), ['startWave', 'send', 'wait(1 node(s) of wave 1 still behind)']);
+  // Another declaration reaches the canary before it read ours (a stray POST /v1/declarations).
+  const newer = w.h('canary').send([{ id: 'db' }]);
+  w.h('canary').report({ applied: ['db'], declared: newer.data.digest });
+  const d = w.decide();
+  assert.equal(d.kind, 'halt', `decided ${kinds([d]).join()}`);
+  assert.deepEqual(
+    (d as Extract<Decision, { kind: 'halt' }>).data.failed.map((f) => [f.node, f.reason]),
+    [['canary', 'superseded']],
+  );
+  w.apply(d);
+  assert.equal(w.state().status, 'halted');
+  assert.equal(w.state().current, 1, 'wave 2 never opened');
+  assert.equal(w.state().sends.size, 1);
+});
+
+test('a wave with no node done never completes, even when its failures are within the budget', () => {
+  const w = world('r-nodone', ['canary', 'n1', 'n2'], { waves: '1,100%', maxFailures: 2 });
+  w.run();
+  const newer = w.h('canary').send([{ id: 'db' }]);
+  w.h('canary').report({ applied: ['db'], declared: newer.data.digest });
+  const d = w.decide();
+  assert.equal(d.kind, 'halt', `decided ${kinds([d]).join()}`);
+  assert.equal((d as Extract<Decision, { kind: 'halt' }>).data.why, 'noneDone');
+  w.apply(d);
+  assert.equal(w.state().current, 1);
+
+  // The same with a degraded canary and a budget of 1: no proof, so wave 2 does not open to everyone.
+  const v = world('r-degraded', ['canary', 'n1', 'n2'], { waves: '1,100%', maxFailures: 1 });
+  v.run();
+  v.h('canary').report({ applied: [], failed: { web: 'image pull failed' }, declared: v.digestSentTo('canary') });
+  const e = v.decide();
+  assert.equal(e.kind, 'halt', `decided ${kinds([e]).join()}`);
+  assert.equal((e as Extract<Decision, { kind: 'halt' }>).data.why, 'noneDone');
+});
+
+test("onSuperseded 'hold' keeps the wave open on a superseded node; a rollout recorded without the field takes 'fail'", () => {
+  const w = world('r-hold', ['a', 'b', 'c'], { waves: '2,100%', maxFailures: 5, onSuperseded: 'hold' });
+  w.run();
+  w.h('a').report({ applied: ['web'], declared: w.digestSentTo('a') });
+  const newer = w.h('b').send([{ id: 'db' }]);
+  w.h('b').report({ applied: ['db'], declared: newer.data.digest });
+  assert.deepEqual(kinds(w.run()), ['wait(1 superseded node(s) hold wave 1: abort the rollout, or send them its spec again)']);
+  w.tick(3_600_000);
+  assert.equal(w.decide().kind, 'wait', 'the timeout does not turn a held wave into a completed one');
+  assert.equal(w.state().current, 1);
+
+  const old = world('r-old', ['a', 'b', 'c'], { waves: '2,100%', maxFailures: 5, onSuperseded: null });
+  assert.equal(old.state().started.onSuperseded, undefined);
+  old.run();
+  old.h('a').report({ applied: ['web'], declared: old.digestSentTo('a') });
+  const other = old.h('b').send([{ id: 'db' }]);
+  old.h('b').report({ applied: ['db'], declared: other.data.digest });
+  // Within the budget of 5 and with a node done: the wave completes, the superseded node spent one of the budget.
+  assert.deepEqual(kinds(old.run()).slice(0, 2), ['completeWave', 'startWave']);
+  assert.equal(budgetUsed(old.state()), 1);
 });

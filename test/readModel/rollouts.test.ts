@@ -149,7 +149,8 @@ test('refused, degraded, unsendable and superseded nodes are counted per wave, w
       })),
       [{ pending: 1, refused: 1, degraded: 1, unsendable: 1, superseded: 1 }],
     );
-    assert.deepEqual(s?.budget, { used: 3, max: 3 });
+    // The superseded node spends the budget too (onSuperseded defaults to fail).
+    assert.deepEqual(s?.budget, { used: 4, max: 3 });
     assertMatchesReference(t.runner, 'r2');
     const page = t.runner.rollouts.nodes('r2', { limit: 10 });
     assert.deepEqual(

@@ -130,6 +130,7 @@ export const rolloutRoutes: FastifyPluginAsyncZod<RolloutRouteContext> = async (
         maxFailures: body.maxFailures,
         waveTimeoutMs: body.waveTimeoutMs,
         ...(body.pauseMs === undefined ? {} : { pauseMs: body.pauseMs }),
+        ...(body.onSuperseded === undefined ? {} : { onSuperseded: body.onSuperseded }),
         startedBy: who(headers.authorization),
       });
       await waitForView(rollouts, r.rollout, () => rollouts.get(r.rollout) !== undefined, visibleMs);

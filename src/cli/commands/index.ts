@@ -138,7 +138,7 @@ export const commands: readonly CommandSpec[] = [
     name: 'rollout',
     usage: [
       'converge rollout start <spec.json|-> (--nodes a,b | --all | --spec <digest> | --prefix <p>) --waves 1,10%,50%,100%',
-      '         --max-failures <n|p%> --wave-timeout <10m> [--pause <30s>] [--id <id>] [--json]',
+      '         --max-failures <n|p%> --wave-timeout <10m> [--pause <30s>] [--on-superseded fail|hold] [--id <id>] [--json]',
       '       converge rollout status <id> [--watch] [--json]',
       '       converge rollout pause|abort <id> [--reason <text>] [--json]',
       '       converge rollout resume <id> [--json]',
@@ -158,6 +158,11 @@ export const commands: readonly CommandSpec[] = [
         help: 'start: how long a wave may stay behind after its last send (30s, 10m, 1h)',
       },
       pause: { type: 'string', value: '<duration>', help: 'start: wait between a wave completing and the next opening' },
+      'on-superseded': {
+        type: 'string',
+        value: '<fail|hold>',
+        help: 'start: a node sent another declaration from elsewhere counts against the budget (fail, default) or holds its wave',
+      },
       id: { type: 'string', value: '<id>', help: 'start: name the rollout (default: the time and 6 random hex digits)' },
       watch: { type: 'boolean', help: 'status: follow the store and print again as it changes, until the rollout ends' },
       reason: { type: 'string', value: '<text>', help: 'pause, abort: why, for the record' },

@@ -92,6 +92,9 @@ async function start(ctx: Context, file: string): Promise<number> {
   if (timeout === undefined) throw usage('rollout start needs --wave-timeout <duration> (how long a wave may stay behind, like 10m)');
   const waveTimeoutMs = parseDuration('wave-timeout', timeout);
   const pause = str(values.pause);
+  const onSuperseded = str(values['on-superseded']);
+  if (onSuperseded !== undefined && onSuperseded !== 'fail' && onSuperseded !== 'hold')
+    throw usage(`--on-superseded is fail or hold (got ${JSON.stringify(onSuperseded)})`);
   const text = await readSpec(io, file, io.readStdin);
   let spec: unknown;
   try {
@@ -120,6 +123,7 @@ async function start(ctx: Context, file: string): Promise<number> {
         maxFailures,
         waveTimeoutMs,
         ...(pause === undefined ? {} : { pauseMs: parseDuration('pause', pause) }),
+        ...(onSuperseded === undefined ? {} : { onSuperseded }),
         startedBy: who(ctx),
       },
     );
@@ -181,7 +185,7 @@ export const run: Run = async (ctx) => {
   if (!(verbs as readonly string[]).includes(verb)) throw usage(`rollout takes ${verbs.join(', ')}, not ${JSON.stringify(verb)}`);
   const v = verb as Verb;
   if (v !== 'start') {
-    for (const f of ['nodes', 'all', 'spec', 'prefix', 'waves', 'max-failures', 'wave-timeout', 'pause', 'id'])
+    for (const f of ['nodes', 'all', 'spec', 'prefix', 'waves', 'max-failures', 'wave-timeout', 'pause', 'on-superseded', 'id'])
       if (ctx.values[f] !== undefined && ctx.values[f] !== false) throw usage(`--${f} is for rollout start`);
   }
   if (ctx.values.watch !== undefined && v !== 'status') throw usage('--watch is for rollout status');

@@ -28,7 +28,9 @@ export function rolloutDetail(r: RolloutSummary, failing: readonly RolloutNode[]
       : `~${durationText(r.eta.ms)} (${r.eta.at ?? ''}), ${r.eta.remaining} node(s) to go`;
   const end =
     r.halted !== null
-      ? `halted in wave ${r.halted.wave} at ${r.halted.at}: ${r.halted.failures} failure(s) over the budget of ${r.halted.maxFailures}`
+      ? r.halted.why === 'noneDone'
+        ? `halted in wave ${r.halted.wave} at ${r.halted.at}: its nodes settled with none done (${r.halted.failures} failure(s), budget ${r.halted.maxFailures}); nothing more is sent — start a new rollout once fixed`
+        : `halted in wave ${r.halted.wave} at ${r.halted.at}: ${r.halted.failures} failure(s) over the budget of ${r.halted.maxFailures}; nothing more is sent — start a new rollout once fixed`
       : r.aborted !== null
         ? `aborted at ${r.aborted.at} by ${r.aborted.by}${r.aborted.reason === '' ? '' : `: ${r.aborted.reason}`}`
         : r.completed !== null
@@ -61,11 +63,13 @@ export function rolloutDetail(r: RolloutSummary, failing: readonly RolloutNode[]
       ? `completed ${w.completedAt}${w.recorded === null ? '' : ` (then ${w.recorded.done} done, ${w.recorded.failed} failed, ${w.recorded.superseded} superseded)`}`
       : w.startedAt === null
         ? 'waiting'
-        : w.deadline === null
-          ? 'sending'
-          : Date.parse(w.deadline) <= now
-            ? `open, past its timeout (${w.deadline})`
-            : `open, times out ${w.deadline}`,
+        : r.status === 'halted' || r.status === 'aborted'
+          ? `${r.status}, open`
+          : w.deadline === null
+            ? 'sending'
+            : Date.parse(w.deadline) <= now
+              ? `open, past its timeout (${w.deadline})`
+              : `open, times out ${w.deadline}`,
   ]);
   const waves = table(['WAVE', 'NODES', 'DONE', 'PENDING', 'FAILED', 'SUPERSEDED', 'UNSENT', 'STATE'], rows);
   const failures =

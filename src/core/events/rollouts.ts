@@ -26,11 +26,14 @@ export const rolloutSelection = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('prefix'), prefix: z.string().min(1) }),
 ]);
 
-/** Why a node counts against the failure budget. */
-export const failureReasons = ['refused', 'degraded', 'timeout', 'unsendable'] as const;
+/** Why a node counts against the failure budget ('superseded' only under onSuperseded 'fail'). */
+export const failureReasons = ['refused', 'degraded', 'timeout', 'unsendable', 'superseded'] as const;
 export type FailureReason = (typeof failureReasons)[number];
 
 const failure = z.object({ node: z.string().min(1), reason: z.enum(failureReasons), detail: z.string() });
+
+export const onSupersededPolicies = ['fail', 'hold'] as const;
+export type OnSuperseded = (typeof onSupersededPolicies)[number];
 
 export const rolloutStartedData = z.object({
   rollout: rolloutId,
@@ -49,6 +52,13 @@ export const rolloutStartedData = z.object({
   waveTimeoutMs: z.number().int().min(1),
   /** Wait between a wave's completion and the next wave's start. */
   pauseMs: count,
+  /**
+   * What a node superseded from elsewhere (sent a newer declaration before it read ours) means:
+   * 'fail' counts it against the budget, 'hold' keeps its wave open until the operator acts.
+   * Absent in rollouts recorded before the choice existed: they take the default, 'fail'
+   * (supersededPolicy, projections/rollout.ts), as a superseded node proves nothing either way.
+   */
+  onSuperseded: z.enum(onSupersededPolicies).optional(),
   startedBy: z.string(),
   startedAt: iso,
 });
@@ -106,6 +116,11 @@ export const rolloutHaltedData = z.object({
   maxFailures: count,
   /** The open wave's failures at that moment (the first `listLimit`). */
   failed: z.array(failure),
+  /**
+   * Why it halted: 'overBudget', failures exceeded maxFailures; 'noneDone', the wave's nodes all
+   * settled with none done, so nothing proved the spec works. Absent in older events: 'overBudget'.
+   */
+  why: z.enum(['overBudget', 'noneDone']).optional(),
 });
 
 export const rolloutCompletedData = z.object({ rollout: rolloutId, at: iso, done: count, failed: count, superseded: count });

@@ -19,7 +19,9 @@ const pageSize = 100;
 function Header({ r, now }: { r: Rollout; now: number }) {
   const end =
     r.halted !== null
-      ? `halted in wave ${r.halted.wave} at ${time(r.halted.at)}: ${r.halted.failures} failure(s) over the budget of ${r.halted.maxFailures}`
+      ? r.halted.why === 'noneDone'
+        ? `halted in wave ${r.halted.wave} at ${time(r.halted.at)}: its nodes settled with none done (${r.halted.failures} failure(s), budget ${r.halted.maxFailures})`
+        : `halted in wave ${r.halted.wave} at ${time(r.halted.at)}: ${r.halted.failures} failure(s) over the budget of ${r.halted.maxFailures}`
       : r.aborted !== null
         ? `aborted at ${time(r.aborted.at)} by ${r.aborted.by}${r.aborted.reason === '' ? '' : `: ${r.aborted.reason}`}`
         : r.completed !== null
@@ -208,11 +210,13 @@ export function RolloutPage({ id, url }: { id: string; url: URL }) {
                         ? `completed ${time(w.completedAt)}${w.recorded === null ? '' : ` (then ${w.recorded.done} done, ${w.recorded.failed} failed)`}`
                         : w.startedAt === null
                           ? 'waiting'
-                          : w.deadline === null
-                            ? 'sending'
-                            : Date.parse(w.deadline) <= now
-                              ? 'open, past its timeout'
-                              : `open, times out in ${duration(Date.parse(w.deadline) - now)}`
+                          : r.status === 'halted' || r.status === 'aborted'
+                            ? `${r.status}, open`
+                            : w.deadline === null
+                              ? 'sending'
+                              : Date.parse(w.deadline) <= now
+                                ? 'open, past its timeout'
+                                : `open, times out in ${duration(Date.parse(w.deadline) - now)}`
                     }`}
                     parts={waveParts(w, (o) => `/rollouts/${encodeURIComponent(id)}?wave=${w.wave}&outcome=${o}`)}
                     total={w.size}
