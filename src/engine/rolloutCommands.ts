@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { specDigestOf, validateSpec } from '../declaration/index.ts';
 import { ConvergeError, isConvergeError } from '../errors.ts';
-import { listLimit, makeRolloutEvent, rolloutIdPattern, rolloutStreamOf } from '../events/index.ts';
+import { listLimit, makeRolloutEvent, maxRolloutDurationMs, rolloutIdPattern, rolloutStreamOf } from '../events/index.ts';
 import type { Recorded, RolloutEvent, RolloutSelection, RolloutStarted, RolloutStartedData, WithId } from '../events/index.ts';
 import type { EventStore } from '../store/port.ts';
 import { validateNodeId } from '../wire/nodeId.ts';
@@ -103,11 +103,15 @@ export async function startRollout(deps: StartRolloutDeps, input: StartRolloutIn
   checkRolloutId(rollout);
   const spec = validateSpec({ resources: input.resources });
   const selection = checkSelection(input.selection);
-  if (!Number.isSafeInteger(input.waveTimeoutMs) || input.waveTimeoutMs < 1)
-    throw planError(`the wave timeout must be a whole number of milliseconds, at least 1 (got ${input.waveTimeoutMs})`);
+  if (!Number.isSafeInteger(input.waveTimeoutMs) || input.waveTimeoutMs < 1 || input.waveTimeoutMs > maxRolloutDurationMs)
+    throw planError(
+      `the wave timeout must be a whole number of milliseconds from 1 to ${maxRolloutDurationMs} (30 days) (got ${input.waveTimeoutMs})`,
+    );
   const pauseMs = input.pauseMs ?? 0;
-  if (!Number.isSafeInteger(pauseMs) || pauseMs < 0)
-    throw planError(`the pause between waves must be a whole number of milliseconds, 0 or more (got ${pauseMs})`);
+  if (!Number.isSafeInteger(pauseMs) || pauseMs < 0 || pauseMs > maxRolloutDurationMs)
+    throw planError(
+      `the pause between waves must be a whole number of milliseconds from 0 to ${maxRolloutDurationMs} (30 days) (got ${pauseMs})`,
+    );
 
   const targets = selectTargets(input.selection, deps.nodeStates());
   if (targets.length === 0) throw planError(`no node to roll out to: ${describeSelection(input.selection)} selected none`);
