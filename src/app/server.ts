@@ -23,6 +23,7 @@ import { createRolloutDriver } from '../engine/rolloutDriver.ts';
 import type { RolloutDriver } from '../engine/rolloutDriver.ts';
 import type { StartRolloutDeps } from '../engine/rolloutCommands.ts';
 import { findDashboardDir } from './dashboardDir.ts';
+import { isTerminal } from '../../projections/index.ts';
 import { descriptorMargin, openFilesLimit } from './fdLimit.ts';
 
 // `converge serve` as a value (DESIGN §6): store → projections → API, plus ingest and relay
@@ -140,7 +141,13 @@ export function createServer(options: ServerOptions): Server {
           // The driver decides again on its own rounds too: a cold start's bulk catch-up need not wake it.
           onNodeChange: (listener) => runner.readModel.onChange((c) => listener(c.node), { bulk: () => {} }),
         });
-  const rolloutDeps: StartRolloutDeps = { store, now: clock, nodeStates: () => runner.readModel.nodes() };
+  const rolloutDeps: StartRolloutDeps = {
+    store,
+    now: clock,
+    nodeStates: () => runner.readModel.nodes(),
+    limits: { maxTargets: config.maxRolloutTargets, maxOpen: config.maxOpenRollouts },
+    openRollouts: () => runner.rollouts.list().filter((r) => !isTerminal(r.status)).length,
+  };
   const send: SendDeclaration | null =
     sender === null
       ? null

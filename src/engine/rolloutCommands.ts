@@ -21,7 +21,17 @@ export type StartRolloutDeps = RolloutCommandDeps &
   Readonly<{
     /** The fleet as the read model has it, for the selections taken from node states (all, spec, prefix). */
     nodeStates: () => Iterable<Pick<NodeState, 'node' | 'sent'>>;
+    /** What an operator allows (serve --max-rollout-targets, --max-open-rollouts); absent: no limit. */
+    limits?: Readonly<{ maxTargets: number; maxOpen: number }>;
+    /** Rollouts not halted, completed or aborted, for --max-open-rollouts. */
+    openRollouts?: () => number;
   }>;
+
+/** serve's defaults: each target costs the read model and the driver memory, and each open rollout a share of the sends. */
+export const defaultRolloutLimits = { maxTargets: 100_000, maxOpen: 16 } as const;
+
+const limitError = (limit: string, message: string, max: number, got: number): ConvergeError =>
+  new ConvergeError('CONVERGE_ERR_ROLLOUT_PLAN', `${message}, past --${limit} (${max})`, { details: { limit, max, got } });
 
 export type StartRolloutInput = Readonly<{
   /** The rollout's id (rolloutIdPattern); one is made from the time and 6 random hex digits if absent. */
@@ -113,7 +123,12 @@ export async function startRollout(deps: StartRolloutDeps, input: StartRolloutIn
       `the pause between waves must be a whole number of milliseconds from 0 to ${maxRolloutDurationMs} (30 days) (got ${pauseMs})`,
     );
 
+  const open = deps.openRollouts?.() ?? 0;
+  if (deps.limits !== undefined && open >= deps.limits.maxOpen)
+    throw limitError('max-open-rollouts', `${open} rollouts are open (not halted, completed or aborted)`, deps.limits.maxOpen, open);
   const targets = selectTargets(input.selection, deps.nodeStates());
+  if (deps.limits !== undefined && targets.length > deps.limits.maxTargets)
+    throw limitError('max-rollout-targets', `the selection has ${targets.length} targets`, deps.limits.maxTargets, targets.length);
   if (targets.length === 0) throw planError(`no node to roll out to: ${describeSelection(input.selection)} selected none`);
   const waves = planWaves(input.waves, targets.length);
   if (typeof waves === 'string') throw planError(waves, { waves: input.waves });

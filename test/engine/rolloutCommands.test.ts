@@ -188,3 +188,22 @@ test('a command that loses the race to the driver reads again and decides on wha
   assert.ok(raced);
   assert.deepEqual((await store.readStream(rolloutStreamOf('r1'))).map((e) => e.type).slice(-1), ['RolloutCompleted']);
 });
+
+test('the operator limits: targets per rollout and open rollouts at once are refused past them, naming the flag', async () => {
+  const { deps } = setup(fleet(20));
+  let open = 0;
+  const limited = { ...deps, limits: { maxTargets: 10, maxOpen: 2 }, openRollouts: () => open };
+  await rejects(startRollout(limited, input({ rollout: 'big' })), 'CONVERGE_ERR_ROLLOUT_PLAN', /20 targets.*--max-rollout-targets \(10\)/);
+  await assert.rejects(startRollout(limited, input({ rollout: 'big' })), (err: unknown) => {
+    assert.deepEqual((err as { details?: unknown }).details, { limit: 'max-rollout-targets', max: 10, got: 20 });
+    return true;
+  });
+  const ten = input({ rollout: 'ten', selection: { kind: 'prefix', prefix: 'n-000' } });
+  assert.equal((await startRollout(limited, ten)).targets, 10);
+  open = 2;
+  await rejects(
+    startRollout(limited, input({ rollout: 'third', selection: { kind: 'prefix', prefix: 'n-000' } })),
+    'CONVERGE_ERR_ROLLOUT_PLAN',
+    /2 rollouts are open .*--max-open-rollouts \(2\)/,
+  );
+});
