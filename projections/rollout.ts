@@ -68,6 +68,126 @@ export type RolloutState = Readonly<{
   position: bigint;
 }>;
 
+// A rollout's collections grow by appending (targets, sends) or change one entry per event
+// (waves), so a fold that copied them per event was quadratic in the plan. The states of one line
+// of folds share them instead, and each state records how far it reaches: the latest state reads
+// the collections as they are, an earlier one rebuilds its own view once from the undo log.
+type Undo =
+  | { version: number; kind: 'wave'; index: number; was: WaveState }
+  | { version: number; kind: 'send'; node: string; was: RolloutSend }
+  | { version: number; kind: 'skip'; node: string; was: RolloutSkip };
+
+type Lineage = {
+  /** The version of the latest state of this line: the only one that may grow the collections. */
+  head: number;
+  targets: string[];
+  waves: WaveState[];
+  sends: Map<string, RolloutSend>;
+  skipped: Map<string, RolloutSkip>;
+  /** What each version overwrote in place (a wave, a node sent to again). */
+  undo: Undo[];
+};
+
+type Reach = {
+  lineage: Lineage;
+  version: number;
+  targets: number;
+  sends: number;
+  skipped: number;
+  /** An earlier state's own views, each rebuilt once when first read. */
+  views: Partial<Views>;
+};
+
+type Views = {
+  targets: readonly string[];
+  waves: readonly WaveState[];
+  sends: ReadonlyMap<string, RolloutSend>;
+  skipped: ReadonlyMap<string, RolloutSkip>;
+};
+
+const reachOf = new WeakMap<RolloutState, Reach>();
+
+type Scalars = Omit<RolloutState, keyof Views>;
+
+function firstOf<V>(m: ReadonlyMap<string, V>, n: number): Map<string, V> {
+  const out = new Map<string, V>();
+  if (n === 0) return out;
+  for (const [k, v] of m) {
+    out.set(k, v);
+    if (out.size === n) break;
+  }
+  return out;
+}
+
+/** The undo entries written after this state, newest first. */
+function* undoneSince(r: Reach): Generator<Undo> {
+  const undo = r.lineage.undo;
+  for (let i = undo.length - 1; i >= 0 && undo[i]!.version > r.version; i--) yield undo[i]!;
+}
+
+const rebuild: { [K in keyof Views]: (r: Reach) => Views[K] } = {
+  targets: (r) => r.lineage.targets.slice(0, r.targets),
+  waves: (r) => {
+    const waves = [...r.lineage.waves];
+    for (const u of undoneSince(r)) if (u.kind === 'wave') waves[u.index] = u.was;
+    return waves;
+  },
+  sends: (r) => {
+    const sends = firstOf(r.lineage.sends, r.sends);
+    for (const u of undoneSince(r)) if (u.kind === 'send' && sends.has(u.node)) sends.set(u.node, u.was);
+    return sends;
+  },
+  skipped: (r) => {
+    const skipped = firstOf(r.lineage.skipped, r.skipped);
+    for (const u of undoneSince(r)) if (u.kind === 'skip' && skipped.has(u.node)) skipped.set(u.node, u.was);
+    return skipped;
+  },
+};
+
+function viewOf<K extends keyof Views>(r: Reach, key: K): Views[K] {
+  const l = r.lineage;
+  if (l.head === r.version) return l[key] as Views[K];
+  return (r.views[key] ??= rebuild[key](r));
+}
+
+function stateOf(scalars: Scalars, reach: Reach): RolloutState {
+  const s = { ...scalars } as RolloutState;
+  Object.defineProperties(s, {
+    targets: { enumerable: true, get: () => viewOf(reach, 'targets') },
+    waves: { enumerable: true, get: () => viewOf(reach, 'waves') },
+    sends: { enumerable: true, get: () => viewOf(reach, 'sends') },
+    skipped: { enumerable: true, get: () => viewOf(reach, 'skipped') },
+  });
+  reachOf.set(s, reach);
+  return s;
+}
+
+const scalarsOf = (s: RolloutState): Scalars => {
+  const { targets: _t, waves: _w, sends: _s, skipped: _k, ...rest } = s;
+  return rest;
+};
+
+/**
+ * The collections a fold of `s` may grow in place: its own line's when `s` is the latest state
+ * of it, else a new line of its own (folding an earlier state again branches, at a copy's cost).
+ */
+function lineageFor(s: RolloutState): { lineage: Lineage; reach: Reach } {
+  const r = reachOf.get(s);
+  if (r !== undefined && r.lineage.head === r.version) return { lineage: r.lineage, reach: r };
+  const lineage: Lineage = {
+    head: 0,
+    targets: [...s.targets],
+    waves: [...s.waves],
+    sends: new Map(s.sends),
+    skipped: new Map(s.skipped),
+    undo: [],
+  };
+  return {
+    lineage,
+    reach: { lineage, version: 0, targets: lineage.targets.length, sends: lineage.sends.size, skipped: lineage.skipped.size, views: {} },
+  };
+}
+
 /** The first event of a rollout's stream makes its state; null for any other event first. */
 export function startRollout(e: Recorded<RolloutEvent>): RolloutState | null {
   if (e.type !== 'RolloutStarted') return null;
@@ -81,104 +201,116 @@ export function startRollout(e: Recorded<RolloutEvent>): RolloutState | null {
     pausedMs: 0,
     completed: null,
   }));
-  return {
-    id: d.rollout,
-    started: d,
-    targets: [],
-    status: 'running',
-    waves,
-    current: 0,
-    sends: new Map(),
-    skipped: new Map(),
-    done: 0,
-    failed: 0,
-    superseded: 0,
-    pausedAt: null,
-    halted: null,
-    completed: null,
-    aborted: null,
-    updatedAt: d.startedAt,
-    revision: e.revision,
-    position: e.position,
-  };
+  const lineage: Lineage = { head: 0, targets: [], waves, sends: new Map(), skipped: new Map(), undo: [] };
+  return stateOf(
+    {
+      id: d.rollout,
+      started: d,
+      status: 'running',
+      current: 0,
+      done: 0,
+      failed: 0,
+      superseded: 0,
+      pausedAt: null,
+      halted: null,
+      completed: null,
+      aborted: null,
+      updatedAt: d.startedAt,
+      revision: e.revision,
+      position: e.position,
+    },
+    { lineage, version: 0, targets: 0, sends: 0, skipped: 0, views: {} },
+  );
 }
 
-const replaceWave = (waves: readonly WaveState[], wave: number, change: (w: WaveState) => WaveState): WaveState[] =>
-  waves.map((w) => (w.wave === wave ? change(w) : w));
-
-/** (state, event) → state. Never throws on a well-typed event; never mutates its input. */
+/**
+ * (state, event) → state. Never throws on a well-typed event; never changes what `s` shows: the
+ * new state grows collections `s` shares, but `s` keeps reading them as they were.
+ */
 export function foldRollout(s: RolloutState, e: Recorded<RolloutEvent>): RolloutState {
+  const { lineage: l, reach: was } = lineageFor(s);
+  const version = l.head + 1;
+  const changeWave = (wave: number, change: (w: WaveState) => WaveState): void => {
+    const index = wave - 1;
+    const w = l.waves[index];
+    if (w === undefined) return;
+    l.undo.push({ version, kind: 'wave', index, was: w });
+    l.waves[index] = change(w);
+  };
   const at = { revision: e.revision > s.revision ? e.revision : s.revision, position: e.position > s.position ? e.position : s.position };
+  let next: Scalars = { ...scalarsOf(s), ...at };
   switch (e.type) {
     case 'RolloutStarted':
-      return { ...s, ...at };
+      break;
     case 'RolloutNodesListed': {
       const d = e.data;
       // Lists arrive in order; a list that does not continue the targets is a repeat, and changes nothing.
-      if (d.from !== s.targets.length) return { ...s, ...at };
-      return { ...s, targets: [...s.targets, ...d.nodes], updatedAt: d.listedAt, ...at };
+      if (d.from !== was.targets) break;
+      for (const n of d.nodes) l.targets.push(n);
+      next = { ...next, updatedAt: d.listedAt };
+      break;
     }
     case 'WaveStarted': {
       const d = e.data;
-      return {
-        ...s,
-        current: Math.max(s.current, d.wave),
-        waves: replaceWave(s.waves, d.wave, (w) => ({ ...w, from: d.from, to: d.to, startedAt: d.startedAt })),
-        updatedAt: d.startedAt,
-        ...at,
-      };
+      changeWave(d.wave, (w) => ({ ...w, from: d.from, to: d.to, startedAt: d.startedAt }));
+      next = { ...next, current: Math.max(s.current, d.wave), updatedAt: d.startedAt };
+      break;
     }
     case 'RolloutSent': {
       const d = e.data;
-      const sends = new Map(s.sends);
-      for (const x of d.sends) sends.set(x.node, { wave: d.wave, serial: x.serial, digest: x.digest, sentAt: d.sentAt });
-      let skipped = s.skipped;
-      if (d.skipped.length > 0) {
-        const m = new Map(s.skipped);
-        for (const x of d.skipped) m.set(x.node, { wave: d.wave, code: x.code, reason: x.reason });
-        skipped = m;
+      for (const x of d.sends) {
+        const before = l.sends.get(x.node);
+        if (before !== undefined) l.undo.push({ version, kind: 'send', node: x.node, was: before });
+        l.sends.set(x.node, { wave: d.wave, serial: x.serial, digest: x.digest, sentAt: d.sentAt });
+      }
+      for (const x of d.skipped) {
+        const before = l.skipped.get(x.node);
+        if (before !== undefined) l.undo.push({ version, kind: 'skip', node: x.node, was: before });
+        l.skipped.set(x.node, { wave: d.wave, code: x.code, reason: x.reason });
       }
       const sentAtMs = Date.parse(d.sentAt);
-      return {
-        ...s,
-        sends,
-        skipped,
-        waves: replaceWave(s.waves, d.wave, (w) => ({ ...w, lastSentAtMs: sentAtMs, pausedMs: 0 })),
-        updatedAt: d.sentAt,
-        ...at,
-      };
+      changeWave(d.wave, (w) => ({ ...w, lastSentAtMs: sentAtMs, pausedMs: 0 }));
+      next = { ...next, updatedAt: d.sentAt };
+      break;
     }
     case 'WaveCompleted': {
       const d = e.data;
-      return {
-        ...s,
-        waves: replaceWave(s.waves, d.wave, (w) => ({ ...w, completed: d })),
+      changeWave(d.wave, (w) => ({ ...w, completed: d }));
+      next = {
+        ...next,
         done: s.done + d.done,
         failed: s.failed + d.failed,
         superseded: s.superseded + d.superseded,
         updatedAt: d.completedAt,
-        ...at,
       };
+      break;
     }
     case 'RolloutPaused':
-      if (isTerminal(s.status)) return { ...s, ...at };
-      return { ...s, status: 'paused', pausedAt: e.data.at, updatedAt: e.data.at, ...at };
+      if (isTerminal(s.status)) break;
+      next = { ...next, status: 'paused', pausedAt: e.data.at, updatedAt: e.data.at };
+      break;
     case 'RolloutResumed': {
-      if (s.status !== 'paused' || s.pausedAt === null) return { ...s, ...at };
+      if (s.status !== 'paused' || s.pausedAt === null) break;
       const pausedFor = Math.max(0, Date.parse(e.data.at) - Date.parse(s.pausedAt));
       // The open wave's timeout does not run while the rollout is paused.
-      const waves = replaceWave(s.waves, s.current, (w) =>
-        w.completed === null && w.lastSentAtMs !== null ? { ...w, pausedMs: w.pausedMs + pausedFor } : w,
-      );
-      return { ...s, status: 'running', pausedAt: null, waves, updatedAt: e.data.at, ...at };
+      const open = l.waves[s.current - 1];
+      if (open !== undefined && open.completed === null && open.lastSentAtMs !== null)
+        changeWave(s.current, (w) => ({ ...w, pausedMs: w.pausedMs + pausedFor }));
+      next = { ...next, status: 'running', pausedAt: null, updatedAt: e.data.at };
+      break;
     }
     case 'RolloutHalted':
-      return { ...s, status: 'halted', halted: e.data, pausedAt: null, updatedAt: e.data.at, ...at };
+      next = { ...next, status: 'halted', halted: e.data, pausedAt: null, updatedAt: e.data.at };
+      break;
     case 'RolloutCompleted':
-      return { ...s, status: 'completed', completed: e.data, pausedAt: null, updatedAt: e.data.at, ...at };
+      next = { ...next, status: 'completed', completed: e.data, pausedAt: null, updatedAt: e.data.at };
+      break;
     case 'RolloutAborted':
-      return { ...s, status: 'aborted', aborted: e.data, pausedAt: null, updatedAt: e.data.at, ...at };
+      next = { ...next, status: 'aborted', aborted: e.data, pausedAt: null, updatedAt: e.data.at };
+      break;
   }
+  l.head = version;
+  return stateOf(next, { lineage: l, version, targets: l.targets.length, sends: l.sends.size, skipped: l.skipped.size, views: {} });
 }
 
 /** A rollout's stream folded from its first event; null for an empty stream or one that does not start with RolloutStarted. */

@@ -52,6 +52,7 @@ function baseApp(deps: ApiDeps, extra: ListenerOptions) {
     logController: new RequestLog(),
     return503OnClosing: true,
     routerOptions: { maxParamLength: maxNodeIdLength },
+    ...(deps.pluginTimeoutMs === undefined ? {} : { pluginTimeout: deps.pluginTimeoutMs }),
     // Before a route is found (a path segment over the limit, a URL that does not decode).
     frameworkErrors: (err, req, reply) => {
       applyHeaderPolicy(reply, 'api');

@@ -86,6 +86,8 @@ export type ApiDeps = Readonly<{
    * over it cannot be recorded, so it is refused as 413 before it is read (issue 13 item 5).
    */
   maxEventBytes?: number;
+  /** How long one plugin may take to load (Fastify's pluginTimeout; default its own 10 s). */
+  pluginTimeoutMs?: number;
   /** The built dashboard (dist/dashboard, issue 11) served at / and /nodes/:node; null or absent: not served. */
   dashboardDir?: string | null;
 }>;

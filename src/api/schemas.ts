@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { livenessStates, nodeOutcomes, nodeStatuses, reportClasses, rolloutStatuses } from '../../projections/index.ts';
-import { failureReasons, onSupersededPolicies, rolloutIdPattern } from '../core/events/index.ts';
+import { failureReasons, maxRolloutDurationMs, onSupersededPolicies, rolloutIdPattern } from '../core/events/index.ts';
 
 // Zod schemas of everything the HTTP API reads and writes (DESIGN §7). Routes declare them, the
 // type provider validates requests with them and types the handlers from them, and
@@ -464,8 +464,8 @@ export const rolloutStartBody = named(
     selection: rolloutSelection,
     waves: z.string().min(1).max(200).describe('cumulative counts or percentages of the targets: `1,10%,50%,100%`'),
     maxFailures: z.string().min(1).max(20).describe('`3` or `5%` of the targets: failures beyond it halt the rollout'),
-    waveTimeoutMs: z.number().int().min(1),
-    pauseMs: z.number().int().min(0).optional(),
+    waveTimeoutMs: z.number().int().min(1).max(maxRolloutDurationMs).describe('at most 30 days (2592000000)'),
+    pauseMs: z.number().int().min(0).max(maxRolloutDurationMs).optional().describe('at most 30 days (2592000000)'),
     onSuperseded: z
       .enum(onSupersededPolicies)
       .optional()

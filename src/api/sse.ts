@@ -79,58 +79,64 @@ export function streamChanges({
     if (res.writableLength > maxBufferedBytes) close();
   };
 
-  const unsubscribeNodes = nodes
-    ? readModel.onChange((c) => {
-        if (node === null || c.node === node) write(c.state, c.position);
-      })
-    : () => {};
-  const unsubscribeRollouts =
-    rolloutsToo && rollouts !== undefined
-      ? rollouts.onChange((c) => {
-          if (rollout === null || c.rollout === rollout) writeRollout(rollouts.summary(c.rollout, now()), c.position);
-        })
-      : () => {};
-  const unsubscribe = (): void => {
-    unsubscribeNodes();
-    unsubscribeRollouts();
-  };
-
-  if (after !== null) {
-    // The current state of everything that changed after `after`, oldest change first.
-    const changed: { position: bigint; write: () => void }[] = [];
-    if (nodes)
-      for (const st of readModel.nodes())
-        if (st.position > after && (node === null || st.node === node))
-          changed.push({ position: st.position, write: () => write(st, st.position) });
-    if (rolloutsToo && rollouts !== undefined)
-      for (const r of rollouts.list()) {
-        const summary = rollouts.summary(r.id, now());
-        const at = summary === undefined ? 0n : BigInt(summary.position);
-        if (at > after && (rollout === null || r.id === rollout)) changed.push({ position: at, write: () => writeRollout(summary, at) });
-      }
-    changed.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
-    for (const c of changed) c.write();
-  }
-
-  const heartbeat = setInterval(() => {
-    if (!closed) res.write(': ping\n\n');
-  }, heartbeatMs);
-  heartbeat.unref();
-  const lifetime = setTimeout(() => {
-    if (!closed) res.write(': max lifetime reached; resume with Last-Event-ID\n\n');
-    close();
-  }, maxMs);
-  lifetime.unref();
-
+  let unsubscribeNodes = (): void => {};
+  let unsubscribeRollouts = (): void => {};
+  let heartbeat: ReturnType<typeof setInterval> | undefined;
+  let lifetime: ReturnType<typeof setTimeout> | undefined;
   function close(): void {
     if (closed) return;
     closed = true;
     open.delete(close);
     clearInterval(heartbeat);
     clearTimeout(lifetime);
-    unsubscribe();
+    unsubscribeNodes();
+    unsubscribeRollouts();
     res.end();
   }
+  // Registered before anything can throw: a resume that failed after the headers kept its
+  // listeners for good, and every later change was written to streams nobody held.
   open.add(close);
   res.once('close', close);
+  try {
+    if (nodes)
+      unsubscribeNodes = readModel.onChange((c) => {
+        if (node === null || c.node === node) write(c.state, c.position);
+      });
+    if (rolloutsToo && rollouts !== undefined)
+      unsubscribeRollouts = rollouts.onChange((c) => {
+        if (rollout === null || c.rollout === rollout) writeRollout(rollouts.summary(c.rollout, now()), c.position);
+      });
+
+    if (after !== null) {
+      // The current state of everything that changed after `after`, oldest change first.
+      const changed: { position: bigint; write: () => void }[] = [];
+      if (nodes)
+        for (const st of readModel.nodes())
+          if (st.position > after && (node === null || st.node === node))
+            changed.push({ position: st.position, write: () => write(st, st.position) });
+      if (rolloutsToo && rollouts !== undefined)
+        for (const r of rollouts.list()) {
+          const summary = rollouts.summary(r.id, now());
+          const at = summary === undefined ? 0n : BigInt(summary.position);
+          if (at > after && (rollout === null || r.id === rollout)) changed.push({ position: at, write: () => writeRollout(summary, at) });
+        }
+      changed.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
+      for (const c of changed) c.write();
+    }
+
+    heartbeat = setInterval(() => {
+      if (!closed) res.write(': ping\n\n');
+    }, heartbeatMs);
+    heartbeat.unref();
+    lifetime = setTimeout(() => {
+      if (!closed) res.write(': max lifetime reached; resume with Last-Event-ID\n\n');
+      close();
+    }, maxMs);
+    lifetime.unref();
+  } catch (err) {
+    // The headers are sent: the stream can only end, saying so in a comment.
+    reply.log.error({ err }, 'event stream failed; ended');
+    if (!closed && !res.writableEnded) res.write(': failed; resume with Last-Event-ID\n\n');
+    close();
+  }
 }

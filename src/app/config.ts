@@ -4,6 +4,7 @@ import { parseApiTokens } from '../api/auth.ts';
 import { defaultCaps } from '../api/connectionCaps.ts';
 import { defaultListenerLimits } from '../api/listenerLimits.ts';
 import { defaultStreamMaxMs } from '../api/sse.ts';
+import { defaultRolloutLimits } from '../engine/rolloutCommands.ts';
 import type { TokenTable } from '../api/auth.ts';
 import { signingKeyFromPem } from '../core/declaration/index.ts';
 import type { SigningKey } from '../core/declaration/index.ts';
@@ -63,6 +64,9 @@ export type Config = Readonly<{
   streamMaxMs: number;
   idleTimeoutMs: number;
   requestTimeoutMs: number;
+  /** What one rollout may target and how many may be open at once (src/engine/rolloutCommands.ts). */
+  maxRolloutTargets: number;
+  maxOpenRollouts: number;
   /** Where /healthz, /readyz and /metrics are served on a listener of their own; null: not. */
   adminListen: Readonly<{ host: string; port: number }> | null;
 }>;
@@ -140,6 +144,8 @@ const schema = z.object({
   streamMaxMs: intIn(1_000, 86_400_000).default(defaultStreamMaxMs),
   idleTimeoutMs: intIn(100, 3_600_000).default(defaultListenerLimits.idleMs),
   requestTimeoutMs: intIn(100, 3_600_000).default(defaultListenerLimits.requestTimeoutMs),
+  maxRolloutTargets: intIn(1, 10_000_000).default(defaultRolloutLimits.maxTargets),
+  maxOpenRollouts: intIn(1, 10_000).default(defaultRolloutLimits.maxOpen),
   adminListen: z
     .string()
     .transform((s, ctx) => {

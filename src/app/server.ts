@@ -23,11 +23,13 @@ import { createRolloutDriver } from '../engine/rolloutDriver.ts';
 import type { RolloutDriver } from '../engine/rolloutDriver.ts';
 import type { StartRolloutDeps } from '../engine/rolloutCommands.ts';
 import { findDashboardDir } from './dashboardDir.ts';
+import { isTerminal } from '../../projections/index.ts';
 import { descriptorMargin, openFilesLimit } from './fdLimit.ts';
 
 // `converge serve` as a value (DESIGN §6): store → projections → API, plus ingest and relay
-// when a transport is given. Start order matters: projections first (the API reads them), then
-// the relay (it publishes what the store already holds), then ingest, then the socket.
+// when a transport is given. Start order matters: the API's plugins and socket first (probes are
+// answered while the projections catch up, /readyz 503), then the projections, then the relay
+// (it publishes what the store already holds), then ingest.
 // Stop runs the other way so nothing is acked after the store is closed.
 
 export type ServerTransport = Readonly<{ ingestSource: IngestSource; publisher: DeclarationPublisher }>;
@@ -46,6 +48,8 @@ export type ServerOptions = Readonly<{
    * test that writes a rollout's decisions itself.
    */
   driveRollouts?: boolean;
+  /** Fastify's pluginTimeout, for a test that proves nothing waits on the projections to load them. */
+  pluginTimeoutMs?: number;
   /** The built dashboard to serve at / (default: dist/dashboard if built; null: none). */
   dashboardDir?: string | null;
 }>;
@@ -137,7 +141,13 @@ export function createServer(options: ServerOptions): Server {
           // The driver decides again on its own rounds too: a cold start's bulk catch-up need not wake it.
           onNodeChange: (listener) => runner.readModel.onChange((c) => listener(c.node), { bulk: () => {} }),
         });
-  const rolloutDeps: StartRolloutDeps = { store, now: clock, nodeStates: () => runner.readModel.nodes() };
+  const rolloutDeps: StartRolloutDeps = {
+    store,
+    now: clock,
+    nodeStates: () => runner.readModel.nodes(),
+    limits: { maxTargets: config.maxRolloutTargets, maxOpen: config.maxOpenRollouts },
+    openRollouts: () => runner.rollouts.list().filter((r) => !isTerminal(r.status)).length,
+  };
   const send: SendDeclaration | null =
     sender === null
       ? null
@@ -216,6 +226,7 @@ export function createServer(options: ServerOptions): Server {
     },
     listener: { maxConnections: config.maxConnections, idleMs: config.idleTimeoutMs, requestTimeoutMs: config.requestTimeoutMs },
     streamMaxMs: config.streamMaxMs,
+    ...(options.pluginTimeoutMs === undefined ? {} : { pluginTimeoutMs: options.pluginTimeoutMs }),
   };
   const app = buildApp(apiDeps);
   // /healthz, /readyz and /metrics on a socket of their own: answered whatever the API's clients hold.
@@ -250,6 +261,11 @@ export function createServer(options: ServerOptions): Server {
           `the open-files limit (${files}) leaves less than ${descriptorMargin} descriptors beyond --max-connections: lower --max-connections or raise the limit (ulimit -n, LimitNOFILE), or a flood of connections can stop every accept, the probes' included`,
         );
       }
+      // The plugins load and the socket opens before the projections start: a catch-up that holds
+      // the event loop (a huge store, a slow fold) made @fastify/static miss Fastify's plugin
+      // timeout and `serve` exit 1. Meanwhile /healthz answers and /readyz says it is catching up.
+      await app.ready();
+      const url = await app.listen({ port: config.port, host: config.host });
       await runner.start();
       relay?.start();
       // The driver judges waves by the read model, so it starts once that has caught up.
@@ -258,11 +274,7 @@ export function createServer(options: ServerOptions): Server {
           () => started && rollouts.start(),
           () => undefined,
         );
-      // The API's plugins are loaded (routes, schemas, OpenAPI: ~0.2 s) before ingest takes its
-      // first delivery, not while it drains a backlog; the socket still opens last.
-      await app.ready();
       await ingest?.start();
-      const url = await app.listen({ port: config.port, host: config.host });
       logger.info(
         {
           url,

@@ -207,6 +207,20 @@ export const settings = {
     default: '30000',
     help: "a request's headers and body must arrive within this; a connection silent this long is closed (streams and awaits excepted)",
   },
+  maxRolloutTargets: {
+    flag: 'max-rollout-targets',
+    env: 'CONVERGE_MAX_ROLLOUT_TARGETS',
+    value: '<n>',
+    default: '100000',
+    help: 'nodes one rollout may target; past it, POST /v1/rollouts is 400 CONVERGE_ERR_ROLLOUT_PLAN naming the limit',
+  },
+  maxOpenRollouts: {
+    flag: 'max-open-rollouts',
+    env: 'CONVERGE_MAX_OPEN_ROLLOUTS',
+    value: '<n>',
+    default: '16',
+    help: 'rollouts open (not halted, completed or aborted) at once; past it, a new one is 400 CONVERGE_ERR_ROLLOUT_PLAN naming the limit',
+  },
   adminListen: {
     flag: 'admin-listen',
     env: 'CONVERGE_ADMIN_LISTEN',

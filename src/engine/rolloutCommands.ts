@@ -1,7 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { specDigestOf, validateSpec } from '../core/declaration/index.ts';
 import { ConvergeError, isConvergeError } from '../core/errors.ts';
-import { listLimit, makeRolloutEvent, onSupersededPolicies, rolloutIdPattern, rolloutStreamOf } from '../core/events/index.ts';
+import {
+  listLimit,
+  makeRolloutEvent,
+  maxRolloutDurationMs,
+  onSupersededPolicies,
+  rolloutIdPattern,
+  rolloutStreamOf,
+} from '../core/events/index.ts';
 import type {
   OnSuperseded,
   Recorded,
@@ -29,7 +36,17 @@ export type StartRolloutDeps = RolloutCommandDeps &
   Readonly<{
     /** The fleet as the read model has it, for the selections taken from node states (all, spec, prefix). */
     nodeStates: () => Iterable<Pick<NodeState, 'node' | 'sent'>>;
+    /** What an operator allows (serve --max-rollout-targets, --max-open-rollouts); absent: no limit. */
+    limits?: Readonly<{ maxTargets: number; maxOpen: number }>;
+    /** Rollouts not halted, completed or aborted, for --max-open-rollouts. */
+    openRollouts?: () => number;
   }>;
+
+/** serve's defaults: each target costs the read model and the driver memory, and each open rollout a share of the sends. */
+export const defaultRolloutLimits = { maxTargets: 100_000, maxOpen: 16 } as const;
+
+const limitError = (limit: string, message: string, max: number, got: number): ConvergeError =>
+  new ConvergeError('CONVERGE_ERR_ROLLOUT_PLAN', `${message}, past --${limit} (${max})`, { details: { limit, max, got } });
 
 export type StartRolloutInput = Readonly<{
   /** The rollout's id (rolloutIdPattern); one is made from the time and 6 random hex digits if absent. */
@@ -113,15 +130,24 @@ export async function startRollout(deps: StartRolloutDeps, input: StartRolloutIn
   checkRolloutId(rollout);
   const spec = validateSpec({ resources: input.resources });
   const selection = checkSelection(input.selection);
-  if (!Number.isSafeInteger(input.waveTimeoutMs) || input.waveTimeoutMs < 1)
-    throw planError(`the wave timeout must be a whole number of milliseconds, at least 1 (got ${input.waveTimeoutMs})`);
+  if (!Number.isSafeInteger(input.waveTimeoutMs) || input.waveTimeoutMs < 1 || input.waveTimeoutMs > maxRolloutDurationMs)
+    throw planError(
+      `the wave timeout must be a whole number of milliseconds from 1 to ${maxRolloutDurationMs} (30 days) (got ${input.waveTimeoutMs})`,
+    );
   const pauseMs = input.pauseMs ?? 0;
   if (input.onSuperseded !== undefined && !onSupersededPolicies.includes(input.onSuperseded))
     throw planError(`on superseded must be fail or hold (got ${JSON.stringify(input.onSuperseded)})`);
-  if (!Number.isSafeInteger(pauseMs) || pauseMs < 0)
-    throw planError(`the pause between waves must be a whole number of milliseconds, 0 or more (got ${pauseMs})`);
+  if (!Number.isSafeInteger(pauseMs) || pauseMs < 0 || pauseMs > maxRolloutDurationMs)
+    throw planError(
+      `the pause between waves must be a whole number of milliseconds from 0 to ${maxRolloutDurationMs} (30 days) (got ${pauseMs})`,
+    );
 
+  const open = deps.openRollouts?.() ?? 0;
+  if (deps.limits !== undefined && open >= deps.limits.maxOpen)
+    throw limitError('max-open-rollouts', `${open} rollouts are open (not halted, completed or aborted)`, deps.limits.maxOpen, open);
   const targets = selectTargets(input.selection, deps.nodeStates());
+  if (deps.limits !== undefined && targets.length > deps.limits.maxTargets)
+    throw limitError('max-rollout-targets', `the selection has ${targets.length} targets`, deps.limits.maxTargets, targets.length);
   if (targets.length === 0) throw planError(`no node to roll out to: ${describeSelection(input.selection)} selected none`);
   const waves = planWaves(input.waves, targets.length);
   if (typeof waves === 'string') throw planError(waves, { waves: input.waves });

@@ -159,6 +159,9 @@ type Tracked = {
   position: bigint;
 };
 
+/** A time as ISO 8601, or null past the Date range (a plan stored before plans were bounded). */
+const isoOrNull = (ms: number | null): string | null => (ms === null || !(Math.abs(ms) <= 8.64e15) ? null : new Date(ms).toISOString());
+
 const countable = (o: NodeOutcome): o is keyof Counts => o !== 'unsent';
 
 export function createRolloutView(readModel: ReadModel): RolloutView {
@@ -283,7 +286,7 @@ export function createRolloutView(readModel: ReadModel): RolloutView {
         startedAt: w.startedAt,
         completedAt: w.completed?.completedAt ?? null,
         recorded: w.completed === null ? null : { done: w.completed.done, failed: w.completed.failed, superseded: w.completed.superseded },
-        deadline: deadline === null ? null : new Date(deadline).toISOString(),
+        deadline: isoOrNull(deadline),
         unsent: Math.max(0, size - settled),
         pending: c.pending,
         done: c.done,
@@ -343,7 +346,7 @@ export function createRolloutView(readModel: ReadModel): RolloutView {
       eta: {
         remaining: isTerminal(s.status) ? 0 : remaining,
         ms: etaMs,
-        at: etaMs === null ? null : new Date(now + etaMs).toISOString(),
+        at: etaMs === null ? null : isoOrNull(now + etaMs),
       },
       pausedAt: s.pausedAt,
       halted: s.halted === null ? null : { ...s.halted, why: s.halted.why ?? 'overBudget' },

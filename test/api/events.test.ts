@@ -59,3 +59,47 @@ test('/v1/events without a token is 401 and a bad Last-Event-ID is 400', async (
   const bad = await h.app.inject({ url: '/v1/events', headers: { ...read, 'last-event-id': 'x' } });
   assert.equal(bad.statusCode, 400);
 });
+
+test('1,000 resumes that fail after their headers each end their stream and leave no listener behind', async (t) => {
+  // Every resume that threw kept its two listeners: after 300 of them a 1,000-node bulk POST took
+  // 10.6 s instead of 0.4 s, each change written to streams nobody held.
+  const inner = await apiHarness();
+  const view = inner.runner.rollouts;
+  let listeners = 0;
+  const counted =
+    <A extends unknown[]>(subscribe: (...args: A) => () => void) =>
+    (...args: A): (() => void) => {
+      listeners++;
+      const off = subscribe(...args);
+      let on = true;
+      return () => {
+        if (on) listeners--;
+        on = false;
+        off();
+      };
+    };
+  const readModel = { ...inner.runner.readModel, onChange: counted(inner.runner.readModel.onChange) };
+  const rollouts = {
+    ...view,
+    onChange: counted(view.onChange),
+    // A rollout whose summary cannot be made (as one whose deadline was past the Date range could not).
+    list: () => [{ id: 'broken' }] as unknown as ReturnType<typeof view.list>,
+    summary: (): never => {
+      throw new Error('the summary cannot be made');
+    },
+  };
+  const h = await apiHarness({ readModel, rollouts });
+  t.after(async () => {
+    await h.close();
+    await inner.close();
+  });
+  const before = listeners;
+  for (let i = 0; i < 1_000; i++) {
+    const r = await Promise.race([
+      h.app.inject({ url: '/v1/events', headers: { ...read, 'last-event-id': '0' } }),
+      new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 2_000).unref()),
+    ]);
+    assert.notEqual(r, 'hung', `resume ${i + 1} never ended its stream`);
+    assert.equal(listeners, before, `resume ${i + 1} left ${listeners - before} listener(s) behind`);
+  }
+});

@@ -170,3 +170,36 @@ test('12 pauses at once: one RolloutPaused recorded and one 200 showing it pause
   assert.equal(resumed.length, 1);
   assert.equal(resumed[0]?.json().status, 'running');
 });
+
+test('a wave timeout or pause past 30 days (or past the Date range) is refused with 400 naming the field; the reads stay whole', async (t) => {
+  const h = await apiHarness();
+  t.after(() => h.close());
+  await h.history.send('a');
+  await h.settle();
+  const plan = (fields: Record<string, number>) =>
+    post('/v1/rollouts', { ...spec, selection: { kind: 'all' }, waves: '100%', maxFailures: '0', waveTimeoutMs: 60_000, ...fields });
+  const thirtyDays = 30 * 24 * 60 * 60 * 1000;
+  for (const fields of [
+    { waveTimeoutMs: Number.MAX_SAFE_INTEGER },
+    { pauseMs: Number.MAX_SAFE_INTEGER },
+    { waveTimeoutMs: thirtyDays + 1 },
+    { pauseMs: thirtyDays + 1 },
+  ]) {
+    const r = await h.app.inject(plan(fields));
+    assert.equal(r.statusCode, 400, `${JSON.stringify(fields)}: ${r.body}`);
+    assert.match(r.body, new RegExp(Object.keys(fields)[0]!));
+  }
+  const longest = await h.app.inject(plan({ rollout: undefined as unknown as number, waveTimeoutMs: thirtyDays, pauseMs: thirtyDays }));
+  assert.equal(longest.statusCode, 202, longest.body);
+  // A store that already holds such a plan (recorded before plans were bounded) still reads: its deadline is null.
+  const old = rolloutInStore(h.store, h.history, 'old', ['a'], { waveTimeoutMs: Number.MAX_SAFE_INTEGER });
+  await old.start();
+  await old.run();
+  await h.settle();
+  const list = await h.app.inject({ url: '/v1/rollouts', headers: read });
+  assert.equal(list.statusCode, 200, list.body);
+  assert.equal(list.json().count, 2);
+  const got = await h.app.inject({ url: '/v1/rollouts/old', headers: read });
+  assert.equal(got.statusCode, 200, got.body);
+  assert.equal(got.json().waves[0].deadline, null);
+});

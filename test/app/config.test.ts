@@ -31,3 +31,11 @@ test('a list of nothing but commas is refused at start', () => {
     (e: unknown) => isConvergeError(e) && /--amqp .*names no URL/.test(e.message),
   );
 });
+
+test('--max-rollout-targets and --max-open-rollouts are read, with defaults of 100,000 and 16', () => {
+  const d = loadConfig({ flags: {}, env: {} });
+  assert.deepEqual([d.maxRolloutTargets, d.maxOpenRollouts], [100_000, 16]);
+  const c = loadConfig({ flags: { 'max-rollout-targets': '500' }, env: { CONVERGE_MAX_OPEN_ROLLOUTS: '3' } });
+  assert.deepEqual([c.maxRolloutTargets, c.maxOpenRollouts], [500, 3]);
+  assert.throws(() => loadConfig({ flags: { 'max-open-rollouts': '0' }, env: {} }), /--max-open-rollouts/);
+});

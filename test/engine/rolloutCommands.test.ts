@@ -209,3 +209,22 @@ test('12 pauses at once record one RolloutPaused; the others are refused as paus
   for (const r of resumes) if (r.status === 'fulfilled') assert.equal(r.value.status, 'running');
   assert.equal((await store.readStream(rolloutStreamOf('r1'))).filter((e) => e.type === 'RolloutResumed').length, 1);
 });
+
+test('the operator limits: targets per rollout and open rollouts at once are refused past them, naming the flag', async () => {
+  const { deps } = setup(fleet(20));
+  let open = 0;
+  const limited = { ...deps, limits: { maxTargets: 10, maxOpen: 2 }, openRollouts: () => open };
+  await rejects(startRollout(limited, input({ rollout: 'big' })), 'CONVERGE_ERR_ROLLOUT_PLAN', /20 targets.*--max-rollout-targets \(10\)/);
+  await assert.rejects(startRollout(limited, input({ rollout: 'big' })), (err: unknown) => {
+    assert.deepEqual((err as { details?: unknown }).details, { limit: 'max-rollout-targets', max: 10, got: 20 });
+    return true;
+  });
+  const ten = input({ rollout: 'ten', selection: { kind: 'prefix', prefix: 'n-000' } });
+  assert.equal((await startRollout(limited, ten)).targets, 10);
+  open = 2;
+  await rejects(
+    startRollout(limited, input({ rollout: 'third', selection: { kind: 'prefix', prefix: 'n-000' } })),
+    'CONVERGE_ERR_ROLLOUT_PLAN',
+    /2 rollouts are open .*--max-open-rollouts \(2\)/,
+  );
+});

@@ -5,6 +5,7 @@ import {
   decide,
   eventOfDecision,
   foldNodeEvents,
+  foldRollout,
   foldRolloutEvents,
   nodeOutcome,
   planBudget,
@@ -353,4 +354,122 @@ test("onSuperseded 'hold' keeps the wave open on a superseded node; a rollout re
   // Within the budget of 5 and with a node done: the wave completes, the superseded node spent one of the budget.
   assert.deepEqual(kinds(old.run()).slice(0, 2), ['completeWave', 'startWave']);
   assert.equal(budgetUsed(old.state()), 1);
+});
+
+test('a 1,000,000-target rollout folds without copying what it folded before: one array and one map grow in place, and earlier states keep their own view', () => {
+  // Copying the targets (and the sends) for every 1,000-node list made this fold quadratic: 30 s
+  // for one POST of a million nodes. Growth in place is asserted by identity, not by a clock.
+  const id = 'big';
+  const lists = 1_000;
+  const per = 1_000;
+  const resources = [{ id: 'web' }];
+  const at = '2026-11-30T14:00:00.000Z';
+  let revision = 0n;
+  const recorded = (e: WithId<RolloutEvent>): Recorded<RolloutEvent> =>
+    ({ ...e, stream: `rollout-${id}`, revision: revision++, position: revision }) as Recorded<RolloutEvent>;
+  const nodeAt = (i: number): string => `n-${i}`;
+  let s = foldRolloutEvents([
+    recorded(
+      makeRolloutEvent('RolloutStarted', {
+        rollout: id,
+        resources,
+        specDigest: specDigestOf(resources),
+        selection: { kind: 'nodes' },
+        targets: lists * per,
+        waves: [lists * per],
+        asGiven: { waves: '100%', maxFailures: '0' },
+        maxFailures: 0,
+        waveTimeoutMs: 60_000,
+        pauseMs: 0,
+        startedBy: 'test',
+        startedAt: at,
+      }),
+    ),
+  ])!;
+  const chunk = (k: number): string[] => Array.from({ length: per }, (_, j) => nodeAt(k * per + j));
+  const first = foldRollout(s, recorded(makeRolloutEvent('RolloutNodesListed', { rollout: id, from: 0, nodes: chunk(0), listedAt: at })));
+  const targets = first.targets;
+  s = first;
+  for (let k = 1; k < lists; k++) {
+    s = foldRollout(s, recorded(makeRolloutEvent('RolloutNodesListed', { rollout: id, from: k * per, nodes: chunk(k), listedAt: at })));
+    assert.equal(s.targets, targets, `list ${k + 1} copied the ${k * per} targets before it`);
+  }
+  assert.equal(s.targets.length, lists * per);
+  assert.equal(s.targets[999_999], 'n-999999');
+  assert.equal(first.targets.length, per, 'an earlier state still sees only its own targets');
+  assert.deepEqual(first.targets.slice(-1), ['n-999']);
+
+  s = foldRollout(s, recorded(makeRolloutEvent('WaveStarted', { rollout: id, wave: 1, from: 0, to: lists * per, startedAt: at })));
+  const digest = 'a'.repeat(64);
+  const sent = (k: number) =>
+    recorded(
+      makeRolloutEvent('RolloutSent', {
+        rollout: id,
+        wave: 1,
+        sends: chunk(k).map((node) => ({ node, serial: 1, digest })),
+        skipped: k === 0 ? [{ node: 'n-0', code: 'X', reason: 'carried port' }] : [],
+        sentAt: at,
+      }),
+    );
+  const firstSent = foldRollout(s, sent(0));
+  const sends = firstSent.sends;
+  s = firstSent;
+  for (let k = 1; k < lists; k++) {
+    s = foldRollout(s, sent(k));
+    assert.equal(s.sends, sends, `send ${k + 1} copied the ${k * per} sends before it`);
+  }
+  assert.equal(s.sends.size, lists * per);
+  assert.equal(s.sends.get('n-999999')?.serial, 1);
+  assert.equal(firstSent.sends.size, per, 'an earlier state still sees only its own sends');
+  assert.equal(firstSent.sends.get('n-1000'), undefined);
+  assert.equal(firstSent.skipped.get('n-0')?.code, 'X');
+  assert.ok(s.waves[0]?.lastSentAtMs !== null);
+});
+
+test('folding an earlier state again branches: neither line sees the other, and a wave changed later is as it was for an earlier state', () => {
+  const resources = [{ id: 'web' }];
+  const at = (m: number) => `2026-11-30T14:0${m}:00.000Z`;
+  const events: Recorded<RolloutEvent>[] = [
+    makeRolloutEvent('RolloutStarted', {
+      rollout: 'b',
+      resources,
+      specDigest: specDigestOf(resources),
+      selection: { kind: 'nodes' },
+      targets: 3,
+      waves: [1, 3],
+      asGiven: { waves: '1,100%', maxFailures: '0' },
+      maxFailures: 0,
+      waveTimeoutMs: 1_000,
+      pauseMs: 0,
+      startedBy: 'test',
+      startedAt: at(0),
+    }),
+    makeRolloutEvent('RolloutNodesListed', { rollout: 'b', from: 0, nodes: ['a', 'b', 'c'], listedAt: at(0) }),
+    makeRolloutEvent('WaveStarted', { rollout: 'b', wave: 1, from: 0, to: 1, startedAt: at(1) }),
+  ].map((e, i) => ({ ...e, stream: 'rollout-b', revision: BigInt(i), position: BigInt(i + 1) }) as Recorded<RolloutEvent>);
+  const base = foldRolloutEvents(events)!;
+  const send = (node: string, serial: number, i: number) =>
+    ({
+      ...makeRolloutEvent('RolloutSent', {
+        rollout: 'b',
+        wave: 1,
+        sends: [{ node, serial, digest: 'b'.repeat(64) }],
+        skipped: [],
+        sentAt: at(2),
+      }),
+      stream: 'rollout-b',
+      revision: BigInt(i),
+      position: BigInt(i + 1),
+    }) as Recorded<RolloutEvent>;
+  const one = foldRollout(base, send('a', 1, 3));
+  const again = foldRollout(one, send('a', 2, 4));
+  const other = foldRollout(base, send('b', 7, 3));
+  assert.equal(again.sends.get('a')?.serial, 2);
+  assert.equal(one.sends.get('a')?.serial, 1, 'a send overwritten later is as it was for the earlier state');
+  assert.deepEqual([...other.sends.keys()], ['b']);
+  assert.deepEqual([...again.sends.keys()], ['a']);
+  assert.equal(base.sends.size, 0);
+  assert.equal(base.waves[0]?.lastSentAtMs, null, 'the wave as it was before any send');
+  assert.equal(one.waves[0]?.lastSentAtMs, Date.parse(at(2)));
+  assert.deepEqual(other.targets, ['a', 'b', 'c']);
 });

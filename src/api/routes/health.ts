@@ -90,9 +90,13 @@ export const healthRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { d
       const broken = failing('ingest', p.ingest) ?? failing('relay', p.relay);
       if (broken !== null) throw broken;
       if (!(projections?.isReady() ?? true)) {
-        throw new ConvergeError('CONVERGE_ERR_NOT_READY', `projections are ${lag} events behind the store`, {
-          details: { lag: lag.toString() },
-        });
+        const position = readModel.position();
+        const head = (position ?? 0n) + lag;
+        throw new ConvergeError(
+          'CONVERGE_ERR_NOT_READY',
+          `catching up: projections are ${lag} events behind the store (at ${position ?? 'no event yet'} of ${head})`,
+          { details: { lag: lag.toString(), position: position?.toString() ?? null, head: head.toString() } },
+        );
       }
       return { ok: true, ready: true, lag: lag.toString(), position: readModel.position()?.toString() ?? null, ...parts() };
     },

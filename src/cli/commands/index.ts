@@ -30,6 +30,8 @@ const engineSettings: readonly ConfigKey[] = [
   'streamMaxMs',
   'idleTimeoutMs',
   'requestTimeoutMs',
+  'maxRolloutTargets',
+  'maxOpenRollouts',
   'adminListen',
 ];
 

@@ -18,6 +18,13 @@ const count = z.number().int().min(0);
 export const rolloutIdPattern = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 const rolloutId = z.string().regex(rolloutIdPattern);
 
+/**
+ * The longest wave timeout or pause a plan may ask for. A deadline is a time the read side prints
+ * (`new Date(ms).toISOString()`): one past the Date range made every read of rollouts throw. The
+ * plans (API, CLI) are refused past it; stored events are not, so a store that holds one still reads.
+ */
+export const maxRolloutDurationMs = 30 * 24 * 60 * 60 * 1000;
+
 /** How the targets were chosen; the chosen nodes themselves are in RolloutNodesListed. */
 export const rolloutSelection = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('nodes') }),
