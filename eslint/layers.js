@@ -11,6 +11,7 @@ import { dirname, relative, resolve, sep } from 'node:path';
 export const layers = [
   ['src/core/errors'],
   ['src/core/wire', 'src/core/declaration'],
+  ['src/core/audit'],
   ['src/core/events'],
   ['projections'],
   ['src/retry', 'src/metrics'],

@@ -1,0 +1,64 @@
+import { leafHash } from './merkle.ts';
+import type { Hash } from './merkle.ts';
+
+// The canonical bytes of one stored event as a leaf of the audit tree (docs/audit.md#the-leaf).
+// Each field is there so that a change to it changes the leaf, and so the tree's root:
+// - position: the event's place in the global order. The tree is built in position order, so a
+//   deleted, inserted or reordered event moves every later leaf; the position itself also pins
+//   gaps the store's numbering may have, which the leaf index alone would not.
+// - stream and revision: which stream the event belongs to and where in it, so an event moved
+//   to another node's stream (or renumbered in its own) is a different leaf.
+// - type: what the event claims to be, kept apart from the data that a reader decodes by it.
+// - data: exactly the bytes the store holds, not a re-encoding of the decoded event, so that two
+//   encoders of the same value cannot disagree and nothing stored escapes the hash.
+// Fixed-width fields are written at their width; each variable one carries its length before it,
+// so no two different events can give the same bytes. The first byte is the format's version.
+
+export const LEAF_FORMAT_VERSION = 1;
+
+export type LeafFields = Readonly<{
+  position: bigint;
+  stream: string;
+  revision: bigint;
+  type: string;
+  /** The event's data exactly as stored. */
+  data: Uint8Array;
+}>;
+
+const U64_MAX = 2n ** 64n - 1n;
+const U32_MAX = 2 ** 32 - 1;
+
+function u64(value: bigint, name: string): Buffer {
+  if (value < 0n || value > U64_MAX) throw new RangeError(`${name} ${value} does not fit an unsigned 64-bit integer`);
+  const out = Buffer.alloc(8);
+  out.writeBigUInt64BE(value);
+  return out;
+}
+
+// A lone surrogate would be written as U+FFFD, so two different strings would share their bytes.
+function utf8(text: string, name: string): Buffer {
+  if (/\p{Cs}/u.test(text)) throw new RangeError(`${name} holds a lone surrogate, which UTF-8 cannot write`);
+  return Buffer.from(text, 'utf8');
+}
+
+function sized(bytes: Uint8Array, name: string): Buffer[] {
+  if (bytes.length > U32_MAX) throw new RangeError(`${name} is ${bytes.length} bytes, more than a 32-bit length can say`);
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(bytes.length);
+  return [length, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)];
+}
+
+/** version (1 byte) || position (u64 BE) || stream (u32 BE length, UTF-8) || revision (u64 BE) || type (u32 BE length, UTF-8) || data (u32 BE length, bytes). */
+export function leafBytes(event: LeafFields): Buffer {
+  return Buffer.concat([
+    Buffer.from([LEAF_FORMAT_VERSION]),
+    u64(event.position, 'position'),
+    ...sized(utf8(event.stream, 'stream'), 'stream'),
+    u64(event.revision, 'revision'),
+    ...sized(utf8(event.type, 'type'), 'type'),
+    ...sized(event.data, 'data'),
+  ]);
+}
+
+/** The leaf's hash in the audit tree: SHA-256(0x00 || leafBytes). */
+export const eventLeafHash = (event: LeafFields): Hash => leafHash(leafBytes(event));

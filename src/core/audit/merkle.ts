@@ -1,0 +1,205 @@
+import { createHash } from 'node:crypto';
+
+// The Merkle Tree Hash of RFC 9162 §2.1 over the event log (docs/audit.md), its inclusion and
+// consistency proofs, and their verification. Tree sizes and indexes are numbers: every step below
+// divides instead of shifting, because JavaScript's bit operators cut numbers to 32 bits and a log
+// may outgrow that; a number stays exact up to 2^53 leaves.
+
+export type Hash = Buffer;
+
+const LEAF_PREFIX = Buffer.from([0x00]);
+const NODE_PREFIX = Buffer.from([0x01]);
+
+/** MTH({}) = SHA-256 of the empty string: the root of a tree of no leaves. */
+export const EMPTY_ROOT: Hash = createHash('sha256').digest();
+
+/** SHA-256(0x00 || leaf): a leaf's hash; the prefix keeps a leaf from passing for an inner node. */
+export const leafHash = (leaf: Uint8Array): Hash => createHash('sha256').update(LEAF_PREFIX).update(leaf).digest();
+
+/** SHA-256(0x01 || left || right). */
+export const nodeHash = (left: Uint8Array, right: Uint8Array): Hash =>
+  createHash('sha256').update(NODE_PREFIX).update(left).update(right).digest();
+
+const isOdd = (x: number): boolean => x % 2 === 1;
+const half = (x: number): number => Math.floor(x / 2);
+const isPowerOfTwo = (x: number): boolean => x > 0 && largestPowerOfTwoBelow(x * 2) === x;
+const isSize = (x: number): boolean => Number.isSafeInteger(x) && x >= 0;
+const isHash = (h: Uint8Array): boolean => h.length === 32;
+
+/** The k of RFC 9162 §2.1.1: the largest power of two smaller than n (n > 1). */
+export function largestPowerOfTwoBelow(n: number): number {
+  let k = 1;
+  while (k * 2 < n) k *= 2;
+  return k;
+}
+
+/** MTH over leaf hashes [from, to): the recursion of §2.1.1, starting from the leaves' hashes. */
+function rangeRoot(hashes: readonly Hash[], from: number, to: number): Hash {
+  const n = to - from;
+  if (n === 0) return EMPTY_ROOT;
+  if (n === 1) return hashes[from]!;
+  const k = largestPowerOfTwoBelow(n);
+  return nodeHash(rangeRoot(hashes, from, from + k), rangeRoot(hashes, from + k, to));
+}
+
+/** MTH(D[n]) of leaves given by their hashes (`leafHash` of each). */
+export const rootOfLeafHashes = (hashes: readonly Hash[]): Hash => rangeRoot(hashes, 0, hashes.length);
+
+/** MTH(D[n]) of the leaves themselves. */
+export const merkleRoot = (leaves: readonly Uint8Array[]): Hash => rootOfLeafHashes(leaves.map(leafHash));
+
+/**
+ * Appends leaves one at a time and gives the root of the leaves so far, holding only the roots of
+ * the perfect subtrees that make up the tree (one per set bit of the size: a "compact range"), so
+ * its memory is O(log n). A store can keep `compactRange()` beside its head and resume from it.
+ */
+export type TreeBuilder = {
+  /** Leaves appended so far. */
+  readonly size: number;
+  append(leaf: Uint8Array): void;
+  appendLeafHash(hash: Hash): void;
+  /** MTH of the leaves so far: EMPTY_ROOT before the first. */
+  root(): Hash;
+  /** The subtree roots, largest (leftmost) first: enough to resume with `createTreeBuilder`. */
+  compactRange(): CompactRange;
+};
+
+export type CompactRange = Readonly<{ size: number; hashes: readonly Hash[] }>;
+
+export function createTreeBuilder(from: CompactRange = { size: 0, hashes: [] }): TreeBuilder {
+  if (!isSize(from.size)) throw new RangeError(`a tree size is a non-negative safe integer, got ${from.size}`);
+  // byLevel[i] is the root of the perfect subtree of 2^i leaves when bit i of size is set.
+  const byLevel: (Hash | undefined)[] = [];
+  let size = from.size;
+  const levels: number[] = [];
+  for (let i = 0, rest = size; rest > 0; i++, rest = half(rest)) if (isOdd(rest)) levels.push(i);
+  if (levels.length !== from.hashes.length) {
+    throw new RangeError(`a compact range of size ${size} holds ${levels.length} hashes, got ${from.hashes.length}`);
+  }
+  levels.reverse().forEach((level, i) => (byLevel[level] = Buffer.from(from.hashes[i]!)));
+
+  const appendLeafHash = (hash: Hash): void => {
+    let carry = hash;
+    let level = 0;
+    // Adding one to the size carries through its low set bits: each carry merges two equal subtrees.
+    for (let rest = size; isOdd(rest); rest = half(rest), level++) {
+      carry = nodeHash(byLevel[level]!, carry);
+      byLevel[level] = undefined;
+    }
+    byLevel[level] = carry;
+    size += 1;
+  };
+  return {
+    get size() {
+      return size;
+    },
+    append: (leaf) => appendLeafHash(leafHash(leaf)),
+    appendLeafHash,
+    root() {
+      // The split at the largest power of two puts the biggest subtree left: fold from the smallest.
+      let root: Hash | undefined;
+      for (const subtree of byLevel) if (subtree !== undefined) root = root === undefined ? subtree : nodeHash(subtree, root);
+      return root ?? EMPTY_ROOT;
+    },
+    compactRange: () => ({ size, hashes: byLevel.filter((h): h is Hash => h !== undefined).reverse() }),
+  };
+}
+
+/** PATH(m, D[n]) of §2.1.3.1: the inclusion proof of leaf `index` in the tree of these leaf hashes. */
+export function inclusionProof(hashes: readonly Hash[], index: number): Hash[] {
+  if (!Number.isSafeInteger(index) || index < 0 || index >= hashes.length) {
+    throw new RangeError(`leaf index ${index} is not in a tree of ${hashes.length}`);
+  }
+  const path: Hash[] = [];
+  // Walk down from the root; the siblings come out root first, and the proof lists them leaf first.
+  let from = 0;
+  let to = hashes.length;
+  while (to - from > 1) {
+    const k = largestPowerOfTwoBelow(to - from);
+    if (index < from + k) {
+      path.push(rangeRoot(hashes, from + k, to));
+      to = from + k;
+    } else {
+      path.push(rangeRoot(hashes, from, from + k));
+      from += k;
+    }
+  }
+  return path.reverse();
+}
+
+/** PROOF(m, D[n]) of §2.1.4.1: that the tree of the first m leaf hashes is a prefix of the tree of all n. */
+export function consistencyProof(hashes: readonly Hash[], m: number): Hash[] {
+  const n = hashes.length;
+  if (!Number.isSafeInteger(m) || m < 0 || m > n) throw new RangeError(`size ${m} is not a prefix of a tree of ${n}`);
+  // An empty tree is a prefix of any tree, and a tree of itself: both need no hash.
+  if (m === 0 || m === n) return [];
+  return subproof(hashes, m, 0, n, true);
+}
+
+/** SUBPROOF(m, D[from:to], b): `known` says whether the verifier holds MTH(D[from:from+m]). */
+function subproof(hashes: readonly Hash[], m: number, from: number, to: number, known: boolean): Hash[] {
+  if (m === to - from) return known ? [] : [rangeRoot(hashes, from, to)];
+  const k = largestPowerOfTwoBelow(to - from);
+  if (m <= k) return [...subproof(hashes, m, from, from + k, known), rangeRoot(hashes, from + k, to)];
+  return [...subproof(hashes, m - k, from + k, to, false), rangeRoot(hashes, from, from + k)];
+}
+
+/** §2.1.3.2: does `path` prove the leaf hash at `index` in the tree of `size` whose root is `root`? */
+export function verifyInclusion(hash: Hash, index: number, size: number, path: readonly Hash[], root: Hash): boolean {
+  if (!isSize(index) || !isSize(size) || index >= size) return false;
+  if (!isHash(hash) || !isHash(root) || !path.every(isHash)) return false;
+  let fn = index;
+  let sn = size - 1;
+  let r = hash;
+  for (const p of path) {
+    if (sn === 0) return false;
+    if (isOdd(fn) || fn === sn) {
+      r = nodeHash(p, r);
+      // A right edge with no sibling at this level: climb until this node is a right child again.
+      while (!isOdd(fn) && fn !== 0) {
+        fn = half(fn);
+        sn = half(sn);
+      }
+    } else {
+      r = nodeHash(r, p);
+    }
+    fn = half(fn);
+    sn = half(sn);
+  }
+  return sn === 0 && r.equals(root);
+}
+
+/** §2.1.4.2: does `path` prove that the tree (`first`, `firstRoot`) is a prefix of (`second`, `secondRoot`)? */
+export function verifyConsistency(first: number, second: number, firstRoot: Hash, secondRoot: Hash, path: readonly Hash[]): boolean {
+  if (!isSize(first) || !isSize(second) || first > second) return false;
+  if (!isHash(firstRoot) || !isHash(secondRoot) || !path.every(isHash)) return false;
+  if (first === 0) return path.length === 0 && firstRoot.equals(EMPTY_ROOT);
+  if (first === second) return path.length === 0 && firstRoot.equals(secondRoot);
+  if (path.length === 0) return false;
+  // The old tree's root is its own left subtree when its size is a power of two: the proof omits it.
+  const steps = isPowerOfTwo(first) ? [firstRoot, ...path] : [...path];
+  let fn = first - 1;
+  let sn = second - 1;
+  while (isOdd(fn)) {
+    fn = half(fn);
+    sn = half(sn);
+  }
+  let fr = steps[0]!;
+  let sr = steps[0]!;
+  for (const c of steps.slice(1)) {
+    if (sn === 0) return false;
+    if (isOdd(fn) || fn === sn) {
+      fr = nodeHash(c, fr);
+      sr = nodeHash(c, sr);
+      while (!isOdd(fn) && fn !== 0) {
+        fn = half(fn);
+        sn = half(sn);
+      }
+    } else {
+      sr = nodeHash(sr, c);
+    }
+    fn = half(fn);
+    sn = half(sn);
+  }
+  return sn === 0 && fr.equals(firstRoot) && sr.equals(secondRoot);
+}
