@@ -13,6 +13,7 @@ export const layers = [
   ['src/core/wire', 'src/core/declaration'],
   ['src/core/audit'],
   ['src/core/events'],
+  ['src/core/rollout'],
   ['projections'],
   ['src/retry', 'src/metrics'],
   ['src/store', 'src/transport'],

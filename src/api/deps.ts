@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { RolloutState } from '../../projections/index.ts';
+import type { RolloutState } from '../core/rollout/index.ts';
 import type { Resource } from '../core/declaration/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ReadModel } from '../readModel/readModel.ts';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { livenessStates, nodeOutcomes, nodeStatuses, reportClasses, rolloutStatuses } from '../../projections/index.ts';
+import { livenessStates, nodeStatuses, reportClasses } from '../../projections/index.ts';
+import { nodeOutcomes, rolloutStatuses } from '../core/rollout/index.ts';
 import { failureReasons, maxRolloutDurationMs, onSupersededPolicies, rolloutIdPattern } from '../core/events/index.ts';
 
 // Zod schemas of everything the HTTP API reads and writes (DESIGN §7). Routes declare them, the

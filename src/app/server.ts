@@ -23,7 +23,7 @@ import { createRolloutDriver } from '../engine/rolloutDriver.ts';
 import type { RolloutDriver } from '../engine/rolloutDriver.ts';
 import type { StartRolloutDeps } from '../engine/rolloutCommands.ts';
 import { findDashboardDir } from './dashboardDir.ts';
-import { isTerminal } from '../../projections/index.ts';
+import { isTerminal } from '../core/rollout/index.ts';
 import { descriptorMargin, openFilesLimit } from './fdLimit.ts';
 
 // `converge serve` as a value (DESIGN §6): store → projections → API, plus ingest and relay

@@ -21,8 +21,10 @@ import type {
 import type { EventStore } from '../store/port.ts';
 import { validateNodeId } from '../core/wire/nodeId.ts';
 import { createUnseenPause } from './send.ts';
-import { foldRolloutEvents, isTerminal, planBudget, planWaves, selectTargets } from '../../projections/index.ts';
-import type { NodeState, RolloutState, TargetSelection } from '../../projections/index.ts';
+import { foldRolloutEvents } from '../../projections/index.ts';
+import { isTerminal, planBudget, planWaves, selectTargets } from '../core/rollout/index.ts';
+import type { NodeState } from '../../projections/index.ts';
+import type { RolloutState, TargetSelection } from '../core/rollout/index.ts';
 
 // Issue 14, the operator's commands on a rollout (docs/design.md §8): start one, pause, resume
 // and abort it. Each is one append to the rollout's own stream, at the revision the command

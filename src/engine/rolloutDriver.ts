@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
-import { decide, eventOfDecision, foldRollout, foldRolloutEvents, isTerminal, waveProgress } from '../../projections/index.ts';
-import type { Decision, NodeState, RolloutState, WaveProgress } from '../../projections/index.ts';
+import { foldRollout, foldRolloutEvents } from '../../projections/index.ts';
+import { decide, eventOfDecision, isTerminal, waveProgress } from '../core/rollout/index.ts';
+import type { NodeState } from '../../projections/index.ts';
+import type { Decision, RolloutState, WaveProgress } from '../core/rollout/index.ts';
 import type { SigningKey } from '../core/declaration/index.ts';
 import { isConvergeError } from '../core/errors.ts';
 import { listLimit, makeRolloutEvent, rolloutEventTypes, rolloutOfStream, rolloutStreamOf } from '../core/events/index.ts';

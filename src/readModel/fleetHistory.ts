@@ -309,7 +309,7 @@ function createLog(graceMs: number) {
       let acknowledged = 0;
       let superseded = 0;
       let count = 0;
-      // The same histogram the live summary keeps (projections/latencyHistogram.ts), so "now" and "as of" read alike.
+      // The same histogram the live summary keeps (projections/fleet/latencyHistogram.ts), so "now" and "as of" read alike.
       const latencies = createLatencyHistogram();
 
       for (let n = 0; n < nodeIds.length; n++) {
@@ -350,7 +350,7 @@ function createLog(graceMs: number) {
         anomalies.undeclared += rowCounts[c + 2]!;
         acknowledged += rowCounts[c + 3]!;
         superseded += rowCounts[c + 4]!;
-        // The node's most recent latencies, as its state keeps them (projections/nodeState.ts).
+        // The node's most recent latencies, as its state keeps them (projections/node/nodeState.ts).
         let l = rowLastLatency[r]!;
         for (let k = 0; k < recentLatencyLimit && l >= 0; k++) {
           latencies.add(rowLatency[l]!);
@@ -360,7 +360,7 @@ function createLog(graceMs: number) {
       }
       const position = byPosition ? asOf : lastSampleAtOrBeforeTime(T);
       return {
-        // The live summary's own summarising (projections/fleetTally.ts), so "now" and "as of" read alike.
+        // The live summary's own summarising (projections/fleet/fleetTally.ts), so "now" and "as of" read alike.
         ...summarizeCounts(
           {
             nodes: count,

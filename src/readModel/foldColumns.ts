@@ -5,7 +5,7 @@ import type { NodeColumns } from '../store/index.ts';
 
 /**
  * Fold entry i of a columnar page (src/store/nodeColumns.ts) into the draft: the draft fold's
- * rules (projections/nodeDraft.ts) on the page's typed fields, no Recorded built. A kind other
+ * rules (projections/node/nodeStateFast.ts) on the page's typed fields, no Recorded built. A kind other
  * than the three node events moves nothing, as foldIntoDraft.
  */
 export function foldEntry(d: NodeDraft, c: NodeColumns, i: number): void {

@@ -75,7 +75,7 @@ export type ReadModel = Readonly<{
   onChange: (listener: ChangeListener, options?: ChangeListenerOptions) => () => void;
   /**
    * A cold start's catch-up (DESIGN §6), from an empty model: fold `events` (position order, up to
-   * `until`) into a working state per node (projections/nodeDraft.ts) instead of a new state per
+   * `until`) into a working state per node (projections/node/nodeStateFast.ts) instead of a new state per
    * event, and publish each node's state once, at `endCatchUp`: the states `apply` would have
    * given (test/readModel/catchUp.property.test.ts). Until then the model shows what it showed
    * before. Returns false once it folds nothing more in bulk — the model was not empty, a listener

@@ -14,7 +14,7 @@ export type ReplayProgress = (folded: number, position: bigint) => void;
 
 /**
  * Fold every event with position <= `until` (default: all) from zero. Each node is folded into a
- * private working state (projections/nodeDraft.ts) and published once at the end: the same states
+ * private working state (projections/node/nodeStateFast.ts) and published once at the end: the same states
  * foldNode gives (a property test holds them equal), without a new state per event. The store is
  * read as pages of columns (src/store/nodeColumns.ts): the typed fields the fold reads, no event
  * object per event. The live path `replay --verify` compares against reads Recorded events and

@@ -1,13 +1,7 @@
-import {
-  createRaceScanner,
-  foldNode,
-  foldRollout,
-  initialNodeState,
-  nodeOutcome,
-  failureDetail,
-  startRollout,
-} from '../../projections/index.ts';
-import type { NodeOutcome, NodeState, RolloutState } from '../../projections/index.ts';
+import { createRaceScanner, foldNode, foldRollout, initialNodeState, startRollout } from '../../projections/index.ts';
+import { nodeOutcome, failureDetail } from '../core/rollout/index.ts';
+import type { NodeState } from '../../projections/index.ts';
+import type { NodeOutcome, RolloutState } from '../core/rollout/index.ts';
 import { ConvergeError } from '../core/errors.ts';
 import type { Recorded, RolloutEvent, RolloutFailure } from '../core/events/index.ts';
 import { isNodeEvent, rolloutStreamOf, streamOf } from '../core/events/index.ts';

@@ -1,25 +1,7 @@
-import {
-  budgetUsed,
-  supersededPolicy,
-  createLatencyHistogram,
-  failureDetail,
-  foldRollout,
-  isFailure,
-  isTerminal,
-  nodeOutcome,
-  startRollout,
-  waveDeadline,
-} from '../../projections/index.ts';
-import type {
-  LatencyHistogram,
-  NodeOutcome,
-  NodeState,
-  RolloutSend,
-  RolloutSkip,
-  RolloutState,
-  RolloutStatus,
-  WaveProgress,
-} from '../../projections/index.ts';
+import { createLatencyHistogram, foldRollout, startRollout } from '../../projections/index.ts';
+import { budgetUsed, supersededPolicy, failureDetail, isFailure, isTerminal, nodeOutcome, waveDeadline } from '../core/rollout/index.ts';
+import type { LatencyHistogram, NodeState } from '../../projections/index.ts';
+import type { NodeOutcome, RolloutSend, RolloutSkip, RolloutState, RolloutStatus, WaveProgress } from '../core/rollout/index.ts';
 import type { OnSuperseded, Recorded, RolloutEvent, RolloutFailure } from '../core/events/index.ts';
 import { rolloutEventTypes, rolloutOfStream, rolloutStreamPrefix } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';

@@ -8,7 +8,7 @@ import type { EventStore, ReadAllOptions } from './port.ts';
 // start's catch-up (ReadModel.catchUpColumns). Instead of one Recorded per event — a bigint
 // position and revision, the whole data object, a wrapper — a page of events as columns: for each
 // event its kind, position and revision as numbers, its node, and the fields the node fold reads
-// (projections/nodeDraft.ts: draftSend, draftReport, draftAlive), its time as milliseconds when
+// (projections/node/nodeStateFast.ts: draftSend, draftReport, draftAlive), its time as milliseconds when
 // isoMs reads the text. The page's arrays are reused from page to page: nothing of an event the
 // fold does not keep outlives its row, and a young-generation GC finds little to copy.
 //

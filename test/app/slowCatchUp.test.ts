@@ -42,7 +42,7 @@ test('a store whose catch-up is slow starts anyway: /healthz at once, /readyz 50
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
   }) as EventStore;
-  const dashboard = new URL('../fixtures/dashboard/', import.meta.url).pathname;
+  const dashboard = new URL('../fixtures/dashboard', import.meta.url).pathname;
   const config = loadConfig({ flags: {}, env: {} }, { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'slow-reader:read' });
   engine = createServer({ config, logger, store, dashboardDir: dashboard, pluginTimeoutMs: 1_000 });
   t.after(async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { planBudget, planWaves } from '../../projections/index.ts';
+import { planBudget, planWaves } from '../../src/core/rollout/index.ts';
 import { makeDeclarationSent, streamOf } from '../../src/core/events/index.ts';
 import { testKey } from '../support/history.ts';
 import { rolloutFleet } from '../support/rolloutFleet.ts';

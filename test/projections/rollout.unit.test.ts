@@ -1,19 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  budgetUsed,
-  decide,
-  eventOfDecision,
-  foldNodeEvents,
-  foldRollout,
-  foldRolloutEvents,
-  nodeOutcome,
-  planBudget,
-  planWaves,
-  selectTargets,
-  waveProgress,
-} from '../../projections/index.ts';
-import type { Decision, NodeState, RolloutState } from '../../projections/index.ts';
+import { foldNodeEvents, foldRollout, foldRolloutEvents } from '../../projections/index.ts';
+import { budgetUsed, decide, eventOfDecision, nodeOutcome, planBudget, planWaves, selectTargets, waveProgress } from '../../src/core/rollout/index.ts';
+import type { NodeState } from '../../projections/index.ts';
+import type { Decision, RolloutState } from '../../src/core/rollout/index.ts';
 import { specDigestOf } from '../../src/core/declaration/index.ts';
 import { makeRolloutEvent } from '../../src/core/events/index.ts';
 import type { Recorded, RolloutEvent, WithId } from '../../src/core/events/index.ts';

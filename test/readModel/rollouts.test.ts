@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { waveProgress } from '../../projections/index.ts';
-import type { WaveProgress } from '../../projections/index.ts';
+import { waveProgress } from '../../src/core/rollout/index.ts';
+import type { WaveProgress } from '../../src/core/rollout/index.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import type { ProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';

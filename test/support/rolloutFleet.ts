@@ -10,7 +10,7 @@ import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import type { Report } from '../../src/core/wire/index.ts';
 import { foldRolloutEvents } from '../../projections/index.ts';
-import type { RolloutState } from '../../projections/index.ts';
+import type { RolloutState } from '../../src/core/rollout/index.ts';
 import { testKey } from './history.ts';
 import { logger } from './logger.ts';
 

@@ -1,13 +1,7 @@
-import {
-  decide,
-  eventOfDecision,
-  foldNodeEvents,
-  foldRolloutEvents,
-  planBudget,
-  planWaves,
-  waveProgress,
-} from '../../projections/index.ts';
-import type { Decision, NodeState, RolloutState } from '../../projections/index.ts';
+import { foldNodeEvents, foldRolloutEvents } from '../../projections/index.ts';
+import { decide, eventOfDecision, planBudget, planWaves, waveProgress } from '../../src/core/rollout/index.ts';
+import type { NodeState } from '../../projections/index.ts';
+import type { Decision, RolloutState } from '../../src/core/rollout/index.ts';
 import type { Resource } from '../../src/core/declaration/index.ts';
 import { specDigestOf } from '../../src/core/declaration/index.ts';
 import { makeRolloutEvent, rolloutStreamOf, streamOf } from '../../src/core/events/index.ts';

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { RolloutState } from '../../../projections/index.ts';
+import type { RolloutState } from '../../core/rollout/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { RolloutView } from '../../readModel/rollouts.ts';
 import { authorize } from '../auth.ts';

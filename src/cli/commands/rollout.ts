@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
-import { isTerminal } from '../../../projections/index.ts';
-import type { TargetSelection } from '../../../projections/index.ts';
+import { isTerminal } from '../../core/rollout/index.ts';
+import type { TargetSelection } from '../../core/rollout/index.ts';
 import { abortRollout, pauseRollout, resumeRollout, startRollout } from '../../engine/rolloutCommands.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import { explainLine, explainRollout } from '../../readModel/rolloutExplain.ts';

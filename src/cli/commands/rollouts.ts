@@ -1,4 +1,4 @@
-import { rolloutStatuses } from '../../../projections/index.ts';
+import { rolloutStatuses } from '../../core/rollout/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { withStore } from '../command.ts';

@@ -1,5 +1,5 @@
 /**
- * A position or revision as a number, exact, or a RangeError: the bulk folds (projections/nodeDraft.ts)
+ * A position or revision as a number, exact, or a RangeError: the bulk folds (projections/node/nodeStateFast.ts)
  * and the columnar read (src/store/nodeColumns.ts) hold them as numbers, not a bigint per event, so a
  * store whose positions pass 2^53 fails those reads rather than folding rounded positions.
  */

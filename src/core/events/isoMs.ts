@@ -1,4 +1,4 @@
-// A time as the bulk folds keep it (projections/nodeDraft.ts): the milliseconds of a text that Date#toISOString
+// A time as the bulk folds keep it (projections/node/nodeStateFast.ts): the milliseconds of a text that Date#toISOString
 // writes back exactly, so the fold holds a number instead of the event's own string. A replay kept
 // each event's fresh time strings (and bigint positions) alive in its working states, and the
 // young-generation GC copied them: about a second of a 1,000,000-event replay (bench/replay.ts).

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { bucketValue, createLatencyHistogram, latencyBucket, percentile } from '../../projections/index.ts';
+import { bucketValue, createLatencyHistogram, latencyBucket, percentile } from '../../../projections/index.ts';
 
 test('the latency histogram gives the nearest-rank percentiles of its samples: exact below 2,048 ms, within 0.1 % above', () => {
   fc.assert(

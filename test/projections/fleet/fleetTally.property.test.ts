@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { createReadModel } from '../../src/readModel/readModel.ts';
-import type { Recorded } from '../../src/core/events/index.ts';
+import { createReadModel } from '../../../src/readModel/readModel.ts';
+import type { Recorded } from '../../../src/core/events/index.ts';
 
 // The fleet tally is kept as events fold, by replacing each node's old state with its new one
 // (fleetTally.ts `replace`, which counts only what changed: an acknowledgement moves one latency

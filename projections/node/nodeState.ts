@@ -1,5 +1,5 @@
-import { isoMs } from '../src/core/events/index.ts';
-import type { AliveSeenData, DeclarationSentData, Recorded, ReportReceivedData } from '../src/core/events/index.ts';
+import { isoMs } from '../../src/core/events/index.ts';
+import type { AliveSeenData, DeclarationSentData, Recorded, ReportReceivedData } from '../../src/core/events/index.ts';
 
 // The fold of DESIGN §3: one node's stream, in order, into the state that answers "has this
 // node read the latest words we sent it?". Pure and deterministic: the live engine and a replay
@@ -218,7 +218,7 @@ function onDeclarationSent(s: NodeState, d: DeclarationSentData): Changes {
  * a partial object with statusOf's result spread into it, then copied field by field into the
  * state by withChanges — made two objects and a spread per report (issue 10 profile of `serve`).
  * The fields are withChanges' for a report (micro-bench of 50,000 reports over 10,000 nodes:
- * 0.7 → 0.5 µs a fold); test/projections/nodeDraft.property.test.ts holds foldNode to the
+ * 0.7 → 0.5 µs a fold); test/projections/node/nodeStateFast.property.test.ts holds foldNode to the
  * independent draft fold on hostile histories (duplicate ids, positions that repeat or step back).
  */
 function onReportReceived(s: NodeState, d: ReportReceivedData, id: string, position: bigint, revision: bigint): NodeState {

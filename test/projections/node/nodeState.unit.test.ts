@@ -8,10 +8,10 @@ import {
   nodeView,
   sendHistoryLimit,
   serialOfSent,
-} from '../../projections/index.ts';
-import type { NodeState } from '../../projections/index.ts';
-import type { Recorded } from '../../src/core/events/index.ts';
-import { history } from '../support/history.ts';
+} from '../../../projections/index.ts';
+import type { NodeState } from '../../../projections/index.ts';
+import type { Recorded } from '../../../src/core/events/index.ts';
+import { history } from '../../support/history.ts';
 
 const fold = (events: readonly Recorded[]): NodeState => foldNodeEvents('edge-07', events);
 

@@ -1,8 +1,8 @@
 import { createFleetTally } from './fleetTally.ts';
 import type { FleetSummary, FleetSummaryOptions } from './fleetTally.ts';
-import { livenessAt } from './liveness.ts';
-import type { LivenessState } from './liveness.ts';
-import type { NodeState } from './nodeState.ts';
+import { livenessAt } from '../node/liveness.ts';
+import type { LivenessState } from '../node/liveness.ts';
+import type { NodeState } from '../node/nodeState.ts';
 
 // The fleet summary of DESIGN §7 `GET /v1/fleet`: counts by status and liveness, cohorts of
 // nodes by the spec they were sent, and convergence latency percentiles. It is a pure function of

@@ -1,7 +1,7 @@
 import { createLatencyHistogram } from './latencyHistogram.ts';
 import type { LatencyHistogram } from './latencyHistogram.ts';
-import type { LivenessState } from './liveness.ts';
-import type { NodeState, NodeStatus } from './nodeState.ts';
+import type { LivenessState } from '../node/liveness.ts';
+import type { NodeState, NodeStatus } from '../node/nodeState.ts';
 
 // The fleet summary of DESIGN §7 kept as counters: each node state is added once and removed
 // when the fold replaces it, so the live read model answers GET /v1/fleet in the time it takes

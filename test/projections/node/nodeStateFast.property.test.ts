@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { createNodeDraft, draftOf, foldIntoDraft, publishDraft } from '../../projections/nodeDraft.ts';
-import { foldNode, foldNodeEvents, initialNodeState, recentLatencyLimit, sendHistoryLimit } from '../../projections/index.ts';
-import type { NodeState } from '../../projections/index.ts';
-import type { Recorded } from '../../src/core/events/index.ts';
+import { createNodeDraft, draftOf, foldIntoDraft, publishDraft } from '../../../projections/node/nodeStateFast.ts';
+import { foldNode, foldNodeEvents, initialNodeState, recentLatencyLimit, sendHistoryLimit } from '../../../projections/index.ts';
+import type { NodeState } from '../../../projections/index.ts';
+import type { Recorded } from '../../../src/core/events/index.ts';
 
-// The draft fold (projections/nodeDraft.ts) is the replay's fast path: it must give exactly what
+// The draft fold (projections/node/nodeStateFast.ts) is the replay's fast path: it must give exactly what
 // the reference fold (foldNode) gives, for any history — published at the end, at any checkpoint
 // on the way, or continued from a published state. Events are built directly (no signing), so the
 // histories reach what the engine's constructors never write: duplicate report ids, a digest sent

@@ -1,5 +1,5 @@
-import type { Recorded } from '../src/core/events/index.ts';
-import { exactNumber, isoMs, isoText } from '../src/core/events/index.ts';
+import type { Recorded } from '../../src/core/events/index.ts';
+import { exactNumber, isoMs, isoText } from '../../src/core/events/index.ts';
 import { later, noAnomalies, noConvergence, noFailures, none, sendHistoryLimit, recentLatencyLimit, statusOf } from './nodeState.ts';
 import type { Anomalies, EarlierSend, NodeState, ReportClass, ReportedSummary, SentSummary } from './nodeState.ts';
 
@@ -19,7 +19,7 @@ import type { Anomalies, EarlierSend, NodeState, ReportClass, ReportedSummary, S
 // ~0.6 s of a 1,000,000-event replay over 10,000 nodes, against ~0.1 s for reading the same events.
 //
 // The contract is foldNode's: for every history, publishDraft of the drafted fold is deep-equal
-// to foldNodeEvents of the same events (test/projections/nodeDraft.property.test.ts holds the two
+// to foldNodeEvents of the same events (test/projections/node/nodeStateFast.property.test.ts holds the two
 // equal on arbitrary histories, duplicates and out-of-order positions included). It changes no
 // result, so foldVersion stays. Status, caughtUp, missing and carried are functions of the latest
 // send and report alone (statusOf), so the draft computes them once, when it publishes.

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { foldNodeEvents } from '../../projections/index.ts';
-import type { Recorded } from '../../src/core/events/index.ts';
-import { history } from '../support/history.ts';
+import { foldNodeEvents } from '../../../projections/index.ts';
+import type { Recorded } from '../../../src/core/events/index.ts';
+import { history } from '../../support/history.ts';
 
 // Random histories for one node, built through the same event constructors the engine uses.
 type Cmd =

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createFleetFold, findRaces, parseAt, stateAt, timeline } from '../../projections/index.ts';
-import { history } from '../support/history.ts';
+import { createFleetFold, findRaces, parseAt, stateAt, timeline } from '../../../projections/index.ts';
+import { history } from '../../support/history.ts';
 
 test("the seed's race — A's report landing after B was sent — shows up in races with both digests", () => {
   const h = history('n1');

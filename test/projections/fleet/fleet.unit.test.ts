@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { foldNodeEvents, percentile, summarizeFleet } from '../../projections/index.ts';
-import { specDigestOf } from '../../src/core/declaration/index.ts';
-import { history } from '../support/history.ts';
+import { foldNodeEvents, percentile, summarizeFleet } from '../../../projections/index.ts';
+import { specDigestOf } from '../../../src/core/declaration/index.ts';
+import { history } from '../../support/history.ts';
 
 test('percentiles are nearest-rank and empty samples give null', () => {
   assert.equal(percentile([], 50), null);

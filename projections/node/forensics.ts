@@ -1,5 +1,5 @@
-import { isNodeEvent } from '../src/core/events/index.ts';
-import type { NodeEvent, Recorded } from '../src/core/events/index.ts';
+import { isNodeEvent } from '../../src/core/events/index.ts';
+import type { NodeEvent, Recorded } from '../../src/core/events/index.ts';
 import { classifyReport, foldNode, initialNodeState, sendHistoryLimit, serialOfSent } from './nodeState.ts';
 import type { NodeState, ReportClass } from './nodeState.ts';
 

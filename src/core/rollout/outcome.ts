@@ -1,0 +1,63 @@
+import type { RolloutSend, RolloutSkip, NodeFacts } from './state.ts';
+
+// The rule: how one node stands in this rollout, from the node fold alone.
+
+export const nodeOutcomes = ['unsent', 'pending', 'done', 'refused', 'degraded', 'superseded', 'unsendable'] as const;
+export type NodeOutcome = (typeof nodeOutcomes)[number];
+
+export const isFailure = (o: NodeOutcome): boolean => o === 'refused' || o === 'degraded' || o === 'unsendable';
+
+/**
+ * A node is done when its latest report names the digest of the declaration this rollout sent
+ * it and it is converged — the node fold's caughtUp, which is an equality of digests: a report
+ * about an earlier declaration (stale), however late it arrives, leaves it pending. A node whose
+ * latest send is newer than ours was superseded from elsewhere: not done, and not a failure.
+ */
+export function nodeOutcome(
+  send: RolloutSend | undefined,
+  skip: RolloutSkip | undefined,
+  node: Pick<NodeFacts, 'sent' | 'status'> | undefined,
+): NodeOutcome {
+  if (skip !== undefined) return 'unsendable';
+  if (send === undefined) return 'unsent';
+  // The read model has not folded our send yet (it is folded with the RolloutSent that names it).
+  if (node === undefined || node.sent === null) return 'pending';
+  // Serials grow by one per send to a node (DESIGN §1): a later serial is a newer send. (By serial,
+  // not by looking the digest up in the node's send history, which keeps only the last 8 sends.)
+  if (node.sent.digest !== send.digest) return node.sent.serial > send.serial ? 'superseded' : 'pending';
+  switch (node.status) {
+    case 'converged':
+      return 'done';
+    case 'refused':
+      return 'refused';
+    case 'degraded':
+      return 'degraded';
+    default:
+      return 'pending';
+  }
+}
+
+/** What a failure list says about a node, for people (and for the events that record it). */
+export function failureDetail(
+  outcome: NodeOutcome,
+  node: Pick<NodeFacts, 'reported' | 'missing'> | undefined,
+  skip: RolloutSkip | undefined,
+): string {
+  const r = node?.reported ?? null;
+  switch (outcome) {
+    case 'unsendable':
+      return skip === undefined ? 'not sent' : `${skip.code}: ${skip.reason}`;
+    case 'refused':
+      return r === null ? 'refused' : `refused: ${r.refused}`;
+    case 'degraded': {
+      const failed = r === null ? [] : Object.entries(r.failed).map(([id, why]) => `${id} (${why})`);
+      const missing = node?.missing ?? [];
+      return [failed.length > 0 ? `failed ${failed.join(', ')}` : '', missing.length > 0 ? `missing ${missing.join(', ')}` : '']
+        .filter((x) => x !== '')
+        .join('; ');
+    }
+    default:
+      if (r === null) return 'no report since the send';
+      return `behind: the latest report names ${r.declared === null ? 'no digest' : r.declared.slice(0, 12)} (${r.class})`;
+  }
+}

@@ -1,0 +1,85 @@
+import type {
+  OnSuperseded,
+  RolloutAbortedData,
+  RolloutCompletedData,
+  RolloutHaltedData,
+  RolloutStartedData,
+  WaveCompletedData,
+} from '../events/index.ts';
+
+// A rollout's state as its fold (projections/rollout.ts) makes it from the rollout's own stream:
+// the plan, the waves, what was sent to whom, and how it ended. The decision (decide.ts) and the
+// read side take it as it is; nothing here depends on a clock.
+
+export const rolloutStatuses = ['running', 'paused', 'halted', 'completed', 'aborted'] as const;
+export type RolloutStatus = (typeof rolloutStatuses)[number];
+export const isTerminal = (s: RolloutStatus): boolean => s === 'halted' || s === 'completed' || s === 'aborted';
+
+export type WaveState = Readonly<{
+  wave: number;
+  /** Its nodes are the rollout's targets[from, to). */
+  from: number;
+  to: number;
+  startedAt: string | null;
+  /** When its last send was recorded (ms): its timeout runs from there. */
+  lastSentAtMs: number | null;
+  /** Time the rollout spent paused since the wave's last send: the timeout waits that much longer. */
+  pausedMs: number;
+  completed: WaveCompletedData | null;
+}>;
+
+export type RolloutSend = Readonly<{ wave: number; serial: number; digest: string; sentAt: string }>;
+export type RolloutSkip = Readonly<{ wave: number; code: string; reason: string }>;
+
+export type RolloutState = Readonly<{
+  id: string;
+  started: RolloutStartedData;
+  /** The selected nodes in wave order, as listed after RolloutStarted. */
+  targets: readonly string[];
+  status: RolloutStatus;
+  waves: readonly WaveState[];
+  /** The highest wave opened (0: none yet). */
+  current: number;
+  /** What this rollout sent each node, from RolloutSent. */
+  sends: ReadonlyMap<string, RolloutSend>;
+  /** Nodes it could not send to (a carried port), from RolloutSent. */
+  skipped: ReadonlyMap<string, RolloutSkip>;
+  /** Totals over the completed waves. */
+  done: number;
+  failed: number;
+  superseded: number;
+  pausedAt: string | null;
+  halted: RolloutHaltedData | null;
+  completed: RolloutCompletedData | null;
+  aborted: RolloutAbortedData | null;
+  /** Time of the last event folded. */
+  updatedAt: string;
+  /** Revision of the last event folded in the rollout's stream: the expected revision of the next decision. */
+  revision: bigint;
+  position: bigint;
+}>;
+
+// A rollout's collections grow by appending (targets, sends) or change one entry per event
+// (waves), so a fold that copied them per event was quadratic in the plan. The states of one line
+// of folds share them instead, and each state records how far it reaches: the latest state reads
+
+export const targetsComplete = (s: RolloutState): boolean => s.targets.length >= s.started.targets;
+
+/** When an open wave times out (ms), or null while it still has nodes to send to. */
+export const waveDeadline = (s: RolloutState, w: WaveState): number | null =>
+  w.lastSentAtMs === null ? null : w.lastSentAtMs + s.started.waveTimeoutMs + w.pausedMs;
+
+/**
+ * What the rollout's rule reads of a node, shaped as the node fold's state (projections/) answers
+ * it: the core sits below the folds, so it names the fields it needs instead of importing them.
+ */
+export type NodeFacts = Readonly<{
+  node: string;
+  sent: Readonly<{ digest: string; specDigest: string; serial: number }> | null;
+  status: string;
+  reported: Readonly<{ declared: string | null; failed: Readonly<Record<string, string>>; refused: string; class: string }> | null;
+  missing: readonly string[];
+}>;
+
+/** A rollout's superseded policy: recorded in its plan, 'fail' when the plan predates the choice. */
+export const supersededPolicy = (s: Pick<RolloutState, 'started'>): OnSuperseded => s.started.onSuperseded ?? 'fail';
