@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { apiHarness, read } from '../support/apiHarness.ts';
+import { apiHarness, read, write } from '../support/apiHarness.ts';
 import type { ApiHarness } from '../support/apiHarness.ts';
 
 // A query parameter no route knows used to be ignored: `/v1/nodes?caughtUp=true` answered every
@@ -39,5 +39,36 @@ describe('unknown query parameters', () => {
   test('known parameters are still accepted', async () => {
     const r = await h.app.inject({ url: '/v1/nodes?status=behind&limit=10', headers: read });
     assert.equal(r.statusCode, 200, r.body);
+  });
+});
+
+describe('unknown fields in a declaration body', () => {
+  let h: ApiHarness;
+  before(async () => {
+    h = await apiHarness();
+  });
+  after(() => h.close());
+
+  test('POST /v1/nodes/:node/declarations refuses an unknown top-level field with a 400 naming it', async () => {
+    const r = await h.app.inject({
+      method: 'POST',
+      url: '/v1/nodes/n1/declarations',
+      headers: write,
+      payload: { resources: [{ id: 'web' }], resourcez: [{ id: 'db' }] },
+    });
+    assert.equal(r.statusCode, 400, r.body);
+    assert.match(r.json().detail, /resourcez/);
+    assert.equal(await h.store.headPosition(), null, 'nothing was recorded');
+  });
+
+  test('POST /v1/declarations refuses an unknown field of an item', async () => {
+    const r = await h.app.inject({
+      method: 'POST',
+      url: '/v1/declarations',
+      headers: write,
+      payload: [{ node: 'n1', resources: [], extra: 1 }],
+    });
+    assert.equal(r.statusCode, 400, r.body);
+    assert.match(r.json().detail, /extra/);
   });
 });
