@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { ConvergeError } from '../core/errors.ts';
 
-// Bearer tokens (DESIGN §7 "Writes need a bearer token"). CONVERGE_API_TOKENS holds entries
+// Bearer tokens (docs/design.md#7-interfaces-people-and-programs-touch-kept-stable). CONVERGE_API_TOKENS holds entries
 // `<token>:<scopes>` separated by `;`, scopes comma-separated from `read` and `send`, e.g.
 // `k3l9…:read,send;d4sh…:read`. The token value is the secret itself. Tokens are kept only as
 // sha256 digests; logs name a token by the first 8 hex of its digest, never by its value.
@@ -49,30 +49,60 @@ export function parseApiTokens(text: string): { table: TokenTable; errors: strin
 }
 
 /**
+ * A refusal that carries its RFC 6750 challenge, for the WWW-Authenticate header of the answer:
+ * a client told 401 learns which scheme to retry with, and whether its token was the problem.
+ */
+class BearerRefusal extends ConvergeError {
+  constructor(
+    code: 'CONVERGE_ERR_UNAUTHENTICATED' | 'CONVERGE_ERR_FORBIDDEN',
+    message: string,
+    readonly challenge: string,
+    details?: Record<string, unknown>,
+  ) {
+    super(code, message, details === undefined ? undefined : { details });
+  }
+}
+
+/** The WWW-Authenticate value for an error thrown by `authorize`; null for any other error. */
+export const bearerChallenge = (err: unknown): string | null => (err instanceof BearerRefusal ? err.challenge : null);
+
+/**
  * Check a request's Authorization header against the table.
  * With no tokens configured, reads are open and writes are refused (nothing can hold `send`).
  */
 export function authorize(table: TokenTable, header: string | undefined, need: Scope): TokenEntry | null {
   if (header === undefined || header === '') {
     if (table.size === 0 && need === 'read') return null;
-    throw new ConvergeError(
+    throw new BearerRefusal(
       'CONVERGE_ERR_UNAUTHENTICATED',
       need === 'send' && table.size === 0
         ? 'writes need a bearer token and none is configured (CONVERGE_API_TOKENS)'
         : 'this route needs a bearer token',
+      'Bearer',
     );
   }
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (m === null) throw new ConvergeError('CONVERGE_ERR_UNAUTHENTICATED', 'Authorization header is not "Bearer <token>"');
+  if (m === null)
+    throw new BearerRefusal(
+      'CONVERGE_ERR_UNAUTHENTICATED',
+      'Authorization header is not "Bearer <token>"',
+      'Bearer error="invalid_request"',
+    );
   const entry = table.get(hashToken(m[1]!));
-  if (entry === undefined) throw new ConvergeError('CONVERGE_ERR_UNAUTHENTICATED', 'bearer token is not valid');
+  if (entry === undefined)
+    throw new BearerRefusal('CONVERGE_ERR_UNAUTHENTICATED', 'bearer token is not valid', 'Bearer error="invalid_token"');
   if (!entry.scopes.has(need))
-    throw new ConvergeError('CONVERGE_ERR_FORBIDDEN', `token ${entry.id} lacks the ${need} scope`, { details: { need } });
+    throw new BearerRefusal(
+      'CONVERGE_ERR_FORBIDDEN',
+      `token ${entry.id} lacks the ${need} scope`,
+      `Bearer error="insufficient_scope", scope="${need}"`,
+      { need },
+    );
   return entry;
 }
 
 /**
- * The onRequest check (issue 13 item 5): it runs before fastify reads a byte of the body, so a
+ * The onRequest check: it runs before fastify reads a byte of the body, so a
  * client without a valid token costs a header parse, not an upload. Returns the token, if any.
  */
 export function authenticate(table: TokenTable, need: Scope | null | undefined, req: FastifyRequest): TokenEntry | null {

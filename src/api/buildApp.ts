@@ -2,8 +2,9 @@ import fastifySwagger from '@fastify/swagger';
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { validatorCompiler } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { authenticate } from './auth.ts';
+import { authenticate, bearerChallenge } from './auth.ts';
 import { checkBodyHeaders, closeIfBodyUnread, useJsonBodies } from './bodyPolicy.ts';
 import { clientOf, createCapTable, defaultCaps, holdPlace } from './connectionCaps.ts';
 import type { ApiDeps } from './deps.ts';
@@ -30,11 +31,23 @@ import { createRolloutView } from '../readModel/rollouts.ts';
 import { maxNodeIdLength } from './schemas.ts';
 import { ConvergeError } from '../core/errors.ts';
 
-// The HTTP API of DESIGN §7: one fastify plugin per resource (routes/), composed here with what
+// The HTTP API (docs/design.md#7-interfaces-people-and-programs-touch-kept-stable): one fastify plugin per resource (routes/), composed here with what
 // every request goes through. buildApp returns an instance that is not listening (tests use
 // inject; listen.ts opens the socket).
 
 export type { ApiDeps, SendDeclaration, ProjectionStatus } from './deps.ts';
+
+/**
+ * Every route's query schema made strict as the route is added: a parameter the route does not
+ * know (`/v1/nodes?caughtUp=true`) is a 400 naming it, not a filter silently ignored. Done here
+ * rather than in each schema so a new route cannot forget it.
+ */
+function refuseUnknownQueryParameters(app: FastifyInstance): void {
+  app.addHook('onRoute', (r) => {
+    const query = (r.schema as { querystring?: unknown } | undefined)?.querystring;
+    if (query instanceof z.ZodObject) r.schema = { ...r.schema, querystring: query.strict() };
+  });
+}
 
 /** The fastify instance both listeners start from: logging, errors as problems, one policy per route kind. */
 function baseApp(deps: ApiDeps, extra: ListenerOptions) {
@@ -65,6 +78,7 @@ function baseApp(deps: ApiDeps, extra: ListenerOptions) {
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
+  refuseUnknownQueryParameters(app);
   // Response schemas document the answers; serialising is plain JSON.stringify, as before the
   // type provider: validating every NodeState on the way out would cost the hottest route.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
@@ -76,6 +90,8 @@ function baseApp(deps: ApiDeps, extra: ListenerOptions) {
     const kind = req.routeOptions.config.kind;
     if (problem.status >= 500 && kind !== 'probe' && e.code !== 'CONVERGE_ERR_SERVER_AT_CAP') req.log.error({ err }, 'request failed');
     else req.log[logLevelOf(kind)]({ code: e.code, detail: e.message }, 'request refused');
+    const challenge = bearerChallenge(err);
+    if (challenge !== null) void reply.header('www-authenticate', challenge);
     closeIfBodyUnread(req, reply);
     return sendProblem(reply, problem);
   });
@@ -97,7 +113,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   useJsonBodies(app);
 
   // One hook, before the body is read: headers by route kind, the token, the body's headers,
-  // and for a request that stays open its place under the caps (issue 13 item 4).
+  // and for a request that stays open its place under the caps.
   // req.routeOptions builds a new object on each read: read it once.
   app.addHook('onRequest', (req, reply, done) => {
     const route = req.routeOptions;
@@ -148,7 +164,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
 }
 
 /**
- * The admin listener (`serve --admin-listen`, issue 13 item 4): /healthz, /readyz and /metrics
+ * The admin listener (`serve --admin-listen`): /healthz, /readyz and /metrics
  * only, on a socket of their own, so a probe or a scrape is answered whatever the main listener's
  * clients hold. Bind it where only the orchestrator and the scraper reach it: like the main
  * listener's probes, it asks for no token.

@@ -3,17 +3,28 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { RouteKind } from './routeOptions.ts';
 
-// Issue 9 §4: fastify logged every request, probes included, at info with every header. Here a
+// fastify logged every request, probes included, at info with every header. Here a
 // request is two lines (incoming, completed) with method, URL, address and status, and probes
 // are logged at debug so a scraper every few seconds does not drown the log. Headers are never
 // logged: the Authorization header is a credential, and the others are rarely worth their size.
 
 const maxUrlInLog = 512;
 
+// A token in the query string (`?access_token=`, `?token=`) is a credential like the header: no
+// route accepts one, but a client that tries must not leave its secret in the log. The name stays
+// so the line still says what was tried.
+const tokenInQuery = /([?&](?:access_token|token)=)[^&#]*/gi;
+
+/** The URL as logged: query tokens redacted, then cut at the length limit. */
+export function urlForLog(url: string): string {
+  const redacted = url.includes('?') ? url.replace(tokenInQuery, '$1[redacted]') : url;
+  return redacted.length > maxUrlInLog ? `${redacted.slice(0, maxUrlInLog)}…` : redacted;
+}
+
 export const requestSerializers = {
   req: (req: FastifyRequest) => ({
     method: req.method,
-    url: req.url.length > maxUrlInLog ? `${req.url.slice(0, maxUrlInLog)}…` : req.url,
+    url: urlForLog(req.url),
     remoteAddress: req.ip,
   }),
   res: (reply: FastifyReply) => ({ statusCode: reply.statusCode }),

@@ -148,7 +148,7 @@ export const awaitQuery = z.object({
 });
 
 export const resource = z.looseObject({ id: z.string().min(1), ports: z.array(z.number().int().min(1).max(65535)).optional() });
-export const declarationBody = named('DeclarationBody', z.object({ resources: z.array(resource).max(10_000) }));
+export const declarationBody = named('DeclarationBody', z.strictObject({ resources: z.array(resource).max(10_000) }));
 export const declarationAccepted = named(
   'DeclarationAccepted',
   z.object({ node: z.string(), digest, serial: z.number().int().min(1) }),
@@ -160,7 +160,7 @@ export const maxBatchDeclarations = 1_000;
 export const declarationBatchBody = named(
   'DeclarationBatch',
   z
-    .array(z.object({ node: z.string().min(1).max(maxNodeIdLength), resources: z.array(resource).max(10_000) }))
+    .array(z.strictObject({ node: z.string().min(1).max(maxNodeIdLength), resources: z.array(resource).max(10_000) }))
     .min(1)
     .max(maxBatchDeclarations),
   'Declarations for many nodes, recorded in one store transaction; each node at most once',

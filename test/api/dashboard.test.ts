@@ -76,9 +76,19 @@ test('only / and /nodes/:node fall back to the page: /v1 and other paths keep th
     await h.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  for (const url of ['/v1/nope', '/v1/nodes/x/nope', '/elsewhere', '/nodes/a/b', '/rollouts/a/b', '/assets/missing.js', '/index.html']) {
+  for (const url of [
+    '/v1/nope',
+    '/v1/nodes/x/nope',
+    '/elsewhere',
+    '/nodes',
+    '/nodes/a/b',
+    '/rollouts/a/b',
+    '/assets/missing.js',
+    '/index.html',
+  ]) {
     const r = await h.app.inject({ url });
     assert.equal(r.statusCode, 404, url);
+    assert.match(String(r.headers['content-type']), /^application\/problem\+json/, url);
     assert.equal(r.json().code, 'CONVERGE_ERR_ROUTE_NOT_FOUND', url);
   }
   // API answers are not given the page's caching or policy.

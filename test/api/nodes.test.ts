@@ -76,11 +76,13 @@ describe('node routes', () => {
     const r = await h.app.inject({ url: '/v1/nodes/n1' });
     assert.equal(r.statusCode, 401);
     assert.equal(r.json().code, 'CONVERGE_ERR_UNAUTHENTICATED');
+    assert.equal(r.headers['www-authenticate'], 'Bearer', 'RFC 6750: a 401 names the scheme it wants');
   });
 
   test('a wrong token is 401, not 403', async () => {
     const r = await h.app.inject({ url: '/v1/nodes/n1', headers: { authorization: 'Bearer nope-nope-nope' } });
     assert.equal(r.statusCode, 401);
+    assert.match(String(r.headers['www-authenticate']), /^Bearer error="invalid_token"/);
   });
 
   test('a read token on a write is 403 and sends nothing', async () => {

@@ -73,3 +73,17 @@ test('other requests are logged at info with method, URL and status but no heade
   assert.ok(!/authorization/i.test(text), 'no Authorization header is in the log');
   assert.ok(!text.includes('secret-agent') && !text.includes('session=abc'), 'other headers are not dumped either');
 });
+
+test('a token passed in the query string is redacted in every log line', async () => {
+  const secret = 'query-secret-value-1';
+  const { lines, text } = await logged('debug', async (h) => {
+    await h.app.inject({ url: `/v1/nodes?access_token=${secret}` });
+    await h.app.inject({ url: `/v1/nodes?limit=5&token=${secret}`, headers: { authorization: `Bearer ${readToken}` } });
+    await h.app.inject({ url: `/no/such/route?Access_Token=${secret}` });
+  });
+  assert.ok(lines.length > 0, 'the requests are logged');
+  assert.ok(!text.includes(secret), 'the token value is in no log line');
+  const urls = lines.map((l) => (l.req as { url?: string } | undefined)?.url).filter((u) => u !== undefined);
+  assert.ok(urls.includes('/v1/nodes?access_token=[redacted]'), 'the parameter is still named');
+  assert.ok(urls.includes('/v1/nodes?limit=5&token=[redacted]'), 'other parameters stay as they are');
+});

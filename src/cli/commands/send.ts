@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { validateSpec } from '../../core/declaration/index.ts';
 import { createSender } from '../../engine/send.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
@@ -24,7 +25,8 @@ export const run: Run = async ({ io, positionals, config, json }) => {
       `${file === '-' ? 'stdin' : file} is not JSON: ${(e as Error).message.replace(/\s+/g, ' ')}`,
     );
   }
-  const resources = (spec as { resources?: unknown } | null)?.resources;
+  // The whole file is checked, so a field the spec does not have is refused, not dropped.
+  const { resources } = validateSpec(spec);
   const store = await openStore(config, io, false);
   try {
     const r = await createSender({ store, key: config.signingKey }).send(node, resources);

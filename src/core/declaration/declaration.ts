@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ConvergeError } from '../errors.ts';
 
-// DESIGN §1: the declaration is UTF-8 JSON the engine writes once and never re-encodes.
+// docs/design.md#declaration-bytes-digest-signature: the declaration is UTF-8 JSON the engine writes once and never re-encodes.
 // `serial` grows by one per send so a re-sent identical spec (A, B, A) gets a new digest.
 
 const portSchema = z.number().int().min(1).max(65535);
@@ -13,7 +13,9 @@ export const resourceSchema = z.looseObject({
   ports: z.array(portSchema).optional(),
 });
 
-export const specSchema = z.object({
+// Strict at the top level: a misspelt field (`resource`, `resourcez`) was dropped and the rest
+// sent, which reads as accepted. Resources stay loose: their other fields are the node's.
+export const specSchema = z.strictObject({
   resources: z.array(resourceSchema).max(10_000),
 });
 
@@ -62,7 +64,7 @@ export function requestedPorts(spec: Spec): ReadonlyMap<number, string> {
   return m;
 }
 
-/** Refuse a spec that assigns a port the node says it carries (DESIGN §3, ADR 0038). */
+/** Refuse a spec that assigns a port the node says it carries (docs/design.md#3-what-caught-up-means-the-fold-in-projections). */
 export function checkCarriedPorts(spec: Spec, carried: readonly number[]): void {
   const wanted = requestedPorts(spec);
   const clash = carried.filter((p) => wanted.has(p));

@@ -3,8 +3,9 @@ import { ConvergeError } from '../../core/errors.ts';
 import type { EncodedWrite } from '../appendRules.ts';
 import { expectedRevisionHolds, wrongExpectedRevision } from '../appendRules.ts';
 import type { AppendResult } from '../port.ts';
+import { statementName } from './schema.ts';
 
-// Appending to PostgreSQL without ever letting a reader skip an event (issue 12, the trap).
+// Appending to PostgreSQL without ever letting a reader skip an event (the trap every such store meets).
 //
 // The trap: a sequence hands out positions when a row is inserted, but transactions commit in
 // their own order. If T1 takes position 7 and T2 takes 8 and commits first, a reader that saw 8
@@ -80,7 +81,7 @@ export function createAppender(pool: Pool, schema: string, queryOf: (c: PoolClie
   const s = schema;
   const statement =
     (name: string, text: string) =>
-    (values: unknown[]): QueryConfig => ({ name: `converge_${name}_${s}`, text, values });
+    (values: unknown[]): QueryConfig => ({ name: statementName(name, s), text, values });
 
   const insert = statement(
     'append',

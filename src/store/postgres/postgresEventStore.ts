@@ -10,11 +10,11 @@ import type { EventStore, LeaseHold, ReadAllOptions, ReadStreamOptions, Subscrib
 import { createAppender } from './append.ts';
 import { acquirePostgresLease } from './lease.ts';
 import type { LeaseOptions } from './lease.ts';
-import { channelOf, checkSchemaName, migrate } from './schema.ts';
+import { channelOf, checkSchemaName, migrate, statementName } from './schema.ts';
 import { listenForAppends } from './wakeups.ts';
 import type { Wakeups } from './wakeups.ts';
 
-// The PostgreSQL adapter (issue 12): a store several engines can share. node-postgres (`pg`):
+// The PostgreSQL adapter: a store several engines can share. node-postgres (`pg`):
 // named prepared statements, a pool, and a plain Client for LISTEN. Appends are one statement
 // each (./append.ts, which also explains why a reader "after position P" can never skip);
 // subscriptions are the shared polling loop woken by LISTEN/NOTIFY, with a slow poll kept only as
@@ -64,7 +64,7 @@ const pgError = (err: unknown, what: string): ConvergeError => {
   if (err instanceof ConvergeError) return err;
   const code = (err as { code?: unknown }).code;
   const message = `${what}: ${err instanceof Error ? err.message : String(err)}`;
-  // invalid text for a column type: an event id that is not a UUID (DESIGN §2 makes them UUIDs).
+  // invalid text for a column type: an event id that is not a UUID (docs/design.md#2-events-the-system-of-record makes them UUIDs).
   if (code === '22P02') return new ConvergeError('CONVERGE_ERR_BAD_REQUEST', message, { cause: err });
   return new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', message, { cause: err });
 };
@@ -103,7 +103,7 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
   const run = queryOf(pool);
   const statement =
     (name: string, text: string) =>
-    (...values: unknown[]): QueryConfig => ({ name: `converge_${name}_${s}`, text, values });
+    (...values: unknown[]): QueryConfig => ({ name: statementName(name, s), text, values });
   const cols = 'position, id, stream, revision, type, data, metadata';
   const q = {
     after: statement('after', `SELECT ${cols} FROM ${s}.events WHERE position > $1 ORDER BY position LIMIT $2`),

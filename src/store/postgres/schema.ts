@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { PoolClient } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
 
@@ -18,6 +19,20 @@ export function checkSchemaName(schema: string): string {
     );
   }
   return schema;
+}
+
+const maxIdentifier = 63;
+
+/**
+ * The name a prepared statement is prepared under on a connection: the schema is part of it, as
+ * the same statement reads another schema's tables. PostgreSQL cuts names at 63 bytes (and `pg`
+ * warns on stdout for each), so a name that would be longer ends in a digest of the schema.
+ */
+export function statementName(name: string, schema: string): string {
+  const full = `converge_${name}_${schema}`;
+  if (full.length <= maxIdentifier) return full;
+  const digest = createHash('sha256').update(schema).digest('hex').slice(0, 12);
+  return `${full.slice(0, maxIdentifier - digest.length - 1)}_${digest}`;
 }
 
 /** The channel appends NOTIFY on; subscriptions LISTEN to it (wake-ups, not data). */

@@ -113,3 +113,12 @@ test('assigning a port the node carries is refused, naming the port and the reso
     (e) => isConvergeError(e, 'CONVERGE_ERR_PORT_CARRIED') && /5672/.test(e.message) && /queue/.test(e.message),
   );
 });
+
+test('validateSpec refuses a field it does not know at the top level, naming it, as kubectl --validate=strict does', () => {
+  assert.throws(
+    () => validateSpec({ resources: [{ id: 'web' }], resource: [] }),
+    (e: unknown) => isConvergeError(e, 'CONVERGE_ERR_SPEC_INVALID') && /resource/.test((e as Error).message),
+  );
+  // A resource's other fields are the node's (docs/declarations.md): kept, never refused.
+  assert.deepEqual(validateSpec({ resources: [{ id: 'web', port: 80 }] }).resources, [{ id: 'web', port: 80 }]);
+});
