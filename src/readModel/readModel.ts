@@ -7,7 +7,7 @@ import { columnsOf, createNodeColumns, eventKind, streamNodeOf } from '../store/
 import type { NodeColumns } from '../store/index.ts';
 import { foldEntry, internIds, internSpec } from './foldColumns.ts';
 import { createLivenessTracker } from './livenessTracker.ts';
-import type { DecodedStates } from './snapshotFormat.ts';
+import type { DecodedStates } from './snapshot/decodeStates.ts';
 import type { ExactLastSeen, LivenessCounts } from './livenessTracker.ts';
 
 // The in-memory read model (DESIGN §3, §6): a mutable Map<node, NodeState> where each entry is
@@ -96,7 +96,7 @@ export type ReadModel = Readonly<{
   onRolloutEvent: (listener: RolloutEventListener) => () => void;
   /**
    * Replace the whole model (snapshot restore). From a snapshot read in place (DecodedStates,
-   * snapshotFormat.ts) the model takes over its node ids and slots, counts every node from its
+   * snapshot/decodeStates.ts) the model takes over its node ids and slots, counts every node from its
    * columns, and builds a node's state the first time it is asked for (get, nodes, page, a
    * fold), then keeps it: the same states, built at first use instead of all at start (issue 10).
    */
