@@ -5,7 +5,7 @@ import type { DeclarationSent, Recorded, RolloutEvent } from '../core/events/ind
 import { isNodeEvent, nodeOfStream } from '../core/events/index.ts';
 import { columnsOf, createNodeColumns, eventKind, streamNodeOf } from '../store/index.ts';
 import type { NodeColumns } from '../store/index.ts';
-import { foldEntry, internIds, internSpec } from './foldColumns.ts';
+import { foldEntry, internIds, internSpec } from './foldIntoDraftFast.ts';
 import { createLivenessTracker } from './livenessTracker.ts';
 import type { DecodedStates } from './snapshot/decodeStates.ts';
 import type { ExactLastSeen, LivenessCounts } from './livenessTracker.ts';
@@ -125,7 +125,7 @@ const failedError = (f: FoldFailure, cause?: unknown): ConvergeError =>
 
 // Nodes sent the same spec hold the same spec digest and resource ids: one string and one array
 // for all of them instead of a copy each, as every event arrives with its own (memory per node,
-// bench/scale.ts). Equal values, so the fold's result is the same (foldColumns.ts keeps the tables).
+// bench/scale.ts). Equal values, so the fold's result is the same (foldIntoDraftFast.ts keeps the tables).
 function interned(e: Recorded<DeclarationSent>): Recorded<DeclarationSent> {
   const d = e.data;
   const spec = internSpec(d.specDigest);
