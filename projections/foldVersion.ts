@@ -1,5 +1,5 @@
 // The version of the fold's output. A read-model snapshot records it and is restored only by a
-// fold of the same version (src/readModel/snapshot.ts): a snapshot folded by other rules would
+// fold of the same version (src/readModel/snapshot/snapshotFile.ts): a snapshot folded by other rules would
 // otherwise be served as if this fold had made it (DESIGN §3: restored model = replay).
 //
 // Bump it whenever a change to projections/ changes what foldNode returns for some history.

@@ -8,9 +8,9 @@ import { createReadModel } from './readModel.ts';
 import type { FoldFailure, ReadModel } from './readModel.ts';
 import { createRolloutView } from './rollouts.ts';
 import type { RolloutView } from './rollouts.ts';
-import { foldVersion, openSnapshot, rejectionOf, snapshotFormat, writeSnapshot } from './snapshot.ts';
-import type { SnapshotRejection, StoredSnapshot } from './snapshot.ts';
-import { checkConsistency, checkIdentity, crossCheck } from './snapshotTrust.ts';
+import { foldVersion, openSnapshot, rejectionOf, snapshotFormat, writeSnapshot } from './snapshot/snapshotFile.ts';
+import type { SnapshotRejection, StoredSnapshot } from './snapshot/snapshotFile.ts';
+import { checkConsistency, checkIdentity, crossCheck } from './snapshot/trust.ts';
 
 // The projection runner (DESIGN §6): folds the store into the read model through one
 // subscription. The read model lives in memory, so the subscription's resume point is the

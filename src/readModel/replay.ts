@@ -2,7 +2,7 @@ import { createNodeDraft, publishDraft } from '../../projections/index.ts';
 import type { NodeDraft, NodeState } from '../../projections/index.ts';
 import { eventKind, readNodeColumns } from '../store/index.ts';
 import type { EventStore } from '../store/index.ts';
-import { foldEntry } from './foldColumns.ts';
+import { foldEntry } from './foldIntoDraftFast.ts';
 
 // `replay --verify` (DESIGN §3): "replaying the store from zero must give the same state as the
 // live engine, at any position". Fold the whole store with the pure fold alone — no

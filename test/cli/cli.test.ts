@@ -165,7 +165,7 @@ describe("converge CLI on a store with the seed's race", () => {
     // Found: the replay was compared with whatever the file held: another store's snapshot gave
     // "replay disagrees … in 4 field(s)" (exit 1), as did a snapshot an older engine's fold wrote.
     const { createProjectionRunner } = await import('../../src/readModel/projectionRunner.ts');
-    const { readSnapshot, writeSnapshot } = await import('../../src/readModel/snapshot.ts');
+    const { readSnapshot, writeSnapshot } = await import('../../src/readModel/snapshot/snapshotFile.ts');
     const { logger } = await import('../support/logger.ts');
     const snapPath = join(dir, 'honest.snapshot');
     const store = createSqliteEventStore(join(dir, 'store.db'));

@@ -13,7 +13,7 @@ import { mountTinyTmpfs } from '../support/faults/tinyTmpfs.ts';
 import { withStoreFaults } from '../support/faults/withStoreFaults.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import { compareStates, replayStore } from '../../src/readModel/replay.ts';
-import { readSnapshot } from '../../src/readModel/snapshot.ts';
+import { readSnapshot } from '../../src/readModel/snapshot/snapshotFile.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';

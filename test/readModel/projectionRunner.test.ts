@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { loadConfig } from '../../src/app/config.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import { verifyReadModel } from '../../src/readModel/replay.ts';
-import { readSnapshot } from '../../src/readModel/snapshot.ts';
+import { readSnapshot } from '../../src/readModel/snapshot/snapshotFile.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { historyInStore } from '../support/history.ts';

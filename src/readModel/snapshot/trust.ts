@@ -1,15 +1,15 @@
 import { randomInt } from 'node:crypto';
-import { foldNode, foldVersion, initialNodeState, statusOf } from '../../projections/index.ts';
-import type { NodeState } from '../../projections/index.ts';
-import { isNodeEvent, streamOf } from '../core/events/index.ts';
-import type { EventStore } from '../store/index.ts';
-import { compareStates } from './replay.ts';
-import { snapshotRejected } from './snapshot.ts';
-import type { StoredSnapshot } from './snapshot.ts';
+import { foldNode, foldVersion, initialNodeState, statusOf } from '../../../projections/index.ts';
+import type { NodeState } from '../../../projections/index.ts';
+import { isNodeEvent, streamOf } from '../../core/events/index.ts';
+import type { EventStore } from '../../store/index.ts';
+import { compareStates } from '../replay.ts';
+import { snapshotRejected } from './snapshotFile.ts';
+import type { StoredSnapshot } from './snapshotFile.ts';
 
-// What a snapshot must pass before the runner serves it (issue 13 item 3: a snapshot with forged
+// What a snapshot must pass before the runner serves it (a snapshot with forged
 // values and the right foldVersion, position and event id was restored and served). The file's
-// own checks (snapshot.ts: checksum, a zod schema of every section) catch rot and wrong types;
+// own checks (snapshotFile.ts: checksum, a zod schema of every section) catch rot and wrong types;
 // these catch a snapshot that is well-formed and says something the store does not:
 //   - every node: the fields the fold derives (status, caughtUp, missing) are what statusOf
 //     gives for its send and report, the carried ports are the report's, and nothing is past
@@ -35,7 +35,7 @@ const small = 131_072;
 
 /**
  * Throws CONVERGE_ERR_SNAPSHOT_INVALID (reason `inconsistent`) naming the first node that contradicts itself.
- * Read from the columns, no state built (issue 10: warm start): statusOf's answer depends only
+ * Read from the columns, no state built, so a warm start stays cheap: statusOf's answer depends only
  * on whether there is a send and a report, whether the report names the send, whether it refused,
  * and which resource list, applied list and failure map they hold — so it is asked once per such
  * combination, of the first node that has it, and compared with every node that has it.

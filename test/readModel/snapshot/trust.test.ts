@@ -6,14 +6,14 @@ import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import pino from 'pino';
-import type { NodeState } from '../../projections/index.ts';
-import { createMetrics } from '../../src/metrics.ts';
-import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
-import { compareStates, replayStore, verifyReadModel } from '../../src/readModel/replay.ts';
-import { readSnapshot, writeSnapshot } from '../../src/readModel/snapshot.ts';
-import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
-import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
-import { historyInStore } from '../support/history.ts';
+import type { NodeState } from '../../../projections/index.ts';
+import { createMetrics } from '../../../src/metrics.ts';
+import { createProjectionRunner } from '../../../src/readModel/projectionRunner.ts';
+import { compareStates, replayStore, verifyReadModel } from '../../../src/readModel/replay.ts';
+import { readSnapshot, writeSnapshot } from '../../../src/readModel/snapshot/snapshotFile.ts';
+import { createMemoryEventStore } from '../../../src/store/memoryEventStore.ts';
+import { createSqliteEventStore } from '../../../src/store/sqlite/sqliteEventStore.ts';
+import { historyInStore } from '../../support/history.ts';
 
 // Issue 13 item 3: a snapshot was trusted blindly — forged values with the right foldVersion,
 // position and event id were restored and served, and wrong types gave "reports":"NaN111".

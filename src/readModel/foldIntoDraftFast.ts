@@ -3,6 +3,13 @@ import type { NodeDraft } from '../../projections/index.ts';
 import { eventKind } from '../store/index.ts';
 import type { NodeColumns } from '../store/index.ts';
 
+// The fast path of the draft fold: foldIntoDraft (projections/node/nodeStateFast.ts) is the definition,
+// and foldEntry must leave a draft exactly as foldIntoDraft leaves it for the same event — and so,
+// once published, as foldNode folds it. It reads a columnar page's typed fields instead of a
+// Recorded per event, for the cold start's catch-up (ReadModel.catchUpColumns) and replay
+// (replay.ts). test/readModel/foldIntoDraftFast.property.test.ts holds the two equal: a replay and
+// a cold start through the columns against the per-event fold.
+
 /**
  * Fold entry i of a columnar page (src/store/nodeColumns.ts) into the draft: the draft fold's
  * rules (projections/node/nodeStateFast.ts) on the page's typed fields, no Recorded built. A kind other

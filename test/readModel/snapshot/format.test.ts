@@ -5,17 +5,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { nodeStatuses, reportClasses } from '../../projections/index.ts';
-import type { NodeState } from '../../projections/index.ts';
-import { parseSnapshot, readSnapshot, rejectionOf, snapshotFormat, writeSnapshot } from '../../src/readModel/snapshot.ts';
-import type { Snapshot } from '../../src/readModel/snapshot.ts';
-import { columnNames, createEncoder, encodeColumn, encodeColumnSliced } from '../../src/readModel/snapshotFormat.ts';
-import type { Part } from '../../src/readModel/snapshotFormat.ts';
-import { encodeSnapshot4 } from '../../src/readModel/snapshotFormat4.ts';
+import { nodeStatuses, reportClasses } from '../../../projections/index.ts';
+import type { NodeState } from '../../../projections/index.ts';
+import { parseSnapshot, readSnapshot, rejectionOf, snapshotFormat, writeSnapshot } from '../../../src/readModel/snapshot/snapshotFile.ts';
+import type { Snapshot } from '../../../src/readModel/snapshot/snapshotFile.ts';
+import { encodeColumn } from '../../../src/readModel/snapshot/columnParts.ts';
+import type { Part } from '../../../src/readModel/snapshot/columnParts.ts';
+import { encodeColumnSliced } from '../../../src/readModel/snapshot/columnPartsSliced.ts';
+import { columnNames } from '../../../src/readModel/snapshot/columns.ts';
+import { createEncoder } from '../../../src/readModel/snapshot/encoder.ts';
+import { encodeSnapshot4 } from '../../../src/readModel/snapshot/jsonLinesV4.ts';
 
 // The snapshot's format alone (issue 10): whatever read model is written comes back the same,
 // value for value and type for type — binary columns, the JSON a column falls back to, format 4.
-// Whether a snapshot is believed (consistency, cross-check) is snapshotTrust.test.ts.
+// Whether a snapshot is believed (consistency, cross-check) is trust.test.ts.
 
 const dir = mkdtempSync(join(tmpdir(), 'converge-snapformat-'));
 const digest = fc.stringMatching(/^[0-9a-f]{64}$/);

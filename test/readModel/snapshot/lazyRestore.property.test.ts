@@ -4,14 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { livenessStates, nodeStatuses, reportClasses, statusOf } from '../../projections/index.ts';
-import type { NodeState } from '../../projections/index.ts';
-import type { Recorded } from '../../src/core/events/index.ts';
-import { createReadModel } from '../../src/readModel/readModel.ts';
-import type { ReadModel } from '../../src/readModel/readModel.ts';
-import { openSnapshot, snapshotFormat, writeSnapshot } from '../../src/readModel/snapshot.ts';
-import { isoBytesMs } from '../../src/readModel/snapshotFormat.ts';
-import { checkConsistency } from '../../src/readModel/snapshotTrust.ts';
+import { livenessStates, nodeStatuses, reportClasses, statusOf } from '../../../projections/index.ts';
+import type { NodeState } from '../../../projections/index.ts';
+import type { Recorded } from '../../../src/core/events/index.ts';
+import { createReadModel } from '../../../src/readModel/readModel.ts';
+import type { ReadModel } from '../../../src/readModel/readModel.ts';
+import { openSnapshot, snapshotFormat, writeSnapshot } from '../../../src/readModel/snapshot/snapshotFile.ts';
+import { isoBytesMs } from '../../../src/readModel/snapshot/columnsInPlace.ts';
+import { checkConsistency } from '../../../src/readModel/snapshot/trust.ts';
 
 // Issue 10 (warm start): a restore reads the snapshot's columns in place and builds a node's
 // state only when it is first asked for; the counters (fleet tally, liveness) are filled from the

@@ -2,36 +2,27 @@ import { createHash } from 'node:crypto';
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { z } from 'zod';
-import { foldVersion } from '../../projections/index.ts';
-import type { NodeState } from '../../projections/index.ts';
-import { ConvergeError } from '../core/errors.ts';
-import {
-  arrayColumn,
-  columnNames,
-  createEncoder,
-  decodeColumn,
-  decodeStates,
-  decodeTable,
-  encodeColumnSliced,
-  encodeTable,
-  MissingPartError,
-  partKinds,
-  sectionNames,
-  SnapshotContentError,
-  tableNames,
-} from './snapshotFormat.ts';
-import type { Columns, DecodedStates, Part, Tables } from './snapshotFormat.ts';
-import { headerSchema4, sectionSchemas4 } from './snapshotFormat4.ts';
-import type { Sections4 } from './snapshotFormat4.ts';
+import { foldVersion } from '../../../projections/index.ts';
+import type { NodeState } from '../../../projections/index.ts';
+import { ConvergeError } from '../../core/errors.ts';
+import { readBinaryPartsV5 } from './binaryPartsV5.ts';
+import { columnNames, sectionNames, SnapshotContentError, tableNames } from './columns.ts';
+import { encodeColumnSliced, encodeTable } from './columnPartsSliced.ts';
+import type { Part } from './columnParts.ts';
+import { MissingPartError } from './decodeColumn.ts';
+import { decodeStates } from './decodeStates.ts';
+import type { DecodedStates } from './decodeStates.ts';
+import { createEncoder } from './encoder.ts';
+import { headerSchema4, readJsonLinesV4 } from './jsonLinesV4.ts';
 
 // Read-model snapshots: the folded states at one position. A snapshot is only a shortcut: it is
 // restored only if it was made by a fold of the same version (projections/foldVersion.ts), from
 // this store (the event at its position has the same id), and passes the checks of
-// snapshotTrust.ts. Anything else is discarded and the runner folds from zero — slower, never wrong.
+// trust.ts. Anything else is discarded and the runner folds from zero — slower, never wrong.
 //
 // The file (format 5):
 //   1. a header line, JSON: format, foldVersion, position, eventId, writtenAt, nodes, sections;
-//   2. binary parts (snapshotFormat.ts: the columns, then the tables), each a little-endian
+//   2. binary parts (columns.ts names them: the columns, then the tables; binaryPartsV5.ts reads them), each a little-endian
 //      uint32 length, a JSON descriptor ["name", "kind", bytes], zero padding to a multiple of 8
 //      bytes from the file's start (typed arrays read the data in place), then the data;
 //   3. a newline and a trailer line, {"sha256": "<hex>"}: the sha256 of every byte before it.
@@ -41,10 +32,10 @@ import type { Sections4 } from './snapshotFormat4.ts';
 
 // 2: object keys starting with `$` are escaped; a format-1 file is discarded.
 // 3: foldVersion is the number in projections/foldVersion.ts, no longer a hash of the fold's source.
-// 4: columns and shared tables in lines with a sha256 trailer (issue 10, issue 13 item 3); every
+// 4: columns and shared tables in lines with a sha256 trailer; every
 //    section checked by a zod schema. A format-3 file (one JSON object) is discarded with a log line.
 // 5: the same columns and tables as binary parts (typed arrays, one text per string column), read
-//    without a JSON.parse per node (issue 10: warm start). Format 4 is still read.
+//    without a JSON.parse per node, for a fast warm start. Format 4 (jsonLinesV4.ts) is still read.
 export const snapshotFormat = 5;
 /** Formats this engine reads: the one it writes and format 4. */
 const readable = [4, 5];
@@ -60,7 +51,7 @@ export type Snapshot = Readonly<{
   states: readonly NodeState[];
 }>;
 
-/** A snapshot as the runner restores it: its states checked and read in place, each built when first asked (snapshotFormat.ts). */
+/** A snapshot as the runner restores it: its states checked and read in place, each built when first asked (decodeStates.ts). */
 export type StoredSnapshot = Omit<Snapshot, 'states'> & Readonly<{ states: DecodedStates }>;
 
 /** Why a snapshot was not used: the label of converge_snapshot_rejected_total. */
@@ -79,7 +70,6 @@ const trailerPattern = /^\{"sha256":"([0-9a-f]{64})"\}$/;
 // The header is the same in formats 4 and 5 but for the format number.
 const headerSchema = headerSchema4.extend({ format: z.literal(snapshotFormat) });
 type Header = z.infer<typeof headerSchema>;
-const descriptorSchema = z.tuple([z.string().min(1).max(200), z.enum(partKinds), z.number().int().min(0)]);
 
 const formatOf = (v: unknown): string => (typeof v === 'number' ? String(v) : (JSON.stringify(v) ?? String(v)));
 const notReadable = (format: unknown): ConvergeError =>
@@ -132,7 +122,9 @@ export function decodeSnapshot(bytes: Buffer): StoredSnapshot {
   let states: DecodedStates;
   try {
     const { columns, tables } =
-      header.format === 4 ? body4(bytes, firstEnd + 1, trailerStart) : body5(bytes, firstEnd + 1, trailerStart - 1, header.nodes);
+      header.format === 4
+        ? readJsonLinesV4(bytes, firstEnd + 1, trailerStart)
+        : readBinaryPartsV5(bytes, firstEnd + 1, trailerStart - 1, header.nodes);
     states = decodeStates(header.nodes, columns, tables);
   } catch (e) {
     if (e instanceof MissingPartError) throw snapshotRejected('truncated', `snapshot ends before ${e.part}`, e);
@@ -147,74 +139,6 @@ export function decodeSnapshot(bytes: Buffer): StoredSnapshot {
     writtenAt: header.writtenAt,
     states,
   };
-}
-
-/** Format 5: the parts between the header line and the trailer's newline, decoded and checked. */
-function body5(bytes: Buffer, from: number, to: number, nodes: number): { columns: Columns; tables: Tables } {
-  const parts = new Map<string, Part>();
-  let at = from;
-  while (at < to) {
-    if (at + 4 > to) throw new MissingPartError('a part header');
-    const length = bytes.readUInt32LE(at);
-    at += 4;
-    if (at + length > to) throw new MissingPartError('a part descriptor');
-    let descriptor: z.infer<typeof descriptorSchema>;
-    try {
-      descriptor = descriptorSchema.parse(JSON.parse(bytes.subarray(at, at + length).toString('utf8')));
-    } catch (e) {
-      throw new SnapshotContentError(`part descriptor at byte ${at} is not valid: ${(e as Error).message}`);
-    }
-    at += length;
-    at += (8 - ((bytes.byteOffset + at) % 8)) % 8;
-    const [name, kind, size] = descriptor;
-    if (at + size > to) throw new MissingPartError(name);
-    if (parts.has(name)) throw new SnapshotContentError(`part ${name} appears twice`);
-    parts.set(name, { name, kind, bytes: bytes.subarray(at, at + size) });
-    at += size;
-  }
-  if (bytes[to] !== newline) throw new MissingPartError('the trailer');
-  const reader = {
-    take(name: string): Part | undefined {
-      const p = parts.get(name);
-      parts.delete(name);
-      return p;
-    },
-  };
-  const columns = {} as Record<string, ArrayLike<unknown>>;
-  for (const name of columnNames) columns[name] = decodeColumn(name, reader, nodes);
-  const tables = {} as Record<string, unknown>;
-  for (const name of tableNames) tables[name] = decodeTable(name, reader);
-  if (parts.size > 0) throw new SnapshotContentError(`parts the format does not name: ${[...parts.keys()].join(', ')}`);
-  return { columns: columns as Columns, tables: tables as Tables };
-}
-
-/** Format 4: one JSON line per section, each checked by its zod schema. */
-function body4(bytes: Buffer, from: number, trailerStart: number): { columns: Columns; tables: Tables } {
-  const sections: Partial<Record<string, unknown>> = {};
-  let at = from;
-  for (const name of sectionNames) {
-    const end = bytes.indexOf(newline, at);
-    if (end < 0 || end >= trailerStart) throw new MissingPartError(`section ${name}`);
-    let value: unknown;
-    try {
-      value = JSON.parse(bytes.subarray(at, end).toString('utf8'));
-    } catch (e) {
-      throw new SnapshotContentError(`section ${name} is not JSON: ${(e as Error).message}`);
-    }
-    const r = sectionSchemas4[name].safeParse(value);
-    if (!r.success) {
-      const issue = r.error.issues[0];
-      const where = issue === undefined ? '' : `[${issue.path.join('][')}]`;
-      throw new SnapshotContentError(`${name}${where}: ${issue?.message ?? 'invalid'}`);
-    }
-    sections[name] = r.data;
-    at = end + 1;
-  }
-  if (at !== trailerStart) throw new SnapshotContentError('snapshot has more sections than its header names');
-  const s = sections as Sections4;
-  const columns = {} as Record<string, unknown>;
-  for (const name of columnNames) columns[name] = arrayColumn(s[name] as ArrayLike<unknown>);
-  return { columns: columns as Columns, tables: s };
 }
 
 /** Read a snapshot file, every state built; null if there is none. Throws CONVERGE_ERR_SNAPSHOT_INVALID (details.reason) if it is not usable. */
@@ -320,7 +244,7 @@ export async function writeSnapshot(path: string, snap: Snapshot): Promise<{ byt
         for (let i = 0; i < slice.length; i++) values[from + i] = slice[i];
         await yieldToLoop();
       }
-      // Encoded a slice at a time too: encodeColumn over the whole column held the loop 16–110 ms at 100,000 nodes.
+      // Encoded a slice at a time too: encodeColumn over the whole column would hold the loop for all of it.
       for (const p of await encodeColumnSliced(name, values, sliceNodes, () => yieldToLoop())) await putPart(p);
       await yieldToLoop();
     }

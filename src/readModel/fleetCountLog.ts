@@ -1,0 +1,375 @@
+import { createFleetTally, eventTime, nodeStatuses, recentLatencyLimit } from '../../projections/index.ts';
+import type { At, FleetSummary, FleetSummaryOptions, LivenessState, NodeState, NodeStatus } from '../../projections/index.ts';
+import type { Recorded } from '../core/events/index.ts';
+import { createIsoParser } from './isoTime.ts';
+
+// The fleet's history as typed arrays (fleetHistory.ts says what is kept and why): rows of what
+// the fleet summary reads of each node's state as it changed, presence intervals, and (position,
+// time) samples; and the fleet summary as of a position or a time, made from them.
+
+export type FleetAsOf = FleetSummary &
+  Readonly<{
+    /** The position the fleet is shown as of: the asked one (or the last folded, if earlier); for a time, where the store stood then (to the second). */
+    position: string | null;
+    /** The time liveness is judged at: the asked time, or the time of the position (to the second). */
+    moment: string | null;
+  }>;
+
+/** A status's code in a row: its index in nodeStatuses, with caughtUpBit beside it. */
+const statusCode = new Map(nodeStatuses.map((s, i) => [s, i]));
+const caughtUpBit = 8;
+const sampleEveryMs = 1_000;
+const countsPerRow = 5; // stale, unknown, undeclared, acknowledged, superseded
+
+type Column = BigInt64Array | Int32Array | Float64Array | Uint8Array;
+const grown = <T extends Column>(a: T, size: number, fill?: number): T => {
+  const b = new (a.constructor as new (n: number) => T)(size);
+  if (fill !== undefined) (b as Int32Array).fill(fill);
+  b.set(a as never);
+  return b;
+};
+const bytesOf = (cols: readonly Column[]): number => cols.reduce((n, c) => n + c.byteLength, 0);
+
+const parseIso = createIsoParser();
+
+/** What the fleet tally reads of a node's state (projections/fleet/fleetTally.ts), refilled in place for each row. */
+type RowState = {
+  status: NodeStatus;
+  caughtUp: boolean;
+  sent: { specDigest: string } | null;
+  sentOf: { specDigest: string };
+  convergence: { recentLatenciesMs: number[]; acknowledged: number; superseded: number };
+  anomalies: { stale: number; unknown: number; undeclared: number };
+};
+const createRowState = (): RowState => ({
+  status: 'undeclared',
+  caughtUp: false,
+  sent: null,
+  sentOf: { specDigest: '' },
+  convergence: { recentLatenciesMs: [], acknowledged: 0, superseded: 0 },
+  anomalies: { stale: 0, unknown: 0, undeclared: 0 },
+});
+
+/** The history of one fold, from the first event it heard; fleetHistory.ts starts another when it must fold again. */
+export class FleetCountLog {
+  // Rows (one per summary-relevant change), in position order; `prev` links a node's rows newest to oldest.
+  private rowCap = 1024;
+  private rows = 0;
+  private rowPosition = new BigInt64Array(this.rowCap);
+  private rowPrev = new Int32Array(this.rowCap);
+  /** The node's latest event time up to this row, a running max: a fold "as of T" stops at the node's first event after T. */
+  private rowTime = new Float64Array(this.rowCap);
+  private rowStatus = new Uint8Array(this.rowCap);
+  private rowSpec = new Int32Array(this.rowCap);
+  private rowCounts = new Int32Array(this.rowCap * countsPerRow);
+  private rowLatency = new Float64Array(this.rowCap);
+  /** The newest row at or before this one, of the same node, that acknowledged a declaration (-1: none). */
+  private rowLastLatency = new Int32Array(this.rowCap);
+
+  // Presence intervals: consecutive sightings at most graceMs apart; a longer silence starts a new one.
+  private ivCap = 1024;
+  private intervals = 0;
+  private ivPrev = new Int32Array(this.ivCap);
+  private ivStart = new Float64Array(this.ivCap);
+  private ivEnd = new Float64Array(this.ivCap);
+  private ivStartPosition = new BigInt64Array(this.ivCap);
+
+  // Per node: newest row, newest interval, latest event time, latest sighting.
+  private readonly nodeIds: string[] = [];
+  private readonly nodeIndex = new Map<string, number>();
+  private nodeCap = 1024;
+  private rowHead = new Int32Array(this.nodeCap).fill(-1);
+  private ivHead = new Int32Array(this.nodeCap).fill(-1);
+  private nodeTime = new Float64Array(this.nodeCap);
+  private nodeSeen = new Float64Array(this.nodeCap).fill(NaN);
+
+  private readonly specIds: string[] = [];
+  private readonly specIndex = new Map<string, number>();
+
+  private sampleCap = 256;
+  private samples = 0;
+  private samplePosition = new BigInt64Array(this.sampleCap);
+  private sampleTime = new Float64Array(this.sampleCap);
+  private maxTime = -Infinity;
+  private head: bigint | null = null;
+  private first: bigint | null = null;
+
+  constructor(private readonly graceMs: number) {}
+
+  firstPosition(): bigint | null {
+    return this.first;
+  }
+
+  /** What is held: rows, presence intervals, bytes of typed arrays. */
+  stats(): { rows: number; intervals: number; bytes: number } {
+    return {
+      rows: this.rows,
+      intervals: this.intervals,
+      bytes: bytesOf([
+        this.rowPosition,
+        this.rowPrev,
+        this.rowTime,
+        this.rowStatus,
+        this.rowSpec,
+        this.rowCounts,
+        this.rowLatency,
+        this.rowLastLatency,
+        this.ivPrev,
+        this.ivStart,
+        this.ivEnd,
+        this.ivStartPosition,
+        this.rowHead,
+        this.ivHead,
+        this.nodeTime,
+        this.nodeSeen,
+        this.samplePosition,
+        this.sampleTime,
+      ]),
+    };
+  }
+
+  /** Called for every folded event, in position order, with the node's state after it. */
+  record(node: string, e: Recorded, s: NodeState): void {
+    const n = this.nodeIdx(node);
+    const t = parseIso(eventTime(e));
+    if (t > this.nodeTime[n]!) this.nodeTime[n] = t;
+    this.first ??= e.position;
+    this.head = e.position;
+    if (s.lastSeenAt !== null) {
+      const seen = parseIso(s.lastSeenAt);
+      const before = this.nodeSeen[n]!;
+      if (Number.isNaN(before) || seen > before) {
+        this.nodeSeen[n] = seen;
+        this.sight(n, seen, e.position);
+      }
+    }
+    const status = statusCode.get(s.status)! | (s.caughtUp ? caughtUpBit : 0);
+    const spec = s.sent === null ? -1 : this.specIdx(s.sent.specDigest);
+    if (this.changed(this.rowHead[n]!, s, status, spec)) this.addRow(n, e.position, s, status, spec);
+    if (t > this.maxTime) {
+      if (this.samples === 0 || t - this.sampleTime[this.samples - 1]! >= sampleEveryMs) {
+        if (this.samples === this.sampleCap) {
+          this.sampleCap *= 2;
+          this.samplePosition = grown(this.samplePosition, this.sampleCap);
+          this.sampleTime = grown(this.sampleTime, this.sampleCap);
+        }
+        this.samplePosition[this.samples] = e.position;
+        this.sampleTime[this.samples] = t;
+        this.samples++;
+      }
+      this.maxTime = t;
+    }
+  }
+
+  /** The fleet summary with each node as of `at`. */
+  summarize(at: At, options: FleetSummaryOptions): FleetAsOf {
+    const byPosition = at.kind === 'position';
+    const p = byPosition ? at.position : 0n;
+    const T = byPosition ? 0 : at.time;
+    const { head, first } = this;
+    const asOf: bigint | null = byPosition ? (head === null || p < (first ?? 0n) ? null : p < head ? p : head) : null;
+    let moment = byPosition ? NaN : T;
+    if (byPosition) {
+      const s = this.lastSampleAtOrBefore(p);
+      if (s >= 0) moment = this.sampleTime[s]!;
+    }
+    // Each node as of the moment goes into the live summary's own tally (projections/fleet/fleetTally.ts):
+    // "now" and "as of" are counted and summarised by one definition.
+    const tally = createFleetTally();
+    const byLiveness: Record<LivenessState, number> = { connected: 0, disconnected: 0, 'never-seen': 0 };
+    const row = createRowState();
+    for (let n = 0; n < this.nodeIds.length; n++) {
+      const r = byPosition ? this.rowAtPosition(n, p) : this.rowAtTime(n, T);
+      if (r < 0) continue; // every node's first event leaves a row: no row, no node yet
+      byLiveness[this.livenessOf(n, byPosition, p, T, moment)]++;
+      tally.add(this.stateOfRow(r, row));
+    }
+    const position = byPosition ? asOf : this.lastSampleAtOrBeforeTime(T);
+    return {
+      ...tally.summary(byLiveness, options),
+      position: position === null ? null : position.toString(),
+      moment: Number.isNaN(moment) ? null : new Date(moment).toISOString(),
+    };
+  }
+
+  /** The node's newest row at or before position p (-1: none). */
+  private rowAtPosition(n: number, p: bigint): number {
+    let r = this.rowHead[n]!;
+    while (r >= 0 && this.rowPosition[r]! > p) r = this.rowPrev[r]!;
+    return r;
+  }
+
+  /** The node's newest row whose events are all at or before time T (-1: none). */
+  private rowAtTime(n: number, T: number): number {
+    let r = this.rowHead[n]!;
+    while (r >= 0 && this.rowTime[r]! > T) r = this.rowPrev[r]!;
+    return r;
+  }
+
+  private livenessOf(n: number, byPosition: boolean, p: bigint, T: number, moment: number): LivenessState {
+    let i = this.ivHead[n]!;
+    if (byPosition) while (i >= 0 && this.ivStartPosition[i]! > p) i = this.ivPrev[i]!;
+    else while (i >= 0 && this.ivStart[i]! > T) i = this.ivPrev[i]!;
+    if (i < 0) return 'never-seen';
+    // After the interval its end is the last sighting. Inside it the last sighting is at most graceMs old by
+    // construction, and so is the end or the end lies ahead: connected either way.
+    return moment - this.ivEnd[i]! <= this.graceMs ? 'connected' : 'disconnected';
+  }
+
+  /**
+   * Row r as the fields of a node state the tally reads, refilled into `into` (one object for
+   * every node: it is handed to FleetTally.add and to nothing else).
+   */
+  private stateOfRow(r: number, into: RowState): NodeState {
+    const st = this.rowStatus[r]!;
+    into.status = nodeStatuses[st & 7]!;
+    into.caughtUp = (st & caughtUpBit) !== 0;
+    const spec = this.rowSpec[r]!;
+    if (spec < 0) into.sent = null;
+    else {
+      into.sentOf.specDigest = this.specIds[spec]!;
+      into.sent = into.sentOf;
+    }
+    const c = r * countsPerRow;
+    into.anomalies.stale = this.rowCounts[c]!;
+    into.anomalies.unknown = this.rowCounts[c + 1]!;
+    into.anomalies.undeclared = this.rowCounts[c + 2]!;
+    into.convergence.acknowledged = this.rowCounts[c + 3]!;
+    into.convergence.superseded = this.rowCounts[c + 4]!;
+    // The node's most recent latencies, as its state keeps them (projections/node/nodeState.ts).
+    const recent = into.convergence.recentLatenciesMs;
+    recent.length = 0;
+    let l = this.rowLastLatency[r]!;
+    for (let k = 0; k < recentLatencyLimit && l >= 0; k++) {
+      recent.push(this.rowLatency[l]!);
+      const q = this.rowPrev[l]!;
+      l = q >= 0 ? this.rowLastLatency[q]! : -1;
+    }
+    return into as unknown as NodeState;
+  }
+
+  private nodeIdx(node: string): number {
+    let n = this.nodeIndex.get(node);
+    if (n !== undefined) return n;
+    n = this.nodeIds.length;
+    this.nodeIds.push(node);
+    this.nodeIndex.set(node, n);
+    if (n >= this.nodeCap) {
+      this.nodeCap *= 2;
+      this.rowHead = grown(this.rowHead, this.nodeCap, -1);
+      this.ivHead = grown(this.ivHead, this.nodeCap, -1);
+      this.nodeTime = grown(this.nodeTime, this.nodeCap);
+      this.nodeSeen = grown(this.nodeSeen, this.nodeCap, NaN);
+    }
+    this.nodeTime[n] = -Infinity;
+    return n;
+  }
+
+  private specIdx(digest: string): number {
+    let i = this.specIndex.get(digest);
+    if (i === undefined) {
+      i = this.specIds.length;
+      this.specIds.push(digest);
+      this.specIndex.set(digest, i);
+    }
+    return i;
+  }
+
+  private sight(n: number, at: number, position: bigint): void {
+    const h = this.ivHead[n]!;
+    if (h >= 0 && at - this.ivEnd[h]! <= this.graceMs) {
+      this.ivEnd[h] = at;
+      return;
+    }
+    if (this.intervals === this.ivCap) {
+      this.ivCap *= 2;
+      this.ivPrev = grown(this.ivPrev, this.ivCap);
+      this.ivStart = grown(this.ivStart, this.ivCap);
+      this.ivEnd = grown(this.ivEnd, this.ivCap);
+      this.ivStartPosition = grown(this.ivStartPosition, this.ivCap);
+    }
+    const i = this.intervals++;
+    this.ivPrev[i] = h;
+    this.ivStart[i] = this.ivEnd[i] = at;
+    this.ivStartPosition[i] = position;
+    this.ivHead[n] = i;
+  }
+
+  private addRow(n: number, position: bigint, s: NodeState, status: number, spec: number): void {
+    if (this.rows === this.rowCap) {
+      this.rowCap *= 2;
+      this.rowPosition = grown(this.rowPosition, this.rowCap);
+      this.rowPrev = grown(this.rowPrev, this.rowCap);
+      this.rowTime = grown(this.rowTime, this.rowCap);
+      this.rowStatus = grown(this.rowStatus, this.rowCap);
+      this.rowSpec = grown(this.rowSpec, this.rowCap);
+      this.rowCounts = grown(this.rowCounts, this.rowCap * countsPerRow);
+      this.rowLatency = grown(this.rowLatency, this.rowCap);
+      this.rowLastLatency = grown(this.rowLastLatency, this.rowCap);
+    }
+    const p = this.rowHead[n]!;
+    const r = this.rows++;
+    this.rowPosition[r] = position;
+    this.rowPrev[r] = p;
+    this.rowTime[r] = this.nodeTime[n]!;
+    this.rowStatus[r] = status;
+    this.rowSpec[r] = spec;
+    const c = r * countsPerRow;
+    this.rowCounts[c] = s.anomalies.stale;
+    this.rowCounts[c + 1] = s.anomalies.unknown;
+    this.rowCounts[c + 2] = s.anomalies.undeclared;
+    this.rowCounts[c + 3] = s.convergence.acknowledged;
+    this.rowCounts[c + 4] = s.convergence.superseded;
+    const acknowledged = s.convergence.acknowledged > (p >= 0 ? this.rowCounts[p * countsPerRow + 3]! : 0);
+    this.rowLatency[r] = acknowledged && s.convergence.lastLatencyMs !== null ? s.convergence.lastLatencyMs : NaN;
+    this.rowLastLatency[r] = !Number.isNaN(this.rowLatency[r]!) ? r : p >= 0 ? this.rowLastLatency[p]! : -1;
+    this.rowHead[n] = r;
+  }
+
+  /** Does the node's new state differ from its newest row in anything the summary reads? */
+  private changed(p: number, s: NodeState, status: number, spec: number): boolean {
+    if (p < 0) return true;
+    const c = p * countsPerRow;
+    return (
+      this.rowStatus[p] !== status ||
+      this.rowSpec[p] !== spec ||
+      this.rowCounts[c] !== s.anomalies.stale ||
+      this.rowCounts[c + 1] !== s.anomalies.unknown ||
+      this.rowCounts[c + 2] !== s.anomalies.undeclared ||
+      this.rowCounts[c + 3] !== s.convergence.acknowledged ||
+      this.rowCounts[c + 4] !== s.convergence.superseded
+    );
+  }
+
+  private lastSampleAtOrBefore(position: bigint): number {
+    let lo = 0;
+    let hi = this.samples - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.samplePosition[mid]! <= position) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found;
+  }
+
+  /** The position of the last sample at or before a time: where the fleet stood then, to the second. */
+  private lastSampleAtOrBeforeTime(time: number): bigint | null {
+    let lo = 0;
+    let hi = this.samples - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.sampleTime[mid]! <= time) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found < 0 ? null : this.samplePosition[found]!;
+  }
+}
+
+/** A new, empty history of one fold. */
+export const createCountLog = (graceMs: number): FleetCountLog => new FleetCountLog(graceMs);
