@@ -25,6 +25,7 @@ import type { Recorded } from '../core/events/index.ts';
 import { decodeEvent, isEventType, rolloutStreamPrefix, streamPrefix as nodeStreamPrefix } from '../core/events/index.ts';
 import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision, recorded } from './appendRules.ts';
 import type { EncodedWrite } from './appendRules.ts';
+import { columnsFromReadAll } from './nodeColumns.ts';
 import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions, Subscription } from './port.ts';
 
 // EventStoreDB adapter (DESIGN §5): for fleets that outgrow one machine. Differences from the
@@ -266,6 +267,12 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
         if (raw < readBatchSize || last === null || last === after) return;
         after = last;
       }
+    },
+
+    // The definition (nodeColumns.ts). `this`, not the store: a wrapper that replaces readAll
+    // (`{ ...store, readAll }`) has its own readAll read, as readNodeColumns always did.
+    readColumns(opts) {
+      return columnsFromReadAll(this, opts);
     },
 
     async headPosition() {

@@ -13,8 +13,7 @@ export type * from './port.ts';
 export type { MemoryEventStoreOptions } from './memoryEventStore.ts';
 export type { SqliteEventStoreOptions, EsdbEventStoreOptions, PostgresEventStoreOptions };
 export { defaultMaxEventBytes } from './appendRules.ts';
-export { readNodeColumns, columnsOf, createNodeColumns, eventKind, streamNodeOf } from './nodeColumns.ts';
-export type { NodeColumns, ReadColumnsOptions } from './nodeColumns.ts';
+export { readNodeColumns, columnsFromReadAll, columnsOf, createNodeColumns, eventKind, streamNodeOf } from './nodeColumns.ts';
 
 export type OpenEventStoreOptions = Readonly<{
   /** Applies to every adapter. */

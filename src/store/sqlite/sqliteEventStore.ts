@@ -7,7 +7,7 @@ import { defaultMaxEventBytes, encodeWrites, metadataJson, storeClosed, recorded
 import type { Notifier } from '../notifier.ts';
 import { createNotifier } from '../notifier.ts';
 import { createNodeColumns, eventKind, kindOfType, putEvent, putFastData, streamNodeOf } from '../nodeColumns.ts';
-import type { NodeColumns } from '../nodeColumns.ts';
+import type { NodeColumns } from '../port.ts';
 import { createPollingSubscription } from '../pollingSubscription.ts';
 import type {
   AppendPipeline,
