@@ -1,20 +1,19 @@
 import { ConvergeError } from '../core/errors.ts';
-import type { EsdbEventStoreOptions } from './esdbEventStore.ts';
+import type { EsdbEventStoreOptions } from './esdb/esdbEventStore.ts';
 import type { PostgresEventStoreOptions } from './postgres/index.ts';
 import type { EventStore } from './port.ts';
 import type { SqliteEventStoreOptions } from './sqlite/sqliteEventStore.ts';
 
-// The event store (DESIGN §5): one port, four adapters, one factory. The factory imports an
-// adapter only when its URL scheme is asked for: the EventStoreDB client alone costs ~0.4 s of
-// start-up (issue 9), and a `converge status` on SQLite has no use for it, nor for pg. Code that
-// wants one adapter imports it from its own file (memoryEventStore.ts, sqliteEventStore.ts,
-// esdbEventStore.ts, postgres/index.ts).
+// The event store (docs/design.md#5-the-store-port): one port, four adapters, one factory. The
+// factory imports an adapter only when its URL scheme is asked for: the EventStoreDB client alone
+// takes a noticeable part of start-up, and a `converge status` on SQLite has no use for it, nor
+// for pg. Code that wants one adapter imports it from its own file (memoryEventStore.ts,
+// sqlite/sqliteEventStore.ts, esdb/esdbEventStore.ts, postgres/index.ts).
 export type * from './port.ts';
 export type { MemoryEventStoreOptions } from './memoryEventStore.ts';
 export type { SqliteEventStoreOptions, EsdbEventStoreOptions, PostgresEventStoreOptions };
 export { defaultMaxEventBytes } from './appendRules.ts';
-export { readNodeColumns, columnsOf, createNodeColumns, eventKind, streamNodeOf } from './nodeColumns.ts';
-export type { NodeColumns, ReadColumnsOptions } from './nodeColumns.ts';
+export { readNodeColumns, columnsFromReadAll, columnsOf, createNodeColumns, eventKind, streamNodeOf } from './nodeColumns.ts';
 
 export type OpenEventStoreOptions = Readonly<{
   /** Applies to every adapter. */
@@ -43,7 +42,7 @@ export async function openEventStore(url: string, options: OpenEventStoreOptions
     return createSqliteEventStore(path, { ...options.sqlite, ...limit });
   }
   if (url.startsWith('esdb://') || url.startsWith('esdb+discover://')) {
-    const { createEsdbEventStore } = await import('./esdbEventStore.ts');
+    const { createEsdbEventStore } = await import('./esdb/esdbEventStore.ts');
     return createEsdbEventStore(url, { ...options.esdb, ...limit });
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {

@@ -4,6 +4,7 @@ import { ConvergeError } from '../core/errors.ts';
 import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision, recorded } from './appendRules.ts';
 import type { EncodedEvent } from './appendRules.ts';
 import { createNotifier } from './notifier.ts';
+import { columnsFromReadAll } from './nodeColumns.ts';
 import { createPollingSubscription } from './pollingSubscription.ts';
 import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions } from './port.ts';
 
@@ -151,6 +152,12 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
           yield batch.events;
         }
       }
+    },
+
+    // The definition (nodeColumns.ts). `this`, not the store: a wrapper that replaces readAll
+    // (`{ ...store, readAll }`) has its own readAll read, as readNodeColumns always did.
+    readColumns(opts) {
+      return columnsFromReadAll(this, opts);
     },
 
     async headPosition() {

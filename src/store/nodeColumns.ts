@@ -2,9 +2,9 @@ import type { Recorded } from '../core/events/index.ts';
 import { exactNumber, isNodeEvent, isoMs, nodeOfStream } from '../core/events/index.ts';
 import { isDigest, isIntArray, isRolloutTag, isStringArray, isStringMap, isTransport } from '../core/events/fastDecode.ts';
 import type { AliveSeenData, DeclarationSentData, ReportReceivedData } from '../core/events/index.ts';
-import type { EventStore, ReadAllOptions } from './port.ts';
+import type { EventStore, NodeColumns, ReadAllOptions, ReadColumnsOptions } from './port.ts';
 
-// The read the bulk folds take (issue 10 §5): a replay from zero (`replay --verify`) and a cold
+// The read the bulk folds take: a replay from zero (`replay --verify`) and a cold
 // start's catch-up (ReadModel.catchUpColumns). Instead of one Recorded per event — a bigint
 // position and revision, the whole data object, a wrapper — a page of events as columns: for each
 // event its kind, position and revision as numbers, its node, and the fields the node fold reads
@@ -14,46 +14,14 @@ import type { EventStore, ReadAllOptions } from './port.ts';
 //
 // Every row is checked as `readAll` checks it (decodeEventData: the fast check of fastDecode.ts,
 // else the upcasters and zod), so a page holds only valid events; a row the check refuses throws
-// as readAll throws. The SQLite store reads its pages itself (sqliteEventStore.ts, `readColumns`:
-// fewer columns, integers as numbers, the metadata compared in SQL); any other store's pages are
-// made from its readAll (readNodeColumns below), which is correct and no faster than readAll.
+// as readAll throws. EventStore.readColumns is defined by columnsFromReadAll below (readAll's
+// batches in columns: correct, and no faster than readAll), which memory, PostgreSQL and
+// EventStoreDB return as theirs; the SQLite store reads its pages itself and must equal it
+// (sqlite/sqliteColumnsFast.ts: fewer columns, integers as numbers, the metadata compared in SQL;
+// the property test in test/readModel/columns.property.test.ts holds them equal).
 
 /** An event's kind in a page: the three node events; `other` for anything else (a rollout's). */
 export const eventKind = { other: 0, send: 1, report: 2, alive: 3 } as const;
-
-/** A page of events, in position order. Entry i of each column is event i's (columns another kind uses hold leftovers). */
-export type NodeColumns = {
-  length: number;
-  kind: Uint8Array;
-  /** Exact: a store whose positions pass 2^53 fails the read (they are numbers here). */
-  position: Float64Array;
-  revision: Float64Array;
-  /** The node the data names ('' for `other`). */
-  node: string[];
-  /** The node the stream names (nodeOfStream): the same string as `node` when they agree; null for a stream not a node's. */
-  streamNode: (string | null)[];
-  /** A report's event id (its duplicate check). */
-  id: string[];
-  /** sentAt / receivedAt / seenAt: its milliseconds when isoMs reads it (`timeText` null), else NaN and the text. */
-  time: Float64Array;
-  timeText: (string | null)[];
-  /** A send's digest; a report's declared digest. */
-  digest: (string | null)[];
-  specDigest: string[];
-  serial: Float64Array;
-  /** A send's resource ids; a report's applied ids. */
-  ids: (readonly string[])[];
-  failed: Readonly<Record<string, string>>[];
-  refused: string[];
-  carried: (readonly number[])[];
-};
-
-export type ReadColumnsOptions = Readonly<{
-  /** Exclusive, as readAll's. */
-  after?: bigint | null;
-  /** Only streams starting with this (readAll's streamPrefix): the others are neither decoded nor handed out. */
-  streamPrefix?: string;
-}>;
 
 export function createNodeColumns(capacity: number): NodeColumns {
   return {
@@ -212,16 +180,15 @@ export function columnsOf(events: readonly Recorded[], c: NodeColumns = createNo
 }
 
 /**
- * Pages of the store's events as columns, in position order: the store's own columnar read where it
- * has one (SQLite), else its readAll, each batch put in columns. A page is valid until the next is
- * asked for: its arrays are reused.
+ * Pages of the store's events as columns, in position order (EventStore.readColumns). A page is
+ * valid until the next is asked for: its arrays are reused.
  */
 export function readNodeColumns(store: EventStore, options: ReadColumnsOptions = {}): AsyncIterable<NodeColumns> {
-  if (store.readColumns !== undefined) return store.readColumns(options);
-  return fromReadAll(store, options);
+  return store.readColumns(options);
 }
 
-async function* fromReadAll(store: EventStore, options: ReadColumnsOptions): AsyncIterable<NodeColumns> {
+/** The definition of EventStore.readColumns: each batch of the store's readAll put in columns. */
+export async function* columnsFromReadAll(store: EventStore, options: ReadColumnsOptions = {}): AsyncIterable<NodeColumns> {
   const opts: ReadAllOptions = {
     ...(options.after === undefined ? {} : { after: options.after }),
     ...(options.streamPrefix === undefined ? {} : { streamPrefix: options.streamPrefix }),

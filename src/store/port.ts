@@ -1,8 +1,7 @@
 import type { ConvergeEvent, Recorded } from '../core/events/index.ts';
-import type { NodeColumns, ReadColumnsOptions } from './nodeColumns.ts';
 
-// DESIGN §5: one small interface, three adapters (memory, sqlite, esdb), one conformance suite
-// (test/contracts/eventStore.contract.ts) that every adapter passes.
+// One small interface (docs/design.md#5-the-store-port), four adapters (memory, sqlite, postgres,
+// esdb), one conformance suite (test/contracts/eventStore.contract.ts) that every adapter passes.
 
 /**
  * Expected revision of a stream before an append, counted from 0 as EventStoreDB counts:
@@ -56,7 +55,7 @@ export type SubscribeOptions = Readonly<{
   checkpoint?: string;
   /**
    * Only these event types, selected by the store itself so the subscriber never reads or decodes
-   * the others (issue 10: the relay wants the rare DeclarationSent out of a log of reports).
+   * the others (the relay wants the rare DeclarationSent out of a log of reports).
    * Every adapter serves it: SQLite from a partial index of DeclarationSent (schema v2; other
    * types by a scan that decodes only the matching rows), memory by skipping rows before
    * decoding, EventStoreDB by a server-side event-type filter; PostgreSQL can keep the same
@@ -93,6 +92,42 @@ export type LeaseHold = Readonly<{
   release: () => Promise<void>;
 }>;
 
+// The bulk folds' columnar read (EventStore.readColumns; made and read in nodeColumns.ts).
+
+/** A page of events, in position order. Entry i of each column is event i's (columns another kind uses hold leftovers). */
+export type NodeColumns = {
+  length: number;
+  kind: Uint8Array;
+  /** Exact: a store whose positions pass 2^53 fails the read (they are numbers here). */
+  position: Float64Array;
+  revision: Float64Array;
+  /** The node the data names ('' for `other`). */
+  node: string[];
+  /** The node the stream names (nodeOfStream): the same string as `node` when they agree; null for a stream not a node's. */
+  streamNode: (string | null)[];
+  /** A report's event id (its duplicate check). */
+  id: string[];
+  /** sentAt / receivedAt / seenAt: its milliseconds when isoMs reads it (`timeText` null), else NaN and the text. */
+  time: Float64Array;
+  timeText: (string | null)[];
+  /** A send's digest; a report's declared digest. */
+  digest: (string | null)[];
+  specDigest: string[];
+  serial: Float64Array;
+  /** A send's resource ids; a report's applied ids. */
+  ids: (readonly string[])[];
+  failed: Readonly<Record<string, string>>[];
+  refused: string[];
+  carried: (readonly number[])[];
+};
+
+export type ReadColumnsOptions = Readonly<{
+  /** Exclusive, as readAll's. */
+  after?: bigint | null;
+  /** Only streams starting with this (readAll's streamPrefix): the others are neither decoded nor handed out. */
+  streamPrefix?: string;
+}>;
+
 /** EventStore.pipeline: `append`, ordered among the pipeline's other calls. */
 export type AppendPipeline = Readonly<{ append: (writes: readonly StreamWrite[]) => Promise<AppendResult> }>;
 
@@ -103,7 +138,7 @@ export interface EventStore {
   /**
    * Appends that keep their order while several are in flight, for a store that can take the next
    * before the one before is on disk (SQLite: the writer thread, or group commit). Ingest appends
-   * its next batch while the one before is committed and synced (issue 10). Calls of one pipeline
+   * its next batch while the one before is committed and synced. Calls of one pipeline
    * commit in call order and settle in that order; once one fails, every later call of the same
    * pipeline fails untried (CONVERGE_ERR_STORE_UNAVAILABLE), so a caller that retries the failed
    * ones in order never has a later call overtake an earlier one. Stores whose commits may
@@ -113,18 +148,19 @@ export interface EventStore {
   readStream(stream: string, options?: ReadStreamOptions): Promise<readonly Recorded[]>;
   readAll(options?: ReadAllOptions): AsyncIterable<readonly Recorded[]>;
   /**
-   * readAll's events as pages of columns for the bulk folds (nodeColumns.ts; read through
-   * readNodeColumns, which makes them from readAll for a store without this). SQLite has it.
+   * readAll's events as pages of columns for the bulk folds (nodeColumns.ts). The definition is
+   * columnsFromReadAll (readAll's batches put in columns), which memory, PostgreSQL and
+   * EventStoreDB return; SQLite reads its pages itself (sqlite/sqliteColumnsFast.ts) and must equal it.
    */
-  readColumns?(options?: ReadColumnsOptions): AsyncIterable<NodeColumns>;
+  readColumns(options?: ReadColumnsOptions): AsyncIterable<NodeColumns>;
   /** Position of the newest event (null if the store is empty). */
   headPosition(): Promise<bigint | null>;
   subscribe(options: SubscribeOptions): Subscription;
   getCheckpoint(name: string): Promise<bigint | null>;
   setCheckpoint(name: string, position: bigint): Promise<void>;
   /**
-   * A role that one process at a time may play on this store, whichever engine it runs in (issue
-   * 12 §3: the relay). Resolves once this process holds `name`, waiting while another does; null
+   * A role that one process at a time may play on this store, whichever engine it runs in (the
+   * relay). Resolves once this process holds `name`, waiting while another does; null
    * if `signal` aborts first. Only stores several engines share have it (PostgreSQL: a session
    * advisory lock on a connection of its own, released by the server when that connection dies).
    */

@@ -1,4 +1,4 @@
-import { createEsdbEventStore } from '../../src/store/esdbEventStore.ts';
+import { createEsdbEventStore } from '../../src/store/esdb/esdbEventStore.ts';
 import { eventStoreContract } from './eventStore.contract.ts';
 
 // Runs only against a real server: no EventStoreDB can be started inside the test run.

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { isConvergeError } from '../../src/core/errors.ts';
 import type { Recorded } from '../../src/core/events/index.ts';
-import { createEsdbEventStore } from '../../src/store/esdbEventStore.ts';
+import { createEsdbEventStore } from '../../src/store/esdb/esdbEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { aliveSeen, eventStoreContract } from './eventStore.contract.ts';
 import { createFakeEsdb } from './fakeEsdbClient.ts';

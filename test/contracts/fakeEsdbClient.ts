@@ -18,9 +18,9 @@ import type {
 // conversion and unsubscribe behave exactly as they do in @eventstore/db-client 6.2.1.
 import { ReadStream } from '@eventstore/db-client/dist/streams/utils/ReadStream.js';
 import { Subscription } from '@eventstore/db-client/dist/streams/utils/Subscription.js';
-import type { EsdbClient } from '../../src/store/esdbEventStore.ts';
+import type { EsdbClient } from '../../src/store/esdb/esdbEventStore.ts';
 
-// An in-memory emulation of the parts of an EventStoreDB server that src/store/esdbEventStore.ts
+// An in-memory emulation of the parts of an EventStoreDB server that src/store/esdb/esdbEventStore.ts
 // reaches through `EventStoreDBClient`: appendToStream, readStream, readAll, subscribeToAll,
 // setStreamMetadata, dispose. It is NOT EventStoreDB. It is written from the client's .d.ts/.js
 // (node_modules/@eventstore/db-client/dist) and public documentation; where that does not say how
@@ -283,7 +283,7 @@ export function createFakeEsdb(): FakeEsdb {
       if (items === null) {
         const ordered = backwards ? [...log].reverse() : log;
         // A forwards read of $all from a position includes the event at that position; the
-        // adapter relies on this and skips it (esdbEventStore.ts readAll). Backwards from a
+        // adapter relies on this and skips it (esdb/esdbReads.ts readAll). Backwards from a
         // position is only used from END here. Unverified for positions that are not an event's.
         const start =
           from === 'start' || from === 'end'

@@ -5,6 +5,7 @@ import type { Recorded } from '../../core/events/index.ts';
 import { decodeEvent, isEventType } from '../../core/events/index.ts';
 import { defaultMaxEventBytes, encodeWrites, recorded, storeClosed } from '../appendRules.ts';
 import { createNotifier } from '../notifier.ts';
+import { columnsFromReadAll } from '../nodeColumns.ts';
 import { createPollingSubscription } from '../pollingSubscription.ts';
 import type { EventStore, LeaseHold, ReadAllOptions, ReadStreamOptions, SubscribeOptions } from '../port.ts';
 import { createAppender } from './append.ts';
@@ -236,6 +237,12 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
         yield batch;
         if (batch.length < n) return;
       }
+    },
+
+    // The definition (nodeColumns.ts). `this`, not the store: a wrapper that replaces readAll
+    // (`{ ...store, readAll }`) has its own readAll read, as readNodeColumns always did.
+    readColumns(opts) {
+      return columnsFromReadAll(this, opts);
     },
 
     headPosition: () =>

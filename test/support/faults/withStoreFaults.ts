@@ -1,4 +1,5 @@
 import { ConvergeError } from '../../../src/core/errors.ts';
+import { columnsFromReadAll } from '../../../src/store/nodeColumns.ts';
 import type { AppendResult, EventStore, StreamWrite } from '../../../src/store/port.ts';
 
 // An EventStore that breaks on command, for engine tests. Faults are switched at run time so one
@@ -87,6 +88,10 @@ export function withStoreFaults(inner: EventStore): FaultyEventStore {
     async *readAll(options) {
       guardRead('read all');
       yield* inner.readAll(options);
+    },
+    // The port's definition, over this store's readAll: its read faults apply.
+    readColumns(options) {
+      return columnsFromReadAll(this, options);
     },
     async headPosition() {
       guardRead('head position');

@@ -1,0 +1,92 @@
+import type Database from 'better-sqlite3';
+import { ConvergeError } from '../../core/errors.ts';
+
+// The SQLite store's tables and how a file of an older schema is brought up to this one. A file
+// carries its version in `user_version` and Converge's mark in `application_id`, so a newer
+// file or a foreign SQLite file is refused, never altered.
+
+/** Bump with a migration in `migrations` below whenever the schema changes. */
+export const sqliteSchemaVersion = 2;
+/** 'CNVG': marks the file as a Converge store, so a foreign SQLite file is refused, not altered. */
+const applicationId = 0x434e5647;
+
+// Positions are INTEGER PRIMARY KEY AUTOINCREMENT, so SQLite never hands out a position twice,
+// even after the newest rows are gone (plain rowids may be reused).
+const schemaV1 = `
+CREATE TABLE events (
+  position INTEGER PRIMARY KEY AUTOINCREMENT,
+  id       TEXT    NOT NULL UNIQUE,
+  stream   TEXT    NOT NULL,
+  revision INTEGER NOT NULL,
+  type     TEXT    NOT NULL,
+  data     TEXT    NOT NULL,
+  metadata TEXT    NOT NULL,
+  UNIQUE (stream, revision)
+);
+CREATE TABLE checkpoints (
+  name     TEXT PRIMARY KEY,
+  position INTEGER NOT NULL
+) WITHOUT ROWID;
+`;
+
+/**
+ * Event types with an index of their own (schema v2), so a subscription that wants only them
+ * (the relay: SubscribeOptions.types) reads them without touching the rest of the log. Partial,
+ * so the rows that make up nearly all of the log — reports and alives — add nothing to any
+ * index and ingest pays nothing for it: the relay had read and decoded every event to find the
+ * rare DeclarationSent.
+ */
+export const indexedTypes: ReadonlySet<string> = new Set(['DeclarationSent']);
+
+/** migrations[v] turns a version-v file into version v+1, inside one transaction. */
+const migrations: Readonly<Record<number, (db: Database.Database) => void>> = {
+  // v2: the partial index of indexedTypes. Building it reads the table once (a few seconds for
+  // millions of events); nothing else changes, so a v1 file keeps every event and checkpoint.
+  1: (db) => db.exec("CREATE INDEX events_declarations ON events (position) WHERE type = 'DeclarationSent'"),
+};
+
+/** Make a new file's tables, or migrate an older file to sqliteSchemaVersion; refuse a foreign or newer file. */
+export function migrate(db: Database.Database, path: string): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  const appId = db.pragma('application_id', { simple: true }) as number;
+  const tables = (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number }).n;
+  if (version === 0 && tables === 0) {
+    // A new file is made as v1 and then migrated: one path to every version, run by every test.
+    db.transaction(() => {
+      db.exec(schemaV1);
+      db.pragma(`application_id = ${applicationId}`);
+      db.pragma('user_version = 1');
+    }).immediate();
+  } else if (appId !== applicationId) {
+    throw new ConvergeError(
+      'CONVERGE_ERR_STORE_SCHEMA',
+      `sqlite:${path} is a SQLite file but not a Converge event store (application_id ${appId}); refusing to touch it`,
+    );
+  }
+  const from = db.pragma('user_version', { simple: true }) as number;
+  if (from > sqliteSchemaVersion) {
+    throw new ConvergeError(
+      'CONVERGE_ERR_STORE_SCHEMA',
+      `sqlite:${path} has store schema v${from}, written by a newer Converge; this one reads up to v${sqliteSchemaVersion}. Upgrade Converge, or restore a backup`,
+      { details: { found: from, supported: sqliteSchemaVersion } },
+    );
+  }
+  for (let v = from; v < sqliteSchemaVersion; v++) {
+    const step = migrations[v];
+    if (step === undefined) {
+      throw new ConvergeError(
+        'CONVERGE_ERR_STORE_SCHEMA',
+        `sqlite:${path} has store schema v${v} and there is no migration from it to v${v + 1}`,
+        {
+          details: { found: from, supported: sqliteSchemaVersion },
+        },
+      );
+    }
+    db.transaction(() => {
+      // Another process sharing the file may have migrated it since we looked.
+      if ((db.pragma('user_version', { simple: true }) as number) !== v) return;
+      step(db);
+      db.pragma(`user_version = ${v + 1}`);
+    }).immediate();
+  }
+}
