@@ -1,10 +1,10 @@
 import type { Recorded } from '../core/events/index.ts';
 import { exactNumber, isNodeEvent, isoMs, nodeOfStream } from '../core/events/index.ts';
-import { isDigest, isIntArray, isRolloutTag, isStringArray, isStringMap, isTransport } from '../core/events/fastDecode.ts';
+import { isDigest, isIntArray, isRolloutTag, isStringArray, isStringMap, isTransport } from '../core/events/decodeFast.ts';
 import type { AliveSeenData, DeclarationSentData, ReportReceivedData } from '../core/events/index.ts';
 import type { EventStore, ReadAllOptions } from './port.ts';
 
-// The read the bulk folds take (issue 10 §5): a replay from zero (`replay --verify`) and a cold
+// The read the bulk folds take: a replay from zero (`replay --verify`) and a cold
 // start's catch-up (ReadModel.catchUpColumns). Instead of one Recorded per event — a bigint
 // position and revision, the whole data object, a wrapper — a page of events as columns: for each
 // event its kind, position and revision as numbers, its node, and the fields the node fold reads
@@ -12,7 +12,7 @@ import type { EventStore, ReadAllOptions } from './port.ts';
 // isoMs reads the text. The page's arrays are reused from page to page: nothing of an event the
 // fold does not keep outlives its row, and a young-generation GC finds little to copy.
 //
-// Every row is checked as `readAll` checks it (decodeEventData: the fast check of fastDecode.ts,
+// Every row is checked as `readAll` checks it (decodeEventData: the fast check of decodeFast.ts,
 // else the upcasters and zod), so a page holds only valid events; a row the check refuses throws
 // as readAll throws. The SQLite store reads its pages itself (sqliteEventStore.ts, `readColumns`:
 // fewer columns, integers as numbers, the metadata compared in SQL); any other store's pages are
@@ -150,7 +150,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /**
  * The fast checks of a columnar read: JSON.parse's `x` of a current-version row of this kind into
  * entry i, true when the event's schema (events.ts) takes it — every field checked, the ones the
- * fold does not read too — and false ("decode it whole") for anything else. Unlike fastDecode.ts
+ * fold does not read too — and false ("decode it whole") for anything else. Unlike decodeFast.ts
  * they need not count keys: zod would strip a key it does not name, and a page holds named
  * fields only. Position, revision and the nodes are put by the caller.
  */

@@ -315,7 +315,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     }
     return meta;
   };
-  // One object per event: the data checked (fastDecode.ts, else zod) and the Recorded built as one literal.
+  // One object per event: the data checked (decodeFast.ts, else zod) and the Recorded built as one literal.
   const decode = (r: Row): Recorded => {
     const code = r[at.type];
     const type = typeof code === 'number' ? typeNames[code]! : code;
@@ -464,7 +464,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   /**
    * One page of readColumns into `c`: rows after `after` and up to `upTo`, at most readBatchSize rows or
    * readBatchBytes of stored JSON, those of streams outside `prefix` skipped unread. Each row is
-   * checked as readAll checks it: this version's metadata and a fast check (fastDecode.ts) take
+   * checked as readAll checks it: this version's metadata and a fast check (decodeFast.ts) take
    * the parsed data as it is; any other row is read again whole and decoded by decodeEventData.
    * Returns the position of the last row looked at (0: none left; positions start at 1).
    */
