@@ -178,7 +178,7 @@ export function createServer(options: ServerOptions): Server {
         await runner.refreshMetrics();
         if (ingest === null) return;
         const h = ingest.health();
-        metrics.ingestPending.set(h.pending);
+        metrics.ingestPending.set(h.pending ?? 0);
         metrics.ingestLastAppendAge.set(((options.now ?? Date.now)() - (h.lastSuccessAt?.getTime() ?? startedAt)) / 1000);
       },
     },

@@ -9,6 +9,7 @@ import { defaultWireLimits, parseAlive, parseReport } from '../core/wire/index.t
 import type { WireLimits } from '../core/wire/index.ts';
 import type { Metrics } from '../metrics.ts';
 import { retry } from '../retry.ts';
+import type { ComponentHealth } from './health.ts';
 import { costOf, createNodeBudget } from './nodeBudget.ts';
 import type { NodeBudgetOptions } from './nodeBudget.ts';
 
@@ -67,8 +68,8 @@ export type Ingest = Readonly<{
   lastSeen: () => ReadonlyMap<string, Date>;
   /** False while appends are failing and deliveries are held unacked. */
   isHealthy: () => boolean;
-  /** What /readyz and the metrics say of ingest (issue 13 item 6). */
-  health: () => IngestHealth;
+  /** What /readyz and the metrics say of ingest; `pending` always set. */
+  health: () => ComponentHealth;
   stats: () => Readonly<{
     received: number;
     redelivered: number;
@@ -80,18 +81,6 @@ export type Ingest = Readonly<{
     rateLimited: number;
     pending: number;
   }>;
-}>;
-
-export type IngestHealth = Readonly<{
-  healthy: boolean;
-  /** When an append last succeeded (null: none yet). */
-  lastSuccessAt: Date | null;
-  /** When appends started failing (null while healthy). */
-  failingSince: Date | null;
-  /** The last append error, `CODE: message` (null while healthy). */
-  error: string | null;
-  /** Deliveries received and not yet acked or refused: waiting for, or in, an append. */
-  pending: number;
 }>;
 
 /** Batches appended through the store's pipeline and not yet acked, at once; the broker's prefetch bounds them too. */
