@@ -13,6 +13,7 @@ import type { ListenerLimits } from './listenerLimits.ts';
 
 // What the HTTP API is given by the composition root (src/app/server.ts) or a test.
 
+/** The sender validates the spec and the node id (src/engine/send.ts): the route passes them as received. */
 export type SendDeclaration = (node: string, resources: readonly Resource[]) => Promise<Readonly<{ digest: string; serial: number }>>;
 
 /** The operator's commands on a rollout (src/engine/rolloutCommands.ts, wired by src/app/server.ts). */

@@ -17,7 +17,7 @@ import { createRelay } from '../engine/relay.ts';
 import type { Relay } from '../engine/relay.ts';
 import { createSender } from '../engine/send.ts';
 import { abortRollout, pauseRollout, resumeRollout, startRollout } from '../engine/rolloutCommands.ts';
-import type { LoadNode } from '../engine/send.ts';
+import type { LoadNode } from '../engine/sendView.ts';
 import { createBatchSender } from '../engine/sendBatch.ts';
 import { createRolloutDriver } from '../engine/rolloutDriver.ts';
 import type { RolloutDriver } from '../engine/rolloutDriver.ts';
