@@ -15,7 +15,7 @@ import Database from 'better-sqlite3';
 import pino from 'pino';
 import { enrollNode } from '../src/brokerAdmin/index.ts';
 import { createManagementClient, seg } from '../src/brokerAdmin/managementClient.ts';
-import { createIngest } from '../src/engine/ingest.ts';
+import { createIngest } from '../src/engine/ingest/index.ts';
 import { createScratchVhost, defaultBroker } from '../test/support/broker.ts';
 import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
 import { connectAmqp } from '../src/transport/amqpConnection.ts';

@@ -25,7 +25,7 @@ import { createServer } from '../src/app/server.ts';
 import { generateSigningKey } from '../src/core/declaration/index.ts';
 import { readRollout, startRollout } from '../src/engine/rolloutCommands.ts';
 import { createSender } from '../src/engine/send.ts';
-import type { LoadNode } from '../src/engine/send.ts';
+import type { LoadNode } from '../src/engine/sendView.ts';
 import { createBatchSender } from '../src/engine/sendBatch.ts';
 import { makeDeclarationSent, streamOf } from '../src/core/events/index.ts';
 import { createSimulatedNode } from '../src/simulation/simulatedNode.ts';

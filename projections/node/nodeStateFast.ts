@@ -12,7 +12,7 @@ import type { Anomalies, EarlierSend, NodeState, ReportClass, ReportedSummary, S
 //
 // Nor does a draft hold the event's own objects where a number or an object it already holds will
 // do: positions and revisions are numbers (exact below 2^53), times are the milliseconds of their
-// text when Date#toISOString writes that text back (isoMs.ts; other text is kept as it is), a send's
+// text when Date#toISOString writes that text back (isoTimeFast.ts; other text is kept as it is), a send's
 // fields and a report's are fields of the draft, and a spec digest or id list equal to the one held
 // is not replaced. Every young-generation GC copies what the working states point to that is new
 // since the last one: with each event's time string, bigints and summary object held, that was

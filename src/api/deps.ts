@@ -4,6 +4,7 @@ import type { Resource } from '../core/declaration/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ReadModel } from '../readModel/readModel.ts';
 import type { RolloutView } from '../readModel/rollouts.ts';
+import type { ComponentHealth } from '../engine/health.ts';
 import type { StartedRollout, StartRolloutInput } from '../engine/rolloutCommands.ts';
 import type { EventStore } from '../store/index.ts';
 import type { TokenTable } from './auth.ts';
@@ -12,6 +13,7 @@ import type { ListenerLimits } from './listenerLimits.ts';
 
 // What the HTTP API is given by the composition root (src/app/server.ts) or a test.
 
+/** The sender validates the spec and the node id (src/engine/send.ts): the route passes them as received. */
 export type SendDeclaration = (node: string, resources: readonly Resource[]) => Promise<Readonly<{ digest: string; serial: number }>>;
 
 /** The operator's commands on a rollout (src/engine/rolloutCommands.ts, wired by src/app/server.ts). */
@@ -21,7 +23,7 @@ export type RolloutCommands = Readonly<{
   resume: (id: string, by: Readonly<{ by: string }>) => Promise<RolloutState>;
   abort: (id: string, by: Readonly<{ by: string; reason: string }>) => Promise<RolloutState>;
 }>;
-/** Many nodes in one store transaction (issue 14 §6); each node's outcome of its own, in order. */
+/** Many nodes in one store transaction (docs/design.md#8-rollouts); each node's outcome of its own, in order. */
 export type SendDeclarations = (items: readonly Readonly<{ node: string; resources: readonly Resource[] }>[]) => Promise<
   Readonly<{
     outcomes: readonly (
@@ -34,19 +36,9 @@ export type SendDeclarations = (items: readonly Readonly<{ node: string; resourc
 export type ProjectionStatus = Readonly<{
   isReady: () => boolean;
   lag: () => Promise<bigint>;
-  /** The event a fold failed on, when projections stopped there (issue 13 item 2). */
+  /** The event a fold failed on, when projections stopped there. */
   failure?: () => Readonly<{ position: bigint; id: string; type: string; node: string; message: string }> | null;
   refreshMetrics?: () => Promise<void>;
-}>;
-
-/** One part of the write path, as /healthz, /readyz and the metrics report it (issue 13 item 6). */
-export type ComponentHealth = Readonly<{
-  healthy: boolean;
-  lastSuccessAt: Date | null;
-  failingSince: Date | null;
-  error: string | null;
-  /** Ingest: deliveries held, not yet acked or refused. */
-  pending?: number;
 }>;
 
 /** The write path: null for a part this engine does not run (no broker: no ingest, no relay). */
@@ -67,7 +59,7 @@ export type ApiDeps = Readonly<{
   rolloutCommands?: RolloutCommands;
   sendMany?: SendDeclarations;
   metrics?: Metrics;
-  /** Exact in-memory last-seen time kept by the ingest (DESIGN §2); the newer of it and the fold's wins. */
+  /** Exact in-memory last-seen time kept by the ingest (docs/design.md#2-events-the-system-of-record); the newer of it and the fold's wins. */
   lastSeen?: (node: string) => Date | string | null | undefined;
   graceMs?: number;
   now?: () => number;
@@ -77,17 +69,17 @@ export type ApiDeps = Readonly<{
   heartbeatMs?: number;
   /** An event stream's lifetime; it ends then and the client resumes with Last-Event-ID (default 1 h). */
   streamMaxMs?: number;
-  /** Caps on event streams and awaits, per client and in all (issue 13 item 4); unset ones keep connectionCaps.ts's defaults. */
+  /** Caps on event streams and awaits, per client and in all; unset ones keep connectionCaps.ts's defaults. */
   caps?: Partial<ConnectionCaps>;
   /** The listener's socket cap and timeouts; unset ones keep listenerLimits.ts's defaults. */
   listener?: Partial<ListenerLimits>;
   /**
    * The store's limit on one event's data (default: the adapters' default). A declaration body
-   * over it cannot be recorded, so it is refused as 413 before it is read (issue 13 item 5).
+   * over it cannot be recorded, so it is refused as 413 before it is read.
    */
   maxEventBytes?: number;
   /** How long one plugin may take to load (Fastify's pluginTimeout; default its own 10 s). */
   pluginTimeoutMs?: number;
-  /** The built dashboard (dist/dashboard, issue 11) served at / and /nodes/:node; null or absent: not served. */
+  /** The built dashboard (dist/dashboard) served at / and /nodes/:node; null or absent: not served. */
   dashboardDir?: string | null;
 }>;

@@ -7,8 +7,8 @@ import { ConvergeError } from '../core/errors.ts';
 import type { EventStore } from '../store/index.ts';
 import type { DeclarationPublisher, IngestSource } from '../transport/port.ts';
 import type { Config } from './config.ts';
-import { createIngest } from '../engine/ingest.ts';
-import type { Ingest } from '../engine/ingest.ts';
+import { createIngest } from '../engine/ingest/index.ts';
+import type { Ingest } from '../engine/ingest/index.ts';
 import { createMetrics } from '../metrics.ts';
 import type { Metrics } from '../metrics.ts';
 import { createProjectionRunner } from '../readModel/projectionRunner.ts';
@@ -17,7 +17,7 @@ import { createRelay } from '../engine/relay.ts';
 import type { Relay } from '../engine/relay.ts';
 import { createSender } from '../engine/send.ts';
 import { abortRollout, pauseRollout, resumeRollout, startRollout } from '../engine/rolloutCommands.ts';
-import type { LoadNode } from '../engine/send.ts';
+import type { LoadNode } from '../engine/sendView.ts';
 import { createBatchSender } from '../engine/sendBatch.ts';
 import { createRolloutDriver } from '../engine/rolloutDriver.ts';
 import type { RolloutDriver } from '../engine/rolloutDriver.ts';
@@ -188,7 +188,7 @@ export function createServer(options: ServerOptions): Server {
         await runner.refreshMetrics();
         if (ingest === null) return;
         const h = ingest.health();
-        metrics.ingestPending.set(h.pending);
+        metrics.ingestPending.set(h.pending ?? 0);
         metrics.ingestLastAppendAge.set(((options.now ?? Date.now)() - (h.lastSuccessAt?.getTime() ?? startedAt)) / 1000);
       },
     },

@@ -2,11 +2,12 @@ import type { Logger } from 'pino';
 import type { DeclarationSent, Recorded } from '../core/events/index.ts';
 import type { EventStore, Subscription } from '../store/port.ts';
 import { whileLeased } from '../store/whileLeased.ts';
-import type { DeclarationPublisher } from '../transport/port.ts';
+import type { DeclarationPublisher, OutboundDeclaration } from '../transport/port.ts';
 import { encodeSigned } from '../core/wire/index.ts';
 import type { Metrics } from '../metrics.ts';
+import type { ComponentHealth } from './health.ts';
 
-// The store is the outbox (DESIGN §2): a checkpointed subscription to DeclarationSent
+// The store is the outbox (docs/design.md#2-events-the-system-of-record): a checkpointed subscription to DeclarationSent
 // publishes each declaration and returns only once the broker confirmed every one in the
 // batch, because the subscription saves its checkpoint after the handler resolves. A crash
 // (or a failed publish, which makes the handler throw and the batch retry) re-publishes from
@@ -16,8 +17,8 @@ import type { Metrics } from '../metrics.ts';
 // the relay never reads the reports and alives that make up nearly all of the log, and its
 // checkpoint moves — and is written — only when declarations were published: once per batch of
 // up to `batchSize`, which is the redelivery bound (a crash re-publishes at most the batch in
-// flight). Reading every event and saving the checkpoint every 100 events of any kind was 500
-// of the 734 fsyncs and ~20–30 µs of every report's cost in `serve` (issue 10).
+// flight). Reading every event and saving the checkpoint every 100 events of any kind was most of
+// the fsyncs and a share of every report's cost in `serve`.
 
 export type RelayOptions = Readonly<{
   store: EventStore;
@@ -39,21 +40,11 @@ export type Relay = Readonly<{
   isCaughtUp: () => boolean;
   /** Whether this engine is the one publishing (it holds the lease, or the store has none). */
   active: () => boolean;
-  /** Whether the last batch was published (issue 13 item 6: /readyz and converge_relay_healthy). */
-  health: () => RelayHealth;
+  /** Whether the last batch was published (/readyz and converge_relay_healthy). */
+  health: () => ComponentHealth;
 }>;
 
-export type RelayHealth = Readonly<{
-  healthy: boolean;
-  /** When a batch was last confirmed (null: none yet). */
-  lastSuccessAt: Date | null;
-  /** When batches started failing (null while healthy). */
-  failingSince: Date | null;
-  /** The last failure (null while healthy). */
-  error: string | null;
-}>;
-
-export function outboundOf(e: Recorded<DeclarationSent>): { node: string; digest: string; keyId: string; body: Buffer } {
+export function outboundOf(e: Recorded<DeclarationSent>): OutboundDeclaration {
   const d = e.data;
   return {
     node: d.node,
@@ -68,7 +59,7 @@ export function createRelay(options: RelayOptions): Relay {
   const { store, publisher, metrics } = options;
   const logger = options.logger.child({ component: 'relay' });
   let sub: Subscription | null = null;
-  let health: RelayHealth = { healthy: true, lastSuccessAt: null, failingSince: null, error: null };
+  let health: ComponentHealth = { healthy: true, lastSuccessAt: null, failingSince: null, error: null };
   metrics?.relayHealthy.set(1);
 
   const subscribe = (): Subscription =>
@@ -115,7 +106,7 @@ export function createRelay(options: RelayOptions): Relay {
   const stopped = (signal: AbortSignal): Promise<void> =>
     new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
 
-  // Issue 12 §3: on a store several engines share, only the engine holding the relay lease
+  // On a store several engines share, only the engine holding the relay lease
   // publishes, so a second engine does not double every declaration. It takes over from the
   // checkpoint when the holder dies; the batch the holder had in flight may go out twice, which
   // the at-least-once contract above already allows (nodes recognise a repeat by digest).

@@ -6,22 +6,24 @@ import { makeDeclarationSent, nodeOfStream, streamOf } from '../core/events/inde
 import type { DeclarationSent, WithId } from '../core/events/index.ts';
 import type { AppendResult, EventStore, StreamWrite } from '../store/port.ts';
 import { validateNodeId } from '../core/wire/nodeId.ts';
-import { catchUpSendView, createMoveBudget, createUnseenPause, sendViewLoader } from './send.ts';
-import type { LoadNode, SendView } from './send.ts';
+import { catchUpSendView, createMoveBudget, createUnseenPause, sendViewLoader } from './sendView.ts';
+import type { LoadNode, SendView } from './sendView.ts';
 
-// Issue 14 §6: sending at fleet speed. The one-at-a-time path (send.ts) pays a store transaction
-// per node; this one records many nodes' declarations in one append call — one transaction on
-// SQLite and PostgreSQL — each write still naming the revision its serial was derived from. A
-// rollout's RolloutSent goes into the same call (`extra`), so the rollout's record of what it
-// sent and the declarations themselves are stored together or not at all.
+// Send = record. Every declaration, one node's (send.ts, a batch of one) or a fleet's, is recorded
+// here: validated, signed and appended as a DeclarationSent *before* anything is published — the
+// store is the outbox (docs/design.md#2-events-the-system-of-record) and the relay publishes from
+// it. Many nodes' declarations go in one append call — one transaction on SQLite and PostgreSQL —
+// each write naming the revision its serial was derived from (sendView.ts). A rollout's
+// RolloutSent goes into the same call (`extra`), so the rollout's record of what it sent and the
+// declarations themselves are stored together or not at all.
 //
 // Views come from an injected LoadNode (the read model in `serve`), which may lag the store. A
 // node stream that moved meanwhile (a report, an alive, another send) fails the whole call with
 // CONVERGE_ERR_WRONG_EXPECTED_REVISION; then every node of the batch is brought up to date from
-// the store by reading only the events after its view (usually none) and the call is made again.
-// Each retry is counted as the one-at-a-time sender counts it (send.ts `createMoveBudget`): a send
-// among the events read is a lost race (5 at most); reports and alives alone only moved the
-// streams (100 at most), so a fleet reporting fast does not make a wave's send fail.
+// the store by reading only the events after its view (usually none) and the call is made again,
+// counted by sendView.ts `createMoveBudget`: a send among the events read is a lost race (5 at
+// most); reports and alives alone only moved the streams (100 at most), so a fleet reporting fast
+// does not make a wave's send fail.
 
 export type BatchItem = Readonly<{ node: string; resources: unknown }>;
 
@@ -58,6 +60,7 @@ export type BatchSenderOptions = Readonly<{
   store: EventStore;
   key: SigningKey;
   now?: () => Date;
+  /** How to learn a node's view; default reads its stream. Inject a read model to skip the read. */
   loadNode?: LoadNode;
   /** Races lost to another send (it took a node's serial first) before giving up. */
   maxAttempts?: number;
@@ -70,50 +73,89 @@ export type BatchSender = Readonly<{
   sendMany: (items: readonly BatchItem[], options?: SendManyOptions) => Promise<BatchResult>;
 }>;
 
+/** An item's outcome as recorded: a refusal keeps its error whole (details, cause) for a sender of one to throw. */
+export type RecordedOutcome =
+  Readonly<{ node: string; ok: true; digest: string; serial: number }> | Readonly<{ node: string; ok: false; error: ConvergeError }>;
+
+export type RecordResult = Readonly<{ outcomes: readonly RecordedOutcome[]; position: bigint | null; appends: number }>;
+
+/** Validate, sign and append each item's declaration, all in one append call (made again while streams moved). */
+export type RecordDeclarations = (items: readonly BatchItem[], options?: SendManyOptions) => Promise<RecordResult>;
+
+/** An item that passed validation, with its index among the items. */
+type Todo = { i: number; node: string; spec: Spec; specDigest: string };
+
 /** A node's declaration whose id (node and serial) was stored already, by another send. */
 const takenBy = (e: WithId<DeclarationSent>): ConvergeError =>
   new ConvergeError('CONVERGE_ERR_WRONG_EXPECTED_REVISION', `serial ${e.data.serial} of ${e.data.node} was taken by another send`);
 
-const failure = (node: string, err: unknown): BatchOutcome => {
-  const e = toConvergeError(err);
-  return { node, ok: false, code: e.code, message: e.message };
-};
+const failure = (node: string, err: unknown): RecordedOutcome => ({ node, ok: false, error: toConvergeError(err) });
 
-export function createBatchSender(options: BatchSenderOptions): BatchSender {
+const publicOutcome = (o: RecordedOutcome): BatchOutcome =>
+  o.ok ? o : { node: o.node, ok: false, code: o.error.code, message: o.error.message };
+
+/** What a retry is counted as, for the error that gives up: one node's send, or one of a call's. */
+const sendLabel = (node: string, n: number): string => (n === 1 ? `send to ${node}` : `send to ${node} (one of ${n} in one call)`);
+
+/**
+ * The items to record: a node id or a spec that is wrong is that item's answer (set in
+ * `outcomes`), not the batch's. Items sharing one resources value (a rollout: every node the same
+ * spec) are validated and digested once.
+ */
+function validateItems(items: readonly BatchItem[], outcomes: (RecordedOutcome | null)[]): Todo[] {
+  const specs = new Map<unknown, Spec>();
+  const todo: Todo[] = [];
+  const named = new Set<string>();
+  for (const [i, item] of items.entries()) {
+    try {
+      validateNodeId(item.node);
+      if (named.has(item.node))
+        throw new ConvergeError('CONVERGE_ERR_BAD_REQUEST', `node ${item.node} is named more than once in one batch`);
+      named.add(item.node);
+      let spec = specs.get(item.resources);
+      if (spec === undefined) specs.set(item.resources, (spec = validateSpec({ resources: item.resources })));
+      todo.push({ i, node: item.node, spec, specDigest: '' });
+    } catch (err) {
+      outcomes[i] = failure(item.node, err);
+    }
+  }
+  const digests = new Map<Spec, string>();
+  for (const t of todo) {
+    let d = digests.get(t.spec);
+    if (d === undefined) digests.set(t.spec, (d = specDigestOf(t.spec.resources)));
+    t.specDigest = d;
+  }
+  return todo;
+}
+
+/** Bring the views of `nodes` up to the store's head; whether one moved, and whether a send was among what moved it. */
+async function catchUpViews(
+  store: EventStore,
+  views: Map<string, SendView>,
+  nodes: readonly Todo[],
+): Promise<{ seen: boolean; declared: boolean }> {
+  let seen = false;
+  let declared = false;
+  for (const t of nodes) {
+    const before = views.get(t.node)!;
+    const caughtUp = await catchUpSendView(store, t.node, before);
+    views.set(t.node, caughtUp.view);
+    declared ||= caughtUp.declared;
+    seen ||= caughtUp.view.revision !== before.revision;
+  }
+  return { seen, declared };
+}
+
+export function createDeclarationRecorder(options: BatchSenderOptions): RecordDeclarations {
   const { store, key } = options;
   const now = options.now ?? (() => new Date());
   const maxAttempts = options.maxAttempts ?? 5;
   const maxMoves = options.maxMoves ?? 100;
-
   const loadView = sendViewLoader(store, options.loadNode);
 
-  async function sendMany(items: readonly BatchItem[], opts: SendManyOptions = {}): Promise<BatchResult> {
-    const outcomes: (BatchOutcome | null)[] = items.map(() => null);
-    // Validate first: a node id or a spec that is wrong is that item's answer, not the batch's.
-    const specs = new Map<unknown, Spec>();
-    const todo: { i: number; node: string; spec: Spec; specDigest: string }[] = [];
-    const named = new Set<string>();
-    for (const [i, item] of items.entries()) {
-      try {
-        validateNodeId(item.node);
-        if (named.has(item.node))
-          throw new ConvergeError('CONVERGE_ERR_BAD_REQUEST', `node ${item.node} is named more than once in one batch`);
-        named.add(item.node);
-        // Items sharing one resources value (a rollout: every node the same spec) are validated and digested once.
-        let spec = specs.get(item.resources);
-        if (spec === undefined) specs.set(item.resources, (spec = validateSpec({ resources: item.resources })));
-        todo.push({ i, node: item.node, spec, specDigest: '' });
-      } catch (err) {
-        outcomes[i] = failure(item.node, err);
-      }
-    }
-    const digests = new Map<Spec, string>();
-    for (const t of todo) {
-      let d = digests.get(t.spec);
-      if (d === undefined) digests.set(t.spec, (d = specDigestOf(t.spec.resources)));
-      t.specDigest = d;
-    }
-
+  return async function record(items, opts = {}) {
+    const outcomes: (RecordedOutcome | null)[] = items.map(() => null);
+    const todo = validateItems(items, outcomes);
     const views = new Map<string, SendView>();
     for (const t of todo) views.set(t.node, await loadView(t.node));
     let appends = 0;
@@ -124,8 +166,10 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
     const pause = createUnseenPause();
     /** The nodes still to be recorded: the whole batch, then only those that lost a serial in a call that wrote the rest. */
     let pending = todo;
-    const done = (): BatchResult => ({ outcomes: outcomes as BatchOutcome[], position, appends });
-    for (;;) {
+    const done = (): RecordResult => ({ outcomes: outcomes as RecordedOutcome[], position, appends });
+
+    /** The call's writes for `pending`: a node whose newest report carries a port the spec asks for is refused here. */
+    const build = () => {
       const writes: StreamWrite[] = [];
       const sent: { node: string; serial: number; digest: string }[] = [];
       const refused: BatchOutcome[] = [];
@@ -137,7 +181,7 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
         } catch (err) {
           const f = failure(t.node, err);
           outcomes[t.i] = f;
-          refused.push(f);
+          refused.push(publicOutcome(f));
           continue;
         }
         outcomes[t.i] = null;
@@ -154,6 +198,44 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
         sent.push({ node: t.node, serial: event.data.serial, digest: event.data.digest });
         writes.push({ stream: streamOf(t.node), expected: v.revision < 0n ? 'no_stream' : v.revision, events: [event] });
       }
+      return { writes, sent, refused, made };
+    };
+
+    /**
+     * The answers of a call that went through. Written 0 for a node write: its event id was stored
+     * already. For a rollout's send that is this rollout's earlier send to the node (the id names
+     * rollout and node), recorded by a call whose answer was lost; the outcome then is what is
+     * stored, not what was built. Any other send's id names the node and the serial: another send
+     * took that serial first (this call never retries an append whose outcome it does not know),
+     * a lost race, and the node is tried again at the next serial. Returns the nodes lost so.
+     */
+    const answer = async (r: AppendResult, made: ReadonlyMap<number, WithId<DeclarationSent>>): Promise<Todo[]> => {
+      const lost: Todo[] = [];
+      let idx = 0;
+      for (const t of pending) {
+        const e = made.get(t.i);
+        if (e === undefined) continue;
+        const s = r.streams[idx++];
+        if (s !== undefined && s.written === 0) {
+          if (opts.rollout === undefined) {
+            outcomes[t.i] = failure(t.node, takenBy(e));
+            lost.push(t);
+            continue;
+          }
+          const stored = (await store.readStream(streamOf(t.node))).find((x) => x.id === e.id);
+          outcomes[t.i] =
+            stored !== undefined && stored.type === 'DeclarationSent'
+              ? { node: t.node, ok: true, digest: stored.data.digest, serial: stored.data.serial }
+              : failure(t.node, takenBy(e));
+          continue;
+        }
+        outcomes[t.i] = { node: t.node, ok: true, digest: e.data.digest, serial: e.data.serial };
+      }
+      return lost;
+    };
+
+    for (;;) {
+      const { writes, sent, refused, made } = build();
       // The extra writes go with the first call that writes; a later call only retries lost nodes.
       const extra = pending === todo ? (opts.extra?.(sent, refused) ?? []) : [];
       if (writes.length === 0 && extra.length === 0) return done();
@@ -168,17 +250,9 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
         if (node === null || !views.has(node)) throw err;
         // Bring every node of the call up to date, not only the one named: the error names the
         // first stream that moved, and under load several may have.
-        let declared = false;
-        let seen = false;
-        for (const t of pending) {
-          const before = views.get(t.node)!;
-          const caughtUp = await catchUpSendView(store, t.node, before);
-          views.set(t.node, caughtUp.view);
-          declared ||= caughtUp.declared;
-          seen ||= caughtUp.view.revision !== before.revision;
-        }
+        const { seen, declared } = await catchUpViews(store, views, pending);
         try {
-          moved(`send to ${node} (one of ${pending.length} in one call)`, declared, err);
+          moved(sendLabel(node, pending.length), declared, err);
         } catch (gaveUp) {
           // Before any call went through, the whole call fails, as a single send does. After one
           // that recorded the rest of the batch, those answers stand and the nodes left are refused.
@@ -190,44 +264,11 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
         continue;
       }
       if (r.position !== null) position = r.position;
-      // Written 0 for a node write: its event id was stored already. For a rollout's send that
-      // is this rollout's earlier send to the node (the id names rollout and node), recorded by
-      // a call whose answer was lost; the outcome then is what is stored, not what was built.
-      // Any other send's id names the node and the serial: another send took that serial first
-      // (this call never retries an append whose outcome it does not know), a lost race as in
-      // send.ts, and the node is tried again at the next serial.
-      const lost: typeof todo = [];
-      let idx = 0;
-      for (const t of pending) {
-        const e = made.get(t.i);
-        if (e === undefined) continue;
-        const s = r.streams[idx++];
-        if (s !== undefined && s.written === 0) {
-          if (opts.rollout === undefined) {
-            outcomes[t.i] = failure(t.node, takenBy(e));
-            lost.push(t);
-            continue;
-          }
-          const stored = (await store.readStream(streamOf(t.node))).find((x) => x.id === e.id);
-          if (stored !== undefined && stored.type === 'DeclarationSent') {
-            outcomes[t.i] = { node: t.node, ok: true, digest: stored.data.digest, serial: stored.data.serial };
-            continue;
-          }
-          outcomes[t.i] = failure(t.node, takenBy(e));
-          continue;
-        }
-        outcomes[t.i] = { node: t.node, ok: true, digest: e.data.digest, serial: e.data.serial };
-      }
+      const lost = await answer(r, made);
       if (lost.length === 0) return done();
-      let seen = false;
-      for (const t of lost) {
-        const before = views.get(t.node)!;
-        const view = (await catchUpSendView(store, t.node, before)).view;
-        views.set(t.node, view);
-        seen ||= view.revision !== before.revision;
-      }
+      const { seen } = await catchUpViews(store, views, lost);
       try {
-        moved(`send to ${lost[0]!.node} (one of ${lost.length} in one call)`, true, takenBy(made.get(lost[0]!.i)!));
+        moved(sendLabel(lost[0]!.node, lost.length), true, takenBy(made.get(lost[0]!.i)!));
       } catch (gaveUp) {
         // The rest of the batch is recorded: the call answers, each node lost once more refused.
         for (const t of lost) outcomes[t.i] = failure(t.node, gaveUp);
@@ -236,7 +277,15 @@ export function createBatchSender(options: BatchSenderOptions): BatchSender {
       await pause(seen);
       pending = lost;
     }
-  }
+  };
+}
 
-  return { sendMany };
+export function createBatchSender(options: BatchSenderOptions): BatchSender {
+  const record = createDeclarationRecorder(options);
+  return {
+    sendMany: async (items, opts) => {
+      const r = await record(items, opts);
+      return { outcomes: r.outcomes.map(publicOutcome), position: r.position, appends: r.appends };
+    },
+  };
 }

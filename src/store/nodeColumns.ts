@@ -1,6 +1,6 @@
 import type { Recorded } from '../core/events/index.ts';
 import { exactNumber, isNodeEvent, isoMs, nodeOfStream } from '../core/events/index.ts';
-import { isDigest, isIntArray, isRolloutTag, isStringArray, isStringMap, isTransport } from '../core/events/fastDecode.ts';
+import { isDigest, isIntArray, isRolloutTag, isStringArray, isStringMap, isTransport } from '../core/events/decodeFast.ts';
 import type { AliveSeenData, DeclarationSentData, ReportReceivedData } from '../core/events/index.ts';
 import type { EventStore, NodeColumns, ReadAllOptions, ReadColumnsOptions } from './port.ts';
 
@@ -12,7 +12,7 @@ import type { EventStore, NodeColumns, ReadAllOptions, ReadColumnsOptions } from
 // isoMs reads the text. The page's arrays are reused from page to page: nothing of an event the
 // fold does not keep outlives its row, and a young-generation GC finds little to copy.
 //
-// Every row is checked as `readAll` checks it (decodeEventData: the fast check of fastDecode.ts,
+// Every row is checked as `readAll` checks it (decodeEventData: the fast check of decodeFast.ts,
 // else the upcasters and zod), so a page holds only valid events; a row the check refuses throws
 // as readAll throws. EventStore.readColumns is defined by columnsFromReadAll below (readAll's
 // batches in columns: correct, and no faster than readAll), which memory, PostgreSQL and
@@ -118,7 +118,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /**
  * The fast checks of a columnar read: JSON.parse's `x` of a current-version row of this kind into
  * entry i, true when the event's schema (events.ts) takes it — every field checked, the ones the
- * fold does not read too — and false ("decode it whole") for anything else. Unlike fastDecode.ts
+ * fold does not read too — and false ("decode it whole") for anything else. Unlike decodeFast.ts
  * they need not count keys: zod would strip a key it does not name, and a page holds named
  * fields only. Position, revision and the nodes are put by the caller.
  */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createBatchSender } from '../../src/engine/sendBatch.ts';
-import { foldNodeFromStore } from '../../src/engine/send.ts';
+import { foldNodeFromStore } from '../../src/engine/sendView.ts';
 import { foldNodeEvents } from '../../projections/index.ts';
 import { streamOf } from '../../src/core/events/index.ts';
 import type { DeclarationSent, Recorded } from '../../src/core/events/index.ts';

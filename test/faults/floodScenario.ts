@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import amqp from 'amqplib';
-import { createIngest } from '../../src/engine/ingest.ts';
+import { createIngest } from '../../src/engine/ingest/index.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import { createAmqpIngestSource } from '../../src/transport/amqpIngestSource.ts';

@@ -27,7 +27,7 @@ import { killHard, startFaultChild } from '../support/faults/faultChild.ts';
 import { logger } from '../support/logger.ts';
 import { sleep, until } from '../support/until.ts';
 
-// Fault scenarios against the real broker and the real ingest (src/engine/ingest.ts over
+// Fault scenarios against the real broker and the real ingest (src/engine/ingest/ over
 // src/transport), shared by test/faults/*.fault.test.ts (which assert lost = duplicated =
 // hostile appended = 0) and test/faults/report.ts (which writes RELIABILITY.md).
 //

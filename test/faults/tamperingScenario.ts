@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { digestOf, generateSigningKey, signDeclaration } from '../../src/core/declaration/index.ts';
 import type { SigningKey } from '../../src/core/declaration/index.ts';
-import { createIngest } from '../../src/engine/ingest.ts';
+import { createIngest } from '../../src/engine/ingest/index.ts';
 import { createSender } from '../../src/engine/send.ts';
 import type { Sender } from '../../src/engine/send.ts';
 import { streamOf } from '../../src/core/events/index.ts';

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import amqp from 'amqplib';
-import { createIngest } from '../../src/engine/ingest.ts';
+import { createIngest } from '../../src/engine/ingest/index.ts';
 import { isConvergeError } from '../../src/core/errors.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';

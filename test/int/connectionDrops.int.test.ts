@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { generateSigningKey } from '../../src/core/declaration/index.ts';
-import { createIngest } from '../../src/engine/ingest.ts';
+import { createIngest } from '../../src/engine/ingest/index.ts';
 import { createSimulatedNode } from '../../src/simulation/simulatedNode.ts';
 import type { SimulatedNode } from '../../src/simulation/simulatedNode.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';

@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import amqp from 'amqplib';
 import type { GetMessage } from 'amqplib';
 import { createManagementClient, seg } from '../../src/brokerAdmin/managementClient.ts';
-import { createIngest } from '../../src/engine/ingest.ts';
+import { createIngest } from '../../src/engine/ingest/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { createAmqpTransport } from '../../src/transport/amqpTransport.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';

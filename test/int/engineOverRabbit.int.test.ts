@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import amqp from 'amqplib';
 import type { ChannelModel, GetMessage } from 'amqplib';
 import { generateSigningKey } from '../../src/core/declaration/index.ts';
-import { createIngest } from '../../src/engine/ingest.ts';
+import { createIngest } from '../../src/engine/ingest/index.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import { createRelay } from '../../src/engine/relay.ts';
 import { createSender } from '../../src/engine/send.ts';

@@ -3,6 +3,7 @@ import { buildApp } from '../../src/api/index.ts';
 import type { ApiDeps } from '../../src/api/index.ts';
 import { parseApiTokens } from '../../src/api/index.ts';
 import { rolloutCommandsOn } from '../../src/app/server.ts';
+import { validateSpec } from '../../src/core/declaration/index.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import type { Metrics } from '../../src/metrics.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
@@ -49,7 +50,8 @@ export async function apiHarness(extra: Partial<ApiDeps> = {}): Promise<ApiHarne
     projections: runner,
     metrics,
     now: () => history.now().getTime(),
-    send: async (node, resources) => history.send(node, resources),
+    // Validated as the real sender (src/engine/sendBatch.ts) validates every spec it is given.
+    send: async (node, resources) => history.send(node, validateSpec({ resources }).resources),
     rollouts: runner.rollouts,
     rolloutCommands: rolloutCommandsOn({ store, now: () => history.now(), nodeStates: () => runner.readModel.nodes() }),
     heartbeatMs: 60_000,

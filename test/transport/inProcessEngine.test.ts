@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { generateSigningKey } from '../../src/core/declaration/index.ts';
-import { createIngest } from '../../src/engine/ingest.ts';
+import { createIngest } from '../../src/engine/ingest/index.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import { createRelay } from '../../src/engine/relay.ts';
 import { createSender } from '../../src/engine/send.ts';

@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { validateSpec } from '../../core/declaration/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import { waitForSend } from '../../readModel/waitForNode.ts';
 import { defaultMaxEventBytes } from '../../store/index.ts';
@@ -7,8 +6,9 @@ import type { RouteContext } from '../nodeViews.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 
-// DESIGN §7: POST a declaration; it is signed, recorded in the store (the outbox) and relayed.
-// Issue 14 §6: POST many, one per node, recorded in one store transaction.
+// POST a declaration: it is signed, recorded in the store (the outbox) and relayed
+// (docs/design.md#7-interfaces-people-and-programs-touch-kept-stable). POST many, one per node,
+// recorded in one store transaction.
 
 export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps }) => {
   app.post(
@@ -28,8 +28,8 @@ export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app
     async ({ params, body }, reply) => {
       const send = deps.send;
       if (send === undefined) throw new ConvergeError('CONVERGE_ERR_INTERNAL', 'this API instance has no sender configured');
-      const spec = validateSpec(body);
-      const r = await send(params.node, spec.resources);
+      // The sender validates the spec (and the node id), as it does for the CLI and the bulk route.
+      const r = await send(params.node, body.resources);
       // Read-your-writes: a client that awaits or reads right after a 202 sees its own send. The
       // declaration is recorded either way, so this wait never turns the answer into an error.
       await waitForSend(deps.readModel, params.node, r.serial, deps.sendVisibleMs ?? 5_000);

@@ -1,13 +1,13 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ConvergeError } from '../../core/errors.ts';
-import type { ComponentHealth } from '../deps.ts';
+import type { ComponentHealth } from '../../engine/health.ts';
 import type { RouteContext } from '../nodeViews.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 
-// DESIGN §6: liveness of the process and readiness of the projections, with their lag, and of
-// the write path: ingest appending and the relay publishing (issue 13 item 6: with SQLite full,
-// both probes said ready while every report was held). /healthz stays 200 whatever the parts say
+// Liveness of the process and readiness of the projections, with their lag, and of the write
+// path: ingest appending and the relay publishing (docs/design.md#6-operating-it; with SQLite
+// full, both probes once said ready while every report was held). /healthz stays 200 whatever the parts say
 // — restarting the process empties no disk — and shows them; /readyz is 503 while one fails.
 
 const componentView = (c: ComponentHealth) => ({

@@ -1,7 +1,7 @@
 export * from './events.ts';
 export * from './rollouts.ts';
 export { declarationSentId, reportReceivedId, aliveSeenId, rolloutSendId, rolloutEventId, uuidV5 } from './ids.ts';
-export { isoMs, isoText } from './isoMs.ts';
+export { isoMs, isoText } from './isoTimeFast.ts';
 export { exactNumber } from './exactNumber.ts';
 export { decodeEvent, decodeEventData, eventMetadata, currentVersion, isEventType, upcasters } from './upcasters.ts';
 export { makeDeclarationSent, makeReportReceived, makeAliveSeen } from './make.ts';

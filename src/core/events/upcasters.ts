@@ -1,16 +1,16 @@
 import { readDeclaration, specDigestOf } from '../declaration/index.ts';
 import { ConvergeError } from '../errors.ts';
 import { eventDataSchemas, eventTypes } from './events.ts';
-import { fastDecoders } from './fastDecode.ts';
+import { fastDecoders } from './decodeFast.ts';
 import { rolloutEventTypes } from './rollouts.ts';
 import type { RolloutEventType } from './rollouts.ts';
 import type { ConvergeEvent, ConvergeEventType } from './events.ts';
 
 // Stored events carry `metadata.v`, the version of their data's shape. Reading one back runs
 // the upcasters from its version to the current one, then checks the current schema (zod at
-// the edge, STYLE.md §3). An upcaster is a pure function of the old data.
+// the edge). An upcaster is a pure function of the old data.
 
-// v2: DeclarationSent carries `specDigest` (DESIGN §2).
+// v2: DeclarationSent carries `specDigest` (docs/design.md#2-events-the-system-of-record).
 export const currentVersion = 2;
 
 type Upcaster = (data: Readonly<Record<string, unknown>>) => Record<string, unknown>;
@@ -35,7 +35,7 @@ const withSpecDigest: Upcaster = (data) => {
 
 type Upcasters = Readonly<Record<number, Upcaster>>;
 
-// Rollout events (issue 14) were first written at v2: none was ever stored at v1, so none has an
+// Rollout events were first written at v2: none was ever stored at v1, so none has an
 // upcaster, and one claiming v1 is refused as invalid.
 const bornAtV2 = Object.fromEntries(rolloutEventTypes.map((t) => [t, {}])) as Record<RolloutEventType, Upcasters>;
 
@@ -60,7 +60,7 @@ export function decodeEvent(type: string, data: unknown, metadata?: unknown): Co
 
 /**
  * decodeEvent's data alone, for a store that builds its Recorded in one object. A current-version
- * node event the engine wrote takes the fast check (fastDecode.ts) and comes back as the parsed
+ * node event the engine wrote takes the fast check (decodeFast.ts) and comes back as the parsed
  * object itself; anything else goes through the upcasters and zod, which name what is wrong.
  */
 export function decodeEventData(type: string, data: unknown, metadata?: unknown): ConvergeEvent['data'] {

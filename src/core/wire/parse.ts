@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { ConvergeError } from '../errors.ts';
-import { fastAlive, fastReport } from './fastPath.ts';
+import { fastAlive, fastReport } from './parseFast.ts';
 import { aliveSchema, digestPattern, reportSchema, signedSchema } from './schemas.ts';
 import type { Alive, Report, Signed } from './schemas.ts';
 
@@ -14,8 +14,8 @@ export type WireLimits = Readonly<{
 }>;
 
 // maxEntries: a declaration holds at most 10,000 resources (src/core/declaration/declaration.ts), so
-// no honest report applies, fails or carries more. Issue 13: ~22,000 `failed` keys in 262 KB
-// cost ~125 ms each to take in and stalled the whole engine.
+// no honest report applies, fails or carries more; a body with tens of thousands of keys stalled
+// the whole engine while it was taken in.
 export const defaultWireLimits: WireLimits = Object.freeze({ maxBytes: 256 * 1024, maxDepth: 32, maxEntries: 10_000 });
 
 // Not fatal: Go replaces invalid UTF-8 with U+FFFD too. ignoreBOM keeps a leading byte-order
@@ -31,7 +31,7 @@ export function jsonShapeExceeds(bytes: Uint8Array, maxDepth: number, maxEntries
   let depth = 0;
   let inString = false;
   // Commas seen at each open level: n commas separate n + 1 entries. A level's count is reset as
-  // it opens, so one array serves every call (a typed array per body showed in the issue 10 profile).
+  // it opens, so one array serves every call (a typed array per body showed in the profile).
   if (commaCounts.length < maxDepth + 1) commaCounts = new Uint32Array(maxDepth + 1);
   const commas = commaCounts;
   for (let i = 0; i < bytes.length; i++) {
@@ -94,11 +94,10 @@ function describe(issues: readonly z.core.$ZodIssue[]): string {
     .join('; ');
 }
 
-// The fast path (fastPath.ts): zod's safeParse of a bench report takes ~2.4 µs, the hand check
-// ~0.03 µs, and parseReport as a whole goes from ~3.3 to ~0.9 µs (50,000 bench/ingest.ts bodies,
-// Node 20) — against ~14 µs per report for the bare amqplib + better-sqlite3 loop. It returns
-// zod's own output for the common well-formed body and hands anything else to zod, which stays
-// the judge of what is valid and words every rejection (test/core/wire/fastPath.property.test.ts).
+// The fast path (parseFast.ts): zod's safeParse was most of what parsing a report cost (figures in
+// BENCHMARKS.md). It returns zod's own output for the common well-formed body and hands anything
+// else to zod, which stays the judge of what is valid and words every rejection
+// (test/core/wire/parseFast.property.test.ts).
 function check<T extends z.ZodType>(
   schema: T,
   value: unknown,

@@ -33,7 +33,7 @@ export function createSqliteColumnsReader(deps: SqliteColumnsDeps): (opts?: Read
   /**
    * One page into `c`: rows after `after` and up to `upTo`, at most readBatchSize rows or
    * readBatchBytes of stored JSON, those of streams outside `prefix` skipped unread. Each row is
-   * checked as readAll checks it: this version's metadata and a fast check (fastDecode.ts) take
+   * checked as readAll checks it: this version's metadata and a fast check (decodeFast.ts) take
    * the parsed data as it is; any other row is read again whole and decoded by decodeEventData.
    * Returns the position of the last row looked at (0: none left; positions start at 1).
    */

@@ -75,7 +75,7 @@ export function prepareReadQueries(conn: Database.Database) {
 export type RowDecoder = Readonly<{
   /** A row's metadata (null: this version's) parsed. */
   metadataOf: (text: string | null) => unknown;
-  /** One object per event: the data checked (fastDecode.ts, else zod) and the Recorded built as one literal. */
+  /** One object per event: the data checked (decodeFast.ts, else zod) and the Recorded built as one literal. */
   decode: (r: Row) => Recorded;
 }>;
 

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { createIngest } from '../../../src/engine/ingest.ts';
-import type { Ingest } from '../../../src/engine/ingest.ts';
+import { createIngest } from '../../../src/engine/ingest/index.ts';
+import type { Ingest } from '../../../src/engine/ingest/index.ts';
 import type { EventStore } from '../../../src/store/port.ts';
 import { connectAmqp } from '../../../src/transport/amqpConnection.ts';
 import type { AmqpConnection } from '../../../src/transport/amqpConnection.ts';

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { isoMs, isoText } from '../../../src/core/events/index.ts';
 
-// isoMs (src/core/events/isoMs.ts) lets the bulk folds hold a time as a number: it must read exactly
+// isoMs (src/core/events/isoTimeFast.ts) lets the bulk folds hold a time as a number: it must read exactly
 // the texts Date#toISOString writes back unchanged, with Date.parse's value, and no other text.
 
 const first = Date.parse('0000-01-01T00:00:00.000Z');

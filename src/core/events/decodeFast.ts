@@ -1,12 +1,13 @@
-// A hand-written check of the three node events as the engine stores them, ahead of zod, for
-// the paths that decode the whole log (replay, a cold start, the projections): zod's safeParse
-// was about a third of the time `replay --verify` spent per event (issue 10 §5), most of it
-// copying objects that were already exactly right. The wire's fast path (src/core/wire/fastPath.ts)
-// works the same way: zod stays the one definition of a valid event. These functions return
-// data deep-equal to what the zod schema in events.ts returns for an input they accept — the
-// parsed object itself, not a copy, so only when it holds no key the schema would strip — and
-// null, "ask zod", for anything else, so a malformed event is still refused by zod, with zod's
-// message. test/core/events/fastDecode.property.test.ts checks that on generated and broken data.
+// The fast version of the zod decode of the three node events (upcasters.ts decodeEventData):
+// it must equal the schemas in events.ts (declarationSentData, reportReceivedData,
+// aliveSeenData), which stay the one definition of a valid stored event. It serves the paths that
+// decode the whole log (replay, a cold start, the projections), where zod's safeParse was a large
+// share of each event's cost, mostly copying objects that were already exactly right. For an input
+// it accepts it returns data deep-equal to zod's — the parsed object itself, not a copy, so only
+// when it holds no key the schema would strip — and null, "ask zod", for anything else, so a
+// malformed event is still refused by zod, with zod's message. The wire's fast path
+// (src/core/wire/parseFast.ts) works the same way. test/core/events/decodeFast.property.test.ts
+// holds the two equal on generated and broken data.
 
 import type { AliveSeenData, DeclarationSentData, ReportReceivedData } from './events.ts';
 import { rolloutIdPattern } from './rollouts.ts';

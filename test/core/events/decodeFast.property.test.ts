@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { isConvergeError } from '../../../src/core/errors.ts';
 import { aliveSeenData, declarationSentData, decodeEvent, eventMetadata, reportReceivedData } from '../../../src/core/events/index.ts';
-import { fastAliveSeen, fastDeclarationSent, fastReportReceived, isPlainIso } from '../../../src/core/events/fastDecode.ts';
+import { fastAliveSeen, fastDeclarationSent, fastReportReceived, isPlainIso } from '../../../src/core/events/decodeFast.ts';
 import { makeAliveSeen, makeDeclarationSent, makeReportReceived } from '../../../src/core/events/index.ts';
 import { testKey } from '../../support/history.ts';
 import { parseReport } from '../../../src/core/wire/index.ts';

@@ -1,7 +1,9 @@
-// A time as the bulk folds keep it (projections/node/nodeStateFast.ts): the milliseconds of a text that Date#toISOString
-// writes back exactly, so the fold holds a number instead of the event's own string. A replay kept
-// each event's fresh time strings (and bigint positions) alive in its working states, and the
-// young-generation GC copied them: about a second of a 1,000,000-event replay (bench/replay.ts).
+// The fast version of Date.parse and Date#toISOString for the engine's own times: isoMs must
+// equal Date.parse on every text Date#toISOString writes back exactly (and read no other text),
+// isoText must equal `new Date(ms).toISOString()`. test/core/events/isoTimeFast.property.test.ts
+// holds them equal in both directions. The bulk folds (projections/node/nodeStateFast.ts) keep a time as
+// these milliseconds instead of the event's own string: a replay kept each event's fresh time
+// strings alive in its working states, and the young-generation GC spent its time copying them.
 
 /** Days from 1970-01-01 to the civil date (proleptic Gregorian; H. Hinnant's days_from_civil). */
 function daysFromCivil(year: number, month: number, day: number): number {
@@ -33,7 +35,7 @@ const digit = (s: string, i: number): number => (s.charCodeAt(i) - 0x30) >>> 0;
 /**
  * The milliseconds of `s` when `new Date(ms).toISOString() === s` (and so Date.parse(s) === ms):
  * `YYYY-MM-DDTHH:mm:ss.sssZ`, years 0000–9999, a day its month has. NaN for any other text, which
- * the fold then keeps as text (test/core/events/isoMs.property.test.ts holds both directions).
+ * the fold then keeps as text (test/core/events/isoTimeFast.property.test.ts holds both directions).
  */
 export function isoMs(s: string): number {
   if (s.length !== 24) return NaN;
@@ -81,8 +83,8 @@ const dayCodes: number[] = [];
 const d0 = 0x30;
 
 /**
- * The text isoMs read `ms` from: Date#toISOString's, written from char codes (publishing a replay
- * of 100,000 nodes made ~300,000 of them: `new Date(ms).toISOString()` was ~0.5 µs each).
+ * The text isoMs read `ms` from: Date#toISOString's, written from char codes (publishing a large
+ * replay makes hundreds of thousands of them, and `new Date(ms).toISOString()` showed).
  */
 export function isoText(ms: number): string {
   if (!(ms >= 0 && ms < 253_402_300_800_000) || !Number.isInteger(ms)) return new Date(ms).toISOString();

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { hostileBodies, nodeIdArb, validReportArb } from '../../support/faults/hostileBodies.ts';
-import { fastAlive, fastReport } from '../../../src/core/wire/fastPath.ts';
+import { fastAlive, fastReport } from '../../../src/core/wire/parseFast.ts';
 import { aliveSchema, defaultWireLimits, encodeAlive, encodeReport, reportSchema } from '../../../src/core/wire/index.ts';
 
 // zod is the single source of truth for what a report or alive is; the fast path in front of

@@ -1,8 +1,8 @@
-// A hand-written check of the common report and alive, ahead of zod (see parse.ts for why).
-// zod stays the single source of truth for what is valid: these functions return exactly
-// what the zod schemas in schemas.ts return for an input they accept, and return null —
-// "ask zod" — for anything they are not sure of, so a rejection and its message still come
-// from zod. test/core/wire/fastPath.property.test.ts checks that on generated and hostile bodies.
+// The fast version of parse.ts's zod check of a report and an alive: it must equal the zod
+// schemas in schemas.ts (reportSchema, aliveSchema), which stay the one definition of a valid
+// body. For an input it accepts it returns exactly what zod returns; for anything it is not sure
+// of it returns null — "ask zod" — so a rejection and its message still come from zod.
+// test/core/wire/parseFast.property.test.ts holds the two equal on generated and hostile bodies.
 
 type Plain = Record<string, unknown>;
 
