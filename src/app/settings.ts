@@ -64,7 +64,7 @@ export const settings = {
     env: 'CONVERGE_API_TOKENS',
     value: '<list>',
     default: null,
-    help: 'bearer tokens of the HTTP API: token:scope[,scope] separated by spaces (scopes read, send)',
+    help: 'bearer tokens of the HTTP API: token:scope[,scope] entries separated by ; (scopes read, send)',
   },
   graceMs: {
     flag: 'grace-ms',

@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { run } from '../../src/cli/main.ts';
+import type { CliIo } from '../../src/cli/io.ts';
+
+// What a newcomer tripped on from a fresh clone, one test each (in-process; the spawned ones are
+// in newcomerSpawned.test.ts).
+
+type Result = { code: number; stdout: string; stderr: string };
+
+let dir: string;
+
+async function cli(args: readonly string[], env: Record<string, string> = {}, cwd = dir): Promise<Result> {
+  let stdout = '';
+  let stderr = '';
+  const io: CliIo = {
+    stdout: (t) => void (stdout += t),
+    stderr: (t) => void (stderr += t),
+    env,
+    stderrIsTTY: false,
+    readStdin: async () => Buffer.alloc(0),
+    cwd,
+    interrupted: new Promise(() => {}),
+  };
+  return { code: await run(args, io), stdout, stderr };
+}
+
+describe('what a newcomer tripped on', () => {
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'converge-newcomer-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('--api-tokens names one separator, ";", and serve refuses entries separated by spaces', async () => {
+    const help = await cli(['serve', '--help']);
+    assert.match(help.stdout, /--api-tokens <list> .*separated by ;/);
+    assert.doesNotMatch(help.stdout, /separated by spaces/);
+    const r = await cli(['serve', '--store', 'memory:', '--api-tokens', 'alpha-token:read,send beta-token:read']);
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /--api-tokens \/ CONVERGE_API_TOKENS: entry 1: its token holds a space.*separate entries with ;/);
+    assert.doesNotMatch(r.stderr, /alpha-token|beta-token/, 'a token is a secret: the message does not echo it');
+  });
+
+  test('serve --help lists each setting once', async () => {
+    const help = await cli(['serve', '--help']);
+    const flagLines = help.stdout.split('\n').filter((l) => /^\s+(-\w, )?--[a-z]/.test(l));
+    const names = flagLines.map((l) => /--([a-z-]+)/.exec(l)![1]!);
+    assert.deepEqual(
+      names.filter((n, i) => names.indexOf(n) !== i),
+      [],
+    );
+    for (const flag of ['grace-ms', 'trust-missing-user-id']) assert.equal(names.filter((n) => n === flag).length, 1, flag);
+  });
+});
