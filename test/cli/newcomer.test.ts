@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -53,5 +53,23 @@ describe('what a newcomer tripped on', () => {
       [],
     );
     for (const flag of ['grace-ms', 'trust-missing-user-id']) assert.equal(names.filter((n) => n === flag).length, 1, flag);
+  });
+
+  test('send and rollout start into a SQLite store that does not exist fail naming it, and create nothing', async () => {
+    assert.equal((await cli(['keygen', '--out', 'key.pem'])).code, 0);
+    writeFileSync(join(dir, 'spec.json'), JSON.stringify({ resources: [{ id: 'web' }] }));
+    const typo = join(dir, 'convrege.db');
+    const env = { CONVERGE_STORE: `sqlite:${typo}`, CONVERGE_SIGNING_KEY: join(dir, 'key.pem') };
+    for (const args of [
+      ['send', 'n1', 'spec.json'],
+      ['rollout', 'start', 'spec.json', '--nodes', 'n1,n2', '--wave-timeout', '10m'],
+    ]) {
+      const r = await cli(args, env);
+      assert.equal(r.code, 1, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+      assert.equal(r.stdout, '');
+      assert.match(r.stderr, new RegExp(`^converge: store ${typo} does not exist`));
+      assert.equal(r.stderr.trim().split('\n').length, 1);
+      assert.ok(!existsSync(typo), `${args[0]} created the store`);
+    }
   });
 });

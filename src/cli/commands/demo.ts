@@ -50,7 +50,7 @@ export const run: Run = async ({ io, values, config: given, json }) => {
   }
   const key = config.signingKey ?? generateSigningKey();
   const logger = makeLogger(config.logLevel);
-  const store = await openStore(config, io, false);
+  const store = await openStore(config, io, { create: true });
   const demo = await createDemo({ config: { ...config, apiTokens: tokens }, logger, store, key, nodes: count, intervalMs });
   const { cast } = demo;
 

@@ -25,7 +25,7 @@ export const run: Run = async ({ io, positionals, config, json }) => {
     );
   }
   const resources = (spec as { resources?: unknown } | null)?.resources;
-  const store = await openStore(config, io, false);
+  const store = await openStore(config, io);
   try {
     const r = await createSender({ store, key: config.signingKey }).send(node, resources);
     if (json) printJson(io, { node, digest: r.digest, serial: r.serial, position: r.position });
