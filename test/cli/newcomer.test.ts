@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { run } from '../../src/cli/main.ts';
 import type { CliIo } from '../../src/cli/io.ts';
+import { rawPublicKey, signingKeyFromPem } from '../../src/core/declaration/index.ts';
 
 // What a newcomer tripped on from a fresh clone, one test each (in-process; the spawned ones are
 // in newcomerSpawned.test.ts).
@@ -71,5 +72,18 @@ describe('what a newcomer tripped on', () => {
       assert.equal(r.stderr.trim().split('\n').length, 1);
       assert.ok(!existsSync(typo), `${args[0]} created the store`);
     }
+  });
+
+  test('keygen prints the public key as the 64 hex digits a node verifies with, beside the PEM', async () => {
+    const r = await cli(['keygen', '--out', 'hex.pem']);
+    assert.equal(r.code, 0, r.stderr);
+    const hex = rawPublicKey(signingKeyFromPem(readFileSync(join(dir, 'hex.pem'))).publicKey).toString('hex');
+    assert.match(r.stdout, new RegExp(`^public key \\(hex\\) ${hex}$`, 'm'));
+    assert.match(r.stdout, /BEGIN PUBLIC KEY/);
+    const j = await cli(['keygen', '--json']);
+    assert.match(JSON.parse(j.stdout).publicKeyHex, /^[0-9a-f]{64}$/);
+    const bare = await cli(['keygen']);
+    assert.match(bare.stderr, /^public key \(hex\) [0-9a-f]{64}$/m, 'without --out it goes to stderr with the key id');
+    assert.doesNotMatch(bare.stdout, /public key \(hex\)/, 'stdout stays the private key alone');
   });
 });

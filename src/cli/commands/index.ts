@@ -64,7 +64,7 @@ export const commands: readonly CommandSpec[] = [
   {
     name: 'keygen',
     usage: 'converge keygen [--out <path>] [--json]',
-    summary: 'generate an Ed25519 signing key; prints its key id and public key',
+    summary: 'generate an Ed25519 signing key; prints its key id and public key (hex, as a node takes it, and PEM)',
     flags: {
       out: {
         type: 'string',
