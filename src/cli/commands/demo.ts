@@ -62,7 +62,8 @@ export const run: Run = async ({ io, values, config: given, json }) => {
       `converge demo: ${count} nodes (${cast.slow.length} slow, ${cast.refusing} refuses, ${cast.degraded} degraded, ${cast.silent} goes silent) on ${config.amqpUrl === null ? 'the in-process broker' : 'RabbitMQ'}`,
       ...(demo.server.dashboard ? [`dashboard ${url}/  (paste the token below when it asks)`] : []),
       `API ${url}  (Authorization: Bearer ${token ?? '<one of CONVERGE_API_TOKENS>'})  OpenAPI ${url}/v1/openapi.json`,
-      `store ${where}   afterwards: converge forensics races --store ${where}`,
+      // `converge` is on the PATH only after `npm link`; npx finds it in this project either way.
+      `store ${where}   afterwards: npx converge forensics races --store ${where}`,
       '',
     ].join('\n'),
   );
