@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,5 +52,48 @@ describe('the built converge command, as a newcomer ran it', () => {
       assert.doesNotMatch(r.stderr, /EPIPE|Error|\n\s+at /, `${args.join(' ')}: no stack on stderr`);
       assert.equal(r.code, 0, args.join(' '));
     }
+  });
+
+  test(
+    'Ctrl-C stops a demo between two long rounds promptly, saying so; its hint is a command that runs here',
+    { timeout: 60_000 },
+    async () => {
+      const child = spawn(process.execPath, [bin, 'demo', '--nodes', '5', '--interval-ms', '60000', '--port', '0'], {
+        cwd: dir,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      const started = new Promise<void>((resolve) =>
+        child.stderr.on('data', (d: Buffer) => {
+          stderr += d.toString();
+          if (/afterwards:/.test(stderr)) resolve();
+        }),
+      );
+      child.stdout.resume();
+      const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+      await started;
+      assert.match(stderr, /afterwards: npx converge forensics races --store sqlite:\S+/);
+      // Into the wait for round 2, then Ctrl-C.
+      await new Promise((r) => setTimeout(r, 1_000));
+      const interrupted = Date.now();
+      child.kill('SIGINT');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      const code = await exited;
+      clearTimeout(timer);
+      assert.ok(Date.now() - interrupted < 20_000, `exited ${Date.now() - interrupted} ms after SIGINT; the interval is 60 s`);
+      assert.equal(code, 0, stderr);
+      assert.match(stderr, /stopping/);
+    },
+  );
+
+  test('prepare builds after npm install, and not when npx installs the project to run its own bin', () => {
+    const root = new URL('../..', import.meta.url).pathname;
+    const r = spawnSync(process.execPath, ['scripts/prepare.mjs'], {
+      cwd: root,
+      env: { ...process.env, npm_command: 'exec', PATH: '/nonexistent' },
+      encoding: 'utf8',
+    });
+    // With no npm on the PATH, a build would fail: exiting 0 says it was not attempted.
+    assert.equal(r.status, 0, r.stderr);
   });
 });
