@@ -38,6 +38,8 @@ export type CommandSpec = Readonly<{
   args: readonly [number, number];
   /** The configuration settings it reads; it validates these and only these. */
   settings: readonly ConfigKey[];
+  /** Defaults this command puts in place of the settings table's, as its help shows them. */
+  settingDefaults?: Readonly<Partial<Record<ConfigKey, string>>>;
   /** Long-running commands log at info; the others at warn unless asked. */
   defaultLogLevel?: Config['logLevel'];
   /** The module that runs it, imported when it runs. */

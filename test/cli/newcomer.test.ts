@@ -86,4 +86,13 @@ describe('what a newcomer tripped on', () => {
     assert.match(bare.stderr, /^public key \(hex\) [0-9a-f]{64}$/m, 'without --out it goes to stderr with the key id');
     assert.doesNotMatch(bare.stdout, /public key \(hex\)/, 'stdout stays the private key alone');
   });
+
+  test('demo --help names the store and the defaults the demo runs with, not the ones of serve', async () => {
+    const help = (await cli(['demo', '--help'])).stdout;
+    const line = (flag: string): string => help.split('\n').find((l) => l.includes(`--${flag} `)) ?? '';
+    assert.doesNotMatch(line('store'), /converge\.db/);
+    assert.match(line('store'), /default a new SQLite file in a temporary folder/);
+    assert.match(line('grace-ms'), /default the longer of 3000 and --interval-ms/);
+    assert.match(line('log-level'), /default warn/);
+  });
 });
