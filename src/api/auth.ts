@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { ConvergeError } from '../core/errors.ts';
 
 // Bearer tokens (docs/design.md#7-interfaces-people-and-programs-touch-kept-stable). CONVERGE_API_TOKENS holds entries
-// `<token>:<scopes>` separated by `;`, scopes comma-separated from `read` and `send`, e.g.
+// `<token>:<scopes>` separated by `;` (and only `;`), scopes comma-separated from `read` and `send`, e.g.
 // `k3l9…:read,send;d4sh…:read`. The token value is the secret itself. Tokens are kept only as
 // sha256 digests; logs name a token by the first 8 hex of its digest, never by its value.
 
@@ -26,6 +26,14 @@ export function parseApiTokens(text: string): { table: TokenTable; errors: strin
   entries.forEach((entry, i) => {
     const colon = entry.lastIndexOf(':');
     const where = `entry ${i + 1}`;
+    // A bearer header carries no space, so a token with one could never authenticate: most likely
+    // two entries separated by a space. The message does not echo it, as it holds secrets.
+    if (colon > 0 && /\s/.test(entry.slice(0, colon))) {
+      errors.push(
+        `${where}: its token holds a space, which no token can: separate entries with ;, e.g. s3cret-value:read,send;other-value:read`,
+      );
+      return;
+    }
     if (colon <= 0) {
       errors.push(`${where}: expected <token>:<scopes>, e.g. s3cret-value:read,send`);
       return;

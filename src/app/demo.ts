@@ -5,6 +5,7 @@ import type { SigningKey } from '../core/declaration/index.ts';
 import { createSimulatedNode } from '../simulation/simulatedNode.ts';
 import type { SimulatedNode } from '../simulation/simulatedNode.ts';
 import { withExactLastSeen } from '../readModel/queries.ts';
+import { sleep } from '../retry.ts';
 import type { EventStore } from '../store/index.ts';
 import { createAmqpNodeLink } from '../transport/amqpNodeLink.ts';
 import { nodeQueueOf } from '../transport/brokerNames.ts';
@@ -170,7 +171,8 @@ export async function createDemo(options: DemoOptions): Promise<Demo> {
       return { status: s.status, liveness: livenessAt(withExactLastSeen(s, exact(s.node)).lastSeenAt, Date.now(), config.graceMs).state };
     },
     async stop() {
-      await Promise.race([starting, new Promise((r) => setTimeout(r, 2_000))]);
+      const started = new AbortController();
+      await Promise.race([starting.finally(() => started.abort()), sleep(2_000, started.signal)]);
       await Promise.all(nodes.map((n) => n.stop()));
       await server.stop();
       if (amqp === null) await transport.publisher.close();

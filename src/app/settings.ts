@@ -64,7 +64,7 @@ export const settings = {
     env: 'CONVERGE_API_TOKENS',
     value: '<list>',
     default: null,
-    help: 'bearer tokens of the HTTP API: token:scope[,scope] separated by spaces (scopes read, send)',
+    help: 'bearer tokens of the HTTP API: token:scope[,scope] entries separated by ; (scopes read, send)',
   },
   graceMs: {
     flag: 'grace-ms',
@@ -234,7 +234,7 @@ export type ConfigKey = keyof typeof settings;
 export const configKeys = Object.keys(settings) as ConfigKey[];
 
 /** `--store <url>    event store: … [CONVERGE_STORE, default sqlite:./data/converge.db]`, for help. */
-export const settingHelp = (key: ConfigKey, width = 32): string => {
+export const settingHelp = (key: ConfigKey, width = 32, shownDefault: string | null = settings[key].default): string => {
   const s: Setting = settings[key];
-  return `${`--${s.flag} ${s.value}`.padEnd(width)} ${s.help} [${s.env}${s.default === null ? '' : `, default ${s.default}`}]`;
+  return `${`--${s.flag} ${s.value}`.padEnd(width)} ${s.help} [${s.env}${shownDefault === null ? '' : `, default ${shownDefault}`}]`;
 };

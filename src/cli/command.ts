@@ -38,6 +38,8 @@ export type CommandSpec = Readonly<{
   args: readonly [number, number];
   /** The configuration settings it reads; it validates these and only these. */
   settings: readonly ConfigKey[];
+  /** Defaults this command puts in place of the settings table's, as its help shows them. */
+  settingDefaults?: Readonly<Partial<Record<ConfigKey, string>>>;
   /** Long-running commands log at info; the others at warn unless asked. */
   defaultLogLevel?: Config['logLevel'];
   /** The module that runs it, imported when it runs. */
@@ -59,20 +61,30 @@ export function sqliteFileOf(config: Config, io: CliIo): string | null {
   return path === null ? null : resolve(io.cwd, path);
 }
 
+export type OpenStoreOptions = OpenEventStoreOptions &
+  Readonly<{
+    /** Make a SQLite file that is not there (and its folder): serve and demo only. */
+    create?: boolean;
+  }>;
+
 /**
- * Open the configured store. A read command (`mustExist`) on a SQLite file that is not there
- * gets an error, not a new empty store; a writing command gets the file's folder made.
+ * Open the configured store. Only a command that owns a store (serve, demo) creates a SQLite file
+ * that is not there: any other command, writing ones included, names the path it did not find,
+ * or a typo in --store (or a forgotten one, the default) would start an empty store of its own.
  */
-export async function openStore(config: Config, io: CliIo, mustExist: boolean, options: OpenEventStoreOptions = {}): Promise<EventStore> {
+export async function openStore(config: Config, io: CliIo, { create = false, ...options }: OpenStoreOptions = {}): Promise<EventStore> {
   const path = sqlitePathOf(config.store);
   let url = config.store;
   if (path !== null) {
     // Relative to the command's working directory (io.cwd), which tests set per run.
     const file = resolve(io.cwd, path);
-    if (mustExist && !existsSync(file)) {
-      throw new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', `store ${config.store} does not exist (set --store or CONVERGE_STORE)`);
+    if (create) mkdirSync(dirname(file), { recursive: true });
+    else if (!existsSync(file)) {
+      throw new ConvergeError(
+        'CONVERGE_ERR_STORE_UNAVAILABLE',
+        `store ${file} does not exist: set --store or CONVERGE_STORE to an existing one (converge serve creates a store)`,
+      );
     }
-    if (!mustExist) mkdirSync(dirname(file), { recursive: true });
     url = `sqlite:${file}`;
   }
   const { openEventStore } = await import('../store/index.ts');
@@ -81,7 +93,7 @@ export async function openStore(config: Config, io: CliIo, mustExist: boolean, o
 
 /** Run `fn` with an existing store open, closing it however `fn` ends. */
 export async function withStore<T>(config: Config, io: CliIo, fn: (store: EventStore) => Promise<T>): Promise<T> {
-  const store = await openStore(config, io, true);
+  const store = await openStore(config, io);
   try {
     return await fn(store);
   } finally {

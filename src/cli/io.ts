@@ -16,6 +16,12 @@ export function processIo(): CliIo {
   const interrupted = new Promise<void>((r) => (onInterrupt = r));
   process.once('SIGINT', () => onInterrupt());
   process.once('SIGTERM', () => onInterrupt());
+  // A reader that has what it wants (`converge status | head`) closes the pipe: the rest has no
+  // one to read it, so stop quietly, with the status so far, instead of an unhandled EPIPE.
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code !== 'EPIPE') throw e;
+    process.exit();
+  });
   return {
     stdout: (t) => process.stdout.write(t),
     stderr: (t) => process.stderr.write(t),

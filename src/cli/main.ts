@@ -65,7 +65,11 @@ const commandHelp = (c: CommandSpec): string =>
     ...Object.entries({ ...c.flags, ...shared }).map(([name, f]) => flagLine(name, f)),
     ...(c.settings.length === 0
       ? ['', 'it reads no configuration setting.']
-      : ['', 'settings it uses [variable, default]:', ...c.settings.map((k) => `      ${settingHelp(k, 28)}`)]),
+      : [
+          '',
+          'settings it uses [variable, default]:',
+          ...c.settings.map((k) => `      ${settingHelp(k, 28, c.settingDefaults?.[k] ?? settings[k].default)}`),
+        ]),
     '',
     'The other configuration flags of converge --help are accepted and ignored.',
     ...exitStatusHelp,

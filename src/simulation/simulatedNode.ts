@@ -5,6 +5,7 @@ import type { Declaration, VerifyingKey } from '../core/declaration/index.ts';
 import type { NodeLink } from '../transport/port.ts';
 import { encodeAlive, encodeReport, parseSigned } from '../core/wire/index.ts';
 import type { Report } from '../core/wire/index.ts';
+import { sleep } from '../retry.ts';
 
 // A node as the Go binary behaves (DESIGN §1, wire.go): take a Signed declaration from its
 // inbox, verify the signature over the bytes as received, only then parse them, apply (here:
@@ -57,6 +58,9 @@ export function createSimulatedNode(options: SimulatedNodeOptions): SimulatedNod
   let silent = options.silent ?? false;
   let aliveTimer: NodeJS.Timeout | null = null;
   let stopped = false;
+  // stop() ends the waits below, an apply's delay included: a slow node's delay is longer than the
+  // demo's interval, and a timer left running would hold the process after Ctrl-C.
+  const stopping = new AbortController();
 
   const failOf = (id: string): string | null => {
     const f = options.fail;
@@ -77,7 +81,7 @@ export function createSimulatedNode(options: SimulatedNodeOptions): SimulatedNod
       } catch (err) {
         if (stopped) throw err;
         logger.debug({ err: (err as Error).message, attempt }, 'report not confirmed; retrying');
-        await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** attempt, 2_000)));
+        await sleep(Math.min(50 * 2 ** attempt, 2_000), stopping.signal);
       }
     }
     const c = { messageId, declared: report.declared, report };
@@ -104,7 +108,8 @@ export function createSimulatedNode(options: SimulatedNodeOptions): SimulatedNod
     }
     const digest = digestOf(bytes);
     const delay = typeof options.applyDelayMs === 'function' ? options.applyDelayMs(decl) : (options.applyDelayMs ?? 0);
-    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    if (delay > 0) await sleep(delay, stopping.signal);
+    if (stopped) return;
     applied.push(digest);
     if (silent) return;
     if (options.refuse) {
@@ -140,6 +145,7 @@ export function createSimulatedNode(options: SimulatedNodeOptions): SimulatedNod
     },
     stop: async () => {
       stopped = true;
+      stopping.abort();
       if (aliveTimer !== null) clearInterval(aliveTimer);
       await link.close();
     },

@@ -55,15 +55,16 @@ describe('what a new user tripped on', () => {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  test('send on a fresh checkout makes the folder of the default store instead of failing', async () => {
+  test('send on a fresh checkout names the default store it did not find instead of creating it', async () => {
     const fresh = mkdtempSync(join(tmpdir(), 'converge-fresh-'));
     try {
       assert.equal((await cli(['keygen', '--out', 'key.pem'], {}, fresh)).code, 0);
       writeFileSync(join(fresh, 'spec.json'), JSON.stringify({ resources: [{ id: 'web' }] }));
       const r = await cli(['send', 'n1', 'spec.json', '--signing-key', join(fresh, 'key.pem')], {}, fresh);
-      assert.equal(r.code, 0, r.stderr);
-      assert.match(r.stdout, /^[0-9a-f]{64}\n$/);
-      assert.ok(existsSync(join(fresh, 'data', 'converge.db')));
+      assert.equal(r.code, 1, r.stdout);
+      assert.equal(r.stdout, '');
+      assert.match(oneLine(r), new RegExp(`${join(fresh, 'data', 'converge.db')} does not exist`));
+      assert.ok(!existsSync(join(fresh, 'data')), 'nothing is created');
     } finally {
       rmSync(fresh, { recursive: true, force: true });
     }

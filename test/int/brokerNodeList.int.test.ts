@@ -44,7 +44,9 @@ describeOnBroker('broker node lists and mesh.dead', () => {
       assert.equal(new URL(conn.connectedTo() ?? '').port, new URL(lab.engineUrl).port || '5672');
       assert.equal(conn.generation(), 1);
       await until('the engine connection to be listed by the broker', async () => (await lab.closeAllConnections()) > 0, 15_000);
-      await until('the connection to come back through the list', () => conn.isConnected() && conn.generation() === 2, 15_000);
+      // At least one reconnection: under load the broker may drop it again, and a later generation
+      // came back through the list just as well. What matters is a working connection after it.
+      await until('the connection to come back through the list', () => conn.isConnected() && conn.generation() >= 2, 15_000);
       const ch = await conn.createChannel();
       await ch.checkQueue('mesh.reports');
       await ch.close();

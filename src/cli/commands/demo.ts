@@ -6,6 +6,7 @@ import { parseApiTokens } from '../../api/auth.ts';
 import { loadConfig } from '../../app/config.ts';
 import { createDemo } from '../../app/demo.ts';
 import { generateSigningKey } from '../../core/declaration/index.ts';
+import { sleep } from '../../retry.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { openStore } from '../command.ts';
@@ -50,7 +51,7 @@ export const run: Run = async ({ io, values, config: given, json }) => {
   }
   const key = config.signingKey ?? generateSigningKey();
   const logger = makeLogger(config.logLevel);
-  const store = await openStore(config, io, false);
+  const store = await openStore(config, io, { create: true });
   const demo = await createDemo({ config: { ...config, apiTokens: tokens }, logger, store, key, nodes: count, intervalMs });
   const { cast } = demo;
 
@@ -62,7 +63,8 @@ export const run: Run = async ({ io, values, config: given, json }) => {
       `converge demo: ${count} nodes (${cast.slow.length} slow, ${cast.refusing} refuses, ${cast.degraded} degraded, ${cast.silent} goes silent) on ${config.amqpUrl === null ? 'the in-process broker' : 'RabbitMQ'}`,
       ...(demo.server.dashboard ? [`dashboard ${url}/  (paste the token below when it asks)`] : []),
       `API ${url}  (Authorization: Bearer ${token ?? '<one of CONVERGE_API_TOKENS>'})  OpenAPI ${url}/v1/openapi.json`,
-      `store ${where}   afterwards: converge forensics races --store ${where}`,
+      // `converge` is on the PATH only after `npm link`; npx finds it in this project either way.
+      `store ${where}   afterwards: npx converge forensics races --store ${where}`,
       '',
     ].join('\n'),
   );
@@ -78,20 +80,22 @@ export const run: Run = async ({ io, values, config: given, json }) => {
 
   const started = Date.now();
   const ticker = setInterval(show, 1_000);
-  const stop = new Promise<void>((resolve) => {
-    void io.interrupted.then(resolve);
-    if (duration !== null) setTimeout(resolve, duration).unref();
+  // One signal ends every wait: a timer left running would hold the process until it fired, a
+  // whole --interval-ms after Ctrl-C.
+  const stopping = new AbortController();
+  void io.interrupted.then(() => {
+    if (!stopping.signal.aborted) io.stderr(`${io.stderrIsTTY ? '\n' : ''}converge demo: stopping…\n`);
+    stopping.abort();
   });
-  let stopped = false;
-  void stop.then(() => (stopped = true));
+  const durationTimer = duration === null ? null : setTimeout(() => stopping.abort(), duration);
   try {
-    while (!stopped && (rounds === null || round < rounds)) {
+    while (!stopping.signal.aborted && (rounds === null || round < rounds)) {
       round++;
       await demo.sendRound(round);
-      await Promise.race([stop, new Promise((r) => setTimeout(r, intervalMs))]);
+      await sleep(intervalMs, stopping.signal);
     }
     // Let the last round land (the slow nodes need 1.5 intervals) unless the user stopped us.
-    if (!stopped) await Promise.race([io.interrupted, new Promise((r) => setTimeout(r, intervalMs * 2))]);
+    if (!stopping.signal.aborted) await sleep(intervalMs * 2, stopping.signal);
     clearInterval(ticker);
     const final = summary();
     if (json) printJson(io, { final: true, ...final, elapsedMs: Date.now() - started });
@@ -100,6 +104,7 @@ export const run: Run = async ({ io, values, config: given, json }) => {
     if (silent !== null && !json) io.stderr(`${cast.silent}: ${silent.status}, ${silent.liveness}\n`);
   } finally {
     clearInterval(ticker);
+    if (durationTimer !== null) clearTimeout(durationTimer);
     await demo.stop();
     await store.close();
   }

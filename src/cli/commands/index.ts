@@ -60,13 +60,23 @@ export const commands: readonly CommandSpec[] = [
     },
     args: [0, 0],
     settings: engineSettings,
+    // What src/cli/commands/demo.ts sets when the flag and its variable are not given.
+    settingDefaults: {
+      store: 'a new SQLite file in a temporary folder, printed',
+      apiTokens: 'a random read,send token, printed',
+      signingKeyPath: 'a new key, kept in memory',
+      graceMs: 'the longer of 3000 and --interval-ms',
+      aliveResolutionMs: '1000',
+      trustMissingUserId: 'on with --amqp, else off',
+      logLevel: 'warn',
+    },
     defaultLogLevel: 'warn',
     load: () => import('./demo.ts'),
   },
   {
     name: 'keygen',
     usage: 'converge keygen [--out <path>] [--json]',
-    summary: 'generate an Ed25519 signing key; prints its key id and public key',
+    summary: 'generate an Ed25519 signing key; prints its key id and public key (hex, as a node takes it, and PEM)',
     flags: {
       out: {
         type: 'string',

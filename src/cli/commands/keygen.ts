@@ -1,23 +1,34 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { generateSigningKey, publicKeyToPem, signingKeyToPem } from '../../core/declaration/signing.ts';
+import { generateSigningKey, publicKeyToPem, rawPublicKey, signingKeyToPem } from '../../core/declaration/signing.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { printJson } from '../output.ts';
 
 // A new Ed25519 signing key. Without --out the private key is stdout alone, so `converge keygen >
-// key.pem` makes a usable file, and the key id and public key go to stderr for the person.
+// key.pem` makes a usable file, and the key id and public key go to stderr for the person. The
+// public key is printed as PEM and as the raw 32 bytes in hex, the form a node verifies with
+// (docs/declarations.md#the-nodes-public-key).
 export const run: Run = async ({ io, values, json }) => {
   const key = generateSigningKey();
   const pem = signingKeyToPem(key);
   const publicPem = publicKeyToPem(key);
+  const publicHex = rawPublicKey(key.publicKey).toString('hex');
   const out = typeof values.out === 'string' ? resolve(io.cwd, values.out) : null;
   if (out !== null) write(out, pem);
-  if (json) printJson(io, { keyId: key.keyId, publicKeyPem: publicPem, path: out, ...(out === null ? { privateKeyPem: pem } : {}) });
+  const about = `key id ${key.keyId}\npublic key (hex) ${publicHex}\n${publicPem}`;
+  if (json)
+    printJson(io, {
+      keyId: key.keyId,
+      publicKeyHex: publicHex,
+      publicKeyPem: publicPem,
+      path: out,
+      ...(out === null ? { privateKeyPem: pem } : {}),
+    });
   else if (out === null) {
     io.stdout(pem);
-    io.stderr(`key id ${key.keyId}\n${publicPem}`);
-  } else io.stdout(`wrote ${out}\nkey id ${key.keyId}\n${publicPem}`);
+    io.stderr(about);
+  } else io.stdout(`wrote ${out}\n${about}`);
   return 0;
 };
 

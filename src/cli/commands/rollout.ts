@@ -107,8 +107,7 @@ async function start(ctx: Context, file: string): Promise<number> {
   }
   const resources = (spec as { resources?: unknown } | null)?.resources;
   if (!Array.isArray(resources)) throw new ConvergeError('CONVERGE_ERR_SPEC_INVALID', `${file} has no "resources" list`);
-  // A list of nodes may start the store (as send does); the other selections need the fleet in it.
-  const store = await openStore(config, io, selection.kind !== 'nodes');
+  const store = await openStore(config, io);
   try {
     // The selections taken from node states need the fleet: fold the store (an explicit list does not).
     const states = selection.kind === 'nodes' ? [] : [...(await foldStore(store, io)).values()];

@@ -27,7 +27,7 @@ export const run: Run = async ({ io, positionals, config, json }) => {
   }
   // The whole file is checked, so a field the spec does not have is refused, not dropped.
   const { resources } = validateSpec(spec);
-  const store = await openStore(config, io, false);
+  const store = await openStore(config, io);
   try {
     const r = await createSender({ store, key: config.signingKey }).send(node, resources);
     if (json) printJson(io, { node, digest: r.digest, serial: r.serial, position: r.position });

@@ -39,7 +39,7 @@ async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'co
   // goes to ingest and the API. Group commit is safe because serve holds the engine lock, so its
   // relay, the one reader that publishes, is in this process and reads nothing not yet synced.
   // Other commands write inline at FULL, so another process never reads a row before it is on disk.
-  const store = await openStore(config, io, false, { sqlite: { sync: config.sqliteSync } });
+  const store = await openStore(config, io, { create: true, sqlite: { sync: config.sqliteSync } });
   let amqp: Awaited<ReturnType<typeof connectServerTransport>> | null = null;
   let transport: ServerTransport | undefined;
   if (config.role === 'api') {
