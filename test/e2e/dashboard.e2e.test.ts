@@ -16,7 +16,7 @@ import { encodeReport } from '../../src/core/wire/index.ts';
 import { launchChromium, withChromium } from '../support/browser.ts';
 import { logger } from '../support/logger.ts';
 
-// The dashboard in a real browser (issue 11): `serve` on a fresh store with the in-process broker,
+// The dashboard in a real browser: `serve` on a fresh store with the in-process broker,
 // the seed's race played on one node, and what a person sees asserted — behind after the stale
 // report, the race marked on the timeline, converged after the matching report without a reload,
 // behind again when time travel picks a moment between the two, a declaration sent from the page

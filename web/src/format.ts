@@ -1,7 +1,7 @@
 import type { LivenessState, NodeStatus, ReportClass } from './api/types.ts';
 
 // Words, glyphs and numbers as people read them. Every status has a glyph and a word beside its
-// colour, so colour is never the only signal (issue 11).
+// colour, so colour is never the only signal.
 
 export const statusGlyph: Readonly<Record<NodeStatus, string>> = {
   converged: '✓',

@@ -2,8 +2,9 @@ import type { NodeView } from '../api/types.ts';
 import { classMeaning, count, duration, statusMeaning, time } from '../format.ts';
 import { ClassBadge, Digest, LivenessBadge, StatusBadge } from './badges.tsx';
 
-// One node's state (DESIGN §7 node state): status, caught up, what was sent beside what it
-// reported, what is missing, failed or refused and why, carried ports, liveness.
+// One node's state (docs/design.md#3-what-caught-up-means-the-fold-in-projections): status,
+// caught up, what was sent beside what it reported, what is missing, failed or refused and why,
+// carried ports, liveness.
 
 export function NodeStatePanel({ state, title }: { state: NodeView; title: string }) {
   const sent = state.sent;

@@ -8,7 +8,7 @@ import { useLoad } from '../hooks.ts';
 import { nodeHref, setQuery } from '../router.ts';
 import { LivenessBadge, StatusBadge } from './badges.tsx';
 
-// The node table (issue 11): filters and paging run in the API (GET /v1/nodes, cursor-paged by
+// The node table: filters and paging run in the API (GET /v1/nodes, cursor-paged by
 // node id), so a page costs the same at 100 nodes or 100,000. Sorting by another column orders
 // the page on screen; across pages the order is the node id.
 

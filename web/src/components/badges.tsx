@@ -1,7 +1,7 @@
 import type { LivenessState, NodeStatus, NodeView, ReportClass } from '../api/types.ts';
 import { duration, livenessGlyph, shortDigest, statusGlyph, statusMeaning } from '../format.ts';
 
-// A glyph and a word beside every colour: colour is never the only signal (issue 11).
+// A glyph and a word beside every colour: colour is never the only signal.
 
 export function StatusBadge({ status }: { status: NodeStatus }) {
   return (

@@ -14,7 +14,7 @@ import { useEvents, useLoad, useThrottle } from '../hooks.ts';
 import { setQuery } from '../router.ts';
 import { Problemish } from './common.tsx';
 
-// The fleet page (issue 11): counts, cohorts, latency, anomalies and the node table, live from
+// The fleet page: counts, cohorts, latency, anomalies and the node table, live from
 // /v1/events; with "as of", the summary is the fleet folded up to that moment (GET /v1/fleet?at=).
 
 const historyPoints = 24;

@@ -11,7 +11,7 @@ import { useLoad, useNow, useRolloutEvents, useThrottle } from '../hooks.ts';
 import { nodeHref, setQuery } from '../router.ts';
 import { Problemish } from './common.tsx';
 
-// One rollout (issue 14): its plan and where it stands, each wave's nodes by outcome, and the
+// One rollout: its plan and where it stands, each wave's nodes by outcome, and the
 // nodes themselves (a wave and an outcome picked in the URL), live from /v1/events?rollout=.
 // Pause, resume and abort need a token with the send scope.
 
