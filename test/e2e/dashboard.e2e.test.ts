@@ -16,7 +16,7 @@ import { encodeReport } from '../../src/core/wire/index.ts';
 import { launchChromium, withChromium } from '../support/browser.ts';
 import { logger } from '../support/logger.ts';
 
-// The dashboard in a real browser (issue 11): `serve` on a fresh store with the in-process broker,
+// The dashboard in a real browser: `serve` on a fresh store with the in-process broker,
 // the seed's race played on one node, and what a person sees asserted — behind after the stale
 // report, the race marked on the timeline, converged after the matching report without a reload,
 // behind again when time travel picks a moment between the two, a declaration sent from the page
@@ -119,7 +119,14 @@ withChromium('dashboard end-to-end', () => {
       });
       await page.goto(`${url}/nodes/${node}`);
 
-      // Asked once for the token; it goes to session storage, not into the URL.
+      // Asked for the token in place of the page: no "Loading…", no connection state (which would
+      // read "Disconnected", once as "-221 ms"), and it says where a token comes from.
+      const prompt = page.getByRole('main').locator('.token-form');
+      await prompt.waitFor();
+      assert.match((await prompt.textContent()) ?? '', /--api-tokens.*converge demo/s);
+      assert.equal(await page.locator('[data-stream]').count(), 0, 'no connection state before a token');
+      assert.equal(await page.locator('[aria-busy=true]').count(), 0, 'no "Loading…" before a token');
+      // Asked once; it goes to session storage, not into the URL.
       await page.locator('#token-input').fill(token);
       await page.getByRole('button', { name: 'Use token' }).click();
       assert.equal(
@@ -133,6 +140,15 @@ withChromium('dashboard end-to-end', () => {
       await stateBadge(page, 'behind').waitFor();
       assert.match((await page.locator('[data-testid=reported-digest]').getAttribute('title')) ?? '', new RegExp(a.digest));
       assert.match((await page.locator('[data-testid=sent-digest]').getAttribute('title')) ?? '', new RegExp(b.digest));
+      // One digest length on every part of the page, the whole digest in the tooltip.
+      await page.locator('[data-testid=timeline] [data-type=ReportReceived]').first().waitFor();
+      const digests = await page.locator('code[title]').evaluateAll((els) => els.map((e) => [e.textContent, e.getAttribute('title')]));
+      const full = digests.filter(([, title]) => /^[0-9a-f]{64}$/.test(title ?? ''));
+      assert.ok(full.length >= 4, `digests on the page: ${JSON.stringify(digests)}`);
+      for (const [text, title] of full) assert.equal(text, title!.slice(0, 12));
+      // Time travel is one compact bar, not a panel over the top of the page.
+      const bar = await page.locator('section.timetravel').boundingBox();
+      assert.ok(bar !== null && bar.height < 60, `the time-travel bar is ${bar?.height} px high`);
       const race = page.locator('[data-testid=race]');
       await race.waitFor();
       assert.equal(await race.count(), 1);
@@ -163,6 +179,11 @@ withChromium('dashboard end-to-end', () => {
       // Send from the page: a typo is shown inline and blocks the send; a valid spec is signed,
       // recorded and sent, and the page waits until the node reports its digest.
       const spec = page.locator('#spec');
+      // Nothing is pre-filled: the sample is a placeholder, and there is nothing to send yet.
+      assert.equal(await spec.inputValue(), '');
+      assert.match((await spec.getAttribute('placeholder')) ?? '', /resources/);
+      assert.equal(await page.getByRole('button', { name: `Sign and send to ${node}` }).isDisabled(), true);
+      assert.equal(await page.locator('#spec-problems li').count(), 0);
       await spec.fill('{"resources": [{"id": "web"}, {"id": "web"}]}');
       await page.locator('#spec-problems li', { hasText: 'is used twice' }).waitFor();
       assert.equal(await page.getByRole('button', { name: `Sign and send to ${node}` }).isDisabled(), true);
@@ -226,6 +247,11 @@ withChromium('dashboard end-to-end', () => {
       // The table filters in the API: the refusing node alone.
       await page.getByRole('form', { name: 'Filter nodes' }).getByLabel('Status').selectOption('refused');
       await page.locator('table.nodes caption', { hasText: 'of 1' }).waitFor();
+      const refusing = (await page.locator('table.nodes tbody th a').first().textContent()) ?? '';
+      // Needs attention names it too, and links to its page.
+      const attentionRefused = page.locator('[data-testid=attention-refused] li a', { hasText: refusing });
+      await attentionRefused.waitFor();
+      assert.equal(await attentionRefused.getAttribute('href'), `/nodes/${refusing}`);
       await page.getByRole('form', { name: 'Filter nodes' }).getByLabel('Status').selectOption('');
       await page.locator('table.nodes caption', { hasText: 'of 40' }).waitFor();
       await page.getByLabel('Per page').selectOption('25');
@@ -243,8 +269,14 @@ withChromium('dashboard end-to-end', () => {
       await page.getByRole('button', { name: 'Live', exact: true }).click();
       await page.locator('[data-testid=fleet-counts] h2', { hasText: '40 nodes' }).waitFor();
 
+      // The cohort table fits its card, two cards a row as on a small laptop: no heading is cut off.
+      await page.setViewportSize({ width: 900, height: 900 });
+      const cohorts = await page.locator('table.cohorts').evaluate((t) => [t.scrollWidth, t.closest('section')!.clientWidth]);
+      assert.ok(cohorts[0]! < cohorts[1]!, `the cohort table is ${cohorts[0]} px wide in a ${cohorts[1]} px card`);
+      await page.setViewportSize({ width: 1280, height: 900 });
+
       // A slow node's page shows its races.
-      await page.getByRole('link', { name: 'node-001' }).click();
+      await page.locator('table.nodes').getByRole('link', { name: 'node-001' }).click();
       await page.locator('[data-testid=race]').first().waitFor({ timeout: 15_000 });
       await page.locator('[data-testid=node-state]').waitFor();
       assert.deepEqual(problems, []);

@@ -77,25 +77,31 @@ export function App() {
           </label>
         </div>
       </header>
-      {(tokenOpen || needed !== null) && (
+      {tokenOpen && needed === null && (
         <div id="token-panel">
-          <TokenForm
-            reason={
-              needed === null ? null : hasToken ? `The API refused this token: ${needed}.` : `The API needs a bearer token: ${needed}.`
-            }
-            onDone={() => setTokenOpen(false)}
-          />
+          <TokenForm reason={null} onDone={() => setTokenOpen(false)} />
         </div>
       )}
       <main id="main" tabIndex={-1}>
-        {route.page === 'fleet' && <FleetPage url={url} />}
-        {route.page === 'node' && <NodePage key={route.node} node={route.node} url={url} />}
-        {route.page === 'rollouts' && <RolloutsPage url={url} />}
-        {route.page === 'rollout' && <RolloutPage key={route.rollout} id={route.rollout} url={url} />}
-        {route.page === 'missing' && (
-          <p>
-            No page at <code>{route.path}</code>. <a href="/">Back to the fleet</a>.
-          </p>
+        {needed !== null ? (
+          // The API refused to answer without a (valid) token: the page could only say "Loading…"
+          // and "Disconnected", so it waits unmounted and the prompt takes its place.
+          <TokenForm
+            reason={hasToken ? `The API refused this token: ${needed}.` : `The API needs a bearer token: ${needed}.`}
+            onDone={() => setTokenOpen(false)}
+          />
+        ) : (
+          <>
+            {route.page === 'fleet' && <FleetPage url={url} />}
+            {route.page === 'node' && <NodePage key={route.node} node={route.node} url={url} />}
+            {route.page === 'rollouts' && <RolloutsPage url={url} />}
+            {route.page === 'rollout' && <RolloutPage key={route.rollout} id={route.rollout} url={url} />}
+            {route.page === 'missing' && (
+              <p>
+                No page at <code>{route.path}</code>. <a href="/">Back to the fleet</a>.
+              </p>
+            )}
+          </>
         )}
       </main>
       <footer class="foot muted">

@@ -1,7 +1,7 @@
 import type { LivenessState, NodeStatus, ReportClass } from './api/types.ts';
 
 // Words, glyphs and numbers as people read them. Every status has a glyph and a word beside its
-// colour, so colour is never the only signal (issue 11).
+// colour, so colour is never the only signal.
 
 export const statusGlyph: Readonly<Record<NodeStatus, string>> = {
   converged: '✓',
@@ -28,13 +28,19 @@ export const classMeaning: Readonly<Record<ReportClass, string>> = {
   undeclared: 'a legacy report naming no digest',
 };
 
-export const short = (digest: string | null | undefined, n = 10): string =>
-  digest === null || digest === undefined ? '—' : digest.slice(0, n);
+/** How many characters of a digest the pages show; the whole digest goes in a title beside it. */
+export const digestLength = 12;
 
+/** A digest as every page shows it: its first 12 characters (— for none). */
+export const shortDigest = (digest: string | null | undefined): string =>
+  digest === null || digest === undefined ? '—' : digest.slice(0, digestLength);
+
+/** A duration as people read it; a negative one (two clocks read a moment apart) is 0 ms. */
 export function duration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
-  if (ms < 1_000) return `${Math.round(ms)} ms`;
-  const s = ms / 1_000;
+  const v = Math.max(0, ms);
+  if (v < 1_000) return `${Math.round(v)} ms`;
+  const s = v / 1_000;
   if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
   const m = Math.floor(s / 60);
   if (m < 60) return `${m} min ${Math.round(s % 60)} s`;
@@ -52,6 +58,35 @@ export function time(iso: string | null | undefined): string {
   if (Number.isNaN(d.getTime())) return iso;
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
+
+/** The date as ISO 8601 writes it (YYYY-MM-DD), local. */
+export function day(ms: number): string {
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+}
+
+/** HH:MM:SS, local. */
+export function hms(ms: number): string {
+  const d = new Date(ms);
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+/**
+ * Labels for time ticks (ms since epoch): HH:MM:SS, with the date (YYYY-MM-DD) above the first
+ * tick and above any tick on a new day, so a chart never needs a locale's date format.
+ */
+export function timeTicks(ticks: readonly number[]): string[] {
+  return ticks.map((t, i) => (i === 0 || day(t) !== day(ticks[i - 1]!) ? `${day(t)}\n${hms(t)}` : hms(t)));
+}
+
+/**
+ * Tick steps for a time axis, in seconds: whole seconds up to whole days, so a short history
+ * is not labelled in half seconds.
+ */
+export const timeTickSteps: readonly number[] = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+
+/** The shortest span the latency chart shows, in seconds: a few seconds of history is not stretched across the chart. */
+export const minChartSpanSeconds = 60;
 
 export function clock(iso: string | number | null | undefined): string {
   if (iso === null || iso === undefined) return '—';

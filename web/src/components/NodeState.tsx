@@ -1,9 +1,10 @@
 import type { NodeView } from '../api/types.ts';
-import { classMeaning, count, duration, short, statusMeaning, time } from '../format.ts';
-import { ClassBadge, LivenessBadge, StatusBadge } from './badges.tsx';
+import { classMeaning, count, duration, statusMeaning, time } from '../format.ts';
+import { ClassBadge, Digest, LivenessBadge, StatusBadge } from './badges.tsx';
 
-// One node's state (DESIGN §7 node state): status, caught up, what was sent beside what it
-// reported, what is missing, failed or refused and why, carried ports, liveness.
+// One node's state (docs/design.md#3-what-caught-up-means-the-fold-in-projections): status,
+// caught up, what was sent beside what it reported, what is missing, failed or refused and why,
+// carried ports, liveness.
 
 export function NodeStatePanel({ state, title }: { state: NodeView; title: string }) {
   const sent = state.sent;
@@ -30,16 +31,14 @@ export function NodeStatePanel({ state, title }: { state: NodeView; title: strin
               <div>
                 <dt>digest</dt>
                 <dd>
-                  <code title={sent.digest} data-testid="sent-digest">
-                    {short(sent.digest, 16)}
-                  </code>
+                  <Digest value={sent.digest} testId="sent-digest" />
                 </dd>
               </div>
               <div>
                 <dt>spec</dt>
                 <dd>
                   <a href={`/?spec=${sent.specDigest}`}>
-                    <code title={sent.specDigest}>{short(sent.specDigest, 12)}</code>
+                    <Digest value={sent.specDigest} />
                   </a>
                 </dd>
               </div>
@@ -70,9 +69,7 @@ export function NodeStatePanel({ state, title }: { state: NodeView; title: strin
               <div>
                 <dt>names</dt>
                 <dd>
-                  <code title={rep.declared ?? 'no digest'} data-testid="reported-digest">
-                    {short(rep.declared, 16)}
-                  </code>{' '}
+                  <Digest value={rep.declared} testId="reported-digest" />{' '}
                   {sent !== null && (
                     <span class="sr-only">{rep.declared === sent.digest ? '(the same digest as sent)' : '(not the digest sent)'}</span>
                   )}

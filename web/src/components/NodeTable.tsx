@@ -3,12 +3,12 @@ import { api } from '../api/client.ts';
 import type { NodeFilter } from '../api/client.ts';
 import type { LivenessState, NodeStatus, NodeView } from '../api/types.ts';
 import { livenesses, statuses } from '../api/types.ts';
-import { duration, markOnce, short, time } from '../format.ts';
+import { duration, markOnce, shortDigest, time } from '../format.ts';
 import { useLoad } from '../hooks.ts';
 import { nodeHref, setQuery } from '../router.ts';
 import { LivenessBadge, StatusBadge } from './badges.tsx';
 
-// The node table (issue 11): filters and paging run in the API (GET /v1/nodes, cursor-paged by
+// The node table: filters and paging run in the API (GET /v1/nodes, cursor-paged by
 // node id), so a page costs the same at 100 nodes or 100,000. Sorting by another column orders
 // the page on screen; across pages the order is the node id.
 
@@ -120,8 +120,8 @@ export function NodeTable({ params, version }: NodeTableProps) {
         </label>
         <button type="submit">Search</button>
         {(filter.spec !== undefined || filter.digest !== undefined) && (
-          <span class="chip">
-            {filter.spec !== undefined ? `spec ${short(filter.spec)}` : `digest ${short(filter.digest)}`}{' '}
+          <span class="chip" title={filter.spec ?? filter.digest}>
+            {filter.spec !== undefined ? `spec ${shortDigest(filter.spec)}` : `digest ${shortDigest(filter.digest)}`}{' '}
             <button type="button" aria-label="Remove the digest filter" onClick={() => setQuery({ spec: null, digest: null })}>
               ✕
             </button>
@@ -173,7 +173,7 @@ export function NodeTable({ params, version }: NodeTableProps) {
                     '—'
                   ) : (
                     <span title={`declaration ${v.sent.digest}, spec ${v.sent.specDigest}`}>
-                      #{v.sent.serial} <code>{short(v.sent.specDigest, 8)}</code>
+                      #{v.sent.serial} <code>{shortDigest(v.sent.specDigest)}</code>
                     </span>
                   )}
                 </td>

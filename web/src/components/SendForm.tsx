@@ -1,13 +1,15 @@
 import { useRef, useState } from 'preact/hooks';
 import { ApiError, api } from '../api/client.ts';
 import type { NodeView } from '../api/types.ts';
-import { duration, short } from '../format.ts';
+import { duration } from '../format.ts';
+import { Digest } from './badges.tsx';
 import { useNow } from '../hooks.ts';
 
 // Send a declaration (POST /v1/nodes/:node/declarations, a `send`-scoped token), then watch it
 // converge (GET …/await). The spec is checked here first so a typo is shown at its line, and the
 // API's own validation errors are shown the same way.
 
+// A sample shown as the textarea's placeholder only: pre-filled, one click would send it for real.
 const example = JSON.stringify({ resources: [{ id: 'web', image: 'registry.local/web:2' }] }, null, 2);
 
 /** Check the shape the API takes; returns the problems, one per line. */
@@ -55,15 +57,18 @@ type Phase =
   | { kind: 'error'; problems: string[]; needsToken: boolean };
 
 export function SendForm({ node }: { node: string }) {
-  const [text, setText] = useState(example);
+  const [text, setText] = useState('');
   const [phase, setPhase] = useState<Phase>({ kind: 'idle' });
   const abort = useRef<AbortController | null>(null);
   const now = useNow(500);
-  const local = checkSpec(text);
+  const empty = text.trim() === '';
+  // Nothing typed yet is not a mistake: no problems listed, the button simply waits.
+  const local = empty ? { spec: null, problems: [] } : checkSpec(text);
   const problems = phase.kind === 'error' ? phase.problems : [];
 
   async function submit(e: Event): Promise<void> {
     e.preventDefault();
+    if (empty) return;
     if (local.problems.length > 0) {
       setPhase({ kind: 'error', problems: local.problems, needsToken: false });
       return;
@@ -112,6 +117,7 @@ export function SendForm({ node }: { node: string }) {
           rows={7}
           spellcheck={false}
           value={text}
+          placeholder={example}
           aria-invalid={local.problems.length > 0}
           aria-describedby="spec-problems"
           onInput={(e) => setText((e.currentTarget as HTMLTextAreaElement).value)}
@@ -124,7 +130,7 @@ export function SendForm({ node }: { node: string }) {
           ))}
         </ul>
         <div class="tt-row">
-          <button type="submit" disabled={phase.kind === 'sending' || phase.kind === 'waiting' || local.problems.length > 0}>
+          <button type="submit" disabled={empty || phase.kind === 'sending' || phase.kind === 'waiting' || local.problems.length > 0}>
             Sign and send to {node}
           </button>
           {phase.kind === 'waiting' && (
@@ -139,11 +145,24 @@ export function SendForm({ node }: { node: string }) {
       )}
       <p role="status" data-testid="send-status">
         {phase.kind === 'sending' && 'Signing, recording and sending…'}
-        {phase.kind === 'waiting' &&
-          `Sent #${phase.serial} (${short(phase.digest)}). Waiting ${duration(now - phase.since)} for the node to report this digest…`}
-        {phase.kind === 'converged' &&
-          `#${phase.serial} (${short(phase.digest)}): the node reported this digest after ${duration(phase.tookMs)}; it is ${phase.state.status}.`}
-        {phase.kind === 'timeout' && `#${phase.serial} (${short(phase.digest)}): not caught up yet — ${phase.detail}`}
+        {phase.kind === 'waiting' && (
+          <>
+            Sent #{phase.serial} (<Digest value={phase.digest} />
+            ). Waiting {duration(now - phase.since)} for the node to report this digest…
+          </>
+        )}
+        {phase.kind === 'converged' && (
+          <>
+            #{phase.serial} (<Digest value={phase.digest} />
+            ): the node reported this digest after {duration(phase.tookMs)}; it is {phase.state.status}.
+          </>
+        )}
+        {phase.kind === 'timeout' && (
+          <>
+            #{phase.serial} (<Digest value={phase.digest} />
+            ): not caught up yet — {phase.detail}
+          </>
+        )}
       </p>
     </section>
   );

@@ -1,6 +1,7 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { minChartSpanSeconds, time, timeTicks, timeTickSteps } from '../format.ts';
 
 // Convergence latency over time (p50, p90, p99), drawn by uPlot on a canvas. The numbers are in
 // the text beside it; this is the shape of them. Series differ by dash pattern as well as colour.
@@ -20,9 +21,24 @@ export function Sparkline({ points, label }: { points: readonly LatencyPoint[]; 
       height: 120,
       legend: { show: true, live: false },
       cursor: { show: true, drag: { x: false, y: false } },
-      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] } },
+      scales: {
+        // At least a minute wide, ending at the newest point: a few seconds of history would
+        // otherwise be stretched across the chart and labelled in fractions of a second.
+        x: { time: true, range: (_u, lo, hi) => (lo == null || hi == null ? [lo, hi] : [Math.min(lo, hi - minChartSpanSeconds), hi]) },
+        y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] },
+      },
       axes: [
-        { stroke: css('--muted'), grid: { show: false }, ticks: { stroke: css('--line') }, font: '11px system-ui' },
+        {
+          stroke: css('--muted'),
+          grid: { show: false },
+          ticks: { stroke: css('--line') },
+          font: '11px system-ui',
+          // ISO-style labels (HH:MM:SS, the date as YYYY-MM-DD) at whole-second steps, not uPlot's locale formats.
+          incrs: [...timeTickSteps],
+          space: 70,
+          size: 44,
+          values: (_u, splits) => timeTicks(splits.map((x) => x * 1000)),
+        },
         {
           stroke: css('--muted'),
           grid: { stroke: css('--line'), width: 1 },
@@ -32,7 +48,7 @@ export function Sparkline({ points, label }: { points: readonly LatencyPoint[]; 
         },
       ],
       series: [
-        {},
+        { value: (_u, x) => (x == null ? '—' : time(new Date(x * 1000).toISOString())) },
         { label: 'p50', stroke: css('--accent'), width: 2, spanGaps: true, points: { show: false } },
         { label: 'p90', stroke: css('--warn'), width: 1.5, dash: [6, 3], spanGaps: true, points: { show: false } },
         { label: 'p99', stroke: css('--bad'), width: 1.5, dash: [2, 3], spanGaps: true, points: { show: false } },

@@ -7,7 +7,9 @@ import { useNow } from '../hooks.ts';
 // hears the change without losing its place.
 
 export function StreamIndicator({ status }: { status: StreamStatus }) {
-  const now = useNow(1_000);
+  useNow(1_000);
+  // The clock read now, not at the last tick: a state entered since then would read as negative.
+  const now = Math.max(Date.now(), status.since);
   const recently = now - status.since < 60_000;
   let text: string;
   if (status.state === 'live')

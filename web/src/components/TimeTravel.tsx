@@ -1,8 +1,8 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { clock, parseAtInput, time } from '../format.ts';
+import { parseAtInput, time } from '../format.ts';
 
-// "As of" (issue 11): a slider over store positions (or over one node's events), a field for an
-// exact ISO time or position, and Live. Dragging asks for at most one moment per animation frame;
+// "As of": one compact bar with a slider over store positions (or over one node's events), Live, a
+// field for an exact ISO time or position, and what the page shows. Dragging asks for at most one moment per animation frame;
 // the page keeps showing the previous answer until the next arrives.
 
 export type TimeTravelProps = Readonly<{
@@ -59,25 +59,25 @@ export function TimeTravel({ id, stops, at, onChange, shownMoment, shownPosition
   return (
     <section class="timetravel" aria-labelledby={`${id}-h`}>
       <h2 id={`${id}-h`}>Time travel</h2>
-      <div class="tt-row">
-        <label for={`${id}-slider`}>As of {list !== null ? 'event' : 'position'}</label>
-        <input
-          id={`${id}-slider`}
-          type="range"
-          min={min}
-          max={max}
-          step={step}
-          value={slider}
-          disabled={max <= min}
-          aria-valuetext={live ? 'live' : `position ${positionOf(slider)}${shownMoment === null ? '' : `, ${time(shownMoment)}`}`}
-          onInput={(e) => pick(Number((e.currentTarget as HTMLInputElement).value))}
-        />
-        <button type="button" class={live ? 'pressed' : ''} aria-pressed={live} onClick={() => onChange(null)}>
-          Live
-        </button>
-      </div>
+      <label for={`${id}-slider`} class="sr-only">
+        As of {list !== null ? 'event' : 'position'}
+      </label>
+      <input
+        id={`${id}-slider`}
+        type="range"
+        min={min}
+        max={max}
+        step={step}
+        value={slider}
+        disabled={max <= min}
+        aria-valuetext={live ? 'live' : `position ${positionOf(slider)}${shownMoment === null ? '' : `, ${time(shownMoment)}`}`}
+        onInput={(e) => pick(Number((e.currentTarget as HTMLInputElement).value))}
+      />
+      <button type="button" class={live ? 'pressed' : ''} aria-pressed={live} onClick={() => onChange(null)}>
+        Live
+      </button>
       <form
-        class="tt-row"
+        class="tt-at"
         onSubmit={(e) => {
           e.preventDefault();
           const parsed = parseAtInput(text);
@@ -85,12 +85,15 @@ export function TimeTravel({ id, stops, at, onChange, shownMoment, shownPosition
           if (parsed !== null) onChange(parsed);
         }}
       >
-        <label for={`${id}-at`}>As of time or position</label>
+        <label for={`${id}-at`} class="sr-only">
+          As of time or position
+        </label>
         <input
           id={`${id}-at`}
           type="text"
           inputMode="text"
           placeholder="2026-11-29T14:03:00Z or 1234"
+          title="An ISO 8601 time or a store position"
           value={text}
           aria-invalid={invalid}
           aria-describedby={`${id}-help`}
@@ -98,23 +101,24 @@ export function TimeTravel({ id, stops, at, onChange, shownMoment, shownPosition
         />
         <button type="submit">Show</button>
       </form>
-      <p id={`${id}-help`} class={invalid ? 'error' : 'muted'}>
-        {invalid
-          ? 'Not an ISO 8601 time (2026-11-29T14:03:00Z) nor a store position (a whole number).'
-          : 'An ISO 8601 time or a store position.'}
-      </p>
       <p class="tt-shown" role="status" data-testid={`${id}-shown`}>
         {live ? (
           <span>
-            <strong>Live</strong>: the present, updated as events arrive.
+            <strong>Live</strong>: the present
           </span>
         ) : (
           <span>
             <strong>As of</strong> position {shownPosition ?? '—'}
-            {shownMoment === null ? '' : `, ${time(shownMoment)} (${clock(shownMoment)})`}
+            {shownMoment === null ? '' : `, ${time(shownMoment)}`}
             {busy ? ' …' : ''}
           </span>
         )}
+      </p>
+      {/* Said only when wrong, so the bar stays one line; the placeholder shows the two forms. */}
+      <p id={`${id}-help`} class={invalid ? 'error tt-help' : 'sr-only'}>
+        {invalid
+          ? 'Not an ISO 8601 time (2026-11-29T14:03:00Z) nor a store position (a whole number).'
+          : 'An ISO 8601 time or a store position.'}
       </p>
     </section>
   );

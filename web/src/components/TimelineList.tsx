@@ -1,6 +1,6 @@
 import type { TimelineEntry } from '../api/types.ts';
-import { classMeaning, clock, duration, short, time } from '../format.ts';
-import { ClassBadge, StatusBadge } from './badges.tsx';
+import { classMeaning, clock, duration, shortDigest, time } from '../format.ts';
+import { ClassBadge, Digest, StatusBadge } from './badges.tsx';
 
 // A node's events newest first (GET /v1/nodes/:node/timeline): declarations with what became of
 // them, reports with their class, each race marked and explained in one sentence, silences.
@@ -11,7 +11,7 @@ export function raceSentence(e: TimelineEntry): string | null {
     e.digest === null
       ? 'no digest'
       : e.serial === null
-        ? `a digest never sent to this node (${short(e.digest)})`
+        ? `a digest never sent to this node (${shortDigest(e.digest)})`
         : `declaration #${e.serial}`;
   return `This report names ${named} but arrived at ${clock(e.at)}, after #${e.race.sentSerial} was sent at ${clock(e.race.sentAt)}: comparing clocks would have counted the node as caught up with #${e.race.sentSerial}; comparing digests keeps it ${e.status}.`;
 }
@@ -21,7 +21,7 @@ function Describe({ e }: { e: TimelineEntry }) {
     const d = e.declaration;
     return (
       <>
-        <strong>Sent declaration #{e.serial}</strong> <code title={e.digest ?? ''}>{short(e.digest)}</code>
+        <strong>Sent declaration #{e.serial}</strong> <Digest value={e.digest} />
         {d !== null && (
           <span class="muted">
             {' '}
@@ -41,7 +41,7 @@ function Describe({ e }: { e: TimelineEntry }) {
     const failed = Object.keys(r?.failed ?? {});
     return (
       <>
-        <strong>Report</strong> naming {e.digest === null ? 'no digest' : <code title={e.digest}>{short(e.digest)}</code>}
+        <strong>Report</strong> naming {e.digest === null ? 'no digest' : <Digest value={e.digest} />}
         {e.serial !== null && ` (#${e.serial})`} {e.class !== null && <ClassBadge cls={e.class} />}
         {e.duplicate && <span class="muted"> duplicate delivery, changes nothing</span>}
         <span class="muted">

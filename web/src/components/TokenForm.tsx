@@ -21,8 +21,9 @@ export function TokenForm({ reason, onDone }: { reason: string | null; onDone?: 
       <h2 id="token-h">Bearer token</h2>
       {reason !== null && <p class="error">{reason}</p>}
       <p class="muted">
-        This engine needs a token from <code>CONVERGE_API_TOKENS</code> (<code>converge demo</code> prints one). It is kept in this tab's
-        session storage and sent only in the Authorization header.
+        A token is one of those <code>converge serve</code> was started with (<code>--api-tokens</code> or <code>CONVERGE_API_TOKENS</code>
+        ); <code>converge demo</code> prints one when it starts. It is kept in this tab's session storage and sent only in the Authorization
+        header.
       </p>
       <div class="tt-row">
         <label for="token-input">Token</label>

@@ -1,7 +1,7 @@
 import type { LivenessState, NodeStatus, NodeView, ReportClass } from '../api/types.ts';
-import { duration, livenessGlyph, statusGlyph, statusMeaning } from '../format.ts';
+import { duration, livenessGlyph, shortDigest, statusGlyph, statusMeaning } from '../format.ts';
 
-// A glyph and a word beside every colour: colour is never the only signal (issue 11).
+// A glyph and a word beside every colour: colour is never the only signal.
 
 export function StatusBadge({ status }: { status: NodeStatus }) {
   return (
@@ -23,6 +23,15 @@ export function LivenessBadge({ liveness }: { liveness: NodeView['liveness'] }) 
     <span class={`badge liveness-${state}`} data-liveness={state}>
       <span aria-hidden="true">{livenessGlyph[state]}</span> {text}
     </span>
+  );
+}
+
+/** A digest at the one length every page uses, the whole of it in the tooltip. */
+export function Digest({ value, testId }: { value: string | null | undefined; testId?: string }) {
+  return (
+    <code title={value ?? 'no digest'} data-testid={testId}>
+      {shortDigest(value)}
+    </code>
   );
 }
 

@@ -2,18 +2,19 @@ import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api/client.ts';
 import type { Fleet } from '../api/types.ts';
 import { livenesses, statuses } from '../api/types.ts';
+import { NeedsAttention } from '../components/NeedsAttention.tsx';
 import { NodeTable } from '../components/NodeTable.tsx';
 import { Sparkline } from '../components/Sparkline.tsx';
 import type { LatencyPoint } from '../components/Sparkline.tsx';
 import { StackedBar } from '../components/StackedBar.tsx';
 import { StreamIndicator } from '../components/StreamIndicator.tsx';
 import { TimeTravel } from '../components/TimeTravel.tsx';
-import { count, duration, livenessGlyph, markOnce, percent, short, statusGlyph, time } from '../format.ts';
+import { count, duration, livenessGlyph, markOnce, percent, shortDigest, statusGlyph, time } from '../format.ts';
 import { useEvents, useLoad, useThrottle } from '../hooks.ts';
 import { setQuery } from '../router.ts';
 import { Problemish } from './common.tsx';
 
-// The fleet page (issue 11): counts, cohorts, latency, anomalies and the node table, live from
+// The fleet page: counts, cohorts, latency, anomalies and the node table, live from
 // /v1/events; with "as of", the summary is the fleet folded up to that moment (GET /v1/fleet?at=).
 
 const historyPoints = 24;
@@ -56,47 +57,49 @@ function Cohorts({ fleet }: { fleet: Fleet }) {
       {fleet.cohorts.length === 0 ? (
         <p>No declaration has been sent yet.</p>
       ) : (
-        <table class="cohorts">
-          <thead>
-            <tr>
-              <th scope="col">Spec digest</th>
-              <th scope="col" class="num">
-                Nodes
-              </th>
-              <th scope="col">Caught up</th>
-              <th scope="col">Behind · degr. · refused</th>
-            </tr>
-          </thead>
-          <tbody>
-            {fleet.cohorts.map((c) => (
-              <tr key={c.spec}>
-                <th scope="row">
-                  <a href={`/?spec=${c.spec}`} title={`show the nodes sent spec ${c.spec}`}>
-                    <code>{short(c.spec, 12)}</code>
-                  </a>
-                </th>
-                <td class="num">{count(c.nodes)}</td>
-                <td>
-                  <meter min={0} max={c.nodes} value={c.caughtUp} aria-label={`${c.caughtUp} of ${c.nodes} caught up`} />{' '}
-                  {count(c.caughtUp)} ({percent(c.caughtUp, c.nodes)})
-                </td>
-                <td>
-                  {count(c.byStatus.behind)} · {count(c.byStatus.degraded)} · {count(c.byStatus.refused)}
-                </td>
-              </tr>
-            ))}
-            {fleet.otherCohorts.cohorts > 0 && (
+        <div class="table-wrap">
+          <table class="cohorts">
+            <thead>
               <tr>
-                <th scope="row">{count(fleet.otherCohorts.cohorts)} other specs</th>
-                <td class="num">{count(fleet.otherCohorts.nodes)}</td>
-                <td>
-                  {count(fleet.otherCohorts.caughtUp)} ({percent(fleet.otherCohorts.caughtUp, fleet.otherCohorts.nodes)})
-                </td>
-                <td />
+                <th scope="col">Spec digest</th>
+                <th scope="col" class="num">
+                  Nodes
+                </th>
+                <th scope="col">Caught up</th>
+                <th scope="col">Behind · degr. · refused</th>
               </tr>
-            )}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {fleet.cohorts.map((c) => (
+                <tr key={c.spec}>
+                  <th scope="row">
+                    <a href={`/?spec=${c.spec}`} title={`show the nodes sent spec ${c.spec}`}>
+                      <code>{shortDigest(c.spec)}</code>
+                    </a>
+                  </th>
+                  <td class="num">{count(c.nodes)}</td>
+                  <td>
+                    <meter min={0} max={c.nodes} value={c.caughtUp} aria-label={`${c.caughtUp} of ${c.nodes} caught up`} />{' '}
+                    {count(c.caughtUp)} ({percent(c.caughtUp, c.nodes)})
+                  </td>
+                  <td>
+                    {count(c.byStatus.behind)} · {count(c.byStatus.degraded)} · {count(c.byStatus.refused)}
+                  </td>
+                </tr>
+              ))}
+              {fleet.otherCohorts.cohorts > 0 && (
+                <tr>
+                  <th scope="row">{count(fleet.otherCohorts.cohorts)} other specs</th>
+                  <td class="num">{count(fleet.otherCohorts.nodes)}</td>
+                  <td>
+                    {count(fleet.otherCohorts.caughtUp)} ({percent(fleet.otherCohorts.caughtUp, fleet.otherCohorts.nodes)})
+                  </td>
+                  <td />
+                </tr>
+              )}
+            </tbody>
+          </table>
+        </div>
       )}
     </section>
   );
@@ -234,7 +237,8 @@ export function FleetPage({ url }: { url: URL }) {
       {at !== null && (
         <p class="banner" role="note">
           The counts, cohorts, latency and anomalies below are{' '}
-          <strong>as of {asOf.data?.moment != null ? time(asOf.data.moment) : at}</strong>. The node table shows the present.
+          <strong>as of {asOf.data?.moment != null ? time(asOf.data.moment) : at}</strong>. The needs-attention lists and the node table
+          show the present.
         </p>
       )}
       {fleet === null ? (
@@ -242,6 +246,7 @@ export function FleetPage({ url }: { url: URL }) {
       ) : (
         <div class="grid">
           <Summary fleet={fleet} />
+          <NeedsAttention version={tableVersion} />
           <Cohorts fleet={fleet} />
           <Latency
             fleet={fleet}

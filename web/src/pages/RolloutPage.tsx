@@ -5,12 +5,13 @@ import { outcomes } from '../api/types.ts';
 import { OutcomeBadge, RolloutBadge, waveParts, waveText } from '../components/rolloutParts.tsx';
 import { StackedBar } from '../components/StackedBar.tsx';
 import { StreamIndicator } from '../components/StreamIndicator.tsx';
-import { count, duration, short, time } from '../format.ts';
+import { count, duration, shortDigest, time } from '../format.ts';
+import { Digest } from '../components/badges.tsx';
 import { useLoad, useNow, useRolloutEvents, useThrottle } from '../hooks.ts';
 import { nodeHref, setQuery } from '../router.ts';
 import { Problemish } from './common.tsx';
 
-// One rollout (issue 14): its plan and where it stands, each wave's nodes by outcome, and the
+// One rollout: its plan and where it stands, each wave's nodes by outcome, and the
 // nodes themselves (a wave and an outcome picked in the URL), live from /v1/events?rollout=.
 // Pause, resume and abort need a token with the send scope.
 
@@ -44,7 +45,7 @@ function Header({ r, now }: { r: Rollout; now: number }) {
           <dt>Spec</dt>
           <dd>
             <a href={`/?spec=${r.specDigest}`}>
-              <code>{short(r.specDigest, 12)}</code>
+              <code title={r.specDigest}>{shortDigest(r.specDigest)}</code>
             </a>{' '}
             to {count(r.targets)} node(s)
           </dd>
@@ -280,7 +281,15 @@ export function RolloutPage({ id, url }: { id: string; url: URL }) {
                           <td>
                             <OutcomeBadge outcome={n.outcome} />
                           </td>
-                          <td>{n.digest === null ? '—' : `#${n.serial ?? '?'} ${short(n.digest)} ${time(n.sentAt)}`}</td>
+                          <td>
+                            {n.digest === null ? (
+                              '—'
+                            ) : (
+                              <>
+                                #{n.serial ?? '?'} <Digest value={n.digest} /> {time(n.sentAt)}
+                              </>
+                            )}
+                          </td>
                           <td>{n.detail ?? ''}</td>
                         </tr>
                       ))}
