@@ -1,4 +1,4 @@
-// API benchmark (DESIGN §7, STYLE.md §9): GET /v1/nodes/:node on a read model of 10,000 nodes
+// API benchmark (docs/design.md §7): GET /v1/nodes/:node on a read model of 10,000 nodes
 // under concurrent load, beside a bare fastify route on the same server returning a stored
 // object (no auth, no view, no zod) — the floor fastify itself sets. Same client, same run, in
 // short passes that alternate between the two (the machine is shared: a burst of someone

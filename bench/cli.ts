@@ -1,4 +1,4 @@
-// CLI start-up benchmark (issue 9 §1, STYLE.md §9): how long a person waits for `converge --help`,
+// CLI start-up benchmark: how long a person waits for `converge --help`,
 // `converge status <node>` and `converge status` on a 10,000-node SQLite store, each beside bare
 // `node -e 0` measured in the same run. Passes alternate (every case once per round, the order
 // rotated each round) so a busy moment on the shared machine hits every case alike; the best of

@@ -1,4 +1,4 @@
-// The dashboard at size (issue 11). Two questions, each beside a baseline from the same run:
+// The dashboard at size. Two questions, each beside a baseline from the same run:
 //   1. Time to first render of the fleet page in headless Chromium (cold: no cache, token already
 //      in session storage), with 10,000 and 100,000 nodes in the store: navigation start → the
 //      summary and the first table page are in the DOM (the page's own performance marks), against

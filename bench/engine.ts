@@ -1,4 +1,4 @@
-// The whole engine as users run it (issue 10): `converge serve` — the built dist CLI, as a child
+// The whole engine as users run it: `converge serve` — the built dist CLI, as a child
 // process — over RabbitMQ and SQLite, draining N prefilled reports, against the minimal pipeline
 // (quorum queue → JSON.parse → better-sqlite3 batch of 500, WAL, FULL → ack;
 // bench/engine/minimalPipeline.ts) on the same broker and disk, in the same run, alternating
@@ -194,7 +194,7 @@ async function waitForLine(lines: AsyncIterator<string>, match: RegExp): Promise
 
 /**
  * `converge serve` on a store. `perNode` is the most reports any node sends in the run: the
- * per-node budget (issue 13; default 20/s, burst 1,000) would shed the rest of a one-node drain
+ * per-node budget (default 20/s, burst 1,000) would shed the rest of a one-node drain
  * to mesh.dead and the drain would never end, so the burst is raised to hold them. The budget
  * still runs on every report, as it does for users; it only has nothing to refuse.
  */

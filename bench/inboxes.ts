@@ -1,4 +1,4 @@
-// What one node inbox costs the broker (issue 10 §4): N inboxes of each candidate form are declared
+// What one node inbox costs the broker: N inboxes of each candidate form are declared
 // in a vhost of this bench's own — the way the relay declares them, one after another on one
 // channel with the engine's assertTopology — then each gets one declaration-sized persistent
 // message, and the broker's figures are read before and after: Erlang memory, Erlang processes,
@@ -39,7 +39,7 @@ const withArguments =
   };
 
 const forms: readonly Form[] = [
-  { key: 'quorum', label: 'quorum (the inbox before issue 10)', topology: withArguments({ 'x-queue-type': 'quorum' }) },
+  { key: 'quorum', label: 'quorum (the inbox of earlier engines)', topology: withArguments({ 'x-queue-type': 'quorum' }) },
   { key: 'design', label: 'the inbox nodeTopology declares', topology: nodeTopology },
   {
     key: 'quorumBounded',
@@ -341,7 +341,7 @@ async function main(): Promise<void> {
   }
   const report = createBenchReport(
     'Node inboxes on the broker',
-    `What one node inbox costs RabbitMQ: ${inboxes} inboxes per form declared as the relay declares them, then one ~700-byte persistent declaration each; deltas of the broker's figures per inbox. Converge = the inbox \`nodeTopology\` declares (classic v2, \`x-max-length: 1\`, \`x-overflow: drop-head\`); baseline = the quorum inbox declared before issue 10. Rows "at 100,000" are extrapolations (per inbox × 100,000), not measurements.`,
+    `What one node inbox costs RabbitMQ: ${inboxes} inboxes per form declared as the relay declares them, then one ~700-byte persistent declaration each; deltas of the broker's figures per inbox. Converge = the inbox \`nodeTopology\` declares (classic v2, \`x-max-length: 1\`, \`x-overflow: drop-head\`); baseline = the quorum inbox earlier engines declared. Rows "at 100,000" are extrapolations (per inbox × 100,000), not measurements.`,
   );
   // Every row is one figure of a pass (`of`), read from each pass of a form against the same figure of the quorum inbox.
   for (const { of, form = 'design', ...row } of rows) {

@@ -80,7 +80,7 @@ try {
    * shape the engine stores (omitempty defaults, receivedAt, transport facts) and the same
    * metadata text; revisions come from a Map, as a loop that owns the file knows them for free.
    * What it leaves out is the engine's own work: schema validation, the sender check, and
-   * *deterministic* ids (UUIDv5 of the message, DESIGN §2).
+   * *deterministic* ids (UUIDv5 of the message, docs/design.md §2).
    *
    * `ids`: 'uuid' stores a random UUID per row — the same kind of key the engine stores, at the
    * least cost a loop can make one — and is the baseline the ratio is taken against. 'messageId'

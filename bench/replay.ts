@@ -1,4 +1,4 @@
-// Replay benchmark (DESIGN §3, STYLE.md §9; issue 10 §5): fold 1,000,000 stored events into the
+// Replay benchmark (docs/design.md §3): fold 1,000,000 stored events into the
 // read model from zero — the fold `replay --verify` runs, and the projection runner's cold start —
 // beside a raw read of the same SQLite file in the same run (better-sqlite3, every row in position
 // order, its data JSON.parse'd, nothing else), alternating passes; `converge replay --verify` end

@@ -1,4 +1,4 @@
-// Rollouts at fleet speed (issue 14 §6). Two parts, each against a baseline in the same run:
+// Rollouts at fleet speed. Two parts, each against a baseline in the same run:
 //
 // 1. Sending: N fresh nodes on a SQLite store (WAL, synchronous=FULL) sent one declaration each
 //    - one at a time (src/engine/send.ts: one append, so one transaction, per node; 48 in flight
@@ -178,7 +178,7 @@ rmSync(dir, { recursive: true, force: true });
 const applyOnPath = r.waveCount * applyMs;
 const overheadMs = r.wallMs - applyOnPath;
 const report = createBenchReport(
-  'Rollouts (issue 14)',
+  'Rollouts',
   `Sending one declaration to each of ${sends.toLocaleString('en-US')} fresh nodes on SQLite (WAL, synchronous=FULL): in bulk (${batch} nodes per append call) against one at a time (one append per node, ${inFlight} in flight) and against the store's raw batch append of the same declarations built and signed beforehand; then a rollout over ${rolloutNodes.toLocaleString('en-US')} simulated nodes on the in-process broker with the engine wired as \`serve\` wires it.`,
 );
 report.row({

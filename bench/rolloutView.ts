@@ -1,4 +1,4 @@
-// The rollout view's cost on the node fold (issue 14 §5): the same events folded into a read model
+// The rollout view's cost on the node fold: the same events folded into a read model
 // alone (the baseline) and into a read model with the live rollout view listening
 // (src/readModel/rollouts.ts), passes alternating. Two histories: one where a rollout covers
 // every node (each report recounts that node's outcome), and one with no rollout (each node

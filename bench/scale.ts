@@ -1,4 +1,4 @@
-// 100,000 nodes on one engine (issue 10): builds a store of 100,000 nodes — each a declaration,
+// 100,000 nodes on one engine: builds a store of 100,000 nodes — each a declaration,
 // a matching report and three alives, 500,000 events — through the engine's own event
 // constructors and SQLite store, then measures what an operator meets at that size, each figure
 // with its goal beside it:
@@ -55,7 +55,7 @@ async function build(path: string): Promise<void> {
   const nodes = Array.from({ length: nodeCount }, (_, i) => `node-${String(i).padStart(6, '0')}`);
   const digests = new Map<string, string>();
   const t0 = Date.parse('2026-01-01T00:00:00Z');
-  // Ten specs, so the fleet has cohorts to group (DESIGN §2: the spec digest groups).
+  // Ten specs, so the fleet has cohorts to group (docs/design.md §2: the spec digest groups).
   const specs = Array.from({ length: 10 }, (_, i) => [{ id: 'web', image: `web:${i}` }, { id: 'db' }]);
   const rounds: ((node: string, i: number, at: Date) => NewEvent)[] = [
     (node, i, at) => {
@@ -245,7 +245,7 @@ try {
     `A SQLite store of ${fmt(nodeCount)} nodes (${fmt(nodeCount * 5)} events: a declaration, a matching report and three alives ` +
       "each, built through the engine's own code): `converge serve` (dist, a child process, no broker) cold and warm, its API " +
       'on the warm serve (median of repeats), the read model in process, and the CLI over the same store. Most rows have no ' +
-      'baseline: each goal is absolute (issue 10); the warm start is measured against the cold one.',
+      'baseline: each goal is absolute; the warm start is measured against the cold one.',
   );
   const secs = (ms: number): number => ms / 1000;
   const mb = (bytes: number): number => bytes / 1e6;

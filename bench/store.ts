@@ -1,4 +1,4 @@
-// Store benchmark (DESIGN §5, STYLE.md §9): the SQLite adapter against a minimal hand-written
+// Store benchmark (docs/design.md §5): the SQLite adapter against a minimal hand-written
 // better-sqlite3 loop on the same schema, same pragmas (WAL, synchronous=FULL) and same events,
 // measured in the same run. Targets: appends ≥ 0.8 of baseline, full replay ≥ 0.7.
 // Run: npm run bench -- store   (CONVERGE_BENCH_SCALE=0.2 for a quick look; it runs

@@ -1,4 +1,4 @@
-// Store benchmark, PostgreSQL rows (issue 12 §1; bench/store.ts has SQLite's): Converge's adapter
+// Store benchmark, PostgreSQL rows (bench/store.ts has SQLite's): Converge's adapter
 // against a raw `pg` insert loop and against Emmett's PostgreSQL event store, on the same server,
 // the same events, in the same run, alternating passes. Durability is the same on every side: each
 // append call is one transaction acknowledged when its COMMIT returns, under the server's

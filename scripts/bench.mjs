@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs the benchmarks (bench/README.md): every bench/<name>.ts (or bench/<name>/index.ts) in name
 // order, or only those whose names contain an argument (`npm run bench -- store api`). Each prints
-// its own baseline and ratio (STYLE.md §9) through bench/support/report.ts. With `--report` the
+// its own baseline and ratio through bench/support/report.ts. With `--report` the
 // rows they hand back (JSON lines in the file named by CONVERGE_BENCH_OUT) become BENCHMARKS.md,
 // as `npm run faults -- --report` writes RELIABILITY.md.
 import { spawnSync } from 'node:child_process';

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // After tsc: the CLI in dist/src and the packages it imports bundled into dist/bundle/cli, which
-// bin/converge.js runs (issue 10: warm start). Loading serve's ~400 modules one file at a time
+// bin/converge.js runs (warm start). Loading serve's ~400 modules one file at a time
 // (resolve, stat, read, compile each) was ~0.2 s of every start; a few files cost much less.
 // Each dynamic import stays a chunk of its own (splitting), so `converge --help` still loads
 // only the CLI's own code and a command only what it uses. Kept out of the bundle: native addons

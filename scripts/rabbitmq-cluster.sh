@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A throwaway RabbitMQ cluster on this machine, beside the system broker (issue 12 §2), for the
+# A throwaway RabbitMQ cluster on this machine, beside the system broker, for the
 # failover test and for trying a multi-URL engine by hand. Everything it makes lives in one
 # folder: node data, logs, config, a private Erlang cookie and HOME, so the system broker
 # (127.0.0.1:5672/15672, its cookie, its data) is never touched. Node names carry a random tag,
@@ -17,7 +17,7 @@
 #   scripts/rabbitmq-cluster.sh stop <dir>
 #       kill every node (its data is throwaway) and remove <dir>.
 #
-# Facts that make it work here (issue 12): the /usr/lib/rabbitmq/bin scripts run directly (the
+# Facts that make it work here: the /usr/lib/rabbitmq/bin scripts run directly (the
 # /usr/sbin wrapper switches user and reads the system's env file); an empty plugins list keeps
 # the management port 15672 free for the system broker; `await_startup` fails at once until the
 # node has registered with epmd, so it is retried.

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-// DESIGN §7 metrics. One registry per engine instance (not prom-client's global one) so tests
+// docs/design.md §7 metrics. One registry per engine instance (not prom-client's global one) so tests
 // and several engines in one process never share counters.
 
 export type Metrics = Readonly<{
@@ -49,7 +49,7 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
       help: '1 while projections are stopped on an event whose fold failed (the log names it); nothing after it is folded',
       registers: [registry],
     }),
-    // Issue 13 item 3: a snapshot that fails a check is not restored; the runner folds from zero.
+    // A snapshot that fails a check is not restored; the runner folds from zero.
     snapshotRejected: new Counter({
       name: 'converge_snapshot_rejected_total',
       help: 'Read-model snapshots not used at start, by reason (format, fold-version, checksum, schema, truncated, other-store, inconsistent, cross-check, unreadable); the engine folded from zero',
@@ -73,7 +73,7 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
       help: 'Declarations confirmed by the broker',
       registers: [registry],
     }),
-    // Issue 13 item 6: with SQLite full, nothing here said ingest was failing.
+    // With SQLite full, nothing here said ingest was failing.
     ingestHealthy: new Gauge({
       name: 'converge_ingest_healthy',
       help: '1 while ingest appends to the store; 0 while appends fail and deliveries are held unacked and retried',
@@ -99,7 +99,7 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
       help: '1 while the relay publishes declarations; 0 while a batch fails and is retried from the checkpoint',
       registers: [registry],
     }),
-    // Issue 13 item 4: 20,000 streams of one token reached the process's descriptor limit.
+    // 20,000 streams of one token reached the process's descriptor limit.
     httpOpen: new Gauge({
       name: 'converge_http_open',
       help: 'Requests the API holds open, by kind: stream (GET /v1/events), await (GET /v1/nodes/:node/await)',

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vite';
 
-// The dashboard (issue 11) is built to static files in dist/dashboard by `npm run build`, and
+// The dashboard is built to static files in dist/dashboard by `npm run build`, and
 // served by `converge serve` (src/api/dashboard.ts). Nothing is fetched at run time: no CDN, no
 // web fonts, every byte comes from this build.
 export default defineConfig({

@@ -9,7 +9,7 @@ const [url, node, kind, most] = process.argv.slice(2) as [string, string, 'small
 const limit = most === undefined ? Infinity : Number(most);
 const window = 256;
 
-/** `small`: a routine report. `wide`: a `failed` map of `entries` short keys, ~262 KB at 22,000 (issue 13 item 1). */
+/** `small`: a routine report. `wide`: a `failed` map of `entries` short keys, ~262 KB at 22,000. */
 function body(i: number): Buffer {
   if (kind === 'small') return Buffer.from(JSON.stringify({ node, applied: [`r${i}`, 'db'], carried: [8080] }));
   const entries = kind === 'hostile' ? 22_000 : Number(process.env['FLOOD_WIDE_ENTRIES'] ?? 10_000);

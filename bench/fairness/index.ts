@@ -1,4 +1,4 @@
-// Fairness under a hostile node (issue 13 item 1), against `serve`'s own composition (createServer:
+// Fairness under a hostile node, against `serve`'s own composition (createServer:
 // ingest over RabbitMQ into SQLite, projections, API) with the configuration's defaults:
 //  1. a victim node's report→visible time (publish until the read model shows it) while a second
 //     node floods mesh.reports at full speed, against the same with no flood — alternating
@@ -9,7 +9,7 @@
 // Each flooder is a process of its own (flood.ts here), so its publishing does not share the
 // engine's event loop.
 //   npm run bench -- fairness     BENCH_PHASE_MS=8000 per pass, BENCH_PASSES=3, BENCH_ONLY=fair|hostile;
-//   CONVERGE_NODE_REPORT_RATE=0 turns the per-node budget off (the engine as it was before issue 13).
+//   CONVERGE_NODE_REPORT_RATE=0 turns the per-node budget off (the engine as it was before it had a per-node budget).
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

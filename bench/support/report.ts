@@ -1,4 +1,4 @@
-// One way for every benchmark to say what it measured (issue 9 §2, STYLE.md §9). A bench builds a
+// One way for every benchmark to say what it measured. A bench builds a
 // report, adds rows — Converge's figure beside a baseline measured in the same run — and ends it:
 // the rows print as a table on stdout, and when the runner (scripts/bench.mjs) sets
 // CONVERGE_BENCH_OUT they are also appended to that file as JSON lines, from which
@@ -75,7 +75,7 @@ function toRecord(r: Row): RowRecord {
   const converge = pick(cs);
   const baseline = bs === null ? null : pick(bs);
   // Spread: how far apart the passes were, relative to the best; says how much to trust a ratio
-  // taken on a shared machine (TEAM.md).
+  // taken on a shared machine.
   const spread = (xs: readonly number[]): number | null => (xs.length < 2 ? null : (Math.max(...xs) - Math.min(...xs)) / pick(xs));
   return {
     name: r.name,

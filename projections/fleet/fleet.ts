@@ -4,11 +4,11 @@ import { livenessAt } from '../node/liveness.ts';
 import type { LivenessState } from '../node/liveness.ts';
 import type { NodeState } from '../node/nodeState.ts';
 
-// The fleet summary of DESIGN §7 `GET /v1/fleet`: counts by status and liveness, cohorts of
+// The fleet summary of docs/design.md §7 `GET /v1/fleet`: counts by status and liveness, cohorts of
 // nodes by the spec they were sent, and convergence latency percentiles. It is a pure function of
 // the node states (which are the fold) and "now" (for liveness).
 //
-// A cohort is the nodes whose latest send has one spec digest (DESIGN §2). A declaration's own
+// A cohort is the nodes whose latest send has one spec digest (docs/design.md §2). A declaration's own
 // digest names its node, serial and time, so it is unique per send and cannot group a fleet.
 //
 // The counting is fleetTally.ts, which the live read model keeps up to date as events fold; this

@@ -3,9 +3,9 @@ import type { LatencyHistogram } from './latencyHistogram.ts';
 import type { LivenessState } from '../node/liveness.ts';
 import type { NodeState, NodeStatus } from '../node/nodeState.ts';
 
-// The fleet summary of DESIGN §7 kept as counters: each node state is added once and removed
+// The fleet summary of docs/design.md §7 kept as counters: each node state is added once and removed
 // when the fold replaces it, so the live read model answers GET /v1/fleet in the time it takes
-// to rank the spec cohorts, not by walking every node (0.5 s at 100,000 nodes; issue 10). The
+// to rank the spec cohorts, not by walking every node (0.5 s at 100,000 nodes). The
 // pure summarizeFleet (fleet.ts) is this same tally filled from a list of states, so the live
 // answer and the answer for a list of states cannot differ. Liveness depends on "now" and is
 // counted by the caller. The summary itself (cohorts ranked, the rest summed, percentiles) is
@@ -95,7 +95,7 @@ export type FleetTally = Readonly<{
   /**
    * remove(previous) then add(next), leaving out the parts both hold by the same reference: a
    * report re-counted every recent latency of its node twice (32 histogram buckets), ~0.6 µs of
-   * each event of a cold start (issue 10 §5). The counts come out the same.
+   * each event of a cold start. The counts come out the same.
    */
   replace: (previous: NodeState, next: NodeState) => void;
   /** The summary, with the liveness counts the caller made for its "now". */

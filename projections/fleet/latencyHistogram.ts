@@ -1,7 +1,7 @@
 // Convergence latencies of a fleet as counts per bucket, so the fleet summary's percentiles are
 // kept up to date as events fold, by adding and removing samples, and answered without sorting
 // every sample (GET /v1/fleet sorted up to 16 samples of each of 100,000 nodes per request, most
-// of its 0.5 s; issue 10). Exact below 2,048 ms; above, each power of two is split into 1,024
+// of its 0.5 s). Exact below 2,048 ms; above, each power of two is split into 1,024
 // buckets and a value is read back as the low edge of its bucket: within 0.1 % of the sample.
 
 const exactBelow = 2048;

@@ -3,7 +3,7 @@ import type { NodeEvent, Recorded } from '../../src/core/events/index.ts';
 import { classifyReport, foldNode, initialNodeState, sendHistoryLimit, serialOfSent } from './nodeState.ts';
 import type { NodeState, ReportClass } from './nodeState.ts';
 
-// Forensics (DESIGN §3): "state as of time T or position P" is the fold of nodeState.ts stopped
+// Forensics (docs/design.md §3): "state as of time T or position P" is the fold of nodeState.ts stopped
 // early; a timeline classifies each report against what had been sent when it arrived; and the
 // race finder replays the OLD clock rule beside the digest rule to list every report the old
 // mesh would have wrongly counted as caught up (node-side/000_43ee4d2afc08e8d3.txt).
@@ -116,7 +116,7 @@ export type DeclarationOutcome = Readonly<{
   sentAt: string;
   outcome: 'acknowledged' | 'superseded' | 'pending';
   acknowledgedAt: string | null;
-  /** Send → first matching report (DESIGN §3). */
+  /** Send → first matching report (docs/design.md §3). */
   latencyMs: number | null;
   supersededAt: string | null;
 }>;
@@ -207,7 +207,7 @@ export type RaceScanner = Readonly<{ push: (e: Recorded) => Race | null; scanned
 
 /**
  * The OLD rule: a report that arrived at or after the latest send means "caught up".
- * The digest rule (DESIGN §3): caught up only if the report names the latest send's digest.
+ * The digest rule (docs/design.md §3): caught up only if the report names the latest send's digest.
  * A race is a report the first counts and the second does not.
  */
 export function createRaceScanner(): RaceScanner {

@@ -1,7 +1,7 @@
-// DESIGN §3: liveness is separate from convergence and depends on time, so it is computed at
+// docs/design.md §3: liveness is separate from convergence and depends on time, so it is computed at
 // read time from the last sign of life, a grace period and a supplied "now" — never folded.
 
-/** DESIGN §3's liveness states, as a list: the API's schemas and the CLI's filters are built from it. */
+/** docs/design.md §3's liveness states, as a list: the API's schemas and the CLI's filters are built from it. */
 export const livenessStates = ['connected', 'disconnected', 'never-seen'] as const;
 export type LivenessState = (typeof livenessStates)[number];
 
@@ -24,7 +24,7 @@ export function livenessAt(lastSeenAt: string | null, now: Date | number, graceM
 
 /**
  * The newer of the folded last-seen time and an exact one held elsewhere (the ingest keeps it in
- * memory because AliveSeen is coalesced in the store, DESIGN §2). The API and the node gauges
+ * memory because AliveSeen is coalesced in the store, docs/design.md §2). The API and the node gauges
  * both read liveness through this, so they cannot disagree.
  */
 export function newerLastSeen(folded: string | null, exact: Date | string | null | undefined): string | null {

@@ -1,14 +1,14 @@
 import { isoMs } from '../../src/core/events/index.ts';
 import type { AliveSeenData, DeclarationSentData, Recorded, ReportReceivedData } from '../../src/core/events/index.ts';
 
-// The fold of DESIGN §3: one node's stream, in order, into the state that answers "has this
+// The fold of docs/design.md §3: one node's stream, in order, into the state that answers "has this
 // node read the latest words we sent it?". Pure and deterministic: the live engine and a replay
 // from zero call the same function, and "as of T or P" is this fold stopped early.
 //
 // caughtUp is an equality of digests — the latest report names the digest of the latest send —
 // and never a comparison of clocks. Times are carried only as facts for people (latency, age).
 
-/** DESIGN §3's statuses, as a list: the API's schemas and the CLI's filters are built from it. */
+/** docs/design.md §3's statuses, as a list: the API's schemas and the CLI's filters are built from it. */
 export const nodeStatuses = ['undeclared', 'behind', 'refused', 'degraded', 'converged'] as const;
 export type NodeStatus = (typeof nodeStatuses)[number];
 
@@ -18,7 +18,7 @@ export type ReportClass = (typeof reportClasses)[number];
 
 export type SentSummary = Readonly<{
   digest: string;
-  /** Digest of the resources alone (DESIGN §2): the same for every node sent the same spec. */
+  /** Digest of the resources alone (docs/design.md §2): the same for every node sent the same spec. */
   specDigest: string;
   serial: number;
   sentAt: string;
@@ -84,7 +84,7 @@ export const recentLatencyLimit = 16;
  * Sends whose digests a node's state keeps, the latest included. A report naming an older one is
  * classified `unknown`, as a digest never sent is: the fold cannot tell them apart without the
  * whole history, and a report eight sends late is itself worth a look. Unbounded, the history
- * was a Map per node (~200 B for one entry) and grew with every send (issue 10).
+ * was a Map per node (~200 B for one entry) and grew with every send.
  */
 export const sendHistoryLimit = 8;
 
@@ -161,7 +161,7 @@ const sameItems = <T>(a: readonly T[], b: readonly T[] | undefined): boolean => 
   return true;
 };
 
-/** Status from the latest send and the latest report (DESIGN §3). */
+/** Status from the latest send and the latest report (docs/design.md §3). */
 export function statusOf(
   sent: SentSummary | null,
   reported: ReportedSummary | null,
@@ -216,7 +216,7 @@ function onDeclarationSent(s: NodeState, d: DeclarationSentData): Changes {
  * A report's next state, built in one object literal (or `s` itself for a repeat of the last
  * report that moves nothing). Reports are most of what is folded, and going through Changes —
  * a partial object with statusOf's result spread into it, then copied field by field into the
- * state by withChanges — made two objects and a spread per report (issue 10 profile of `serve`).
+ * state by withChanges — made two objects and a spread per report.
  * The fields are withChanges' for a report (micro-bench of 50,000 reports over 10,000 nodes:
  * 0.7 → 0.5 µs a fold); test/projections/node/nodeStateFast.property.test.ts holds foldNode to the
  * independent draft fold on hostile histories (duplicate ids, positions that repeat or step back).
@@ -303,7 +303,7 @@ export function foldNode(state: NodeState, event: Recorded): NodeState {
       changes = onAliveSeen(state, event.data);
       break;
     default:
-      // A rollout's event (issue 14) lives in its own stream and says nothing about a node.
+      // A rollout's event lives in its own stream and says nothing about a node.
       return state;
   }
   // Position and revision advance even when the event changes nothing else (a duplicate report).

@@ -366,7 +366,7 @@ export function foldIntoDraft(d: NodeDraft, event: Recorded): void {
       return;
     }
     default:
-      // A rollout's event (issue 14) says nothing about a node, and moves nothing (foldNode).
+      // A rollout's event says nothing about a node, and moves nothing (foldNode).
       return;
   }
 }

@@ -2,7 +2,7 @@ import { livenessAt } from './liveness.ts';
 import type { Liveness } from './liveness.ts';
 import type { Anomalies, NodeState, NodeStatus, ReportedSummary, SentSummary } from './nodeState.ts';
 
-// The node state as people and programs read it (DESIGN §7): times ISO 8601, positions as
+// The node state as people and programs read it (docs/design.md §7): times ISO 8601, positions as
 // decimal strings (they are 64-bit), liveness computed for the supplied "now".
 
 export type NodeView = Readonly<{

@@ -3,11 +3,11 @@ import { ConvergeError } from '../core/errors.ts';
 import { jsonDepthExceeds } from '../core/wire/index.ts';
 
 // What a route reads of a request body, decided from the headers before a byte of it is read
-// (issue 13 item 5): a route without a body schema takes none, a route with one takes
+//: a route without a body schema takes none, a route with one takes
 // application/json up to its own `bodyLimit` (for a declaration, the store's event limit).
 
 /**
- * Deeper JSON is refused before JSON.parse (issue 13 item 8: 10,000 levels overflowed the stack
+ * Deeper JSON is refused before JSON.parse (10,000 levels overflowed the stack
  * in validation and answered 500). A declaration needs 3 levels around its resources.
  */
 export const maxBodyDepth = 128;

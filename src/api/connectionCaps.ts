@@ -2,7 +2,7 @@ import type { FastifyReply } from 'fastify';
 import { ConvergeError } from '../core/errors.ts';
 import type { Metrics } from '../metrics.ts';
 
-// Issue 13 item 4: one read token opened 20,000 event streams, the process reached its file
+// One read token opened 20,000 event streams, the process reached its file
 // descriptor limit and every new client, /healthz included, was reset. Requests that stay open —
 // an event stream, an await — are counted here, per client and for the whole engine, and one
 // over a cap is refused before it holds anything: 429 when the client holds its share (Retry-After:

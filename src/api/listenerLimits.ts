@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerOptions } from 'node:http';
 import type { Metrics } from '../metrics.ts';
 
-// Issue 13 item 4, at the socket: the connections the main listener keeps, and how long one may
+// At the socket: the connections the main listener keeps, and how long one may
 // sit idle. With the caps on streams and awaits (connectionCaps.ts) below `maxConnections`, the
 // sockets between them are a reserve for short requests and the probes; past `maxConnections`
 // node closes a new socket at once instead of letting the process run into its descriptor limit,

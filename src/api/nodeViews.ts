@@ -4,7 +4,7 @@ import { nodeNotFound, withExactLastSeen } from '../readModel/queries.ts';
 import type { ApiDeps } from './deps.ts';
 
 // A node's state as the routes answer it: the read model's fold with the ingest's exact
-// last-seen time (DESIGN §2) and liveness as of now.
+// last-seen time (docs/design.md §2) and liveness as of now.
 
 export type NodeViews = Readonly<{
   now: () => number;

@@ -61,7 +61,7 @@ export function classify(err: unknown): ConvergeError {
 
 /**
  * Errors fastify raises before a route is found (fastify's `frameworkErrors`). Its own answers
- * were plain JSON that echoed the URL (issue 13 item 8); these are problems that do not.
+ * were plain JSON that echoed the URL; these are problems that do not.
  */
 export function frameworkProblem(err: unknown): ConvergeError {
   const code = (err as { code?: unknown }).code;

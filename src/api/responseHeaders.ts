@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { RouteKind } from './routeOptions.ts';
 
-// Issue 13 item 8: no answer may be sniffed into another type, and nothing about the fleet may be
+// No answer may be sniffed into another type, and nothing about the fleet may be
 // kept by a cache (it changes by the second and may be behind a token). Static files are the
 // exception: they set their own Cache-Control. Set in onRequest, so errors carry them too.
 

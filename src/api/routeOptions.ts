@@ -9,8 +9,8 @@ import * as s from './schemas.ts';
 // and what @fastify/swagger documents.
 
 /**
- * - `api`: JSON about the fleet; never cached (issue 13 item 8).
- * - `probe`: /healthz, /readyz, /metrics; logged at debug (issue 9 §4), never cached.
+ * - `api`: JSON about the fleet; never cached.
+ * - `probe`: /healthz, /readyz, /metrics; logged at debug, never cached.
  * - `stream`: server-sent events; the stream writes its own headers.
  * - `static`: files that may be cached (the dashboard's assets set their own Cache-Control).
  */

@@ -3,7 +3,7 @@ import { livenessStates, nodeStatuses, reportClasses } from '../../projections/i
 import { nodeOutcomes, rolloutStatuses } from '../core/rollout/index.ts';
 import { failureReasons, maxRolloutDurationMs, onSupersededPolicies, rolloutIdPattern } from '../core/events/index.ts';
 
-// Zod schemas of everything the HTTP API reads and writes (DESIGN §7). Routes declare them, the
+// Zod schemas of everything the HTTP API reads and writes (docs/design.md §7). Routes declare them, the
 // type provider validates requests with them and types the handlers from them, and
 // /v1/openapi.json is generated from them, so the document cannot drift from what the code
 // accepts. Registered (named) schemas become components referenced by $ref; path, query and
@@ -88,7 +88,7 @@ export const nodeView = named(
     reports: z.number().int(),
     position,
   }),
-  "One node's state: caughtUp means the latest report names the latest sent digest (DESIGN §3)",
+  "One node's state: caughtUp means the latest report names the latest sent digest (docs/design.md §3)",
 );
 
 export const nodesQuery = z.object({
@@ -155,7 +155,7 @@ export const declarationAccepted = named(
   'Recorded in the store (the outbox) and queued for the relay',
 );
 
-/** POST /v1/declarations (issue 14 §6): many nodes in one store transaction. */
+/** POST /v1/declarations: many nodes in one store transaction. */
 export const maxBatchDeclarations = 1_000;
 export const declarationBatchBody = named(
   'DeclarationBatch',
@@ -221,10 +221,10 @@ export const fleet = named(
       .optional()
       .describe('with `at`: the time liveness is judged at, the asked time or the time of the asked position (to the second)'),
   }),
-  'The fleet summary, now or as of a time or position (every node folded up to it, DESIGN §3)',
+  'The fleet summary, now or as of a time or position (every node folded up to it, docs/design.md §3)',
 );
 
-// GET /v1/fleet?at= (issue 11): the fleet as of a moment, for the dashboard's time travel.
+// GET /v1/fleet?at=: the fleet as of a moment, for the dashboard's time travel.
 export const fleetQuery = z.object({
   at: z
     .string()
@@ -235,7 +235,7 @@ export const fleetQuery = z.object({
     ),
 });
 
-// GET /v1/nodes/:node/timeline (issue 11): a node's events as the dashboard shows them, each
+// GET /v1/nodes/:node/timeline: a node's events as the dashboard shows them, each
 // report classified and each race (a report the old clock rule counted as caught up) marked.
 export const timelineQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(100),
@@ -328,7 +328,7 @@ export const eventStream = z
   .string()
   .describe('`event: node`, `id: <position>`, `data: <NodeState JSON>`; and `event: rollout`, `data: <Rollout JSON>` (docs/api.md)');
 
-// Rollouts (issue 14, docs/design.md §8).
+// Rollouts (docs/design.md §8).
 
 export const rolloutStatusEnum = z.enum(rolloutStatuses);
 export const nodeOutcomeEnum = z.enum(nodeOutcomes);

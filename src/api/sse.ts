@@ -4,8 +4,8 @@ import type { ReadModel } from '../readModel/readModel.ts';
 import type { RolloutSummary, RolloutView } from '../readModel/rollouts.ts';
 import { headersFor } from './responseHeaders.ts';
 
-// GET /v1/events (DESIGN §7): one server-sent event per node state change, `id:` = the store
-// position of the event that caused it; and (issue 14) one `rollout` event per change of a
+// GET /v1/events (docs/design.md §7): one server-sent event per node state change, `id:` = the store
+// position of the event that caused it; and one `rollout` event per change of a
 // rollout: one of its events, a change of how one of its nodes stands (so about two per
 // target: sent, then done or failed), or a report from a node still pending, carrying the rollout's summary. Resuming with Last-Event-ID sends the *current* state of
 // every node that changed after that position (oldest first), then follows live: a client that
@@ -16,7 +16,7 @@ import { headersFor } from './responseHeaders.ts';
 const maxBufferedBytes = 4 * 1024 * 1024;
 
 /**
- * A stream ends after this long (issue 13 item 4), saying so in a comment; the client resumes
+ * A stream ends after this long, saying so in a comment; the client resumes
  * with Last-Event-ID at once (EventSource does by itself, after `retry`). Its place under the
  * caps is counted again then, and a stream nobody reads any more does not outlive its client's
  * interest by more than this.

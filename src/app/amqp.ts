@@ -8,7 +8,7 @@ import type { AmqpTransportOptions } from '../transport/amqpTransport.ts';
 import type { ServerTransport } from './server.ts';
 
 // The engine's two transport ports over one recovering RabbitMQ connection, for `serve` and
-// `demo --amqp`: createAmqpTransport connects and asserts DESIGN §1's topology (a conflicting
+// `demo --amqp`: createAmqpTransport connects and asserts docs/design.md §1's topology (a conflicting
 // broker fails the start); this only shapes it as the engine's port.
 
 export type AmqpServerTransport = Readonly<{ connection: AmqpConnection; transport: ServerTransport; close: () => Promise<void> }>;

@@ -13,7 +13,7 @@ import { amqpUrlListProblems, redactUrl, splitAmqpUrls } from '../transport/amqp
 import { configKeys, defaultStore, settings } from './settings.ts';
 import type { ConfigKey } from './settings.ts';
 
-// Configuration (DESIGN §6): flags override CONVERGE_* environment variables; everything is
+// Configuration (docs/design.md §6): flags override CONVERGE_* environment variables; everything is
 // validated once, here, at start, and the result is frozen. A mistake is reported as one line
 // naming the flag and the variable, all mistakes at once, so an operator fixes them in one go.
 
@@ -23,9 +23,9 @@ export type Config = Readonly<{
   sqliteSync: 'thread' | 'group' | 'full';
   /** One URL or several separated by commas (the nodes of a cluster), each checked. */
   amqpUrl: string | null;
-  /** `all`: ingest, relay and API; `api`: only the API over the store (issue 12 §3: scaling out reads). */
+  /** `all`: ingest, relay and API; `api`: only the API over the store (scaling out reads). */
   role: 'all' | 'api';
-  /** The form node inboxes are declared in (issue 10 §4, src/transport/topology.ts). */
+  /** The form node inboxes are declared in (src/transport/topology.ts). */
   inboxQueue: 'classic' | 'quorum';
   host: string;
   port: number;
@@ -35,7 +35,7 @@ export type Config = Readonly<{
   graceMs: number;
   snapshotPath: string | null;
   /**
-   * Where an engine before issue 10 kept the default snapshot (`<sqlite file>.snapshot.json`, a
+   * Where an earlier engine kept the default snapshot (`<sqlite file>.snapshot.json`, a
    * binary file since format 5): read when `snapshotPath` does not exist yet, so an upgraded
    * installation starts warm; null when the snapshot path was set.
    */
@@ -54,7 +54,7 @@ export type Config = Readonly<{
   deadLetterMaxLength: number;
   /** Body bytes mesh.dead keeps, likewise. */
   deadLetterMaxBytes: number;
-  /** Caps on what the API holds open (issue 13 item 4, src/api/connectionCaps.ts). */
+  /** Caps on what the API holds open (src/api/connectionCaps.ts). */
   maxStreams: number;
   maxStreamsPerClient: number;
   maxAwaits: number;
@@ -90,7 +90,7 @@ const schema = z.object({
       'must be sqlite:<path>, postgres://…, esdb://… or memory:',
     ),
   sqliteSync: z.enum(['thread', 'group', 'full'], { error: 'must be thread, group or full' }).default('thread'),
-  // One broker URL, or a cluster's nodes separated by commas (issue 12 §2); each checked here so
+  // One broker URL, or a cluster's nodes separated by commas; each checked here so
   // a typo fails the start instead of the first failover.
   amqpUrl: z
     .string()
@@ -124,16 +124,16 @@ const schema = z.object({
     .string()
     .refine((s) => /^https?:\/\/.+/.test(s), 'must be an http:// or https:// URL')
     .default(settings.managementUrl.default),
-  // Issue 13: units of one message per started 4 KiB (src/engine/nodeBudget.ts). A node reports
+  // Units of one message per started 4 KiB (src/engine/nodeBudget.ts). A node reports
   // after it applies something, rarely (wire.go): 20/s is far above that, and a burst of 1,000
   // rides out an engine restart with reports queued meanwhile.
   nodeReportRate: intIn(0, 1_000_000).default(20),
   nodeReportBurst: intIn(1, 1_000_000).default(1000),
-  // Issue 13 item 7: the newest 100,000 refusals, within 256 MiB, is days of a misbehaving
+  // The newest 100,000 refusals, within 256 MiB, is days of a misbehaving
   // fleet and a few seconds of a flood; either way the queue no longer grows without end.
   deadLetterMaxLength: intIn(0, 100_000_000).default(100_000),
   deadLetterMaxBytes: intIn(1, Number.MAX_SAFE_INTEGER).default(256 * 1024 * 1024),
-  // Issue 13 item 4: the defaults of src/api/connectionCaps.ts and listenerLimits.ts. A dashboard
+  // The defaults of src/api/connectionCaps.ts and listenerLimits.ts. A dashboard
   // holds one stream and a pipeline a few awaits; 4,000 sockets leave 2,000 for short requests
   // and probes, and stay below the 20,000 descriptors at which the issue's engine stopped.
   maxStreams: intIn(1, 1_000_000).default(defaultCaps.streams),
@@ -162,7 +162,7 @@ const schema = z.object({
     .default(null),
 });
 
-/** A value as an error line may echo it: broker URLs carry passwords (STYLE.md §6). */
+/** A value as an error line may echo it: broker URLs carry passwords. */
 const shown = (key: ConfigKey, value: unknown): unknown =>
   key === 'amqpUrl' && typeof value === 'string' ? splitAmqpUrls(value).map(redactUrl).join(',') : value;
 
@@ -214,7 +214,7 @@ export function loadConfig(
       lines.push(`--signing-key / CONVERGE_SIGNING_KEY: cannot use ${keyPath}: ${why}`);
     }
   }
-  // DESIGN §2/§3: the store keeps one AliveSeen per resolution and liveness in a replay, in
+  // docs/design.md §2/§3: the store keeps one AliveSeen per resolution and liveness in a replay, in
   // `state --at` and in the node gauges is read from those; a window as long as the grace would
   // record a node that never went quiet as disconnected between two of them.
   if (r.success && used.has('aliveResolutionMs') && r.data.aliveResolutionMs >= r.data.graceMs) {
@@ -222,7 +222,7 @@ export function loadConfig(
       `--alive-resolution-ms / CONVERGE_ALIVE_RESOLUTION_MS: must be shorter than --grace-ms (${r.data.graceMs}), or a node alive all along reads as disconnected in the record (got ${r.data.aliveResolutionMs})`,
     );
   }
-  // Issue 13 item 4: sockets past the caps are the reserve that answers short requests and the
+  // Sockets past the caps are the reserve that answers short requests and the
   // probes while every stream and await is held.
   if (r.success) {
     const d = r.data;

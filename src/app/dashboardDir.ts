@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { isDashboardBuilt } from '../api/routes/dashboard.ts';
 
 /**
- * The built dashboard (dist/dashboard, issue 11), found from where this module runs: dist/src/app
+ * The built dashboard (dist/dashboard), found from where this module runs: dist/src/app
  * when compiled (bin/converge.js), src/app under tsx (tests). Null when `npm run build` has not
  * built it.
  */

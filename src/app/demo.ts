@@ -19,7 +19,7 @@ import type { StartedRollout } from '../engine/rolloutCommands.ts';
 import { createServer } from './server.ts';
 import type { Server, ServerTransport } from './server.ts';
 
-// The demo fleet (DESIGN §6): the whole loop on one machine. A simulated fleet on the in-process
+// The demo fleet (docs/design.md §6): the whole loop on one machine. A simulated fleet on the in-process
 // broker (or RabbitMQ), rounds of declarations, and a cast chosen to show every status: slow nodes
 // whose apply outlasts the gap between rounds (the seed's race: a report about round k lands after
 // round k+1 was sent), one that refuses, one with a failing resource, one that goes silent. This is
@@ -50,7 +50,7 @@ export type Demo = Readonly<{
   /** Send round `round` to every node (the silent node goes quiet after round 2). */
   sendRound: (round: number) => Promise<void>;
   /**
-   * Roll round `round`'s spec out to the whole fleet in waves instead (issue 14): the engine's
+   * Roll round `round`'s spec out to the whole fleet in waves instead: the engine's
    * driver sends each wave once the one before has read its declaration, and halts on the
    * refusing node and the degraded one when they exceed the failure budget.
    */
@@ -81,7 +81,7 @@ export async function createDemo(options: DemoOptions): Promise<Demo> {
     amqp = await connectServerTransport(config.amqpUrl, logger, 'converge-demo', { inbox: config.inboxQueue });
     transport = amqp.transport;
     const conn = amqp.connection;
-    // One broker account for the whole simulated fleet, so no user_id (trusted lab, DESIGN §1).
+    // One broker account for the whole simulated fleet, so no user_id (trusted lab, docs/design.md §1).
     linkOf = (node) => createAmqpNodeLink(conn, { node, logger, userId: null });
     // A previous demo run (another key, another store) may have left declarations in these
     // inboxes; this run's nodes would refuse them as forged and the summary would count races
@@ -139,7 +139,7 @@ export async function createDemo(options: DemoOptions): Promise<Demo> {
     async start() {
       const url = await server.start();
       // Not awaited one by one: on RabbitMQ a node's inbox exists only once the engine first
-      // publishes to it (the engine declares it, DESIGN §1), so a node's consume waits for round 1.
+      // publishes to it (the engine declares it, docs/design.md §1), so a node's consume waits for round 1.
       starting = Promise.allSettled(nodes.map((n) => n.start()));
       return url;
     },

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 
-// Issue 13 item 4: the engine stopped accepting anything when its sockets reached the process's
+// The engine stopped accepting anything when its sockets reached the process's
 // descriptor limit. --max-connections keeps the API listener below it only if the limit is
 // higher; serve says so at start when it is not. Linux only (/proc); elsewhere, null.
 

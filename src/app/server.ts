@@ -26,7 +26,7 @@ import { findDashboardDir } from './dashboardDir.ts';
 import { isTerminal } from '../core/rollout/index.ts';
 import { descriptorMargin, openFilesLimit } from './fdLimit.ts';
 
-// `converge serve` as a value (DESIGN §6): store → projections → API, plus ingest and relay
+// `converge serve` as a value (docs/design.md §6): store → projections → API, plus ingest and relay
 // when a transport is given. Start order matters: the API's plugins and socket first (probes are
 // answered while the projections catch up, /readyz 503), then the projections, then the relay
 // (it publishes what the store already holds), then ingest.
@@ -64,7 +64,7 @@ export type Server = Readonly<{
   send: SendDeclaration | null;
   /** Many nodes in one store transaction (POST /v1/declarations); null without a signing key. */
   sendMany: SendDeclarations | null;
-  /** The rollout driver (issue 14): null without a signing key, and under --role api (another engine drives). */
+  /** The rollout driver: null without a signing key, and under --role api (another engine drives). */
   rollouts: RolloutDriver | null;
   /** What the rollout commands (src/engine/rolloutCommands.ts) need from this engine. */
   rolloutDeps: StartRolloutDeps;
@@ -77,7 +77,7 @@ export type Server = Readonly<{
   stop: () => Promise<void>;
 }>;
 
-/** The engine's rollout commands (issue 14) as the API takes them. */
+/** The engine's rollout commands as the API takes them. */
 export const rolloutCommandsOn = (deps: StartRolloutDeps): RolloutCommands => ({
   start: (input) => startRollout(deps, input),
   pause: (id, by) => pauseRollout(deps, id, by),
@@ -123,7 +123,7 @@ export function createServer(options: ServerOptions): Server {
           if (sent > 0) metrics.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
           return r;
         };
-  // Issue 14: rollouts are driven where declarations are sent from, once per store (its lease);
+  // Rollouts are driven where declarations are sent from, once per store (its lease);
   // an engine serving only the API (--role api) leaves them to the others.
   const rollouts =
     key === null || config.role === 'api' || options.driveRollouts === false
@@ -153,7 +153,7 @@ export function createServer(options: ServerOptions): Server {
       ? null
       : async (node, resources) => {
           const r = await sender.send(node, resources);
-          // Ingest counts what it appends; sends (API, demo) are appended here (DESIGN §7 metric).
+          // Ingest counts what it appends; sends (API, demo) are appended here (docs/design.md §7 metric).
           metrics.eventsAppended.inc({ type: 'DeclarationSent' });
           return { digest: r.digest, serial: r.serial };
         };
@@ -217,7 +217,7 @@ export function createServer(options: ServerOptions): Server {
       : { sendMany }),
     ...(ingest === null ? {} : { lastSeen: (node: string) => ingest.lastSeenAt(node) }),
     ...(options.now === undefined ? {} : { now: options.now }),
-    // Issue 13 item 4: what the API holds open, and for how long.
+    // What the API holds open, and for how long.
     caps: {
       streams: config.maxStreams,
       streamsPerClient: config.maxStreamsPerClient,

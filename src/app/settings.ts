@@ -1,4 +1,4 @@
-// The configuration settings (DESIGN §6, §7) as plain data: each one's flag, its variable, the
+// The configuration settings (docs/design.md §6, §7) as plain data: each one's flag, its variable, the
 // value it takes and a line of help. No zod here, so `converge --help` can list them without
 // loading the validation (config.ts) that only a running command needs.
 
@@ -106,7 +106,7 @@ export const settings = {
     env: 'CONVERGE_TRUST_MISSING_USER_ID',
     value: 'on|off',
     default: 'off',
-    help: 'accept a report or alive without user_id as from the node its body names (trusted labs only, DESIGN §1)',
+    help: 'accept a report or alive without user_id as from the node its body names (trusted labs only, docs/design.md §1)',
   },
   aliveResolutionMs: {
     flag: 'alive-resolution-ms',
@@ -150,7 +150,7 @@ export const settings = {
     default: '268435456',
     help: 'and beyond this many bytes of bodies (256 MiB)',
   },
-  // Issue 13 item 4: what the HTTP API holds open (docs/operations.md, Connection caps).
+  // What the HTTP API holds open (docs/operations.md, Connection caps).
   maxStreams: {
     flag: 'max-streams',
     env: 'CONVERGE_MAX_STREAMS',

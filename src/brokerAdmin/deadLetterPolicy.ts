@@ -2,7 +2,7 @@ import { escapeRegex } from '../core/wire/nodeId.ts';
 import { names } from '../transport/brokerNames.ts';
 import { adminError, createManagementClient, seg } from './managementClient.ts';
 
-// mesh.dead bounded (issue 13 item 7), without touching its declaration: DESIGN §1 declares it
+// mesh.dead bounded, without touching its declaration: docs/design.md §1 declares it
 // with no arguments, a queue's arguments are part of its identity (a broker holding mesh.dead
 // declared otherwise makes the engine's start fail with CONVERGE_ERR_TOPOLOGY_CONFLICT), and
 // every deployment has one already. So the bound is a broker policy, which applies to a queue

@@ -7,7 +7,7 @@ import type { InboxKind } from '../transport/topology.ts';
 import { adminError, createManagementClient, seg } from './managementClient.ts';
 import { vhostOfAmqpUrl } from './deadLetterPolicy.ts';
 
-// `converge broker migrate-inboxes` (issue 10 §4): a node's inbox is declared with
+// `converge broker migrate-inboxes`: a node's inbox is declared with
 // `inboxArguments` now (topology.ts), and a queue's arguments are part of its identity, so an
 // inbox an earlier Converge declared (a quorum queue) cannot be re-declared in place: it is
 // deleted and declared again. Only the latest declaration matters to a node, so that is what
@@ -94,7 +94,7 @@ async function listInboxes(managementUrl: string, vhost: string, pageSize: numbe
   }
 }
 
-/** The properties a moved message keeps (a declaration's, DESIGN §1). */
+/** The properties a moved message keeps (a declaration's, docs/design.md §1). */
 const propertiesOf = (m: GetMessage): Options.Publish => {
   const p = m.properties as unknown as Record<string, unknown>;
   const kept: Record<string, unknown> = {};

@@ -1,4 +1,4 @@
-// Node broker accounts (DESIGN §1): enroll a node with the least rights wire.go allows, revoke it.
+// Node broker accounts (docs/design.md §1): enroll a node with the least rights wire.go allows, revoke it.
 export { enrollNode, revokeNode } from './nodeAccounts.ts';
 export type { Enrolled, NodeAccountOptions, Revoked } from './nodeAccounts.ts';
 export { nodePermissions, nodeRoutingKeys } from './nodePermissions.ts';

@@ -60,7 +60,7 @@ async function deleteUser(client: ManagementClient, id: string): Promise<boolean
 }
 
 /**
- * Create a node's broker account: user = node id (DESIGN §1: nodes publish with user_id = their
+ * Create a node's broker account: user = node id (docs/design.md §1: nodes publish with user_id = their
  * broker user = their node id), a generated password, and permissions that let it say only what
  * wire.go says it may (see nodePermissions.ts).
  */

@@ -2,7 +2,7 @@ import { inboundKinds, names, nodeQueueOf } from '../transport/brokerNames.ts';
 import { escapeRegex, validateNodeId } from '../core/wire/nodeId.ts';
 
 // What a node's broker account may do, derived from wire.go: "Its broker account is scoped to this
-// exchange and its own queue, so it can say these things and nothing else." (DESIGN §1)
+// exchange and its own queue, so it can say these things and nothing else." (docs/design.md §1)
 
 export type VhostPermissions = Readonly<{ configure: string; write: string; read: string }>;
 export type TopicPermissions = Readonly<{ exchange: string; write: string; read: string }>;

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { ConvergeError } from '../core/errors.ts';
 
 // The command line of one command, read with node:util's parseArgs in its lenient mode and then
-// checked here, because its strict mode's messages were what a new user tripped on (issue 9 §4):
+// checked here, because its strict mode's messages were what a new user tripped on:
 // "Option '--store' argument is ambiguous" for a flag missing its value, an unknown flag's text
 // cut off mid-sentence, no "did you mean". Every mistake is one line, a CONVERGE_ERR_USAGE.
 

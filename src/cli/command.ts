@@ -10,7 +10,7 @@ import type { CliIo } from './io.ts';
 // One shape for every subcommand. What `--help` and the dispatcher need — name, usage, summary,
 // flags, the settings it reads — is plain data in commands/index.ts; the code that runs it is a
 // module loaded only when it runs, so `converge --help` loads no server, broker, store client or
-// validation library (issue 9 §1, STYLE.md §11). Its run function returns the exit status;
+// validation library. Its run function returns the exit status;
 // throwing a ConvergeError ends the process with its one-line reason.
 
 export type Values = Readonly<Record<string, string | boolean | undefined>>;

@@ -8,14 +8,14 @@ import { commands } from './commands/index.ts';
 import { processIo } from './io.ts';
 import type { CliIo } from './io.ts';
 
-// The `converge` command (DESIGN §7). This file and what it imports statically are all that
+// The `converge` command (docs/design.md §7). This file and what it imports statically are all that
 // `converge --help` loads: command metadata, the settings table and the argument reader. A
 // command's code, the configuration's validation and any store, broker or server are imported
 // when a command runs (test/cli/lazyImports.test.ts holds it to that).
 
 export { commands };
 
-/** One rule for every command (issue 9 §4): 2 for a usage mistake, 1 for a command that failed. */
+/** One rule for every command: 2 for a usage mistake, 1 for a command that failed. */
 const usageCodes: ReadonlySet<ErrorCode> = new Set(['CONVERGE_ERR_USAGE', 'CONVERGE_ERR_CONFIG_INVALID', 'CONVERGE_ERR_NODE_ID_INVALID']);
 export const exitCodeOf = (code: ErrorCode): 1 | 2 => (usageCodes.has(code) ? 2 : 1);
 

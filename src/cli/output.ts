@@ -1,6 +1,6 @@
 import type { CliIo } from './io.ts';
 
-// Tables for people, JSON for programs (DESIGN §7): a list is JSON lines, one object a line,
+// Tables for people, JSON for programs (docs/design.md §7): a list is JSON lines, one object a line,
 // so `converge status --json | jq` works on a fleet of any size without buffering it whole.
 
 const json = (v: unknown): string => JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x));

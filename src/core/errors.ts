@@ -1,9 +1,9 @@
-// One registry of stable error codes (STYLE.md §4). The API maps `http` to a status and
+// One registry of stable error codes. The API maps `http` to a status and
 // problem+json; the transport maps `ingest` codes to reject-to-dead-letter with the code in a
 // header. A test checks every code here is documented in docs/errors.md.
 
 export const errorCodes = {
-  // wire (DESIGN §1): a body a node sent that we will not turn into an event
+  // wire (docs/design.md §1): a body a node sent that we will not turn into an event
   CONVERGE_ERR_WIRE_TOO_LARGE: { http: 413, summary: 'message body exceeds the configured size limit' },
   CONVERGE_ERR_WIRE_NOT_JSON: { http: 400, summary: 'message body is not valid JSON' },
   CONVERGE_ERR_WIRE_TOO_DEEP: { http: 400, summary: 'message body nests deeper than the limit' },
@@ -20,7 +20,7 @@ export const errorCodes = {
     summary: 'a node sent messages faster than its budget; the excess went to mesh.dead, not the store',
   },
 
-  // declarations (DESIGN §1)
+  // declarations (docs/design.md §1)
   CONVERGE_ERR_SPEC_INVALID: { http: 400, summary: 'declaration spec is not valid' },
   CONVERGE_ERR_SPEC_DUPLICATE_ID: { http: 400, summary: 'two resources in one declaration share an id' },
   CONVERGE_ERR_PORT_CARRIED: { http: 409, summary: 'a resource asks for a port the node already carries' },
@@ -32,7 +32,7 @@ export const errorCodes = {
     summary: 'keygen cannot write the key file: it exists (a key is never overwritten) or the folder is not writable',
   },
 
-  // events and store (DESIGN §2, §5)
+  // events and store (docs/design.md §2, §5)
   CONVERGE_ERR_EVENT_INVALID: { http: 500, summary: 'a stored event does not match its schema' },
   CONVERGE_ERR_WRONG_EXPECTED_REVISION: { http: 409, summary: 'stream is not at the expected revision' },
   CONVERGE_ERR_EVENT_TOO_LARGE: { http: 413, summary: 'event exceeds the store size limit' },
@@ -45,7 +45,7 @@ export const errorCodes = {
   },
   CONVERGE_ERR_DUPLICATE_EVENT_ID: { http: 409, summary: 'an event id is already stored in another stream or position' },
 
-  // transport (DESIGN §1)
+  // transport (docs/design.md §1)
   CONVERGE_ERR_TOPOLOGY_CONFLICT: { http: 500, summary: 'broker already has a queue or exchange declared differently' },
   CONVERGE_ERR_BROKER_UNAVAILABLE: { http: 503, summary: 'broker cannot be reached' },
   CONVERGE_ERR_INBOX_OUTDATED: {
@@ -58,7 +58,7 @@ export const errorCodes = {
   CONVERGE_ERR_NODE_ID_INVALID: { http: 400, summary: 'node id is not lowercase letters, digits, dot, underscore or hyphen (1-63)' },
   CONVERGE_ERR_NODE_EXISTS: { http: 409, summary: 'a broker account with this name exists and was not replaced' },
 
-  // rollouts (DESIGN §8)
+  // rollouts (docs/design.md §8)
   CONVERGE_ERR_ROLLOUT_NOT_FOUND: { http: 404, summary: 'no rollout has this id' },
   CONVERGE_ERR_ROLLOUT_STATE: {
     http: 409,
@@ -69,7 +69,7 @@ export const errorCodes = {
     summary: 'the rollout cannot be planned: bad id, waves, failure budget or timeout, no target, or the id is taken',
   },
 
-  // operator interfaces (DESIGN §7)
+  // operator interfaces (docs/design.md §7)
   CONVERGE_ERR_CONFIG_INVALID: { http: 500, summary: 'configuration is not valid' },
   CONVERGE_ERR_NODE_NOT_FOUND: { http: 404, summary: 'no event has ever named this node' },
   CONVERGE_ERR_BAD_REQUEST: { http: 400, summary: 'request parameters or body are not valid' },

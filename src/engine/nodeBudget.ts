@@ -1,6 +1,6 @@
-// A per-node budget for reports (issue 13 item 1): one token bucket per sender, so one node's
+// A per-node budget for reports: one token bucket per sender, so one node's
 // flood cannot take the engine's time from the others. mesh.reports is one FIFO queue shared by
-// every node (DESIGN §1), so a backlog behind a flood delays every node's reports alike; what
+// every node (docs/design.md §1), so a backlog behind a flood delays every node's reports alike; what
 // keeps the queue short is disposing of a flood faster than it arrives, and a report over budget
 // costs only a dead-letter copy (no parse, no store append, no fold). Nodes report rarely (a node
 // "applies something rarely", wire.go), so the defaults leave real nodes far below the budget.
@@ -17,7 +17,7 @@ export type NodeBudgetOptions = Readonly<{
 /**
  * What a message costs: one unit per started 4 KiB of body. Parsing, storing, reading back and
  * folding are all linear in the bytes, and a 130 KB report cost ~37 ms of engine time where a
- * routine one costs ~20 µs (issue 13): counted by messages, 20 wide reports a second filled the
+ * routine one costs ~20 µs: counted by messages, 20 wide reports a second filled the
  * engine; counted by size, a node at its budget moves at most rate × 4 KiB a second.
  */
 export const costOf = (bytes: number): number => Math.max(1, Math.ceil(bytes / 4096));

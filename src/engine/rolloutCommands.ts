@@ -26,7 +26,7 @@ import { isTerminal, planBudget, planWaves, selectTargets } from '../core/rollou
 import type { NodeState } from '../../projections/index.ts';
 import type { RolloutState, TargetSelection } from '../core/rollout/index.ts';
 
-// Issue 14, the operator's commands on a rollout (docs/design.md §8): start one, pause, resume
+// The operator's commands on a rollout (docs/design.md §8): start one, pause, resume
 // and abort it. Each is one append to the rollout's own stream, at the revision the command
 // read it at, so a command and the driver (src/engine/rolloutDriver.ts) never both act on one
 // view: the loser re-reads and decides again. The API and the CLI call these; the driver does

@@ -15,7 +15,7 @@ import { createBatchSender } from './sendBatch.ts';
 import type { BatchSender } from './sendBatch.ts';
 import type { LoadNode } from './send.ts';
 
-// Issue 14 §2: the rollout driver, a process manager. It keeps no state of its own that a
+// The rollout driver, a process manager. It keeps no state of its own that a
 // restart could lose: each rollout is the fold of its stream (projections/rollout.ts), read
 // from the store before every decision, and how the open wave's nodes stand is the read
 // model's node fold. It asks `decide` what to do, records the answer in the rollout's stream
@@ -64,7 +64,7 @@ export type RolloutDriverOptions = Readonly<{
   /**
    * With no rollout running, save how far the driver followed at most this often (ms; default
    * 5 s), and when it stops. The checkpoint only shortens a restart's search for rollouts, and
-   * saving it every round was a synchronous store write every 20 ms of a report flood (issue 10).
+   * saving it every round was a synchronous store write every 20 ms of a report flood.
    */
   checkpointEveryMs?: number;
   /** Called with each decision recorded (tests, logs). */

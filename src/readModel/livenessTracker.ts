@@ -5,11 +5,11 @@ import { createIsoParser } from './isoTime.ts';
 // Nodes counted by status × liveness, kept as events fold and as time passes, so /metrics and
 // GET /v1/fleet answer in O(series) instead of judging every node's liveness per request (each
 // /metrics scrape walked every node: 45 ms at 100,000 nodes, and scraping at 40 Hz took 15 % of
-// a drain; issue 10).
+// a drain).
 //
-// Liveness is DESIGN §3's, as the API reports it: connected ⇔ now − lastSeen ≤ grace, lastSeen
+// Liveness is docs/design.md §3's, as the API reports it: connected ⇔ now − lastSeen ≤ grace, lastSeen
 // being the newer of the folded time and the ingest's exact one (alive is coalesced in the store,
-// DESIGN §2). A connected node sits in a heap keyed by when it would go quiet (lastSeen + grace);
+// docs/design.md §2). A connected node sits in a heap keyed by when it would go quiet (lastSeen + grace);
 // counting at `now` first pops what has expired and asks the exact time of each before moving it
 // to disconnected. A node becomes connected when a fold shows it seen within the grace. Since the
 // ingest appends the first alive after any silence longer than its resolution, and resolution <

@@ -5,8 +5,8 @@ import type { NodeEvent, Recorded } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 import { readNodeStream } from './queries.ts';
 
-// A node's history as the dashboard shows it (issue 11): each report classified as the fold saw
-// it, each race marked (a report the old clock rule would have counted as caught up, DESIGN §1 and
+// A node's history as the dashboard shows it: each report classified as the fold saw
+// it, each race marked (a report the old clock rule would have counted as caught up, docs/design.md §1 and
 // node-side/000_43ee4d2afc08e8d3.txt), each declaration's outcome and latency, and each sign of life
 // that ended a silence longer than the grace period. A declaration's outcome depends on what came
 // after it, so the node's whole stream is folded per page: the cost is the node's history, never

@@ -12,7 +12,7 @@ import { foldVersion, openSnapshot, rejectionOf, snapshotFormat, writeSnapshot }
 import type { SnapshotRejection, StoredSnapshot } from './snapshot/snapshotFile.ts';
 import { checkConsistency, checkIdentity, crossCheck } from './snapshot/trust.ts';
 
-// The projection runner (DESIGN §6): folds the store into the read model through one
+// The projection runner (docs/design.md §6): folds the store into the read model through one
 // subscription. The read model lives in memory, so the subscription's resume point is the
 // snapshot's position (or zero), not a store checkpoint: a checkpoint saved without the state it
 // stands for would make a restarted engine skip events it no longer holds.
@@ -20,7 +20,7 @@ import { checkConsistency, checkIdentity, crossCheck } from './snapshot/trust.ts
 export type SnapshotOptions = Readonly<{
   path: string;
   /**
-   * Read at start when `path` does not exist (the default snapshot's name before issue 10:
+   * Read at start when `path` does not exist (the default snapshot's name in earlier engines:
    * `<sqlite file>.snapshot.json`), and deleted once a snapshot is written to `path`.
    */
   formerPath?: string;
@@ -29,7 +29,7 @@ export type SnapshotOptions = Readonly<{
   /**
    * And at least this many events per node in the read model (default 0: `everyEvents` alone).
    * Writing a snapshot costs in proportion to the nodes; an interval that grows with them keeps
-   * its cost per event folded the same at any fleet size (issue 10: at 10,000 nodes a fixed
+   * its cost per event folded the same at any fleet size (at 10,000 nodes a fixed
    * 10,000 wrote every node once per 10,000 events, ~8% of a drain's time in serve).
    */
   everyEventsPerNode?: number;
@@ -52,7 +52,7 @@ export type ProjectionRunnerOptions = Readonly<{
   /** Clock for liveness in the node gauges (tests inject one). */
   now?: () => number;
   /**
-   * The ingest's exact last-seen time (alive is coalesced in the store, DESIGN §2), so the
+   * The ingest's exact last-seen time (alive is coalesced in the store, docs/design.md §2), so the
    * node gauges count liveness as the API reports it rather than by the coarser folded time.
    */
   lastSeen?: (node: string) => Date | null;
@@ -60,7 +60,7 @@ export type ProjectionRunnerOptions = Readonly<{
 
 export type ProjectionRunner = Readonly<{
   readModel: ReadModel;
-  /** Every rollout folded beside the read model, with how its nodes stand (issue 14). */
+  /** Every rollout folded beside the read model, with how its nodes stand. */
   rollouts: RolloutView;
   /** Restore the snapshot (if any, and valid) and start following the store. */
   start: () => Promise<void>;
@@ -68,7 +68,7 @@ export type ProjectionRunner = Readonly<{
   caughtUp: () => Promise<void>;
   /** Caught up and not stopped by a failed fold. */
   isReady: () => boolean;
-  /** The event a fold failed on: projections stopped there (issue 13 item 2), or null. */
+  /** The event a fold failed on: projections stopped there, or null. */
   failure: () => FoldFailure | null;
   /** Events in the store not yet folded. */
   lag: () => Promise<bigint>;
@@ -109,7 +109,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
   /** Id of the last event folded: stored in a snapshot to tie it to this store. */
   let lastEventId: string | null = null;
 
-  // DESIGN §7: the convergence histogram counts acknowledgements as they happen. While catching
+  // docs/design.md §7: the convergence histogram counts acknowledgements as they happen. While catching
   // up, the folded acknowledgements are history (already counted by whoever was live then).
   // Only with metrics to feed: a listener makes the read model build a change record per event,
   // through the whole catch-up of a cold start too.
@@ -209,7 +209,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
   }
 
   /**
-   * Issue 13 item 2: a fold that throws stops the projection where it is, loudly — not ready
+   * A fold that throws stops the projection where it is, loudly — not ready
    * (/readyz 503), converge_projection_failed 1, one error log naming the event — and never
    * steps over the event: a retry would fail the same way, and a skip serves a wrong model.
    * What is folded stays served; a restart meets the same event again.
@@ -231,7 +231,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
   /**
    * A cold start (nothing restored): fold what the store holds now through the read model's
    * bulk catch-up, a working state per node published once at the end, instead of a new state,
-   * a counter update and a change record per event (issue 10 §5). It stops where the bulk fold
+   * a counter update and a change record per event. It stops where the bulk fold
    * cannot go (ReadModel.catchUp); the subscription started after it folds the rest per event.
    * A read that fails ends it too: the subscription reads from there, retrying as it does.
    */

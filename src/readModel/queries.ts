@@ -9,7 +9,7 @@ import type { EventStore } from '../store/index.ts';
 // the node's own stream (never the whole store), so its cost is the node's history, not the
 // fleet's (`status <node>` took 4.6 s on a 100,000-node store when it folded everything).
 
-/** The one "node not found" error (DESIGN §7: 404 in the API, exit 1 in the CLI). */
+/** The one "node not found" error (docs/design.md §7: 404 in the API, exit 1 in the CLI). */
 export const nodeNotFound = (node: string): ConvergeError =>
   new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `no event has ever named node ${JSON.stringify(node)}`, { details: { node } });
 
@@ -22,7 +22,7 @@ export async function readNodeStream(store: EventStore, node: string): Promise<r
 
 /**
  * The folded last-seen time, or the exact one the ingest holds in memory if newer (alive is
- * coalesced in the store, DESIGN §2): what the API, the metrics and the CLI call "last seen".
+ * coalesced in the store, docs/design.md §2): what the API, the metrics and the CLI call "last seen".
  */
 export const withExactLastSeen = (state: NodeState, exact: Date | string | null | undefined): NodeState => {
   const lastSeenAt = newerLastSeen(state.lastSeenAt, exact);
@@ -37,7 +37,7 @@ export async function currentNode(store: EventStore, node: string, now: number, 
 export type StateAsOf = Readonly<{ folded: number; total: number; state: NodeView }>;
 
 /**
- * DESIGN §3: "state as of time T or position P" is the same fold, stopped. Liveness is judged as
+ * docs/design.md §3: "state as of time T or position P" is the same fold, stopped. Liveness is judged as
  * of that moment too: the asked time, or the time of the last event folded.
  */
 export async function stateAsOf(store: EventStore, node: string, at: At, graceMs?: number): Promise<StateAsOf> {

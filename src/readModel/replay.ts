@@ -4,7 +4,7 @@ import { eventKind, readNodeColumns } from '../store/index.ts';
 import type { EventStore } from '../store/index.ts';
 import { foldEntry } from './foldIntoDraftFast.ts';
 
-// `replay --verify` (DESIGN §3): "replaying the store from zero must give the same state as the
+// `replay --verify` (docs/design.md §3): "replaying the store from zero must give the same state as the
 // live engine, at any position". Fold the whole store with the pure fold alone — no
 // subscription, no snapshot — and compare node by node, field by field.
 

@@ -7,7 +7,7 @@ import type { Recorded, RolloutEvent, RolloutFailure } from '../core/events/inde
 import { isNodeEvent, rolloutStreamOf, streamOf } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 
-// `converge rollout explain <id>` (issue 14 §7): a rollout's story told from the events alone —
+// `converge rollout explain <id>`: a rollout's story told from the events alone —
 // its own stream and the streams of its targets, merged in store order and folded again with the
 // same functions the engine used. When each wave opened and why, which report completed which
 // node, which node failed or was superseded, and every stale report the clock rule ("a report

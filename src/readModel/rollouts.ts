@@ -7,7 +7,7 @@ import { rolloutEventTypes, rolloutOfStream, rolloutStreamPrefix } from '../core
 import type { EventStore } from '../store/index.ts';
 import type { ReadModel } from './readModel.ts';
 
-// The live view of every rollout (issue 14 §5): each `rollout-<id>` stream folded with
+// The live view of every rollout: each `rollout-<id>` stream folded with
 // projections/rollout.ts, and how each of its nodes stands — the node fold's answer compared with
 // the digest the rollout sent it (nodeOutcome) — counted per wave as the read model folds.
 //

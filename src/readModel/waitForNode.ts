@@ -44,7 +44,7 @@ export function waitForNode(
 /**
  * Read-your-writes for a send (POST declarations): true once the read model shows the node's
  * send `serial` (or a later one), false at the timeout or if the projection has stopped. Never
- * throws: the declaration is recorded whatever the read model does (issue 13 item 2).
+ * throws: the declaration is recorded whatever the read model does.
  */
 export const waitForSend = async (readModel: ReadModel, node: string, serial: number, timeoutMs: number): Promise<boolean> =>
   (await waitForNode(readModel, node, (s) => (s.sent?.serial ?? 0) >= serial, timeoutMs)) !== null;

@@ -7,7 +7,7 @@ import { encodeAlive, encodeReport, parseSigned } from '../core/wire/index.ts';
 import type { Report } from '../core/wire/index.ts';
 import { sleep } from '../retry.ts';
 
-// A node as the Go binary behaves (DESIGN §1, wire.go): take a Signed declaration from its
+// A node as the Go binary behaves (docs/design.md §1, wire.go): take a Signed declaration from its
 // inbox, verify the signature over the bytes as received, only then parse them, apply (here:
 // wait), and report the digest of exactly those bytes. One declaration at a time, so an apply
 // that outlasts the gap between two sends produces the seed's race: a report about A that
@@ -73,7 +73,7 @@ export function createSimulatedNode(options: SimulatedNodeOptions): SimulatedNod
     const messageId = `${node}/${randomUUID()}`;
     const body = encodeReport(report);
     // Retry until confirmed with the same message id: a publish whose confirm was lost may
-    // still have landed, and the id makes the engine store it once (DESIGN §2).
+    // still have landed, and the id makes the engine store it once (docs/design.md §2).
     for (let attempt = 0; ; attempt++) {
       try {
         await link.publish('report', body, messageId);

@@ -5,7 +5,7 @@ import type { ExpectedRevision, StreamWrite } from './port.ts';
 
 // Rules every adapter applies the same way, so the conformance suite sees one behaviour.
 
-/** DESIGN §5 default: a declaration carries whole resource specs, so 1 MiB leaves ample room. */
+/** docs/design.md §5 default: a declaration carries whole resource specs, so 1 MiB leaves ample room. */
 export const defaultMaxEventBytes = 1024 * 1024;
 
 export type EncodedEvent = Readonly<{ id: string; type: string; data: string; metadata: string }>;

@@ -8,7 +8,7 @@ import { columnsFromReadAll } from './nodeColumns.ts';
 import { createPollingSubscription } from './pollingSubscription.ts';
 import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions } from './port.ts';
 
-// The in-memory adapter (STYLE.md: Emmett ships one beside the port). It keeps events as the
+// The in-memory adapter (Emmett ships one beside the port). It keeps events as the
 // JSON a durable store would hold and decodes them on read, so tests that pass here see the
 // same copies, schema checks and errors they would see against SQLite.
 

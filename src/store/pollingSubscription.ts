@@ -8,7 +8,7 @@ import type { SubscribeOptions, Subscription } from './port.ts';
 // Catch-up and live are one loop over the global position: read the next batch after the last
 // position handled, hand it over, repeat; when a read comes back empty, wait for a wake-up
 // (same process) or a poll tick (another process). Because both phases read the same ordered
-// log by position there is no switch-over to get wrong: no gap, no duplicate (DESIGN §5).
+// log by position there is no switch-over to get wrong: no gap, no duplicate (docs/design.md §5).
 // Memory and SQLite share it; they only differ in how they read and how they are woken.
 
 export type PollingSource = Readonly<{
@@ -117,7 +117,7 @@ export function createPollingSubscription(source: PollingSource, options: Subscr
       }
       if (head !== null && position >= head) markCaughtUp();
       // Reads and handlers settle as microtasks, so catching up would otherwise run batch after
-      // batch in one event-loop turn: 1.9 s behind wide reports (issue 13), with no timer, socket
+      // batch in one event-loop turn: 1.9 s behind wide reports, with no timer, socket
       // or request served meanwhile. One turn per batch.
       await yieldTurn();
     }

@@ -9,7 +9,7 @@ import { declareTopology } from './topology.ts';
 import type { Topology } from './topology.ts';
 
 // One recovering AMQP connection per process role (engine, simulated node), over one broker or
-// the nodes of a cluster (issue 12 §2: `--amqp` takes several URLs). On loss it tries the *other*
+// the nodes of a cluster (`--amqp` takes several URLs). On loss it tries the *other*
 // URLs first — the node just lost is the likeliest to be down — each once per round, then backs
 // off (jittered, doubling) before the next round, and re-asserts the topology on every new
 // connection. Channels are re-opened by their owners through superviseChannel, because a channel

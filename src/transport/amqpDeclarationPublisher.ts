@@ -9,13 +9,13 @@ import { assertTopology, nodeTopology } from './topology.ts';
 import type { InboxKind } from './topology.ts';
 import type { DeclarationPublisher } from './port.ts';
 
-// Declarations out (DESIGN §1): `Signed` JSON to mesh.declarations, routing key = node id, on
+// Declarations out (docs/design.md §1): `Signed` JSON to mesh.declarations, routing key = node id, on
 // a confirm channel, mandatory, persistent, message_id = digest, type 'declaration', header
 // key-id. The node's queue is declared before the first publish to it, so a declaration sent
 // before the node ever connected waits in its inbox instead of being dropped.
 //
 // Inboxes are declared on a channel of their own, one declaration at a time: an inbox that exists
-// with other arguments (made by an earlier Converge, issue 10 §4) makes the broker refuse the
+// with other arguments (made by an earlier Converge) makes the broker refuse the
 // declaration and close the channel it came on, which must not be the confirm channel other
 // nodes' declarations are in flight on. Such an inbox is still a working inbox — it is bound and
 // the node consumes it by name — so the relay publishes to it as it is and says once per node,

@@ -9,7 +9,7 @@ import type { SupervisedChannel } from './superviseChannel.ts';
 import { inboundKinds, names, queueOfKind } from './brokerNames.ts';
 import type { Delivery, InboundKind, IngestSource } from './port.ts';
 
-// Consumes mesh.reports and mesh.alive (DESIGN §1). Every delivery is tied to the channel
+// Consumes mesh.reports and mesh.alive (docs/design.md §1). Every delivery is tied to the channel
 // incarnation it came on: acking a tag on a newer channel would ack a different message (tags
 // restart at 1 per channel), so acks for a closed channel are dropped — the broker requeued
 // those messages and will redeliver them, and their deterministic event ids make the second
@@ -197,7 +197,7 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
       // user_id is moved to a header: RabbitMQ checks user_id against *our* connection's user.
       // Mandatory: if mesh.dead cannot take it (deleted, or a classic queue on a cluster node that
       // is down), the broker returns it instead of confirming a copy that went nowhere, and the
-      // delivery stays unacked until a retry lands (issue 12 §2).
+      // delivery stays unacked until a retry lands.
       const id = String(++deadLetterSeq);
       const copy = deadLetterCopy(message.content, maxDeadBody);
       await publishConfirmed(

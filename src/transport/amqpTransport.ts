@@ -9,7 +9,7 @@ import type { InboxKind } from './topology.ts';
 import type { DeclarationPublisher, IngestSource } from './port.ts';
 
 // The engine's side of RabbitMQ in one factory, for `converge serve` and `demo --amqp`:
-// connect (asserting DESIGN §1's topology; a conflict is a startup error), then hand out the
+// connect (asserting docs/design.md §1's topology; a conflict is a startup error), then hand out the
 // ingest source and the declaration publisher, both riding the one recovering connection.
 
 export type AmqpTransportOptions = Readonly<{

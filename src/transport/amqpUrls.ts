@@ -1,4 +1,4 @@
-// The broker's address as operators give it (DESIGN §7, issue 12 §2): one AMQP URL, or the
+// The broker's address as operators give it (docs/design.md §7): one AMQP URL, or the
 // nodes of a cluster as several URLs separated by commas, in `--amqp` / CONVERGE_AMQP_URL.
 // A comma inside a URL (in a password) must be written %2C, as any reserved character in a
 // URL's user info.
@@ -36,7 +36,7 @@ export function withHeartbeat(url: string, seconds: number): string {
   return u.toString();
 }
 
-/** The URL with its password hidden, for logs and errors (STYLE.md §6: never log secrets). */
+/** The URL with its password hidden, for logs and errors (never log secrets). */
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);

@@ -1,4 +1,4 @@
-// The DESIGN §1 broker names, in one place: exchanges, queues and routing keys are a contract
+// The docs/design.md §1 broker names, in one place: exchanges, queues and routing keys are a contract
 // with the Go nodes (wire.go), so everything that names them — the topology the engine asserts,
 // the ingest and relay, the in-process broker, a node's account permissions — reads them here.
 // Plain data with no imports, so a module that only needs a name loads no broker client.

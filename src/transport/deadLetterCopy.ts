@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-// What goes to mesh.dead in place of a refused body (issue 13 item 7): the body itself when it is
+// What goes to mesh.dead in place of a refused body: the body itself when it is
 // small, else its first `maxBytes` with the original's size and sha256 in headers. A node can put
 // anything up to the broker's max_message_size (128 MiB by default) on the wire, and a 10 MiB body
 // was republished whole; an operator reading mesh.dead needs what the body was, not all of it.

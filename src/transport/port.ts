@@ -3,7 +3,7 @@ import type { InboundKind } from './brokerNames.ts';
 
 // The transport's two sides as the engine sees them, with no broker in the types: the AMQP
 // implementation (amqp*.ts) and the in-process one (inProcess.ts) both provide them, so ingest,
-// relay and the simulated node run unchanged on either (STYLE.md §5).
+// relay and the simulated node run unchanged on either.
 
 export type { InboundKind } from './brokerNames.ts';
 
@@ -37,9 +37,9 @@ export interface IngestSource {
   deadLetter(d: Delivery, code: ErrorCode, reason: string): Promise<void>;
   /**
    * Refuse a delivery back to the broker (AMQP: basic.nack, requeue=false): its queue dead-letters
-   * it to mesh.dead itself (DESIGN §1's x-dead-letter-exchange), with `x-death` reason `rejected`
+   * it to mesh.dead itself (docs/design.md §1's x-dead-letter-exchange), with `x-death` reason `rejected`
    * and the sender's own user_id. No copy passes through the engine and no confirm is awaited, so
-   * it is what sheds a flood (issue 13); the code cannot travel with the message here — the
+   * it is what sheds a flood; the code cannot travel with the message here — the
    * engine counts and logs it. A delivery whose channel has closed is skipped (it is redelivered).
    */
   reject(d: Delivery, code: ErrorCode): void;

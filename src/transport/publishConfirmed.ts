@@ -1,7 +1,7 @@
 import type { ConfirmChannel, Options } from 'amqplib';
 
 // Publish on a confirm channel and resolve only when the broker has taken responsibility
-// (STYLE.md: amqplib — wait for confirms before anything is considered sent).
+// (amqplib — wait for confirms before anything is considered sent).
 
 /** Resolve on 'drain', reject on 'close': a channel that dies while full must not hang us. */
 export function drained(ch: ConfirmChannel): Promise<void> {
@@ -26,7 +26,7 @@ export type ReturnWatch = Readonly<{ returned: Set<string>; key: string }>;
  * How long a publish waits for its confirm before it counts as failed (and is retried with the
  * same message id, which every consumer here treats as the same message). A defence, not a
  * measured failure: a broker that neither confirms nor closes the channel would otherwise stall
- * the relay for good. In the cluster failover runs (issue 12 §2) confirms came within 2 s of a
+ * the relay for good. In the cluster failover runs confirms came within 2 s of a
  * node's death, as nacks where they failed.
  */
 export const defaultConfirmTimeoutMs = 10_000;
@@ -76,7 +76,7 @@ export async function publishConfirmed(
     else await confirmed;
   } catch (err) {
     // A nack or a lost confirm retires the channel (its owner's supervisor opens a new one):
-    // measured on RabbitMQ 3.10 (issue 12 §2), after a quorum queue's leader node was killed a
+    // measured on RabbitMQ 3.10, after a quorum queue's leader node was killed a
     // channel opened meanwhile had every later publish to that queue nacked, while a new channel
     // on the same connection was fine.
     // (An unroutable message is the route's fault, not the channel's.)

@@ -2,7 +2,7 @@ import type { Channel } from 'amqplib';
 import { ConvergeError } from '../core/errors.ts';
 import { names, nodeQueueOf } from './brokerNames.ts';
 
-// DESIGN §1 broker topology as data, and one thin function that asserts it on a channel.
+// docs/design.md §1 broker topology as data, and one thin function that asserts it on a channel.
 // Names and arguments are a contract with the Go nodes: change them only with the node side.
 
 export type ExchangeSpec = Readonly<{ name: string; type: 'topic' | 'direct' | 'fanout'; durable: true }>;
@@ -38,7 +38,7 @@ export function meshTopology(options: MeshTopologyOptions = {}): Topology {
       { name: names.deadExchange, type: 'fanout', durable: true },
     ],
     queues: [
-      // Quorum like the others (issue 12 §2): a classic queue lives on one node of a cluster, so
+      // Quorum like the others: a classic queue lives on one node of a cluster, so
       // while that node is down its dead letters cannot be read or added, and the engine cannot
       // re-declare it on the node it fails over to. Operators still read it by hand (basic.get).
       {
@@ -58,7 +58,7 @@ export function meshTopology(options: MeshTopologyOptions = {}): Topology {
         durable: true,
         arguments: {
           'x-queue-type': 'quorum',
-          // DESIGN §6: engine instances are active/passive; one consumer owns report order.
+          // docs/design.md §6: engine instances are active/passive; one consumer owns report order.
           'x-single-active-consumer': true,
           'x-delivery-limit': options.deliveryLimit ?? defaultDeliveryLimit,
           ...deadLetter,
@@ -75,7 +75,7 @@ export function meshTopology(options: MeshTopologyOptions = {}): Topology {
 }
 
 /**
- * A node's inbox (issue 10 §4): only the latest declaration matters to a node and the store is the
+ * A node's inbox: only the latest declaration matters to a node and the store is the
  * outbox, so the inbox keeps one message — a newer declaration drops the older one still waiting.
  * `classic` (the default, `--inbox-queue`): a classic v2 queue, one queue process and no Raft
  * group, on one broker node: measured, the broker grew by 11–41 KiB per empty inbox against
@@ -84,7 +84,7 @@ export function meshTopology(options: MeshTopologyOptions = {}): Topology {
  * holding a message keeps two files open. `quorum`: the same bound on a quorum queue, which keeps
  * working on the surviving majority of a cluster. Figures: `bench/inboxes.ts`
  * and docs/transport.md. The Go node consumes `node.<id>` by name only, so the type and arguments
- * are the engine's choice (DESIGN §1); an inbox declared otherwise is migrated by
+ * are the engine's choice (docs/design.md §1); an inbox declared otherwise is migrated by
  * `converge broker migrate-inboxes`.
  */
 export type InboxKind = 'classic' | 'quorum';
@@ -98,7 +98,7 @@ export const inboxArgumentsOf: Readonly<Record<InboxKind, QueueArguments>> = Obj
 /** The default inbox's arguments. */
 export const inboxArguments: QueueArguments = inboxArgumentsOf.classic;
 
-/** A node's inbox: declared by the engine the first time it sends to the node (DESIGN §1). */
+/** A node's inbox: declared by the engine the first time it sends to the node (docs/design.md §1). */
 export function nodeTopology(node: string, kind: InboxKind = 'classic'): Topology {
   const queue = nodeQueueOf(node);
   return {
@@ -118,7 +118,7 @@ const conflict = (kind: string, name: string, cause: unknown): ConvergeError =>
       kind === 'queue' && name.startsWith(nodeQueueOf(''))
         ? 'a node inbox made by an earlier Converge: `converge broker migrate-inboxes` brings the inboxes to the current form'
         : 'delete it or fix its declaration'
-    } (DESIGN §1)`,
+    } (docs/design.md §1)`,
     { cause, details: { kind, name } },
   );
 

@@ -5,7 +5,7 @@ import { apiHarness, read, write } from '../support/apiHarness.ts';
 import type { ApiHarness as Harness } from '../support/apiHarness.ts';
 import { partialUpload } from '../support/rawHttp.ts';
 
-// Issue 13 item 5: eight clients without a valid token sending 4 MiB bodies slowed everyone
+// Eight clients without a valid token sending 4 MiB bodies slowed everyone
 // else, because bodies were read and parsed before the token was checked. Each case below
 // announces a large body, sends only its first 64 KiB and never the rest: a server that waits
 // for the body before deciding never answers (the test then fails on its timeout).

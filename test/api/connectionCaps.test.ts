@@ -8,7 +8,7 @@ import type { HeldAnswer } from '../support/openStreams.ts';
 import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
 
-// Issue 13 item 4: one read token opened 20,000 event streams, the process reached its file
+// One read token opened 20,000 event streams, the process reached its file
 // descriptor limit and every new client, /healthz included, was reset. Against the real HTTP
 // server (fastify listening on a port, caps set low): a token over its cap is refused 429 with
 // Retry-After and a problem, the engine over its cap 503; another token still gets in; /healthz

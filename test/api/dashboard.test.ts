@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { dashboardCsp } from '../../src/api/routes/dashboard.ts';
 import { apiHarness } from '../support/apiHarness.ts';
 
-// How `converge serve` serves the built dashboard (issue 11): the page at / and /nodes/:node
+// How `converge serve` serves the built dashboard: the page at / and /nodes/:node
 // only, hashed assets cached for good, everything with a strict Content-Security-Policy, and the
 // API's own 404 left alone.
 

@@ -6,7 +6,7 @@ import { streamOf } from '../../src/core/events/index.ts';
 import { apiHarness, read, write } from '../support/apiHarness.ts';
 import { testKey } from '../support/history.ts';
 
-// Issue 14 §6: POST /v1/declarations, many nodes in one store transaction, each answered.
+// POST /v1/declarations, many nodes in one store transaction, each answered.
 
 async function harness() {
   let sendMany: SendDeclarations = async () => ({ outcomes: [] });

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { errorCodes } from '../../src/core/errors.ts';
 
-// STYLE.md (fastify): every error has a stable code in one registry, and each is documented.
+// (fastify): every error has a stable code in one registry, and each is documented.
 test('every error code in src/core/errors.ts is documented in docs/errors.md with its HTTP status', () => {
   const page = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
   const table = /<!-- error-codes:start -->([\s\S]*)<!-- error-codes:end -->/.exec(page)?.[1];

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { apiHarness, read } from '../support/apiHarness.ts';
 
-// Found by the dashboard's browser test (issue 11): a page left open holds /v1/events, and
+// Found by the dashboard's browser test: a page left open holds /v1/events, and
 // stopping `converge serve` waited for that client forever. Closing the app must end the streams
 // (the client reconnects with Last-Event-ID to whichever engine answers next).
 

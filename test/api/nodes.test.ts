@@ -16,7 +16,7 @@ describe('node routes', () => {
   });
   after(() => h.close());
 
-  test('GET /v1/nodes/:node answers the DESIGN §7 shape for a converged node', async () => {
+  test('GET /v1/nodes/:node answers the docs/design.md §7 shape for a converged node', async () => {
     const r = await h.app.inject({ url: '/v1/nodes/n1', headers: read });
     assert.equal(r.statusCode, 200);
     const body = r.json();

@@ -43,7 +43,7 @@ function resolvePointer(doc: unknown, ref: string): unknown {
   return at;
 }
 
-test('the OpenAPI document is 3.x, lists every DESIGN §7 route, resolves every $ref and its schemas compile', async (t) => {
+test('the OpenAPI document is 3.x, lists every docs/design.md §7 route, resolves every $ref and its schemas compile', async (t) => {
   const h = await apiHarness();
   t.after(() => h.close());
   const r = await h.app.inject({ url: '/v1/openapi.json' });

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import pino from 'pino';
 import { apiHarness, readToken, sendToken, write } from '../support/apiHarness.ts';
 
-// Issue 9 §4: every request, /healthz probes included, was logged at info with every header.
+// Every request, /healthz probes included, was logged at info with every header.
 // Probes are logged at debug; other requests at info with method, URL and status, no headers.
 
 type Line = Record<string, unknown> & { level: number; msg: string };

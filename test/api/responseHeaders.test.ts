@@ -7,8 +7,8 @@ import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { apiHarness, read } from '../support/apiHarness.ts';
 import type { ApiHarness as Harness } from '../support/apiHarness.ts';
 
-// Issue 13 item 8: responses said nothing about sniffing or caching, and a 414 was fastify's
-// own JSON echoing the URL back. The header policy is per kind of route (DESIGN §7: the
+// Responses said nothing about sniffing or caching, and a 414 was fastify's
+// own JSON echoing the URL back. The header policy is per kind of route (docs/design.md §7: the
 // dashboard's static assets will want caching of their own).
 
 describe('response headers and framework errors', () => {

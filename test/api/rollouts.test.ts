@@ -5,7 +5,7 @@ import { rolloutInStore } from '../support/rolloutInStore.ts';
 import { readSse } from '../support/sse.ts';
 import type { SseEvent } from '../support/sse.ts';
 
-// Issue 14 §5: the rollout routes over the harness (memory store, live projections). No driver
+// The rollout routes over the harness (memory store, live projections). No driver
 // runs here: the waves are opened and sent by rolloutInStore, as the driver would write them.
 
 const spec = { resources: [{ id: 'web', image: 'nginx:1.27' }] };

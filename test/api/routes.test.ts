@@ -197,7 +197,7 @@ describe('operations routes', () => {
     for (const h of hs) await h.close();
   });
 
-  test('/metrics exposes the DESIGN §7 series with nodes by status and liveness', async () => {
+  test('/metrics exposes the docs/design.md §7 series with nodes by status and liveness', async () => {
     const h = await apiHarness();
     hs.push(h);
     const a = await h.history.send('m1');
@@ -236,7 +236,7 @@ describe('operations routes', () => {
     h.history.tick(120_000);
     await h.settle();
     assert.equal((await h.app.inject({ url: '/v1/nodes/ls1', headers: read })).json().liveness.state, 'disconnected');
-    exact = h.history.now(); // coalesced alive: seen in memory, not yet appended (DESIGN §2)
+    exact = h.history.now(); // coalesced alive: seen in memory, not yet appended (docs/design.md §2)
     const v = (await h.app.inject({ url: '/v1/nodes/ls1', headers: read })).json();
     assert.equal(v.liveness.state, 'connected');
     assert.equal(v.liveness.lastSeenAt, exact.toISOString());

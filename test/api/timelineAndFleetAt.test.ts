@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { apiHarness, read } from '../support/apiHarness.ts';
 import type { ApiHarness } from '../support/apiHarness.ts';
 
-// The API the dashboard reads (issue 11): a node's timeline with each race marked, the fleet as
+// The API the dashboard reads: a node's timeline with each race marked, the fleet as
 // of a moment, and the node table's id search.
 
 type Validate = ((data: unknown) => boolean) & { errors?: unknown };

@@ -8,7 +8,7 @@ import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { logger } from '../support/logger.ts';
 import { holdGet } from '../support/openStreams.ts';
 
-// Issue 13 item 4, as `serve` is configured: the caps, the listener's limits and the admin
+// As `serve` is configured: the caps, the listener's limits and the admin
 // listener come from flags (or CONVERGE_* variables), are checked at start, and reach the API.
 
 test('serve settings: the caps, the listener limits and --admin-listen are read and checked', () => {

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { loadConfig } from '../../src/app/config.ts';
 import { isConvergeError } from '../../src/core/errors.ts';
 
-// --amqp / CONVERGE_AMQP_URL: one URL, or a cluster's nodes separated by commas (issue 12 §2).
+// --amqp / CONVERGE_AMQP_URL: one URL, or a cluster's nodes separated by commas.
 
 const base = { store: 'memory:' };
 

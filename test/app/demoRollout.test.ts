@@ -8,7 +8,7 @@ import { testKey } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
 
-// Issue 14, "done means": the demo fleet rolled out to in waves by the engine's own driver (the
+// The demo fleet rolled out to in waves by the engine's own driver (the
 // wiring `serve` uses), halting on the refusing node with the degraded one in the last wave.
 
 test('the demo fleet: waves 1, 10%, 50% go through; the last wave has the degraded and the refusing node and halts', async () => {

@@ -9,7 +9,7 @@ import { inboxArguments, inboxArgumentsOf } from '../../src/transport/topology.t
 import { createScratchVhost, describeOnBroker } from '../support/broker.ts';
 import type { ScratchVhost } from '../support/broker.ts';
 
-// `converge broker migrate-inboxes` (issue 10 §4) against the real broker, in a scratch vhost:
+// `converge broker migrate-inboxes` against the real broker, in a scratch vhost:
 // inboxes an earlier Converge declared as quorum queues become the current inbox, keeping the
 // latest declaration they held; a dry run (the default) changes nothing; a run cut short between
 // deleting an old inbox and filling the new one is finished by the next run.
@@ -66,7 +66,7 @@ describeOnBroker('converge broker migrate-inboxes', () => {
   test('dry run by default, then --apply moves the latest declaration into an inbox of the current form', async () => {
     const ch = await conn.createConfirmChannel();
     await ch.assertExchange(names.declarationsExchange, 'direct', { durable: true });
-    // What the engine before issue 10 declared: a quorum inbox, here holding two declarations.
+    // What earlier engines declared: a quorum inbox, here holding two declarations.
     for (const node of ['m1', 'm2']) {
       await ch.assertQueue(nodeQueueOf(node), { durable: true, arguments: { 'x-queue-type': 'quorum' } });
       await ch.bindQueue(nodeQueueOf(node), names.declarationsExchange, node);

@@ -10,7 +10,7 @@ import { isConvergeError } from '../../src/core/errors.ts';
 import { createScratchVhost, declareMeshTopology, defaultBroker, describeOnBroker } from '../support/broker.ts';
 import type { ScratchVhost } from '../support/broker.ts';
 
-// Real accounts on the real broker (DESIGN §1): what a node's credentials let it do, asserted by
+// Real accounts on the real broker (docs/design.md §1): what a node's credentials let it do, asserted by
 // the broker's own refusals, with a positive control beside each refusal so none passes vacuously.
 
 type Outcome = { ok: true } | { ok: false; code: number | undefined; message: string };
@@ -126,7 +126,7 @@ describeOnBroker('node broker accounts', () => {
     assert.deepEqual(await attempt(conn, publish('mesh', 'report', `{"node":"${b}"}`, {})), { ok: true });
     const m = await takeReport();
     // The broker cannot stop this: a node may omit user_id and name any node in the body.
-    // The engine's ingest rejects it with CONVERGE_ERR_USER_ID_MISSING (DESIGN §1).
+    // The engine's ingest rejects it with CONVERGE_ERR_USER_ID_MISSING (docs/design.md §1).
     assert.equal(m.properties.userId, undefined);
   });
 

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { historyInStore } from '../support/history.ts';
 
-// Issue 9 §1: `converge --help` answers at once because it loads nothing it does not print,
+// `converge --help` answers at once because it loads nothing it does not print,
 // and each command loads only what it uses. These tests run the built CLI (bin/converge.js →
 // dist/bundle) under a loader hook (Node 20's module.register) that writes down every module the
 // process loads, and check which packages are among them: loaded from node_modules, or bundled

@@ -11,7 +11,7 @@ import type { CliIo } from '../../src/cli/io.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { historyInStore } from '../support/history.ts';
 
-// Issue 9 §4: what a new user tripped on with the CLI, one test each.
+// What a new user tripped on with the CLI, one test each.
 
 type Result = { code: number; stdout: string; stderr: string };
 
@@ -226,7 +226,7 @@ describe('what a new user tripped on', () => {
   });
 });
 
-describe('read commands about one node read only its stream (issue 9 §1, §5)', () => {
+describe('read commands about one node read only its stream (§5)', () => {
   let env: Record<string, string>;
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'converge-onestream-'));

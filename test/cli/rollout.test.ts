@@ -11,7 +11,7 @@ import { historyInStore } from '../support/history.ts';
 import type { StoreHistory } from '../support/history.ts';
 import { rolloutInStore } from '../support/rolloutInStore.ts';
 
-// Issue 14 §5, §7: `converge rollout …` and `converge rollouts` on a SQLite store, in process.
+// `converge rollout …` and `converge rollouts` on a SQLite store, in process.
 // No engine runs: the waves are opened and sent by rolloutInStore, as the driver would.
 
 type Result = { code: number; stdout: string; stderr: string };

@@ -49,7 +49,7 @@ test('converge serve answers /healthz, /readyz and a problem+json 404, and exits
   assert.equal(signal, null, stderr);
   assert.equal(code, 0, stderr);
   // Its log lines (the warnings about no broker and no signing key, at least) carry ISO times
-  // an operator reads without converting epoch milliseconds (issue 9 §4).
+  // an operator reads without converting epoch milliseconds.
   const logs = stderr
     .split('\n')
     .filter((l) => l.startsWith('{'))

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { run } from '../../src/cli/main.ts';
 import type { CliIo } from '../../src/cli/io.ts';
 
-// `serve` reads the settings of issue 13 — the per-node budget and the bound on mesh.dead — and
+// `serve` reads its flood settings — the per-node budget and the bound on mesh.dead — and
 // checks them before it starts anything (a setting a command does not declare keeps its default
 // silently, so a flag given to it would be ignored).
 
@@ -47,7 +47,7 @@ test('serve --help lists them', async () => {
   }
 });
 
-test('serve checks the connection caps, the listener limits and --admin-listen before it starts (issue 13 item 4)', async () => {
+test('serve checks the connection caps, the listener limits and --admin-listen before it starts', async () => {
   const flags = {
     'max-streams': '0',
     'max-streams-per-client': 'x',

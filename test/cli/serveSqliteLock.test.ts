@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { startServe } from '../support/serveProcess.ts';
 import type { ServeProcess } from '../support/serveProcess.ts';
 
-// Issue 12 §3 on SQLite: a second `converge serve` on the same file would run a second relay (an
+// On SQLite a second `converge serve` on the same file would run a second relay (an
 // SQLite store has no relay lease), publishing every declaration twice. It is refused at start
 // with CONVERGE_ERR_STORE_IN_USE naming the holder; the lock is the kernel's, so it dies with a
 // SIGKILLed holder and the next serve starts. Read commands still open the file meanwhile.

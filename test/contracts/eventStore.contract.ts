@@ -10,7 +10,7 @@ import type { EventStore, NewEvent } from '../../src/store/index.ts';
 import { eventTime } from '../../projections/index.ts';
 import { until } from '../support/until.ts';
 
-// The one conformance suite every EventStore adapter passes (DESIGN §5, STYLE.md §5). Every
+// The one conformance suite every EventStore adapter passes (docs/design.md §5). Every
 // test names its own streams and checkpoints with a random suffix, so the suite also runs
 // against a shared EventStoreDB server that other runs have already written to.
 
@@ -470,7 +470,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
     );
 
     void test(
-      "a rollout's stream and its tagged declarations are stored, read back whole, listed by prefix and followed live (issue 14)",
+      "a rollout's stream and its tagged declarations are stored, read back whole, listed by prefix and followed live",
       withStore(async (store) => {
         const n = nodeName();
         const rollout = `r${n}`;

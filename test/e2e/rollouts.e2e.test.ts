@@ -15,7 +15,7 @@ import { historyInStore } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
 import { rolloutInStore } from '../support/rolloutInStore.ts';
 
-// The rollouts pages in a real browser (issue 14 §5): `serve` on a fresh store, a rollout started
+// The rollouts pages in a real browser: `serve` on a fresh store, a rollout started
 // over the API, its waves opened and sent by rolloutInStore (as the engine's driver would), and what
 // a person sees, without reloading: the rollout appearing in the list, a stale report leaving its
 // node pending, the matching one making it done, a refusal counted against the budget, pause and

@@ -10,7 +10,7 @@ import { apiHarness, write } from '../support/apiHarness.ts';
 import { history, historyInStore } from '../support/history.ts';
 import { until } from '../support/until.ts';
 
-// Issue 13 item 2: the read model must never skip an event. A fold that throws (here: a state
+// The read model must never skip an event. A fold that throws (here: a state
 // whose send history is not what the fold expects, as a forged snapshot once made it) stops the
 // projection where it is, loudly, and a POST whose declaration was recorded still answers 202.
 

@@ -203,7 +203,7 @@ function handSource(): { source: IngestSource; deliver: (node: string, body: Buf
 
 test('wide reports delivered in one burst are parsed at most parseBytesPerTurn of body a turn, in the order they came, a turn between', async () => {
   // amqplib hands every frame it has buffered to onDelivery in one go: five accepted 130 KB
-  // reports parsed there held the event loop 35–87 ms (bench/fairness, issue 13). Past the
+  // reports parsed there held the event loop 35–87 ms (bench/fairness). Past the
   // per-turn bytes, deliveries wait their turn, and nothing later overtakes one that waits.
   const { source, deliver } = handSource();
   const store = createMemoryEventStore();

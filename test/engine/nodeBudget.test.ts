@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { costOf, createNodeBudget } from '../../src/engine/nodeBudget.ts';
 
-// The per-node budget of issue 13, on a clock the test moves.
+// The per-node budget, on a clock the test moves.
 
 test('a node spends its burst at once, then what it refills at its rate; other nodes keep their own', () => {
   let now = 0;

@@ -11,7 +11,7 @@ import { withStoreFaults } from '../support/faults/withStoreFaults.ts';
 import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
 
-// Issue 13 item 6: with SQLite full, /healthz and /readyz said ready with lag 0, and no metric
+// With SQLite full, /healthz and /readyz said ready with lag 0, and no metric
 // showed ingest failing. The engine as `serve` builds it, asked over HTTP (inject).
 
 const config = loadConfig({ flags: { store: 'memory:', port: '0' }, env: {} });

@@ -13,7 +13,7 @@ import { testKey } from '../support/history.ts';
 import { until } from '../support/until.ts';
 
 // A node applies declarations in the order they reach its inbox. If serial 2 overtook serial 1
-// inside one relay batch, the node would end on the older words and report them (DESIGN §3:
+// inside one relay batch, the node would end on the older words and report them (docs/design.md §3:
 // stale, behind) although nothing went wrong but our own publishing order.
 
 test('the relay hands one node its declarations in serial order, even when a publish is slow', async () => {

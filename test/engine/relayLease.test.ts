@@ -11,7 +11,7 @@ import { testKey } from '../support/history.ts';
 import { describeOnPostgres, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
 import { until } from '../support/until.ts';
 
-// Issue 12 §3: two engines on one PostgreSQL store each run a relay; only the one holding the
+// Two engines on one PostgreSQL store each run a relay; only the one holding the
 // store's relay lease publishes, so declarations are not doubled. When the holder's connection
 // dies (an engine SIGKILLed), the other takes the lease and carries on from the checkpoint.
 

@@ -9,7 +9,7 @@ import type { NodeState } from '../../projections/index.ts';
 import { specDigestOf } from '../../src/core/declaration/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 
-// Issue 14: the operator's commands on a rollout. Each records one decision in the rollout's
+// The operator's commands on a rollout. Each records one decision in the rollout's
 // stream at the revision it read, and refuses, with a code of its own, what makes no sense.
 
 const fleet = (n: number, prefix = 'n-'): Pick<NodeState, 'node' | 'sent'>[] =>

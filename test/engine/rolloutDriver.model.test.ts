@@ -7,7 +7,7 @@ import { testKey } from '../support/history.ts';
 import { rolloutFleet } from '../support/rolloutFleet.ts';
 import type { NodeBehaviour } from '../support/rolloutFleet.ts';
 
-// Issue 14: a model-based test of the driver. fast-check draws a fleet (each node applies,
+// A model-based test of the driver. fast-check draws a fleet (each node applies,
 // refuses, fails a resource, stays silent, or only ever reports about the declaration it had
 // before — the seed's race), a wave plan and a failure budget; the driver runs the rollout over a
 // store, a live read model and that fleet until it ends, the clock moved past a wave's timeout

@@ -14,7 +14,7 @@ import { rolloutFleet } from '../support/rolloutFleet.ts';
 import type { RolloutFleet } from '../support/rolloutFleet.ts';
 import { until } from '../support/until.ts';
 
-// Issue 14 §2, §3: the driver over a store, a live read model and a scripted fleet. It opens a
+// The driver over a store, a live read model and a scripted fleet. It opens a
 // wave only when every node of the one before has reported the digest this rollout sent it.
 
 const nodes = (n: number, prefix = 'n'): string[] => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
@@ -390,7 +390,7 @@ test('a driver whose store fails a read as it starts drives again after a pause,
 });
 
 test('with no rollout running, the driver saves how far it followed once per checkpoint interval and on stop, not every round', async () => {
-  // Issue 10: a round per node change saved the checkpoint every 20 ms of a report flood, one
+  // A round per node change saved the checkpoint every 20 ms of a report flood, one
   // synchronous store write (an fsync on SQLite) each time, on the ingest's thread.
   const store = createMemoryEventStore();
   const saved: bigint[] = [];

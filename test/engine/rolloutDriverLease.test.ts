@@ -8,7 +8,7 @@ import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
 import { rolloutFleet } from '../support/rolloutFleet.ts';
 import { until } from '../support/until.ts';
 
-// Issue 14 §2: exactly one driver acts at a time, by the relay's rule: on a store several engines
+// Exactly one driver acts at a time, by the relay's rule: on a store several engines
 // share, only the engine holding the store's `rollouts` lease drives; the other takes over when
 // the holder goes.
 

@@ -11,7 +11,7 @@ import type { EventStore } from '../../src/store/index.ts';
 import { isConvergeError } from '../../src/core/errors.ts';
 import { historyInStore, testKey } from '../support/history.ts';
 
-// Issue 14 §6: many nodes' declarations in one append call, each as the one-at-a-time sender
+// Many nodes' declarations in one append call, each as the one-at-a-time sender
 // would have made it (serial + 1, signed bytes), and each node's answer of its own.
 
 const now = () => new Date('2026-11-30T14:00:00Z');

@@ -8,7 +8,7 @@ import type { RabbitCluster } from '../support/rabbitCluster.ts';
 import { describeOnService } from '../support/services.ts';
 import { clusterFailoverFaults, runClusterFailover } from './clusterFailoverScenario.ts';
 
-// Issue 12 §2 (RELIABILITY.md row "cluster failover"): a 3-node cluster of our own, started once
+// RELIABILITY.md row "cluster failover": a 3-node cluster of our own, started once
 // for this file by scripts/rabbitmq-cluster.sh beside the system broker and removed at the end,
 // even on failure (and by the script's watchdog if this process dies). Starting it is the probe:
 // if it cannot start, the suite fails under CONVERGE_REQUIRE_BROKER=1 and skips loudly otherwise.

@@ -14,7 +14,7 @@ import { sleep, until } from '../support/until.ts';
 import { nodeIds, recoveryFrom, settleAll, startLoad, tally } from './scenarios.ts';
 import type { NodeConn, Scenario, ScenarioResult } from './scenarios.ts';
 
-// Issue 12 §2: the engine over a 3-node RabbitMQ cluster, given every node's URL; under a steady
+// The engine over a 3-node RabbitMQ cluster, given every node's URL; under a steady
 // load of confirmed reports, the node it is connected to is stopped for good. Ingest must resume
 // on another node within seconds and every confirmed report be stored exactly once; a declaration
 // sent after the failover must reach its node (the relay's publisher resumed too).
@@ -64,7 +64,7 @@ export async function runClusterFailover(
     heartbeatSeconds: 2,
     // An inbox that survives its broker node's loss is a quorum one (--inbox-queue quorum): the
     // default classic inbox lives on one node, and this test stops the node the engine declared
-    // it on (issue 10 §4, docs/operations.md).
+    // it on (docs/operations.md).
     inbox: 'quorum',
   });
   leftovers.add(engine.stop);

@@ -11,7 +11,7 @@ import { until } from '../support/until.ts';
 import { PACE_MS, startLoad, timeToStore, tally, withNodes } from './scenarios.ts';
 import type { Scenario } from './scenarios.ts';
 
-// Connection exhaustion (issue 13 item 4: one read token opened 20,000 event streams, the process
+// Connection exhaustion (one read token opened 20,000 event streams, the process
 // reached its descriptor limit and every new client, /healthz included, was reset). `serve`'s
 // composition over RabbitMQ and SQLite, with the caps set low (streams: 20 per token, 60 in all;
 // 300 sockets) and an admin listener, while two nodes report. First the same flood against an

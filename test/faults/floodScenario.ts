@@ -11,7 +11,7 @@ import { until } from '../support/until.ts';
 import { readStored, withNodes } from './scenarios.ts';
 import type { Scenario, ScenarioResult } from './scenarios.ts';
 
-// One enrolled node turned hostile (issue 13 item 1): it floods mesh.reports at full speed with
+// One enrolled node turned hostile: it floods mesh.reports at full speed with
 // routine reports, reports as wide as the wire allows (10,000 failed resources) and reports past
 // that (22,000 keys in ~220 KB, as the issue's body), while two other nodes report at a steady pace.
 // The engine's per-node budget sheds what the flooder sends beyond it (mesh.reports dead-letters

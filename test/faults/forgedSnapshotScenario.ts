@@ -17,7 +17,7 @@ import { until } from '../support/until.ts';
 import { countStored, publishUntilConfirmed, readStored, timeToStore, withNodes } from './scenarios.ts';
 import type { Scenario, ScenarioResult } from './scenarios.ts';
 
-// A forged read-model snapshot (issue 13 item 3: one with forged values and the right
+// A forged read-model snapshot (one with forged values and the right
 // foldVersion, position and event id was restored and served). `serve`'s composition over
 // RabbitMQ and SQLite: declarations sent to three nodes, which report over the broker; a clean
 // stop writes the snapshot. Then, one at a time, the snapshot is forged and the engine started on

@@ -7,7 +7,7 @@ import type { HostileBody } from '../support/faults/hostileBodies.ts';
 import { defaultWireLimits, digestPattern, encodeReport, parseAlive, parseReport } from '../../src/core/wire/index.ts';
 import type { WireLimits } from '../../src/core/wire/index.ts';
 
-// The wire parser is the edge (STYLE §3): whatever a node sends, it either returns a well-formed
+// The wire parser is the edge: whatever a node sends, it either returns a well-formed
 // message or throws a ConvergeError with a registered code — never anything else, and never
 // accepts a body that is hostile by construction.
 

@@ -43,7 +43,7 @@ type Model = {
 const cloneNodes = (m: ReadonlyMap<string, NodeModel>): Map<string, NodeModel> =>
   new Map([...m].map(([k, v]) => [k, { ...v, sent: [...v.sent] }]));
 
-/** What DESIGN §3 says the node's state is, from the model alone. */
+/** What docs/design.md §3 says the node's state is, from the model alone. */
 function expectedOf(m: NodeModel) {
   const latest = m.sent[m.sent.length - 1] ?? null;
   const caughtUp = latest !== null && m.report?.declared === latest;
@@ -445,7 +445,7 @@ async function finalChecks(m: Model, r: Real): Promise<void> {
   );
   assertMatches(m.nodes, (n) => e.engine.runner.readModel.get(n), 'at the end');
   // The relay (outbox) published every send to the node's queue at least once, crashes or not.
-  // The inbox keeps one message (issue 10 §4: a newer declaration drops an older one still
+  // The inbox keeps one message (a newer declaration drops an older one still
   // waiting), so what must reach it is the latest send; anything else it holds must have been sent.
   for (const [node, nm] of m.nodes) {
     if (nm.sent.length === 0) continue; // the relay declares a node's queue with its first send

@@ -132,7 +132,7 @@ ${table}
 - **broker closes all connections** — the management API closes every connection in the scenario's vhost (what
   \`rabbitmqctl close_all_connections -p <vhost>\` does), engine and nodes alike, mid-load. Each close first waits
   2 s (\`CONVERGE_FAULT_CLOSE_DELAY_MS\`), as long as \`rabbitmqctl\` takes to start on a busy machine; the load runs until
-  recovery is measured, so a report confirmed after the last close always exists (issue 13 item 9).
+  recovery is measured, so a report confirmed after the last close always exists.
 - **store unavailable** — \`withStoreFaults\` (\`test/support/faults/withStoreFaults.ts\`) fails appends with
   \`CONVERGE_ERR_STORE_UNAVAILABLE\`; ingest holds deliveries unacked and retries. Then appends that are written but
   reported failed (a reply lost after commit) check that retries are no-ops by event id.
@@ -148,7 +148,7 @@ ${table}
   truncated JSON, huge arrays, deep nesting, wrong types, non-hex digests, oversize, NUL bytes, invalid UTF-8), plus
   well-formed reports with no \`user_id\` and reports naming another node, published by an enrolled node among valid
   load. Each must be dead-lettered to \`mesh.dead\` with a code and none may become an event.
-- **hostile node flood** — \`test/faults/floodScenario.ts\` (issue 13 item 1): one enrolled node publishes as fast as the
+- **hostile node flood** — \`test/faults/floodScenario.ts\`: one enrolled node publishes as fast as the
   broker confirms — 10,000 routine reports, 60 of 10,000 failed resources (the widest the wire accepts) and 60 of
   22,000 keys (past it) — while two nodes report at a steady pace, against the ingest with a per-node budget of 20
   units/s, burst 200 (a unit per started 4 KiB). Every steady report must be stored exactly once; every confirmed flood
@@ -156,12 +156,12 @@ ${table}
   refused with \`CONVERGE_ERR_WIRE_TOO_MANY_ENTRIES\`); the flooder's stored share within its budget. Here **sent**,
   **confirmed** and **stored** count the steady nodes, **hostile tried** the flood, **hostile appended** too-wide
   bodies stored. The steady nodes' report→stored times before and during the flood are noted, not asserted.
-- **stuck ingest seen by health** — \`test/faults/stuckIngestScenario.ts\` (issue 13 item 6): \`serve\`'s composition over
+- **stuck ingest seen by health** — \`test/faults/stuckIngestScenario.ts\`: \`serve\`'s composition over
   RabbitMQ with SQLite on a 192 KiB tmpfs, three nodes reporting until \`SQLITE_FULL\`; while full, \`/readyz\` must
   answer 503 \`CONVERGE_ERR_INGEST_FAILING\`, \`/healthz\` 200 with \`ingest.healthy: false\`, and \`/metrics\`
   \`converge_ingest_healthy 0\` with deliveries pending; after the remount to 64 MiB, ready again (time to recover: the
   remount until \`/readyz\` is 200) with every confirmed report stored once.
-- **forged snapshot** — \`test/faults/forgedSnapshotScenario.ts\` (issue 13 item 3): \`serve\`'s composition over RabbitMQ and
+- **forged snapshot** — \`test/faults/forgedSnapshotScenario.ts\`: \`serve\`'s composition over RabbitMQ and
   SQLite, a declaration to each of three nodes and 20 reports each over the broker; a clean stop writes the read-model
   snapshot. The snapshot is then forged and the engine started on it, once per forgery: a node's report count raised
   and the file resealed by the snapshot module's own writer (right header, matching sha256), the count made a string
@@ -170,7 +170,7 @@ ${table}
   zero and serve the store's truth (replay = live; the node's \`reports\` over HTTP = the store's), and the honest
   snapshot written at the next stop must be restored. Here **hostile tried** counts the forgeries; time to recover is
   the slowest start on a forged snapshot.
-- **hostile HTTP clients** — \`test/faults/hostileHttpScenario.ts\` (issue 13 items 5 and 8): while two nodes report over
+- **hostile HTTP clients** — \`test/faults/hostileHttpScenario.ts\`: while two nodes report over
   the broker, the engine's HTTP API (\`src/api/\`, tokens configured) is hit by eight clients that, without a valid token,
   push 4 MiB declaration bodies as fast as their sockets take them, for 3 s, and by one each of: a declaration over the
   store's event limit, a GET with a body, a POST of text/plain, JSON nested 200 levels deep, a 5,000-character path.
@@ -178,7 +178,7 @@ ${table}
   parser, every other request its own problem (413, 413, 415, 400, 414), and no declaration may be sent. Here **hostile
   tried** counts those requests and **hostile appended** declarations they caused. A victim client's median latency
   and the process's RSS are noted, not asserted; the clients run in the engine's process, so both include their cost.
-- **connection exhaustion** — \`test/faults/connectionExhaustionScenario.ts\` (issue 13 item 4: one read token opened 20,000
+- **connection exhaustion** — \`test/faults/connectionExhaustionScenario.ts\` (one read token opened 20,000
   event streams, the process reached its descriptor limit and every new client, \`/healthz\` included, was reset):
   \`serve\`'s composition over RabbitMQ and SQLite with the caps set low (20 streams per token, 60 in all, 300 sockets,
   a 2 s request timeout) and an admin listener, while two nodes report. First one token opens 400 streams at once
@@ -206,7 +206,7 @@ ${table}
   connection is stored and one confirmed after that is stored too; a declaration sent after the failover must reach its
   node (the relay's publisher resumed). The \`stop\` row also runs in \`npm test\`
   (\`test/faults/clusterFailover.fault.test.ts\`).
-- **two engines, one PostgreSQL store** — \`test/faults/twoEnginesScenario.ts\` (issue 12 §3): two \`converge serve\`
+- **two engines, one PostgreSQL store** — \`test/faults/twoEnginesScenario.ts\`: two \`converge serve\`
   processes (the built CLI) on one PostgreSQL store (a scratch schema, dropped afterwards) and the scenario's vhost. A
   starts first, so it is \`mesh.reports\`' single active consumer and holds the relay lease; B stands by. Four simulated
   nodes (\`src/simulation/\`) report under load while declarations are POSTed through A's and B's APIs in turn; A is
@@ -223,7 +223,7 @@ ${table}
   reason, \`declared\` = digest of the bytes received); the engine must record the refusal, and the node's state must be
   \`unknown\`/behind when the bytes changed and \`refused\` when only the signature is bad. Here **hostile appended**
   counts tampered declarations the node applied.
-- **rollout under engine SIGKILL** — \`test/faults/rolloutSigkillScenario.ts\` (issue 14): the engine as \`serve\` builds it
+- **rollout under engine SIGKILL** — \`test/faults/rolloutSigkillScenario.ts\`: the engine as \`serve\` builds it
   (\`test/support/faults/rolloutEngineChild.ts\`: ingest, relay, projections and the rollout driver over SQLite) is
   SIGKILLed at seeded random moments (\`CONVERGE_FAULT_ROLLOUT_KILLS\`, at least 10) while a rollout of 16 simulated nodes
   in 16 waves of one node runs over the scenario's vhost, and restarted each time. Here **sent** counts the rollout's

@@ -1,6 +1,6 @@
 import { rolloutSigkill } from './rolloutSigkillScenario.ts';
 import { registerScenarioTests } from './scenarios.ts';
 
-// Issue 14: a rollout survives the engine SIGKILLed under it (RELIABILITY.md): it completes, each
+// A rollout survives the engine SIGKILLed under it (RELIABILITY.md): it completes, each
 // node recorded and applied exactly one declaration from it, and its events agree with a replay.
 registerScenarioTests('rollout fault scenario', [rolloutSigkill]);

@@ -19,7 +19,7 @@ import { sleep, until } from '../support/until.ts';
 import { faultSeed, withNodes } from './scenarios.ts';
 import type { Scenario, ScenarioResult } from './scenarios.ts';
 
-// Issue 14: SIGKILL the engine (as `serve` builds it: ingest, relay, projections, the rollout
+// SIGKILL the engine (as `serve` builds it: ingest, relay, projections, the rollout
 // driver) at seeded random moments while a rollout runs over real RabbitMQ and simulated nodes,
 // restarting it each time. The rollout must complete; every node must have been recorded — and
 // have applied — exactly one declaration from it, however many times a kill fell between a

@@ -309,7 +309,7 @@ export const proxyReset: Scenario = {
       const engine = await startEngine(proxy.rewrite(lab.engineUrl), store);
       try {
         // Load runs until recovery is measured: recovery needs a report confirmed after the last
-        // reset, and a fixed load may be spent by then on a slow machine (issue 13 item 9).
+        // reset, and a fixed load may be spent by then on a slow machine.
         const load = startLoad(nodes, Infinity, PACE_MS);
         let resets = 0;
         for (let i = 0; i < 3; i++) {
@@ -379,7 +379,7 @@ export const proxyBlackhole: Scenario = {
 
 // `rabbitmqctl close_all_connections` takes 2–5 s on a busy machine (it starts an Erlang VM before
 // it closes anything), so the scenario takes that long too, always: a fixed load could finish
-// before the last close, leaving no report to prove recovery with (issue 13 item 9).
+// before the last close, leaving no report to prove recovery with.
 const CLOSE_DELAY_MS = Number(process.env['CONVERGE_FAULT_CLOSE_DELAY_MS'] ?? 2_000);
 
 export const closeAllConnections: Scenario = {
@@ -391,7 +391,7 @@ export const closeAllConnections: Scenario = {
       const engine = await startEngine(lab.engineUrl, store);
       try {
         // Load runs until recovery is measured (as in the SIGKILL scenario): recovery needs a report
-        // confirmed after the last close, and the closes take seconds (issue 13 item 9).
+        // confirmed after the last close, and the closes take seconds.
         const load = startLoad(nodes, Infinity, PACE_MS);
         let closed = 0;
         for (let i = 0; i < 3; i++) {

@@ -11,7 +11,7 @@ import { until } from '../support/until.ts';
 import { settleAll, startLoad, tally, withNodes } from './scenarios.ts';
 import type { Scenario, ScenarioResult } from './scenarios.ts';
 
-// A stuck ingest, as the probes and the metrics see it (issue 13 item 6: with SQLite full, /healthz
+// A stuck ingest, as the probes and the metrics see it (with SQLite full, /healthz
 // and /readyz said ready with lag 0 and no metric showed ingest failing). `serve`'s composition
 // (createServer over RabbitMQ) on SQLite in a 192 KiB tmpfs, three nodes reporting until the disk
 // is full; then, over HTTP: /readyz must answer 503 CONVERGE_ERR_INGEST_FAILING, /healthz 200 with

@@ -21,7 +21,7 @@ import { until } from '../support/until.ts';
 import { faultSeed, readStored, withNodes } from './scenarios.ts';
 import type { Scenario, ScenarioResult } from './scenarios.ts';
 
-// Declarations tampered with on the way to a node (DESIGN §1, ADR 0004 in wire.go): a flipped
+// Declarations tampered with on the way to a node (docs/design.md §1, ADR 0004 in wire.go): a flipped
 // bit anywhere in the declaration bytes or the signature (fast-check picks where), the same
 // JSON re-encoded (same content, other bytes), and a signature by the wrong key — each published
 // to the node's queue (`node.<id>`) exactly as the relay publishes. The simulated node verifies

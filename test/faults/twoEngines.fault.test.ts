@@ -4,7 +4,7 @@ import { createBrokerLab, describeOnBroker } from '../support/broker.ts';
 import { describeOnPostgres } from '../support/postgres.ts';
 import { runTwoEngines, twoEnginesFaults } from './twoEnginesScenario.ts';
 
-// Issue 12 §3 (RELIABILITY.md row "two engines, one PostgreSQL store"): two `converge serve`
+// RELIABILITY.md row "two engines, one PostgreSQL store": two `converge serve`
 // processes on one PostgreSQL store and one broker; the active one is SIGKILLed under load and the
 // other takes over ingest and the relay. Needs RabbitMQ, PostgreSQL and the built CLI (npm test
 // builds first).

@@ -23,7 +23,7 @@ import { sleep, until } from '../support/until.ts';
 import { tally } from './scenarios.ts';
 import type { FaultLab, Load, Scenario, ScenarioResult } from './scenarios.ts';
 
-// Issue 12 §3, end to end: two `converge serve` processes (the built CLI) on one PostgreSQL store
+// End to end: two `converge serve` processes (the built CLI) on one PostgreSQL store
 // (a scratch schema) and one broker (a scratch vhost). A starts first, so it is the single active
 // consumer of mesh.reports and takes the relay lease; B stands by. Simulated nodes (src/simulation/)
 // report under load while declarations are POSTed through both APIs; A is SIGKILLed. B must take

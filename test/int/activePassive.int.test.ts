@@ -19,7 +19,7 @@ import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
 import type { BrokerLab } from '../support/broker.ts';
 
-// DESIGN §6: engine instances are active/passive through single-active-consumer on
+// docs/design.md §6: engine instances are active/passive through single-active-consumer on
 // mesh.reports. Two engine processes on one SQLite file: only one consumes; SIGKILL it
 // mid-stream and the other takes over with nothing lost or doubled.
 

@@ -15,7 +15,7 @@ import { logger } from '../support/logger.ts';
 import { sleep, until } from '../support/until.ts';
 
 // What the engine does with a list of broker nodes and with a dead-letter queue it cannot use
-// (issue 12 §2), against the local broker: the failover itself needs a cluster and lives in
+//, against the local broker: the failover itself needs a cluster and lives in
 // test/faults/clusterFailover.fault.test.ts.
 
 /** A port that refuses connections, standing for a cluster node that is down. */

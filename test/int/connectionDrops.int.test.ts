@@ -16,7 +16,7 @@ import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
 import type { BrokerLab } from '../support/broker.ts';
 
-// DESIGN §2 "lose nothing": the broker drops every connection (engine's and nodes') twice during
+// docs/design.md §2 "lose nothing": the broker drops every connection (engine's and nodes') twice during
 // a 10,000-report ingest; afterwards every report a node got a confirm for is stored exactly once.
 
 const total = 10_000;

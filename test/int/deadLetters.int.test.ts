@@ -17,7 +17,7 @@ import type { BrokerLab } from '../support/broker.ts';
 import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
 
-// mesh.dead (issue 13 item 7): a 10 MiB body was republished into it whole, and nothing bounded
+// mesh.dead: a 10 MiB body was republished into it whole, and nothing bounded
 // it. Against the real broker: the copy of an oversized body is a prefix with the original's size
 // and sha256, and `serve` bounds the queue by a policy — an existing, fuller mesh.dead included.
 

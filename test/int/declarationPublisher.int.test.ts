@@ -11,7 +11,7 @@ import { createBrokerLab, describeOnBroker } from '../support/broker.ts';
 import { logger } from '../support/logger.ts';
 import type { BrokerLab } from '../support/broker.ts';
 
-// DESIGN §1 declarations out: mandatory, on a confirm channel. RabbitMQ answers an unroutable
+// docs/design.md §1 declarations out: mandatory, on a confirm channel. RabbitMQ answers an unroutable
 // mandatory publish with basic.return *and then* basic.ack, so an ack alone does not mean the
 // node's inbox holds the message: a returned-then-acked declaration must reject (the relay retries).
 
@@ -58,7 +58,7 @@ describeOnBroker('declaration publisher over RabbitMQ', () => {
     return res.body as { arguments: Record<string, unknown>; type: string };
   };
 
-  test('a new inbox is a classic v2 queue that keeps only the latest declaration (issue 10 §4)', async () => {
+  test('a new inbox is a classic v2 queue that keeps only the latest declaration', async () => {
     const conn = await connectAmqp({ url: lab.engineUrl, logger, topology: meshTopology() });
     const publisher = createAmqpDeclarationPublisher(conn, { logger });
     const ch = await conn.createChannel();
@@ -84,7 +84,7 @@ describeOnBroker('declaration publisher over RabbitMQ', () => {
     const captured = pino({ level: 'warn' }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) });
     const conn = await connectAmqp({ url: lab.engineUrl, logger, topology: meshTopology() });
     const ch = await conn.createChannel();
-    // What the engine before issue 10 declared.
+    // What earlier engines declared.
     await ch.assertQueue(nodeQueueOf('old1'), { durable: true, arguments: { 'x-queue-type': 'quorum' } });
     await ch.bindQueue(nodeQueueOf('old1'), names.declarationsExchange, 'old1');
     const publisher = createAmqpDeclarationPublisher(conn, { logger: captured });

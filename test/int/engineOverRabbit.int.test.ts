@@ -32,7 +32,7 @@ import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
 import type { BrokerLab } from '../support/broker.ts';
 
-// The engine over a real RabbitMQ (DESIGN §1), one scratch vhost for this file.
+// The engine over a real RabbitMQ (docs/design.md §1), one scratch vhost for this file.
 
 const fold = async (store: EventStore, node: string): Promise<NodeState> => foldNodeEvents(node, await store.readStream(streamOf(node)));
 const report = (node: string, over: Partial<Parameters<typeof encodeReport>[0]> = {}): Buffer =>
@@ -131,7 +131,7 @@ describeOnBroker('engine over RabbitMQ', () => {
       pub(Buffer.from(JSON.stringify({ node: n1, carried: [1.5] })), 'fractional-port');
       pub(Buffer.from(JSON.stringify({ node: n1, carried: [80, -5] })), 'negative-port');
       pub(Buffer.from(JSON.stringify({ node: n1, carried: [0] })), 'port-zero');
-      // Issue 13: wider than any declaration (10,000 resources), refused before it is parsed.
+      // Wider than any declaration (10,000 resources), refused before it is parsed.
       pub(Buffer.from(JSON.stringify({ node: n1, applied: Array.from({ length: 10_001 }, () => 'a') })), 'too-wide');
       pub(Buffer.from(JSON.stringify({ applied: ['x'] })), 'no-node');
       pub(Buffer.alloc(70 * 1024, 0x20), 'oversize');

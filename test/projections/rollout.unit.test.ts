@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { foldNodeEvents, foldRollout, foldRolloutEvents } from '../../projections/index.ts';
-import { budgetUsed, decide, eventOfDecision, nodeOutcome, planBudget, planWaves, selectTargets, waveProgress } from '../../src/core/rollout/index.ts';
+import {
+  budgetUsed,
+  decide,
+  eventOfDecision,
+  nodeOutcome,
+  planBudget,
+  planWaves,
+  selectTargets,
+  waveProgress,
+} from '../../src/core/rollout/index.ts';
 import type { NodeState } from '../../projections/index.ts';
 import type { Decision, RolloutState } from '../../src/core/rollout/index.ts';
 import { specDigestOf } from '../../src/core/declaration/index.ts';
@@ -9,7 +18,7 @@ import { makeRolloutEvent } from '../../src/core/events/index.ts';
 import type { Recorded, RolloutEvent, WithId } from '../../src/core/events/index.ts';
 import { history } from '../support/history.ts';
 
-// The pure side of issue 14: the plan, the rollout's fold, the rule that says when a node is done
+// The pure side of rollouts: the plan, the rollout's fold, the rule that says when a node is done
 // in its wave, and the driver's decision, exercised without a store or a clock.
 
 const cumulative = (text: string, targets: number): readonly number[] => {

@@ -10,7 +10,7 @@ import type { EventStore } from '../../src/store/index.ts';
 import { historyInStore } from '../support/history.ts';
 
 // GET /v1/fleet?at= answers from a compact history kept as the read model folds; it must say
-// exactly what folding the store up to that moment and summarising would (DESIGN §3: "as of"
+// exactly what folding the store up to that moment and summarising would (docs/design.md §3: "as of"
 // is the same fold, stopped).
 
 const graceMs = 60_000;

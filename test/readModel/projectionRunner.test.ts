@@ -268,7 +268,7 @@ test('the node gauges count liveness from the exact last-seen time when the inge
     return text.split('\n').find((l) => l.includes('undeclared') && / 1$/.test(l)) ?? '';
   };
   assert.match(await gauge(), /liveness="disconnected"/);
-  // Alive is coalesced in the store (DESIGN §2); the ingest heard the node 5 s ago.
+  // Alive is coalesced in the store (docs/design.md §2); the ingest heard the node 5 s ago.
   assert.match(await gauge(() => new Date(now - 5_000)), /liveness="connected"/);
 });
 

@@ -9,7 +9,7 @@ import type { NodePageQuery } from '../../src/readModel/readModel.ts';
 import { history, historyStart } from '../support/history.ts';
 
 // The read model answers GET /v1/nodes pages, GET /v1/fleet and the converge_nodes gauges from
-// indexes and counters it keeps as events fold (issue 10). Each must equal the same question
+// indexes and counters it keeps as events fold. Each must equal the same question
 // answered the slow way, over every node state, at any moment.
 
 type Step = Readonly<{ node: number; kind: 'send' | 'report' | 'stale' | 'unknown' | 'alive'; tick: number; spec: number }>;
@@ -136,7 +136,7 @@ test('liveness counts use the exact last-seen time when it is newer, and follow 
   const connected = (now: number): number => model.liveness(now).get('undeclared', 'connected');
   assert.equal(connected(seenAt + 60_000), 1);
   assert.equal(connected(seenAt + 60_001), 0, 'quiet for longer than the grace');
-  exact = new Date(seenAt + 50_000); // heard by the ingest, coalesced in the store (DESIGN §2)
+  exact = new Date(seenAt + 50_000); // heard by the ingest, coalesced in the store (docs/design.md §2)
   assert.equal(connected(seenAt + 100_000), 0, 'already judged disconnected: only a fold brings it back');
   assert.equal(connected(seenAt + 30_000), 1, 'a clock that went back judges everyone again');
   assert.equal(connected(seenAt + 110_000), 1, 'the exact time keeps it connected past the folded one');

@@ -10,7 +10,7 @@ import { historyInStore } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
 
-// Issue 14: rollout streams share the store with the node streams. They must fold into no node,
+// Rollout streams share the store with the node streams. They must fold into no node,
 // and nothing that reads the whole store (the read model, replay --verify, forensics) may trip
 // on them or count them.
 

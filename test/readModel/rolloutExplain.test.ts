@@ -5,7 +5,7 @@ import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { historyInStore } from '../support/history.ts';
 import { rolloutInStore } from '../support/rolloutInStore.ts';
 
-// Issue 14 §7: the rollout's story from the events alone.
+// The rollout's story from the events alone.
 
 test('explain: when each wave opened and why, which report completed which node, and the stale report the clock rule would have counted', async () => {
   const store = createMemoryEventStore();

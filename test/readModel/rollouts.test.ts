@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-// Issue 14 §5: the read side's live view of a rollout, kept as the read model folds: per wave,
+// The read side's live view of a rollout, kept as the read model folds: per wave,
 // how its nodes stand (the node fold compared with the digest the rollout sent), latencies, ETA.
 
 async function setup() {

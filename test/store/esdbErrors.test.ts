@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { grpcText } from '../../src/store/esdb/esdbEventStore.ts';
 
-// What an operator reads when EventStoreDB is away (issue 9 §4): one sentence, no gRPC status
+// What an operator reads when EventStoreDB is away: one sentence, no gRPC status
 // prefix, no "Error: " inside, no empty "Resolution note:" at the end.
 
 test('a refused connection reads as EventStoreDB unavailable, with the socket error in brackets', () => {

@@ -4,7 +4,7 @@ import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
 import { assertEveryReportedBatchOnce, prng, runAndKill } from './fixtures/killMidRun.ts';
 
-// Issue 12: as test/store/sqliteCrash.test.ts, against PostgreSQL. A child appends many-stream
+// As test/store/sqliteCrash.test.ts, against PostgreSQL. A child appends many-stream
 // batches and reports each one only after append() resolved; it is SIGKILLed at seeded random
 // moments, mid-statement or between two. The server keeps running (it is shared and must not be
 // killed here): what this proves is that an append is one transaction, acknowledged only once

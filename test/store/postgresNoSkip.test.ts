@@ -8,7 +8,7 @@ import type { EventStore, StreamWrite } from '../../src/store/index.ts';
 import { describeOnPostgres, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
 import { until } from '../support/until.ts';
 
-// Issue 12, the trap every PostgreSQL event store meets: positions handed out at insert time,
+// The trap every PostgreSQL event store meets: positions handed out at insert time,
 // commits landing in another order, and a reader "after position P" skipping the event that
 // commits late with a lower position. The adapter serialises appends on its head counter
 // (src/store/postgres/append.ts). These tests put a subscriber against appenders that commit

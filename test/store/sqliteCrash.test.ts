@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { assertEveryReportedBatchOnce, prng, runAndKill } from './fixtures/killMidRun.ts';
 
-// DESIGN §5: an acknowledged append survives the process dying at any instant, and a
+// docs/design.md §5: an acknowledged append survives the process dying at any instant, and a
 // many-stream append is one transaction. A child appends multi-stream batches and reports each
 // one only after append() resolved; we SIGKILL it at seeded random moments, then check the file
 // (test/store/postgresCrash.test.ts does the same against PostgreSQL).

@@ -272,7 +272,7 @@ test('a subscriber behind the window of recent appends reads the older events fr
   }
 });
 
-// Issue 13: decoding is synchronous, so a read of 1,000 wide reports (130 KB each) held the event
+// Decoding is synchronous, so a read of 1,000 wide reports (130 KB each) held the event
 // loop for seconds; and a subscription's batches settled as microtasks, so catching up ran in one turn.
 test('reads and subscription batches hand over at most readBatchBytes of stored JSON (and at least one event)', async () => {
   const path = fresh();

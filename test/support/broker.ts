@@ -13,7 +13,7 @@ import { describeOnService, once } from './services.ts';
 // What every test against the real broker needs (test/int, test/faults, test/brokerAdmin, bench/ingest):
 // - describeOnBroker: the suite runs if RabbitMQ (AMQP and the management API) answers; else it
 //   fails under CONVERGE_REQUIRE_BROKER=1 and skips loudly otherwise (test/support/services.ts);
-// - a scratch vhost per suite or scenario, deleted afterwards, so DESIGN §1's names stay exact and
+// - a scratch vhost per suite or scenario, deleted afterwards, so docs/design.md §1's names stay exact and
 //   no run meets queues (or messages) left by another on the shared broker;
 // - a broker lab: a scratch vhost, real node accounts (so RabbitMQ validates user_id as in
 //   production), a temp dir, and the broker closing every connection on demand.
@@ -85,7 +85,7 @@ export function describeOnBroker(name: string, body: () => void | Promise<void>)
 export const uniqueTag = (): string => randomBytes(3).toString('hex');
 
 /**
- * The topology of DESIGN §1, declared as the engine declares it. For tests that must not depend on
+ * The topology of docs/design.md §1, declared as the engine declares it. For tests that must not depend on
  * the transport module's own declaration code (they test the broker's rules, not our code).
  */
 export async function declareMeshTopology(ch: amqp.Channel, nodes: readonly string[]): Promise<void> {
@@ -102,7 +102,7 @@ export async function declareMeshTopology(ch: amqp.Channel, nodes: readonly stri
   await ch.assertQueue('mesh.alive', { durable: true, arguments: { 'x-queue-type': 'quorum', 'x-dead-letter-exchange': 'mesh.dead' } });
   await ch.bindQueue('mesh.alive', 'mesh', 'alive');
   for (const id of nodes) {
-    // The inbox of issue 10 §4 (src/transport/topology.ts inboxArguments).
+    // The inbox the relay declares (src/transport/topology.ts inboxArguments).
     await ch.assertQueue(`node.${id}`, {
       durable: true,
       arguments: { 'x-queue-type': 'classic', 'x-queue-version': 2, 'x-max-length': 1, 'x-overflow': 'drop-head' },

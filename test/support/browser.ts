@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { test } from 'node:test';
 import type { Browser } from 'playwright-core';
 
-// Debian's chromium driven by playwright-core (issue 11): no browser download, no network. The
+// Debian's chromium driven by playwright-core: no browser download, no network. The
 // background-networking flags matter here: without them chromium keeps dialling Google's hosts,
 // which this machine refuses, many at a time.
 

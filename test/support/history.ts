@@ -12,7 +12,7 @@ import type { Report } from '../../src/core/wire/index.ts';
 
 export const testKey = signingKeyFromSeed(Buffer.alloc(32, 7));
 
-/** A rollout's tag on a send (issue 14). */
+/** A rollout's tag on a send. */
 export type RolloutTag = Readonly<{ id: string; wave: number }>;
 export const historyStart = Date.parse('2026-11-29T14:00:00Z');
 

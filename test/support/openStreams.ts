@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 
-// Clients that hold connections open, for the connection caps (issue 13 item 4): an event
+// Clients that hold connections open, for the connection caps: an event
 // stream or a long poll that stays open until the test lets go, and a bare socket that says
 // nothing. Built on node:http, not fetch, so a client can pick its source address
 // (127.0.0.2 is another client to a server on 127.0.0.1) and each holds its own socket.

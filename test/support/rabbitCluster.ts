@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { nodePermissions } from '../../src/brokerAdmin/nodePermissions.ts';
 import { seg } from '../../src/brokerAdmin/managementClient.ts';
 
-// A 3-node RabbitMQ cluster of our own beside the system broker (issue 12 §2), through
+// A 3-node RabbitMQ cluster of our own beside the system broker, through
 // scripts/rabbitmq-cluster.sh: its nodes, their URLs, accounts made with rabbitmqctl (the cluster
 // runs no management plugin, so 15672 stays the system broker's), stopping one node for good,
 // and removing everything. The script's watchdog removes the cluster if this process dies first.

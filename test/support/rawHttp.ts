@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 
 // A client that announces a body and sends only the start of it, the way a slow or hostile
 // uploader does. What the server answers before the rest arrives shows whether it read (and
-// waited for) the body before deciding (issue 13 item 5).
+// waited for) the body before deciding.
 
 export type PartialUploadAnswer = Readonly<{
   status: number;
@@ -75,7 +75,7 @@ export type UploadAnswer = Readonly<{
 
 /**
  * A client that announces `declaredBytes` and writes the body as fast as the socket takes it,
- * stopping at the first byte of an answer: what a hostile uploader does (issue 13 item 5).
+ * stopping at the first byte of an answer: what a hostile uploader does.
  */
 export async function fullUpload(
   base: string,

@@ -14,7 +14,7 @@ import type { RolloutState } from '../../src/core/rollout/index.ts';
 import { testKey } from './history.ts';
 import { logger } from './logger.ts';
 
-// A rollout on a store with no broker (issue 14): the projection runner folds the node streams,
+// A rollout on a store with no broker: the projection runner folds the node streams,
 // the driver decides, and a scripted fleet answers each declaration by appending the report its
 // node would send, as ingest records it. Time is the test's: the driver and the reports read
 // the same controlled clock, so a wave's timeout passes when the test says so.

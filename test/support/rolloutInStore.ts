@@ -10,7 +10,7 @@ import type { EventStore } from '../../src/store/index.ts';
 import type { StoreHistory } from './history.ts';
 
 // A rollout written to a real store by the pure decision of projections/rollout.ts, as the driver
-// would write it (issue 14), on the history's clock: for the read side's tests (the view, the API,
+// would write it, on the history's clock: for the read side's tests (the view, the API,
 // the CLI) without the driver process. Each step folds the rollout's and the nodes' streams from
 // the store, so it is a reference independent of the read model.
 

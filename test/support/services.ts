@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 
 // One way to say "this suite needs a service" (RabbitMQ, PostgreSQL, …): the suite runs when the
 // service answers; otherwise it is one failing test under CONVERGE_REQUIRE_BROKER=1 (CI sets it, and
-// so does everyone before landing: TEAM.md) and one loudly skipped test without it. A skipped
+// so does everyone before landing) and one loudly skipped test without it. A skipped
 // suite must never look like a passing one.
 
 export type Probe = () => Promise<{ ok: true } | { ok: false; reason: string }>;

@@ -1,5 +1,5 @@
 // The one way a test waits for something to happen: poll until it is true, give up after a bound
-// generous enough that only a bug reaches it (TEAM.md: never assert a wall-clock time).
+// generous enough that only a bug reaches it (a test never asserts a wall-clock time).
 import { sleep } from '../../src/retry.ts';
 
 export type UntilOptions = Readonly<{

@@ -7,7 +7,7 @@ import { isConvergeError } from '../../src/core/errors.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import { amqpUrlListProblems, redactUrl, splitAmqpUrls } from '../../src/transport/amqpUrls.ts';
 
-// `--amqp` as a list of a cluster's nodes (issue 12 §2), without a broker.
+// `--amqp` as a list of a cluster's nodes, without a broker.
 
 test('a list splits on commas, trims, and drops empty entries', () => {
   assert.deepEqual(splitAmqpUrls(' amqp://a:1/v , amqp://b:2/v,,amqps://c/v '), ['amqp://a:1/v', 'amqp://b:2/v', 'amqps://c/v']);

@@ -4,10 +4,10 @@ import { nodePermissions } from '../../src/brokerAdmin/index.ts';
 import { inboundKinds, names, nodeQueueOf, queueOfKind } from '../../src/transport/brokerNames.ts';
 import { meshTopology, nodeTopology } from '../../src/transport/topology.ts';
 
-// DESIGN §1 is a contract with the Go nodes: these literals are restated here on purpose, so a
+// docs/design.md §1 is a contract with the Go nodes: these literals are restated here on purpose, so a
 // change to the one home of the names fails a test instead of silently moving every user.
 
-test('the broker names are the ones DESIGN §1 and wire.go fix', () => {
+test('the broker names are the ones docs/design.md §1 and wire.go fix', () => {
   assert.deepEqual(
     { ...names },
     {

@@ -1,4 +1,4 @@
-// Issue 11: the dashboard asks for a bearer token once and keeps it in session storage (gone
+// The dashboard asks for a bearer token once and keeps it in session storage (gone
 // when the tab closes). It travels only in the Authorization header: never in a URL, a log or
 // local storage.
 

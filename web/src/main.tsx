@@ -3,6 +3,6 @@ import { App } from './App.tsx';
 import { interceptLinks } from './router.ts';
 import './styles.css';
 
-// The operator's dashboard (issue 11), served by `converge serve` at / and /nodes/:node.
+// The operator's dashboard, served by `converge serve` at / and /nodes/:node.
 interceptLinks();
 render(<App />, document.getElementById('app')!);

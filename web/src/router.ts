@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 
-// The pages and their paths (issue 11): / and /nodes/:node; /rollouts and /rollouts/:id (issue 14). Links are plain anchors; a click on one
+// The pages and their paths: / and /nodes/:node; /rollouts and /rollouts/:id. Links are plain anchors; a click on one
 // is turned into history.pushState so the page is not reloaded. State that matters to a reader
 // (filters, "as of") lives in the query string so a link can be shared; the token never does.
 

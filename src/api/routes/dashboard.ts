@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 
-// The operator's dashboard (issue 11): the static files `npm run build` puts in dist/dashboard,
+// The operator's dashboard: the static files `npm run build` puts in dist/dashboard,
 // served at / and /nodes/:node (and /rollouts, /rollouts/:id). The page talks only to /v1 on the same origin, so the
 // Content-Security-Policy can allow nothing but this origin: no inline script or style, no
 // other host, no frames, no plugins. Nothing is fetched from elsewhere at run time.

@@ -5,7 +5,7 @@ import { route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 import { defaultStreamMaxMs, streamChanges } from '../sse.ts';
 
-// DESIGN §7: server-sent events, one per node state change and one per rollout change (issue 14),
+// docs/design.md §7: server-sent events, one per node state change and one per rollout change,
 // resumable with Last-Event-ID.
 
 export const eventRoutes: FastifyPluginAsyncZod<RouteContext & Partial<Pick<RolloutRouteContext, 'rollouts'>>> = async (

@@ -6,8 +6,8 @@ import type { RouteContext } from '../nodeViews.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 
-// DESIGN §7: the fleet at a glance, from counters the read model keeps as events fold (O(cohorts), not O(nodes)).
-// With `at` (issue 11), the fleet as of that moment, from the history src/readModel/fleetHistory.ts
+// docs/design.md §7: the fleet at a glance, from counters the read model keeps as events fold (O(cohorts), not O(nodes)).
+// With `at`, the fleet as of that moment, from the history src/readModel/fleetHistory.ts
 // keeps as the read model folds (created in buildApp, before the projections start).
 
 export type FleetRouteContext = RouteContext & Readonly<{ fleetHistory: FleetHistory }>;

@@ -4,7 +4,7 @@ import type { RouteContext } from '../nodeViews.ts';
 import { route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 
-// DESIGN §7: Prometheus metrics, refreshed from the read model at scrape time.
+// docs/design.md §7: Prometheus metrics, refreshed from the read model at scrape time.
 
 export const metricsRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps }) => {
   app.get(

@@ -7,7 +7,7 @@ import type { RouteContext } from '../nodeViews.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 
-// DESIGN §7: node states, one node, its history, its state as of a time, and the long poll.
+// docs/design.md §7: node states, one node, its history, its state as of a time, and the long poll.
 
 export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps, views }) => {
   const { readModel, store, graceMs } = deps;

@@ -8,7 +8,7 @@ import type { RouteContext } from '../nodeViews.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 
-// Issue 14 §5: rollouts. Reads come from the live view the projection runner keeps
+// Rollouts. Reads come from the live view the projection runner keeps
 // (src/readModel/rollouts.ts); the commands are the engine's (src/engine/rolloutCommands.ts),
 // given by the composition root. A command answers once the view shows what it wrote, so a read
 // right after it sees it (as POST declarations does).

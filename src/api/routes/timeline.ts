@@ -4,7 +4,7 @@ import type { RouteContext } from '../nodeViews.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 
-// Issue 11: a node's events as the dashboard shows them (src/readModel/nodeTimeline.ts).
+// A node's events as the dashboard shows them (src/readModel/nodeTimeline.ts).
 
 export const timelineRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps }) => {
   app.get(

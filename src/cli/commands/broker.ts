@@ -4,7 +4,7 @@ import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { printJson } from '../output.ts';
 
-// `converge broker migrate-inboxes` (issue 10 §4, docs/operations.md): node inboxes declared by an
+// `converge broker migrate-inboxes` (docs/operations.md): node inboxes declared by an
 // earlier Converge become the inbox `nodeTopology` declares now, keeping the latest declaration
 // each held. A dry run unless --apply: it lists what would change and changes nothing.
 

@@ -13,7 +13,7 @@ import { openStore } from '../command.ts';
 import { makeLogger } from '../logger.ts';
 import { printJson } from '../output.ts';
 
-// `converge demo` (DESIGN §6): the demo fleet of src/app/demo.ts on embedded defaults, rounds of
+// `converge demo` (docs/design.md §6): the demo fleet of src/app/demo.ts on embedded defaults, rounds of
 // declarations every --interval-ms, and a summary line a second (or JSON lines with --json).
 
 const int = (v: string | boolean | undefined, fallback: number, name: string): number => {

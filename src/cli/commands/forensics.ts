@@ -22,7 +22,7 @@ export const run: Run = ({ io, values, positionals, config, json }) => {
       }
     };
     if (node !== null) {
-      // One node: its own stream (issue 9 §1), and one that never existed is not found, as in status.
+      // One node: its own stream, and one that never existed is not found, as in status.
       scan(await readNodeStream(store, node));
     } else {
       const head = await store.headPosition();

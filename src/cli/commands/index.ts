@@ -1,7 +1,7 @@
 import type { ConfigKey } from '../../app/settings.ts';
 import type { CommandSpec } from '../command.ts';
 
-// Every command's metadata, and the module that runs it (DESIGN §7). Imported by `--help`, so
+// Every command's metadata, and the module that runs it (docs/design.md §7). Imported by `--help`, so
 // nothing here may import more than types: each command's code is loaded by `load` when it runs.
 
 /** What the engine reads (serve adds the management API and the bound on mesh.dead). */
@@ -43,7 +43,7 @@ export const commands: readonly CommandSpec[] = [
     summary: 'the engine: ingest, relay, projections and the HTTP API',
     flags: {},
     args: [0, 0],
-    // serve also bounds mesh.dead through the management API (issue 13 item 7).
+    // serve also bounds mesh.dead through the management API.
     settings: [...engineSettings, 'sqliteSync', 'deadLetterMaxLength', 'deadLetterMaxBytes', 'managementUrl'],
     defaultLogLevel: 'info',
     load: () => import('./serve.ts'),

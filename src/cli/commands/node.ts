@@ -4,7 +4,7 @@ import type { Run } from '../command.ts';
 import { nodeArgument } from '../command.ts';
 import { printJson } from '../output.ts';
 
-// `converge node enroll <id>` / `converge node revoke <id>` (DESIGN §1): a node's broker account
+// `converge node enroll <id>` / `converge node revoke <id>` (docs/design.md §1): a node's broker account
 // through RabbitMQ's management API, with the least rights wire.go allows.
 
 export const run: Run = async ({ io, values, positionals, config, json }) => {

@@ -16,7 +16,7 @@ import { foldRollouts } from './rolloutViewFromStore.ts';
 import type { FoldedRollouts } from './rolloutViewFromStore.ts';
 import { rolloutDetail } from './rolloutText.ts';
 
-// `converge rollout start|status|pause|resume|abort|explain` (issue 14 §5, §7). Like `send`, the
+// `converge rollout start|status|pause|resume|abort|explain` (§7). Like `send`, the
 // commands write to the store (the engine's commands, src/engine/rolloutCommands.ts) and a
 // running `serve` on the same store drives the waves; like `status`, the reads fold the store
 // themselves (the same view the API serves), so they work without a server.

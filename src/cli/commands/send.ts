@@ -7,7 +7,7 @@ import type { Run } from '../command.ts';
 import { nodeArgument, openStore } from '../command.ts';
 import { printJson } from '../output.ts';
 
-// Send = record (DESIGN §2: the store is the outbox). The CLI appends the DeclarationSent; the
+// Send = record (docs/design.md §2: the store is the outbox). The CLI appends the DeclarationSent; the
 // relay of a running `serve` on the same store publishes it. Prints the digest.
 export const run: Run = async ({ io, positionals, config, json }) => {
   const [node, file] = positionals as [string, string];

@@ -8,7 +8,7 @@ import type { Run } from '../command.ts';
 import { openStore, sqliteFileOf } from '../command.ts';
 import { makeLogger } from '../logger.ts';
 
-// `converge serve` (DESIGN §6): the engine on the configured store, with ingest and relay when a
+// `converge serve` (docs/design.md §6): the engine on the configured store, with ingest and relay when a
 // broker is configured, until Ctrl-C or SIGTERM.
 export const run: Run = async ({ io, config }) => {
   const logger = makeLogger(config.logLevel);
@@ -43,7 +43,7 @@ async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'co
   let amqp: Awaited<ReturnType<typeof connectServerTransport>> | null = null;
   let transport: ServerTransport | undefined;
   if (config.role === 'api') {
-    // Issue 12 §3: more engines on one shared store, for reads and `await`; ingest and the relay
+    // More engines on one shared store, for reads and `await`; ingest and the relay
     // stay with the engines that run them (single active consumer, the relay lease).
     logger.info({}, '--role api: serving the API over the store; ingest and relay are left to other engines');
   } else if (config.amqpUrl !== null) {

@@ -88,7 +88,7 @@ export function buildDeclaration(input: DeclarationInput): Buffer {
   return Buffer.from(JSON.stringify({ node: input.node, serial: input.serial, issued, resources: spec.resources }), 'utf8');
 }
 
-/** DESIGN §1: lowercase hex sha256 of the exact bytes. */
+/** docs/design.md §1: lowercase hex sha256 of the exact bytes. */
 export const digestOf = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
 /**
@@ -106,11 +106,11 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * DESIGN §2: the spec digest, lowercase hex sha256 of the canonical JSON of the resources alone,
+ * docs/design.md §2: the spec digest, lowercase hex sha256 of the canonical JSON of the resources alone,
  * sorted by id (ids are unique in a declaration, and a spec is the set of resources it names).
  * A declaration's own digest covers the node id, serial and time, so it is unique per send; the
  * spec digest is what every node sent the same resources shares (cohorts, rollouts). It only
- * groups: caught up stays the equality of declaration digests (DESIGN §3).
+ * groups: caught up stays the equality of declaration digests (docs/design.md §3).
  */
 export function specDigestOf(resources: readonly Resource[]): string {
   const sorted = [...resources].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -129,7 +129,7 @@ export function readDeclaration(bytes: Uint8Array): Declaration {
   if (!r.success) {
     throw new ConvergeError(
       'CONVERGE_ERR_DECLARATION_INVALID',
-      `declaration does not match DESIGN §1: ${r.error.issues[0]?.message ?? ''}`,
+      `declaration does not match docs/design.md §1: ${r.error.issues[0]?.message ?? ''}`,
     );
   }
   return r.data;

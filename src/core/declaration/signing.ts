@@ -2,7 +2,7 @@ import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sig
 import type { KeyObject } from 'node:crypto';
 import { ConvergeError } from '../errors.ts';
 
-// Ed25519 over the exact declaration bytes (DESIGN §1, ADR 0004): sign(null, bytes, key).
+// Ed25519 over the exact declaration bytes (docs/design.md §1, ADR 0004): sign(null, bytes, key).
 
 export type SigningKey = Readonly<{ privateKey: KeyObject; publicKey: KeyObject; keyId: string }>;
 export type VerifyingKey = Readonly<{ publicKey: KeyObject; keyId: string }>;

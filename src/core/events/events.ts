@@ -3,7 +3,7 @@ import { stringMap } from '../wire/index.ts';
 import { rolloutEventDataSchemas, rolloutEventTypes, rolloutIdPattern } from './rollouts.ts';
 import type { RolloutEvent } from './rollouts.ts';
 
-// DESIGN §2. Event type names and field names are part of the audit record: change them only
+// docs/design.md §2. Event type names and field names are part of the audit record: change them only
 // with an upcaster (see upcasters.ts). Data is plain JSON; times are ISO 8601 strings.
 
 const iso = z.string().refine((s) => !Number.isNaN(Date.parse(s)), 'not an ISO 8601 time');
@@ -13,7 +13,7 @@ export const declarationSentData = z.object({
   node: z.string().min(1),
   serial: z.number().int().min(1),
   digest,
-  /** sha256 of the canonical resources alone (DESIGN §2): groups nodes sent the same spec. v2; upcast for v1. */
+  /** sha256 of the canonical resources alone (docs/design.md §2): groups nodes sent the same spec. v2; upcast for v1. */
   specDigest: digest,
   /** The exact declaration bytes, standard base64. */
   declaration: z.string(),
@@ -23,7 +23,7 @@ export const declarationSentData = z.object({
   resourceIds: z.array(z.string()),
   sentAt: iso,
   /**
-   * Present on a rollout's sends (issue 14): which rollout and wave sent it. Optional and
+   * Present on a rollout's sends: which rollout and wave sent it. Optional and
    * additive, so the data version stays 2: older events have no tag (not sent by a rollout) and
    * an older reader ignores it, as zod objects strip keys they do not name.
    */
@@ -35,7 +35,7 @@ export const reportReceivedData = z.object({
   /** Digest the report is about; null for a legacy report that names none. */
   declared: digest.nullable(),
   applied: z.array(z.string()),
-  // As the wire reads it: a copy through zod's record would drop a key named "__proto__" (issue 13).
+  // As the wire reads it: a copy through zod's record would drop a key named "__proto__".
   failed: stringMap,
   refused: z.string(),
   carried: z.array(z.number().int()),
@@ -62,10 +62,10 @@ export type Event<Type extends string, Data> = Readonly<{ type: Type; data: Data
 export type DeclarationSent = Event<'DeclarationSent', DeclarationSentData>;
 export type ReportReceived = Event<'ReportReceived', ReportReceivedData>;
 export type AliveSeen = Event<'AliveSeen', AliveSeenData>;
-/** The events of a node's stream (DESIGN §2), the ones the node fold reads. */
+/** The events of a node's stream (docs/design.md §2), the ones the node fold reads. */
 export type NodeEvent = DeclarationSent | ReportReceived | AliveSeen;
 export type NodeEventType = NodeEvent['type'];
-/** Everything a store holds: node streams and rollout streams (issue 14). */
+/** Everything a store holds: node streams and rollout streams. */
 export type ConvergeEvent = NodeEvent | RolloutEvent;
 export type ConvergeEventType = ConvergeEvent['type'];
 
@@ -94,7 +94,7 @@ export type Recorded<E extends ConvergeEvent = ConvergeEvent> = E &
     position: bigint;
   }>;
 
-/** DESIGN §2: one stream per node, in EventStoreDB's category convention. */
+/** docs/design.md §2: one stream per node, in EventStoreDB's category convention. */
 export const streamPrefix = 'node-';
 export const streamOf = (node: string): string => `${streamPrefix}${node}`;
 export const nodeOfStream = (stream: string): string | null => (stream.startsWith(streamPrefix) ? stream.slice(streamPrefix.length) : null);

@@ -14,7 +14,7 @@ const digest = new Int32Array(5);
  * SHA-1 (FIPS 180-4) of `data[0, n)` into `digest`, as five big-endian words, for short inputs.
  * `data` must have room for the padding: `n` rounded up past `n + 9` to a multiple of 64.
  * Every ingested report needs an id: the call into node:crypto (binding, a Buffer for the
- * result) cost ~1.9 µs of the 2.8 µs an id took in `serve` (issue 10 profile, 10,000 nodes);
+ * result) cost ~1.9 µs of the 2.8 µs an id took in `serve`;
  * this loop over two blocks takes about half the time of the whole native call (micro-bench of 50,000 report ids: 1.4 → 0.7 µs an id). The same function: test/core/events/sha1 checks it
  * against node:crypto on generated inputs, and the pinned ids in events.unit.test.ts hold.
  */
@@ -111,7 +111,7 @@ function sha1First16(data: Buffer, n: number): Uint8Array {
 }
 const first16 = new Uint8Array(16);
 
-// DESIGN §2: event ids are deterministic so a retried append is a no-op in every store.
+// docs/design.md §2: event ids are deterministic so a retried append is a no-op in every store.
 // They are RFC 4122 version-5 UUIDs (SHA-1, name-based) because EventStoreDB requires UUIDs.
 
 /** Converge's namespace for name-based ids (a fixed random UUID, chosen once). */
@@ -171,7 +171,7 @@ export const reportReceivedId = (node: string, messageId: string | null, body: U
 export const aliveSeenId = (node: string, seenAt: string): string => uuidV5(`AliveSeen/${node}/${seenAt}`);
 
 /**
- * A rollout's send to a node (issue 14): named by the rollout and the node, not the serial, so
+ * A rollout's send to a node: named by the rollout and the node, not the serial, so
  * a driver that retries after a crash or a lost reply, from however stale a view, cannot record
  * a second declaration from the same rollout for that node — the store keeps the first
  * (a retry whose events are all stored is a no-op, test/contracts).

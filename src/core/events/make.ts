@@ -4,7 +4,7 @@ import type { Alive, Report } from '../wire/index.ts';
 import type { AliveSeen, DeclarationSent, ReportReceived } from './events.ts';
 import { aliveSeenId, declarationSentId, reportReceivedId, rolloutSendId } from './ids.ts';
 
-// Constructors for the three events, each with its deterministic id (DESIGN §2). The engine,
+// Constructors for the three events, each with its deterministic id (docs/design.md §2). The engine,
 // the lab and the tests all build events here so the ids are derived one way only.
 
 export type WithId<E> = E & Readonly<{ id: string }>;
@@ -53,7 +53,7 @@ export function makeDeclarationSent({
 // Under load many reports share one millisecond (~36 per ms in bench/ingest.ts), and
 // toISOString was ~0.6 µs of each; the string for the same instant is the same string.
 // Each delivery still has its own receipt time; only the formatting is shared.
-// A time may come as ms since the epoch (ingest's clock): no Date per delivery (issue 10).
+// A time may come as ms since the epoch (ingest's clock): no Date per delivery.
 let lastMs = Number.NaN;
 let lastIso = '';
 const isoOf = (at: Date | number): string => {

@@ -2,7 +2,7 @@ import { rolloutEventId, uuidV5 } from './ids.ts';
 import type { WithId } from './make.ts';
 import type { RolloutEvent, RolloutEventType } from './rollouts.ts';
 
-// Constructors for a rollout's events, each with its deterministic id (issue 14): the driver,
+// Constructors for a rollout's events, each with its deterministic id: the driver,
 // the API, the CLI and the tests build them here, so an id is derived one way only.
 
 type DataOf<T extends RolloutEventType> = Extract<RolloutEvent, { type: T }>['data'];

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-// Issue 14: a rollout is an event stream of its own, `rollout-<id>`, beside the node streams.
+// A rollout is an event stream of its own, `rollout-<id>`, beside the node streams.
 // Its events record what was planned and every decision the driver took, with the facts that
 // depended on a clock (a wave's timeout, a failure seen) written into the event, so that folding
 // the stream again gives the same rollout without a clock. The sends themselves are ordinary

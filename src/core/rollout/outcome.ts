@@ -22,7 +22,7 @@ export function nodeOutcome(
   if (send === undefined) return 'unsent';
   // The read model has not folded our send yet (it is folded with the RolloutSent that names it).
   if (node === undefined || node.sent === null) return 'pending';
-  // Serials grow by one per send to a node (DESIGN §1): a later serial is a newer send. (By serial,
+  // Serials grow by one per send to a node (docs/design.md §1): a later serial is a newer send. (By serial,
   // not by looking the digest up in the node's send history, which keeps only the last 8 sends.)
   if (node.sent.digest !== send.digest) return node.sent.serial > send.serial ? 'superseded' : 'pending';
   switch (node.status) {

@@ -1,7 +1,7 @@
 import type { RolloutSelection } from '../events/index.ts';
 import type { NodeFacts } from './state.ts';
 
-// Planning (issue 14 §4): which nodes, in which waves, with which budget.
+// Planning: which nodes, in which waves, with which budget.
 
 export type WavePlan = Readonly<{ asGiven: string; cumulative: readonly number[] }>;
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 // Zod schemas of the node-side structs in test/fixtures/node-side/wire.go (the Go node's own structs), reading JSON as Go's
-// encoding/json writes it (DESIGN §1):
+// encoding/json writes it (docs/design.md §1):
 // - `omitempty` fields may be absent; Go also decodes an explicit `null` into a nil slice/map
 //   and `""` is what an omitted string means, so absent, null and empty all read as empty.
 // - unknown fields are ignored (zod objects strip them, as Go's decoder skips them);
@@ -26,7 +26,7 @@ const omitEmpty = <T extends z.ZodType>(schema: T, fallback: () => z.output<T>) 
 /**
  * Go's map[string]string, kept as JSON.parse built it rather than copied: zod's record copies
  * by assignment, and assigning a "__proto__" key sets the copy's prototype instead — a failed
- * resource of that name vanished from the stored report (issue 13: node data round-trips
+ * resource of that name vanished from the stored report (node data round-trips
  * exactly). The check is one pass, like the record's.
  */
 export const stringMap = z.custom<Record<string, string>>(

@@ -3,7 +3,7 @@ import type { ClientConfig } from 'pg';
 import { createBackoff, sleep } from '../../retry.ts';
 import type { LeaseHold } from '../port.ts';
 
-// A lease across every engine on one PostgreSQL store (issue 12 §3): a session-level advisory lock
+// A lease across every engine on one PostgreSQL store: a session-level advisory lock
 // taken on a connection of its own and held for as long as that connection lives. If the holder
 // dies (SIGKILL, power loss), the server ends its session and the lock with it, and the next
 // engine's try succeeds: no expiry to tune, no clock to trust. The holder learns it lost the lease

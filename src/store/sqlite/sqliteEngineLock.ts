@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { ConvergeError } from '../../core/errors.ts';
 
-// One engine per SQLite file (issue 12 §3). Two `serve` processes on one file would share ingest
+// One engine per SQLite file. Two `serve` processes on one file would share ingest
 // safely (mesh.reports has a single active consumer) but both would run the relay — an SQLite
 // store has no relay lease — and publish every declaration twice. So `serve` holds this lock for
 // its whole life and a second one is refused at start, naming the holder.

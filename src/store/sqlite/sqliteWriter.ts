@@ -34,7 +34,7 @@ export function appendResultOf(writes: readonly Readonly<{ stream: string }>[], 
  * Encoded writes as one string and the lengths that cut it (per write its stream, then per event
  * its id, type, data and metadata), the events per write, and each write's expected revision:
  * what crosses to the writer thread. Structured clone of an object per event (its keys written
- * out each time) cost ~3.7 µs an event on the main thread (issue 10 profile); one string is a copy.
+ * out each time) cost ~3.7 µs an event on the main thread; one string is a copy.
  */
 export type PackedWrites = Readonly<{ text: string; lengths: Int32Array; counts: Int32Array; expected: readonly ExpectedRevision[] }>;
 

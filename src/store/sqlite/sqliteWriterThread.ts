@@ -10,7 +10,7 @@ import type { PackedWrites, Written } from './sqliteWriter.ts';
 // The SQLite store's writer thread (`sync: 'thread'`, serve's default; docs/store.md): every
 // write of the process's store goes through this thread's own connection, with SQLite's
 // synchronous=FULL, so the inserts, the COMMIT, its fsync and the WAL checkpoints run beside the
-// event loop instead of on it (issue 10: they were a third of serve's main thread in a drain).
+// event loop instead of on it (they were a third of serve's main thread in a drain).
 // What is queued when the thread comes to it is written in one transaction, each call in a
 // savepoint of its own: one fsync for all of them under load, and a call that fails (wrong
 // expected revision) costs the others nothing. A commit is visible to the main thread's reading

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { ConvergeError } from '../../core/errors.ts';
 
-// Group commit for the SQLite store (issue 10; docs/store.md, Durability). With
+// Group commit for the SQLite store (docs/store.md, Durability). With
 // synchronous=FULL SQLite fdatasyncs the WAL inside every COMMIT, on the event loop: 4–7 ms a
 // commit in `serve`, and 86–136 ms under a flood. With synchronous=NORMAL a commit only
 // write()s its frames to the WAL; this module then fdatasyncs that same WAL file on a libuv

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { sha1Words, uuidV5 } from '../../../src/core/events/ids.ts';
 
-// Event ids (DESIGN §2) hash short names with a SHA-1 written in TypeScript (src/core/events/ids.ts):
+// Event ids (docs/design.md §2) hash short names with a SHA-1 written in TypeScript (src/core/events/ids.ts):
 // it must be SHA-1 exactly, at every length around the block and padding boundaries, or every
 // id it makes would differ from the ids already stored.
 

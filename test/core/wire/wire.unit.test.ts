@@ -127,7 +127,7 @@ test('brackets inside strings do not count as nesting', () => {
   assert.equal(r.failed['x']?.length, 203);
 });
 
-// Issue 13 item 1: one valid node stalled the fleet with ~262 KB reports holding ~22,000 `failed`
+// One valid node stalled the fleet with ~262 KB reports holding ~22,000 `failed`
 // keys each. A collection is bounded by the 10,000 resources a declaration may hold, and a body
 // past that is refused by a scan of its bytes, before JSON.parse builds anything.
 const wide = (field: 'applied' | 'failed' | 'carried', n: number): Buffer => {

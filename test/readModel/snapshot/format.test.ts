@@ -16,7 +16,7 @@ import { columnNames } from '../../../src/readModel/snapshot/columns.ts';
 import { createEncoder } from '../../../src/readModel/snapshot/encoder.ts';
 import { encodeSnapshot4 } from '../../../src/readModel/snapshot/jsonLinesV4.ts';
 
-// The snapshot's format alone (issue 10): whatever read model is written comes back the same,
+// The snapshot's format alone: whatever read model is written comes back the same,
 // value for value and type for type — binary columns, the JSON a column falls back to, format 4.
 // Whether a snapshot is believed (consistency, cross-check) is trust.test.ts.
 

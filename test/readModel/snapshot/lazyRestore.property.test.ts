@@ -13,7 +13,7 @@ import { openSnapshot, snapshotFormat, writeSnapshot } from '../../../src/readMo
 import { isoBytesMs } from '../../../src/readModel/snapshot/columnsInPlace.ts';
 import { checkConsistency } from '../../../src/readModel/snapshot/trust.ts';
 
-// Issue 10 (warm start): a restore reads the snapshot's columns in place and builds a node's
+// A restore reads the snapshot's columns in place and builds a node's
 // state only when it is first asked for; the counters (fleet tally, liveness) are filled from the
 // columns, and the trust checks read the columns too. Whatever the read model, the lazily
 // restored one must answer exactly as one restored from the built states: every node, every
@@ -167,7 +167,7 @@ test('folding onto a node never asked for builds it first: the same state as fol
 const none: readonly never[] = [];
 const sameList = <T>(a: readonly T[], b: readonly T[]): boolean => a === b || (a.length === b.length && a.every((x, i) => x === b[i]));
 
-/** The consistency check as it was, state by state (before issue 10 read it from the columns): the reference. */
+/** The consistency check as it was, state by state (before it read them from the columns): the reference. */
 function referenceCheck(states: readonly NodeState[], position: bigint): string | null {
   for (const s of states) {
     const fail = (what: string): string => `snapshot node ${JSON.stringify(s.node)}: ${what}`;

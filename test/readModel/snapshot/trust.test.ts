@@ -15,7 +15,7 @@ import { createMemoryEventStore } from '../../../src/store/memoryEventStore.ts';
 import { createSqliteEventStore } from '../../../src/store/sqlite/sqliteEventStore.ts';
 import { historyInStore } from '../../support/history.ts';
 
-// Issue 13 item 3: a snapshot was trusted blindly — forged values with the right foldVersion,
+// A snapshot was trusted blindly — forged values with the right foldVersion,
 // position and event id were restored and served, and wrong types gave "reports":"NaN111".
 // Every way a snapshot can lie or rot must end in a fold from zero that serves the store's
 // truth, said in a warn log with the reason and counted in converge_snapshot_rejected_total.

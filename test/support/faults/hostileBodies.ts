@@ -112,7 +112,7 @@ function hugeArray(message: WireMessage, limits: WireLimits): fc.Arbitrary<Hosti
   });
 }
 
-/** Inside the size limit, but one collection holds more entries than any declaration has resources (issue 13). */
+/** Inside the size limit, but one collection holds more entries than any declaration has resources. */
 function wideCollection(message: WireMessage, limits: WireLimits): fc.Arbitrary<HostileBody> {
   const fields = message === 'report' ? (['applied', 'failed', 'carried', 'x'] as const) : (['x'] as const);
   return fc.tuple(nodeIdArb, fc.constantFrom(...fields), fc.integer({ min: 1, max: 50 })).map(([node, field, over]) => {

@@ -3,7 +3,7 @@ import { authHeaders } from './client.ts';
 import type { NodeView, Rollout } from './types.ts';
 
 // GET /v1/events read with fetch rather than EventSource: EventSource cannot send an
-// Authorization header, and the token must never go in a URL (issue 11). The parser follows the
+// Authorization header, and the token must never go in a URL. The parser follows the
 // SSE format (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation):
 // `field: value` lines, `:` comments, a blank line dispatches. On a drop it reconnects with
 // Last-Event-ID, and the API replays the current state of every node that changed meanwhile.
@@ -23,7 +23,7 @@ export type FollowOptions = Readonly<{
   /** Only this rollout's changes (and no node's unless `node` is given too). */
   rollout?: string;
   onNode: (view: NodeView, position: string) => void;
-  /** `event: rollout` (issue 14): a rollout changed. */
+  /** `event: rollout`: a rollout changed. */
   onRollout?: (rollout: Rollout, position: string) => void;
   onStatus: (status: StreamStatus) => void;
   /** Silence longer than this (the API pings every 15 s) counts as a dead connection. */

@@ -1,7 +1,7 @@
 import type { NodeOutcome, Rollout, RolloutStatus, WaveCounts } from '../api/types.ts';
 import type { Part } from './StackedBar.tsx';
 
-// Rollouts (issue 14) as the dashboard shows them: a glyph and a word beside every colour, as for
+// Rollouts as the dashboard shows them: a glyph and a word beside every colour, as for
 // node statuses.
 
 export const rolloutGlyph: Readonly<Record<RolloutStatus, string>> = {

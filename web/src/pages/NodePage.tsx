@@ -11,7 +11,7 @@ import { useEvents, useLoad, useThrottle } from '../hooks.ts';
 import { setQuery } from '../router.ts';
 import { Problemish } from './common.tsx';
 
-// One node (issue 11): its state now (live from /v1/events?node=) or as of a moment
+// One node: its state now (live from /v1/events?node=) or as of a moment
 // (GET …/state?at=), and its timeline, newest first, paged back as far as it goes.
 
 const pageSize = 50;

@@ -9,7 +9,7 @@ import { useLoad, useRolloutEvents, useThrottle } from '../hooks.ts';
 import { rolloutHref, setQuery } from '../router.ts';
 import { Problemish } from './common.tsx';
 
-// Every rollout (issue 14), newest first, live from the `rollout` events of /v1/events: a
+// Every rollout, newest first, live from the `rollout` events of /v1/events: a
 // known rollout's row is replaced in place, a new one reloads the list (at most once a second).
 
 export function RolloutsPage({ url }: { url: URL }) {
