@@ -26,7 +26,7 @@ export type NodeOutcome = z.infer<typeof s.nodeOutcomeEnum>;
 export type LivenessState = z.infer<typeof s.livenessEnum>;
 export type ReportClass = z.infer<typeof s.reportClassEnum>;
 
-// The node statuses are defined once, in projections/nodeState.ts (nodeStatuses): NodeStatus is
+// The node statuses are defined once, in projections/node/nodeState.ts (nodeStatuses): NodeStatus is
 // derived from that list through the API's schema. Here is only the dashboard's display order,
 // a record so that the compiler refuses it if it misses a status or names one that is not.
 const statusOrder: Readonly<Record<NodeStatus, true>> = { converged: true, behind: true, degraded: true, refused: true, undeclared: true };
