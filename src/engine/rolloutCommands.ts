@@ -20,7 +20,7 @@ import type {
 } from '../core/events/index.ts';
 import type { EventStore } from '../store/port.ts';
 import { validateNodeId } from '../core/wire/nodeId.ts';
-import { createUnseenPause } from './send.ts';
+import { createUnseenPause } from './sendView.ts';
 import { foldRolloutEvents } from '../../projections/index.ts';
 import { isTerminal, planBudget, planWaves, selectTargets } from '../core/rollout/index.ts';
 import type { NodeState } from '../../projections/index.ts';

@@ -13,7 +13,7 @@ import type { EventStore, Subscription } from '../store/port.ts';
 import { whileLeased } from '../store/whileLeased.ts';
 import { createBatchSender } from './sendBatch.ts';
 import type { BatchSender } from './sendBatch.ts';
-import type { LoadNode } from './send.ts';
+import type { LoadNode } from './sendView.ts';
 
 // The rollout driver, a process manager. It keeps no state of its own that a
 // restart could lose: each rollout is the fold of its stream (projections/rollout.ts), read
