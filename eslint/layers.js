@@ -1,5 +1,5 @@
 // Imports point one way, down this list (docs/architecture.md draws it from the code):
-//   core → projections → {store, transport} → {engine, readModel} → api → app → cli, and web on top.
+//   core → projections → {store, transport} → {engine, readModel} → notify → api → app → cli, and web on top.
 // src/core is the pure domain (node messages, declarations, events, the rollout decision), with an
 // order of its own inside it; projections/ holds the folds over its events. web/ (the dashboard) may
 // point at src/api for the API's types only, which eslint.config.js enforces. This rule resolves
@@ -18,6 +18,8 @@ export const layers = [
   ['src/retry', 'src/metrics'],
   ['src/store', 'src/transport'],
   ['src/engine', 'src/readModel', 'src/simulation', 'src/brokerAdmin'],
+  // Notifications hear the read model's changes, so they sit just above it.
+  ['src/notify'],
   ['src/api'],
   ['src/app'],
   ['src/cli'],

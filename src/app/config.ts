@@ -41,6 +41,8 @@ export type Config = Readonly<{
    */
   snapshotFormerPath: string | null;
   snapshotEvery: number;
+  /** The notifications' JSON file (src/notify/notifyConfig.ts), or null: none sent. */
+  notifyConfig: string | null;
   snapshotPerNode: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   trustMissingUserId: boolean;
@@ -109,6 +111,7 @@ const schema = z.object({
   graceMs: intIn(1, 86_400_000).default(60_000),
   snapshotPath: z.string().min(1).nullable().default(null),
   snapshotEvery: intIn(1, 100_000_000).default(10_000),
+  notifyConfig: z.string().min(1).nullable().default(null),
   snapshotPerNode: intIn(0, 1_000_000).default(10),
   logLevel: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {

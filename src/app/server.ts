@@ -25,6 +25,8 @@ import type { StartRolloutDeps } from '../engine/rolloutCommands.ts';
 import { findDashboardDir } from './dashboardDir.ts';
 import { isTerminal } from '../core/rollout/index.ts';
 import { descriptorMargin, openFilesLimit } from './fdLimit.ts';
+import { createNotifier, loadNotifyConfig } from '../notify/index.ts';
+import type { Notifier, NotifyConfig } from '../notify/index.ts';
 
 // `converge serve` as a value (docs/design.md §6): store → projections → API, plus ingest and relay
 // when a transport is given. Start order matters: the API's plugins and socket first (probes are
@@ -52,6 +54,8 @@ export type ServerOptions = Readonly<{
   pluginTimeoutMs?: number;
   /** The built dashboard to serve at / (default: dist/dashboard if built; null: none). */
   dashboardDir?: string | null;
+  /** Notifications (default: from --notify-config, if set). */
+  notify?: NotifyConfig | null;
 }>;
 
 export type Server = Readonly<{
@@ -61,6 +65,8 @@ export type Server = Readonly<{
   metrics: Metrics;
   ingest: Ingest | null;
   relay: Relay | null;
+  /** Notifications (null: no --notify-config). */
+  notifier: Notifier | null;
   send: SendDeclaration | null;
   /** Many nodes in one store transaction (POST /v1/declarations); null without a signing key. */
   sendMany: SendDeclarations | null;
@@ -170,6 +176,18 @@ export function createServer(options: ServerOptions): Server {
           ...(config.nodeReportRate === 0 ? {} : { nodeBudget: { ratePerSecond: config.nodeReportRate, burst: config.nodeReportBurst } }),
         });
   const relay = transport === undefined ? null : createRelay({ store, publisher: transport.publisher, logger, metrics });
+  const notify =
+    options.notify === undefined ? (config.notifyConfig === null ? null : loadNotifyConfig(config.notifyConfig)) : options.notify;
+  const notifier =
+    notify === null
+      ? null
+      : createNotifier({
+          config: notify,
+          store,
+          readModel: runner.readModel,
+          logger,
+          ...(options.now === undefined ? {} : { now: options.now }),
+        });
 
   const startedAt = (options.now ?? Date.now)();
   const dashboardDir = options.dashboardDir === undefined ? findDashboardDir() : options.dashboardDir;
@@ -241,6 +259,7 @@ export function createServer(options: ServerOptions): Server {
     metrics,
     ingest,
     relay,
+    notifier,
     send,
     sendMany,
     rollouts,
@@ -266,7 +285,10 @@ export function createServer(options: ServerOptions): Server {
       // timeout and `serve` exit 1. Meanwhile /healthz answers and /readyz says it is catching up.
       await app.ready();
       const url = await app.listen({ port: config.port, host: config.host });
+      // Its cursors and listeners before the projections fold anything, its replay after their restore.
+      await notifier?.prepare();
       await runner.start();
+      await notifier?.begin();
       relay?.start();
       // The driver judges waves by the read model, so it starts once that has caught up.
       if (rollouts !== null)
@@ -298,6 +320,7 @@ export function createServer(options: ServerOptions): Server {
       await relay?.stop();
       await runner.writeSnapshot();
       await runner.stop();
+      await notifier?.stop();
     },
   };
 }

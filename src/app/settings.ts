@@ -80,6 +80,13 @@ export const settings = {
     default: '<sqlite file>.snapshot',
     help: 'read-model snapshot file',
   },
+  notifyConfig: {
+    flag: 'notify-config',
+    env: 'CONVERGE_NOTIFY_CONFIG',
+    value: '<file>',
+    default: null,
+    help: 'notifications: destinations, filters and secrets in a JSON file (docs/operations.md "Notifications")',
+  },
   snapshotEvery: {
     flag: 'snapshot-every',
     env: 'CONVERGE_SNAPSHOT_EVERY',

@@ -17,6 +17,7 @@ const engineSettings: readonly ConfigKey[] = [
   'snapshotPath',
   'snapshotEvery',
   'snapshotPerNode',
+  'notifyConfig',
   'logLevel',
   'trustMissingUserId',
   'aliveResolutionMs',

@@ -1,0 +1,10 @@
+export { createNotifier } from './notifier.ts';
+export type { Notifier, NotifierOptions } from './notifier.ts';
+export { createDestination, checkpointOf } from './destination.ts';
+export type { Destination, DestinationStats, Fetch } from './destination.ts';
+export { loadNotifyConfig, parseNotifyConfig, describeSecret, matches } from './notifyConfig.ts';
+export type { NotifyConfig, DestinationConfig, NotifyFilter } from './notifyConfig.ts';
+export { cloudEvent, slackBody, sign, verifySignature, signatureHeader, timestampHeader, single, summary } from './message.ts';
+export type { Message } from './message.ts';
+export { nodeTriggers, rolloutTrigger, notificationId, triggerNames, triggerSeverity, severities } from './triggers.ts';
+export type { Notification, TriggerName, Severity } from './triggers.ts';
