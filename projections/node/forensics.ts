@@ -158,8 +158,8 @@ export function timeline(node: string, events: Iterable<Recorded>): Timeline {
       });
     } else if (e.type === 'ReportReceived') {
       digest = e.data.declared;
-      serial = digest === null ? null : serialOfSent(before, digest);
-      cls = classifyReport(before, digest);
+      serial = digest === null ? null : serialOfSent(before, digest, e.data.sentEarlier);
+      cls = classifyReport(before, digest, e.data.sentEarlier);
       duplicate = e.id === before.lastReportId;
       const last = declarations.at(-1);
       if (!duplicate && cls === 'matching' && last !== undefined && last.outcome === 'pending') {
@@ -243,7 +243,9 @@ export function createRaceScanner(): RaceScanner {
       const clockSaysCaughtUp = Date.parse(e.data.receivedAt) >= sent.sentMs;
       const declared = e.data.declared;
       if (!clockSaysCaughtUp || declared === sent.digest) return null;
-      const reportSerial = declared === null ? null : (sent.earlier.find((x) => x[0] === declared)?.[1] ?? null);
+      // Older than the window: what ingest found in the store, as the fold reads it.
+      const reportSerial =
+        declared === null ? null : (sent.earlier.find((x) => x[0] === declared)?.[1] ?? e.data.sentEarlier?.serial ?? null);
       return {
         node,
         position: e.position,

@@ -1,6 +1,9 @@
 import { isoMs } from '../../src/core/events/index.ts';
 import type { AliveSeenData, DeclarationSentData, Recorded, ReportReceivedData } from '../../src/core/events/index.ts';
 
+/** What ingest found in the store of a digest older than the kept history (ReportReceived's `sentEarlier`). */
+export type SentEarlier = ReportReceivedData['sentEarlier'];
+
 // The fold of docs/design.md §3: one node's stream, in order, into the state that answers "has this
 // node read the latest words we sent it?". Pure and deterministic: the live engine and a replay
 // from zero call the same function, and "as of T or P" is this fold stopped early.
@@ -64,8 +67,8 @@ export type NodeState = Readonly<{
   }>;
   /**
    * The sends before the latest, newest last, as [digest, serial]: at most `sendHistoryLimit` − 1
-   * of them (the latest is `sent`). How a report is told stale from unknown; a digest older than
-   * this window counts as unknown (classifyReport; docs/design.md "Bounded send history").
+   * of them (the latest is `sent`). How a report is told stale from unknown; for a digest older than
+   * this window the report's own `sentEarlier` decides (classifyReport; docs/design.md "Bounded send history").
    */
   earlierSends: readonly EarlierSend[];
   reports: number;
@@ -81,10 +84,11 @@ export type NodeState = Readonly<{
 export const recentLatencyLimit = 16;
 
 /**
- * Sends whose digests a node's state keeps, the latest included. A report naming an older one is
- * classified `unknown`, as a digest never sent is: the fold cannot tell them apart without the
- * whole history, and a report eight sends late is itself worth a look. Unbounded, the history
- * was a Map per node (~200 B for one entry) and grew with every send.
+ * Sends whose digests a node's state keeps, the latest included: its size does not grow with its
+ * age. A report naming an older one is told stale from unknown by the fact ingest recorded in it
+ * (ReportReceived's `sentEarlier`, looked up in the store); a report stored before ingest recorded
+ * that fact counts as `unknown`, as it always did. Unbounded, the history was a Map per node
+ * (~200 B for one entry) and grew with every send.
  */
 export const sendHistoryLimit = 8;
 
@@ -142,17 +146,26 @@ const earlierSend = (state: Pick<NodeState, 'earlierSends'>, digest: string): Ea
   return undefined;
 };
 
-/** Classify a report against what had been sent to this node so far (within the kept history). */
-export function classifyReport(state: Pick<NodeState, 'sent' | 'earlierSends'>, declared: string | null): ReportClass {
+/**
+ * Classify a report against what had been sent to this node so far: the kept history first, then
+ * what ingest recorded of an older digest (`sentEarlier`: absent on reports stored before it did,
+ * which count as unknown as they always did).
+ */
+export function classifyReport(
+  state: Pick<NodeState, 'sent' | 'earlierSends'>,
+  declared: string | null,
+  sentEarlier?: SentEarlier,
+): ReportClass {
   if (declared === null) return 'undeclared';
   if (state.sent !== null && state.sent.digest === declared) return 'matching';
-  return earlierSend(state, declared) === undefined ? 'unknown' : 'stale';
+  if (earlierSend(state, declared) !== undefined) return 'stale';
+  return sentEarlier === undefined || sentEarlier === null ? 'unknown' : 'stale';
 }
 
-/** The serial of a digest sent to this node, if the state still keeps it (the latest or an earlier send). */
-export function serialOfSent(state: Pick<NodeState, 'sent' | 'earlierSends'>, digest: string): number | null {
+/** The serial of a digest sent to this node: the latest, a kept earlier send, or what ingest recorded (`sentEarlier`). */
+export function serialOfSent(state: Pick<NodeState, 'sent' | 'earlierSends'>, digest: string, sentEarlier?: SentEarlier): number | null {
   if (state.sent !== null && state.sent.digest === digest) return state.sent.serial;
-  return earlierSend(state, digest)?.[1] ?? null;
+  return earlierSend(state, digest)?.[1] ?? sentEarlier?.serial ?? null;
 }
 
 const sameItems = <T>(a: readonly T[], b: readonly T[] | undefined): boolean => {
@@ -226,14 +239,14 @@ function onReportReceived(s: NodeState, d: ReportReceivedData, id: string, posit
     if (position === s.position && revision === s.revision) return s;
     return withChanges(s, {}, position, revision);
   }
-  const cls = classifyReport(s, d.declared);
+  const cls = classifyReport(s, d.declared, d.sentEarlier);
   // The same values, as objects the state already holds where it can: a report that names the
   // latest digest, applies what was sent and carries what it carried before adds no new strings
   // or arrays to the read model (memory per node, bench/scale.ts). Equal values, so the fold's
   // result is the same; only sharing changes.
   const sentIds = s.sent?.resourceIds;
   const reported: ReportedSummary = {
-    declared: cls === 'matching' ? s.sent!.digest : cls === 'stale' ? earlierSend(s, d.declared!)![0] : d.declared,
+    declared: cls === 'matching' ? s.sent!.digest : cls === 'stale' ? (earlierSend(s, d.declared!)?.[0] ?? d.declared) : d.declared,
     receivedAt: d.receivedAt,
     applied: sameItems(d.applied, sentIds) ? sentIds! : sameItems(d.applied, s.reported?.applied) ? s.reported!.applied : d.applied,
     failed: Object.keys(d.failed).length === 0 ? noFailures : d.failed,

@@ -253,6 +253,8 @@ export function draftReport(
   failed: Readonly<Record<string, string>>,
   refused: string,
   carried: readonly number[],
+  /** The serial in the report's `sentEarlier` (0: none, or not recorded). */
+  sentEarlier: number,
 ): void {
   if (id !== d.lastReportId) {
     // nodeState.ts's classifyReport, on the draft's own fields; a stale report's digest is the one held.
@@ -271,6 +273,7 @@ export function draftReport(
           held = digests[i]!;
           break;
         }
+      if (cls === 'unknown' && sentEarlier > 0) cls = 'stale';
     }
     // A report's own fields (not its transport), as values the draft already holds where equal.
     d.reportDeclared = held;
@@ -357,6 +360,7 @@ export function foldIntoDraft(d: NodeDraft, event: Recorded): void {
         r.failed,
         r.refused,
         r.carried,
+        r.sentEarlier?.serial ?? 0,
       );
       return;
     }

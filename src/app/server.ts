@@ -173,6 +173,7 @@ export function createServer(options: ServerOptions): Server {
           metrics,
           trustMissingUserId: config.trustMissingUserId,
           aliveResolutionMs: config.aliveResolutionMs,
+          knownSends: (node) => runner.readModel.get(node),
           ...(config.nodeReportRate === 0 ? {} : { nodeBudget: { ratePerSecond: config.nodeReportRate, burst: config.nodeReportBurst } }),
         });
   const relay = transport === undefined ? null : createRelay({ store, publisher: transport.publisher, logger, metrics });

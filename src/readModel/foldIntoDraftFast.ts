@@ -33,6 +33,7 @@ export function foldEntry(d: NodeDraft, c: NodeColumns, i: number): void {
         c.failed[i]!,
         c.refused[i]!,
         c.carried[i]!,
+        c.serial[i]!,
       );
       return;
     case eventKind.send: {

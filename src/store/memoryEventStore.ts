@@ -4,6 +4,7 @@ import { ConvergeError } from '../core/errors.ts';
 import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision, recorded } from './appendRules.ts';
 import type { EncodedEvent } from './appendRules.ts';
 import { createNotifier } from './notifier.ts';
+import { findSendByReading } from './findSend.ts';
 import { columnsFromReadAll } from './nodeColumns.ts';
 import { createPollingSubscription } from './pollingSubscription.ts';
 import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions } from './port.ts';
@@ -158,6 +159,10 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
     // (`{ ...store, readAll }`) has its own readAll read, as readNodeColumns always did.
     readColumns(opts) {
       return columnsFromReadAll(this, opts);
+    },
+
+    findSend(node, digest) {
+      return findSendByReading((stream, o) => store.readStream(stream, o), node, digest);
     },
 
     async headPosition() {

@@ -1,6 +1,6 @@
 import type { Recorded } from '../core/events/index.ts';
 import { exactNumber, isNodeEvent, isoMs, nodeOfStream } from '../core/events/index.ts';
-import { isDigest, isIntArray, isRolloutTag, isStringArray, isStringMap, isTransport } from '../core/events/decodeFast.ts';
+import { isDigest, isIntArray, isRolloutTag, isSentEarlier, isStringArray, isStringMap, isTransport } from '../core/events/decodeFast.ts';
 import type { AliveSeenData, DeclarationSentData, ReportReceivedData } from '../core/events/index.ts';
 import type { EventStore, NodeColumns, ReadAllOptions, ReadColumnsOptions } from './port.ts';
 
@@ -91,6 +91,8 @@ export function putEvent(
     c.failed[i] = x.failed;
     c.refused[i] = x.refused;
     c.carried[i] = x.carried;
+    // A report's serial column: the serial of the earlier send ingest found (0: none, or not looked up).
+    c.serial[i] = x.sentEarlier?.serial ?? 0;
     text = x.receivedAt;
   } else text = (data as AliveSeenData).seenAt;
   const ms = isoMs(text);
@@ -132,6 +134,9 @@ export function putFastData(c: NodeColumns, i: number, kind: number, x: unknown,
     const declared = x.declared;
     if (!(declared === null || isDigest(declared)) || !isStringArray(x.applied) || !isStringMap(x.failed)) return false;
     if (typeof x.refused !== 'string' || !isIntArray(x.carried) || !isTransport(x.transport) || !putTime(c, i, x.receivedAt)) return false;
+    const earlier = x.sentEarlier;
+    if (earlier !== undefined && earlier !== null && !isSentEarlier(earlier)) return false;
+    c.serial[i] = earlier === undefined || earlier === null ? 0 : (earlier as { serial: number }).serial;
     c.id[i] = id;
     c.digest[i] = declared as string | null;
     c.ids[i] = x.applied as string[];

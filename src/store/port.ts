@@ -113,6 +113,7 @@ export type NodeColumns = {
   /** A send's digest; a report's declared digest. */
   digest: (string | null)[];
   specDigest: string[];
+  /** A send's serial; a report's `sentEarlier` serial (0: none or not recorded). */
   serial: Float64Array;
   /** A send's resource ids; a report's applied ids. */
   ids: (readonly string[])[];
@@ -127,6 +128,9 @@ export type ReadColumnsOptions = Readonly<{
   /** Only streams starting with this (readAll's streamPrefix): the others are neither decoded nor handed out. */
   streamPrefix?: string;
 }>;
+
+/** A send of a digest to a node, as EventStore.findSend answers it. */
+export type SendFound = Readonly<{ serial: number; sentAt: string }>;
 
 /** EventStore.pipeline: `append`, ordered among the pipeline's other calls. */
 export type AppendPipeline = Readonly<{ append: (writes: readonly StreamWrite[]) => Promise<AppendResult> }>;
@@ -155,6 +159,13 @@ export interface EventStore {
   readColumns(options?: ReadColumnsOptions): AsyncIterable<NodeColumns>;
   /** Position of the newest event (null if the store is empty). */
   headPosition(): Promise<bigint | null>;
+  /**
+   * The latest DeclarationSent of `digest` in `node`'s stream (its serial and time), or null if
+   * that digest was never sent to that node. Ingest asks only on the rare report naming a digest
+   * older than the fold's bounded send history (createIngest.ts); SQLite and PostgreSQL answer
+   * from an index of sends by stream and digest, memory and EventStoreDB by reading the stream.
+   */
+  findSend(node: string, digest: string): Promise<SendFound | null>;
   subscribe(options: SubscribeOptions): Subscription;
   getCheckpoint(name: string): Promise<bigint | null>;
   setCheckpoint(name: string, position: bigint): Promise<void>;

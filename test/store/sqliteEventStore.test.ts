@@ -163,7 +163,7 @@ CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NUL
   revision INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, UNIQUE (stream, revision));
 CREATE TABLE checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;`;
 
-test('a schema v1 file is migrated to v2 in place: the declarations index is added, events and checkpoints kept', async () => {
+test('a schema v1 file is migrated to the current version in place: the declaration indexes are added, events and checkpoints kept', async () => {
   const path = fresh();
   const db = new Database(path);
   db.exec(v1Schema);
@@ -187,7 +187,13 @@ test('a schema v1 file is migrated to v2 in place: the declarations index is add
   }
   const after = new Database(path, { readonly: true });
   try {
-    assert.equal(after.pragma('user_version', { simple: true }), 2);
+    assert.equal(after.pragma('user_version', { simple: true }), sqliteSchemaVersion);
+    const find = after
+      .prepare(
+        "EXPLAIN QUERY PLAN SELECT json_extract(data, '$.serial') FROM events WHERE type = 'DeclarationSent' AND stream = ? AND json_extract(data, '$.digest') = ? AND position <= ? ORDER BY position DESC LIMIT 1",
+      )
+      .all('node-x', 'a', 10) as { detail: string }[];
+    assert.match(find.map((p) => p.detail).join('; '), /events_sent_digest/, 'findSend reads the index of sends by digest');
     const plan = after
       .prepare("EXPLAIN QUERY PLAN SELECT * FROM events WHERE type = 'DeclarationSent' AND position > ? ORDER BY position LIMIT ?")
       .all(0, 10) as { detail: string }[];

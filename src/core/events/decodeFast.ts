@@ -112,6 +112,11 @@ export function isRolloutTag(v: unknown): boolean {
   return typeof v.id === 'string' && rolloutIdPattern.test(v.id) && isCount(v.wave) && keyCount(v) === 2;
 }
 
+export function isSentEarlier(v: unknown): boolean {
+  if (!isPlainObject(v)) return false;
+  return isCount(v.serial) && isIso(v.sentAt) && keyCount(v) === 2;
+}
+
 /** The zod output of declarationSentData for `v`, or null to let zod decide. */
 export function fastDeclarationSent(v: unknown): DeclarationSentData | null {
   if (!isPlainObject(v)) return null;
@@ -136,6 +141,8 @@ export function fastDeclarationSent(v: unknown): DeclarationSentData | null {
 /** The zod output of reportReceivedData for `v`, or null to let zod decide. */
 export function fastReportReceived(v: unknown): ReportReceivedData | null {
   if (!isPlainObject(v)) return null;
+  const looked = v.sentEarlier !== undefined;
+  if (!looked && 'sentEarlier' in v) return null;
   const ok =
     isNodeName(v.node) &&
     (v.declared === null || isDigest(v.declared)) &&
@@ -145,7 +152,8 @@ export function fastReportReceived(v: unknown): ReportReceivedData | null {
     isIntArray(v.carried) &&
     isIso(v.receivedAt) &&
     isTransport(v.transport) &&
-    keyCount(v) === 8;
+    (!looked || v.sentEarlier === null || isSentEarlier(v.sentEarlier)) &&
+    keyCount(v) === (looked ? 9 : 8);
   return ok ? (v as ReportReceivedData) : null;
 }
 

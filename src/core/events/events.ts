@@ -45,6 +45,16 @@ export const reportReceivedData = z.object({
     redelivered: z.boolean(),
     userId: z.string().nullable(),
   }),
+  /**
+   * Set by ingest when `declared` is neither the node's latest send nor one the fold keeps
+   * (nodeState.ts sendHistoryLimit): the send of that digest to this node found in the store
+   * (its serial and time), or null if none was ever sent. Optional and additive, so the data
+   * version stays 2: an event without it folds as before (docs/design.md "Bounded send history").
+   */
+  sentEarlier: z
+    .object({ serial: z.number().int().min(1), sentAt: iso })
+    .nullable()
+    .optional(),
 });
 
 export const aliveSeenData = z.object({

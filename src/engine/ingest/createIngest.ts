@@ -2,10 +2,12 @@ import type { Delivery } from '../../transport/port.ts';
 import { costOf, createNodeBudget } from '../nodeBudget.ts';
 import { createBatcher } from './batcher.ts';
 import { createCommitter } from './committer.ts';
+import type { Pending } from './committer.ts';
 import { createDeadLetters } from './deadLetter.ts';
 import { createFairParse } from './fairParse.ts';
 import type { Ingest, IngestOptions } from './options.ts';
 import { newCounts, settingsOf } from './options.ts';
+import { createSentEarlierLookup } from './sentEarlier.ts';
 import { toEvent } from './toEvent.ts';
 
 // Reports and alive in (docs/design.md#2-events-the-system-of-record), as a delivery travels:
@@ -51,7 +53,9 @@ export function createIngest(options: IngestOptions): Ingest {
     counts,
     refuse: deadLetters.refuse,
   });
-  const batcher = createBatcher({ ...settings, write: committer.write, signal: abort.signal });
+  const lookUp = options.knownSends === undefined ? null : createSentEarlierLookup(store, options.knownSends, logger);
+  const write = lookUp === null ? committer.write : async (batch: readonly Pending[]) => committer.write(await lookUp(batch));
+  const batcher = createBatcher({ ...settings, write, signal: abort.signal });
   const fairParse = createFairParse({ bytesPerTurn: settings.parseBytesPerTurn, parse });
 
   function seen(node: string, ms: number): void {

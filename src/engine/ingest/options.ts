@@ -6,6 +6,7 @@ import type { EventStore } from '../../store/port.ts';
 import type { IngestSource } from '../../transport/port.ts';
 import type { ComponentHealth } from '../health.ts';
 import type { NodeBudgetOptions } from '../nodeBudget.ts';
+import type { KnownSends } from './sentEarlier.ts';
 
 // What ingest is given and what it answers, and the defaults of what it is not given.
 
@@ -47,6 +48,13 @@ export type IngestOptions = Readonly<{
    * dead-lettering as CONVERGE_ERR_RATE_LIMITED. Absent: no budget.
    */
   nodeBudget?: Omit<NodeBudgetOptions, 'now'>;
+  /**
+   * Each node's latest send as the read model has it. Given, a report naming any other digest has
+   * the store asked whether that digest was ever sent to the node, and the answer recorded in it
+   * (`sentEarlier`, sentEarlier.ts), so a report older than the fold's bounded history is told
+   * stale from unknown. Absent, no lookup: such a report counts as unknown.
+   */
+  knownSends?: KnownSends;
 }>;
 
 export type IngestStats = Readonly<{

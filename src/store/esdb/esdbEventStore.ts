@@ -2,6 +2,7 @@ import { EventStoreDBClient, jsonEvent } from '@eventstore/db-client';
 import { ConvergeError } from '../../core/errors.ts';
 import { rolloutStreamPrefix, streamPrefix as nodeStreamPrefix } from '../../core/events/index.ts';
 import { defaultMaxEventBytes, storeClosed } from '../appendRules.ts';
+import { findSendByReading } from '../findSend.ts';
 import { columnsFromReadAll } from '../nodeColumns.ts';
 import type { EventStore, Subscription } from '../port.ts';
 import { createEsdbAppend } from './esdbAppend.ts';
@@ -79,6 +80,7 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
     },
 
     headPosition: reads.headPosition,
+    findSend: (node, digest) => findSendByReading(reads.readStream, node, digest),
 
     subscribe(opts) {
       open();

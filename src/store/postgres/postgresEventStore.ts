@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { ClientConfig, CustomTypesConfig, Pool, PoolClient, QueryConfig } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Recorded } from '../../core/events/index.ts';
-import { decodeEvent, isEventType } from '../../core/events/index.ts';
+import { decodeEvent, isEventType, streamOf } from '../../core/events/index.ts';
 import { defaultMaxEventBytes, encodeWrites, recorded, storeClosed } from '../appendRules.ts';
 import { createNotifier } from '../notifier.ts';
 import { columnsFromReadAll } from '../nodeColumns.ts';
@@ -118,6 +118,11 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
       `SELECT ${cols} FROM ${s}.events WHERE stream = $1 AND revision <= $2 ORDER BY revision DESC LIMIT $3`,
     ),
     head: statement('head', `SELECT position FROM ${s}.head`),
+    // EventStore.findSend, through the events_sent_digest index (schema.ts, v2).
+    findSend: statement(
+      'find_send',
+      `SELECT data->>'serial', data->>'sentAt' FROM ${s}.events WHERE type = 'DeclarationSent' AND stream = $1 AND data->>'digest' = $2 ORDER BY position DESC LIMIT 1`,
+    ),
     getCheckpoint: statement('get_checkpoint', `SELECT position FROM ${s}.checkpoints WHERE name = $1`),
     setCheckpoint: statement(
       'set_checkpoint',
@@ -249,6 +254,12 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
       use('read postgres head', async () => {
         const p = (await run(q.head())).rows[0]?.[0] as bigint | undefined;
         return p === undefined || p === 0n ? null : p;
+      }),
+
+    findSend: (node, digest) =>
+      use('find a send in postgres store', async () => {
+        const row = (await run(q.findSend(streamOf(node), digest))).rows[0] as [string, string] | undefined;
+        return row === undefined ? null : { serial: Number(row[0]), sentAt: row[1] };
       }),
 
     subscribe(opts: SubscribeOptions) {

@@ -6,7 +6,7 @@ import { ConvergeError } from '../../core/errors.ts';
 // stores can share a database and a test can drop its own. Bump `postgresSchemaVersion` with a
 // step in `migrations` whenever they change; a newer schema is refused, as SQLite's is.
 
-export const postgresSchemaVersion = 1;
+export const postgresSchemaVersion = 2;
 
 /** A plain lower-case identifier: it is interpolated into DDL and into a NOTIFY channel (≤ 63 bytes). */
 const schemaName = /^[a-z_][a-z0-9_]{0,49}$/;
@@ -76,11 +76,15 @@ CREATE TABLE ${s}.meta (
   key   text PRIMARY KEY,
   value text NOT NULL
 );
-INSERT INTO ${s}.meta (key, value) VALUES ('store', 'converge'), ('schema_version', '${postgresSchemaVersion}');
+INSERT INTO ${s}.meta (key, value) VALUES ('store', 'converge'), ('schema_version', '1');
 `;
 
 /** migrations[v] turns a version-v schema into version v+1, inside the migration transaction. */
-const migrations: Readonly<Record<number, (s: string) => string>> = {};
+const migrations: Readonly<Record<number, (s: string) => string>> = {
+  // v2: the sends of a stream by digest, for EventStore.findSend (ingest's rare lookup of a
+  // digest older than the fold keeps); partial, so reports and alives add nothing to it.
+  1: (s) => `CREATE INDEX events_sent_digest ON ${s}.events (stream, (data->>'digest')) WHERE type = 'DeclarationSent'`,
+};
 
 /**
  * Create the schema on first use, or check and upgrade it. Engines starting together take turns
@@ -104,32 +108,32 @@ export async function migrate(client: PoolClient, schema: string): Promise<void>
           `${where} holds tables but is not a Converge event store; refusing to touch it`,
         );
       }
+      // A new schema is made as v1 and then migrated: one path to every version, as SQLite's.
       await client.query(schemaV1(schema));
-    } else {
-      const rows = await client.query<{ key: string; value: string }>(`SELECT key, value FROM ${schema}.meta`);
-      const get = (k: string): string | undefined => rows.rows.find((r) => r.key === k)?.value;
-      if (get('store') !== 'converge') {
-        throw new ConvergeError('CONVERGE_ERR_STORE_SCHEMA', `${where} has a meta table but is not a Converge event store`);
-      }
-      const version = Number(get('schema_version'));
-      if (!(version <= postgresSchemaVersion)) {
+    }
+    const rows = await client.query<{ key: string; value: string }>(`SELECT key, value FROM ${schema}.meta`);
+    const get = (k: string): string | undefined => rows.rows.find((r) => r.key === k)?.value;
+    if (get('store') !== 'converge') {
+      throw new ConvergeError('CONVERGE_ERR_STORE_SCHEMA', `${where} has a meta table but is not a Converge event store`);
+    }
+    const version = Number(get('schema_version'));
+    if (!(version <= postgresSchemaVersion)) {
+      throw new ConvergeError(
+        'CONVERGE_ERR_STORE_SCHEMA',
+        `${where} has store schema v${get('schema_version')}, written by a newer Converge; this one reads up to v${postgresSchemaVersion}. Upgrade Converge`,
+        { details: { found: get('schema_version') ?? null, supported: postgresSchemaVersion } },
+      );
+    }
+    for (let v = version; v < postgresSchemaVersion; v++) {
+      const step = migrations[v];
+      if (step === undefined) {
         throw new ConvergeError(
           'CONVERGE_ERR_STORE_SCHEMA',
-          `${where} has store schema v${get('schema_version')}, written by a newer Converge; this one reads up to v${postgresSchemaVersion}. Upgrade Converge`,
-          { details: { found: get('schema_version') ?? null, supported: postgresSchemaVersion } },
+          `${where} has store schema v${v} and there is no migration from it to v${v + 1}`,
         );
       }
-      for (let v = version; v < postgresSchemaVersion; v++) {
-        const step = migrations[v];
-        if (step === undefined) {
-          throw new ConvergeError(
-            'CONVERGE_ERR_STORE_SCHEMA',
-            `${where} has store schema v${v} and there is no migration from it to v${v + 1}`,
-          );
-        }
-        await client.query(step(schema));
-        await client.query(`UPDATE ${schema}.meta SET value = $1 WHERE key = 'schema_version'`, [String(v + 1)]);
-      }
+      await client.query(step(schema));
+      await client.query(`UPDATE ${schema}.meta SET value = $1 WHERE key = 'schema_version'`, [String(v + 1)]);
     }
     await client.query('COMMIT');
   } catch (err) {

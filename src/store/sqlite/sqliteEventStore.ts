@@ -2,7 +2,8 @@ import { resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { defaultMaxEventBytes, storeClosed } from '../appendRules.ts';
 import { createPollingSubscription } from '../pollingSubscription.ts';
-import type { EventStore, SubscribeOptions } from '../port.ts';
+import { streamOf } from '../../core/events/index.ts';
+import type { EventStore, SendFound, SubscribeOptions } from '../port.ts';
 import { createSqliteAppends } from './sqliteAppend.ts';
 import { createSqliteColumnsReader } from './sqliteColumnsFast.ts';
 import { joinFile } from './sqliteDurability.ts';
@@ -124,6 +125,17 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     readAll: reads.readAll,
     readColumns,
     headPosition: reads.headPosition,
+
+    async findSend(node, digest) {
+      open();
+      const limit = durability.readLimit();
+      try {
+        const row = q.findSend.get(streamOf(node), digest, limit === null ? Number.MAX_SAFE_INTEGER : limit) as SendFound | undefined;
+        return row === undefined ? null : { serial: Number(row.serial), sentAt: row.sentAt };
+      } catch (err) {
+        throw sqliteError(err, 'find a send in sqlite store');
+      }
+    },
 
     subscribe(opts: SubscribeOptions) {
       open();

@@ -68,6 +68,10 @@ export function prepareReadQueries(conn: Database.Database) {
       .raw(),
     row: conn.prepare('SELECT type, data, metadata, id, stream, revision FROM events WHERE position = ?').raw(),
     head: conn.prepare('SELECT max(position) FROM events').pluck().safeIntegers(),
+    // EventStore.findSend, through the events_sent_digest index (sqliteSchema.ts, v3).
+    findSend: conn.prepare(
+      "SELECT json_extract(data, '$.serial') AS serial, json_extract(data, '$.sentAt') AS sentAt FROM events WHERE type = 'DeclarationSent' AND stream = ? AND json_extract(data, '$.digest') = ? AND position <= ? ORDER BY position DESC LIMIT 1",
+    ),
     getCheckpoint: conn.prepare('SELECT position FROM checkpoints WHERE name = ?').pluck().safeIntegers(),
   };
 }

@@ -8,6 +8,7 @@ import {
   nodeView,
   sendHistoryLimit,
   serialOfSent,
+  timeline,
 } from '../../../projections/index.ts';
 import type { NodeState } from '../../../projections/index.ts';
 import type { Recorded } from '../../../src/core/events/index.ts';
@@ -219,4 +220,37 @@ test('a report is a sign of life: lastSeenAt is the newer of alive and report', 
   h.tick(5000);
   const r = h.report({});
   assert.equal(fold(h.events).lastSeenAt, r.data.receivedAt);
+});
+
+test('a report naming a digest older than the kept history is stale when ingest found its send, unknown when it found none', () => {
+  const h = history('edge-07');
+  const sends = Array.from({ length: 20 }, (_, i) => h.send([{ id: `r${i}` }]));
+  h.tick();
+  const first = sends[0]!.data;
+  const r1 = h.report({ declared: first.digest });
+  const found = { ...r1, data: { ...r1.data, sentEarlier: { serial: first.serial, sentAt: first.sentAt } } };
+  const events = [...h.events.slice(0, -1), found];
+  const s = fold(events);
+  assert.equal(s.reported?.class, 'stale', 'ever sent to this node: stale, however long ago');
+  assert.equal(s.reported?.declared, first.digest);
+  assert.deepEqual(s.anomalies, { stale: 1, unknown: 0, undeclared: 0 });
+  assert.equal(s.earlierSends.length, sendHistoryLimit - 1, 'the history stays bounded');
+  const line = timeline('edge-07', events).entries.at(-1)!;
+  assert.equal(line.class, 'stale');
+  assert.equal(line.serial, 1, 'the timeline names the declaration the report is about');
+
+  const never = 'f'.repeat(64);
+  const r2 = h.report({ declared: never });
+  const notFound = { ...r2, data: { ...r2.data, sentEarlier: null } };
+  assert.equal(fold([...events, notFound]).reported?.class, 'unknown', 'never sent to this node');
+});
+
+test('a report stored before ingest recorded sentEarlier folds as it always did: older than the history, unknown', () => {
+  const h = history('edge-07');
+  const sends = Array.from({ length: 20 }, (_, i) => h.send([{ id: `r${i}` }]));
+  h.tick();
+  h.report({ declared: sends[0]!.data.digest });
+  const s = fold(h.events);
+  assert.equal(s.reported?.class, 'unknown');
+  assert.equal(timeline('edge-07', h.events).entries.at(-1)!.serial, null);
 });

@@ -55,11 +55,18 @@ const report: fc.Arbitrary<Body> = fc
     refused: fc.constantFrom('', '', 'no'),
     carried: fc.array(fc.integer({ min: 1, max: 65535 }), { maxLength: 2 }),
     receivedAt: time,
+    // What ingest recorded of a digest older than the kept history: absent (older events), none, a send.
+    sentEarlier: fc.constantFrom(undefined, null, { serial: 3, sentAt: times[0]! }),
   })
-  .map(({ id, ...d }) => ({
+  .map(({ id, sentEarlier, ...d }) => ({
     type: 'ReportReceived',
     id,
-    data: { node: 'n1', ...d, transport: { messageId: id, redelivered: false, userId: 'n1' } },
+    data: {
+      node: 'n1',
+      ...d,
+      transport: { messageId: id, redelivered: false, userId: 'n1' },
+      ...(sentEarlier === undefined ? {} : { sentEarlier }),
+    },
   }));
 
 const alive: fc.Arbitrary<Body> = time.map((seenAt) => ({ type: 'AliveSeen', id: `a-${seenAt}`, data: { node: 'n1', seenAt } }));

@@ -97,6 +97,10 @@ export function withStoreFaults(inner: EventStore): FaultyEventStore {
       guardRead('head position');
       return inner.headPosition();
     },
+    async findSend(node, digest) {
+      guardRead(`find a send to ${node}`);
+      return inner.findSend(node, digest);
+    },
     subscribe: (options) => inner.subscribe(options),
     getCheckpoint: (name) => inner.getCheckpoint(name),
     setCheckpoint: (name, position) => inner.setCheckpoint(name, position),
