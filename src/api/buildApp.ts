@@ -9,7 +9,7 @@ import { checkBodyHeaders, closeIfBodyUnread, useJsonBodies } from './bodyPolicy
 import { clientOf, createCapTable, defaultCaps, holdPlace } from './connectionCaps.ts';
 import type { ApiDeps } from './deps.ts';
 import { nodeViews } from './nodeViews.ts';
-import type { RouteContext } from './nodeViews.ts';
+import type { RouteContext } from './routeContext.ts';
 import { openApiOptions } from './openapi.ts';
 import { classify, frameworkProblem, problemOf, sendProblem } from './problem.ts';
 import { logLevelOf, RequestLog, requestSerializers } from './requestLog.ts';

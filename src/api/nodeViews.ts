@@ -28,5 +28,3 @@ export function nodeViews(deps: Pick<ApiDeps, 'readModel' | 'lastSeen' | 'graceM
     },
   };
 }
-
-export type RouteContext = Readonly<{ deps: ApiDeps; views: NodeViews }>;

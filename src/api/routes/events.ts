@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { RouteContext } from '../nodeViews.ts';
+import type { RouteContext } from '../routeContext.ts';
 import type { RolloutRouteContext } from './rollouts.ts';
 import { route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';

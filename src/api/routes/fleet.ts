@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { parseAt } from '../../../projections/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { FleetHistory } from '../../readModel/fleetHistory.ts';
-import type { RouteContext } from '../nodeViews.ts';
+import type { RouteContext } from '../routeContext.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 

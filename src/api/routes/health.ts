@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ConvergeError } from '../../core/errors.ts';
 import type { ComponentHealth } from '../../engine/health.ts';
-import type { RouteContext } from '../nodeViews.ts';
+import type { RouteContext } from '../routeContext.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 

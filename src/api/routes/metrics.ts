@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ConvergeError } from '../../core/errors.ts';
-import type { RouteContext } from '../nodeViews.ts';
+import type { RouteContext } from '../routeContext.ts';
 import { route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 

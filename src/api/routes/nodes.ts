@@ -3,7 +3,7 @@ import { parseAt } from '../../../projections/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import { historyPage, stateAsOf } from '../../readModel/queries.ts';
 import { waitForNode } from '../../readModel/waitForNode.ts';
-import type { RouteContext } from '../nodeViews.ts';
+import type { RouteContext } from '../routeContext.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 

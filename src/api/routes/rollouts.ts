@@ -4,7 +4,7 @@ import { ConvergeError } from '../../core/errors.ts';
 import type { RolloutView } from '../../readModel/rollouts.ts';
 import { authorize } from '../auth.ts';
 import type { RolloutCommands } from '../deps.ts';
-import type { RouteContext } from '../nodeViews.ts';
+import type { RouteContext } from '../routeContext.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 

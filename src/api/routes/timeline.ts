@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { timelinePage } from '../../readModel/nodeTimeline.ts';
-import type { RouteContext } from '../nodeViews.ts';
+import type { RouteContext } from '../routeContext.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
 
