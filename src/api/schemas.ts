@@ -3,9 +3,10 @@ import { livenessStates, nodeStatuses, reportClasses } from '../../projections/i
 import { nodeOutcomes, rolloutStatuses } from '../core/rollout/index.ts';
 import { failureReasons, maxRolloutDurationMs, onSupersededPolicies, rolloutIdPattern } from '../core/events/index.ts';
 
-// Zod schemas of everything the HTTP API reads and writes (docs/design.md §7). One file, past the usual
-// size, because it is the API's one contract: the OpenAPI document and the dashboard's types read it whole. Routes declare them, the
-// type provider validates requests with them and types the handlers from them, and
+// Zod schemas of everything the HTTP API reads and writes (docs/design.md §7), in one file past the
+// usual size because it is the API's one contract: the OpenAPI document and the dashboard's types
+// read it whole. Routes declare them, the type provider validates requests with them and types
+// the handlers from them, and
 // /v1/openapi.json is generated from them, so the document cannot drift from what the code
 // accepts. Registered (named) schemas become components referenced by $ref; path, query and
 // header schemas stay unnamed because OpenAPI lists them property by property as parameters.
