@@ -166,7 +166,8 @@ export function createServer(options: ServerOptions): Server {
           logger,
           metrics,
           trustMissingUserId: config.trustMissingUserId,
-          aliveResolutionMs: config.aliveResolutionMs,
+          graceMs: config.graceMs,
+          lastSeenFlushMs: config.lastSeenFlushMs,
           ...(config.nodeReportRate === 0 ? {} : { nodeBudget: { ratePerSecond: config.nodeReportRate, burst: config.nodeReportBurst } }),
         });
   const relay = transport === undefined ? null : createRelay({ store, publisher: transport.publisher, logger, metrics });

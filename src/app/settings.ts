@@ -113,7 +113,14 @@ export const settings = {
     env: 'CONVERGE_ALIVE_RESOLUTION_MS',
     value: '<ms>',
     default: '15000',
-    help: 'record at most one AliveSeen per node per this window (shorter than --grace-ms)',
+    help: 'no longer used: alive is recorded as liveness transitions (docs/design.md §2); accepted so old configurations load',
+  },
+  lastSeenFlushMs: {
+    flag: 'last-seen-flush-ms',
+    env: 'CONVERGE_LAST_SEEN_FLUSH_MS',
+    value: '<ms>',
+    default: '5000',
+    help: "how often each node's exact last-seen time is written to the store; a SIGKILL loses at most this much of it",
   },
   managementUrl: {
     flag: 'management-url',

@@ -1,3 +1,4 @@
+import { createMemoryLastSeen } from './memoryLastSeen.ts';
 import type { Recorded } from '../core/events/index.ts';
 import { decodeEvent } from '../core/events/index.ts';
 import { ConvergeError } from '../core/errors.ts';
@@ -72,6 +73,7 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
 
   const store: EventStore = {
     kind: 'memory',
+    lastSeen: createMemoryLastSeen(),
 
     async append(writes) {
       open();

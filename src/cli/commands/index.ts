@@ -20,6 +20,7 @@ const engineSettings: readonly ConfigKey[] = [
   'logLevel',
   'trustMissingUserId',
   'aliveResolutionMs',
+  'lastSeenFlushMs',
   'nodeReportRate',
   'nodeReportBurst',
   'maxStreams',
