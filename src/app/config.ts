@@ -45,8 +45,6 @@ export type Config = Readonly<{
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   trustMissingUserId: boolean;
   aliveResolutionMs: number;
-  /** How often the exact last-seen times are flushed to the store's last-seen table (docs/operations.md). */
-  lastSeenFlushMs: number;
   managementUrl: string;
   /** Budget units (a message per started 4 KiB) each node may sustain per second before the excess is refused (0: no budget). */
   nodeReportRate: number;
@@ -122,7 +120,6 @@ const schema = z.object({
     .default('off')
     .transform((v) => v === 'on' || v === 'true' || v === '1'),
   aliveResolutionMs: intIn(0, 3_600_000).default(15_000),
-  lastSeenFlushMs: intIn(100, 3_600_000).default(5_000),
   managementUrl: z
     .string()
     .refine((s) => /^https?:\/\/.+/.test(s), 'must be an http:// or https:// URL')

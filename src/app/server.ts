@@ -166,8 +166,7 @@ export function createServer(options: ServerOptions): Server {
           logger,
           metrics,
           trustMissingUserId: config.trustMissingUserId,
-          graceMs: config.graceMs,
-          lastSeenFlushMs: config.lastSeenFlushMs,
+          aliveResolutionMs: config.aliveResolutionMs,
           ...(config.nodeReportRate === 0 ? {} : { nodeBudget: { ratePerSecond: config.nodeReportRate, burst: config.nodeReportBurst } }),
         });
   const relay = transport === undefined ? null : createRelay({ store, publisher: transport.publisher, logger, metrics });

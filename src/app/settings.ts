@@ -113,14 +113,7 @@ export const settings = {
     env: 'CONVERGE_ALIVE_RESOLUTION_MS',
     value: '<ms>',
     default: '15000',
-    help: 'no longer used: alive is recorded as liveness transitions (docs/design.md §2); accepted so old configurations load',
-  },
-  lastSeenFlushMs: {
-    flag: 'last-seen-flush-ms',
-    env: 'CONVERGE_LAST_SEEN_FLUSH_MS',
-    value: '<ms>',
-    default: '5000',
-    help: "how often each node's exact last-seen time is written to the store; a SIGKILL loses at most this much of it",
+    help: 'record at most one AliveSeen per node per this window (shorter than --grace-ms)',
   },
   managementUrl: {
     flag: 'management-url',

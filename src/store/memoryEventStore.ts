@@ -1,4 +1,3 @@
-import { createMemoryLastSeen } from './memoryLastSeen.ts';
 import type { Recorded } from '../core/events/index.ts';
 import { decodeEvent } from '../core/events/index.ts';
 import { ConvergeError } from '../core/errors.ts';
@@ -73,7 +72,6 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
 
   const store: EventStore = {
     kind: 'memory',
-    lastSeen: createMemoryLastSeen(),
 
     async append(writes) {
       open();

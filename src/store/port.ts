@@ -165,21 +165,5 @@ export interface EventStore {
    * advisory lock on a connection of its own, released by the server when that connection dies).
    */
   acquireLease?(name: string, signal: AbortSignal): Promise<LeaseHold | null>;
-  /**
-   * The exact last-seen time of each node, outside the log and updated in place (docs/design.md
-   * §3): the engine writes it every --last-seen-flush-ms and starts from it. Stores without one
-   * (EventStoreDB) start every engine with no node held alive.
-   */
-  readonly lastSeen?: LastSeenTable;
   close(): Promise<void>;
 }
-
-/** A node's exact last-seen time (ms since the epoch) and whether the engine holds it silent. */
-export type LastSeenRow = Readonly<{ node: string; seenAt: number; silent: boolean }>;
-
-export type LastSeenTable = Readonly<{
-  /** Every row, and when the table was last flushed (ms; null: never): when observation was last known good. */
-  load(): Promise<Readonly<{ rows: readonly LastSeenRow[]; flushedAt: number | null }>>;
-  /** Upsert `rows` and set the flush time, in one transaction. */
-  save(rows: readonly LastSeenRow[], flushedAt: number): Promise<void>;
-}>;

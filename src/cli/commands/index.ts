@@ -20,7 +20,6 @@ const engineSettings: readonly ConfigKey[] = [
   'logLevel',
   'trustMissingUserId',
   'aliveResolutionMs',
-  'lastSeenFlushMs',
   'nodeReportRate',
   'nodeReportBurst',
   'maxStreams',

@@ -6,8 +6,6 @@ import type { Pending } from './committer.ts';
 // largest cost in bench/ingest.ts). A remainder waits at most `flushMs`. One flush loop at a time
 // writes the batches, one after another, with an event-loop turn between them.
 
-const bodyBytes = (p: Pending): number => (p.delivery === null ? 0 : p.delivery.body.length);
-
 export type Batcher = Readonly<{
   /** Queue a parsed delivery for the next batch. */
   add: (p: Pending) => void;
@@ -59,7 +57,7 @@ export function createBatcher(options: BatcherOptions): Batcher {
       const n = batchLength();
       const batch = pending.length === n ? pending : pending.slice(0, n);
       pending = pending.length === n ? [] : pending.slice(n);
-      for (const p of batch) pendingBytes -= bodyBytes(p);
+      for (const p of batch) pendingBytes -= p.delivery.body.length;
       // false: stopped with the store down; the rest stays unacked and the broker redelivers it to whoever is next.
       if (!(await write(batch))) return;
       // An append settles as a microtask: without a turn between batches a backlog is written
@@ -73,7 +71,7 @@ export function createBatcher(options: BatcherOptions): Batcher {
     const most = Math.min(batchSize, pending.length);
     let bytes = 0;
     for (let i = 0; i < most; i++) {
-      bytes += bodyBytes(pending[i]!);
+      bytes += pending[i]!.delivery.body.length;
       if (bytes >= batchBytes) return i + 1;
     }
     return most;
@@ -82,7 +80,7 @@ export function createBatcher(options: BatcherOptions): Batcher {
   return {
     add: (p) => {
       pending.push(p);
-      pendingBytes += bodyBytes(p);
+      pendingBytes += p.delivery.body.length;
       schedule();
     },
     flushAll: () => {

@@ -17,19 +17,8 @@ import type { Backoff, IngestCounts } from './options.ts';
 // meanwhile). A batch the store refuses as a whole, for an event no retry will fix, is written one
 // delivery at a time to find the one to dead-letter.
 
-/**
- * A delivery and its event (null: nothing to store, an alive), and the NodeHeard to store before
- * it when the delivery is the first sign of life after a silence. A NodeSilent comes with no
- * delivery (delivery null): the timer made it, nothing is acked for it.
- */
-export type Pending = Readonly<{ delivery: Delivery | null; event: NewEvent<NodeEvent> | null; heard?: NewEvent<NodeEvent> | null }>;
-
-/** The deliveries of a batch, to ack. */
-const deliveriesOf = (batch: readonly Pending[]): Delivery[] => {
-  const out: Delivery[] = [];
-  for (const p of batch) if (p.delivery !== null) out.push(p.delivery);
-  return out;
-};
+/** A delivery and its event (null: nothing to store, an alive coalesced into an earlier one). */
+export type Pending = Readonly<{ delivery: Delivery; event: NewEvent<NodeEvent> | null }>;
 
 export type Committer = Readonly<{
   /** Store the batch and ack it (perhaps later, once synced); false if stopped with the store down, the batch left unacked. */
@@ -70,17 +59,14 @@ export function writesOf(batch: readonly Pending[]): StreamWrite[] {
   // Grouped by node, the stream name made once per group: a name per event was a new string,
   // flattened and hashed again by the Map (the same groups, in the same order: streamOf is one-to-one).
   const byNode = new Map<string, NewEvent[]>();
-  const add = (event: NewEvent<NodeEvent>): void => {
+  for (const { event } of batch) {
+    if (event === null) continue;
     const node = event.data.node;
     const list = byNode.get(node);
     // `[event]`, not `[]` then push: a push into an empty array gives it room for 17, and most
     // groups hold one event.
     if (list === undefined) byNode.set(node, [event]);
     else list.push(event);
-  };
-  for (const { event, heard } of batch) {
-    if (heard !== undefined && heard !== null) add(heard);
-    if (event !== null) add(event);
   }
   // 'any': reports and alive never conflict with sends; ids make retries no-ops.
   const writes: StreamWrite[] = [];
@@ -133,9 +119,8 @@ export function createCommitter(options: CommitterOptions): Committer {
       });
       if (metrics !== undefined) for (const [type, n] of byType) metrics.eventsAppended.inc({ type }, n);
     }
-    const acked = deliveriesOf(batch);
-    source.ack(acked);
-    counts.acked += acked.length;
+    source.ack(batch.map((p) => p.delivery));
+    counts.acked += batch.length;
   }
 
   /**
@@ -229,26 +214,21 @@ export function createCommitter(options: CommitterOptions): Committer {
   /** A batch the store refused as a whole: find the one delivery to blame, write the rest. */
   async function commitOneByOne(batch: readonly Pending[], log: () => Logger): Promise<boolean> {
     for (const p of batch) {
-      if (p.event === null && (p.heard ?? null) === null) {
-        if (p.delivery !== null) {
-          source.ack([p.delivery]);
-          counts.acked++;
-        }
+      if (p.event === null) {
+        source.ack([p.delivery]);
+        counts.acked++;
         continue;
       }
       try {
         // Written 0: a duplicate of an event stored already (the repeat that got the batch refused).
         const written = (await store.append(writesOf([p]))).streams[0]?.written ?? 0;
-        if (written > 0) metrics?.eventsAppended.inc({ type: (p.event ?? p.heard)!.type });
+        if (written > 0) metrics?.eventsAppended.inc({ type: p.event.type });
+        source.ack([p.delivery]);
         counts.appended += written;
-        if (p.delivery !== null) {
-          source.ack([p.delivery]);
-          counts.acked++;
-        }
+        counts.acked++;
       } catch (err) {
         const e = toConvergeError(err, 'CONVERGE_ERR_STORE_UNAVAILABLE');
-        if (poisonCodes.has(e.code) && p.delivery !== null) refuse(p.delivery, e);
-        else if (poisonCodes.has(e.code)) log().error({ code: e.code }, 'the store refused a liveness transition');
+        if (poisonCodes.has(e.code)) refuse(p.delivery, e);
         else {
           // Transient after all: the rest goes back through the retrying path.
           log().warn({ code: e.code }, 'store failed while isolating a poison event');

@@ -6,8 +6,6 @@ import { createDeadLetters } from './deadLetter.ts';
 import { createFairParse } from './fairParse.ts';
 import type { Ingest, IngestOptions } from './options.ts';
 import { newCounts, settingsOf } from './options.ts';
-import { createLivenessWatch } from './livenessWatch.ts';
-import { createLastSeenFlush } from './lastSeenFlush.ts';
 import { toEvent } from './toEvent.ts';
 
 // Reports and alive in (docs/design.md#2-events-the-system-of-record), as a delivery travels:
@@ -24,6 +22,15 @@ export function createIngest(options: IngestOptions): Ingest {
   const { now, nowMs, backoff } = settings;
   const abort = new AbortController();
   const counts = newCounts();
+  /**
+   * When each node was last heard from, in ms: a holder per node updated in place, so a report
+   * costs one lookup and no Date (a Date per delivery, kept per node until its next report, was
+   * promoted by the collector at fleet scale).
+   */
+  const lastSeen = new Map<string, { ms: number }>();
+  /** seenAt of the last AliveSeen we decided to append, per node: the coalescing clock. */
+  const lastAliveEvent = new Map<string, number>();
+  const lastAliveMs = (node: string): number | undefined => lastAliveEvent.get(node);
   // One budget per queue, keyed by the sender alone: a key of kind + user_id was a concatenated
   // string per delivery, flattened and hashed for the lookup. The buckets are the same: one per
   // node and queue.
@@ -46,30 +53,27 @@ export function createIngest(options: IngestOptions): Ingest {
   });
   const batcher = createBatcher({ ...settings, write: committer.write, signal: abort.signal });
   const fairParse = createFairParse({ bytesPerTurn: settings.parseBytesPerTurn, parse });
-  // When each node was last heard, exactly, and whether it is held alive: transitions only reach
-  // the store (docs/design.md §2), and a NodeSilent goes through the same batches as the rest, so
-  // a node's transitions and reports stay in the order they happened.
-  const watch = createLivenessWatch({
-    graceMs: settings.graceMs,
-    nowMs,
-    ...(options.monoMs === undefined ? {} : { monoMs: options.monoMs }),
-    onSilent: (event) => batcher.add({ delivery: null, event }),
-  });
-  const flush = createLastSeenFlush({ store, watch, logger, everyMs: settings.lastSeenFlushMs, nowMs, graceMs: settings.graceMs });
+
+  function seen(node: string, ms: number): void {
+    const prev = lastSeen.get(node);
+    if (prev === undefined) lastSeen.set(node, { ms });
+    else if (ms > prev.ms) prev.ms = ms;
+  }
 
   /** Parse a delivery and queue its event for the next append (or refuse it). */
   function parse(d: Delivery): void {
     const at = nowMs();
     let received;
     try {
-      received = toEvent(d, at, settings);
+      received = toEvent(d, at, settings, lastAliveMs);
     } catch (err) {
       deadLetters.refuse(d, err);
       return;
     }
-    const heard = watch.heard(received.node, at);
-    if (received.event === null && heard === null) counts.coalesced++;
-    batcher.add({ delivery: d, event: received.event, heard });
+    seen(received.node, at);
+    if (received.event === null) counts.coalesced++;
+    else if (received.event.type === 'AliveSeen') lastAliveEvent.set(received.node, at);
+    batcher.add({ delivery: d, event: received.event });
   }
 
   function onDelivery(d: Delivery): void {
@@ -88,7 +92,6 @@ export function createIngest(options: IngestOptions): Ingest {
 
   async function stop(): Promise<void> {
     await source.pause();
-    watch.stop();
     // Give what is in flight a chance to land and be acked; a store that is down does not hold us.
     let graceEnded = (): void => {};
     const graceOver = new Promise<void>((r) => (graceEnded = r));
@@ -115,21 +118,17 @@ export function createIngest(options: IngestOptions): Ingest {
     abort.abort();
     await source.stop();
     await deadLetters.settled();
-    await flush.stop();
   }
 
   const waiting = (): number => fairParse.waiting() + batcher.size();
   return {
-    start: async () => {
-      await flush.start();
-      await source.start(onDelivery);
-    },
+    start: () => source.start(onDelivery),
     stop,
     lastSeenAt: (node) => {
-      const at = watch.lastSeen(node);
-      return at === undefined ? null : new Date(at);
+      const at = lastSeen.get(node);
+      return at === undefined ? null : new Date(at.ms);
     },
-    lastSeen: () => new Map(watch.rows().map((r) => [r.node, new Date(r.seenAt)])),
+    lastSeen: () => new Map([...lastSeen].map(([node, at]) => [node, new Date(at.ms)])),
     isHealthy: committer.isHealthy,
     health: () => {
       const h = committer.health();

@@ -22,14 +22,8 @@ export type IngestOptions = Readonly<{
    * a *mismatched* user_id is still refused. Env: CONVERGE_TRUST_MISSING_USER_ID=on (read by config, not here).
    */
   trustMissingUserId?: boolean;
-  /** Ignored: alive is no longer stored per resolution but as transitions (docs/design.md §2). Kept so old configurations load. */
+  /** At most one AliveSeen per node per this many ms (docs/design.md#2-events-the-system-of-record, default 15 s). */
   aliveResolutionMs?: number;
-  /** The engine's grace: a node silent this long is recorded NodeSilent, with this grace (default 60 s). */
-  graceMs?: number;
-  /** How often the exact last-seen times are written to the store's last-seen table (default 5 s): the bound on what a SIGKILL loses of them. */
-  lastSeenFlushMs?: number;
-  /** Monotonic clock in ms for the grace timer (default performance.now); tests step it. */
-  monoMs?: () => number;
   /** Most deliveries per store.append call. */
   batchSize?: number;
   /**
@@ -101,8 +95,7 @@ export type Backoff = Readonly<{ minMs: number; maxMs: number; jitter: number }>
 export type IngestSettings = Readonly<{
   limits: WireLimits;
   trustMissingUserId: boolean;
-  graceMs: number;
-  lastSeenFlushMs: number;
+  aliveResolutionMs: number;
   batchSize: number;
   batchBytes: number;
   flushMs: number;
@@ -118,8 +111,7 @@ export function settingsOf(options: IngestOptions): IngestSettings {
   return {
     limits: { ...defaultWireLimits, ...options.limits },
     trustMissingUserId: options.trustMissingUserId ?? false,
-    graceMs: options.graceMs ?? 60_000,
-    lastSeenFlushMs: options.lastSeenFlushMs ?? 5_000,
+    aliveResolutionMs: options.aliveResolutionMs ?? 15_000,
     batchSize: Math.max(1, options.batchSize ?? 500),
     batchBytes: Math.max(1, options.batchBytes ?? 256 * 1024),
     flushMs: options.flushMs ?? 10,

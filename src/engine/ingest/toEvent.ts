@@ -1,5 +1,5 @@
 import { ConvergeError } from '../../core/errors.ts';
-import { makeReportReceived } from '../../core/events/index.ts';
+import { makeAliveSeen, makeReportReceived } from '../../core/events/index.ts';
 import type { NodeEvent } from '../../core/events/index.ts';
 import { parseAlive, parseReport } from '../../core/wire/index.ts';
 import type { WireLimits } from '../../core/wire/index.ts';
@@ -9,15 +9,17 @@ import type { Delivery } from '../../transport/port.ts';
 // A delivery becomes at most one event, with a deterministic id (a redelivery makes the same
 // one), or is refused: parsed at the edge, its sender checked against the node its body names
 // (docs/design.md#1-contracts-with-the-node-side-fixed-real-nodes-depend-on-them). Pure: the
-// clock is given. An alive makes no event: liveness is recorded as transitions (livenessWatch.ts).
+// clock and the node's last AliveSeen are given.
 
 export type EventRules = Readonly<{
   limits: WireLimits;
   /** Accept a message with no user_id as sent by the node its body names (a mismatch is still refused). */
   trustMissingUserId: boolean;
+  /** At most one AliveSeen per node per this many ms. */
+  aliveResolutionMs: number;
 }>;
 
-/** The event of a delivery and the node it names; `event` null for an alive (a sign of life, recorded only as a transition). */
+/** The event of a delivery and the node it names; `event` null for an alive coalesced into the node's last AliveSeen. */
 export type Received = Readonly<{ node: string; event: NewEvent<NodeEvent> | null }>;
 
 /** Throws unless the broker-validated sender (`user_id`) is the node the body names. */
@@ -37,8 +39,12 @@ export function checkSender(node: string, d: Delivery, trustMissingUserId: boole
   }
 }
 
-/** The event of a delivery received at `atMs`; throws a ConvergeError to refuse the delivery. */
-export function toEvent(d: Delivery, atMs: number, rules: EventRules): Received {
+/**
+ * The event of a delivery received at `atMs`; throws a ConvergeError to refuse the delivery. An
+ * alive within `aliveResolutionMs` of the node's last AliveSeen (`lastAliveMs`) makes none: at most
+ * one AliveSeen per node per resolution, always the first after a gap.
+ */
+export function toEvent(d: Delivery, atMs: number, rules: EventRules, lastAliveMs: (node: string) => number | undefined): Received {
   if (d.routingKey !== d.kind) {
     throw new ConvergeError(
       'CONVERGE_ERR_ROUTING_KEY',
@@ -53,5 +59,7 @@ export function toEvent(d: Delivery, atMs: number, rules: EventRules): Received 
   }
   const alive = parseAlive(d.body, rules.limits);
   checkSender(alive.node, d, rules.trustMissingUserId);
-  return { node: alive.node, event: null };
+  const last = lastAliveMs(alive.node);
+  if (last !== undefined && atMs - last < rules.aliveResolutionMs) return { node: alive.node, event: null };
+  return { node: alive.node, event: makeAliveSeen(alive, atMs) };
 }

@@ -5,7 +5,6 @@ import { createPollingSubscription } from '../pollingSubscription.ts';
 import type { EventStore, SubscribeOptions } from '../port.ts';
 import { createSqliteAppends } from './sqliteAppend.ts';
 import { createSqliteColumnsReader } from './sqliteColumnsFast.ts';
-import { createSqliteLastSeen } from './sqliteLastSeen.ts';
 import { joinFile } from './sqliteDurability.ts';
 import { sqliteError } from './sqliteErrors.ts';
 import { createSqliteReads } from './sqliteReads.ts';
@@ -125,7 +124,6 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     readAll: reads.readAll,
     readColumns,
     headPosition: reads.headPosition,
-    lastSeen: createSqliteLastSeen(conn),
 
     subscribe(opts: SubscribeOptions) {
       open();
