@@ -14,6 +14,8 @@ export type { NodeState, NodeStatus, ReportClass, SentSummary, ReportedSummary, 
 export { createNodeDraft, draftOf, draftAlive, draftReport, draftSend, foldIntoDraft, publishDraft } from './node/nodeStateFast.ts';
 export type { NodeDraft } from './node/nodeStateFast.ts';
 export { livenessAt, defaultGraceMs, newerLastSeen, livenessStates } from './node/liveness.ts';
+export { isObserved, observedSpans, recordedLivenessAt } from './node/recordedLiveness.ts';
+export type { ObservedSpan } from './node/recordedLiveness.ts';
 export type { Liveness, LivenessState } from './node/liveness.ts';
 export { summarizeFleet, percentile } from './fleet/fleet.ts';
 export type { FleetSummary, FleetSummaryOptions, SpecCohort } from './fleet/fleet.ts';

@@ -30,7 +30,7 @@ export function summarizeFleet(
   options: FleetSummaryOptions = {},
 ): FleetSummary {
   const tally = createFleetTally();
-  const byLiveness: Record<LivenessState, number> = { connected: 0, disconnected: 0, 'never-seen': 0 };
+  const byLiveness: Record<LivenessState, number> = { connected: 0, disconnected: 0, 'never-seen': 0, 'not-observed': 0 };
   for (const s of states) {
     tally.add(s);
     byLiveness[livenessAt(s.lastSeenAt, now, graceMs).state]++;

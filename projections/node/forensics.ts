@@ -28,6 +28,13 @@ export function eventTime(e: Recorded): string {
       return e.data.receivedAt;
     case 'AliveSeen':
       return e.data.seenAt;
+    case 'NodeHeard':
+      return e.data.at;
+    case 'NodeSilent':
+      return e.data.observedAt;
+    case 'ObservationStarted':
+    case 'ObservationStopped':
+      return e.data.at;
     case 'RolloutStarted':
       return e.data.startedAt;
     case 'RolloutNodesListed':

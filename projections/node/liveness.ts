@@ -1,8 +1,12 @@
 // docs/design.md §3: liveness is separate from convergence and depends on time, so it is computed at
 // read time from the last sign of life, a grace period and a supplied "now" — never folded.
 
-/** docs/design.md §3's liveness states, as a list: the API's schemas and the CLI's filters are built from it. */
-export const livenessStates = ['connected', 'disconnected', 'never-seen'] as const;
+/**
+ * docs/design.md §3's liveness states, as a list: the API's schemas and the CLI's filters are built from it.
+ * `not-observed`: as of a moment no engine was observing (stopped, crashed, cut off from the
+ * broker), so the record cannot say either way (recordedLiveness.ts).
+ */
+export const livenessStates = ['connected', 'disconnected', 'never-seen', 'not-observed'] as const;
 export type LivenessState = (typeof livenessStates)[number];
 
 export type Liveness = Readonly<{

@@ -293,7 +293,11 @@ function onReportReceived(s: NodeState, d: ReportReceivedData, id: string, posit
 }
 
 function onAliveSeen(s: NodeState, d: AliveSeenData): Changes | null {
-  const lastSeenAt = later(s.lastSeenAt, d.seenAt);
+  return onSeen(s, d.seenAt);
+}
+
+function onSeen(s: NodeState, at: string): Changes | null {
+  const lastSeenAt = later(s.lastSeenAt, at);
   return lastSeenAt === s.lastSeenAt ? null : { lastSeenAt };
 }
 
@@ -314,6 +318,15 @@ export function foldNode(state: NodeState, event: Recorded): NodeState {
       );
     case 'AliveSeen':
       changes = onAliveSeen(state, event.data);
+      break;
+    // A liveness transition's time is a sign of life like an alive's (docs/design.md §3): the
+    // node was heard then. Whether it is connected is read from the transitions themselves
+    // (recordedLiveness.ts), not from this time and a reader's grace.
+    case 'NodeHeard':
+      changes = onSeen(state, event.data.at);
+      break;
+    case 'NodeSilent':
+      changes = onSeen(state, event.data.lastSeenAt);
       break;
     default:
       // A rollout's event lives in its own stream and says nothing about a node.

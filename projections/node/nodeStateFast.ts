@@ -365,15 +365,22 @@ export function foldIntoDraft(d: NodeDraft, event: Recorded): void {
       );
       return;
     }
-    case 'AliveSeen': {
-      const ms = isoMs(event.data.seenAt);
-      draftAlive(d, exactNumber(event.position), exactNumber(event.revision), ms, textUnlessMs(event.data.seenAt, ms));
-      return;
-    }
+    case 'AliveSeen':
+      return draftSeen(d, event, event.data.seenAt);
+    // A transition's time is a sign of life (foldNode).
+    case 'NodeHeard':
+      return draftSeen(d, event, event.data.at);
+    case 'NodeSilent':
+      return draftSeen(d, event, event.data.lastSeenAt);
     default:
       // A rollout's event says nothing about a node, and moves nothing (foldNode).
       return;
   }
+}
+
+function draftSeen(d: NodeDraft, event: Recorded, at: string): void {
+  const ms = isoMs(at);
+  draftAlive(d, exactNumber(event.position), exactNumber(event.revision), ms, textUnlessMs(at, ms));
 }
 
 const sameItems = <T>(a: readonly T[], b: readonly T[] | undefined): boolean => {

@@ -20,7 +20,8 @@ export type NodeView = Readonly<{
   position: string;
 }>;
 
-export function nodeView(s: NodeState, now: Date | number, graceMs?: number): NodeView {
+/** `liveness`: judged elsewhere (from the record, recordedLiveness.ts); absent, from the last-seen time and the grace. */
+export function nodeView(s: NodeState, now: Date | number, graceMs?: number, liveness?: Liveness): NodeView {
   return {
     node: s.node,
     status: s.status,
@@ -29,7 +30,7 @@ export function nodeView(s: NodeState, now: Date | number, graceMs?: number): No
     reported: s.reported,
     missing: s.missing,
     carried: s.carried,
-    liveness: livenessAt(s.lastSeenAt, now, graceMs),
+    liveness: liveness ?? livenessAt(s.lastSeenAt, now, graceMs),
     anomalies: s.anomalies,
     convergence: {
       lastLatencyMs: s.convergence.lastLatencyMs,

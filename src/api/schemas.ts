@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { livenessStates, nodeStatuses, reportClasses } from '../../projections/index.ts';
 import { nodeOutcomes, rolloutStatuses } from '../core/rollout/index.ts';
-import { failureReasons, maxRolloutDurationMs, onSupersededPolicies, rolloutIdPattern } from '../core/events/index.ts';
+import { failureReasons, maxRolloutDurationMs, nodeEventTypes, onSupersededPolicies, rolloutIdPattern } from '../core/events/index.ts';
 
 // Zod schemas of everything the HTTP API reads and writes (docs/design.md §7), in one file past the
 // usual size because it is the API's one contract: the OpenAPI document and the dashboard's types
@@ -125,7 +125,7 @@ export const historyEntry = named(
     position,
     revision: position,
     id: z.string(),
-    type: z.enum(['DeclarationSent', 'ReportReceived', 'AliveSeen']),
+    type: z.enum(nodeEventTypes),
     at: iso,
     data: z.record(z.string(), z.unknown()),
   }),
@@ -248,7 +248,7 @@ export const timelineEntry = named(
   'TimelineEntry',
   z.object({
     position,
-    type: z.enum(['DeclarationSent', 'ReportReceived', 'AliveSeen']),
+    type: z.enum(nodeEventTypes),
     at: iso,
     digest: digest.nullable().describe('DeclarationSent: its digest; ReportReceived: the digest it names (null: a legacy report)'),
     serial: z.number().int().nullable().describe('the serial of that digest, if it was ever sent to this node'),

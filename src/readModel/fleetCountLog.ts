@@ -1,5 +1,5 @@
-import { createFleetTally, eventTime, nodeStatuses, recentLatencyLimit } from '../../projections/index.ts';
-import type { At, FleetSummary, FleetSummaryOptions, LivenessState, NodeState, NodeStatus } from '../../projections/index.ts';
+import { createFleetTally, eventTime, isObserved, nodeStatuses, recentLatencyLimit } from '../../projections/index.ts';
+import type { At, FleetSummary, FleetSummaryOptions, LivenessState, NodeState, NodeStatus, ObservedSpan } from '../../projections/index.ts';
 import type { Recorded } from '../core/events/index.ts';
 import { createIsoParser } from './isoTime.ts';
 
@@ -72,6 +72,12 @@ export class FleetCountLog {
   private ivPrev = new Int32Array(this.ivCap);
   private ivStart = new Float64Array(this.ivCap);
   private ivEnd = new Float64Array(this.ivCap);
+  /**
+   * How long after its end an interval still counts as connected: the reader's grace for
+   * sightings (AliveSeen, reports), Infinity once a NodeHeard opened it, and up to when the engine
+   * observed the silence once a NodeSilent closed it (docs/design.md §3 "Liveness as recorded").
+   */
+  private ivGrace = new Float64Array(this.ivCap);
   private ivStartPosition = new BigInt64Array(this.ivCap);
 
   // Per node: newest row, newest interval, latest event time, latest sighting.
@@ -117,6 +123,7 @@ export class FleetCountLog {
         this.ivPrev,
         this.ivStart,
         this.ivEnd,
+        this.ivGrace,
         this.ivStartPosition,
         this.rowHead,
         this.ivHead,
@@ -135,6 +142,11 @@ export class FleetCountLog {
     if (t > this.nodeTime[n]!) this.nodeTime[n] = t;
     this.first ??= e.position;
     this.head = e.position;
+    if (e.type === 'NodeHeard') this.transition(n, parseIso(e.data.at), Infinity, e.position);
+    else if (e.type === 'NodeSilent') {
+      const last = parseIso(e.data.lastSeenAt);
+      this.transition(n, last, Math.max(0, parseIso(e.data.observedAt) - last), e.position);
+    }
     if (s.lastSeenAt !== null) {
       const seen = parseIso(s.lastSeenAt);
       const before = this.nodeSeen[n]!;
@@ -161,8 +173,8 @@ export class FleetCountLog {
     }
   }
 
-  /** The fleet summary with each node as of `at`. */
-  summarize(at: At, options: FleetSummaryOptions): FleetAsOf {
+  /** The fleet summary with each node as of `at`; `spans`: when engines observed (none: a store from before spans). */
+  summarize(at: At, options: FleetSummaryOptions, spans: readonly ObservedSpan[] = []): FleetAsOf {
     const byPosition = at.kind === 'position';
     const p = byPosition ? at.position : 0n;
     const T = byPosition ? 0 : at.time;
@@ -176,12 +188,13 @@ export class FleetCountLog {
     // Each node as of the moment goes into the live summary's own tally (projections/fleet/fleetTally.ts):
     // "now" and "as of" are counted and summarised by one definition.
     const tally = createFleetTally();
-    const byLiveness: Record<LivenessState, number> = { connected: 0, disconnected: 0, 'never-seen': 0 };
+    const byLiveness: Record<LivenessState, number> = { connected: 0, disconnected: 0, 'never-seen': 0, 'not-observed': 0 };
     const row = createRowState();
+    const observed = Number.isNaN(moment) || isObserved(spans, moment);
     for (let n = 0; n < this.nodeIds.length; n++) {
       const r = byPosition ? this.rowAtPosition(n, p) : this.rowAtTime(n, T);
       if (r < 0) continue; // every node's first event leaves a row: no row, no node yet
-      byLiveness[this.livenessOf(n, byPosition, p, T, moment)]++;
+      byLiveness[observed ? this.livenessOf(n, byPosition, p, T, moment) : 'not-observed']++;
       tally.add(this.stateOfRow(r, row));
     }
     const position = byPosition ? asOf : this.lastSampleAtOrBeforeTime(T);
@@ -213,7 +226,21 @@ export class FleetCountLog {
     if (i < 0) return 'never-seen';
     // After the interval its end is the last sighting. Inside it the last sighting is at most graceMs old by
     // construction, and so is the end or the end lies ahead: connected either way.
-    return moment - this.ivEnd[i]! <= this.graceMs ? 'connected' : 'disconnected';
+    return moment - this.ivEnd[i]! <= this.ivGrace[i]! ? 'connected' : 'disconnected';
+  }
+
+  /**
+   * A recorded transition: the node heard at `at` (grace Infinity: connected until a NodeSilent
+   * says otherwise), or silent since `at` (grace: until the engine observed it). Extends the
+   * newest interval when the node was still connected by it, else starts one.
+   */
+  private transition(n: number, at: number, grace: number, position: bigint): void {
+    const h = this.ivHead[n]!;
+    if (h < 0 || at - this.ivEnd[h]! > this.ivGrace[h]!) this.sight(n, at, position);
+    const i = this.ivHead[n]!;
+    if (at > this.ivEnd[i]!) this.ivEnd[i] = at;
+    this.ivGrace[i] = grace;
+    if (at > this.nodeSeen[n]! || Number.isNaN(this.nodeSeen[n]!)) this.nodeSeen[n] = at;
   }
 
   /**
@@ -277,8 +304,8 @@ export class FleetCountLog {
 
   private sight(n: number, at: number, position: bigint): void {
     const h = this.ivHead[n]!;
-    if (h >= 0 && at - this.ivEnd[h]! <= this.graceMs) {
-      this.ivEnd[h] = at;
+    if (h >= 0 && at - this.ivEnd[h]! <= this.ivGrace[h]!) {
+      if (at > this.ivEnd[h]!) this.ivEnd[h] = at;
       return;
     }
     if (this.intervals === this.ivCap) {
@@ -286,11 +313,13 @@ export class FleetCountLog {
       this.ivPrev = grown(this.ivPrev, this.ivCap);
       this.ivStart = grown(this.ivStart, this.ivCap);
       this.ivEnd = grown(this.ivEnd, this.ivCap);
+      this.ivGrace = grown(this.ivGrace, this.ivCap);
       this.ivStartPosition = grown(this.ivStartPosition, this.ivCap);
     }
     const i = this.intervals++;
     this.ivPrev[i] = h;
     this.ivStart[i] = this.ivEnd[i] = at;
+    this.ivGrace[i] = this.graceMs;
     this.ivStartPosition[i] = position;
     this.ivHead[n] = i;
   }

@@ -1,6 +1,6 @@
-import { defaultGraceMs, foldNode, initialNodeState } from '../../projections/index.ts';
+import { defaultGraceMs, foldNode, initialNodeState, observedSpans } from '../../projections/index.ts';
 import type { At, FleetSummaryOptions, NodeState } from '../../projections/index.ts';
-import { isNodeEvent, nodeOfStream } from '../core/events/index.ts';
+import { isNodeEvent, nodeOfStream, observationStream } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 import { createCountLog } from './fleetCountLog.ts';
 import type { FleetAsOf, FleetCountLog } from './fleetCountLog.ts';
@@ -112,7 +112,8 @@ export function createFleetHistory({ store, readModel, graceMs = defaultGraceMs 
         rebuilding ??= rebuild().finally(() => (rebuilding = null));
         await rebuilding;
       }
-      return log.summarize(at, options);
+      // Observation spans are few (one per start and stop): read each time, never stale.
+      return log.summarize(at, options, observedSpans(await store.readStream(observationStream)));
     },
     stats: () => ({ ...log.stats(), complete }),
     stop,

@@ -44,7 +44,10 @@ const statusCode: Readonly<Record<NodeStatus, number>> = Object.fromEntries(node
 const NEVER = 0;
 const CONNECTED = 1;
 const DISCONNECTED = 2;
-const livenessNames: readonly LivenessState[] = ['never-seen', 'connected', 'disconnected'];
+// The live engine observes now by definition: `not-observed` is a state of the record (as of a
+// moment no engine watched), counted here as zero so every label value is exported.
+const livenessNames: readonly LivenessState[] = ['never-seen', 'connected', 'disconnected', 'not-observed'];
+const kinds = livenessNames.length;
 
 const parseIso = createIsoParser();
 
@@ -60,7 +63,7 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
   let seen = new Float64Array(capacity);
   let queued = new Uint8Array(capacity);
   const names: string[] = [];
-  const counts = new Int32Array(nodeStatuses.length * 3);
+  const counts = new Int32Array(nodeStatuses.length * kinds);
   // Binary min-heap of (expiry, slot), one entry at most per slot.
   let heapAt = new Float64Array(capacity);
   let heapSlot = new Int32Array(capacity);
@@ -125,7 +128,7 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
   };
 
   const setLive = (slot: number, next: number): void => {
-    const base = status[slot]! * 3;
+    const base = status[slot]! * kinds;
     counts[base + live[slot]!]!--;
     live[slot] = next;
     counts[base + next]!++;
@@ -167,13 +170,13 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
         status[slot] = statusCode[st];
         live[slot] = NEVER;
         seen[slot] = NaN;
-        counts[statusCode[st] * 3 + NEVER]!++;
+        counts[statusCode[st] * kinds + NEVER]!++;
       }
       const code = statusCode[st];
       if (status[slot] !== code) {
-        counts[status[slot]! * 3 + live[slot]!]!--;
+        counts[status[slot]! * kinds + live[slot]!]!--;
         status[slot] = code;
-        counts[code * 3 + live[slot]!]!++;
+        counts[code * kinds + live[slot]!]!++;
       }
       seen[slot] = msOf(lastSeenAt);
       if (now > lastNow) lastNow = now;
@@ -182,10 +185,10 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
     counts(now) {
       advance(now);
       return {
-        get: (st, liveness) => counts[statusCode[st] * 3 + livenessNames.indexOf(liveness)]!,
+        get: (st, liveness) => counts[statusCode[st] * kinds + livenessNames.indexOf(liveness)]!,
         byLiveness: () => {
-          const out: Record<LivenessState, number> = { connected: 0, disconnected: 0, 'never-seen': 0 };
-          for (let s = 0; s < nodeStatuses.length; s++) for (let l = 0; l < 3; l++) out[livenessNames[l]!] += counts[s * 3 + l]!;
+          const out: Record<LivenessState, number> = { connected: 0, disconnected: 0, 'never-seen': 0, 'not-observed': 0 };
+          for (let s = 0; s < nodeStatuses.length; s++) for (let l = 0; l < kinds; l++) out[livenessNames[l]!] += counts[s * kinds + l]!;
           return out;
         },
       };

@@ -1,8 +1,8 @@
-import { eventTime, foldNodeEvents, newerLastSeen, nodeView, stateAt } from '../../projections/index.ts';
-import type { At, NodeState, NodeView } from '../../projections/index.ts';
+import { eventTime, foldNodeEvents, newerLastSeen, nodeView, observedSpans, recordedLivenessAt, stateAt } from '../../projections/index.ts';
+import type { At, NodeState, NodeView, ObservedSpan } from '../../projections/index.ts';
 import { ConvergeError } from '../core/errors.ts';
 import type { NodeEvent, Recorded } from '../core/events/index.ts';
-import { isNodeEvent, streamOf } from '../core/events/index.ts';
+import { isNodeEvent, observationStream, streamOf } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 
 // Questions about one node that the API and the CLI both answer, answered one way. Each reads
@@ -36,15 +36,24 @@ export async function currentNode(store: EventStore, node: string, now: number, 
 
 export type StateAsOf = Readonly<{ folded: number; total: number; state: NodeView }>;
 
+/** When engines observed, from the observation stream (empty for a store written before spans were recorded). */
+export async function readObservedSpans(store: EventStore): Promise<ObservedSpan[]> {
+  return observedSpans(await store.readStream(observationStream));
+}
+
 /**
  * docs/design.md §3: "state as of time T or position P" is the same fold, stopped. Liveness is judged as
- * of that moment too: the asked time, or the time of the last event folded.
+ * of that moment too (the asked time, or the time of the last event folded), from the record: its
+ * transitions with the engine's own grace, and its observation spans (recordedLiveness.ts).
+ * `graceMs` counts only for a history recorded before transitions.
  */
 export async function stateAsOf(store: EventStore, node: string, at: At, graceMs?: number): Promise<StateAsOf> {
   const events = await readNodeStream(store, node);
   const r = stateAt(node, events, at);
   const moment = at.kind === 'time' ? at.time : r.lastEventAt === null ? 0 : Date.parse(r.lastEventAt);
-  return { folded: r.folded, total: events.length, state: nodeView(r.state, moment, graceMs) };
+  const folded = events.slice(0, r.folded);
+  const liveness = recordedLivenessAt(folded, moment, await readObservedSpans(store), graceMs);
+  return { folded: r.folded, total: events.length, state: nodeView(r.state, moment, graceMs, liveness) };
 }
 
 export type HistoryEntry = Readonly<{

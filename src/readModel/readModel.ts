@@ -2,7 +2,8 @@ import { createFleetTally, createNodeDraft, foldNode, initialNodeState, publishD
 import type { NodeDraft, NodeState } from '../../projections/index.ts';
 import { ConvergeError } from '../core/errors.ts';
 import type { DeclarationSent, Recorded } from '../core/events/index.ts';
-import { isNodeEvent, nodeOfStream } from '../core/events/index.ts';
+import { isNodeEvent,
+  isRolloutEvent, nodeOfStream } from '../core/events/index.ts';
 import { columnsOf, createNodeColumns, eventKind, streamNodeOf } from '../store/index.ts';
 import type { NodeColumns } from '../store/index.ts';
 import { foldEntry, internIds, internSpec } from './foldIntoDraftFast.ts';
@@ -236,6 +237,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
         // A rollout's event: folded beside this model (rollouts.ts), never into a node.
         if (!isNodeEvent(e)) {
           position = e.position;
+          if (!isRolloutEvent(e)) continue; // an observation span: read from its stream when asked (queries.ts)
           for (const l of rolloutListeners) {
             try {
               l(e);

@@ -1,7 +1,16 @@
 import { signingKeyFromSeed } from '../../src/core/declaration/index.ts';
 import type { Resource } from '../../src/core/declaration/index.ts';
-import { makeAliveSeen, makeDeclarationSent, makeReportReceived, streamOf } from '../../src/core/events/index.ts';
-import type { AliveSeen, ConvergeEvent, DeclarationSent, Recorded, ReportReceived, WithId } from '../../src/core/events/index.ts';
+import { makeAliveSeen, makeDeclarationSent, makeNodeHeard, makeNodeSilent, makeReportReceived, streamOf } from '../../src/core/events/index.ts';
+import type {
+  AliveSeen,
+  ConvergeEvent,
+  DeclarationSent,
+  NodeHeard,
+  NodeSilent,
+  Recorded,
+  ReportReceived,
+  WithId,
+} from '../../src/core/events/index.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import type { Report } from '../../src/core/wire/index.ts';
 
@@ -53,6 +62,9 @@ function scriptedEvents(start: number) {
       return makeReportReceived(report, Buffer.from(JSON.stringify(report)), transport, new Date(clock));
     },
     alive: (node: string): WithId<AliveSeen> => makeAliveSeen({ node }, new Date(clock)),
+    /** Liveness transitions as the engine records them (docs/design.md §2). */
+    heard: (node: string, before: number | null): WithId<NodeHeard> => makeNodeHeard(node, clock, before),
+    silent: (node: string, lastSeen: number, graceMs: number): WithId<NodeSilent> => makeNodeSilent(node, lastSeen, clock, graceMs),
   };
 }
 
@@ -72,6 +84,8 @@ export function history(node: string, start = historyStart) {
     send: (resources?: readonly Resource[], rollout?: RolloutTag) => record(script.send(node, resources, rollout)),
     report: (fields?: Partial<Report>) => record(script.report(node, fields)),
     alive: () => record(script.alive(node)),
+    heard: (before: number | null = null) => record(script.heard(node, before)),
+    silent: (lastSeen: number, graceMs: number) => record(script.silent(node, lastSeen, graceMs)),
   };
 }
 
@@ -98,5 +112,7 @@ export function historyInStore(store: EventStore, start = historyStart) {
     },
     report: (node: string, fields?: Partial<Report>): Promise<bigint> => append(node, script.report(node, fields)),
     alive: (node: string): Promise<bigint> => append(node, script.alive(node)),
+    heard: (node: string, before: number | null = null): Promise<bigint> => append(node, script.heard(node, before)),
+    silent: (node: string, lastSeen: number, graceMs: number): Promise<bigint> => append(node, script.silent(node, lastSeen, graceMs)),
   };
 }

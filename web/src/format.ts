@@ -19,7 +19,12 @@ export const statusMeaning: Readonly<Record<NodeStatus, string>> = {
   undeclared: 'nothing has been sent to it yet',
 };
 
-export const livenessGlyph: Readonly<Record<LivenessState, string>> = { connected: '●', disconnected: '○', 'never-seen': '◌' };
+export const livenessGlyph: Readonly<Record<LivenessState, string>> = {
+  connected: '●',
+  disconnected: '○',
+  'never-seen': '◌',
+  'not-observed': '?',
+};
 
 export const classMeaning: Readonly<Record<ReportClass, string>> = {
   matching: 'names the latest declaration',

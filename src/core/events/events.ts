@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { stringMap } from '../wire/index.ts';
 import { rolloutEventDataSchemas, rolloutEventTypes, rolloutIdPattern } from './rollouts.ts';
 import type { RolloutEvent } from './rollouts.ts';
+import { livenessEventDataSchemas, observationEventTypes } from './liveness.ts';
+import type { NodeHeard, NodeSilent, ObservationEvent } from './liveness.ts';
 
 // docs/design.md §2. Event type names and field names are part of the audit record: change them only
 // with an upcaster (see upcasters.ts). Data is plain JSON; times are ISO 8601 strings.
@@ -73,25 +75,36 @@ export type DeclarationSent = Event<'DeclarationSent', DeclarationSentData>;
 export type ReportReceived = Event<'ReportReceived', ReportReceivedData>;
 export type AliveSeen = Event<'AliveSeen', AliveSeenData>;
 /** The events of a node's stream (docs/design.md §2), the ones the node fold reads. */
-export type NodeEvent = DeclarationSent | ReportReceived | AliveSeen;
+export type NodeEvent = DeclarationSent | ReportReceived | AliveSeen | NodeHeard | NodeSilent;
 export type NodeEventType = NodeEvent['type'];
 /** Everything a store holds: node streams and rollout streams. */
-export type ConvergeEvent = NodeEvent | RolloutEvent;
+export type ConvergeEvent = NodeEvent | RolloutEvent | ObservationEvent;
 export type ConvergeEventType = ConvergeEvent['type'];
 
-export const nodeEventTypes = ['DeclarationSent', 'ReportReceived', 'AliveSeen'] as const satisfies readonly NodeEventType[];
-export const eventTypes = [...nodeEventTypes, ...rolloutEventTypes] as const satisfies readonly ConvergeEventType[];
+export const nodeEventTypes = [
+  'DeclarationSent',
+  'ReportReceived',
+  'AliveSeen',
+  'NodeHeard',
+  'NodeSilent',
+] as const satisfies readonly NodeEventType[];
+export const eventTypes = [...nodeEventTypes, ...rolloutEventTypes, ...observationEventTypes] as const satisfies readonly ConvergeEventType[];
 
 export const eventDataSchemas = {
   DeclarationSent: declarationSentData,
   ReportReceived: reportReceivedData,
   AliveSeen: aliveSeenData,
+  ...livenessEventDataSchemas,
   ...rolloutEventDataSchemas,
 } as const;
 
 const nodeTypes: ReadonlySet<string> = new Set(nodeEventTypes);
 /** A node's event, as opposed to a rollout's: what the node fold and the node read model take. */
 export const isNodeEvent = <E extends ConvergeEvent>(e: E): e is Extract<E, NodeEvent> => nodeTypes.has(e.type);
+
+const rolloutTypes: ReadonlySet<string> = new Set(rolloutEventTypes);
+/** A rollout's event (not a node's, nor an observation span's). */
+export const isRolloutEvent = <E extends ConvergeEvent>(e: E): e is Extract<E, RolloutEvent> => rolloutTypes.has(e.type);
 
 /** An event as a store hands it back: with its id, stream, revision in the stream, and global position. */
 export type Recorded<E extends ConvergeEvent = ConvergeEvent> = E &

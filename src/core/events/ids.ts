@@ -170,6 +170,15 @@ export const reportReceivedId = (node: string, messageId: string | null, body: U
 /** Alive is coalesced per node and resolution window, so the node + seenAt names it. */
 export const aliveSeenId = (node: string, seenAt: string): string => uuidV5(`AliveSeen/${node}/${seenAt}`);
 
+/** A node heard again: named by the node and the time it was heard, so a retried append is a no-op. */
+export const nodeHeardId = (node: string, at: string): string => uuidV5(`NodeHeard/${node}/${at}`);
+
+/** A node gone silent: named by the node and its last-seen time, so two engines (or a restart) observing the same silence write one event. */
+export const nodeSilentId = (node: string, lastSeenAt: string): string => uuidV5(`NodeSilent/${node}/${lastSeenAt}`);
+
+/** An observation span's start or stop, named by the engine, the type and the time. */
+export const observationEventId = (engine: string, type: string, at: string): string => uuidV5(`${type}/${engine}/${at}`);
+
 /**
  * A rollout's send to a node: named by the rollout and the node, not the serial, so
  * a driver that retries after a crash or a lost reply, from however stale a view, cannot record

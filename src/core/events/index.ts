@@ -1,10 +1,11 @@
 export * from './events.ts';
 export * from './rollouts.ts';
-export { declarationSentId, reportReceivedId, aliveSeenId, rolloutSendId, rolloutEventId, uuidV5 } from './ids.ts';
+export * from './liveness.ts';
+export { declarationSentId, reportReceivedId, aliveSeenId, nodeHeardId, nodeSilentId, observationEventId, rolloutSendId, rolloutEventId, uuidV5 } from './ids.ts';
 export { isoMs, isoText } from './isoTimeFast.ts';
 export { exactNumber } from './exactNumber.ts';
 export { decodeEvent, decodeEventData, eventMetadata, currentVersion, isEventType, upcasters } from './upcasters.ts';
-export { makeDeclarationSent, makeReportReceived, makeAliveSeen } from './make.ts';
+export { makeDeclarationSent, makeReportReceived, makeAliveSeen, makeNodeHeard, makeNodeSilent } from './make.ts';
 export type { DeclarationToSend, TransportFacts, WithId } from './make.ts';
 export { makeRolloutEvent } from './makeRollout.ts';
 export type { RolloutEventKey } from './makeRollout.ts';

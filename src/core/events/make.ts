@@ -2,7 +2,8 @@ import { buildDeclaration, digestOf, signDeclaration, specDigestOf } from '../de
 import type { Resource, SigningKey } from '../declaration/index.ts';
 import type { Alive, Report } from '../wire/index.ts';
 import type { AliveSeen, DeclarationSent, ReportReceived } from './events.ts';
-import { aliveSeenId, declarationSentId, reportReceivedId, rolloutSendId } from './ids.ts';
+import type { NodeHeard, NodeSilent } from './liveness.ts';
+import { aliveSeenId, declarationSentId, nodeHeardId, nodeSilentId, reportReceivedId, rolloutSendId } from './ids.ts';
 
 // Constructors for the three events, each with its deterministic id (docs/design.md §2). The engine,
 // the lab and the tests all build events here so the ids are derived one way only.
@@ -96,4 +97,24 @@ export function makeReportReceived(
 export function makeAliveSeen(alive: Alive, seenAt: Date | number): WithId<AliveSeen> {
   const at = isoOf(seenAt);
   return { id: aliveSeenId(alive.node, at), type: 'AliveSeen', data: { node: alive.node, seenAt: at } };
+}
+
+/** A node heard at `at` (ms) while held silent or never seen; `before`: the last time it was heard before (ms), if known. */
+export function makeNodeHeard(node: string, at: number, before: number | null): WithId<NodeHeard> {
+  const text = isoOf(at);
+  return {
+    id: nodeHeardId(node, text),
+    type: 'NodeHeard',
+    data: { node, at: text, lastSeenBefore: before === null ? null : new Date(before).toISOString() },
+  };
+}
+
+/** A node last heard at `lastSeen` (ms), seen silent at `observed` (ms) by an engine whose grace is `graceMs`. */
+export function makeNodeSilent(node: string, lastSeen: number, observed: number, graceMs: number): WithId<NodeSilent> {
+  const lastSeenAt = new Date(lastSeen).toISOString();
+  return {
+    id: nodeSilentId(node, lastSeenAt),
+    type: 'NodeSilent',
+    data: { node, lastSeenAt, observedAt: new Date(observed).toISOString(), graceMs },
+  };
 }

@@ -44,6 +44,11 @@ export const upcasters: Readonly<Record<ConvergeEventType, Upcasters>> = {
   DeclarationSent: { 1: withSpecDigest },
   ReportReceived: { 1: unchanged },
   AliveSeen: { 1: unchanged },
+  // Liveness transitions and observation spans were first written at v2, as rollout events were.
+  NodeHeard: {},
+  NodeSilent: {},
+  ObservationStarted: {},
+  ObservationStopped: {},
   ...bornAtV2,
 };
 

@@ -70,6 +70,14 @@ const report: fc.Arbitrary<Body> = fc
   }));
 
 const alive: fc.Arbitrary<Body> = time.map((seenAt) => ({ type: 'AliveSeen', id: `a-${seenAt}`, data: { node: 'n1', seenAt } }));
+const heard: fc.Arbitrary<Body> = fc
+  .tuple(time, fc.option(time))
+  .map(([at, before]) => ({ type: 'NodeHeard', id: `h-${at}`, data: { node: 'n1', at, lastSeenBefore: before } }));
+const silent: fc.Arbitrary<Body> = fc.tuple(time, time).map(([lastSeenAt, observedAt]) => ({
+  type: 'NodeSilent',
+  id: `s-${lastSeenAt}`,
+  data: { node: 'n1', lastSeenAt, observedAt, graceMs: 6000 },
+}));
 const rollout: fc.Arbitrary<Body> = fc.constant({
   type: 'RolloutStarted',
   id: 'ro',
@@ -84,6 +92,8 @@ const histories: fc.Arbitrary<Recorded[]> = fc
         { arbitrary: send, weight: 3 },
         { arbitrary: report, weight: 4 },
         { arbitrary: alive, weight: 3 },
+        { arbitrary: heard, weight: 1 },
+        { arbitrary: silent, weight: 1 },
         { arbitrary: rollout, weight: 1 },
       ),
       fc.integer({ min: -2, max: 5 }),

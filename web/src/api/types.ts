@@ -31,7 +31,7 @@ export type ReportClass = z.infer<typeof s.reportClassEnum>;
 // a record so that the compiler refuses it if it misses a status or names one that is not.
 const statusOrder: Readonly<Record<NodeStatus, true>> = { converged: true, behind: true, degraded: true, refused: true, undeclared: true };
 export const statuses: readonly NodeStatus[] = Object.keys(statusOrder) as NodeStatus[];
-export const livenesses: readonly LivenessState[] = ['connected', 'disconnected', 'never-seen'];
+export const livenesses: readonly LivenessState[] = ['connected', 'disconnected', 'never-seen', 'not-observed'];
 
 export const rolloutStatuses: readonly RolloutStatus[] = ['running', 'paused', 'halted', 'completed', 'aborted'];
 export const outcomes: readonly NodeOutcome[] = ['done', 'pending', 'refused', 'degraded', 'unsendable', 'superseded', 'unsent'];

@@ -18,7 +18,9 @@ export function LivenessBadge({ liveness }: { liveness: NodeView['liveness'] }) 
       ? `disconnected for ${duration(liveness.disconnectedForMs)}`
       : state === 'never-seen'
         ? 'never seen'
-        : 'connected';
+        : state === 'not-observed'
+          ? 'not observed (no engine watching then)'
+          : 'connected';
   return (
     <span class={`badge liveness-${state}`} data-liveness={state}>
       <span aria-hidden="true">{livenessGlyph[state]}</span> {text}

@@ -30,7 +30,7 @@ function Summary({ fleet }: { fleet: Fleet }) {
   }));
   const livenessParts = livenesses.map((l) => ({
     key: l,
-    label: l === 'never-seen' ? 'never seen' : l,
+    label: l === 'never-seen' ? 'never seen' : l === 'not-observed' ? 'not observed' : l,
     value: fleet.byLiveness[l],
     glyph: livenessGlyph[l],
     className: `liveness-${l}`,
