@@ -30,7 +30,7 @@ test('the fleet summary counts status and liveness, groups nodes by the digest t
   const f = summarizeFleet(states, now, 60_000);
   assert.equal(f.nodes, 5);
   assert.deepEqual(f.byStatus, { undeclared: 0, behind: 2, refused: 0, degraded: 0, converged: 3 });
-  assert.deepEqual(f.byLiveness, { connected: 4, disconnected: 0, 'never-seen': 1 });
+  assert.deepEqual(f.byLiveness, { connected: 4, disconnected: 0, 'never-seen': 1, 'not-observed': 0 });
   assert.equal(f.convergence.samples, 3);
   assert.equal(f.convergence.p50Ms, 2000);
   assert.equal(f.convergence.maxMs, 3000);
