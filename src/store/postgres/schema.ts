@@ -6,7 +6,7 @@ import { ConvergeError } from '../../core/errors.ts';
 // stores can share a database and a test can drop its own. Bump `postgresSchemaVersion` with a
 // step in `migrations` whenever they change; a newer schema is refused, as SQLite's is.
 
-export const postgresSchemaVersion = 1;
+export const postgresSchemaVersion = 2;
 
 /** A plain lower-case identifier: it is interpolated into DDL and into a NOTIFY channel (≤ 63 bytes). */
 const schemaName = /^[a-z_][a-z0-9_]{0,49}$/;
@@ -76,11 +76,21 @@ CREATE TABLE ${s}.meta (
   key   text PRIMARY KEY,
   value text NOT NULL
 );
-INSERT INTO ${s}.meta (key, value) VALUES ('store', 'converge'), ('schema_version', '${postgresSchemaVersion}');
+INSERT INTO ${s}.meta (key, value) VALUES ('store', 'converge'), ('schema_version', '1');
 `;
 
 /** migrations[v] turns a version-v schema into version v+1, inside the migration transaction. */
-const migrations: Readonly<Record<number, (s: string) => string>> = {};
+const migrations: Readonly<Record<number, (s: string) => string>> = {
+  // v2: leases with a liveness bound of their own (./lease.ts), in place of session advisory locks.
+  1: (s) => `
+CREATE TABLE ${s}.leases (
+  name         text        PRIMARY KEY,
+  generation   bigint      NOT NULL,
+  beat         bigint      NOT NULL,
+  holder_pid   int,
+  holder_start timestamptz
+);`,
+};
 
 /**
  * Create the schema on first use, or check and upgrade it. Engines starting together take turns
@@ -105,7 +115,9 @@ export async function migrate(client: PoolClient, schema: string): Promise<void>
         );
       }
       await client.query(schemaV1(schema));
-    } else {
+    }
+    // A new schema is v1 here, and goes up with every other.
+    {
       const rows = await client.query<{ key: string; value: string }>(`SELECT key, value FROM ${schema}.meta`);
       const get = (k: string): string | undefined => rows.rows.find((r) => r.key === k)?.value;
       if (get('store') !== 'converge') {
