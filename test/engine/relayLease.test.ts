@@ -20,7 +20,7 @@ const recording = (into: OutboundDeclaration[]): DeclarationPublisher => ({
   publish: async (d) => void into.push(d),
   close: async () => undefined,
 });
-const lease = { retryMs: 50, ttlMs: 600 };
+const lease = { retryMs: 50, ttlMs: 5_000 };
 
 describeOnPostgres('relay lease on a PostgreSQL store', () => {
   const scratch = scratchSchema('converge_lease');
