@@ -54,21 +54,38 @@ export function eventTime(e: Recorded): string {
   }
 }
 
-/** True once the event lies beyond `at`; the fold of that node stops there. */
+/**
+ * True once the event lies beyond `at`. By position that ends the fold; by time it does not: the
+ * engine's clock may have stepped back, so a later event can carry an earlier time. Position is the
+ * order; "as of time T" is the fold up to the last event, in position order, recorded at or before
+ * T, so every event before that one counts whatever its time (docs/design.md §3, "As of a time").
+ */
 export const isBeyond = (e: Recorded, at: At): boolean =>
   at.kind === 'position' ? e.position > at.position : Date.parse(eventTime(e)) > at.time;
 
 export type StoppedFold = Readonly<{ state: NodeState; folded: number; lastEventAt: string | null }>;
 
-/** A node's state as of `at`: its stream folded in order, stopping at the first event beyond `at`. */
+/**
+ * A node's state as of `at`: its stream folded in order up to its last event not beyond `at`. By
+ * time the whole stream is scanned, since a later-stamped event is no end when the clock stepped.
+ */
 export function stateAt(node: string, events: Iterable<Recorded>, at: At): StoppedFold {
   let state = initialNodeState(node);
   let folded = 0;
   let lastEventAt: string | null = null;
+  // Folded past the last event within `at`: kept until an event within it makes it the answer.
+  let ahead = state;
+  let aheadCount = 0;
   for (const e of events) {
-    if (isBeyond(e, at)) break;
-    state = foldNode(state, e);
-    folded++;
+    if (isBeyond(e, at)) {
+      if (at.kind === 'position') break;
+      ahead = foldNode(ahead, e);
+      aheadCount++;
+      continue;
+    }
+    state = ahead = foldNode(ahead, e);
+    folded += aheadCount + 1;
+    aheadCount = 0;
     lastEventAt = eventTime(e);
   }
   return { state, folded, lastEventAt };
@@ -79,22 +96,32 @@ export type FleetFold = Readonly<{
   states: () => ReadonlyMap<string, NodeState>;
 }>;
 
-/** The whole fleet as of `at` (or now, if `at` is null), fed the store in position order. */
+/**
+ * The whole fleet as of `at` (or now, if `at` is null), fed the store in position order: each node
+ * as `stateAt` folds it. Per node, the fold past its last event within `at` is kept beside its
+ * answer, so two states a node, whatever the store holds after `at`.
+ */
 export function createFleetFold(at: At | null = null): FleetFold {
   const states = new Map<string, NodeState>();
+  const ahead = new Map<string, NodeState>();
   const stopped = new Set<string>();
   return {
     push(e) {
       if (!isNodeEvent(e)) return;
       const node = e.data.node;
       if (stopped.has(node)) return;
-      if (at !== null && isBeyond(e, at)) {
-        // Per node, not globally: times come from the engine's clock at append and two
-        // concurrent appends may land slightly out of time order across nodes.
+      const beyond = at !== null && isBeyond(e, at);
+      if (beyond && at.kind === 'position') {
         stopped.add(node);
         return;
       }
-      states.set(node, foldNode(states.get(node) ?? initialNodeState(node), e));
+      const folded = foldNode(ahead.get(node) ?? states.get(node) ?? initialNodeState(node), e);
+      if (beyond) {
+        ahead.set(node, folded);
+        return;
+      }
+      ahead.delete(node);
+      states.set(node, folded);
     },
     states: () => states,
   };

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { DeclarationSent, Recorded } from '../core/events/index.ts';
-import type { EventStore, Subscription } from '../store/port.ts';
+import type { EventStore, LeaseHold, Subscription } from '../store/port.ts';
 import { whileLeased } from '../store/whileLeased.ts';
 import type { DeclarationPublisher, OutboundDeclaration } from '../transport/port.ts';
 import { encodeSigned } from '../core/wire/index.ts';
@@ -62,7 +62,18 @@ export function createRelay(options: RelayOptions): Relay {
   let health: ComponentHealth = { healthy: true, lastSuccessAt: null, failingSince: null, error: null };
   metrics?.relayHealthy.set(1);
 
-  const subscribe = (): Subscription =>
+  /**
+   * Fencing: a holder frozen past its lease (SIGSTOP, a paused VM) wakes still subscribed, while
+   * another engine publishes. It publishes nothing once its lease's bound has passed (checked
+   * before each publish, on its monotonic clock), and a batch counts as published — its checkpoint
+   * saved — only if the store still names its generation the holder.
+   */
+  const fenced = (hold: LeaseHold | undefined): Error | null =>
+    hold?.valid === undefined || hold.valid()
+      ? null
+      : new Error(`relay lease generation ${hold.generation} is past its bound: not publishing`);
+
+  const subscribe = (hold?: LeaseHold): Subscription =>
     store.subscribe({
       checkpoint: options.checkpoint ?? 'relay',
       types: ['DeclarationSent'],
@@ -83,11 +94,16 @@ export function createRelay(options: RelayOptions): Relay {
           await Promise.all(
             [...byNode.values()].map(async (list) => {
               for (const e of list) {
+                const stop = fenced(hold);
+                if (stop !== null) throw stop;
                 await publisher.publish(outboundOf(e));
                 metrics?.relayPublished.inc();
               }
             }),
           );
+          if (hold?.current !== undefined && !(await hold.current())) {
+            throw new Error(`relay lease generation ${hold.generation} is no longer current: the batch is left to the holder`);
+          }
         } catch (err) {
           const message = err instanceof Error ? err.message : String(err);
           health = { ...health, healthy: false, failingSince: health.failingSince ?? new Date(), error: message };
@@ -118,8 +134,8 @@ export function createRelay(options: RelayOptions): Relay {
       logger,
       taken: 'relay lease taken: this engine publishes declarations',
       lost: 'relay lease lost: another engine may publish now; waiting to take it again',
-      run: async (held) => {
-        sub = subscribe();
+      run: async (held, hold) => {
+        sub = subscribe(hold);
         await stopped(held);
         await sub.stop();
         sub = null;

@@ -11,6 +11,7 @@ import type { Metrics } from '../metrics.ts';
 import { sleep } from '../retry.ts';
 import type { EventStore, Subscription } from '../store/port.ts';
 import { whileLeased } from '../store/whileLeased.ts';
+import { createRolloutClock } from './rolloutClock.ts';
 import { createBatchSender } from './sendBatch.ts';
 import type { BatchSender } from './sendBatch.ts';
 import type { LoadNode } from './sendView.ts';
@@ -53,7 +54,10 @@ export type RolloutDriverOptions = Readonly<{
   progress?: (s: RolloutState, wave: number) => WaveProgress | null | undefined;
   /** Node revisions, carried ports and latest serials for sends; default: from `nodeOf`, the store when that lags. */
   loadNode?: LoadNode;
+  /** The wall clock: the times recorded in events. */
   now?: () => Date;
+  /** A monotonic clock (ms; default performance.now): how long the driver waits, timeouts and pauses included. */
+  monotonic?: () => number;
   metrics?: Metrics;
   /** Nodes sent per append call (and per RolloutSent), at most listLimit. */
   batchSize?: number;
@@ -91,6 +95,8 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   const { store, nodeOf } = options;
   const logger = options.logger.child({ component: 'rollout-driver' });
   const now = options.now ?? (() => new Date());
+  const monotonic = options.monotonic ?? (() => performance.now());
+  const clock = createRolloutClock(() => now().getTime(), monotonic);
   const batchSize = Math.max(1, Math.min(options.batchSize ?? 500, listLimit));
   const pollMs = options.pollMs ?? 1_000;
   const minIntervalMs = options.minIntervalMs ?? 20;
@@ -218,7 +224,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     }
   }
 
-  /** Drive one rollout as far as it goes now; resolves with when to look again (null: on an event). */
+  /** Drive one rollout as far as it goes now; resolves with how long until it looks again (ms; null: on an event). */
   async function step(id: string): Promise<number | null> {
     const entry = rollouts.get(id);
     if (entry === undefined) return null;
@@ -228,24 +234,25 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
       if (s === null) return null;
       if (isTerminal(s.status)) {
         rollouts.delete(id);
+        clock.forget(id);
         return null;
       }
       const progress = s.current === 0 ? null : progressOf(s, s.current);
-      const nowMs = now().getTime();
+      const nowMs = clock.nowMs(s);
       const d = decide(s, progress, nowMs, listLimit);
-      if (d.kind === 'wait') return d.untilMs;
-      if ((d.kind === 'completeWave' || d.kind === 'halt') && !(await readModelCurrent())) return nowMs + pollMs;
+      if (d.kind === 'wait') return d.untilMs === null ? null : Math.max(0, d.untilMs - nowMs);
+      if ((d.kind === 'completeWave' || d.kind === 'halt') && !(await readModelCurrent())) return pollMs;
       if (d.kind === 'completeWave' || d.kind === 'halt') {
         // Decided on a read model that may have moved while it caught up: decide again on the
         // current one, and act only if the answer stands.
-        const again = decide(s, s.current === 0 ? null : progressOf(s, s.current), now().getTime(), listLimit);
+        const again = decide(s, s.current === 0 ? null : progressOf(s, s.current), clock.nowMs(s), listLimit);
         if (again.kind !== d.kind) continue;
         await act(s, again);
         continue;
       }
       await act(s, d);
     }
-    return now().getTime();
+    return 0;
   }
 
   /** Rollouts are found by following their events; only the positions of unfinished ones are kept. */
@@ -280,7 +287,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     const following = low === null;
     if (low === null) low = sub?.position() ?? null;
     if (low === null || low === savedLow || low < 0n) return;
-    const at = now().getTime();
+    const at = monotonic();
     if (following && !force && at - savedAt < checkpointEveryMs) return;
     await store.setCheckpoint(rolloutDriverCheckpoint, low);
     savedLow = low;
@@ -296,15 +303,16 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
       while (!signal.aborted) {
         woken = false;
         started = rounds;
-        let next = now().getTime() + pollMs;
+        // When to look again, on the monotonic clock: a step of the wall clock moves no wait.
+        let next = monotonic() + pollMs;
         for (const id of [...rollouts.keys()]) {
           if (signal.aborted) break;
           try {
-            const at = await step(id);
-            if (at !== null && at < next) next = at;
+            const after = await step(id);
+            if (after !== null) next = Math.min(next, monotonic() + after);
           } catch (err) {
             logger.error({ rollout: id, err: (err as Error).message }, 'rollout decision failed; trying again');
-            next = Math.min(next, now().getTime() + pollMs);
+            next = Math.min(next, monotonic() + pollMs);
           }
         }
         rounds++;
@@ -314,7 +322,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
         await saveLowWater().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'cannot save the rollout checkpoint'));
         await sleep(minIntervalMs, signal);
         if (woken || signal.aborted) continue;
-        const waitMs = Math.max(0, Math.min(next - now().getTime(), pollMs));
+        const waitMs = Math.max(0, Math.min(next - monotonic(), pollMs));
         await new Promise<void>((resolve) => {
           // One abort listener per wait, removed when the wait ends: a listener left behind each round
           // piled up on the driver's signal (MaxListenersExceededWarning after 10 rounds).

@@ -57,7 +57,11 @@ export class FleetCountLog {
   private rows = 0;
   private rowPosition = new BigInt64Array(this.rowCap);
   private rowPrev = new Int32Array(this.rowCap);
-  /** The node's latest event time up to this row, a running max: a fold "as of T" stops at the node's first event after T. */
+  /**
+   * The earliest time among the node's events this row stands for (its own and those after it that
+   * changed nothing counted here): "as of T" is the node's last event recorded at or before T in
+   * position order (projections/node/forensics.ts), so its row is the newest one with an event at or before T.
+   */
   private rowTime = new Float64Array(this.rowCap);
   private rowStatus = new Uint8Array(this.rowCap);
   private rowSpec = new Int32Array(this.rowCap);
@@ -80,13 +84,12 @@ export class FleetCountLog {
   private ivGrace = new Float64Array(this.ivCap);
   private ivStartPosition = new BigInt64Array(this.ivCap);
 
-  // Per node: newest row, newest interval, latest event time, latest sighting.
+  // Per node: newest row, newest interval, latest sighting.
   private readonly nodeIds: string[] = [];
   private readonly nodeIndex = new Map<string, number>();
   private nodeCap = 1024;
   private rowHead = new Int32Array(this.nodeCap).fill(-1);
   private ivHead = new Int32Array(this.nodeCap).fill(-1);
-  private nodeTime = new Float64Array(this.nodeCap);
   private nodeSeen = new Float64Array(this.nodeCap).fill(NaN);
 
   private readonly specIds: string[] = [];
@@ -127,7 +130,6 @@ export class FleetCountLog {
         this.ivStartPosition,
         this.rowHead,
         this.ivHead,
-        this.nodeTime,
         this.nodeSeen,
         this.samplePosition,
         this.sampleTime,
@@ -139,7 +141,6 @@ export class FleetCountLog {
   record(node: string, e: Recorded, s: NodeState): void {
     const n = this.nodeIdx(node);
     const t = parseIso(eventTime(e));
-    if (t > this.nodeTime[n]!) this.nodeTime[n] = t;
     this.first ??= e.position;
     this.head = e.position;
     if (e.type === 'NodeHeard') this.transition(n, parseIso(e.data.at), Infinity, e.position);
@@ -157,7 +158,9 @@ export class FleetCountLog {
     }
     const status = statusCode.get(s.status)! | (s.caughtUp ? caughtUpBit : 0);
     const spec = s.sent === null ? -1 : this.specIdx(s.sent.specDigest);
-    if (this.changed(this.rowHead[n]!, s, status, spec)) this.addRow(n, e.position, s, status, spec);
+    const head = this.rowHead[n]!;
+    if (this.changed(head, s, status, spec)) this.addRow(n, e.position, s, status, spec, t);
+    else if (head >= 0 && t < this.rowTime[head]!) this.rowTime[head] = t;
     if (t > this.maxTime) {
       if (this.samples === 0 || t - this.sampleTime[this.samples - 1]! >= sampleEveryMs) {
         if (this.samples === this.sampleCap) {
@@ -212,7 +215,7 @@ export class FleetCountLog {
     return r;
   }
 
-  /** The node's newest row whose events are all at or before time T (-1: none). */
+  /** The node's newest row with an event at or before time T (-1: none). */
   private rowAtTime(n: number, T: number): number {
     let r = this.rowHead[n]!;
     while (r >= 0 && this.rowTime[r]! > T) r = this.rowPrev[r]!;
@@ -285,10 +288,8 @@ export class FleetCountLog {
       this.nodeCap *= 2;
       this.rowHead = grown(this.rowHead, this.nodeCap, -1);
       this.ivHead = grown(this.ivHead, this.nodeCap, -1);
-      this.nodeTime = grown(this.nodeTime, this.nodeCap);
       this.nodeSeen = grown(this.nodeSeen, this.nodeCap, NaN);
     }
-    this.nodeTime[n] = -Infinity;
     return n;
   }
 
@@ -324,7 +325,7 @@ export class FleetCountLog {
     this.ivHead[n] = i;
   }
 
-  private addRow(n: number, position: bigint, s: NodeState, status: number, spec: number): void {
+  private addRow(n: number, position: bigint, s: NodeState, status: number, spec: number, t: number): void {
     if (this.rows === this.rowCap) {
       this.rowCap *= 2;
       this.rowPosition = grown(this.rowPosition, this.rowCap);
@@ -340,7 +341,7 @@ export class FleetCountLog {
     const r = this.rows++;
     this.rowPosition[r] = position;
     this.rowPrev[r] = p;
-    this.rowTime[r] = this.nodeTime[n]!;
+    this.rowTime[r] = t;
     this.rowStatus[r] = status;
     this.rowSpec[r] = spec;
     const c = r * countsPerRow;

@@ -90,6 +90,12 @@ export type LeaseHold = Readonly<{
   lost: Promise<void>;
   /** Give the lease up; another process may take it at once. */
   release: () => Promise<void>;
+  /** The lease's generation, one more at every change of holder: the fencing token. */
+  generation?: bigint;
+  /** Whether this process may still act as the holder, by its own monotonic clock (no round trip). */
+  valid?: () => boolean;
+  /** Whether the store still names this generation the holder (a round trip): check before what must not be done twice. */
+  current?: () => Promise<boolean>;
 }>;
 
 // The bulk folds' columnar read (EventStore.readColumns; made and read in nodeColumns.ts).
@@ -173,7 +179,7 @@ export interface EventStore {
    * A role that one process at a time may play on this store, whichever engine it runs in (the
    * relay). Resolves once this process holds `name`, waiting while another does; null
    * if `signal` aborts first. Only stores several engines share have it (PostgreSQL: a session
-   * advisory lock on a connection of its own, released by the server when that connection dies).
+   * row with a generation and a beat the holder renews; taken over when the holder's session ends or its beat stops).
    */
   acquireLease?(name: string, signal: AbortSignal): Promise<LeaseHold | null>;
   close(): Promise<void>;

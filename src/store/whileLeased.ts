@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { sleep } from '../retry.ts';
-import type { EventStore } from './port.ts';
+import type { EventStore, LeaseHold } from './port.ts';
 
 // Playing a role that one process at a time may play on a store (EventStore.acquireLease): the
 // relay's `relay`, the rollout driver's `rollouts`. One loop for both: ask the store for the
@@ -12,9 +12,11 @@ import type { EventStore } from './port.ts';
 // that ran that long before it threw counts from one again): the engine keeps serving, so a role
 // that stopped for good would go unnoticed.
 //
-// Losing the lease ends the role here, but another engine may have taken it over already (the
-// holder learns of the loss only when its connection fails): the roles built on it stay
-// at-least-once (the relay's delivery) or guard every write by an expected revision (the driver).
+// Losing the lease ends the role here, but another engine may have taken it over already (a
+// holder frozen past its bound learns of the loss only once it runs again): the roles built on it
+// check the lease before what must not be done twice (the relay: `hold.valid()` before each
+// publish, `hold.current()` before a batch counts as published) or guard every write by an expected
+// revision (the driver).
 
 export type WhileLeasedOptions = Readonly<{
   store: Pick<EventStore, 'acquireLease'>;
@@ -33,7 +35,7 @@ export type WhileLeasedOptions = Readonly<{
    * was lost or the caller stopped). If it throws, the lease is given up, the error logged, and
    * the role played again after a pause.
    */
-  run: (held: AbortSignal) => Promise<void>;
+  run: (held: AbortSignal, hold?: LeaseHold) => Promise<void>;
 }>;
 
 /** Resolves once `signal` aborted and the lease (if one was held) was given up. */
@@ -44,10 +46,10 @@ export async function whileLeased(options: WhileLeasedOptions): Promise<void> {
   /** The longest pause; a play that ran at least this long before it threw starts the count again. */
   const longest = retryMs * 30;
   /** Play the role once; false (after the pause) if it threw. */
-  const play = async (held: AbortSignal): Promise<boolean> => {
+  const play = async (held: AbortSignal, hold?: LeaseHold): Promise<boolean> => {
     const started = performance.now();
     try {
-      await options.run(held);
+      await options.run(held, hold);
       failures = 0;
       return true;
     } catch (err) {
@@ -87,7 +89,7 @@ export async function whileLeased(options: WhileLeasedOptions): Promise<void> {
     });
     let ok: boolean;
     try {
-      ok = await play(held.signal);
+      ok = await play(held.signal, hold);
     } finally {
       signal.removeEventListener('abort', onAbort);
       if (lost) logger.warn({}, options.lost);

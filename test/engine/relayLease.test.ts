@@ -20,7 +20,7 @@ const recording = (into: OutboundDeclaration[]): DeclarationPublisher => ({
   publish: async (d) => void into.push(d),
   close: async () => undefined,
 });
-const lease = { retryMs: 50, heartbeatMs: 200 };
+const lease = { retryMs: 50, ttlMs: 5_000 };
 
 describeOnPostgres('relay lease on a PostgreSQL store', () => {
   const scratch = scratchSchema('converge_lease');
@@ -47,13 +47,11 @@ describeOnPostgres('relay lease on a PostgreSQL store', () => {
     }
     return digests;
   };
-  /** Backends holding this schema's relay lease (an int8 advisory key: classid is its high half, objid its low). */
+  /** Backends holding this schema's relay lease (its row names the holder's backend). */
   const leaseHolders = async (): Promise<number[]> =>
     (
       await admin.query<{ pid: number }>(
-        `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
-           AND ((classid::int8 << 32) | objid::int8) = hashtextextended($1, 0)`,
-        [`converge-lease:${scratch.schema}:relay`],
+        `SELECT holder_pid AS pid FROM ${scratch.schema}.leases WHERE name = 'relay' AND holder_pid IS NOT NULL`,
       )
     ).rows.map((r) => r.pid);
 

@@ -400,7 +400,7 @@ test('with no rollout running, the driver saves how far it followed once per che
     await setCheckpoint(name, position);
   };
   let t = Date.parse('2026-11-30T12:00:00Z');
-  const driver = idleDriver(store, { now: () => new Date(t), checkpointEveryMs: 5_000 });
+  const driver = idleDriver(store, { now: () => new Date(t), monotonic: () => t, checkpointEveryMs: 5_000 });
   const declare = async (i: number): Promise<void> => {
     const e = makeDeclarationSent({ node: `n${i}`, serial: 1, resources: [{ id: 'web' }], key: testKey, now: new Date(t) });
     await store.append([{ stream: streamOf(`n${i}`), expected: 'no_stream', events: [e] }]);

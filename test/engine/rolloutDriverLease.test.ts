@@ -12,7 +12,7 @@ import { until } from '../support/until.ts';
 // share, only the engine holding the store's `rollouts` lease drives; the other takes over when
 // the holder goes.
 
-const lease = { retryMs: 50, heartbeatMs: 200 };
+const lease = { retryMs: 50, ttlMs: 5_000 };
 
 /** A logger keeping the lease lines of one driver ("A: rollouts lease taken: …"), for a failure to say who held it when. */
 const leaseLog = (who: string, into: string[]) =>

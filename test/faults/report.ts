@@ -17,6 +17,7 @@ import { allScenarios, runScenario } from './scenarios.ts';
 import type { ScenarioResult } from './scenarios.ts';
 import { tampering } from './tamperingScenario.ts';
 import { twoEngines } from './twoEnginesScenario.ts';
+import { frozenLeader } from './frozenLeaderScenario.ts';
 
 const { values } = parseArgs({ options: { report: { type: 'boolean' }, only: { type: 'string' } } });
 const probe = await probeBroker();
@@ -37,6 +38,7 @@ const every = [
   clusterFailover('stop'),
   clusterFailover('kill'),
   twoEngines,
+  frozenLeader,
   rolloutSigkill,
 ];
 const chosen = every.filter((s) => values.only === undefined || s.name.includes(values.only));
@@ -216,6 +218,13 @@ ${table}
   received twice only if it was recorded before the kill (the batch A had in flight), both APIs must answer the same
   \`/v1/nodes\` at the store's head, and \`converge replay --verify\` must agree with each engine's snapshot. Also in
   \`npm test\` (\`test/faults/twoEngines.fault.test.ts\`).
+- **frozen relay leader** — \`test/faults/frozenLeaderScenario.ts\`: two \`converge serve\` on one PostgreSQL store;
+  A holds the relay lease and is frozen with SIGSTOP (its session stays open) while declarations are POSTed to B every
+  250 ms; A is thawed with SIGCONT once one of them was delivered. B must take the relay lease within its bound (the
+  lease's ttl, docs/operations.md, "Scaling out"), every declaration must reach the node, none POSTed after the freeze began
+  may arrive twice, and A must publish nothing once thawed (its \`converge_relay_published_total\`). Time to recover is
+  from the SIGSTOP to the first delivery of a declaration POSTed during the freeze. Also in \`npm test\`
+  (\`test/faults/frozenLeader.fault.test.ts\`).
 - **tampered declarations** — \`test/faults/tamperingScenario.ts\`: after an untampered control declaration converges, each
   declaration is recorded, tampered and published to \`node.<id>\` as the relay publishes: a bit flipped at a random
   position (fast-check) in the declaration bytes or in the signature, the same JSON re-encoded, a signature by another

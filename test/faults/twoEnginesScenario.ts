@@ -27,8 +27,8 @@ import type { FaultLab, Load, Scenario, ScenarioResult } from './scenarios.ts';
 // (a scratch schema) and one broker (a scratch vhost). A starts first, so it is the single active
 // consumer of mesh.reports and takes the relay lease; B stands by. Simulated nodes (src/simulation/)
 // report under load while declarations are POSTed through both APIs; A is SIGKILLed. B must take
-// over ingest (the broker hands it the queue) and the relay (the server drops A's advisory lock
-// with its session); A is then restarted and must stand by. At the end: every confirmed report
+// over ingest (the broker hands it the queue) and the relay (A's lease names a backend the server
+// ended with its session); A is then restarted and must stand by. At the end: every confirmed report
 // stored exactly once, every accepted declaration received by its node, a declaration received
 // twice only inside the at-least-once window (the batch A had in flight), both APIs answering the
 // same states, and `converge replay --verify` agreeing with each engine's snapshot.

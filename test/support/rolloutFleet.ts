@@ -29,9 +29,11 @@ export type RolloutFleet = Readonly<{
   store: EventStore;
   runner: ProjectionRunner;
   driver: RolloutDriver;
-  /** The controlled clock, and moving it. */
+  /** The controlled clock, and moving it (the wall clock and the monotonic one together). */
   now: () => Date;
   tick: (ms: number) => void;
+  /** Step the wall clock alone, as NTP or an operator's date would (the monotonic clock stays). */
+  stepWall: (ms: number) => void;
   /** Start a rollout through the operator's command. */
   start: (input: Partial<StartRolloutInput> & Pick<StartRolloutInput, 'selection'>) => Promise<string>;
   /** The rollout folded from the store. */
@@ -58,6 +60,7 @@ export async function rolloutFleet(
 ): Promise<RolloutFleet> {
   const store = options.store ?? createMemoryEventStore();
   let clock = Date.parse('2026-11-30T14:00:00Z');
+  let monotonic = 0;
   const now = (): Date => new Date(clock);
   const behaviour = new Map(Object.entries(options.behaviour ?? {}));
   const runner = createProjectionRunner({ store, logger, now: () => clock });
@@ -100,6 +103,7 @@ export async function rolloutFleet(
     key: testKey,
     logger,
     now,
+    monotonic: () => monotonic,
     nodeOf: (n) => runner.readModel.get(n),
     progress: (s) => runner.rollouts.progressAt(s),
     readModelPosition: () => runner.readModel.position(),
@@ -125,7 +129,11 @@ export async function rolloutFleet(
     runner,
     driver,
     now,
-    tick: (ms) => void (clock += ms),
+    tick: (ms) => {
+      clock += ms;
+      monotonic += ms;
+    },
+    stepWall: (ms) => void (clock += ms),
     async start(input) {
       const nodeStates = () => runner.readModel.nodes();
       const r = await startRollout(

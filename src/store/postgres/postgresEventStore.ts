@@ -303,7 +303,7 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
       await open();
       // A store closing gives up whatever it holds or waits for.
       const stop = AbortSignal.any([signal, closing.signal]);
-      const hold = await acquirePostgresLease(clientConfig, `converge-lease:${s}:${name}`, stop, options.lease);
+      const hold = await acquirePostgresLease(clientConfig, s, name, stop, options.lease);
       if (hold !== null && closed) {
         // close() ran while the lock was being taken: it has already released what it knew of.
         await hold.release();

@@ -6,7 +6,7 @@ import { ConvergeError } from '../../core/errors.ts';
 // stores can share a database and a test can drop its own. Bump `postgresSchemaVersion` with a
 // step in `migrations` whenever they change; a newer schema is refused, as SQLite's is.
 
-export const postgresSchemaVersion = 2;
+export const postgresSchemaVersion = 3;
 
 /** A plain lower-case identifier: it is interpolated into DDL and into a NOTIFY channel (≤ 63 bytes). */
 const schemaName = /^[a-z_][a-z0-9_]{0,49}$/;
@@ -84,6 +84,15 @@ const migrations: Readonly<Record<number, (s: string) => string>> = {
   // v2: the sends of a stream by digest, for EventStore.findSend (ingest's rare lookup of a
   // digest older than the fold keeps); partial, so reports and alives add nothing to it.
   1: (s) => `CREATE INDEX events_sent_digest ON ${s}.events (stream, (data->>'digest')) WHERE type = 'DeclarationSent'`,
+  // v3: leases with a liveness bound of their own (./lease.ts), in place of session advisory locks.
+  2: (s) => `
+CREATE TABLE ${s}.leases (
+  name         text        PRIMARY KEY,
+  generation   bigint      NOT NULL,
+  beat         bigint      NOT NULL,
+  holder_pid   int,
+  holder_start timestamptz
+);`,
 };
 
 /**

@@ -99,3 +99,32 @@ test('the fleet fold as of a position stops each node there', () => {
   for (const e of h.events) fleet.push(e);
   assert.equal(fleet.states().get('n6')?.status, 'behind');
 });
+
+test('state at a time after the clock stepped back: the last event stamped at or before it counts, whatever came before', () => {
+  // 01:00 send, 01:10 a later event (the clock ran ahead), then the clock stepped back 13 minutes:
+  // a report stamped 00:58 and one stamped 01:08 (both after the 01:10 event in position order).
+  const h = history('n-step');
+  h.tick(60_000);
+  const a = h.send();
+  h.tick(10 * 60_000);
+  h.report({ declared: null });
+  h.tick(-13 * 60_000);
+  h.report({ declared: null });
+  h.tick(10 * 60_000);
+  const last = h.report({ declared: a.data.digest, applied: ['web'] });
+  const at = (ms: number) => parseAt(new Date(Date.parse(last.data.receivedAt) + ms).toISOString())!;
+  // A minute after the 01:08 report: every event counts, though the 01:10 one is stamped later.
+  const r = stateAt('n-step', h.events, at(60_000));
+  assert.equal(r.folded, h.events.length);
+  assert.equal(r.state.status, 'converged');
+  const fleet = createFleetFold(at(60_000));
+  for (const e of h.events) fleet.push(e);
+  assert.deepEqual(fleet.states().get('n-step'), r.state);
+  // Just before the 01:08 report: the last event at or before then is the 00:58 report (the third event).
+  const before = stateAt('n-step', h.events, at(-1));
+  assert.equal(before.folded, 3);
+  assert.equal(before.state.status, 'behind');
+  const fleetBefore = createFleetFold(at(-1));
+  for (const e of h.events) fleetBefore.push(e);
+  assert.deepEqual(fleetBefore.states().get('n-step'), before.state);
+});
