@@ -99,6 +99,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'status',
+    output: true,
     usage: 'converge status [node] [--status <s>] [--liveness <l>] [--json]',
     summary: 'node states folded from the store (all nodes, or one)',
     flags: {
@@ -111,6 +112,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'history',
+    output: true,
     usage: 'converge history <node> [--limit <n>] [--json]',
     summary: "a node's events, oldest first, each report classified, each declaration's latency",
     flags: { limit: { type: 'string', value: '<n>', help: 'only the latest n events, and the declarations they name' } },
@@ -120,6 +122,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'state',
+    output: true,
     usage: 'converge state <node> --at <ISO time|position> [--json]',
     summary: "a node's state as of a time or store position (the same fold, stopped)",
     flags: { at: { type: 'string', value: '<ISO time|position>', help: 'the moment: an ISO 8601 time or a store position' } },
@@ -129,6 +132,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'forensics',
+    output: true,
     usage: 'converge forensics races [--node <id>] [--json]',
     summary: 'reports the old clock rule counted as caught up and the digest rule does not',
     flags: { node: { type: 'string', value: '<id>', help: 'only this node (reads its stream alone)' } },
@@ -148,6 +152,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'rollout',
+    output: true,
     usage: [
       'converge rollout start <spec.json|-> (--nodes a,b | --all | --spec <digest> | --prefix <p>) --waves 1,10%,50%,100%',
       '         --max-failures <n|p%> --wave-timeout <10m> [--pause <30s>] [--on-superseded fail|hold] [--id <id>] [--json]',
@@ -185,6 +190,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'rollouts',
+    output: true,
     usage: 'converge rollouts [--status <s>] [--json]',
     summary: 'every rollout, newest first: status, wave, done / pending / failed',
     flags: { status: { type: 'string', value: '<s>', help: 'only rollouts in this status: running, paused, halted, completed, aborted' } },
