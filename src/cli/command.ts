@@ -40,6 +40,8 @@ export type CommandSpec = Readonly<{
   flags: Readonly<Record<string, FlagHelp>>;
   /** A read command: it takes `-o json|yaml|wide|name` (and prints through printList or printOne). */
   output?: true;
+  /** The words its first argument takes (`rollout start`, `forensics races`), for completion. */
+  subcommands?: readonly string[];
   /** Positional arguments: [min, max]. */
   args: readonly [number, number];
   /** The configuration settings it reads; it validates these and only these. */

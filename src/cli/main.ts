@@ -58,6 +58,14 @@ const configFlags: Readonly<Record<string, Flag>> = Object.fromEntries(
   configKeys.map((k) => [settings[k].flag, { type: 'string', value: settings[k].value } satisfies Flag]),
 );
 
+/** Every flag a command takes: the configuration flags, --json and --help, -o on read commands, its own. */
+export const flagsOf = (command: CommandSpec): Readonly<Record<string, Flag>> => ({
+  ...configFlags,
+  ...shared,
+  ...(command.output === true ? outputFlag : {}),
+  ...command.flags,
+});
+
 const mainHelp = (): string =>
   [
     'usage: converge <command> [arguments] [flags]',
@@ -125,12 +133,7 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
         `unknown command ${JSON.stringify(name)}${guess === null ? '' : `; did you mean ${guess}?`} (converge --help lists them)`,
       );
     }
-    const { values, positionals } = parseCommandLine(name, rest, {
-      ...configFlags,
-      ...shared,
-      ...(command.output === true ? outputFlag : {}),
-      ...command.flags,
-    });
+    const { values, positionals } = parseCommandLine(name, rest, flagsOf(command));
     if (values.help === true) {
       io.stdout(commandHelp(command));
       return 0;

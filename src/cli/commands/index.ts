@@ -132,6 +132,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'forensics',
+    subcommands: ['races'],
     output: true,
     usage: 'converge forensics races [--node <id>] [--json]',
     summary: 'reports the old clock rule counted as caught up and the digest rule does not',
@@ -152,6 +153,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'rollout',
+    subcommands: ['start', 'status', 'pause', 'resume', 'abort', 'explain'],
     output: true,
     usage: [
       'converge rollout start <spec.json|-> (--nodes a,b | --all | --spec <digest> | --prefix <p>) --waves 1,10%,50%,100%',
@@ -200,6 +202,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'node',
+    subcommands: ['enroll', 'revoke'],
     usage: 'converge node enroll <id> [--vhost <vhost>] [--replace] [--json]\n       converge node revoke <id> [--vhost <vhost>] [--json]',
     summary: "a node's broker account: enroll <id> | revoke <id>, scoped to what wire.go lets it say",
     flags: {
@@ -212,6 +215,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'broker',
+    subcommands: ['migrate-inboxes'],
     usage: 'converge broker migrate-inboxes [--dry-run | --apply] [--amqp <url>] [--management-url <url>] [--json]',
     summary: 'node inboxes declared by an earlier Converge, brought to the current form (a dry run unless --apply)',
     flags: {
@@ -221,5 +225,15 @@ export const commands: readonly CommandSpec[] = [
     args: [1, 1],
     settings: ['amqpUrl', 'managementUrl', 'inboxQueue'],
     load: () => import('./broker.ts'),
+  },
+  {
+    name: 'completion',
+    subcommands: ['bash', 'zsh', 'fish'],
+    usage: 'converge completion bash|zsh|fish',
+    summary: 'a shell completion script for converge, made from this command table: source <(converge completion bash)',
+    flags: {},
+    args: [1, 1],
+    settings: [],
+    load: () => import('./completion.ts'),
   },
 ];
