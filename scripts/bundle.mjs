@@ -10,6 +10,7 @@
 // which packages a command loaded.
 import { rmSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
+import { buildInfo } from './buildInfo.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const outdir = `${root}dist/bundle/cli`;
@@ -53,3 +54,5 @@ for (const [file, output] of Object.entries(result.metafile.outputs)) {
   manifest[file.slice(file.lastIndexOf('/') + 1)] = [...packages].sort();
 }
 writeFileSync(`${outdir}/manifest.json`, `${JSON.stringify(manifest, null, 1)}\n`);
+// Read by `converge --version` (src/cli/version.ts) from beside main.js.
+writeFileSync(`${outdir}/buildInfo.json`, `${JSON.stringify(buildInfo(root))}\n`);

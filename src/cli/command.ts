@@ -6,6 +6,7 @@ import type { EventStore, OpenEventStoreOptions } from '../store/index.ts';
 import { validateNodeId } from '../core/wire/nodeId.ts';
 import type { Flag } from './args.ts';
 import type { CliIo } from './io.ts';
+import type { OutputFormat } from './output.ts';
 
 // One shape for every subcommand. What `--help` and the dispatcher need — name, usage, summary,
 // flags, the settings it reads — is plain data in commands/index.ts; the code that runs it is a
@@ -21,6 +22,9 @@ export type Context = Readonly<{
   positionals: readonly string[];
   /** The settings the command declared are read and checked; the others hold their defaults. */
   config: Config;
+  /** `-o`, or json for `--json`; text when neither was given. */
+  output: OutputFormat;
+  /** output is json. */
   json: boolean;
 }>;
 
@@ -34,6 +38,10 @@ export type CommandSpec = Readonly<{
   summary: string;
   /** Flags beyond the shared ones (--json, --help, and the configuration flags). */
   flags: Readonly<Record<string, FlagHelp>>;
+  /** A read command: it takes `-o json|yaml|wide|name` (and prints through printList or printOne). */
+  output?: true;
+  /** The words its first argument takes (`rollout start`, `forensics races`), for completion. */
+  subcommands?: readonly string[];
   /** Positional arguments: [min, max]. */
   args: readonly [number, number];
   /** The configuration settings it reads; it validates these and only these. */

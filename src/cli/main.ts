@@ -24,6 +24,30 @@ const exitStatusHelp = [
   '             2 a usage mistake: unknown command or flag, a missing or malformed argument, flag or setting (nothing was done)',
 ];
 
+const formats = ['json', 'yaml', 'wide', 'name'] as const;
+type Format = (typeof formats)[number];
+
+/** Read commands also take -o (kubectl's habit); --json stays, as -o json. */
+const outputFlag: Readonly<Record<string, FlagHelp>> = {
+  output: {
+    type: 'string',
+    short: 'o',
+    value: formats.join('|'),
+    help: 'json (as --json), yaml, wide (more columns) or name (one id a line)',
+  },
+};
+
+const outputOf = (values: Readonly<Record<string, string | boolean | undefined>>): Format | 'text' => {
+  const o = values.output;
+  if (o === undefined) return values.json === true ? 'json' : 'text';
+  if (!(formats as readonly unknown[]).includes(o)) {
+    throw new ConvergeError('CONVERGE_ERR_USAGE', `-o must be one of ${formats.join(', ')}, got ${JSON.stringify(o)}`);
+  }
+  if (values.json === true && o !== 'json')
+    throw new ConvergeError('CONVERGE_ERR_USAGE', `--json is -o json: it cannot go with -o ${o as string}`);
+  return o as Format;
+};
+
 const shared: Readonly<Record<string, FlagHelp>> = {
   json: { type: 'boolean', help: 'JSON for programs: one object, or one object a line for lists' },
   help: { type: 'boolean', short: 'h', help: 'this help' },
@@ -34,9 +58,18 @@ const configFlags: Readonly<Record<string, Flag>> = Object.fromEntries(
   configKeys.map((k) => [settings[k].flag, { type: 'string', value: settings[k].value } satisfies Flag]),
 );
 
+/** Every flag a command takes: the configuration flags, --json and --help, -o on read commands, its own. */
+export const flagsOf = (command: CommandSpec): Readonly<Record<string, Flag>> => ({
+  ...configFlags,
+  ...shared,
+  ...(command.output === true ? outputFlag : {}),
+  ...command.flags,
+});
+
 const mainHelp = (): string =>
   [
     'usage: converge <command> [arguments] [flags]',
+    '       converge --version',
     '',
     'commands:',
     ...commands.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`),
@@ -62,7 +95,7 @@ const commandHelp = (c: CommandSpec): string =>
     c.summary,
     '',
     'flags:',
-    ...Object.entries({ ...c.flags, ...shared }).map(([name, f]) => flagLine(name, f)),
+    ...Object.entries({ ...c.flags, ...(c.output === true ? outputFlag : {}), ...shared }).map(([name, f]) => flagLine(name, f)),
     ...(c.settings.length === 0
       ? ['', 'it reads no configuration setting.']
       : [
@@ -82,6 +115,12 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     io.stdout(mainHelp());
     return name === undefined ? 2 : 0;
   }
+  if (name === '--version') {
+    const { buildInfo, versionLine } = await import('./version.ts');
+    const info = buildInfo();
+    io.stdout(rest.includes('--json') || rest.join(' ') === '-o json' ? `${JSON.stringify(info)}\n` : versionLine(info));
+    return 0;
+  }
   try {
     const command = commands.find((c) => c.name === name);
     if (command === undefined) {
@@ -94,11 +133,12 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
         `unknown command ${JSON.stringify(name)}${guess === null ? '' : `; did you mean ${guess}?`} (converge --help lists them)`,
       );
     }
-    const { values, positionals } = parseCommandLine(name, rest, { ...configFlags, ...shared, ...command.flags });
+    const { values, positionals } = parseCommandLine(name, rest, flagsOf(command));
     if (values.help === true) {
       io.stdout(commandHelp(command));
       return 0;
     }
+    const output = outputOf(values);
     const [min, max] = command.args;
     if (positionals.length < min || positionals.length > max) {
       const expected = min === max ? `${min}` : `${min} to ${max}`;
@@ -116,7 +156,7 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     }
     const [{ loadConfig }, { run: runCommand }] = await Promise.all([import('../app/config.ts'), command.load()]);
     const config = loadConfig({ flags: values, env: io.env }, { logLevel: command.defaultLogLevel ?? 'warn' }, command.settings);
-    return await runCommand({ io, values, positionals, config, json: values.json === true });
+    return await runCommand({ io, values, positionals, config, output, json: output === 'json' });
   } catch (err) {
     const e = toConvergeError(err);
     const lines =

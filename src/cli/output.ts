@@ -1,4 +1,5 @@
 import type { CliIo } from './io.ts';
+import { toYaml } from './yaml.ts';
 
 // Tables for people, JSON for programs (docs/design.md §7): a list is JSON lines, one object a line,
 // so `converge status --json | jq` works on a fleet of any size without buffering it whole.
@@ -43,4 +44,37 @@ export function progress(io: CliIo, label: string): { update: (n: number, total:
     },
     done: () => io.stderr('\r\u001b[K'),
   };
+}
+
+/** `-o`: text is the default table or lines for people; json is `--json`. */
+export const outputFormats = ['json', 'yaml', 'wide', 'name'] as const;
+export type OutputFormat = 'text' | (typeof outputFormats)[number];
+
+export type Listing<T> = Readonly<{
+  headers: readonly string[];
+  row: (item: T) => readonly string[];
+  /** `-o wide`: more columns; without it, wide is the default table. */
+  wide?: Readonly<{ headers: readonly string[]; row: (item: T) => readonly string[] }>;
+  /** `-o name`: the item's id, one a line. */
+  name: (item: T) => string;
+  /** The value json and yaml print for an item (default the item). */
+  value?: (item: T) => unknown;
+}>;
+
+/** A list in the format asked: json is one object a line; yaml one document holding the list. */
+export function printList<T>(io: CliIo, output: OutputFormat, items: readonly T[], l: Listing<T>): void {
+  const value = l.value ?? ((t: T): unknown => t);
+  if (output === 'json') printJsonLines(io, items.map(value));
+  else if (output === 'yaml') io.stdout(toYaml(items.map(value)));
+  else if (output === 'name') io.stdout(items.map((t) => `${l.name(t)}\n`).join(''));
+  else if (output === 'wide' && l.wide !== undefined) io.stdout(table(l.wide.headers, items.map(l.wide.row)));
+  else io.stdout(table(l.headers, items.map(l.row)));
+}
+
+/** One object in the format asked; `-o wide` is the text, which already shows everything. */
+export function printOne(io: CliIo, output: OutputFormat, value: unknown, shown: Readonly<{ text: () => string; name: string }>): void {
+  if (output === 'json') printJson(io, value);
+  else if (output === 'yaml') io.stdout(toYaml(value));
+  else if (output === 'name') io.stdout(`${shown.name}\n`);
+  else io.stdout(shown.text());
 }

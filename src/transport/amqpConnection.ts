@@ -62,6 +62,25 @@ export function guardChannel<C extends Channel>(ch: C, logger: Logger, what: str
   return ch;
 }
 
+/**
+ * RabbitMQ answers connection.open on a vhost it lacks (or one the user may not use) with a
+ * connection.close, which amqplib reports as "Expected ConnectionOpenOk; got <ConnectionClose …>"
+ * without the broker's reply text. The same on every node of a cluster, so it fails the start as
+ * a ConvergeError naming the vhost, in the words `converge node enroll` uses.
+ */
+function vhostRefusal(url: string, err: unknown): ConvergeError | null {
+  if (!(err instanceof Error) || !/Expected ConnectionOpenOk; got <ConnectionClose/.test(err.message)) return null;
+  const u = new URL(url);
+  // amqp://host/ and amqp://host name the default vhost, "/"; amqp://host/%2F names it too.
+  const vhost = u.pathname.length > 1 ? decodeURIComponent(u.pathname.slice(1)) : '/';
+  const user = u.username === '' ? 'guest' : decodeURIComponent(u.username);
+  return new ConvergeError(
+    'CONVERGE_ERR_BROKER_UNAVAILABLE',
+    `cannot connect to RabbitMQ at ${redactUrl(url)}: vhost ${vhost} does not exist on the broker, or user ${user} has no permission on it (rabbitmqctl list_vhosts, list_user_permissions ${user})`,
+    { details: { vhost }, cause: err },
+  );
+}
+
 type Waiter = Readonly<{ resolve: (m: ChannelModel) => void; reject: (e: Error) => void }>;
 
 export async function connectAmqp(options: AmqpConnectionOptions): Promise<AmqpConnection> {
@@ -89,6 +108,8 @@ export async function connectAmqp(options: AmqpConnectionOptions): Promise<AmqpC
     const model = await connect(targets[i]!.url, {
       clientProperties: { connection_name: options.connectionName ?? 'converge' },
       timeout: options.connectTimeoutMs ?? 10_000,
+    }).catch((err: unknown) => {
+      throw vhostRefusal(urls[i]!, err) ?? err;
     });
     // For the model's whole life: an 'error' nobody hears would crash the process.
     model.on('error', (err: Error) => logger.warn({ err: err.message }, 'amqp connection error'));

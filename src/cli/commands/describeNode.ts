@@ -14,6 +14,34 @@ export const nodeRow = (v: NodeView): string[] => [
 ];
 export const nodeHeaders = ['NODE', 'STATUS', 'LIVENESS', 'SENT', 'REPORTED', 'CLASS', 'STALE/UNKNOWN/UNDECL'];
 
+/** `-o wide`: the digests whole, when each was sent and reported, the last convergence latency. */
+export const nodeWideHeaders = [
+  'NODE',
+  'STATUS',
+  'LIVENESS',
+  'LAST SEEN',
+  'SERIAL',
+  'SENT DIGEST',
+  'SENT AT',
+  'REPORTED DIGEST',
+  'REPORTED AT',
+  'CLASS',
+  'LATENCY',
+];
+export const nodeWideRow = (v: NodeView): string[] => [
+  v.node,
+  v.status,
+  v.liveness.state,
+  v.liveness.lastSeenAt ?? '-',
+  v.sent === null ? '-' : String(v.sent.serial),
+  v.sent?.digest ?? '-',
+  v.sent?.sentAt ?? '-',
+  v.reported?.declared ?? '-',
+  v.reported?.receivedAt ?? '-',
+  v.reported?.class ?? '-',
+  v.convergence.lastLatencyMs === null ? '-' : `${v.convergence.lastLatencyMs} ms`,
+];
+
 export function describeNode(v: NodeView): string {
   return pairs([
     ['node', v.node],

@@ -6,9 +6,9 @@ import { streamPrefix } from '../../core/events/index.ts';
 import { readNodeStream } from '../../readModel/queries.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';
-import { printJsonLines, progress, short, table } from '../output.ts';
+import { printList, progress, short } from '../output.ts';
 
-export const run: Run = ({ io, values, positionals, config, json }) => {
+export const run: Run = ({ io, values, positionals, config, output }) => {
   if (positionals[0] !== 'races')
     throw new ConvergeError('CONVERGE_ERR_USAGE', `unknown forensics report ${JSON.stringify(positionals[0])}; try: forensics races`);
   const node = typeof values.node === 'string' ? nodeArgument(values.node) : null;
@@ -34,23 +34,44 @@ export const run: Run = ({ io, values, positionals, config, json }) => {
       }
       p.done();
     }
-    if (json) {
-      printJsonLines(io, races);
-      return 0;
-    }
-    io.stdout(
-      table(
-        ['NODE', 'POSITION', 'RECEIVED', 'REPORTED', 'CURRENT (SENT AT)', 'CLASS'],
-        races.map((r) => [
+    printList(io, output, races, {
+      headers: ['NODE', 'POSITION', 'RECEIVED', 'REPORTED', 'CURRENT (SENT AT)', 'CLASS'],
+      row: (r) => [
+        r.node,
+        r.position.toString(),
+        r.receivedAt,
+        r.reportDigest === null ? '(none)' : `${r.reportSerial ?? '?'}:${short(r.reportDigest)}`,
+        `${r.currentSerial}:${short(r.currentDigest)} (${r.sentAt})`,
+        r.class,
+      ],
+      wide: {
+        headers: [
+          'NODE',
+          'POSITION',
+          'RECEIVED',
+          'REPORTED SERIAL',
+          'REPORTED DIGEST',
+          'CURRENT SERIAL',
+          'CURRENT DIGEST',
+          'SENT AT',
+          'CLASS',
+        ],
+        row: (r) => [
           r.node,
           r.position.toString(),
           r.receivedAt,
-          r.reportDigest === null ? '(none)' : `${r.reportSerial ?? '?'}:${short(r.reportDigest)}`,
-          `${r.currentSerial}:${short(r.currentDigest)} (${r.sentAt})`,
+          r.reportSerial === null ? '-' : String(r.reportSerial),
+          r.reportDigest ?? '(none)',
+          String(r.currentSerial),
+          r.currentDigest,
+          r.sentAt,
           r.class,
-        ]),
-      ),
-    );
+        ],
+      },
+      // A race is one report: the node and the store position that recorded it.
+      name: (r) => `${r.node}@${r.position}`,
+    });
+    if (output !== 'text' && output !== 'wide') return 0;
     io.stderr(`${races.length} report(s) the clock rule would have counted as caught up\n`);
     return 0;
   });

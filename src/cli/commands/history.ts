@@ -3,9 +3,9 @@ import { ConvergeError } from '../../core/errors.ts';
 import { readNodeStream } from '../../readModel/queries.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';
-import { printJsonLines, short, table } from '../output.ts';
+import { printList, short, table } from '../output.ts';
 
-export const run: Run = ({ io, values, positionals, config, json }) => {
+export const run: Run = ({ io, values, positionals, config, output }) => {
   const node = nodeArgument(positionals[0]!);
   // slice(-0) and slice(-(-n)) would show everything or the wrong end: only n ≥ 1 means "the latest n".
   if (values.limit !== undefined && !(typeof values.limit === 'string' && /^[1-9]\d*$/.test(values.limit))) {
@@ -19,32 +19,34 @@ export const run: Run = ({ io, values, positionals, config, json }) => {
     // With --limit, the declarations those events name (sent, or reported on), not every one ever sent.
     const named = new Set(entries.map((e) => e.digest));
     const declarations = limit === Infinity ? t.declarations : t.declarations.filter((d) => named.has(d.digest));
-    if (json) {
-      printJsonLines(
-        io,
-        entries.map((e) => ({ node, ...e })),
-      );
-      return 0;
-    }
-    io.stdout(
-      table(
-        ['POSITION', 'AT', 'EVENT', 'SERIAL', 'DIGEST', 'CLASS', 'STATUS AFTER'],
-        entries.map((e) => [
-          e.position.toString(),
-          e.at,
-          e.type,
-          e.serial === null ? '-' : String(e.serial),
-          short(e.digest),
-          e.class === null ? '-' : `${e.class}${e.duplicate ? ' (dup)' : ''}`,
-          e.status,
-        ]),
-      ),
-    );
+    // -o wide: the digests whole.
+    const digest = output === 'wide' ? (d: string | null): string => d ?? '-' : short;
+    printList(io, output, entries, {
+      headers: ['POSITION', 'AT', 'EVENT', 'SERIAL', 'DIGEST', 'CLASS', 'STATUS AFTER'],
+      row: (e) => [
+        e.position.toString(),
+        e.at,
+        e.type,
+        e.serial === null ? '-' : String(e.serial),
+        digest(e.digest),
+        e.class === null ? '-' : `${e.class}${e.duplicate ? ' (dup)' : ''}`,
+        e.status,
+      ],
+      name: (e) => e.position.toString(),
+      value: (e) => ({ node, ...e }),
+    });
+    if (output !== 'text' && output !== 'wide') return 0;
     io.stdout('\n');
     io.stdout(
       table(
         ['SERIAL', 'DIGEST', 'SENT', 'OUTCOME', 'LATENCY'],
-        declarations.map((d) => [String(d.serial), short(d.digest), d.sentAt, d.outcome, d.latencyMs === null ? '-' : `${d.latencyMs} ms`]),
+        declarations.map((d) => [
+          String(d.serial),
+          digest(d.digest),
+          d.sentAt,
+          d.outcome,
+          d.latencyMs === null ? '-' : `${d.latencyMs} ms`,
+        ]),
       ),
     );
     return 0;

@@ -100,6 +100,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'status',
+    output: true,
     usage: 'converge status [node] [--status <s>] [--liveness <l>] [--json]',
     summary: 'node states folded from the store (all nodes, or one)',
     flags: {
@@ -112,6 +113,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'history',
+    output: true,
     usage: 'converge history <node> [--limit <n>] [--json]',
     summary: "a node's events, oldest first, each report classified, each declaration's latency",
     flags: { limit: { type: 'string', value: '<n>', help: 'only the latest n events, and the declarations they name' } },
@@ -121,6 +123,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'state',
+    output: true,
     usage: 'converge state <node> --at <ISO time|position> [--json]',
     summary: "a node's state as of a time or store position (the same fold, stopped)",
     flags: { at: { type: 'string', value: '<ISO time|position>', help: 'the moment: an ISO 8601 time or a store position' } },
@@ -130,6 +133,8 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'forensics',
+    subcommands: ['races'],
+    output: true,
     usage: 'converge forensics races [--node <id>] [--json]',
     summary: 'reports the old clock rule counted as caught up and the digest rule does not',
     flags: { node: { type: 'string', value: '<id>', help: 'only this node (reads its stream alone)' } },
@@ -149,6 +154,8 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'rollout',
+    subcommands: ['start', 'status', 'pause', 'resume', 'abort', 'explain'],
+    output: true,
     usage: [
       'converge rollout start <spec.json|-> (--nodes a,b | --all | --spec <digest> | --prefix <p>) --waves 1,10%,50%,100%',
       '         --max-failures <n|p%> --wave-timeout <10m> [--pause <30s>] [--on-superseded fail|hold] [--id <id>] [--json]',
@@ -186,6 +193,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'rollouts',
+    output: true,
     usage: 'converge rollouts [--status <s>] [--json]',
     summary: 'every rollout, newest first: status, wave, done / pending / failed',
     flags: { status: { type: 'string', value: '<s>', help: 'only rollouts in this status: running, paused, halted, completed, aborted' } },
@@ -195,6 +203,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'node',
+    subcommands: ['enroll', 'revoke'],
     usage: 'converge node enroll <id> [--vhost <vhost>] [--replace] [--json]\n       converge node revoke <id> [--vhost <vhost>] [--json]',
     summary: "a node's broker account: enroll <id> | revoke <id>, scoped to what wire.go lets it say",
     flags: {
@@ -207,6 +216,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'broker',
+    subcommands: ['migrate-inboxes'],
     usage: 'converge broker migrate-inboxes [--dry-run | --apply] [--amqp <url>] [--management-url <url>] [--json]',
     summary: 'node inboxes declared by an earlier Converge, brought to the current form (a dry run unless --apply)',
     flags: {
@@ -216,5 +226,15 @@ export const commands: readonly CommandSpec[] = [
     args: [1, 1],
     settings: ['amqpUrl', 'managementUrl', 'inboxQueue'],
     load: () => import('./broker.ts'),
+  },
+  {
+    name: 'completion',
+    subcommands: ['bash', 'zsh', 'fish'],
+    usage: 'converge completion bash|zsh|fish',
+    summary: 'a shell completion script for converge, made from this command table: source <(converge completion bash)',
+    flags: {},
+    args: [1, 1],
+    settings: [],
+    load: () => import('./completion.ts'),
   },
 ];

@@ -10,7 +10,7 @@ import type { RolloutNode } from '../../readModel/rollouts.ts';
 import type { EventStore } from '../../store/index.ts';
 import type { Context, Run } from '../command.ts';
 import { openStore, withStore } from '../command.ts';
-import { printJson, printJsonLines } from '../output.ts';
+import { printJson, printList, printOne } from '../output.ts';
 import { foldStore } from './readModelFromStore.ts';
 import { foldRollouts } from './rolloutViewFromStore.ts';
 import type { FoldedRollouts } from './rolloutViewFromStore.ts';
@@ -150,14 +150,13 @@ const notFound = (id: string): ConvergeError =>
   new ConvergeError('CONVERGE_ERR_ROLLOUT_NOT_FOUND', `no rollout named ${JSON.stringify(id)}`, { details: { rollout: id } });
 
 async function status(ctx: Context, store: EventStore, id: string): Promise<number> {
-  const { io, json } = ctx;
+  const { io, json, output } = ctx;
   const folded = await foldRollouts(store, io);
   const print = (): boolean => {
     const now = Date.now();
     const r = folded.rollouts.summary(id, now);
     if (r === undefined) throw notFound(id);
-    if (json) printJson(io, r);
-    else io.stdout(rolloutDetail(r, failingNodes(folded, id), now));
+    printOne(io, output, r, { text: () => rolloutDetail(r, failingNodes(folded, id), now), name: r.rollout });
     return isTerminal(r.status);
   };
   const ended = print();
@@ -171,7 +170,9 @@ async function status(ctx: Context, store: EventStore, id: string): Promise<numb
       if ((await Promise.race([tick, io.interrupted.then(() => 'stop' as const)])) === 'stop') return 0;
       if (!changed) continue;
       changed = false;
-      if (!json) io.stdout(io.stderrIsTTY ? '\u001b[H\u001b[2J' : '\n');
+      // Each print is a document of its own: JSON lines, YAML documents separated by ---.
+      if (output === 'yaml') io.stdout('---\n');
+      else if (!json && output !== 'name') io.stdout(io.stderrIsTTY ? '\u001b[H\u001b[2J' : '\n');
       if (print()) return 0;
     }
   } finally {
@@ -189,14 +190,16 @@ export const run: Run = async (ctx) => {
   }
   if (ctx.values.watch !== undefined && v !== 'status') throw usage('--watch is for rollout status');
   if (ctx.values.reason !== undefined && v !== 'pause' && v !== 'abort') throw usage('--reason is for rollout pause and abort');
+  if (v !== 'status' && v !== 'explain' && ctx.output !== 'text' && ctx.output !== 'json')
+    throw usage(`-o ${ctx.output} is for rollout status and explain (the others take --json)`);
   if (v === 'start') return start(ctx, arg);
   const { io, config, json } = ctx;
   return withStore(config, io, async (store) => {
     if (v === 'status') return status(ctx, store, arg);
     if (v === 'explain') {
       const x = await explainRollout(store, arg);
-      if (json) printJsonLines(io, x.entries);
-      else io.stdout(x.entries.map(explainLine).join('\n') + '\n');
+      if (ctx.output === 'text' || ctx.output === 'wide') io.stdout(x.entries.map(explainLine).join('\n') + '\n');
+      else printList(io, ctx.output, x.entries, { headers: [], row: () => [], name: (e) => e.position });
       return 0;
     }
     const deps = { store, now: () => new Date() };

@@ -2,12 +2,12 @@ import { livenessStates, nodeStatuses, nodeView } from '../../../projections/ind
 import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';
-import { printJson, printJsonLines, table } from '../output.ts';
+import { printList, printOne } from '../output.ts';
 import { currentNode } from '../../readModel/queries.ts';
-import { describeNode, nodeHeaders, nodeRow } from './describeNode.ts';
+import { describeNode, nodeHeaders, nodeRow, nodeWideHeaders, nodeWideRow } from './describeNode.ts';
 import { foldStore } from './readModelFromStore.ts';
 
-export const run: Run = ({ io, values, positionals, config, json }) => {
+export const run: Run = ({ io, values, positionals, config, output }) => {
   // The fold's own lists (the API's enums are built from them): a filter no node can match is a typo, not an empty fleet.
   for (const [flag, allowed] of [
     ['status', nodeStatuses],
@@ -24,8 +24,7 @@ export const run: Run = ({ io, values, positionals, config, json }) => {
     if (node !== undefined) {
       // One node: its own stream, not the whole store.
       const v = await currentNode(store, node, now, config.graceMs);
-      if (json) printJson(io, v);
-      else io.stdout(describeNode(v));
+      printOne(io, output, v, { text: () => describeNode(v), name: v.node });
       return 0;
     }
     const states = await foldStore(store, io);
@@ -37,8 +36,12 @@ export const run: Run = ({ io, values, positionals, config, json }) => {
           (values.liveness === undefined || v.liveness.state === values.liveness),
       )
       .sort((a, b) => (a.node < b.node ? -1 : 1));
-    if (json) printJsonLines(io, views);
-    else io.stdout(table(nodeHeaders, views.map(nodeRow)));
+    printList(io, output, views, {
+      headers: nodeHeaders,
+      row: nodeRow,
+      wide: { headers: nodeWideHeaders, row: nodeWideRow },
+      name: (v) => v.node,
+    });
     return 0;
   });
 };
