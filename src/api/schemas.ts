@@ -382,8 +382,23 @@ export const rolloutSummary = named(
     specDigest: digest,
     selection: rolloutSelection,
     targets: count,
-    asGiven: z.object({ waves: z.string(), maxFailures: z.string() }),
+    asGiven: z.object({ waves: z.string(), maxFailures: z.string(), abortOn: z.string().optional() }),
     maxFailures: count,
+    criteria: z
+      .array(
+        z.object({
+          asGiven: z.string(),
+          classes: z.array(z.enum(failureReasons)).readonly(),
+          count: count.nullable(),
+          percent: z.number().nullable(),
+          minSettled: count,
+          failures: count,
+          allowed: count.nullable().describe('failures it allows over the nodes settled now; null while fewer than minSettled settled'),
+          settled: count,
+        }),
+      )
+      .readonly()
+      .describe('the abort criteria by failure class (a single budget is one criterion over every class) and how each stands now'),
     waveTimeoutMs: count,
     pauseMs: count,
     onSuperseded: z.enum(onSupersededPolicies).describe('what a superseded node means: fail (against the budget) or hold (its wave)'),
@@ -411,6 +426,10 @@ export const rolloutSummary = named(
         maxFailures: count,
         failed: z.array(failure).readonly(),
         why: z.enum(['overBudget', 'noneDone']).describe('failures over the budget, or a wave settled with no node done'),
+        criterion: z
+          .object({ asGiven: z.string(), classes: z.array(z.enum(failureReasons)), failures: count, allowed: count, settled: count })
+          .optional()
+          .describe('the abort criterion that tripped (rollouts planned with abortOn)'),
       })
       .nullable(),
     completed: z.object({ at: iso, done: count, failed: count, superseded: count }).nullable(),
@@ -464,7 +483,20 @@ export const rolloutStartBody = named(
     resources: z.array(resource).max(10_000),
     selection: rolloutSelection,
     waves: z.string().min(1).max(200).describe('cumulative counts or percentages of the targets: `1,10%,50%,100%`'),
-    maxFailures: z.string().min(1).max(20).describe('`3` or `5%` of the targets: failures beyond it halt the rollout'),
+    maxFailures: z
+      .string()
+      .min(1)
+      .max(20)
+      .optional()
+      .describe('`3` or `5%` of the targets: failures of any class beyond it halt the rollout (default `0`; not with `abortOn`)'),
+    abortOn: z
+      .string()
+      .min(1)
+      .max(500)
+      .optional()
+      .describe(
+        'abort criteria by failure class, `refused+degraded:2,silent:10%@5`: a count, or a percentage of the nodes settled (rounded down) once `@n` have settled (not with `maxFailures`)',
+      ),
     waveTimeoutMs: z.number().int().min(1).max(maxRolloutDurationMs).describe('at most 30 days (2592000000)'),
     pauseMs: z.number().int().min(0).max(maxRolloutDurationMs).optional().describe('at most 30 days (2592000000)'),
     onSuperseded: z

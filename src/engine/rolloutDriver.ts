@@ -54,6 +54,8 @@ export type RolloutDriverOptions = Readonly<{
   /** Node revisions, carried ports and latest serials for sends; default: from `nodeOf`, the store when that lags. */
   loadNode?: LoadNode;
   now?: () => Date;
+  /** The liveness grace (serve --grace-ms): a node still behind at its wave's timeout and silent longer is 'silent'. */
+  graceMs?: number;
   metrics?: Metrics;
   /** Nodes sent per append call (and per RolloutSent), at most listLimit. */
   batchSize?: number;
@@ -97,7 +99,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   const checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
   const progressOf = (s: RolloutState, wave: number): WaveProgress | null => {
     const counted = options.progress?.(s, wave);
-    return counted !== undefined ? counted : waveProgress(s, wave, nodeOf, listLimit);
+    return counted !== undefined ? counted : waveProgress(s, wave, nodeOf, listLimit, options.graceMs);
   };
   const sender: BatchSender = createBatchSender({
     store,
