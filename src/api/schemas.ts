@@ -148,7 +148,18 @@ export const awaitQuery = z.object({
 });
 
 export const resource = z.looseObject({ id: z.string().min(1), ports: z.array(z.number().int().min(1).max(65535)).optional() });
-export const declarationBody = named('DeclarationBody', z.strictObject({ resources: z.array(resource).max(10_000) }));
+export const declarationBody = named(
+  'DeclarationBody',
+  z
+    .strictObject({
+      resources: z.array(resource).max(10_000).optional(),
+      asOf: iso
+        .optional()
+        .describe('send again the spec the node had been sent at this time (the latest send at or before it, by stream order)'),
+    })
+    .refine((b) => (b.resources === undefined) !== (b.asOf === undefined), 'give resources or asOf, exactly one'),
+  'The resources to send, or a time whose spec to send again',
+);
 export const declarationAccepted = named(
   'DeclarationAccepted',
   z.object({ node: z.string(), digest, serial: z.number().int().min(1) }),

@@ -90,10 +90,16 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'send',
-    usage: 'converge send <node> <spec.json|-> [--json]',
+    usage: 'converge send <node> (<spec.json|-> | --as-of <time>) [--json]',
     summary: 'sign and record a declaration for a node; prints its digest',
-    flags: {},
-    args: [2, 2],
+    flags: {
+      'as-of': {
+        type: 'string',
+        value: '<time>',
+        help: 'send again the spec the node had been sent at this ISO time (its latest send at or before it, by stream order)',
+      },
+    },
+    args: [1, 2],
     settings: ['store', 'signingKeyPath'],
     load: () => import('./send.ts'),
   },
