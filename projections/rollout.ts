@@ -1,4 +1,4 @@
-import type { Recorded, RolloutEvent } from '../src/core/events/index.ts';
+import type { FailureReason, Recorded, RolloutEvent, WaveCompletedData } from '../src/core/events/index.ts';
 import { isTerminal } from '../src/core/rollout/index.ts';
 import type { RolloutSend, RolloutSkip, RolloutState, WaveState } from '../src/core/rollout/index.ts';
 
@@ -124,6 +124,17 @@ function lineageFor(s: RolloutState): { lineage: Lineage; reach: Reach } {
   };
 }
 
+/** The per-class totals after a completed wave; one recorded without classes adds to `unclassified`. */
+function classTotals(s: RolloutState, d: WaveCompletedData): Pick<RolloutState, 'failedByClass' | 'unclassified'> {
+  const failedByClass: Partial<Record<FailureReason, number>> = { ...s.failedByClass };
+  if (d.superseded > 0) failedByClass.superseded = (failedByClass.superseded ?? 0) + d.superseded;
+  if (d.byClass === undefined) return { failedByClass, unclassified: s.unclassified + d.failed };
+  for (const [k, v] of Object.entries(d.byClass) as [FailureReason, number][]) {
+    if (k !== 'superseded') failedByClass[k] = (failedByClass[k] ?? 0) + v;
+  }
+  return { failedByClass, unclassified: s.unclassified };
+}
+
 /** The first event of a rollout's stream makes its state; null for any other event first. */
 export function startRollout(e: Recorded<RolloutEvent>): RolloutState | null {
   if (e.type !== 'RolloutStarted') return null;
@@ -147,6 +158,8 @@ export function startRollout(e: Recorded<RolloutEvent>): RolloutState | null {
       done: 0,
       failed: 0,
       superseded: 0,
+      failedByClass: {},
+      unclassified: 0,
       pausedAt: null,
       halted: null,
       completed: null,
@@ -217,6 +230,7 @@ export function foldRollout(s: RolloutState, e: Recorded<RolloutEvent>): Rollout
         done: s.done + d.done,
         failed: s.failed + d.failed,
         superseded: s.superseded + d.superseded,
+        ...classTotals(s, d),
         updatedAt: d.completedAt,
       };
       break;

@@ -150,7 +150,18 @@ export const awaitQuery = z.object({
 });
 
 export const resource = z.looseObject({ id: z.string().min(1), ports: z.array(z.number().int().min(1).max(65535)).optional() });
-export const declarationBody = named('DeclarationBody', z.strictObject({ resources: z.array(resource).max(10_000) }));
+export const declarationBody = named(
+  'DeclarationBody',
+  z
+    .strictObject({
+      resources: z.array(resource).max(10_000).optional(),
+      asOf: iso
+        .optional()
+        .describe('send again the spec the node had been sent at this time (the latest send at or before it, by stream order)'),
+    })
+    .refine((b) => (b.resources === undefined) !== (b.asOf === undefined), 'give resources or asOf, exactly one'),
+  'The resources to send, or a time whose spec to send again',
+);
 export const declarationAccepted = named(
   'DeclarationAccepted',
   z.object({ node: z.string(), digest, serial: z.number().int().min(1) }),
@@ -384,8 +395,23 @@ export const rolloutSummary = named(
     specDigest: digest,
     selection: rolloutSelection,
     targets: count,
-    asGiven: z.object({ waves: z.string(), maxFailures: z.string() }),
+    asGiven: z.object({ waves: z.string(), maxFailures: z.string(), abortOn: z.string().optional() }),
     maxFailures: count,
+    criteria: z
+      .array(
+        z.object({
+          asGiven: z.string(),
+          classes: z.array(z.enum(failureReasons)).readonly(),
+          count: count.nullable(),
+          percent: z.number().nullable(),
+          minSettled: count,
+          failures: count,
+          allowed: count.nullable().describe('failures it allows over the nodes settled now; null while fewer than minSettled settled'),
+          settled: count,
+        }),
+      )
+      .readonly()
+      .describe('the abort criteria by failure class (a single budget is one criterion over every class) and how each stands now'),
     waveTimeoutMs: count,
     pauseMs: count,
     onSuperseded: z.enum(onSupersededPolicies).describe('what a superseded node means: fail (against the budget) or hold (its wave)'),
@@ -413,6 +439,10 @@ export const rolloutSummary = named(
         maxFailures: count,
         failed: z.array(failure).readonly(),
         why: z.enum(['overBudget', 'noneDone']).describe('failures over the budget, or a wave settled with no node done'),
+        criterion: z
+          .object({ asGiven: z.string(), classes: z.array(z.enum(failureReasons)), failures: count, allowed: count, settled: count })
+          .optional()
+          .describe('the abort criterion that tripped (rollouts planned with abortOn)'),
       })
       .nullable(),
     completed: z.object({ at: iso, done: count, failed: count, superseded: count }).nullable(),
@@ -466,7 +496,20 @@ export const rolloutStartBody = named(
     resources: z.array(resource).max(10_000),
     selection: rolloutSelection,
     waves: z.string().min(1).max(200).describe('cumulative counts or percentages of the targets: `1,10%,50%,100%`'),
-    maxFailures: z.string().min(1).max(20).describe('`3` or `5%` of the targets: failures beyond it halt the rollout'),
+    maxFailures: z
+      .string()
+      .min(1)
+      .max(20)
+      .optional()
+      .describe('`3` or `5%` of the targets: failures of any class beyond it halt the rollout (default `0`; not with `abortOn`)'),
+    abortOn: z
+      .string()
+      .min(1)
+      .max(500)
+      .optional()
+      .describe(
+        'abort criteria by failure class, `refused+degraded:2,silent:10%@5`: a count, or a percentage of the nodes settled (rounded down) once `@n` have settled (not with `maxFailures`)',
+      ),
     waveTimeoutMs: z.number().int().min(1).max(maxRolloutDurationMs).describe('at most 30 days (2592000000)'),
     pauseMs: z.number().int().min(0).max(maxRolloutDurationMs).optional().describe('at most 30 days (2592000000)'),
     onSuperseded: z

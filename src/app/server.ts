@@ -140,6 +140,7 @@ export function createServer(options: ServerOptions): Server {
           logger,
           metrics,
           now: clock,
+          graceMs: config.graceMs,
           loadNode,
           nodeOf: (node) => runner.readModel.get(node),
           progress: (s) => runner.rollouts.progressAt(s),

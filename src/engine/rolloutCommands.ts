@@ -10,6 +10,7 @@ import {
   rolloutStreamOf,
 } from '../core/events/index.ts';
 import type {
+  AbortCriterion,
   OnSuperseded,
   Recorded,
   RolloutEvent,
@@ -22,7 +23,7 @@ import type { EventStore } from '../store/port.ts';
 import { validateNodeId } from '../core/wire/nodeId.ts';
 import { createUnseenPause } from './sendView.ts';
 import { foldRolloutEvents } from '../../projections/index.ts';
-import { isTerminal, planBudget, planWaves, selectTargets } from '../core/rollout/index.ts';
+import { isTerminal, parseCriteria, planBudget, planWaves, selectTargets } from '../core/rollout/index.ts';
 import type { NodeState } from '../../projections/index.ts';
 import type { RolloutState, TargetSelection } from '../core/rollout/index.ts';
 
@@ -58,8 +59,14 @@ export type StartRolloutInput = Readonly<{
   selection: TargetSelection;
   /** `1,10%,50%,100%`: cumulative counts or percentages of the targets. */
   waves: string;
-  /** `3` or `5%` of the targets: failures beyond it halt the rollout. */
-  maxFailures: string;
+  /** `3` or `5%` of the targets: failures of any class beyond it halt the rollout. Give this or `abortOn`. */
+  maxFailures?: string;
+  /**
+   * Abort criteria by failure class, `refused+degraded:2,silent:10%@5` (src/core/rollout/criteria.ts):
+   * failures of the classes a criterion names beyond its count, or its percentage of the nodes
+   * settled so far (once `@n` have settled), halt the rollout. Give this or `maxFailures`.
+   */
+  abortOn?: string;
   waveTimeoutMs: number;
   /** Wait between a wave's completion and the next one's start (default 0). */
   pauseMs?: number;
@@ -153,8 +160,7 @@ export async function startRollout(deps: StartRolloutDeps, input: StartRolloutIn
   if (targets.length === 0) throw planError(`no node to roll out to: ${describeSelection(input.selection)} selected none`);
   const waves = planWaves(input.waves, targets.length);
   if (typeof waves === 'string') throw planError(waves, { waves: input.waves });
-  const maxFailures = planBudget(input.maxFailures, targets.length);
-  if (typeof maxFailures === 'string') throw planError(maxFailures, { maxFailures: input.maxFailures });
+  const { maxFailures, criteria } = planAbort(input, targets.length);
 
   const at = now.toISOString();
   const events: WithId<RolloutEvent>[] = [
@@ -165,8 +171,12 @@ export async function startRollout(deps: StartRolloutDeps, input: StartRolloutIn
       selection,
       targets: targets.length,
       waves: [...waves.cumulative],
-      asGiven: { waves: input.waves, maxFailures: input.maxFailures },
+      asGiven:
+        criteria === undefined
+          ? { waves: input.waves, maxFailures: input.maxFailures ?? '0' }
+          : { waves: input.waves, maxFailures: '', abortOn: input.abortOn ?? '' },
       maxFailures,
+      ...(criteria === undefined ? {} : { criteria }),
       waveTimeoutMs: input.waveTimeoutMs,
       pauseMs,
       onSuperseded: input.onSuperseded ?? 'fail',
@@ -195,6 +205,24 @@ export async function startRollout(deps: StartRolloutDeps, input: StartRolloutIn
   return { rollout, targets: targets.length, waves: waves.cumulative };
 }
 
+/**
+ * The plan's budget: a single one over every class (`maxFailures`, default `0`), or criteria by
+ * class (`abortOn`), whose rollouts record the targets' count as maxFailures, which no count of
+ * failures exceeds, for readers that know only the single budget.
+ */
+function planAbort(input: StartRolloutInput, targets: number): { maxFailures: number; criteria?: AbortCriterion[] } {
+  if (input.abortOn !== undefined) {
+    if (input.maxFailures !== undefined) throw planError('give the failure budget (maxFailures) or abort criteria (abortOn), not both');
+    const criteria = parseCriteria(input.abortOn, input.onSuperseded ?? 'fail');
+    if (typeof criteria === 'string') throw planError(criteria, { abortOn: input.abortOn });
+    return { maxFailures: targets, criteria };
+  }
+  const text = input.maxFailures ?? '0';
+  const maxFailures = planBudget(text, targets);
+  if (typeof maxFailures === 'string') throw planError(maxFailures, { maxFailures: text });
+  return { maxFailures };
+}
+
 function samePlan(s: RolloutState, d: RolloutStartedData, targets: readonly string[]): boolean {
   const a = s.started;
   return (
@@ -202,6 +230,7 @@ function samePlan(s: RolloutState, d: RolloutStartedData, targets: readonly stri
     JSON.stringify(a.selection) === JSON.stringify(d.selection) &&
     JSON.stringify(a.waves) === JSON.stringify(d.waves) &&
     a.maxFailures === d.maxFailures &&
+    JSON.stringify(a.criteria) === JSON.stringify(d.criteria) &&
     a.waveTimeoutMs === d.waveTimeoutMs &&
     a.pauseMs === d.pauseMs &&
     (a.onSuperseded ?? 'fail') === (d.onSuperseded ?? 'fail') &&

@@ -58,6 +58,8 @@ export type RolloutDriverOptions = Readonly<{
   now?: () => Date;
   /** A monotonic clock (ms; default performance.now): how long the driver waits, timeouts and pauses included. */
   monotonic?: () => number;
+  /** The liveness grace (serve --grace-ms): a node still behind at its wave's timeout and silent longer is 'silent'. */
+  graceMs?: number;
   metrics?: Metrics;
   /** Nodes sent per append call (and per RolloutSent), at most listLimit. */
   batchSize?: number;
@@ -103,7 +105,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   const checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
   const progressOf = (s: RolloutState, wave: number): WaveProgress | null => {
     const counted = options.progress?.(s, wave);
-    return counted !== undefined ? counted : waveProgress(s, wave, nodeOf, listLimit);
+    return counted !== undefined ? counted : waveProgress(s, wave, nodeOf, listLimit, options.graceMs);
   };
   const sender: BatchSender = createBatchSender({
     store,

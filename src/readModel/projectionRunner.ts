@@ -89,7 +89,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
       ...(options.now === undefined ? {} : { now: options.now }),
     });
   // Listens to the read model from here on, so it sees every event the runner folds.
-  const rollouts = createRolloutView(readModel);
+  const rollouts = createRolloutView(readModel, options.graceMs === undefined ? {} : { graceMs: options.graceMs });
   const log = logger.child({ component: 'projections' });
   let subscription: Subscription | null = null;
   let ready = false;

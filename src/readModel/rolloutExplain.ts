@@ -19,7 +19,7 @@ export type ExplainEntry = Readonly<
         kind: 'started';
         targets: number;
         waves: readonly number[];
-        asGiven: Readonly<{ waves: string; maxFailures: string }>;
+        asGiven: RolloutState['started']['asGiven'];
         maxFailures: number;
         waveTimeoutMs: number;
         pauseMs: number;
@@ -62,7 +62,16 @@ export type ExplainEntry = Readonly<
     | { kind: 'waveCompleted'; wave: number; done: number; failed: number; superseded: number; failures: readonly RolloutFailure[] }
     | { kind: 'paused'; by: string; reason: string }
     | { kind: 'resumed'; by: string }
-    | { kind: 'halted'; wave: number; failures: number; maxFailures: number; failed: readonly RolloutFailure[] }
+    | {
+        kind: 'halted';
+        wave: number;
+        failures: number;
+        maxFailures: number;
+        failed: readonly RolloutFailure[];
+        /** The abort criterion that tripped (rollouts planned with criteria). */
+        criterion?: NonNullable<RolloutState['halted']>['criterion'];
+        why: 'overBudget' | 'noneDone';
+      }
     | { kind: 'completed'; done: number; failed: number; superseded: number }
     | { kind: 'aborted'; by: string; reason: string }
   )
@@ -233,6 +242,8 @@ export function explainEvents(id: string, events: readonly Recorded[]): RolloutE
           failures: r.data.failures,
           maxFailures: r.data.maxFailures,
           failed: r.data.failed,
+          why: r.data.why ?? 'overBudget',
+          ...(r.data.criterion === undefined ? {} : { criterion: r.data.criterion }),
         });
         break;
       case 'RolloutCompleted':
@@ -271,7 +282,7 @@ export function explainLine(e: ExplainEntry): string {
   const when = e.at;
   switch (e.kind) {
     case 'started':
-      return `${when}  started by ${e.startedBy}: spec ${short(e.specDigest)} to ${e.targets} node(s) (${describeSelection(e.selection)}), waves ${e.asGiven.waves} = ${e.waves.join(', ')} cumulative, failures allowed ${e.maxFailures} (${e.asGiven.maxFailures}), wave timeout ${ms(e.waveTimeoutMs)}${e.pauseMs > 0 ? `, pause ${ms(e.pauseMs)} between waves` : ''}`;
+      return `${when}  started by ${e.startedBy}: spec ${short(e.specDigest)} to ${e.targets} node(s) (${describeSelection(e.selection)}), waves ${e.asGiven.waves} = ${e.waves.join(', ')} cumulative, ${e.asGiven.abortOn === undefined ? `failures allowed ${e.maxFailures} (${e.asGiven.maxFailures})` : `abort on ${e.asGiven.abortOn}`}, wave timeout ${ms(e.waveTimeoutMs)}${e.pauseMs > 0 ? `, pause ${ms(e.pauseMs)} between waves` : ''}`;
     case 'waveOpened': {
       const nodes = e.to - e.from === 1 ? `1 node, target ${e.to}` : `${e.to - e.from} nodes, targets ${e.from + 1}–${e.to}`;
       if (e.because === null) return `${when}  wave ${e.wave} opened (${nodes}): the first wave`;
@@ -301,7 +312,7 @@ export function explainLine(e: ExplainEntry): string {
     case 'resumed':
       return `${when}  resumed by ${e.by}`;
     case 'halted':
-      return `${when}  halted in wave ${e.wave}: ${e.failures} failure(s) over the budget of ${e.maxFailures} (${e.failed.map((f) => `${f.node} ${f.detail.startsWith(`${f.reason}:`) ? f.detail : `${f.reason}: ${f.detail}`}`).join('; ')})`;
+      return `${when}  halted in wave ${e.wave}: ${haltWhy(e)} (${e.failed.map((f) => `${f.node} ${f.detail.startsWith(`${f.reason}:`) ? f.detail : `${f.reason}: ${f.detail}`}`).join('; ')})`;
     case 'completed':
       return `${when}  completed: ${e.done} done, ${e.failed} failed, ${e.superseded} superseded`;
     case 'aborted':
@@ -320,4 +331,13 @@ export function describeSelection(s: RolloutState['started']['selection']): stri
     case 'prefix':
       return `ids starting ${JSON.stringify(s.prefix)}`;
   }
+}
+
+/** Why a halt happened, in words: the criterion that tripped, the budget, or no node done. */
+function haltWhy(e: Extract<ExplainEntry, { kind: 'halted' }>): string {
+  if (e.why === 'noneDone') return `its nodes settled with none done, so nothing proved the spec (${e.failures} failure(s))`;
+  const c = e.criterion;
+  if (c !== undefined)
+    return `criterion ${c.asGiven} tripped: ${c.failures} ${c.classes.join('+')} failure(s) over the ${c.allowed} it allowed of ${c.settled} node(s) settled`;
+  return `${e.failures} failure(s) over the budget of ${e.maxFailures}`;
 }

@@ -1,11 +1,23 @@
 import { createLatencyHistogram, foldRollout, startRollout } from '../../projections/index.ts';
-import { budgetUsed, supersededPolicy, failureDetail, isFailure, isTerminal, nodeOutcome, waveDeadline } from '../core/rollout/index.ts';
+import {
+  budgetUsed,
+  defaultSilentGraceMs,
+  failureDetail,
+  isFailure,
+  isTerminal,
+  lateOf,
+  nodeOutcome,
+  supersededPolicy,
+  waveDeadline,
+} from '../core/rollout/index.ts';
 import type { LatencyHistogram, NodeState } from '../../projections/index.ts';
 import type { NodeOutcome, RolloutSend, RolloutSkip, RolloutState, RolloutStatus, WaveProgress } from '../core/rollout/index.ts';
 import type { OnSuperseded, Recorded, RolloutEvent, RolloutFailure } from '../core/events/index.ts';
 import { rolloutEventTypes, rolloutOfStream, rolloutStreamPrefix } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 import type { ReadModel } from './readModel.ts';
+import { criteriaNow } from './rolloutCriteria.ts';
+import type { CriterionNow } from './rolloutCriteria.ts';
 
 // The live view of every rollout: each `rollout-<id>` stream folded with
 // projections/rollout.ts, and how each of its nodes stands — the node fold's answer compared with
@@ -44,8 +56,10 @@ export type RolloutSummary = Readonly<{
   specDigest: string;
   selection: RolloutState['started']['selection'];
   targets: number;
-  asGiven: Readonly<{ waves: string; maxFailures: string }>;
+  asGiven: RolloutState['started']['asGiven'];
   maxFailures: number;
+  /** The abort criteria (a single budget is one over every class) and how each stands now. */
+  criteria: readonly CriterionNow[];
   waveTimeoutMs: number;
   pauseMs: number;
   onSuperseded: OnSuperseded;
@@ -146,7 +160,9 @@ const isoOrNull = (ms: number | null): string | null => (ms === null || !(Math.a
 
 const countable = (o: NodeOutcome): o is keyof Counts => o !== 'unsent';
 
-export function createRolloutView(readModel: ReadModel): RolloutView {
+/** `graceMs`: the liveness grace a node still behind at its wave's timeout is judged silent by. */
+export function createRolloutView(readModel: ReadModel, options: Readonly<{ graceMs?: number }> = {}): RolloutView {
+  const graceMs = options.graceMs ?? defaultSilentGraceMs;
   const rollouts = new Map<string, Tracked>();
   /** node → the rollouts that sent to it (one entry almost always). */
   const byNode = new Map<string, Entry | Entry[]>();
@@ -313,6 +329,7 @@ export function createRolloutView(readModel: ReadModel): RolloutView {
       targets: s.started.targets,
       asGiven: s.started.asGiven,
       maxFailures: s.started.maxFailures,
+      criteria: criteriaNow(s, openWave),
       waveTimeoutMs: s.started.waveTimeoutMs,
       pauseMs: s.started.pauseMs,
       onSuperseded: supersededPolicy(s),
@@ -390,9 +407,9 @@ export function createRolloutView(readModel: ReadModel): RolloutView {
     const size = w.to - w.from;
     const failureCount = c.refused + c.degraded + c.unsendable;
     const unsentCount = Math.max(0, size - (c.pending + c.done + failureCount + c.superseded));
-    const collect = <T>(want: (o: NodeOutcome) => boolean, make: (node: string, entry: Entry | undefined) => T): T[] => {
+    const collect = <T>(want: (o: NodeOutcome) => boolean, make: (node: string, entry: Entry | undefined) => T, max = limit): T[] => {
       const out: T[] = [];
-      for (let i = w.from; i < w.to && out.length < limit; i++) {
+      for (let i = w.from; i < w.to && out.length < max; i++) {
         const node = s.targets[i];
         if (node === undefined) continue;
         const entry = entryOf(r, node);
@@ -430,10 +447,20 @@ export function createRolloutView(readModel: ReadModel): RolloutView {
         return failures;
       },
       failureCount,
-      pendingFailures: () =>
-        collect(
-          (o) => o === 'pending',
-          (node) => ({ node, reason: 'timeout' as const, detail: failureDetail('pending', readModel.get(node), undefined) }),
+      failuresByClass: { refused: c.refused, degraded: c.degraded, unsendable: c.unsendable },
+      // Every pending node is classified (by liveness, which moves with the clock), so the walk is
+      // over the whole wave; it is taken once, when the wave times out.
+      late: (nowMs) =>
+        lateOf(
+          collect(
+            (o) => o === 'pending',
+            (n) => n,
+            Number.POSITIVE_INFINITY,
+          ),
+          (n) => readModel.get(n),
+          nowMs,
+          graceMs,
+          limit,
         ),
       supersededNodes: () =>
         collect(

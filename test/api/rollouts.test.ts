@@ -203,3 +203,35 @@ test('a wave timeout or pause past 30 days (or past the Date range) is refused w
   assert.equal(got.statusCode, 200, got.body);
   assert.equal(got.json().waves[0].deadline, null);
 });
+
+test('abort criteria by class over the API: recorded as planned, shown with how each stands; bad ones refused, losing nothing', async (t) => {
+  const h = await apiHarness();
+  t.after(() => h.close());
+  const base = { ...spec, selection: { kind: 'nodes', nodes: ['a', 'b', 'c'] }, waves: '100%', waveTimeoutMs: 600_000 };
+  const both = await h.app.inject(post('/v1/rollouts', { ...base, rollout: 'x1', maxFailures: '1', abortOn: 'refused:1' }));
+  assert.equal(both.statusCode, 400);
+  assert.match(both.json().detail, /not both/);
+  const wrong = await h.app.inject(post('/v1/rollouts', { ...base, rollout: 'x2', abortOn: 'refused+oops:1' }));
+  assert.equal(wrong.statusCode, 400);
+  assert.equal(wrong.json().code, 'CONVERGE_ERR_ROLLOUT_PLAN');
+  assert.match(wrong.json().detail, /"oops" is not a failure class/);
+  assert.equal((await h.app.inject({ url: '/v1/rollouts', headers: read })).json().total, 0, 'a refused plan records nothing');
+
+  const ok = await h.app.inject(post('/v1/rollouts', { ...base, rollout: 'c1', abortOn: 'refused+degraded:50%@2,silent:1' }));
+  assert.equal(ok.statusCode, 202, ok.body);
+  const got = (await h.app.inject({ url: '/v1/rollouts/c1', headers: read })).json();
+  assert.deepEqual(got.asGiven, { waves: '100%', maxFailures: '', abortOn: 'refused+degraded:50%@2,silent:1' });
+  assert.deepEqual(got.criteria, [
+    {
+      asGiven: 'refused+degraded:50%@2',
+      classes: ['refused', 'degraded'],
+      count: null,
+      percent: 50,
+      minSettled: 2,
+      failures: 0,
+      allowed: null,
+      settled: 0,
+    },
+    { asGiven: 'silent:1', classes: ['silent'], count: 1, percent: null, minSettled: 0, failures: 0, allowed: 1, settled: 0 },
+  ]);
+});

@@ -8,6 +8,7 @@ import { run } from '../../src/cli/main.ts';
 import type { CliIo } from '../../src/cli/io.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { historyInStore } from '../support/history.ts';
+import { until } from '../support/until.ts';
 
 const bin = new URL('../../bin/converge.js', import.meta.url).pathname;
 
@@ -76,6 +77,22 @@ describe("converge CLI on a store with the seed's race", () => {
     const out = JSON.parse(j.stdout);
     assert.equal(out.serial, 2);
     assert.match(out.digest, /^[0-9a-f]{64}$/);
+  });
+
+  test('send --as-of sends again the spec the node had been sent then; a spec and --as-of together is a usage error', async () => {
+    const a = JSON.parse((await cli(['send', 'n3', '-', '--json'], env, JSON.stringify({ resources: [{ id: 'web', v: 1 }] }))).stdout);
+    const between = new Date().toISOString();
+    await until('the clock to pass the first send', async () => Date.now() > Date.parse(between));
+    await cli(['send', 'n3', '-'], env, JSON.stringify({ resources: [{ id: 'web', v: 2 }] }));
+    const r = await cli(['send', 'n3', '--as-of', between, '--json'], env);
+    assert.equal(r.code, 0, r.stderr);
+    const out = JSON.parse(r.stdout);
+    assert.equal(out.serial, a.serial + 2);
+    assert.equal(out.restored.serial, a.serial);
+    assert.equal(out.digest === a.digest, false, 'a new serial signs new bytes');
+    const both = await cli(['send', 'n3', 'spec.json', '--as-of', between], env);
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /exactly one/);
   });
 
   test('send with an invalid spec exits 1 with one line and a code-backed reason', async () => {

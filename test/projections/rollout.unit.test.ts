@@ -1,22 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { foldNodeEvents, foldRollout, foldRolloutEvents } from '../../projections/index.ts';
-import {
-  budgetUsed,
-  decide,
-  eventOfDecision,
-  nodeOutcome,
-  planBudget,
-  planWaves,
-  selectTargets,
-  waveProgress,
-} from '../../src/core/rollout/index.ts';
+import { foldRollout, foldRolloutEvents } from '../../projections/index.ts';
+import { budgetUsed, decide, nodeOutcome, planBudget, planWaves, selectTargets } from '../../src/core/rollout/index.ts';
 import type { NodeState } from '../../projections/index.ts';
-import type { Decision, RolloutState } from '../../src/core/rollout/index.ts';
+import type { Decision } from '../../src/core/rollout/index.ts';
 import { specDigestOf } from '../../src/core/declaration/index.ts';
 import { makeRolloutEvent } from '../../src/core/events/index.ts';
 import type { Recorded, RolloutEvent, WithId } from '../../src/core/events/index.ts';
-import { history } from '../support/history.ts';
+import { world } from '../support/rolloutWorld.ts';
 
 // The pure side of rollouts: the plan, the rollout's fold, the rule that says when a node is done
 // in its wave, and the driver's decision, exercised without a store or a clock.
@@ -57,92 +48,6 @@ test('targets: an explicit list keeps its order without repeats; the others come
   assert.deepEqual(selectTargets({ kind: 'spec', specDigest: 'x'.repeat(1) }, states), ['b-2']);
   assert.deepEqual(selectTargets({ kind: 'prefix', prefix: 'b-' }, states), ['b-1', 'b-2']);
 });
-
-// A pure world: one rollout stream and the node streams, numbered by one global position.
-function world(
-  id: string,
-  nodes: readonly string[],
-  options: { waves: string; maxFailures?: number; timeoutMs?: number; pauseMs?: number; onSuperseded?: 'fail' | 'hold' | null },
-) {
-  let position = 0n;
-  let clock = Date.parse('2026-11-30T14:00:00Z');
-  const rollout: Recorded<RolloutEvent>[] = [];
-  const histories = new Map(nodes.map((n) => [n, history(n, clock)]));
-  const resources = [{ id: 'web', image: 'nginx:1.27' }];
-  const iso = (): string => new Date(clock).toISOString();
-  const record = (e: WithId<RolloutEvent>): void => {
-    rollout.push({ ...e, stream: `rollout-${id}`, revision: BigInt(rollout.length), position: ++position } as Recorded<RolloutEvent>);
-  };
-  const plan = planWaves(options.waves, nodes.length);
-  assert.ok(typeof plan !== 'string');
-  record(
-    makeRolloutEvent('RolloutStarted', {
-      rollout: id,
-      resources,
-      specDigest: specDigestOf(resources),
-      selection: { kind: 'nodes' },
-      targets: nodes.length,
-      waves: [...plan.cumulative],
-      asGiven: { waves: options.waves, maxFailures: String(options.maxFailures ?? 0) },
-      maxFailures: options.maxFailures ?? 0,
-      waveTimeoutMs: options.timeoutMs ?? 60_000,
-      pauseMs: options.pauseMs ?? 0,
-      ...(options.onSuperseded ? { onSuperseded: options.onSuperseded } : {}),
-      startedBy: 'test',
-      startedAt: iso(),
-    }),
-  );
-  record(makeRolloutEvent('RolloutNodesListed', { rollout: id, from: 0, nodes: [...nodes], listedAt: iso() }));
-  const state = (): RolloutState => foldRolloutEvents(rollout)!;
-  const node = (n: string): NodeState => foldNodeEvents(n, histories.get(n)!.events);
-  const h = (n: string) => histories.get(n)!;
-  return {
-    state,
-    node,
-    h,
-    tick: (ms: number) => {
-      clock += ms;
-      for (const x of histories.values()) x.tick(ms);
-    },
-    now: () => clock,
-    progress: () => waveProgress(state(), state().current, (n) => (histories.has(n) ? node(n) : undefined)),
-    decide: (): Decision =>
-      decide(
-        state(),
-        waveProgress(state(), state().current, (n) => node(n)),
-        clock,
-      ),
-    /** Carry out a decision as the driver would: sends go to the node streams and RolloutSent, the rest is recorded. */
-    apply(d: Decision): void {
-      if (d.kind === 'wait') return;
-      const s = state();
-      if (d.kind === 'send') {
-        const sends = d.nodes.map((n) => {
-          const e = h(n).send(resources, { id, wave: d.wave });
-          return { node: n, serial: e.data.serial, digest: e.data.digest };
-        });
-        record(makeRolloutEvent('RolloutSent', { rollout: id, wave: d.wave, sends, skipped: [], sentAt: iso() }, { revision: s.revision }));
-        return;
-      }
-      record(eventOfDecision(s, d, iso()));
-    },
-    pause: () =>
-      record(makeRolloutEvent('RolloutPaused', { rollout: id, by: 'test', reason: '', at: iso() }, { revision: state().revision })),
-    resume: () => record(makeRolloutEvent('RolloutResumed', { rollout: id, by: 'test', at: iso() }, { revision: state().revision })),
-    /** Decide and apply until the driver has nothing to do now; returns the decisions taken. */
-    run(): Decision[] {
-      const taken: Decision[] = [];
-      for (let i = 0; i < 100; i++) {
-        const d = this.decide();
-        taken.push(d);
-        if (d.kind === 'wait') return taken;
-        this.apply(d);
-      }
-      throw new Error('the driver did not settle');
-    },
-    digestSentTo: (n: string): string => state().sends.get(n)!.digest,
-  };
-}
 
 const kinds = (ds: readonly Decision[]): string[] => ds.map((d) => (d.kind === 'wait' ? `wait(${d.why})` : d.kind));
 
@@ -226,7 +131,7 @@ test('a refusing node and a degraded node halt the rollout at the wave where fai
   assert.equal(s.sends.has('n5'), false);
 });
 
-test('nodes still behind when the wave times out count against the budget; a paused rollout does not time out', () => {
+test('nodes still behind when the wave times out count against the budget, connected ones as timeout and silent ones as silent; a paused rollout does not time out', () => {
   const w = world('r4', ['a', 'b', 'c'], { waves: '100%', maxFailures: 1, timeoutMs: 10_000 });
   w.run();
   w.h('a').report({ applied: ['web'], declared: w.digestSentTo('a') });
@@ -240,13 +145,15 @@ test('nodes still behind when the wave times out count against the budget; a pau
   assert.equal(waiting.kind, 'wait');
   assert.equal((waiting as { untilMs: number }).untilMs, w.now() + 1, 'the minute paused is added to the timeout');
   w.tick(1);
+  // b is connected (an alive just now) but behind: a timeout; c was never heard from: silent.
+  w.h('b').alive();
   const d = w.decide();
   assert.equal(d.kind, 'halt');
   assert.deepEqual(
     (d as Extract<Decision, { kind: 'halt' }>).data.failed.map((f) => [f.node, f.reason, f.detail]),
     [
       ['b', 'timeout', 'no report since the send'],
-      ['c', 'timeout', 'no report since the send'],
+      ['c', 'silent', 'silent: never seen'],
     ],
   );
 });

@@ -41,7 +41,8 @@ const counts = (p: WaveProgress | null) =>
         superseded: p.superseded,
         failures: [...p.failures],
         failureCount: p.failureCount,
-        pendingFailures: [...p.pendingFailures()],
+        failuresByClass: p.failuresByClass,
+        late: p.late(Date.parse('2026-11-30T15:00:00Z')),
         supersededNodes: [...p.supersededNodes()],
       };
 

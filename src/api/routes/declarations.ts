@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ConvergeError } from '../../core/errors.ts';
 import { waitForSend } from '../../readModel/waitForNode.ts';
+import { specAsOf } from '../../engine/specAsOf.ts';
 import { defaultMaxEventBytes } from '../../store/index.ts';
 import type { RouteContext } from '../routeContext.ts';
 import { json, route } from '../routeOptions.ts';
@@ -20,7 +21,7 @@ export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app
         params: s.nodeParams,
         body: s.declarationBody,
         response: { 202: json('recorded in the store and queued for the node', s.declarationAccepted) },
-        errors: { 409: 'a resource asks for a port the node carries' },
+        errors: { 404: 'asOf: the node had been sent nothing at or before that time', 409: 'a resource asks for a port the node carries' },
       }),
       // A body that cannot fit in one event cannot be recorded: refuse it before reading it.
       bodyLimit: deps.maxEventBytes ?? defaultMaxEventBytes,
@@ -29,7 +30,10 @@ export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app
       const send = deps.send;
       if (send === undefined) throw new ConvergeError('CONVERGE_ERR_INTERNAL', 'this API instance has no sender configured');
       // The sender validates the spec (and the node id), as it does for the CLI and the bulk route.
-      const r = await send(params.node, body.resources);
+      // asOf: the exact resources of the node's latest send at or before that time, signed anew.
+      const resources =
+        body.asOf !== undefined ? (await specAsOf(deps.store, params.node, new Date(body.asOf))).resources : (body.resources ?? []);
+      const r = await send(params.node, resources);
       // Read-your-writes: a client that awaits or reads right after a 202 sees its own send. The
       // declaration is recorded either way, so this wait never turns the answer into an error.
       await waitForSend(deps.readModel, params.node, r.serial, deps.sendVisibleMs ?? 5_000);

@@ -91,10 +91,16 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'send',
-    usage: 'converge send <node> <spec.json|-> [--json]',
+    usage: 'converge send <node> (<spec.json|-> | --as-of <time>) [--json]',
     summary: 'sign and record a declaration for a node; prints its digest',
-    flags: {},
-    args: [2, 2],
+    flags: {
+      'as-of': {
+        type: 'string',
+        value: '<time>',
+        help: 'send again the spec the node had been sent at this ISO time (its latest send at or before it, by stream order)',
+      },
+    },
+    args: [1, 2],
     settings: ['store', 'signingKeyPath'],
     load: () => import('./send.ts'),
   },
@@ -158,7 +164,7 @@ export const commands: readonly CommandSpec[] = [
     output: true,
     usage: [
       'converge rollout start <spec.json|-> (--nodes a,b | --all | --spec <digest> | --prefix <p>) --waves 1,10%,50%,100%',
-      '         --max-failures <n|p%> --wave-timeout <10m> [--pause <30s>] [--on-superseded fail|hold] [--id <id>] [--json]',
+      '         (--max-failures <n|p%> | --abort-on <class+class:n|p%@min,…>) --wave-timeout <10m> [--pause <30s>] [--on-superseded fail|hold] [--id <id>] [--json]',
       '       converge rollout status <id> [--watch] [--json]',
       '       converge rollout pause|abort <id> [--reason <text>] [--json]',
       '       converge rollout resume <id> [--json]',
@@ -171,7 +177,12 @@ export const commands: readonly CommandSpec[] = [
       spec: { type: 'string', value: '<digest>', help: 'start: the nodes whose latest send has this spec digest' },
       prefix: { type: 'string', value: '<p>', help: 'start: the nodes whose id starts with this' },
       waves: { type: 'string', value: '<plan>', help: 'start: cumulative counts or percentages, like 1,10%,50%,100% (default 100%)' },
-      'max-failures': { type: 'string', value: '<n|p%>', help: 'start: failures beyond this halt the rollout (default 0)' },
+      'max-failures': { type: 'string', value: '<n|p%>', help: 'start: failures of any class beyond this halt the rollout (default 0)' },
+      'abort-on': {
+        type: 'string',
+        value: '<criteria>',
+        help: 'start: abort criteria by class (refused, degraded, timeout, silent, unsendable, superseded, any), like refused+degraded:2,silent:10%@5',
+      },
       'wave-timeout': {
         type: 'string',
         value: '<duration>',

@@ -87,7 +87,9 @@ async function start(ctx: Context, file: string): Promise<number> {
   const { values, io, config, json } = ctx;
   const selection = selectionOf(values);
   const waves = str(values.waves) ?? '100%';
-  const maxFailures = str(values['max-failures']) ?? '0';
+  const maxFailures = str(values['max-failures']);
+  const abortOn = str(values['abort-on']);
+  if (maxFailures !== undefined && abortOn !== undefined) throw usage('give --max-failures or --abort-on, not both');
   const timeout = str(values['wave-timeout']);
   if (timeout === undefined) throw usage('rollout start needs --wave-timeout <duration> (how long a wave may stay behind, like 10m)');
   const waveTimeoutMs = parseDuration('wave-timeout', timeout);
@@ -119,7 +121,7 @@ async function start(ctx: Context, file: string): Promise<number> {
         resources,
         selection,
         waves,
-        maxFailures,
+        ...(abortOn === undefined ? { maxFailures: maxFailures ?? '0' } : { abortOn }),
         waveTimeoutMs,
         ...(pause === undefined ? {} : { pauseMs: parseDuration('pause', pause) }),
         ...(onSuperseded === undefined ? {} : { onSuperseded }),
@@ -185,7 +187,7 @@ export const run: Run = async (ctx) => {
   if (!(verbs as readonly string[]).includes(verb)) throw usage(`rollout takes ${verbs.join(', ')}, not ${JSON.stringify(verb)}`);
   const v = verb as Verb;
   if (v !== 'start') {
-    for (const f of ['nodes', 'all', 'spec', 'prefix', 'waves', 'max-failures', 'wave-timeout', 'pause', 'on-superseded', 'id'])
+    for (const f of ['nodes', 'all', 'spec', 'prefix', 'waves', 'max-failures', 'abort-on', 'wave-timeout', 'pause', 'on-superseded', 'id'])
       if (ctx.values[f] !== undefined && ctx.values[f] !== false) throw usage(`--${f} is for rollout start`);
   }
   if (ctx.values.watch !== undefined && v !== 'status') throw usage('--watch is for rollout status');

@@ -30,7 +30,9 @@ export function rolloutDetail(r: RolloutSummary, failing: readonly RolloutNode[]
     r.halted !== null
       ? r.halted.why === 'noneDone'
         ? `halted in wave ${r.halted.wave} at ${r.halted.at}: its nodes settled with none done (${r.halted.failures} failure(s), budget ${r.halted.maxFailures}); nothing more is sent — start a new rollout once fixed`
-        : `halted in wave ${r.halted.wave} at ${r.halted.at}: ${r.halted.failures} failure(s) over the budget of ${r.halted.maxFailures}; nothing more is sent — start a new rollout once fixed`
+        : r.halted.criterion !== undefined
+          ? `halted in wave ${r.halted.wave} at ${r.halted.at}: criterion ${r.halted.criterion.asGiven} tripped, ${r.halted.criterion.failures} failure(s) over the ${r.halted.criterion.allowed} it allowed of ${r.halted.criterion.settled} settled; nothing more is sent — start a new rollout once fixed`
+          : `halted in wave ${r.halted.wave} at ${r.halted.at}: ${r.halted.failures} failure(s) over the budget of ${r.halted.maxFailures}; nothing more is sent — start a new rollout once fixed`
       : r.aborted !== null
         ? `aborted at ${r.aborted.at} by ${r.aborted.by}${r.aborted.reason === '' ? '' : `: ${r.aborted.reason}`}`
         : r.completed !== null
@@ -43,10 +45,12 @@ export function rolloutDetail(r: RolloutSummary, failing: readonly RolloutNode[]
     ['spec', `${short(r.specDigest)} to ${r.targets} node(s): ${describeSelection(r.selection)}`],
     [
       'plan',
-      `waves ${r.asGiven.waves} = ${r.waves.map((w) => w.to).join(', ')}; failures allowed ${r.maxFailures} (${r.asGiven.maxFailures}); wave timeout ${durationText(r.waveTimeoutMs)}${r.pauseMs > 0 ? `; pause ${durationText(r.pauseMs)}` : ''}`,
+      `waves ${r.asGiven.waves} = ${r.waves.map((w) => w.to).join(', ')}; ${r.asGiven.abortOn === undefined ? `failures allowed ${r.maxFailures} (${r.asGiven.maxFailures})` : `abort on ${r.asGiven.abortOn}`}; wave timeout ${durationText(r.waveTimeoutMs)}${r.pauseMs > 0 ? `; pause ${durationText(r.pauseMs)}` : ''}`,
     ],
     ['started', `${r.startedAt} by ${r.startedBy}`],
-    ['budget', `${r.budget.used} of ${r.budget.max} failure(s) used`],
+    r.asGiven.abortOn === undefined
+      ? ['budget', `${r.budget.used} of ${r.budget.max} failure(s) used`]
+      : ['criteria', r.criteria.map(criterionText).join('; ')],
     ['latency', latency],
     ['eta', eta],
     ['end', end],
@@ -95,3 +99,7 @@ export const rolloutRow = (r: RolloutSummary): string[] => [
   r.startedAt,
   r.startedBy,
 ];
+
+/** `refused+degraded:10%@5 1 failure(s), allows 0 of 3 settled` or `… (waits for 5 settled)`. */
+const criterionText = (c: RolloutSummary['criteria'][number]): string =>
+  `${c.asGiven} ${c.failures} failure(s), ${c.allowed === null ? `waits for ${c.minSettled} settled (${c.settled} now)` : `allows ${c.allowed} of ${c.settled} settled`}`;

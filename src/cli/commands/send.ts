@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { validateSpec } from '../../core/declaration/index.ts';
 import { createSender } from '../../engine/send.ts';
+import { specAsOf } from '../../engine/specAsOf.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, openStore } from '../command.ts';
@@ -9,12 +10,38 @@ import { printJson } from '../output.ts';
 
 // Send = record (docs/design.md §2: the store is the outbox). The CLI appends the DeclarationSent; the
 // relay of a running `serve` on the same store publishes it. Prints the digest.
-export const run: Run = async ({ io, positionals, config, json }) => {
-  const [node, file] = positionals as [string, string];
+export const run: Run = async ({ io, positionals, config, json, values }) => {
+  const [node, file] = positionals as [string, string | undefined];
   nodeArgument(node);
   if (config.signingKey === null)
     throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', 'send needs a signing key: --signing-key <pem> or CONVERGE_SIGNING_KEY');
-  const text = file === '-' ? (await io.readStdin()).toString('utf8') : readSpec(resolve(io.cwd, file));
+  const asOf = typeof values['as-of'] === 'string' ? values['as-of'] : undefined;
+  if ((asOf === undefined) === (file === undefined))
+    throw new ConvergeError('CONVERGE_ERR_USAGE', 'send takes a spec file (or - for stdin) or --as-of <time>, exactly one');
+  if (asOf !== undefined) {
+    const at = new Date(asOf);
+    if (Number.isNaN(at.getTime()))
+      throw new ConvergeError('CONVERGE_ERR_USAGE', `--as-of ${JSON.stringify(asOf)} is not an ISO 8601 time (like 2026-11-30T14:00:00Z)`);
+    const store = await openStore(config, io);
+    try {
+      const was = await specAsOf(store, node, at);
+      const r = await createSender({ store, key: config.signingKey }).send(node, was.resources);
+      if (json)
+        printJson(io, {
+          node,
+          digest: r.digest,
+          serial: r.serial,
+          position: r.position,
+          restored: { serial: was.serial, specDigest: was.specDigest, sentAt: was.sentAt },
+        });
+      else io.stdout(`${r.digest}\n`);
+      return 0;
+    } finally {
+      await store.close();
+    }
+  }
+  const path = file ?? '-';
+  const text = path === '-' ? (await io.readStdin()).toString('utf8') : readSpec(resolve(io.cwd, path));
   let spec: unknown;
   try {
     spec = JSON.parse(text);

@@ -33,9 +33,34 @@ export const rolloutSelection = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('prefix'), prefix: z.string().min(1) }),
 ]);
 
-/** Why a node counts against the failure budget ('superseded' only under onSuperseded 'fail'). */
-export const failureReasons = ['refused', 'degraded', 'timeout', 'unsendable', 'superseded'] as const;
+/**
+ * Why a node failed in its wave, its failure class: 'timeout', still behind when the wave timed out
+ * while connected; 'silent', still behind then and disconnected (no sign of life within the
+ * liveness grace, docs/design.md §3); 'superseded' only under onSuperseded 'fail'. Which classes
+ * spend the budget is the plan's abort criteria (src/core/rollout/criteria.ts).
+ */
+export const failureReasons = ['refused', 'degraded', 'timeout', 'silent', 'unsendable', 'superseded'] as const;
 export type FailureReason = (typeof failureReasons)[number];
+
+/**
+ * One abort criterion: the failures of its classes over the whole rollout, against a count or a
+ * percentage of the nodes settled so far (rounded down), which trips only once `minSettled` nodes
+ * have settled. The rollout halts when the failures of any criterion exceed what it allows.
+ */
+export const abortCriterion = z
+  .object({
+    classes: z.array(z.enum(failureReasons)).min(1),
+    count: count.optional(),
+    percent: z.number().min(0).max(100).optional(),
+    minSettled: count,
+    /** As the operator wrote it: `refused+degraded:5%@10`. */
+    asGiven: z.string(),
+  })
+  .refine((c) => (c.count === undefined) !== (c.percent === undefined), 'a criterion has a count or a percentage, not both');
+export type AbortCriterion = z.infer<typeof abortCriterion>;
+
+/** Failures per class, as a wave recorded them. */
+const byClass = z.partialRecord(z.enum(failureReasons), count);
 
 const failure = z.object({ node: z.string().min(1), reason: z.enum(failureReasons), detail: z.string() });
 
@@ -53,9 +78,17 @@ export const rolloutStartedData = z.object({
   /** Cumulative node counts at the end of each wave, strictly increasing; the last is `targets`. */
   waves: z.array(z.number().int().min(1)).min(1),
   /** The plan as the operator wrote it, for people: `1,10%,50%,100%`, `5%`. */
-  asGiven: z.object({ waves: z.string(), maxFailures: z.string() }),
-  /** The failure budget resolved to a count: the rollout halts when failures exceed it. */
+  asGiven: z.object({ waves: z.string(), maxFailures: z.string(), abortOn: z.string().optional() }),
+  /**
+   * The failure budget resolved to a count: the rollout halts when failures exceed it. With
+   * `criteria` it is not read (the targets' count is recorded, which failures never exceed).
+   */
   maxFailures: count,
+  /**
+   * The abort criteria by failure class. Absent in rollouts planned with a single budget (and in
+   * every rollout recorded before criteria existed): one criterion, every class against maxFailures.
+   */
+  criteria: z.array(abortCriterion).min(1).optional(),
   waveTimeoutMs: z.number().int().min(1),
   /** Wait between a wave's completion and the next wave's start. */
   pauseMs: count,
@@ -108,6 +141,8 @@ export const waveCompletedData = z.object({
   failures: z.array(failure),
   /** Nodes sent a newer declaration from elsewhere before reading ours (the first `listLimit`). */
   supersededNodes: z.array(z.string()),
+  /** `failed` by failure class (superseded nodes are `superseded`). Absent in older events. */
+  byClass: byClass.optional(),
 });
 
 export const rolloutPausedData = z.object({ rollout: rolloutId, by: z.string(), reason: z.string(), at: iso });
@@ -128,6 +163,13 @@ export const rolloutHaltedData = z.object({
    * settled with none done, so nothing proved the spec works. Absent in older events: 'overBudget'.
    */
   why: z.enum(['overBudget', 'noneDone']).optional(),
+  /**
+   * The abort criterion that tripped (why 'overBudget' under criteria): its failures, what it
+   * allowed and the nodes settled it was judged on. Absent for a single budget and in older events.
+   */
+  criterion: z
+    .object({ asGiven: z.string(), classes: z.array(z.enum(failureReasons)), failures: count, allowed: count, settled: count })
+    .optional(),
 });
 
 export const rolloutCompletedData = z.object({ rollout: rolloutId, at: iso, done: count, failed: count, superseded: count });

@@ -1,12 +1,30 @@
 import { makeRolloutEvent } from '../events/index.ts';
-import type { RolloutCompletedData, RolloutEvent, RolloutFailure, RolloutHaltedData, WaveCompletedData, WithId } from '../events/index.ts';
-import { failureDetail, nodeOutcome } from './outcome.ts';
+import type {
+  FailureReason,
+  RolloutCompletedData,
+  RolloutEvent,
+  RolloutFailure,
+  RolloutHaltedData,
+  WaveCompletedData,
+  WithId,
+} from '../events/index.ts';
+import { addTally, criteriaOf, tripped } from './criteria.ts';
+import type { Tally, Tripped } from './criteria.ts';
+import { defaultSilentGraceMs, failureDetail, lateFailure, nodeOutcome } from './outcome.ts';
 import { isTerminal, supersededPolicy, targetsComplete, waveDeadline } from './state.ts';
 import type { NodeFacts, RolloutState } from './state.ts';
 
 // The driver's decision: a pure function of the folded rollout, how the open wave's
 // nodes stand, and the time. The driver (src/engine/rolloutDriver.ts) carries it out, records
 // it, and asks again once the record is folded.
+
+/** The open wave's nodes still behind, taken as failures once its timeout has passed. */
+export type Late = Readonly<{
+  /** At most `limit` of them, in wave order, each 'timeout' or 'silent'. */
+  failures: readonly RolloutFailure[];
+  timeout: number;
+  silent: number;
+}>;
 
 /** How the open wave's nodes stand now: kept by the read side (src/readModel/rollouts.ts). */
 export type WaveProgress = Readonly<{
@@ -20,8 +38,10 @@ export type WaveProgress = Readonly<{
   /** Refused, degraded or unsendable now, with details. */
   failures: readonly RolloutFailure[];
   failureCount: number;
-  /** The pending nodes with details, listed when the timeout turns them into failures (at most `limit`). */
-  pendingFailures: () => readonly RolloutFailure[];
+  /** `failureCount` by class. */
+  failuresByClass: Readonly<{ refused: number; degraded: number; unsendable: number }>;
+  /** The pending nodes as failures at `nowMs`, by whether the node fold's liveness says they are connected. */
+  late: (nowMs: number) => Late;
   supersededNodes: () => readonly string[];
 }>;
 
@@ -39,11 +59,38 @@ const cap = <T>(xs: readonly T[], n: number): T[] => (xs.length > n ? xs.slice(0
 export const budgetUsed = (s: Pick<RolloutState, 'started' | 'failed' | 'superseded'>): number =>
   s.failed + (supersededPolicy(s) === 'fail' ? s.superseded : 0);
 
+/** Failures by class and nodes settled over the completed waves. */
+export const completedTally = (s: RolloutState): Tally => ({
+  byClass: s.failedByClass,
+  unclassified: s.unclassified,
+  settled: s.done + s.failed + s.superseded,
+});
+
+/** The open wave's failures by class and settled nodes now (superseded ones only under 'fail'), and its late nodes once timed out. */
+export function openTally(progress: WaveProgress, supersededFail: boolean, late: Late | null): Tally {
+  const byClass: Partial<Record<FailureReason, number>> = {};
+  const add = (k: FailureReason, n: number): void => {
+    if (n > 0) byClass[k] = n;
+  };
+  add('refused', progress.failuresByClass.refused);
+  add('degraded', progress.failuresByClass.degraded);
+  add('unsendable', progress.failuresByClass.unsendable);
+  if (supersededFail) add('superseded', progress.superseded);
+  if (late !== null) {
+    add('timeout', late.timeout);
+    add('silent', late.silent);
+  }
+  const settled =
+    progress.done + progress.failureCount + (supersededFail ? progress.superseded : 0) + (late === null ? 0 : late.timeout + late.silent);
+  return { byClass, unclassified: 0, settled };
+}
+
+const sumAll = (t: Tally): number => Object.values(t.byClass).reduce((a, b) => a + (b ?? 0), t.unclassified);
+
 export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: number, listLimit = 1_000): Decision {
   if (isTerminal(s.status)) return { kind: 'wait', untilMs: null, why: s.status };
   if (s.status === 'paused') return { kind: 'wait', untilMs: null, why: 'paused' };
   if (!targetsComplete(s)) return { kind: 'wait', untilMs: null, why: 'targets still being listed' };
-  const { maxFailures } = s.started;
 
   if (s.current === 0) {
     const first = s.waves[0];
@@ -62,9 +109,12 @@ export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: nu
   }
 
   if (progress === null || progress.wave !== w.wave) return { kind: 'wait', untilMs: null, why: 'progress not known yet' };
-  // A superseded node is not done: under 'fail' it spends the budget like any failure, under
+  // A superseded node is not done: under 'fail' it is a failure of class 'superseded', under
   // 'hold' it keeps the wave open. Either way it never counts towards the wave's completion.
   const supersededFail = supersededPolicy(s) === 'fail';
+  const criteria = criteriaOf(s.started);
+  const planned = s.started.criteria !== undefined;
+  const before = completedTally(s);
   const supersededFailures = (): RolloutFailure[] =>
     supersededFail
       ? progress
@@ -72,11 +122,31 @@ export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: nu
           .map((node) => ({ node, reason: 'superseded' as const, detail: 'sent a newer declaration from elsewhere' }))
       : [];
   const seen = (): RolloutFailure[] => cap([...progress.failures, ...supersededFailures()], listLimit);
-  // The budget first: a failure seen halts the rollout before anything more is sent.
-  const failures = budgetUsed(s) + progress.failureCount + (supersededFail ? progress.superseded : 0);
-  if (failures > maxFailures) {
-    return { kind: 'halt', data: { wave: w.wave, failures, maxFailures, failed: seen(), why: 'overBudget' } };
-  }
+  const halt = (t: Tripped, failed: RolloutFailure[]): Decision => ({
+    kind: 'halt',
+    data: {
+      wave: w.wave,
+      failures: t.failures,
+      maxFailures: t.allowed,
+      failed,
+      why: 'overBudget',
+      ...(planned
+        ? {
+            criterion: {
+              asGiven: t.criterion.asGiven,
+              classes: [...t.criterion.classes],
+              failures: t.failures,
+              allowed: t.allowed,
+              settled: t.settled,
+            },
+          }
+        : {}),
+    },
+  });
+  // The criteria first: a failure seen halts the rollout before anything more is sent.
+  const now = addTally(before, openTally(progress, supersededFail, null));
+  const over = tripped(criteria, now);
+  if (over !== null) return halt(over, seen());
   if (progress.unsentCount > 0) return { kind: 'send', wave: w.wave, nodes: progress.unsent };
   const held: Decision | null =
     !supersededFail && progress.superseded > 0
@@ -86,22 +156,26 @@ export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: nu
           why: `${progress.superseded} superseded node(s) hold wave ${w.wave}: abort the rollout, or send them its spec again`,
         }
       : null;
-  const settle = (extra: readonly RolloutFailure[], extraCount: number): Decision => {
+  const settle = (late: Late | null): Decision => {
     if (held !== null) return held;
+    const extra = late?.failures ?? [];
+    const extraCount = late === null ? 0 : late.timeout + late.silent;
+    const wave = openTally(progress, supersededFail, late);
     // A wave completes only on proof: with no node done, nothing shows the spec works anywhere,
-    // and the next wave must not open to more nodes on failures the budget happened to allow.
+    // and the next wave must not open to more nodes on failures the criteria happened to allow.
     if (progress.done === 0) {
       return {
         kind: 'halt',
         data: {
           wave: w.wave,
-          failures: failures + extraCount,
-          maxFailures,
+          failures: sumAll(addTally(before, wave)),
+          maxFailures: s.started.maxFailures,
           failed: cap([...seen(), ...extra], listLimit),
           why: 'noneDone',
         },
       };
     }
+    const { superseded: _superseded, ...byClass } = wave.byClass;
     return {
       kind: 'completeWave',
       data: {
@@ -111,40 +185,33 @@ export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: nu
         superseded: progress.superseded,
         failures: cap([...progress.failures, ...extra], listLimit),
         supersededNodes: cap(progress.supersededNodes(), listLimit),
+        byClass,
       },
     };
   };
-  if (progress.pending === 0) return settle([], 0);
+  if (progress.pending === 0) return settle(null);
   const deadline = waveDeadline(s, w);
   if (deadline === null || nowMs < deadline) {
     return { kind: 'wait', untilMs: deadline, why: `${progress.pending} node(s) of wave ${w.wave} still behind` };
   }
-  // Past the timeout every node still behind counts against the budget.
-  const late = progress.pendingFailures();
-  if (failures + progress.pending > maxFailures) {
-    return {
-      kind: 'halt',
-      data: {
-        wave: w.wave,
-        failures: failures + progress.pending,
-        maxFailures,
-        failed: cap([...seen(), ...late], listLimit),
-        why: 'overBudget',
-      },
-    };
-  }
-  return settle(late, progress.pending);
+  // Past the timeout every node still behind is a failure: 'silent' if not connected, else 'timeout'.
+  const late = progress.late(nowMs);
+  const overLate = tripped(criteria, addTally(before, openTally(progress, supersededFail, late)));
+  if (overLate !== null) return halt(overLate, cap([...seen(), ...late.failures], listLimit));
+  return settle(late);
 }
 
 /**
  * How a wave's nodes stand, computed from scratch over its nodes: the reference the read side's
  * incremental tracker (src/readModel/rollouts.ts) is tested against, and what the CLI uses.
+ * `graceMs` is the liveness grace a late node is judged silent by.
  */
 export function waveProgress(
   s: RolloutState,
   wave: number,
   nodeOf: (node: string) => NodeFacts | undefined,
   limit = 1_000,
+  graceMs = defaultSilentGraceMs,
 ): WaveProgress | null {
   const w = s.waves[wave - 1];
   if (w === undefined || w.startedAt === null) return null;
@@ -152,6 +219,7 @@ export function waveProgress(
   const failures: RolloutFailure[] = [];
   const pendingNodes: string[] = [];
   const superseded: string[] = [];
+  const byClass = { refused: 0, degraded: 0, unsendable: 0 };
   let unsentCount = 0;
   let failureCount = 0;
   let done = 0;
@@ -169,6 +237,7 @@ export function waveProgress(
     else if (o === 'superseded') superseded.push(node);
     else {
       failureCount++;
+      byClass[o as keyof typeof byClass]++;
       if (failures.length < limit) failures.push({ node, reason: o as RolloutFailure['reason'], detail: failureDetail(o, state, skip) });
     }
   }
@@ -181,12 +250,30 @@ export function waveProgress(
     superseded: superseded.length,
     failures,
     failureCount,
-    pendingFailures: () =>
-      pendingNodes
-        .slice(0, limit)
-        .map((node) => ({ node, reason: 'timeout' as const, detail: failureDetail('pending', nodeOf(node), undefined) })),
+    failuresByClass: byClass,
+    late: (nowMs) => lateOf(pendingNodes, nodeOf, nowMs, graceMs, limit),
     supersededNodes: () => superseded.slice(0, limit),
   };
+}
+
+/** The pending nodes as late failures: every one classified, the first `limit` listed. */
+export function lateOf(
+  pending: Iterable<string>,
+  nodeOf: (node: string) => NodeFacts | undefined,
+  nowMs: number,
+  graceMs: number,
+  limit: number,
+): Late {
+  const failures: RolloutFailure[] = [];
+  let timeout = 0;
+  let silent = 0;
+  for (const node of pending) {
+    const f = lateFailure(node, nodeOf(node), nowMs, graceMs);
+    if (f.reason === 'silent') silent++;
+    else timeout++;
+    if (failures.length < limit) failures.push(f);
+  }
+  return { failures, timeout, silent };
 }
 
 /**

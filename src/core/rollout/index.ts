@@ -1,8 +1,10 @@
 export { rolloutStatuses, isTerminal, targetsComplete, waveDeadline, supersededPolicy } from './state.ts';
 export type { RolloutStatus, WaveState, RolloutSend, RolloutSkip, RolloutState, NodeFacts } from './state.ts';
-export { nodeOutcomes, isFailure, nodeOutcome, failureDetail } from './outcome.ts';
+export { nodeOutcomes, isFailure, nodeOutcome, failureDetail, lateFailure, notConnectedAt, defaultSilentGraceMs } from './outcome.ts';
 export type { NodeOutcome } from './outcome.ts';
-export { budgetUsed, decide, waveProgress, eventOfDecision } from './decide.ts';
-export type { WaveProgress, Decision } from './decide.ts';
+export { budgetUsed, completedTally, openTally, decide, waveProgress, lateOf, eventOfDecision } from './decide.ts';
+export type { WaveProgress, Decision, Late } from './decide.ts';
+export { criteriaOf, parseCriteria, allowedBy, failuresOf, tripped, addTally, classesFor } from './criteria.ts';
+export type { Tally, Tripped } from './criteria.ts';
 export { planWaves, planBudget, selectTargets } from './plan.ts';
 export type { WavePlan, TargetSelection } from './plan.ts';

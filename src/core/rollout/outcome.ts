@@ -1,3 +1,4 @@
+import type { RolloutFailure } from '../events/index.ts';
 import type { RolloutSend, RolloutSkip, NodeFacts } from './state.ts';
 
 // The rule: how one node stands in this rollout, from the node fold alone.
@@ -60,4 +61,31 @@ export function failureDetail(
       if (r === null) return 'no report since the send';
       return `behind: the latest report names ${r.declared === null ? 'no digest' : r.declared.slice(0, 12)} (${r.class})`;
   }
+}
+
+/** The liveness grace (docs/design.md §3) when none is given: projections/node/liveness.ts's default. */
+export const defaultSilentGraceMs = 60_000;
+
+/**
+ * Whether the node fold's liveness says the node is not connected at `nowMs`: never seen, or no
+ * sign of life for longer than the grace. The same rule as livenessAt (projections/node/liveness.ts),
+ * which the core cannot import; a test holds the two equal.
+ */
+export const notConnectedAt = (lastSeenAt: string | null, nowMs: number, graceMs: number): boolean =>
+  lastSeenAt === null || nowMs - Date.parse(lastSeenAt) > graceMs;
+
+/**
+ * A node still behind when its wave timed out, as a failure: 'silent' when it was not connected
+ * then (it went quiet, or was never heard from), else 'timeout' (connected, but not caught up).
+ */
+export function lateFailure(
+  node: string,
+  facts: Pick<NodeFacts, 'reported' | 'missing' | 'lastSeenAt'> | undefined,
+  nowMs: number,
+  graceMs: number,
+): RolloutFailure {
+  const lastSeenAt = facts?.lastSeenAt ?? null;
+  if (notConnectedAt(lastSeenAt, nowMs, graceMs))
+    return { node, reason: 'silent', detail: lastSeenAt === null ? 'silent: never seen' : `silent: no sign of life since ${lastSeenAt}` };
+  return { node, reason: 'timeout', detail: failureDetail('pending', facts, undefined) };
 }

@@ -1,4 +1,5 @@
 import type {
+  FailureReason,
   OnSuperseded,
   RolloutAbortedData,
   RolloutCompletedData,
@@ -48,6 +49,10 @@ export type RolloutState = Readonly<{
   done: number;
   failed: number;
   superseded: number;
+  /** `failed` by failure class, for the waves that recorded it (WaveCompleted.byClass)... */
+  failedByClass: Readonly<Partial<Record<FailureReason, number>>>;
+  /** ...and the failures of the waves recorded before classes were counted. */
+  unclassified: number;
   pausedAt: string | null;
   halted: RolloutHaltedData | null;
   completed: RolloutCompletedData | null;
@@ -77,6 +82,8 @@ export type NodeFacts = Readonly<{
   node: string;
   sent: Readonly<{ digest: string; specDigest: string; serial: number }> | null;
   status: string;
+  /** The last sign of life (a report or an alive), for whether a node still behind at its wave's timeout was silent. */
+  lastSeenAt: string | null;
   reported: Readonly<{ declared: string | null; failed: Readonly<Record<string, string>>; refused: string; class: string }> | null;
   missing: readonly string[];
 }>;

@@ -22,7 +22,9 @@ function Header({ r, now }: { r: Rollout; now: number }) {
     r.halted !== null
       ? r.halted.why === 'noneDone'
         ? `halted in wave ${r.halted.wave} at ${time(r.halted.at)}: its nodes settled with none done (${r.halted.failures} failure(s), budget ${r.halted.maxFailures})`
-        : `halted in wave ${r.halted.wave} at ${time(r.halted.at)}: ${r.halted.failures} failure(s) over the budget of ${r.halted.maxFailures}`
+        : r.halted.criterion !== undefined
+          ? `halted in wave ${r.halted.wave} at ${time(r.halted.at)}: criterion ${r.halted.criterion.asGiven} tripped, ${r.halted.criterion.failures} failure(s) over the ${r.halted.criterion.allowed} it allowed of ${r.halted.criterion.settled} settled`
+          : `halted in wave ${r.halted.wave} at ${time(r.halted.at)}: ${r.halted.failures} failure(s) over the budget of ${r.halted.maxFailures}`
       : r.aborted !== null
         ? `aborted at ${time(r.aborted.at)} by ${r.aborted.by}${r.aborted.reason === '' ? '' : `: ${r.aborted.reason}`}`
         : r.completed !== null
@@ -57,9 +59,16 @@ function Header({ r, now }: { r: Rollout; now: number }) {
           </dd>
         </div>
         <div>
-          <dt>Failure budget</dt>
+          <dt>{r.asGiven.abortOn === undefined ? 'Failure budget' : 'Abort criteria'}</dt>
           <dd data-testid="budget">
-            {r.budget.used} of {r.budget.max} used ({r.asGiven.maxFailures})
+            {r.asGiven.abortOn === undefined
+              ? `${r.budget.used} of ${r.budget.max} used (${r.asGiven.maxFailures})`
+              : r.criteria
+                  .map(
+                    (c) =>
+                      `${c.asGiven}: ${c.failures} failure(s), ${c.allowed === null ? `waits for ${c.minSettled} settled` : `allows ${c.allowed} of ${c.settled} settled`}`,
+                  )
+                  .join('; ')}
           </dd>
         </div>
         <div>
