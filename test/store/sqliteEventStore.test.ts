@@ -187,7 +187,8 @@ test('a schema v1 file is migrated to v2 in place: the declarations index is add
   }
   const after = new Database(path, { readonly: true });
   try {
-    assert.equal(after.pragma('user_version', { simple: true }), 2);
+    // On to the latest version (v3 adds the audit tree, test/store/auditTree.test.ts).
+    assert.equal(after.pragma('user_version', { simple: true }), sqliteSchemaVersion);
     const plan = after
       .prepare("EXPLAIN QUERY PLAN SELECT * FROM events WHERE type = 'DeclarationSent' AND position > ? ORDER BY position LIMIT ?")
       .all(0, 10) as { detail: string }[];

@@ -11,6 +11,7 @@ import type { EventStore, LeaseHold, ReadAllOptions, ReadStreamOptions, Subscrib
 import { createAppender } from './append.ts';
 import { acquirePostgresLease } from './lease.ts';
 import type { LeaseOptions } from './lease.ts';
+import { auditHeadSql, readStoredSql } from './audit.ts';
 import { channelOf, checkSchemaName, migrate, statementName } from './schema.ts';
 import { listenForAppends } from './wakeups.ts';
 import type { Wakeups } from './wakeups.ts';
@@ -118,6 +119,8 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
       `SELECT ${cols} FROM ${s}.events WHERE stream = $1 AND revision <= $2 ORDER BY revision DESC LIMIT $3`,
     ),
     head: statement('head', `SELECT position FROM ${s}.head`),
+    auditHead: statement('audit_head', auditHeadSql(s)),
+    readStored: statement('read_stored', readStoredSql(s)),
     getCheckpoint: statement('get_checkpoint', `SELECT position FROM ${s}.checkpoints WHERE name = $1`),
     setCheckpoint: statement(
       'set_checkpoint',
@@ -250,6 +253,29 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
         const p = (await run(q.head())).rows[0]?.[0] as bigint | undefined;
         return p === undefined || p === 0n ? null : p;
       }),
+
+    auditHead: () =>
+      use('read postgres audit head', async () => {
+        const [size, root, denseFrom] = (await run(q.auditHead())).rows[0] as [bigint, Buffer, bigint];
+        return { size: BigInt(size), root: root.toString('hex'), denseFrom: BigInt(denseFrom), keptByStore: true };
+      }),
+
+    readStored: (opts = {}) =>
+      use('read postgres store', async () =>
+        (await run(q.readStored(String(opts.after ?? 0n), opts.limit ?? readBatchSize))).rows.map((row) => {
+          const [position, id, stream, revision, type, data, metadata, leaf] = row as [
+            bigint,
+            string,
+            string,
+            bigint,
+            string,
+            Buffer,
+            Buffer,
+            Buffer | null,
+          ];
+          return { position: BigInt(position), id, stream, revision: BigInt(revision), type, data, metadata, leafHash: leaf };
+        }),
+      ),
 
     subscribe(opts: SubscribeOptions) {
       if (closed) throw storeClosed('postgres');

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { PoolClient } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
+import { auditSchemaV2 } from './audit.ts';
 
 // The tables behind the PostgreSQL adapter, all in one schema (default `converge`) so several
 // stores can share a database and a test can drop its own. Bump `postgresSchemaVersion` with a
 // step in `migrations` whenever they change; a newer schema is refused, as SQLite's is.
 
-export const postgresSchemaVersion = 1;
+export const postgresSchemaVersion = 2;
 
 /** A plain lower-case identifier: it is interpolated into DDL and into a NOTIFY channel (≤ 63 bytes). */
 const schemaName = /^[a-z_][a-z0-9_]{0,49}$/;
@@ -76,11 +77,14 @@ CREATE TABLE ${s}.meta (
   key   text PRIMARY KEY,
   value text NOT NULL
 );
-INSERT INTO ${s}.meta (key, value) VALUES ('store', 'converge'), ('schema_version', '${postgresSchemaVersion}');
+INSERT INTO ${s}.meta (key, value) VALUES ('store', 'converge'), ('schema_version', '1');
 `;
 
 /** migrations[v] turns a version-v schema into version v+1, inside the migration transaction. */
-const migrations: Readonly<Record<number, (s: string) => string>> = {};
+const migrations: Readonly<Record<number, (s: string) => string>> = {
+  // v2: the audit tree (audit.ts), computed over the events already stored in one statement.
+  1: auditSchemaV2,
+};
 
 /**
  * Create the schema on first use, or check and upgrade it. Engines starting together take turns
@@ -104,8 +108,10 @@ export async function migrate(client: PoolClient, schema: string): Promise<void>
           `${where} holds tables but is not a Converge event store; refusing to touch it`,
         );
       }
+      // A new schema is made as v1 and then migrated: one path to every version.
       await client.query(schemaV1(schema));
-    } else {
+    }
+    {
       const rows = await client.query<{ key: string; value: string }>(`SELECT key, value FROM ${schema}.meta`);
       const get = (k: string): string | undefined => rows.rows.find((r) => r.key === k)?.value;
       if (get('store') !== 'converge') {
