@@ -1,148 +1,50 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { test } from 'node:test';
-import Database from 'better-sqlite3';
+import { after, test } from 'node:test';
 import fc from 'fast-check';
-import { storedLeafHash } from '../../src/store/audit/auditTree.ts';
-import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
-import type { TamperKind } from '../../src/core/audit/verifyLog.ts';
-import { verifyStore, writeHistory } from '../support/auditHistory.ts';
 import { faultSeed } from './scenarios.ts';
+import { applyRandomTamper, createTamperLab, expectedKind, randomTamperArb, tamperCases, tamperedStore } from './tamperedStoreScenario.ts';
+import type { TamperKind } from '../../src/core/audit/verifyLog.ts';
 
-// The insider with the SQLite file in hand (docs/audit.md#threat-model): one SQL statement
-// changes the stored past, and `converge audit verify` must name the first position it touched
-// and how. Each case starts from a copy of one store written through the store's own appends
-// (declarations sent, the nodes' reports of them, alives: what the engine writes).
+// The insider's one SQL statement against a SQLite store (tamperedStoreScenario.ts): each found,
+// at the first position it touched and by kind. No broker: the store alone.
 
-const dir = mkdtempSync(join(tmpdir(), 'converge-tamper-'));
-const pristine = join(dir, 'pristine.db');
-const nodes = 8;
-{
-  const store = createSqliteEventStore(pristine);
-  await writeHistory(store, nodes);
-  await writeHistory(store, nodes, 1);
-  await store.close();
-}
-const total = BigInt(nodes * 3 * 2);
-let copies = 0;
-
-/** A copy of the pristine store, `sql` run on it as a bare SQLite connection, then verified. */
-async function tampered(
-  change: (db: Database.Database) => void,
-): Promise<{ kind: TamperKind | null; position: bigint | null; message: string }> {
-  const path = join(dir, `copy${++copies}.db`);
-  copyFileSync(pristine, path);
-  const db = new Database(path);
-  change(db);
-  db.close();
-  const store = createSqliteEventStore(path);
-  try {
-    const { finding } = await verifyStore(store, 5);
-    return { kind: finding?.kind ?? null, position: finding?.position ?? null, message: finding?.message ?? '' };
-  } finally {
-    await store.close();
-  }
-}
-
-/** The position of the n-th stored report (1-based). */
-const nthReport = (db: Database.Database, n: number): bigint =>
-  db
-    .prepare("SELECT position FROM events WHERE type = 'ReportReceived' ORDER BY position LIMIT 1 OFFSET ?")
-    .pluck()
-    .safeIntegers()
-    .get(n - 1) as bigint;
+const lab = await createTamperLab();
+after(() => lab.remove());
 
 test('the untouched store verifies intact', async () => {
-  assert.deepEqual(await tampered(() => {}), { kind: null, position: null, message: '' });
+  assert.deepEqual(await lab.tampered(() => {}), { kind: null, position: null, message: '' });
 });
 
-test("one UPDATE of a stored report's declared digest is found, at that report", async () => {
-  let at = 0n;
-  const found = await tampered((db) => {
-    at = nthReport(db, 5);
-    db.prepare("UPDATE events SET data = json_set(data, '$.declared', ?) WHERE position = ?").run('f'.repeat(64), at);
+for (const c of tamperCases(lab.total)) {
+  test(`${c.name}: found at the first position touched, by kind`, async () => {
+    const found = await lab.tampered(c.change);
+    let want: [TamperKind, bigint] | null = null;
+    await lab.tampered((db) => void (want = c.expect(lab, db)));
+    assert.deepEqual([found.kind, found.position], want, found.message);
   });
-  assert.deepEqual([found.kind, found.position], ['changed', at]);
-  assert.match(found.message, /ReportReceived/);
-});
+}
 
-test('a deleted event is found as a gap at its position', async () => {
-  const found = await tampered((db) => db.prepare('DELETE FROM events WHERE position = 7').run());
-  assert.deepEqual([found.kind, found.position], ['gap', 7n]);
-});
-
-test('a forged report inserted with a correct leaf hash is found past the stored head', async () => {
-  const found = await tampered((db) => {
-    const r = db
-      .prepare("SELECT stream, revision, data, metadata FROM events WHERE type = 'ReportReceived' ORDER BY position DESC LIMIT 1")
-      .get() as {
-      stream: string;
-      revision: number;
-      data: string;
-      metadata: string;
-    };
-    // The insider knows the leaf format: the row carries the leaf the store would have written.
-    const data = JSON.stringify({ ...JSON.parse(r.data), declared: 'e'.repeat(64) });
-    const position = total + 1n;
-    const leaf = storedLeafHash(position, r.stream, BigInt(r.revision + 10), 'ReportReceived', data, r.metadata);
-    db.prepare('INSERT INTO events (position, id, stream, revision, type, data, metadata, leaf) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
-      position,
-      'forged-report',
-      r.stream,
-      r.revision + 10,
-      'ReportReceived',
-      data,
-      r.metadata,
-      leaf,
-    );
-  });
-  assert.deepEqual([found.kind, found.position], ['inserted', total + 1n]);
-});
-
-test('two events swapped are found at the first, with the position it was written at', async () => {
-  const found = await tampered((db) => {
-    db.exec('UPDATE events SET position = -position WHERE position IN (10, 11)');
-    db.exec('UPDATE events SET position = 11 WHERE position = -10');
-    db.exec('UPDATE events SET position = 10 WHERE position = -11');
-  });
-  assert.deepEqual([found.kind, found.position], ['moved', 10n]);
-  assert.match(found.message, /written at 11/);
-});
-
-test('a truncated tail is found against the stored head', async () => {
-  const found = await tampered((db) => db.prepare('DELETE FROM events WHERE position > ?').run(total - 3n));
-  assert.deepEqual([found.kind, found.position], ['truncated', total - 2n]);
+test('a swap names the position the moved event was written at', async () => {
+  const swap = tamperCases(lab.total).find((c) => c.name === 'two events swapped')!;
+  assert.match((await lab.tampered(swap.change)).message, /written at 11/);
 });
 
 test('a head rewritten to match nothing is found as the head', async () => {
-  const found = await tampered((db) => db.exec('UPDATE audit_head SET root = zeroblob(32)'));
-  assert.equal(found.kind, 'head');
+  assert.equal((await lab.tampered((db) => db.exec('UPDATE audit_head SET root = zeroblob(32)'))).kind, 'head');
 });
 
 test('property: any one byte changed in any stored event, or any event deleted, is found at that position', async () => {
-  const seed = faultSeed('tampered store property');
   await fc.assert(
-    fc.asyncProperty(
-      fc.bigInt({ min: 1n, max: total }),
-      fc.oneof(
-        fc.record({ kind: fc.constant('byte' as const), at: fc.nat(), xor: fc.integer({ min: 1, max: 255 }) }),
-        fc.constant({ kind: 'delete' as const }),
-      ),
-      async (position, change) => {
-        const found = await tampered((db) => {
-          if (change.kind === 'delete') return void db.prepare('DELETE FROM events WHERE position = ?').run(position);
-          const data = Buffer.from(db.prepare('SELECT CAST(data AS BLOB) FROM events WHERE position = ?').pluck().get(position) as Buffer);
-          const i = change.at % data.length;
-          data[i] = data[i]! ^ change.xor;
-          db.prepare('UPDATE events SET data = ? WHERE position = ?').run(data, position);
-        });
-        const kinds: readonly (TamperKind | null)[] = change.kind === 'byte' ? ['changed'] : position === total ? ['truncated'] : ['gap'];
-        assert.ok(kinds.includes(found.kind), `${change.kind} at ${position}: found ${found.kind} at ${found.position}`);
-        assert.equal(found.position, position);
-      },
-    ),
-    { numRuns: 60, seed },
+    fc.asyncProperty(randomTamperArb(lab.total), async (t) => {
+      const found = await lab.tampered(applyRandomTamper(t));
+      assert.deepEqual([found.kind, found.position], [expectedKind(t, lab.total), t.position], found.message);
+    }),
+    { numRuns: 60, seed: faultSeed('tampered store property') },
   );
+});
+
+test('the RELIABILITY.md scenario holds every check', async () => {
+  const r = await tamperedStore.run(undefined as never);
+  assert.equal(r.hostileAppended, 0, JSON.stringify(r.checks));
+  assert.ok(Object.values(r.checks).every(Boolean), JSON.stringify(r.checks));
 });
