@@ -31,6 +31,7 @@ const events: LeafFields[] = Array.from({ length: poolSize }, (_, i) => ({
       ok: i % 7 !== 0,
     }),
   ),
+  metadata: Buffer.from('{"v":1}'),
 }));
 const leaves = events.map((e) => leafBytes(e));
 const meanBytes = Math.round(leaves.reduce((s, l) => s + l.length, 0) / leaves.length);

@@ -3,6 +3,7 @@ import { decodeEvent } from '../core/events/index.ts';
 import { ConvergeError } from '../core/errors.ts';
 import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision, recorded } from './appendRules.ts';
 import type { EncodedEvent } from './appendRules.ts';
+import { createTreeBuilder, storedLeafHash } from './audit/auditTree.ts';
 import { createNotifier } from './notifier.ts';
 import { findSendByReading } from './findSend.ts';
 import { columnsFromReadAll } from './nodeColumns.ts';
@@ -15,7 +16,7 @@ import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, Subsc
 
 export type MemoryEventStoreOptions = Readonly<{ maxEventBytes?: number; readBatchSize?: number }>;
 
-type Row = EncodedEvent & Readonly<{ stream: string; revision: bigint; position: bigint }>;
+type Row = EncodedEvent & Readonly<{ stream: string; revision: bigint; position: bigint; leaf: Buffer }>;
 
 export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): EventStore {
   const maxEventBytes = options.maxEventBytes ?? defaultMaxEventBytes;
@@ -27,6 +28,8 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
   /** Rows of each type in position order: the in-memory counterpart of an index by type (SubscribeOptions.types). */
   const byType = new Map<string, Row[]>();
   const checkpoints = new Map<string, bigint>();
+  /** The audit tree over `log`, grown by each append as the durable stores grow theirs in the append's transaction. */
+  const tree = createTreeBuilder();
   const notifier = createNotifier();
   let closed = false;
 
@@ -110,7 +113,10 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
         let rows = streams.get(stream);
         if (rows === undefined && fresh.length > 0) streams.set(stream, (rows = []));
         for (const e of fresh) {
-          const row: Row = { ...e, stream, revision: BigInt(rows!.length), position: BigInt(log.length + 1) };
+          const revision = BigInt(rows!.length);
+          const at = BigInt(log.length + 1);
+          const row: Row = { ...e, stream, revision, position: at, leaf: storedLeafHash(at, stream, revision, e.type, e.data, e.metadata) };
+          tree.appendLeafHash(row.leaf);
           rows!.push(row);
           log.push(row);
           const ofType = byType.get(row.type);
@@ -168,6 +174,26 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
     async headPosition() {
       open();
       return log.length === 0 ? null : BigInt(log.length);
+    },
+
+    async auditHead() {
+      open();
+      return { size: BigInt(tree.size), root: tree.root().toString('hex'), denseFrom: 1n, keptByStore: true };
+    },
+
+    async readStored(opts = {}) {
+      open();
+      const from = opts.after === undefined || opts.after === null || opts.after < 0n ? 0 : Number(opts.after);
+      return log.slice(from, from + (opts.limit ?? readBatchSize)).map((r) => ({
+        position: r.position,
+        id: r.id,
+        stream: r.stream,
+        revision: r.revision,
+        type: r.type,
+        data: Buffer.from(r.data, 'utf8'),
+        metadata: Buffer.from(r.metadata, 'utf8'),
+        leafHash: r.leaf,
+      }));
     },
 
     subscribe(opts: SubscribeOptions) {

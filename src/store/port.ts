@@ -138,6 +138,44 @@ export type ReadColumnsOptions = Readonly<{
 /** A send of a digest to a node, as EventStore.findSend answers it. */
 export type SendFound = Readonly<{ serial: number; sentAt: string }>;
 
+// The audit log (docs/audit.md): the tree the adapter keeps over its rows, and the rows as stored.
+
+/** The audit tree's head as the store keeps it, updated in the transaction of every append. */
+export type AuditHead = Readonly<{
+  /** Leaves in the tree: the events appended through the store (or hashed by its migration). */
+  size: bigint;
+  /** The tree's root, 64 lowercase hex characters. */
+  root: string;
+  /**
+   * From this position on the store hands out positions with no gap, so a missing one was
+   * removed; below it (events stored before the store kept a tree) gaps may be its own. Null:
+   * the store's positions are never dense (EventStoreDB).
+   */
+  denseFrom: bigint | null;
+  /** True when the store keeps this head in its appends; false when it was computed from a read just now (EventStoreDB), so it proves nothing about the past. */
+  keptByStore: boolean;
+}>;
+
+/** One event exactly as the store holds it, for recomputing its leaf (src/core/audit/leaf.ts). */
+export type StoredRecord = Readonly<{
+  position: bigint;
+  id: string;
+  stream: string;
+  revision: bigint;
+  type: string;
+  /** The stored bytes of the data and the metadata (the JSON text, as UTF-8). */
+  data: Uint8Array;
+  metadata: Uint8Array;
+  /** The leaf hash the store wrote beside the row; null if it holds none (a row no append wrote, or a store that keeps no tree). */
+  leafHash: Uint8Array | null;
+}>;
+
+export type ReadStoredOptions = Readonly<{
+  /** Exclusive, as readAll's. */
+  after?: bigint | null;
+  limit?: number;
+}>;
+
 /** EventStore.pipeline: `append`, ordered among the pipeline's other calls. */
 export type AppendPipeline = Readonly<{ append: (writes: readonly StreamWrite[]) => Promise<AppendResult> }>;
 
@@ -182,5 +220,13 @@ export interface EventStore {
    * row with a generation and a beat the holder renews; taken over when the holder's session ends or its beat stops).
    */
   acquireLease?(name: string, signal: AbortSignal): Promise<LeaseHold | null>;
+  /**
+   * The audit tree's head (docs/audit.md). SQLite, PostgreSQL and memory keep it in the append's
+   * transaction; EventStoreDB, which runs no code of ours beside its writes, computes it from a
+   * full read, so it only shows what the log holds now.
+   */
+  auditHead(): Promise<AuditHead>;
+  /** Stored rows in position order, undecoded, with the leaf hash stored beside each: what `converge audit verify` walks. */
+  readStored(options?: ReadStoredOptions): Promise<readonly StoredRecord[]>;
   close(): Promise<void>;
 }

@@ -16,6 +16,7 @@ import { rolloutSigkill } from './rolloutSigkillScenario.ts';
 import { allScenarios, runScenario } from './scenarios.ts';
 import type { ScenarioResult } from './scenarios.ts';
 import { tampering } from './tamperingScenario.ts';
+import { tamperedStore } from './tamperedStoreScenario.ts';
 import { twoEngines } from './twoEnginesScenario.ts';
 import { frozenLeader } from './frozenLeaderScenario.ts';
 
@@ -35,6 +36,7 @@ const every = [
   connectionExhaustion,
   modelBased,
   tampering,
+  tamperedStore,
   clusterFailover('stop'),
   clusterFailover('kill'),
   twoEngines,
@@ -232,6 +234,12 @@ ${table}
   reason, \`declared\` = digest of the bytes received); the engine must record the refusal, and the node's state must be
   \`unknown\`/behind when the bytes changed and \`refused\` when only the signature is bad. Here **hostile appended**
   counts tampered declarations the node applied.
+- **tampered store** — \`test/faults/tamperedStoreScenario.ts\`: a SQLite store written through the store's appends
+  (declarations, reports, alives for 8 nodes, two rounds) is copied, and each copy changed by one SQL statement as an
+  insider with the file would: a report's \`declared\` digest, a deleted event, a forged report inserted with the leaf
+  hash the store would have written, two events swapped, the tail truncated, then one random byte of one event's data
+  or one deleted event (fast-check). The audit verification (\`converge audit verify\`, docs/audit.md) must name the
+  first position touched and the kind. Here **hostile appended** counts tamperings not found exactly so.
 - **rollout under engine SIGKILL** — \`test/faults/rolloutSigkillScenario.ts\`: the engine as \`serve\` builds it
   (\`test/support/faults/rolloutEngineChild.ts\`: ingest, relay, projections and the rollout driver over SQLite) is
   SIGKILLed at seeded random moments (\`CONVERGE_FAULT_ROLLOUT_KILLS\`, at least 10) while a rollout of 16 simulated nodes

@@ -187,6 +187,7 @@ test('a schema v1 file is migrated to the current version in place: the declarat
   }
   const after = new Database(path, { readonly: true });
   try {
+    // On to the latest version (v4 adds the audit tree, test/store/auditTree.test.ts).
     assert.equal(after.pragma('user_version', { simple: true }), sqliteSchemaVersion);
     const find = after
       .prepare(

@@ -159,6 +159,16 @@ export const commands: readonly CommandSpec[] = [
     load: () => import('./replay.ts'),
   },
   {
+    name: 'audit',
+    usage: 'converge audit verify [--store <url>] [--progress] [--json]',
+    summary: 'check the event log against itself: every event against its stored leaf hash, the tree against the stored head',
+    flags: { progress: { type: 'boolean', help: 'a progress line on stderr even when it is not a terminal' } },
+    args: [1, 1],
+    settings: ['store'],
+    defaultLogLevel: 'warn',
+    load: () => import('./audit.ts'),
+  },
+  {
     name: 'rollout',
     subcommands: ['start', 'status', 'pause', 'resume', 'abort', 'explain'],
     output: true,

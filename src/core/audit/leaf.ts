@@ -11,10 +11,13 @@ import type { Hash } from './merkle.ts';
 // - type: what the event claims to be, kept apart from the data that a reader decodes by it.
 // - data: exactly the bytes the store holds, not a re-encoding of the decoded event, so that two
 //   encoders of the same value cannot disagree and nothing stored escapes the hash.
+// - metadata: exactly as stored too. It carries the shape version (`v`) that picks the upcaster,
+//   so a changed metadata changes what a replay reads out of the same data bytes.
 // Fixed-width fields are written at their width; each variable one carries its length before it,
-// so no two different events can give the same bytes. The first byte is the format's version.
+// so no two different events can give the same bytes. The first byte is the format's version
+// (1 had no metadata and was never stored by any adapter).
 
-export const LEAF_FORMAT_VERSION = 1;
+export const LEAF_FORMAT_VERSION = 2;
 
 export type LeafFields = Readonly<{
   position: bigint;
@@ -23,6 +26,8 @@ export type LeafFields = Readonly<{
   type: string;
   /** The event's data exactly as stored. */
   data: Uint8Array;
+  /** The event's metadata exactly as stored. */
+  metadata: Uint8Array;
 }>;
 
 const U64_MAX = 2n ** 64n - 1n;
@@ -48,7 +53,10 @@ function sized(bytes: Uint8Array, name: string): Buffer[] {
   return [length, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)];
 }
 
-/** version (1 byte) || position (u64 BE) || stream (u32 BE length, UTF-8) || revision (u64 BE) || type (u32 BE length, UTF-8) || data (u32 BE length, bytes). */
+/**
+ * version (1 byte) || position (u64 BE) || stream (u32 BE length, UTF-8) || revision (u64 BE) ||
+ * type (u32 BE length, UTF-8) || data (u32 BE length, bytes) || metadata (u32 BE length, bytes).
+ */
 export function leafBytes(event: LeafFields): Buffer {
   return Buffer.concat([
     Buffer.from([LEAF_FORMAT_VERSION]),
@@ -57,6 +65,7 @@ export function leafBytes(event: LeafFields): Buffer {
     u64(event.revision, 'revision'),
     ...sized(utf8(event.type, 'type'), 'type'),
     ...sized(event.data, 'data'),
+    ...sized(event.metadata, 'metadata'),
   ]);
 }
 

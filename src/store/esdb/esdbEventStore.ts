@@ -1,3 +1,4 @@
+import { createEsdbAudit } from './esdbAudit.ts';
 import { EventStoreDBClient, jsonEvent } from '@eventstore/db-client';
 import { ConvergeError } from '../../core/errors.ts';
 import { rolloutStreamPrefix, streamPrefix as nodeStreamPrefix } from '../../core/events/index.ts';
@@ -65,6 +66,7 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
     if (closed) throw storeClosed('esdb');
   };
   const reads = createEsdbReads({ client, open, readBatchSize: options.readBatchSize ?? 1000 });
+  const audit = createEsdbAudit(client, open);
   const append = createEsdbAppend({ client, reads, open, maxEventBytes: options.maxEventBytes ?? defaultMaxEventBytes });
 
   const store: EventStore = {
@@ -81,6 +83,8 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
 
     headPosition: reads.headPosition,
     findSend: (node, digest) => findSendByReading(reads.readStream, node, digest),
+    auditHead: audit.auditHead,
+    readStored: audit.readStored,
 
     subscribe(opts) {
       open();

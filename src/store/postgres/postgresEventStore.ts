@@ -11,6 +11,7 @@ import type { EventStore, LeaseHold, ReadAllOptions, ReadStreamOptions, Subscrib
 import { createAppender } from './append.ts';
 import { acquirePostgresLease } from './lease.ts';
 import type { LeaseOptions } from './lease.ts';
+import { auditHeadSql, readStoredSql } from './audit.ts';
 import { channelOf, checkSchemaName, migrate, statementName } from './schema.ts';
 import { listenForAppends } from './wakeups.ts';
 import type { Wakeups } from './wakeups.ts';
@@ -123,6 +124,8 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
       'find_send',
       `SELECT data->>'serial', data->>'sentAt' FROM ${s}.events WHERE type = 'DeclarationSent' AND stream = $1 AND data->>'digest' = $2 ORDER BY position DESC LIMIT 1`,
     ),
+    auditHead: statement('audit_head', auditHeadSql(s)),
+    readStored: statement('read_stored', readStoredSql(s)),
     getCheckpoint: statement('get_checkpoint', `SELECT position FROM ${s}.checkpoints WHERE name = $1`),
     setCheckpoint: statement(
       'set_checkpoint',
@@ -261,6 +264,29 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
         const row = (await run(q.findSend(streamOf(node), digest))).rows[0] as [string, string] | undefined;
         return row === undefined ? null : { serial: Number(row[0]), sentAt: row[1] };
       }),
+
+    auditHead: () =>
+      use('read postgres audit head', async () => {
+        const [size, root, denseFrom] = (await run(q.auditHead())).rows[0] as [bigint, Buffer, bigint];
+        return { size: BigInt(size), root: root.toString('hex'), denseFrom: BigInt(denseFrom), keptByStore: true };
+      }),
+
+    readStored: (opts = {}) =>
+      use('read postgres store', async () =>
+        (await run(q.readStored(String(opts.after ?? 0n), opts.limit ?? readBatchSize))).rows.map((row) => {
+          const [position, id, stream, revision, type, data, metadata, leaf] = row as [
+            bigint,
+            string,
+            string,
+            bigint,
+            string,
+            Buffer,
+            Buffer,
+            Buffer | null,
+          ];
+          return { position: BigInt(position), id, stream, revision: BigInt(revision), type, data, metadata, leafHash: leaf };
+        }),
+      ),
 
     subscribe(opts: SubscribeOptions) {
       if (closed) throw storeClosed('postgres');

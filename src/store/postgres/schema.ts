@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { PoolClient } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
+import { auditSchemaV2 } from './audit.ts';
 
 // The tables behind the PostgreSQL adapter, all in one schema (default `converge`) so several
 // stores can share a database and a test can drop its own. Bump `postgresSchemaVersion` with a
 // step in `migrations` whenever they change; a newer schema is refused, as SQLite's is.
 
-export const postgresSchemaVersion = 3;
+export const postgresSchemaVersion = 4;
 
 /** A plain lower-case identifier: it is interpolated into DDL and into a NOTIFY channel (≤ 63 bytes). */
 const schemaName = /^[a-z_][a-z0-9_]{0,49}$/;
@@ -93,6 +94,8 @@ CREATE TABLE ${s}.leases (
   holder_pid   int,
   holder_start timestamptz
 );`,
+  // v4: the audit tree (audit.ts), computed over the events already stored in one statement.
+  3: auditSchemaV2,
 };
 
 /**

@@ -5,6 +5,8 @@ import { createPollingSubscription } from '../pollingSubscription.ts';
 import { streamOf } from '../../core/events/index.ts';
 import type { EventStore, SendFound, SubscribeOptions } from '../port.ts';
 import { createSqliteAppends } from './sqliteAppend.ts';
+import { createSqliteAuditReads } from './sqliteAudit.ts';
+import type { AuditMigrationProgress } from './sqliteAudit.ts';
 import { createSqliteColumnsReader } from './sqliteColumnsFast.ts';
 import { joinFile } from './sqliteDurability.ts';
 import { sqliteError } from './sqliteErrors.ts';
@@ -24,6 +26,7 @@ import type { WriterClient } from './sqliteWriterClient.ts';
 //   sqliteReads.ts        readStream, readAll, headPosition, a subscription's next read;
 //   sqliteColumnsFast.ts  readColumns, read from the file (equal to readAll's events in columns);
 //   sqliteAppend.ts       append, pipeline, setCheckpoint, on this thread or the writer thread's;
+//   sqliteAudit.ts        the audit tree: leaf hashes, the head row, its migration and reads;
 //   sqliteTail.ts         this handle's recent appends, handed to its subscriptions unread;
 //   sqliteDurability.ts   what the handles of one file share: the notifier, group commit's read limit;
 //   sqliteWriter*.ts, walSync.ts   the write path, the writer thread, group commit's WAL sync.
@@ -60,6 +63,8 @@ export type SqliteEventStoreOptions = Readonly<{
    * of 130 KB each took seconds of one event-loop turn. Default 256 KiB.
    */
   readBatchBytes?: number;
+  /** Told how far the migration to schema v3 got in hashing the events already stored (the audit tree). */
+  onAuditMigration?: AuditMigrationProgress;
 }>;
 
 type Opened = { conn: Database.Database; group: boolean; threaded: boolean };
@@ -75,7 +80,7 @@ function openFile(path: string, options: SqliteEventStoreOptions, busyTimeoutMs:
     const group = options.sync === 'group' && onDisk;
     const threaded = options.sync === 'thread' && onDisk;
     db.pragma(`synchronous = ${group ? 'NORMAL' : (options.synchronous ?? 'FULL')}`);
-    migrate(db, path);
+    migrate(db, path, options.onAuditMigration);
     return { conn: db, group, threaded };
   } catch (err) {
     if (db?.open === true) db.close();
@@ -106,6 +111,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   const decoder = createRowDecoder();
   const tail = createAppendTail(() => q.head.get() as bigint | null);
   const reads = createSqliteReads({ conn, q, decoder, durability, tail, thread, open, readBatchSize, readBatchBytes });
+  const audit = createSqliteAuditReads(conn);
   const readColumns = createSqliteColumnsReader({ q, decoder, durability, open, readBatchSize, readBatchBytes });
   const writes = createSqliteAppends({
     conn,
@@ -134,6 +140,24 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
         return row === undefined ? null : { serial: Number(row.serial), sentAt: row.sentAt };
       } catch (err) {
         throw sqliteError(err, 'find a send in sqlite store');
+      }
+    },
+
+    async auditHead() {
+      open();
+      try {
+        return audit.auditHead();
+      } catch (err) {
+        throw sqliteError(err, 'read the audit head');
+      }
+    },
+
+    async readStored(opts) {
+      open();
+      try {
+        return audit.readStored(opts);
+      } catch (err) {
+        throw sqliteError(err, 'read stored events');
       }
     },
 

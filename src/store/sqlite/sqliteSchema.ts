@@ -1,12 +1,14 @@
 import type Database from 'better-sqlite3';
 import { ConvergeError } from '../../core/errors.ts';
+import { migrateAuditTree } from './sqliteAudit.ts';
+import type { AuditMigrationProgress } from './sqliteAudit.ts';
 
 // The SQLite store's tables and how a file of an older schema is brought up to this one. A file
 // carries its version in `user_version` and Converge's mark in `application_id`, so a newer
 // file or a foreign SQLite file is refused, never altered.
 
 /** Bump with a migration in `migrations` below whenever the schema changes. */
-export const sqliteSchemaVersion = 3;
+export const sqliteSchemaVersion = 4;
 /** 'CNVG': marks the file as a Converge store, so a foreign SQLite file is refused, not altered. */
 const applicationId = 0x434e5647;
 
@@ -39,20 +41,23 @@ CREATE TABLE checkpoints (
 export const indexedTypes: ReadonlySet<string> = new Set(['DeclarationSent']);
 
 /** migrations[v] turns a version-v file into version v+1, inside one transaction. */
-const migrations: Readonly<Record<number, (db: Database.Database) => void>> = {
+const migrations: Readonly<Record<number, (db: Database.Database, onProgress?: AuditMigrationProgress) => void>> = {
   // v2: the partial index of indexedTypes. Building it reads the table once (a few seconds for
   // millions of events); nothing else changes, so a v1 file keeps every event and checkpoint.
   1: (db) => db.exec("CREATE INDEX events_declarations ON events (position) WHERE type = 'DeclarationSent'"),
   // v3: the sends of a stream by digest, for EventStore.findSend (ingest's rare lookup of a digest
   // older than the fold keeps). Partial, as v2's: reports and alives add nothing to it.
   2: (db) => db.exec(sentDigestIndex),
+  // v4: the audit tree (sqliteAudit.ts): a leaf hash per row and the head row, computed over the
+  // events already stored, in one transaction (about a second per million events).
+  3: (db, onProgress) => migrateAuditTree(db, onProgress),
 };
 
 /** Used by findSend's query, whose WHERE must repeat the expression and the type to use it. */
 const sentDigestIndex = "CREATE INDEX events_sent_digest ON events (stream, json_extract(data, '$.digest')) WHERE type = 'DeclarationSent'";
 
 /** Make a new file's tables, or migrate an older file to sqliteSchemaVersion; refuse a foreign or newer file. */
-export function migrate(db: Database.Database, path: string): void {
+export function migrate(db: Database.Database, path: string, onProgress?: AuditMigrationProgress): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   const appId = db.pragma('application_id', { simple: true }) as number;
   const tables = (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number }).n;
@@ -91,7 +96,7 @@ export function migrate(db: Database.Database, path: string): void {
     db.transaction(() => {
       // Another process sharing the file may have migrated it since we looked.
       if ((db.pragma('user_version', { simple: true }) as number) !== v) return;
-      step(db);
+      step(db, onProgress);
       db.pragma(`user_version = ${v + 1}`);
     }).immediate();
   }

@@ -3,6 +3,7 @@ import { ConvergeError } from '../../core/errors.ts';
 import { expectedRevisionHolds, wrongExpectedRevision } from '../revisionRules.ts';
 import type { EncodedEvent, EncodedWrite } from '../appendRules.ts';
 import type { AppendResult, ExpectedRevision } from '../port.ts';
+import { createSqliteAuditWriter } from './sqliteAudit.ts';
 
 // The write path of the SQLite store: one append call's rows inserted inside a transaction the
 // caller holds, with the stream revisions it checks cached across calls. The same code writes
@@ -104,8 +105,12 @@ export type SqliteWriter = Readonly<{
 export function createSqliteWriter(conn: Database.Database): SqliteWriter {
   const q = {
     revision: conn.prepare('SELECT max(revision) AS r FROM events WHERE stream = ?').pluck().safeIntegers(),
+    // The position is given, not left to AUTOINCREMENT: the leaf hashed before the insert covers
+    // it, and an id already stored then takes no number (AUTOINCREMENT's did), so positions stay dense.
     insert: conn
-      .prepare('INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING')
+      .prepare(
+        'INSERT INTO events (position, id, stream, revision, type, data, metadata, leaf) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
+      )
       .safeIntegers(),
     streamOfId: conn.prepare('SELECT stream FROM events WHERE id = ?').pluck(),
     setCheckpoint: conn.prepare(
@@ -123,6 +128,7 @@ export function createSqliteWriter(conn: Database.Database): SqliteWriter {
   const inTransaction = new Map<string, bigint>();
   const inCall = new Map<string, bigint>();
   let seenVersion = -1;
+  const audit = createSqliteAuditWriter(conn);
   const revisionOf = (stream: string): bigint => {
     const cached = inCall.get(stream) ?? inTransaction.get(stream) ?? revisions.get(stream);
     if (cached !== undefined) return cached;
@@ -132,60 +138,24 @@ export function createSqliteWriter(conn: Database.Database): SqliteWriter {
   return {
     begin() {
       const version = q.dataVersion.get() as number;
-      if (version !== seenVersion || revisions.size > 1_000_000) {
+      const fresh = version !== seenVersion;
+      if (fresh || revisions.size > 1_000_000) {
         revisions.clear();
         seenVersion = version;
       }
       inTransaction.clear();
+      audit.load(fresh);
     },
 
     write(writes) {
-      inCall.clear();
-      let count = 0;
-      for (const w of writes) count += w.events.length;
-      const positions = new BigInt64Array(count);
-      const nextExpected = new BigInt64Array(writes.length);
-      const writtenOf = new Int32Array(writes.length);
-      let position: bigint | null = null;
-      let k = 0;
-      for (const [i, w] of writes.entries()) {
-        const current = revisionOf(w.stream);
-        if (!expectedRevisionHolds(w.expected, current)) {
-          // A retry whose events are all stored already (in this stream) succeeds as a no-op.
-          const allStored = w.events.length > 0 && w.events.every((e) => q.streamOfId.get(e.id) === w.stream);
-          if (!allStored) throw wrongExpectedRevision(w.stream, w.expected, current);
-          nextExpected[i] = current;
-          k += w.events.length;
-          continue;
-        }
-        let revision = current;
-        let written = 0;
-        for (const e of w.events) {
-          const r = q.insert.run(e.id, w.stream, revision + 1n, e.type, e.data, e.metadata);
-          if (r.changes === 0) {
-            const storedIn = q.streamOfId.get(e.id) as string;
-            if (storedIn !== w.stream) {
-              throw new ConvergeError(
-                'CONVERGE_ERR_DUPLICATE_EVENT_ID',
-                `append: event id ${e.id} is already stored in ${storedIn}, not ${w.stream}`,
-                { details: { id: e.id, stream: w.stream, storedIn } },
-              );
-            }
-            k++;
-            continue;
-          }
-          revision++;
-          written++;
-          position = r.lastInsertRowid as bigint;
-          positions[k++] = position;
-        }
-        nextExpected[i] = revision;
-        writtenOf[i] = written;
-        inCall.set(w.stream, revision);
+      const undo = audit.mark();
+      try {
+        return writeCall(writes);
+      } catch (err) {
+        inCall.clear();
+        undo();
+        throw err;
       }
-      for (const [stream, revision] of inCall) inTransaction.set(stream, revision);
-      inCall.clear();
-      return { position, nextExpected, written: writtenOf, positions };
     },
 
     setCheckpoint(name, position) {
@@ -200,6 +170,60 @@ export function createSqliteWriter(conn: Database.Database): SqliteWriter {
     rolledBack() {
       inCall.clear();
       inTransaction.clear();
+      audit.forget();
     },
   };
+
+  /** One call's rows and the audit tree over them (the caller's savepoint or transaction holds both). */
+  function writeCall(writes: readonly EncodedWrite[]): Written {
+    inCall.clear();
+    let count = 0;
+    for (const w of writes) count += w.events.length;
+    const positions = new BigInt64Array(count);
+    const nextExpected = new BigInt64Array(writes.length);
+    const writtenOf = new Int32Array(writes.length);
+    let position: bigint | null = null;
+    let k = 0;
+    for (const [i, w] of writes.entries()) {
+      const current = revisionOf(w.stream);
+      if (!expectedRevisionHolds(w.expected, current)) {
+        // A retry whose events are all stored already (in this stream) succeeds as a no-op.
+        const allStored = w.events.length > 0 && w.events.every((e) => q.streamOfId.get(e.id) === w.stream);
+        if (!allStored) throw wrongExpectedRevision(w.stream, w.expected, current);
+        nextExpected[i] = current;
+        k += w.events.length;
+        continue;
+      }
+      let revision = current;
+      let written = 0;
+      for (const e of w.events) {
+        const leaf = audit.leafOf(w.stream, revision + 1n, e.type, e.data, e.metadata);
+        const r = q.insert.run(audit.nextPosition(), e.id, w.stream, revision + 1n, e.type, e.data, e.metadata, leaf);
+        if (r.changes === 0) {
+          const storedIn = q.streamOfId.get(e.id) as string;
+          if (storedIn !== w.stream) {
+            throw new ConvergeError(
+              'CONVERGE_ERR_DUPLICATE_EVENT_ID',
+              `append: event id ${e.id} is already stored in ${storedIn}, not ${w.stream}`,
+              { details: { id: e.id, stream: w.stream, storedIn } },
+            );
+          }
+          k++;
+          continue;
+        }
+        audit.take(leaf);
+        revision++;
+        written++;
+        position = r.lastInsertRowid as bigint;
+        positions[k++] = position;
+      }
+      nextExpected[i] = revision;
+      writtenOf[i] = written;
+      inCall.set(w.stream, revision);
+    }
+    for (const [stream, revision] of inCall) inTransaction.set(stream, revision);
+    inCall.clear();
+    if (position !== null) audit.save();
+    return { position, nextExpected, written: writtenOf, positions };
+  }
 }

@@ -10,13 +10,16 @@ const event: LeafFields = {
   revision: 7n,
   type: 'ReportReceived',
   data: Buffer.from('{"declared":"ab"}'),
+  metadata: Buffer.from('{"v":1}'),
 };
 
 test('the leaf bytes are laid out field by field, each length before its bytes', () => {
   assert.equal(
-    leafBytes({ position: 1n, stream: 'ab', revision: 2n, type: 'c', data: Buffer.from([0xff]) }).toString('hex'),
+    leafBytes({ position: 1n, stream: 'ab', revision: 2n, type: 'c', data: Buffer.from([0xff]), metadata: Buffer.from('m') }).toString(
+      'hex',
+    ),
     [
-      '01', // format version
+      '02', // format version
       '0000000000000001', // position
       '00000002',
       '6162', // stream
@@ -25,6 +28,8 @@ test('the leaf bytes are laid out field by field, each length before its bytes',
       '63', // type
       '00000001',
       'ff', // data
+      '00000001',
+      '6d', // metadata
     ].join(''),
   );
 });
@@ -38,6 +43,7 @@ test('changing any one field changes the leaf hash', () => {
     { ...event, type: 'Alive' },
     { ...event, data: Buffer.from('{"declared":"ac"}') },
     { ...event, data: Buffer.from('{"declared":"ab"} ') },
+    { ...event, metadata: Buffer.from('{"v":2}') },
   ];
   for (const c of changed)
     assert.notDeepEqual(eventLeafHash(c), base, `${c.position} ${c.stream} ${c.revision} ${c.type} ${Buffer.from(c.data).toString()}`);
@@ -60,13 +66,15 @@ test('two different events never share leaf bytes (random fields, all moved one 
     revision: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
     type: fc.string({ maxLength: 12 }),
     data: fc.uint8Array({ maxLength: 24 }).map((d) => Buffer.from(d)),
+    metadata: fc.uint8Array({ maxLength: 8 }).map((d) => Buffer.from(d)),
   });
   const same = (x: LeafFields, y: LeafFields): boolean =>
     x.position === y.position &&
     x.stream === y.stream &&
     x.revision === y.revision &&
     x.type === y.type &&
-    Buffer.compare(x.data, y.data) === 0;
+    Buffer.compare(x.data, y.data) === 0 &&
+    Buffer.compare(x.metadata, y.metadata) === 0;
   fc.assert(
     fc.property(fields, fields, (x, y) => {
       fc.pre(!same(x, y));

@@ -93,6 +93,8 @@ export function withStoreFaults(inner: EventStore): FaultyEventStore {
     readColumns(options) {
       return columnsFromReadAll(this, options);
     },
+    auditHead: () => inner.auditHead(),
+    readStored: (options) => inner.readStored(options),
     async headPosition() {
       guardRead('head position');
       return inner.headPosition();
