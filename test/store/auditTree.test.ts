@@ -132,3 +132,17 @@ describeOnPostgres('postgres audit tree', () => {
     }
   });
 });
+
+test("the adapters' leaf hash from stored text is leaf.ts's over the same bytes", async () => {
+  const { storedLeafHash } = await import('../../src/store/audit/auditTree.ts');
+  const cases: [bigint, string, bigint, string, string, string][] = [
+    [1n, 'node-a', 0n, 'ReportReceived', '{"declared":"ab"}', '{"v":1}'],
+    [2n ** 40n, 'node-ü\u{1F600}', 7n, 'AliveSeen', '{"x":"\\u0000é"}', ''],
+    [3n, '', 0n, '', '', ''],
+  ];
+  for (const [position, stream, revision, type, data, metadata] of cases) {
+    const want = eventLeafHash({ position, stream, revision, type, data: Buffer.from(data), metadata: Buffer.from(metadata) });
+    assert.ok(storedLeafHash(position, stream, revision, type, data, metadata).equals(want), stream);
+  }
+  assert.throws(() => storedLeafHash(1n, 'a\ud800', 0n, 't', '', ''), RangeError);
+});

@@ -33,40 +33,49 @@ export type LeafFields = Readonly<{
 const U64_MAX = 2n ** 64n - 1n;
 const U32_MAX = 2 ** 32 - 1;
 
-function u64(value: bigint, name: string): Buffer {
+function checkU64(value: bigint, name: string): void {
   if (value < 0n || value > U64_MAX) throw new RangeError(`${name} ${value} does not fit an unsigned 64-bit integer`);
-  const out = Buffer.alloc(8);
-  out.writeBigUInt64BE(value);
-  return out;
 }
 
 // A lone surrogate would be written as U+FFFD, so two different strings would share their bytes.
-function utf8(text: string, name: string): Buffer {
-  if (/\p{Cs}/u.test(text)) throw new RangeError(`${name} holds a lone surrogate, which UTF-8 cannot write`);
-  return Buffer.from(text, 'utf8');
+// The plain range test first: it is cheap, and almost no string holds a surrogate at all.
+function checkText(text: string, name: string): number {
+  if (/[\ud800-\udfff]/.test(text) && /\p{Cs}/u.test(text))
+    throw new RangeError(`${name} holds a lone surrogate, which UTF-8 cannot write`);
+  return Buffer.byteLength(text, 'utf8');
 }
 
-function sized(bytes: Uint8Array, name: string): Buffer[] {
-  if (bytes.length > U32_MAX) throw new RangeError(`${name} is ${bytes.length} bytes, more than a 32-bit length can say`);
-  const length = Buffer.alloc(4);
-  length.writeUInt32BE(bytes.length);
-  return [length, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)];
+function checkLength(length: number, name: string): number {
+  if (length > U32_MAX) throw new RangeError(`${name} is ${length} bytes, more than a 32-bit length can say`);
+  return length;
 }
 
 /**
  * version (1 byte) || position (u64 BE) || stream (u32 BE length, UTF-8) || revision (u64 BE) ||
  * type (u32 BE length, UTF-8) || data (u32 BE length, bytes) || metadata (u32 BE length, bytes).
+ * Written into one buffer sized up front: an adapter runs it for every event it appends.
  */
 export function leafBytes(event: LeafFields): Buffer {
-  return Buffer.concat([
-    Buffer.from([LEAF_FORMAT_VERSION]),
-    u64(event.position, 'position'),
-    ...sized(utf8(event.stream, 'stream'), 'stream'),
-    u64(event.revision, 'revision'),
-    ...sized(utf8(event.type, 'type'), 'type'),
-    ...sized(event.data, 'data'),
-    ...sized(event.metadata, 'metadata'),
-  ]);
+  checkU64(event.position, 'position');
+  checkU64(event.revision, 'revision');
+  const streamLength = checkLength(checkText(event.stream, 'stream'), 'stream');
+  const typeLength = checkLength(checkText(event.type, 'type'), 'type');
+  const dataLength = checkLength(event.data.length, 'data');
+  const metadataLength = checkLength(event.metadata.length, 'metadata');
+  const out = Buffer.allocUnsafe(1 + 8 + 4 + streamLength + 8 + 4 + typeLength + 4 + dataLength + 4 + metadataLength);
+  let at = out.writeUInt8(LEAF_FORMAT_VERSION, 0);
+  at = out.writeBigUInt64BE(event.position, at);
+  at = out.writeUInt32BE(streamLength, at);
+  at += out.write(event.stream, at, 'utf8');
+  at = out.writeBigUInt64BE(event.revision, at);
+  at = out.writeUInt32BE(typeLength, at);
+  at += out.write(event.type, at, 'utf8');
+  at = out.writeUInt32BE(dataLength, at);
+  out.set(event.data, at);
+  at += dataLength;
+  at = out.writeUInt32BE(metadataLength, at);
+  out.set(event.metadata, at);
+  return out;
 }
 
 /** The leaf's hash in the audit tree: SHA-256(0x00 || leafBytes). */

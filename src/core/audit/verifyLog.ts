@@ -63,7 +63,7 @@ function movedFrom(record: StoredLeaf, stored: Uint8Array, window: number): bigi
 }
 
 /** The first problem with one row, or null: its leaf against the stored one, and its position against the one before. */
-function checkRow(r: StoredLeaf, previous: bigint, head: VerifyHead, window: number): Finding | null {
+function checkRow(r: StoredLeaf, leaf: Buffer, previous: bigint, head: VerifyHead, window: number): Finding | null {
   if (head.denseFrom !== null) {
     const firstMissing = previous + 1n > head.denseFrom ? previous + 1n : head.denseFrom;
     if (firstMissing < r.position) {
@@ -81,7 +81,7 @@ function checkRow(r: StoredLeaf, previous: bigint, head: VerifyHead, window: num
       message: `the event at ${r.position} has no stored leaf hash: it was not written by an append`,
     };
   }
-  if (eventLeafHash(r).equals(Buffer.from(r.leafHash))) return null;
+  if (leaf.equals(r.leafHash)) return null;
   const from = movedFrom(r, r.leafHash, window);
   if (from !== null) {
     return {
@@ -138,9 +138,10 @@ export async function verifyLog(source: VerifySource, options: VerifyOptions = {
         }
         rootAtHead = null;
       }
-      const finding = checkRow(r, previous, head, window);
+      const leaf = eventLeafHash(r);
+      const finding = checkRow(r, leaf, previous, head, window);
       if (finding !== null) return result(finding);
-      tree.appendLeafHash(eventLeafHash(r));
+      tree.appendLeafHash(leaf);
       previous = r.position;
       if (BigInt(tree.size) === head.size) rootAtHead = tree.root().toString('hex');
     }
