@@ -27,6 +27,7 @@ export type Config = Readonly<{
   role: 'all' | 'api';
   /** The form node inboxes are declared in (src/transport/topology.ts). */
   inboxQueue: 'classic' | 'quorum';
+  inboxDeclareRate: number;
   host: string;
   port: number;
   signingKeyPath: string | null;
@@ -104,6 +105,7 @@ const schema = z.object({
     .default(null),
   role: z.enum(['all', 'api'], { error: 'must be all or api' }).default('all'),
   inboxQueue: z.enum(['classic', 'quorum'], { error: 'must be classic or quorum' }).default('classic'),
+  inboxDeclareRate: intIn(1, 100_000).default(100),
   host: z.string().min(1).default('127.0.0.1'),
   port: intIn(0, 65535).default(8080),
   signingKeyPath: z.string().min(1).nullable().default(null),

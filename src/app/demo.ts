@@ -78,7 +78,10 @@ export async function createDemo(options: DemoOptions): Promise<Demo> {
   let transport: ServerTransport;
   let linkOf: (node: string) => NodeLink;
   if (config.amqpUrl !== null) {
-    amqp = await connectServerTransport(config.amqpUrl, logger, 'converge-demo', { inbox: config.inboxQueue });
+    amqp = await connectServerTransport(config.amqpUrl, logger, 'converge-demo', {
+      inbox: config.inboxQueue,
+      inboxDeclareRate: config.inboxDeclareRate,
+    });
     transport = amqp.transport;
     const conn = amqp.connection;
     // One broker account for the whole simulated fleet, so no user_id (trusted lab, docs/design.md §1).

@@ -43,6 +43,13 @@ export const settings = {
     default: 'classic',
     help: "node inboxes: classic (lightest; on a cluster, unavailable while its broker node is down) or quorum (survives a broker node's loss; a member on every cluster node)",
   },
+  inboxDeclareRate: {
+    flag: 'inbox-declare-rate',
+    env: 'CONVERGE_INBOX_DECLARE_RATE',
+    value: '<n>',
+    default: '100',
+    help: 'new node inboxes the relay declares a second at most (a token bucket), so a bulk send to a fresh fleet never asks the broker for thousands of queues at once',
+  },
   role: {
     flag: 'role',
     env: 'CONVERGE_ROLE',

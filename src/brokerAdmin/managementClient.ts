@@ -19,7 +19,7 @@ export type ManagementClient = Readonly<{
   /** The base URL without credentials (safe to log). */
   baseUrl: string;
   request: (
-    method: 'GET' | 'PUT' | 'DELETE',
+    method: 'GET' | 'PUT' | 'POST' | 'DELETE',
     path: string,
     body?: unknown,
     headers?: Readonly<Record<string, string>>,

@@ -4,6 +4,9 @@ import { adminError, createManagementClient, seg } from './managementClient.ts';
 import type { ManagementClient, ManagementOptions } from './managementClient.ts';
 import { validateNodeId } from '../core/wire/nodeId.ts';
 import { nodePermissions } from './nodePermissions.ts';
+import { declareNodeInbox } from './nodeInbox.ts';
+import type { InboxOutcome } from './nodeInbox.ts';
+import type { InboxKind } from '../transport/topology.ts';
 import type { TopicPermissions, VhostPermissions } from './nodePermissions.ts';
 
 export type NodeAccountOptions = ManagementOptions &
@@ -16,6 +19,8 @@ export type NodeAccountOptions = ManagementOptions &
      * tags (an operator or the engine), whatever this says.
      */
     replace?: boolean;
+    /** The form of the node's inbox, declared before the account is made (default classic); false: no inbox. */
+    inbox?: InboxKind | false;
   }>;
 
 export type Enrolled = Readonly<{
@@ -26,6 +31,8 @@ export type Enrolled = Readonly<{
   permissions: VhostPermissions;
   topicPermissions: TopicPermissions;
   replaced: boolean;
+  /** The node's inbox as enroll left it (null when asked not to declare it). */
+  inbox: InboxOutcome | null;
 }>;
 
 export type Revoked = Readonly<{ node: string; existed: boolean; connectionsClosed: number }>;
@@ -90,6 +97,9 @@ export async function enrollNode(id: string, options: NodeAccountOptions): Promi
     throw new ConvergeError('CONVERGE_ERR_BROKER_ADMIN', `vhost ${vhost} does not exist on the broker`, { details: { vhost } });
   if (vh.status !== 200) throw adminError('GET', vhostPath, vh);
 
+  // The inbox first: if it cannot be declared nothing else has changed, and the password — shown
+  // once — is never made for an enroll that then fails.
+  const inbox = options.inbox === false ? null : await declareNodeInbox(client, vhost, id, options.inbox ?? 'classic');
   const { vhost: permissions, topic } = nodePermissions(id);
   const password = generatePassword();
   // A new user has no rights in any vhost until the permissions below are written, so no moment
@@ -102,7 +112,7 @@ export async function enrollNode(id: string, options: NodeAccountOptions): Promi
     if (!existing) await deleteUser(client, id).catch(() => undefined);
     throw e;
   }
-  return { node: id, vhost, password, permissions, topicPermissions: topic, replaced: existing !== null };
+  return { node: id, vhost, password, permissions, topicPermissions: topic, replaced: existing !== null, inbox };
 }
 
 /**

@@ -24,6 +24,8 @@ export type AmqpTransportOptions = Readonly<{
   connectionName?: string;
   /** The form node inboxes are declared in (default classic, topology.ts). */
   inbox?: InboxKind;
+  /** New node inboxes declared a second at most (default 100, inboxDeclarer.ts). */
+  inboxDeclareRate?: number;
 }>;
 
 export type AmqpTransport = Readonly<{
@@ -47,7 +49,11 @@ export async function createAmqpTransport(options: AmqpTransportOptions): Promis
     ingestSource: (o = {}) =>
       createAmqpIngestSource(connection, { logger, ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }), ...o }),
     declarationPublisher: () =>
-      createAmqpDeclarationPublisher(connection, { logger, ...(options.inbox === undefined ? {} : { inbox: options.inbox }) }),
+      createAmqpDeclarationPublisher(connection, {
+        logger,
+        ...(options.inbox === undefined ? {} : { inbox: options.inbox }),
+        ...(options.inboxDeclareRate === undefined ? {} : { inboxDeclareRate: options.inboxDeclareRate }),
+      }),
     close: () => connection.close(),
   };
 }

@@ -191,6 +191,40 @@ describeOnBroker('node broker accounts', () => {
     passwordB = rotated.password;
   });
 
+  test("enroll declares the node's inbox before its first send; one in an earlier form is left as it is", async () => {
+    const fresh = `t${tag}-inbox`;
+    const old = `t${tag}-oldinbox`;
+    const ch = await admin.createConfirmChannel();
+    const m = createManagementClient({ managementUrl: scratch.managementUrl });
+    try {
+      const r = await enrollNode(fresh, options());
+      assert.deepEqual(r.inbox, { queue: `node.${fresh}`, outcome: 'declared' });
+      const q = await m.request('GET', `/queues/${encodeURIComponent(scratch.vhost)}/node.${fresh}`);
+      assert.equal(q.status, 200);
+      assert.deepEqual((q.body as { arguments: unknown }).arguments, {
+        'x-queue-type': 'classic',
+        'x-queue-version': 2,
+        'x-max-length': 1,
+        'x-overflow': 'drop-head',
+      });
+      // Bound: a declaration published before the node ever connected waits in it.
+      ch.publish('mesh.declarations', fresh, Buffer.from('{}'), { mandatory: true, persistent: true });
+      await ch.waitForConfirms();
+      assert.equal((await ch.checkQueue(`node.${fresh}`)).messageCount, 1);
+      // An inbox an earlier Converge made (quorum, unbounded) is not a reason to refuse the enroll.
+      await ch.assertQueue(`node.${old}`, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+      const r2 = await enrollNode(old, options());
+      assert.equal(r2.inbox?.outcome, 'other-form');
+      assert.equal(
+        ((await m.request('GET', `/queues/${encodeURIComponent(scratch.vhost)}/node.${old}`)).body as { type: string }).type,
+        'quorum',
+      );
+    } finally {
+      await ch.close().catch(() => undefined);
+      for (const id of [fresh, old]) await revokeNode(id, options()).catch(() => undefined);
+    }
+  });
+
   test('an account with tags (an operator) is never replaced or deleted through node accounts', async () => {
     const name = `t${tag}-operator`;
     const m = createManagementClient({ managementUrl: scratch.managementUrl });

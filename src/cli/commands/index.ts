@@ -9,6 +9,7 @@ const engineSettings: readonly ConfigKey[] = [
   'store',
   'amqpUrl',
   'inboxQueue',
+  'inboxDeclareRate',
   'host',
   'port',
   'signingKeyPath',
@@ -232,7 +233,7 @@ export const commands: readonly CommandSpec[] = [
       replace: { type: 'boolean', help: 'enroll over an existing account, rotating its password' },
     },
     args: [2, 2],
-    settings: ['managementUrl'],
+    settings: ['managementUrl', 'inboxQueue'],
     load: () => import('./node.ts'),
   },
   {

@@ -27,7 +27,7 @@ export const run: Run = async ({ io, values, positionals, config, json }) => {
   }
   let r;
   try {
-    r = await enrollNode(id, { ...common, replace: values.replace === true });
+    r = await enrollNode(id, { ...common, replace: values.replace === true, inbox: config.inboxQueue });
   } catch (e) {
     if (isConvergeError(e, 'CONVERGE_ERR_NODE_EXISTS') && e.details?.replaceable === true)
       throw new ConvergeError(
@@ -39,10 +39,16 @@ export const run: Run = async ({ io, values, positionals, config, json }) => {
   }
   // The password is printed here, once, and nowhere else: Converge keeps no copy.
   if (json) {
-    const { node, vhost, password, replaced, permissions, topicPermissions } = r;
-    printJson(io, { node, vhost, password, replaced, permissions, topicPermissions });
+    const { node, vhost, password, replaced, permissions, topicPermissions, inbox } = r;
+    printJson(io, { node, vhost, password, replaced, permissions, topicPermissions, inbox });
   } else {
     io.stdout(`${r.replaced ? 'rotated' : 'enrolled'} node ${r.node} in vhost ${r.vhost}\n`);
+    if (r.inbox !== null)
+      io.stdout(
+        r.inbox.outcome === 'declared'
+          ? `inbox ${r.inbox.queue} declared\n`
+          : `inbox ${r.inbox.queue} exists in an earlier form and was left as it is (converge broker migrate-inboxes brings it to the current form)\n`,
+      );
     io.stdout(`password: ${r.password}\n`);
     io.stdout('This password is shown once; give it to the node now.\n');
   }

@@ -47,7 +47,10 @@ async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'co
     // stay with the engines that run them (single active consumer, the relay lease).
     logger.info({}, '--role api: serving the API over the store; ingest and relay are left to other engines');
   } else if (config.amqpUrl !== null) {
-    amqp = await connectServerTransport(config.amqpUrl, logger, undefined, { inbox: config.inboxQueue });
+    amqp = await connectServerTransport(config.amqpUrl, logger, undefined, {
+      inbox: config.inboxQueue,
+      inboxDeclareRate: config.inboxDeclareRate,
+    });
     transport = amqp.transport;
     await boundDeadLetters(config, config.amqpUrl, logger);
   } else {
