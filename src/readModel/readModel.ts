@@ -2,8 +2,7 @@ import { createFleetTally, createNodeDraft, foldNode, initialNodeState, publishD
 import type { NodeDraft, NodeState } from '../../projections/index.ts';
 import { ConvergeError } from '../core/errors.ts';
 import type { DeclarationSent, Recorded } from '../core/events/index.ts';
-import { isNodeEvent,
-  isRolloutEvent, nodeOfStream } from '../core/events/index.ts';
+import { isNodeEvent, isRolloutEvent, nodeOfStream } from '../core/events/index.ts';
 import { columnsOf, createNodeColumns, eventKind, streamNodeOf } from '../store/index.ts';
 import type { NodeColumns } from '../store/index.ts';
 import { foldEntry, internIds, internSpec } from './foldIntoDraftFast.ts';

@@ -1,6 +1,13 @@
 import { signingKeyFromSeed } from '../../src/core/declaration/index.ts';
 import type { Resource } from '../../src/core/declaration/index.ts';
-import { makeAliveSeen, makeDeclarationSent, makeNodeHeard, makeNodeSilent, makeReportReceived, streamOf } from '../../src/core/events/index.ts';
+import {
+  makeAliveSeen,
+  makeDeclarationSent,
+  makeNodeHeard,
+  makeNodeSilent,
+  makeReportReceived,
+  streamOf,
+} from '../../src/core/events/index.ts';
 import type {
   AliveSeen,
   ConvergeEvent,

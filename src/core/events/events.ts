@@ -88,7 +88,11 @@ export const nodeEventTypes = [
   'NodeHeard',
   'NodeSilent',
 ] as const satisfies readonly NodeEventType[];
-export const eventTypes = [...nodeEventTypes, ...rolloutEventTypes, ...observationEventTypes] as const satisfies readonly ConvergeEventType[];
+export const eventTypes = [
+  ...nodeEventTypes,
+  ...rolloutEventTypes,
+  ...observationEventTypes,
+] as const satisfies readonly ConvergeEventType[];
 
 export const eventDataSchemas = {
   DeclarationSent: declarationSentData,

@@ -1,7 +1,17 @@
 export * from './events.ts';
 export * from './rollouts.ts';
 export * from './liveness.ts';
-export { declarationSentId, reportReceivedId, aliveSeenId, nodeHeardId, nodeSilentId, observationEventId, rolloutSendId, rolloutEventId, uuidV5 } from './ids.ts';
+export {
+  declarationSentId,
+  reportReceivedId,
+  aliveSeenId,
+  nodeHeardId,
+  nodeSilentId,
+  observationEventId,
+  rolloutSendId,
+  rolloutEventId,
+  uuidV5,
+} from './ids.ts';
 export { isoMs, isoText } from './isoTimeFast.ts';
 export { exactNumber } from './exactNumber.ts';
 export { decodeEvent, decodeEventData, eventMetadata, currentVersion, isEventType, upcasters } from './upcasters.ts';
