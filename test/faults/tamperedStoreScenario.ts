@@ -138,6 +138,9 @@ export const applyRandomTamper =
     const data = Buffer.from(db.prepare('SELECT CAST(data AS BLOB) FROM events WHERE position = ?').pluck().get(t.position) as Buffer);
     const i = t.at % data.length;
     data[i] = data[i]! ^ t.xor;
+    // The index of sends by digest reads each declaration's JSON: bytes that are no longer JSON
+    // make SQLite refuse the UPDATE, so the insider drops the index first, as one would.
+    db.exec('DROP INDEX IF EXISTS events_sent_digest');
     db.prepare('UPDATE events SET data = ? WHERE position = ?').run(data, t.position);
   };
 
