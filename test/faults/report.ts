@@ -223,7 +223,7 @@ ${table}
 - **frozen relay leader** — \`test/faults/frozenLeaderScenario.ts\`: two \`converge serve\` on one PostgreSQL store;
   A holds the relay lease and is frozen with SIGSTOP (its session stays open) while declarations are POSTed to B every
   250 ms; A is thawed with SIGCONT once one of them was delivered. B must take the relay lease within its bound (the
-  lease's ttl, docs/operations.md, "Scaling out"), every declaration must reach the node, none POSTed after the freeze began
+  lease's ttl, docs/operations.md, "Scaling out"), the latest declaration must reach the node (its inbox keeps only the latest), none POSTed after the freeze began
   may arrive twice, and A must publish nothing once thawed (its \`converge_relay_published_total\`). Time to recover is
   from the SIGSTOP to the first delivery of a declaration POSTed during the freeze. Also in \`npm test\`
   (\`test/faults/frozenLeader.fault.test.ts\`).
