@@ -4,6 +4,12 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import layers from './eslint/layers.js';
 
+// src/core and projections/ reach no disk, network, clock service or logger (node:crypto only).
+const pureOnly = {
+  group: ['node:*', '!node:crypto', 'amqplib', 'better-sqlite3', 'pg', '@eventstore/*', 'fastify', '@fastify/*', 'pino', 'prom-client'],
+  message: 'src/core and projections/ are pure: no infrastructure (docs/architecture.md).',
+};
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'data/**', 'dist/**', 'bin/**', 'scripts/**', 'eslint/**', 'eslint.config.js'] },
   js.configs.recommended,
@@ -40,23 +46,7 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          patterns: [
-            {
-              group: [
-                'node:*',
-                '!node:crypto',
-                'amqplib',
-                'better-sqlite3',
-                'pg',
-                '@eventstore/*',
-                'fastify',
-                '@fastify/*',
-                'pino',
-                'prom-client',
-              ],
-              message: 'src/core and projections/ are pure: no infrastructure (docs/architecture.md).',
-            },
-          ],
+          patterns: [pureOnly],
         },
       ],
     },
@@ -73,21 +63,7 @@ export default tseslint.config(
               group: ['../src/*', '!../src/core'],
               message: 'projections/ may import only src/core (docs/architecture.md).',
             },
-            {
-              group: [
-                'node:*',
-                '!node:crypto',
-                'amqplib',
-                'better-sqlite3',
-                'pg',
-                '@eventstore/*',
-                'fastify',
-                '@fastify/*',
-                'pino',
-                'prom-client',
-              ],
-              message: 'projections/ is pure: no infrastructure (docs/architecture.md).',
-            },
+            pureOnly,
           ],
         },
       ],

@@ -4,31 +4,15 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
-import { run } from '../../src/cli/main.ts';
-import type { CliIo } from '../../src/cli/io.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
+import { cliIn } from '../support/cliInProcess.ts';
+import type { CliResult } from '../support/cliInProcess.ts';
 import { historyInStore } from '../support/history.ts';
 import { until } from '../support/until.ts';
 
 const bin = new URL('../../bin/converge.js', import.meta.url).pathname;
 
-type Result = { code: number; stdout: string; stderr: string };
-
-async function cli(args: readonly string[], env: Record<string, string> = {}, stdin = ''): Promise<Result> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = {
-    stdout: (t) => void (stdout += t),
-    stderr: (t) => void (stderr += t),
-    env,
-    stderrIsTTY: false,
-    readStdin: async () => Buffer.from(stdin),
-    cwd: dir,
-    interrupted: new Promise(() => {}),
-  };
-  const code = await run(args, io);
-  return { code, stdout, stderr };
-}
+const cli = (args: readonly string[], env: Record<string, string> = {}, stdin = ''): Promise<CliResult> => cliIn(dir, args, env, stdin);
 
 const jsonLines = (text: string): unknown[] =>
   text

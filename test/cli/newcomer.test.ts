@@ -3,31 +3,16 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { run } from '../../src/cli/main.ts';
-import type { CliIo } from '../../src/cli/io.ts';
 import { rawPublicKey, signingKeyFromPem } from '../../src/core/declaration/index.ts';
+import { cliIn } from '../support/cliInProcess.ts';
+import type { CliResult } from '../support/cliInProcess.ts';
 
 // What a newcomer tripped on from a fresh clone, one test each (in-process; the spawned ones are
 // in newcomerSpawned.test.ts).
 
-type Result = { code: number; stdout: string; stderr: string };
-
 let dir: string;
 
-async function cli(args: readonly string[], env: Record<string, string> = {}, cwd = dir): Promise<Result> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = {
-    stdout: (t) => void (stdout += t),
-    stderr: (t) => void (stderr += t),
-    env,
-    stderrIsTTY: false,
-    readStdin: async () => Buffer.alloc(0),
-    cwd,
-    interrupted: new Promise(() => {}),
-  };
-  return { code: await run(args, io), stdout, stderr };
-}
+const cli = (args: readonly string[], env: Record<string, string> = {}, cwd = dir): Promise<CliResult> => cliIn(cwd, args, env);
 
 describe('what a newcomer tripped on', () => {
   before(() => {
