@@ -22,26 +22,34 @@ const msOf = (text: string): number => {
 export type ObservedSpan = Readonly<{ from: number; to: number | null }>;
 
 /**
- * The observed spans of the observation stream, oldest first. A start while a span is still open
- * means the engine before it crashed: its span ends where it was last known good (the start's
- * `lastFlushAt`, never before the span began nor after this start).
+ * The observed spans of the observation stream, oldest first by start. Each engine's spans are
+ * its own (several engines may share a store and observe at once): a start while that engine's
+ * span is still open means it crashed, and the open span ends where it was last known good (the
+ * start's `lastFlushAt`, never before the span began nor after this start).
  */
 export function observedSpans(events: Iterable<Recorded>): ObservedSpan[] {
   const spans: { from: number; to: number | null }[] = [];
+  const open = new Map<string, { from: number; to: number | null }>();
   for (const e of events) {
-    const open = spans.at(-1);
     if (e.type === 'ObservationStarted') {
       const at = msOf(e.data.at);
-      if (open !== undefined && open.to === null) {
-        const good = e.data.lastFlushAt === null ? open.from : msOf(e.data.lastFlushAt);
-        open.to = Math.min(at, Math.max(open.from, good));
+      const crashed = open.get(e.data.engine);
+      if (crashed !== undefined) {
+        const good = e.data.lastFlushAt === null ? crashed.from : msOf(e.data.lastFlushAt);
+        crashed.to = Math.min(at, Math.max(crashed.from, good));
       }
-      spans.push({ from: at, to: null });
+      const span = { from: at, to: null };
+      spans.push(span);
+      open.set(e.data.engine, span);
     } else if (e.type === 'ObservationStopped') {
-      if (open !== undefined && open.to === null) open.to = Math.max(open.from, msOf(e.data.at));
+      const span = open.get(e.data.engine);
+      if (span !== undefined) {
+        span.to = Math.max(span.from, msOf(e.data.at));
+        open.delete(e.data.engine);
+      }
     }
   }
-  return spans;
+  return spans.sort((a, b) => a.from - b.from);
 }
 
 /** Was `moment` observed? Before the first span the store predates observation spans: it counts as observed (today's rule). */

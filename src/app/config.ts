@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { z } from 'zod';
 import { parseApiTokens } from '../api/auth.ts';
 import { defaultCaps } from '../api/connectionCaps.ts';
@@ -47,7 +48,10 @@ export type Config = Readonly<{
   snapshotPerNode: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   trustMissingUserId: boolean;
-  aliveResolutionMs: number;
+  /** How often the last-seen lease is written: the bound on what a crash loses of liveness (docs/design.md §3). */
+  lastSeenFlushMs: number;
+  /** This engine's name in the observation spans (default the host name). */
+  engineId: string;
   managementUrl: string;
   /** Budget units (a message per started 4 KiB) each node may sustain per second before the excess is refused (0: no budget). */
   nodeReportRate: number;
@@ -124,7 +128,11 @@ const schema = z.object({
     .enum(['on', 'off', 'true', 'false', '1', '0'], { error: 'must be on or off' })
     .default('off')
     .transform((v) => v === 'on' || v === 'true' || v === '1'),
-  aliveResolutionMs: intIn(0, 3_600_000).default(15_000),
+  lastSeenFlushMs: intIn(100, 3_600_000).default(5_000),
+  engineId: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, 'must be 1–128 letters, digits, ".", "_", ":" or "-"')
+    .default(hostname().slice(0, 128) || 'engine'),
   managementUrl: z
     .string()
     .refine((s) => /^https?:\/\/.+/.test(s), 'must be an http:// or https:// URL')
@@ -219,12 +227,11 @@ export function loadConfig(
       lines.push(`--signing-key / CONVERGE_SIGNING_KEY: cannot use ${keyPath}: ${why}`);
     }
   }
-  // docs/design.md §2/§3: the store keeps one AliveSeen per resolution and liveness in a replay, in
-  // `state --at` and in the node gauges is read from those; a window as long as the grace would
-  // record a node that never went quiet as disconnected between two of them.
-  if (r.success && used.has('aliveResolutionMs') && r.data.aliveResolutionMs >= r.data.graceMs) {
+  // docs/design.md §3: a crash loses at most one flush of last-seen times; a flush as long as the
+  // grace would let a crash hide a whole silence.
+  if (r.success && used.has('lastSeenFlushMs') && r.data.lastSeenFlushMs >= r.data.graceMs) {
     lines.push(
-      `--alive-resolution-ms / CONVERGE_ALIVE_RESOLUTION_MS: must be shorter than --grace-ms (${r.data.graceMs}), or a node alive all along reads as disconnected in the record (got ${r.data.aliveResolutionMs})`,
+      `--last-seen-flush-ms / CONVERGE_LAST_SEEN_FLUSH_MS: must be shorter than --grace-ms (${r.data.graceMs}) (got ${r.data.lastSeenFlushMs})`,
     );
   }
   // Sockets past the caps are the reserve that answers short requests and the
@@ -252,6 +259,10 @@ export function loadConfig(
   const besideStore = sqlitePath !== null && sqlitePath !== ':memory:';
   return Object.freeze({
     ...c,
+    // Not given: 5 s, or half a shorter grace.
+    lastSeenFlushMs: used.has('lastSeenFlushMs')
+      ? c.lastSeenFlushMs
+      : Math.min(c.lastSeenFlushMs, Math.max(100, Math.floor(c.graceMs / 2))),
     signingKey,
     apiTokens: tokens.table,
     // Beside a SQLite file by default: a snapshot belongs with the store it summarizes.

@@ -173,7 +173,18 @@ export function createServer(options: ServerOptions): Server {
           logger,
           metrics,
           trustMissingUserId: config.trustMissingUserId,
-          aliveResolutionMs: config.aliveResolutionMs,
+          liveness: {
+            engine: config.engineId,
+            graceMs: config.graceMs,
+            flushMs: config.lastSeenFlushMs,
+            // A store written before the lease: the fold's last-seen times, once caught up.
+            folded: async () => {
+              await runner.caughtUp();
+              const known = new Map<string, number>();
+              for (const s of runner.readModel.nodes()) if (s.lastSeenAt !== null) known.set(s.node, Date.parse(s.lastSeenAt));
+              return known;
+            },
+          },
           knownSends: (node) => runner.readModel.get(node),
           ...(config.nodeReportRate === 0 ? {} : { nodeBudget: { ratePerSecond: config.nodeReportRate, burst: config.nodeReportBurst } }),
         });

@@ -122,12 +122,19 @@ export const settings = {
     default: 'off',
     help: 'accept a report or alive without user_id as from the node its body names (trusted labs only, docs/design.md §1)',
   },
-  aliveResolutionMs: {
-    flag: 'alive-resolution-ms',
-    env: 'CONVERGE_ALIVE_RESOLUTION_MS',
+  lastSeenFlushMs: {
+    flag: 'last-seen-flush-ms',
+    env: 'CONVERGE_LAST_SEEN_FLUSH_MS',
     value: '<ms>',
-    default: '15000',
-    help: 'record at most one AliveSeen per node per this window (shorter than --grace-ms)',
+    default: '5000 (half of a shorter --grace-ms)',
+    help: 'write the last-seen lease this often: after a crash the record loses at most this much of liveness (shorter than --grace-ms)',
+  },
+  engineId: {
+    flag: 'engine-id',
+    env: 'CONVERGE_ENGINE_ID',
+    value: '<name>',
+    default: 'the host name',
+    help: "this engine's name in the record's observation spans; stable across restarts, one per engine sharing a store",
   },
   managementUrl: {
     flag: 'management-url',

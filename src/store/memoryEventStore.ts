@@ -4,6 +4,7 @@ import { ConvergeError } from '../core/errors.ts';
 import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision, recorded } from './appendRules.ts';
 import type { EncodedEvent } from './appendRules.ts';
 import { createTreeBuilder, storedLeafHash } from './audit/auditTree.ts';
+import { createLastSeenMemory } from './lastSeenMemory.ts';
 import { createNotifier } from './notifier.ts';
 import { findSendByReading } from './findSend.ts';
 import { columnsFromReadAll } from './nodeColumns.ts';
@@ -30,6 +31,7 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
   const checkpoints = new Map<string, bigint>();
   /** The audit tree over `log`, grown by each append as the durable stores grow theirs in the append's transaction. */
   const tree = createTreeBuilder();
+  const lastSeen = createLastSeenMemory();
   const notifier = createNotifier();
   let closed = false;
 
@@ -174,6 +176,16 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
     async headPosition() {
       open();
       return log.length === 0 ? null : BigInt(log.length);
+    },
+
+    async saveLastSeen(engine, flushedAt, nodes) {
+      open();
+      lastSeen.save(engine, flushedAt, nodes);
+    },
+
+    async loadLastSeen() {
+      open();
+      return lastSeen.load();
     },
 
     async auditHead() {

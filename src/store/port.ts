@@ -177,6 +177,8 @@ export type ReadStoredOptions = Readonly<{
 }>;
 
 /** EventStore.pipeline: `append`, ordered among the pipeline's other calls. */
+export type LastSeenLease = Readonly<{ nodes: ReadonlyMap<string, number>; flushes: ReadonlyMap<string, number> }>;
+
 export type AppendPipeline = Readonly<{ append: (writes: readonly StreamWrite[]) => Promise<AppendResult> }>;
 
 export interface EventStore {
@@ -228,5 +230,13 @@ export interface EventStore {
   auditHead(): Promise<AuditHead>;
   /** Stored rows in position order, undecoded, with the leaf hash stored beside each: what `converge audit verify` walks. */
   readStored(options?: ReadStoredOptions): Promise<readonly StoredRecord[]>;
+  /**
+   * The last-seen lease (docs/design.md §3 "Liveness as recorded"): each node's exact last-seen
+   * time, overwritten in place (a node's time only moves forward), and when `engine` last flushed.
+   * Not history: the log records transitions, this bounds what a crash can lose of the times.
+   */
+  saveLastSeen(engine: string, flushedAt: number, nodes: readonly (readonly [node: string, ms: number])[]): Promise<void>;
+  /** The whole lease: every node's last-seen time and every engine's last flush, in ms since the epoch. */
+  loadLastSeen(): Promise<LastSeenLease>;
   close(): Promise<void>;
 }

@@ -770,6 +770,27 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
     );
 
     void test(
+      'the last-seen lease: each node keeps its latest time (never moved back), each engine its last flush',
+      withStore(async (store) => {
+        const [a, b] = [nodeName(), nodeName()];
+        await store.saveLastSeen('e1', 1_000, [
+          [a, 500],
+          [b, 700],
+        ]);
+        await store.saveLastSeen('e2', 2_000, [
+          [a, 400],
+          [b, 900],
+        ]);
+        await store.saveLastSeen('e1', 3_000, []);
+        const lease = await store.loadLastSeen();
+        assert.equal(lease.nodes.get(a), 500, 'an older time does not move it back');
+        assert.equal(lease.nodes.get(b), 900);
+        assert.equal(lease.flushes.get('e1'), 3_000);
+        assert.equal(lease.flushes.get('e2'), 2_000);
+      }),
+    );
+
+    void test(
       "a report's sentEarlier reads back intact, in readStream and in readColumns' serial column",
       withStore(async (store) => {
         const n = nodeName();

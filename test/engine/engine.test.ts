@@ -31,14 +31,14 @@ test('a declaration sent through the engine counts in converge_events_appended_t
   assert.match(text, /^converge_events_appended_total\{type="DeclarationSent"\} 2$/m);
 });
 
-test('an alive resolution as long as the grace period is refused at start: the record would show a node alive all along as disconnected', () => {
+test('a last-seen flush as long as the grace period is refused at start: a crash could hide a whole silence', () => {
   assert.throws(
-    () => loadConfig({ flags: { store: 'memory:', 'grace-ms': '60000', 'alive-resolution-ms': '60000' }, env: {} }),
+    () => loadConfig({ flags: { store: 'memory:', 'grace-ms': '60000', 'last-seen-flush-ms': '60000' }, env: {} }),
     (e: unknown) =>
-      (e as { code?: string }).code === 'CONVERGE_ERR_CONFIG_INVALID' && /alive-resolution-ms.*grace-ms/.test((e as Error).message),
+      (e as { code?: string }).code === 'CONVERGE_ERR_CONFIG_INVALID' && /last-seen-flush-ms.*grace-ms/.test((e as Error).message),
   );
   assert.equal(
-    loadConfig({ flags: { store: 'memory:', 'grace-ms': '60000', 'alive-resolution-ms': '59999' }, env: {} }).aliveResolutionMs,
+    loadConfig({ flags: { store: 'memory:', 'grace-ms': '60000', 'last-seen-flush-ms': '59999' }, env: {} }).lastSeenFlushMs,
     59_999,
   );
 });

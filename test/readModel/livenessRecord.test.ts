@@ -113,11 +113,11 @@ test('as of a moment no engine observed, liveness is not-observed: never connect
   await observe(store, stopped('e1', s.now().getTime()));
   const stoppedAt = s.now().getTime();
   s.tick(60_000);
-  // A second engine starts and then crashes: the next start says it was last known good at +5 s.
+  // A second engine starts and then crashes: its next start says it was last known good at +5 s.
   const second = s.now().getTime();
   await observe(store, started('e2', second, 6_000, null));
   s.tick(30_000);
-  await observe(store, started('e3', s.now().getTime(), 6_000, second + 5_000));
+  await observe(store, started('e2', s.now().getTime(), 6_000, second + 5_000));
   const readModel = createReadModel();
   const fleet = createFleetHistory({ store, readModel, graceMs: 60_000 });
   readModel.apply(await readAll(store));
@@ -133,4 +133,26 @@ test('as of a moment no engine observed, liveness is not-observed: never connect
     const byLiveness = (await fleet.at(at(t))).byLiveness as Record<string, number>;
     assert.equal(byLiveness[want], 1, `fleet as of ${new Date(t).toISOString()}`);
   }
+});
+
+test('engines sharing a store each observe their own span: one stopping leaves the moments the other watched observed', async () => {
+  const store = createMemoryEventStore();
+  const s = historyInStore(store);
+  const t0 = s.now().getTime();
+  await observe(store, started('a', t0, 6_000, null));
+  await s.heard('n1');
+  s.tick(1_000);
+  // b starts while a runs: not a crash of a.
+  await observe(store, started('b', t0 + 1_000, 6_000, null));
+  s.tick(10_000);
+  await observe(store, stopped('a', t0 + 11_000));
+  s.tick(10_000);
+  await observe(store, stopped('b', t0 + 21_000));
+  s.tick(10_000);
+  const cases: [number, string][] = [
+    [t0 + 500, 'connected'],
+    [t0 + 15_000, 'connected'],
+    [t0 + 25_000, 'not-observed'],
+  ];
+  for (const [t, want] of cases) assert.equal((await stateAsOf(store, 'n1', at(t))).state.liveness.state, want, new Date(t).toISOString());
 });

@@ -96,10 +96,10 @@ test('sqlite: a v3 store is migrated to v4 with the tree over the events it hold
   const store = createSqliteEventStore(path);
   await writeHistory(store, 4);
   await store.close();
-  // Back to v3 as the previous version wrote it: no leaf, no head, and a position AUTOINCREMENT
+  // Back to v3 as the previous version wrote it: no leaf, no head, no last-seen lease (v5), and a position AUTOINCREMENT
   // skipped (an id already stored still took a number).
   const db = new Database(path);
-  db.exec('DROP TABLE audit_head; ALTER TABLE events DROP COLUMN leaf;');
+  db.exec('DROP TABLE audit_head; ALTER TABLE events DROP COLUMN leaf; DROP TABLE last_seen; DROP TABLE last_seen_flushes;');
   db.exec("DELETE FROM events WHERE position = 5; UPDATE sqlite_sequence SET seq = 14 WHERE name = 'events'");
   db.pragma('user_version = 3');
   db.close();

@@ -39,7 +39,7 @@ export const run: Run = async ({ io, values, config: given, json }) => {
     {
       logLevel: 'warn',
       graceMs: String(Math.max(3 * 1000, intervalMs)),
-      aliveResolutionMs: '1000',
+      lastSeenFlushMs: '1000',
       trustMissingUserId: given.amqpUrl === null ? 'off' : 'on',
     },
   );

@@ -15,7 +15,15 @@ export {
 export { isoMs, isoText } from './isoTimeFast.ts';
 export { exactNumber } from './exactNumber.ts';
 export { decodeEvent, decodeEventData, eventMetadata, currentVersion, isEventType, upcasters } from './upcasters.ts';
-export { makeDeclarationSent, makeReportReceived, makeAliveSeen, makeNodeHeard, makeNodeSilent } from './make.ts';
+export {
+  makeDeclarationSent,
+  makeReportReceived,
+  makeAliveSeen,
+  makeNodeHeard,
+  makeNodeSilent,
+  makeObservationStarted,
+  makeObservationStopped,
+} from './make.ts';
 export type { DeclarationToSend, TransportFacts, WithId } from './make.ts';
 export { makeRolloutEvent } from './makeRollout.ts';
 export type { RolloutEventKey } from './makeRollout.ts';

@@ -2,8 +2,8 @@ import { buildDeclaration, digestOf, signDeclaration, specDigestOf } from '../de
 import type { Resource, SigningKey } from '../declaration/index.ts';
 import type { Alive, Report } from '../wire/index.ts';
 import type { AliveSeen, DeclarationSent, ReportReceived } from './events.ts';
-import type { NodeHeard, NodeSilent } from './liveness.ts';
-import { aliveSeenId, declarationSentId, nodeHeardId, nodeSilentId, reportReceivedId, rolloutSendId } from './ids.ts';
+import type { NodeHeard, NodeSilent, ObservationStarted, ObservationStopped } from './liveness.ts';
+import { aliveSeenId, declarationSentId, nodeHeardId, nodeSilentId, observationEventId, reportReceivedId, rolloutSendId } from './ids.ts';
 
 // Constructors for the three events, each with its deterministic id (docs/design.md §2). The engine,
 // the lab and the tests all build events here so the ids are derived one way only.
@@ -117,4 +117,25 @@ export function makeNodeSilent(node: string, lastSeen: number, observed: number,
     type: 'NodeSilent',
     data: { node, lastSeenAt, observedAt: new Date(observed).toISOString(), graceMs },
   };
+}
+
+/** An engine began observing at `at` (ms); `lastFlushAt`: when its last-seen lease was last flushed before (ms), null if never. */
+export function makeObservationStarted(
+  engine: string,
+  at: number,
+  graceMs: number,
+  lastFlushAt: number | null,
+): WithId<ObservationStarted> {
+  const text = new Date(at).toISOString();
+  return {
+    id: observationEventId(engine, 'ObservationStarted', text),
+    type: 'ObservationStarted',
+    data: { engine, at: text, graceMs, lastFlushAt: lastFlushAt === null ? null : new Date(lastFlushAt).toISOString() },
+  };
+}
+
+/** An engine stopped observing at `at` (ms). */
+export function makeObservationStopped(engine: string, at: number, why: ObservationStopped['data']['why']): WithId<ObservationStopped> {
+  const text = new Date(at).toISOString();
+  return { id: observationEventId(engine, 'ObservationStopped', text), type: 'ObservationStopped', data: { engine, at: text, why } };
 }

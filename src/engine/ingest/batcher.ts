@@ -28,6 +28,9 @@ export type BatcherOptions = Readonly<{
   signal: AbortSignal;
 }>;
 
+/** A liveness transition of the engine's own has no delivery, and is small. */
+const bytesOf = (p: Pending): number => (p.delivery === null ? 64 : p.delivery.body.length);
+
 export function createBatcher(options: BatcherOptions): Batcher {
   const { batchSize, batchBytes, flushMs, write, signal } = options;
   let pending: Pending[] = [];
@@ -57,7 +60,7 @@ export function createBatcher(options: BatcherOptions): Batcher {
       const n = batchLength();
       const batch = pending.length === n ? pending : pending.slice(0, n);
       pending = pending.length === n ? [] : pending.slice(n);
-      for (const p of batch) pendingBytes -= p.delivery.body.length;
+      for (const p of batch) pendingBytes -= bytesOf(p);
       // false: stopped with the store down; the rest stays unacked and the broker redelivers it to whoever is next.
       if (!(await write(batch))) return;
       // An append settles as a microtask: without a turn between batches a backlog is written
@@ -71,7 +74,7 @@ export function createBatcher(options: BatcherOptions): Batcher {
     const most = Math.min(batchSize, pending.length);
     let bytes = 0;
     for (let i = 0; i < most; i++) {
-      bytes += pending[i]!.delivery.body.length;
+      bytes += bytesOf(pending[i]!);
       if (bytes >= batchBytes) return i + 1;
     }
     return most;
@@ -80,7 +83,7 @@ export function createBatcher(options: BatcherOptions): Batcher {
   return {
     add: (p) => {
       pending.push(p);
-      pendingBytes += p.delivery.body.length;
+      pendingBytes += bytesOf(p);
       schedule();
     },
     flushAll: () => {

@@ -17,8 +17,18 @@ import type { Backoff, IngestCounts } from './options.ts';
 // meanwhile). A batch the store refuses as a whole, for an event no retry will fix, is written one
 // delivery at a time to find the one to dead-letter.
 
-/** A delivery and its event (null: nothing to store, an alive coalesced into an earlier one). */
-export type Pending = Readonly<{ delivery: Delivery; event: NewEvent<NodeEvent> | null }>;
+/**
+ * A delivery and its event (null: nothing to store, an alive from a node already heard). A
+ * liveness transition of the engine's own (a node heard by a report, or gone silent) has no
+ * delivery: it rides in the same batches so a node's events keep their order in its stream.
+ */
+export type Pending = Readonly<{ delivery: Delivery | null; event: NewEvent<NodeEvent> | null }>;
+
+const deliveriesOf = (batch: readonly Pending[]): Delivery[] => {
+  const out: Delivery[] = [];
+  for (const p of batch) if (p.delivery !== null) out.push(p.delivery);
+  return out;
+};
 
 export type Committer = Readonly<{
   /** Store the batch and ack it (perhaps later, once synced); false if stopped with the store down, the batch left unacked. */
@@ -119,8 +129,9 @@ export function createCommitter(options: CommitterOptions): Committer {
       });
       if (metrics !== undefined) for (const [type, n] of byType) metrics.eventsAppended.inc({ type }, n);
     }
-    source.ack(batch.map((p) => p.delivery));
-    counts.acked += batch.length;
+    const deliveries = deliveriesOf(batch);
+    source.ack(deliveries);
+    counts.acked += deliveries.length;
   }
 
   /**
@@ -215,21 +226,27 @@ export function createCommitter(options: CommitterOptions): Committer {
   async function commitOneByOne(batch: readonly Pending[], log: () => Logger): Promise<boolean> {
     for (const p of batch) {
       if (p.event === null) {
-        source.ack([p.delivery]);
-        counts.acked++;
+        if (p.delivery !== null) {
+          source.ack([p.delivery]);
+          counts.acked++;
+        }
         continue;
       }
       try {
         // Written 0: a duplicate of an event stored already (the repeat that got the batch refused).
         const written = (await store.append(writesOf([p]))).streams[0]?.written ?? 0;
         if (written > 0) metrics?.eventsAppended.inc({ type: p.event.type });
-        source.ack([p.delivery]);
         counts.appended += written;
-        counts.acked++;
+        if (p.delivery !== null) {
+          source.ack([p.delivery]);
+          counts.acked++;
+        }
       } catch (err) {
         const e = toConvergeError(err, 'CONVERGE_ERR_STORE_UNAVAILABLE');
-        if (poisonCodes.has(e.code)) refuse(p.delivery, e);
-        else {
+        if (poisonCodes.has(e.code)) {
+          if (p.delivery !== null) refuse(p.delivery, e);
+          else log().error({ code: e.code, type: p.event.type, node: p.event.data.node }, 'the store refused a liveness transition');
+        } else {
           // Transient after all: the rest goes back through the retrying path.
           log().warn({ code: e.code }, 'store failed while isolating a poison event');
           return commit(batch.slice(batch.indexOf(p)));

@@ -1,5 +1,7 @@
 import type { Delivery } from '../../transport/port.ts';
 import { costOf, createNodeBudget } from '../nodeBudget.ts';
+import { performance } from 'node:perf_hooks';
+import { createLivenessObserver } from '../liveness/observer.ts';
 import { createBatcher } from './batcher.ts';
 import { createCommitter } from './committer.ts';
 import type { Pending } from './committer.ts';
@@ -57,6 +59,25 @@ export function createIngest(options: IngestOptions): Ingest {
   const write = lookUp === null ? committer.write : async (batch: readonly Pending[]) => committer.write(await lookUp(batch));
   const batcher = createBatcher({ ...settings, write, signal: abort.signal });
   const fairParse = createFairParse({ bytesPerTurn: settings.parseBytesPerTurn, parse });
+  const live = options.liveness;
+  const mono = live?.mono ?? (() => performance.now());
+  const observer =
+    live === undefined
+      ? null
+      : createLivenessObserver({
+          store,
+          logger,
+          engine: live.engine,
+          graceMs: live.graceMs,
+          flushMs: live.flushMs,
+          enqueue: (events) => {
+            for (const event of events) batcher.add({ delivery: null, event });
+          },
+          ...(live.folded === undefined ? {} : { folded: live.folded }),
+          now: nowMs,
+          mono,
+        });
+  const recorder = observer?.recorder ?? null;
 
   function seen(node: string, ms: number): void {
     const prev = lastSeen.get(node);
@@ -69,9 +90,21 @@ export function createIngest(options: IngestOptions): Ingest {
     const at = nowMs();
     let received;
     try {
-      received = toEvent(d, at, settings, lastAliveMs);
+      received = toEvent(d, at, settings, recorder === null ? lastAliveMs : null);
     } catch (err) {
       deadLetters.refuse(d, err);
+      return;
+    }
+    if (recorder !== null) {
+      // A sign of life from a node not held heard is a transition; its NodeHeard goes first.
+      const heard = recorder.heard(received.node, at, mono());
+      if (received.event === null) {
+        if (heard === null) counts.coalesced++;
+        batcher.add({ delivery: d, event: heard });
+        return;
+      }
+      if (heard !== null) batcher.add({ delivery: null, event: heard });
+      batcher.add({ delivery: d, event: received.event });
       return;
     }
     seen(received.node, at);
@@ -96,6 +129,7 @@ export function createIngest(options: IngestOptions): Ingest {
 
   async function stop(): Promise<void> {
     await source.pause();
+    observer?.pause();
     // Give what is in flight a chance to land and be acked; a store that is down does not hold us.
     let graceEnded = (): void => {};
     const graceOver = new Promise<void>((r) => (graceEnded = r));
@@ -113,6 +147,8 @@ export function createIngest(options: IngestOptions): Ingest {
     }
     // Batches committed and still being synced are acked when their sync lands (or left unacked).
     await committer.settle();
+    // The lease's last flush and the end of the observed span, after every transition it heard.
+    if (!abort.signal.aborted) await observer?.stop();
     // Dead-letters in flight get the rest of the grace, not forever: one may be waiting for a
     // dead-letter channel while the broker is away, and only source.stop() ends that wait.
     // Stopping the source first is safe: a delivery whose copy in mesh.dead was not confirmed is
@@ -126,13 +162,20 @@ export function createIngest(options: IngestOptions): Ingest {
 
   const waiting = (): number => fairParse.waiting() + batcher.size();
   return {
-    start: () => source.start(onDelivery),
+    start: async () => {
+      // The span begins before anything is consumed, so every transition falls inside it.
+      await observer?.start();
+      await source.start(onDelivery);
+    },
     stop,
     lastSeenAt: (node) => {
-      const at = lastSeen.get(node);
-      return at === undefined ? null : new Date(at.ms);
+      const at = recorder === null ? lastSeen.get(node)?.ms : recorder.lastSeenMs(node);
+      return at === undefined ? null : new Date(at);
     },
-    lastSeen: () => new Map([...lastSeen].map(([node, at]) => [node, new Date(at.ms)])),
+    lastSeen: () =>
+      recorder === null
+        ? new Map([...lastSeen].map(([node, at]) => [node, new Date(at.ms)]))
+        : new Map([...recorder.all()].map(([node, ms]) => [node, new Date(ms)])),
     isHealthy: committer.isHealthy,
     health: () => {
       const h = committer.health();

@@ -23,7 +23,23 @@ export type IngestOptions = Readonly<{
    * a *mismatched* user_id is still refused. Env: CONVERGE_TRUST_MISSING_USER_ID=on (read by config, not here).
    */
   trustMissingUserId?: boolean;
-  /** At most one AliveSeen per node per this many ms (docs/design.md#2-events-the-system-of-record, default 15 s). */
+  /**
+   * Record liveness as transitions (docs/design.md §3 "Liveness as recorded"): NodeHeard and
+   * NodeSilent, the observation span and the last-seen lease. Absent: the rule stores were
+   * written with before, one AliveSeen per node per `aliveResolutionMs` — kept so tests and
+   * benches can write such a store through the engine's own code.
+   */
+  liveness?: Readonly<{
+    engine: string;
+    graceMs: number;
+    /** How often the last-seen lease is flushed: the bound on what a crash loses. */
+    flushMs: number;
+    /** The read model's last-seen times, once caught up (a store written before the lease). */
+    folded?: () => Promise<ReadonlyMap<string, number>>;
+    /** The monotonic clock silences are judged on (tests); default performance.now. */
+    mono?: () => number;
+  }>;
+  /** Without `liveness`: at most one AliveSeen per node per this many ms (default 15 s). */
   aliveResolutionMs?: number;
   /** Most deliveries per store.append call. */
   batchSize?: number;
@@ -73,7 +89,7 @@ export type Ingest = Readonly<{
   start: () => Promise<void>;
   /** Stop consuming, write and ack what is in flight (unless the store is down), then stop the source. */
   stop: () => Promise<void>;
-  /** The exact last time a node was heard from (alive or report), in memory only; AliveSeen in the store is coalesced. A new Date each call. */
+  /** The exact last time a node was heard from (alive or report); with `liveness`, seeded at start from the last-seen lease. A new Date each call. */
   lastSeenAt: (node: string) => Date | null;
   /** Every node's lastSeenAt, copied (O(nodes)). */
   lastSeen: () => ReadonlyMap<string, Date>;

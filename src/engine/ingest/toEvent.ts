@@ -40,11 +40,18 @@ export function checkSender(node: string, d: Delivery, trustMissingUserId: boole
 }
 
 /**
- * The event of a delivery received at `atMs`; throws a ConvergeError to refuse the delivery. An
- * alive within `aliveResolutionMs` of the node's last AliveSeen (`lastAliveMs`) makes none: at most
- * one AliveSeen per node per resolution, always the first after a gap.
+ * The event of a delivery received at `atMs`; throws a ConvergeError to refuse the delivery. With
+ * `lastAliveMs` null an alive makes none (liveness is recorded as transitions, not per sign of
+ * life). Otherwise, the rule of stores written before transitions: an alive within
+ * `aliveResolutionMs` of the node's last AliveSeen makes none, at most one AliveSeen per node per
+ * resolution, always the first after a gap.
  */
-export function toEvent(d: Delivery, atMs: number, rules: EventRules, lastAliveMs: (node: string) => number | undefined): Received {
+export function toEvent(
+  d: Delivery,
+  atMs: number,
+  rules: EventRules,
+  lastAliveMs: ((node: string) => number | undefined) | null,
+): Received {
   if (d.routingKey !== d.kind) {
     throw new ConvergeError(
       'CONVERGE_ERR_ROUTING_KEY',
@@ -59,6 +66,8 @@ export function toEvent(d: Delivery, atMs: number, rules: EventRules, lastAliveM
   }
   const alive = parseAlive(d.body, rules.limits);
   checkSender(alive.node, d, rules.trustMissingUserId);
+  // Liveness recorded as transitions: the alive itself makes no event (createIngest.ts asks the recorder).
+  if (lastAliveMs === null) return { node: alive.node, event: null };
   const last = lastAliveMs(alive.node);
   if (last !== undefined && atMs - last < rules.aliveResolutionMs) return { node: alive.node, event: null };
   return { node: alive.node, event: makeAliveSeen(alive, atMs) };

@@ -4,6 +4,7 @@ import { ConvergeError } from '../../core/errors.ts';
 import { rolloutStreamPrefix, streamPrefix as nodeStreamPrefix } from '../../core/events/index.ts';
 import { defaultMaxEventBytes, storeClosed } from '../appendRules.ts';
 import { findSendByReading } from '../findSend.ts';
+import { createLastSeenMemory } from '../lastSeenMemory.ts';
 import { columnsFromReadAll } from '../nodeColumns.ts';
 import type { EventStore, Subscription } from '../port.ts';
 import { createEsdbAppend } from './esdbAppend.ts';
@@ -61,6 +62,7 @@ function connect(connectionString: string, options: EsdbEventStoreOptions): Esdb
 export function createEsdbEventStore(connectionString: string, options: EsdbEventStoreOptions = {}): EventStore {
   const client = connect(connectionString, options);
   let closed = false;
+  const lastSeen = createLastSeenMemory();
   const subscriptions = new Set<Subscription>();
   const open = (): void => {
     if (closed) throw storeClosed('esdb');
@@ -121,6 +123,17 @@ export function createEsdbEventStore(connectionString: string, options: EsdbEven
       } catch (err) {
         throw esdbError(err, `save checkpoint ${name}`);
       }
+    },
+
+    // No table to overwrite in place: the lease lives in this process (lastSeenMemory.ts).
+    async saveLastSeen(engine, flushedAt, nodes) {
+      open();
+      lastSeen.save(engine, flushedAt, nodes);
+    },
+
+    async loadLastSeen() {
+      open();
+      return lastSeen.load();
     },
 
     async close() {

@@ -126,6 +126,15 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
     ),
     auditHead: statement('audit_head', auditHeadSql(s)),
     readStored: statement('read_stored', readStoredSql(s)),
+    // One statement per flush: the nodes as two arrays, each time only moving forward.
+    saveLastSeen: statement(
+      'save_last_seen',
+      `WITH flushed AS (INSERT INTO ${s}.last_seen_flushes (engine, ms) VALUES ($1, $2) ON CONFLICT (engine) DO UPDATE SET ms = excluded.ms)
+       INSERT INTO ${s}.last_seen (node, ms) SELECT * FROM unnest($3::text[], $4::bigint[])
+       ON CONFLICT (node) DO UPDATE SET ms = greatest(${s}.last_seen.ms, excluded.ms)`,
+    ),
+    lastSeenNodes: statement('last_seen_nodes', `SELECT node, ms FROM ${s}.last_seen`),
+    lastSeenFlushes: statement('last_seen_flushes', `SELECT engine, ms FROM ${s}.last_seen_flushes`),
     getCheckpoint: statement('get_checkpoint', `SELECT position FROM ${s}.checkpoints WHERE name = $1`),
     setCheckpoint: statement(
       'set_checkpoint',
@@ -269,6 +278,27 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
       use('read postgres audit head', async () => {
         const [size, root, denseFrom] = (await run(q.auditHead())).rows[0] as [bigint, Buffer, bigint];
         return { size: BigInt(size), root: root.toString('hex'), denseFrom: BigInt(denseFrom), keptByStore: true };
+      }),
+
+    saveLastSeen: (engine, flushedAt, nodes) =>
+      use('save the last-seen lease', async () => {
+        await run(
+          q.saveLastSeen(
+            engine,
+            flushedAt,
+            nodes.map(([n]) => n),
+            nodes.map(([, ms]) => ms),
+          ),
+        );
+      }),
+
+    loadLastSeen: () =>
+      use('read the last-seen lease', async () => {
+        const nodes = new Map<string, number>();
+        for (const [node, ms] of (await run(q.lastSeenNodes())).rows as [string, bigint | string][]) nodes.set(node, Number(ms));
+        const flushes = new Map<string, number>();
+        for (const [engine, ms] of (await run(q.lastSeenFlushes())).rows as [string, bigint | string][]) flushes.set(engine, Number(ms));
+        return { nodes, flushes };
       }),
 
     readStored: (opts = {}) =>

@@ -7,7 +7,7 @@ import { auditSchemaV2 } from './audit.ts';
 // stores can share a database and a test can drop its own. Bump `postgresSchemaVersion` with a
 // step in `migrations` whenever they change; a newer schema is refused, as SQLite's is.
 
-export const postgresSchemaVersion = 4;
+export const postgresSchemaVersion = 5;
 
 /** A plain lower-case identifier: it is interpolated into DDL and into a NOTIFY channel (≤ 63 bytes). */
 const schemaName = /^[a-z_][a-z0-9_]{0,49}$/;
@@ -96,6 +96,16 @@ CREATE TABLE ${s}.leases (
 );`,
   // v4: the audit tree (audit.ts), computed over the events already stored in one statement.
   3: auditSchemaV2,
+  // v5: the last-seen lease (docs/design.md §3 "Liveness as recorded"), overwritten in place.
+  4: (s) => `
+CREATE TABLE ${s}.last_seen (
+  node text   PRIMARY KEY,
+  ms   bigint NOT NULL
+);
+CREATE TABLE ${s}.last_seen_flushes (
+  engine text   PRIMARY KEY,
+  ms     bigint NOT NULL
+);`,
 };
 
 /**

@@ -30,6 +30,7 @@ export type SqliteAppends = Readonly<{
   append: (writes: readonly StreamWrite[]) => Promise<AppendResult>;
   pipeline: () => AppendPipeline;
   setCheckpoint: (name: string, position: bigint) => Promise<void>;
+  saveLastSeen: (engine: string, flushedAt: number, nodes: readonly (readonly [string, number])[]) => Promise<void>;
 }>;
 
 export function createSqliteAppends(deps: SqliteAppendDeps): SqliteAppends {
@@ -137,5 +138,18 @@ export function createSqliteAppends(deps: SqliteAppendDeps): SqliteAppends {
     await synced(null);
   }
 
-  return { append, pipeline, setCheckpoint };
+  async function saveLastSeen(engine: string, flushedAt: number, nodes: readonly (readonly [string, number])[]): Promise<void> {
+    open();
+    if (thread !== null) return thread.saveLastSeen(engine, flushedAt, nodes);
+    const broken = syncer?.broken() ?? null;
+    if (broken !== null) throw sqliteError(broken, 'save the last-seen lease');
+    try {
+      conn.transaction(() => writer!.saveLastSeen(engine, flushedAt, nodes))();
+    } catch (err) {
+      throw sqliteError(err, 'save the last-seen lease');
+    }
+    await synced(null);
+  }
+
+  return { append, pipeline, setCheckpoint, saveLastSeen };
 }

@@ -182,6 +182,20 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     },
 
     setCheckpoint: writes.setCheckpoint,
+    saveLastSeen: writes.saveLastSeen,
+
+    async loadLastSeen() {
+      open();
+      try {
+        const nodes = new Map<string, number>();
+        for (const r of q.lastSeenNodes.all() as { node: string; ms: number }[]) nodes.set(r.node, r.ms);
+        const flushes = new Map<string, number>();
+        for (const r of q.lastSeenFlushes.all() as { engine: string; ms: number }[]) flushes.set(r.engine, r.ms);
+        return { nodes, flushes };
+      } catch (err) {
+        throw sqliteError(err, 'read the last-seen lease');
+      }
+    },
 
     async close() {
       if (closed) return;

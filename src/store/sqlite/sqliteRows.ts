@@ -73,6 +73,8 @@ export function prepareReadQueries(conn: Database.Database) {
       "SELECT json_extract(data, '$.serial') AS serial, json_extract(data, '$.sentAt') AS sentAt FROM events WHERE type = 'DeclarationSent' AND stream = ? AND json_extract(data, '$.digest') = ? AND position <= ? ORDER BY position DESC LIMIT 1",
     ),
     getCheckpoint: conn.prepare('SELECT position FROM checkpoints WHERE name = ?').pluck().safeIntegers(),
+    lastSeenNodes: conn.prepare('SELECT node, ms FROM last_seen'),
+    lastSeenFlushes: conn.prepare('SELECT engine, ms FROM last_seen_flushes'),
   };
 }
 

@@ -8,7 +8,7 @@ import type { AuditMigrationProgress } from './sqliteAudit.ts';
 // file or a foreign SQLite file is refused, never altered.
 
 /** Bump with a migration in `migrations` below whenever the schema changes. */
-export const sqliteSchemaVersion = 4;
+export const sqliteSchemaVersion = 5;
 /** 'CNVG': marks the file as a Converge store, so a foreign SQLite file is refused, not altered. */
 const applicationId = 0x434e5647;
 
@@ -51,6 +51,11 @@ const migrations: Readonly<Record<number, (db: Database.Database, onProgress?: A
   // v4: the audit tree (sqliteAudit.ts): a leaf hash per row and the head row, computed over the
   // events already stored, in one transaction (about a second per million events).
   3: (db, onProgress) => migrateAuditTree(db, onProgress),
+  // v5: the last-seen lease (docs/design.md §3 "Liveness as recorded"), overwritten in place.
+  4: (db) =>
+    db.exec(`
+CREATE TABLE last_seen (node TEXT PRIMARY KEY, ms INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE last_seen_flushes (engine TEXT PRIMARY KEY, ms INTEGER NOT NULL) WITHOUT ROWID;`),
 };
 
 /** Used by findSend's query, whose WHERE must repeat the expression and the type to use it. */

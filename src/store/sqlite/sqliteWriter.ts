@@ -96,6 +96,8 @@ export type SqliteWriter = Readonly<{
    */
   write: (writes: readonly EncodedWrite[]) => Written;
   setCheckpoint: (name: string, position: bigint) => void;
+  /** EventStore.saveLastSeen: each node's time only moves forward. */
+  saveLastSeen: (engine: string, flushedAt: number, nodes: readonly (readonly [string, number])[]) => void;
   /** The transaction committed: the revisions its calls wrote are the streams' from now on. */
   committed: () => void;
   /** The transaction rolled back: forget what its calls wrote. */
@@ -117,6 +119,8 @@ export function createSqliteWriter(conn: Database.Database): SqliteWriter {
       'INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position',
     ),
     dataVersion: conn.prepare('PRAGMA data_version').pluck(),
+    lastSeen: conn.prepare('INSERT INTO last_seen (node, ms) VALUES (?, ?) ON CONFLICT (node) DO UPDATE SET ms = max(ms, excluded.ms)'),
+    lastFlush: conn.prepare('INSERT INTO last_seen_flushes (engine, ms) VALUES (?, ?) ON CONFLICT (engine) DO UPDATE SET ms = excluded.ms'),
   };
 
   // Stream revisions cached across appends: looking each one up in the (stream, revision) index
@@ -160,6 +164,11 @@ export function createSqliteWriter(conn: Database.Database): SqliteWriter {
 
     setCheckpoint(name, position) {
       q.setCheckpoint.run(name, position);
+    },
+
+    saveLastSeen(engine, flushedAt, nodes) {
+      for (const [node, ms] of nodes) q.lastSeen.run(node, ms);
+      q.lastFlush.run(engine, flushedAt);
     },
 
     committed() {

@@ -12,6 +12,7 @@ export type WriterClient = Readonly<{
   /** `pipeline` 0: none; otherwise calls of one pipeline are refused untried once one of them failed. */
   append: (writes: readonly EncodedWrite[], pipeline: number) => Promise<Written>;
   setCheckpoint: (name: string, position: bigint) => Promise<void>;
+  saveLastSeen: (engine: string, flushedAt: number, nodes: readonly (readonly [string, number])[]) => Promise<void>;
   /** Requests posted and not answered yet. */
   waiting: () => number;
   /** Answer what is queued, then close the thread's connection and end the thread. */
@@ -92,6 +93,9 @@ export function startWriterThread(options: Readonly<{ path: string; busyTimeoutM
     append: async (writes, pipeline) => (await request((id) => ({ op: 'append', id, pipeline, writes: packWrites(writes) })))!,
     setCheckpoint: async (name, position) => {
       await request((id) => ({ op: 'checkpoint', id, name, position }));
+    },
+    saveLastSeen: async (engine, flushedAt, nodes) => {
+      await request((id) => ({ op: 'lastSeen', id, engine, flushedAt, nodes }));
     },
     waiting: () => waiting.size,
     close: async () => {

@@ -19,6 +19,7 @@ import type { PackedWrites, Written } from './sqliteWriter.ts';
 export type WriterRequest =
   | Readonly<{ op: 'append'; id: number; pipeline: number; writes: PackedWrites }>
   | Readonly<{ op: 'checkpoint'; id: number; name: string; position: bigint }>
+  | Readonly<{ op: 'lastSeen'; id: number; engine: string; flushedAt: number; nodes: readonly (readonly [string, number])[] }>
   | Readonly<{ op: 'close'; id: number }>;
 
 export type WriterError = Readonly<{ code: ErrorCode; message: string; details?: Readonly<Record<string, unknown>> | undefined }>;
@@ -74,6 +75,9 @@ let broken: WriterError | null = null;
 
 const call = conn.transaction((writes: readonly EncodedWrite[]) => writer.write(writes));
 const checkpoint = conn.transaction((name: string, position: bigint) => writer.setCheckpoint(name, position));
+const lastSeen = conn.transaction((engine: string, flushedAt: number, nodes: readonly (readonly [string, number])[]) =>
+  writer.saveLastSeen(engine, flushedAt, nodes),
+);
 
 type Outcome = Readonly<{ ok: true; written: Written | null }> | Readonly<{ ok: false; error: WriterError }>;
 
@@ -84,13 +88,20 @@ function one(r: Exclude<WriterRequest, { op: 'close' }>): Outcome {
   }
   try {
     if (r.op === 'append') return { ok: true, written: call(unpackWrites(r.writes)) };
-    checkpoint(r.name, r.position);
+    if (r.op === 'lastSeen') lastSeen(r.engine, r.flushedAt, r.nodes);
+    else checkpoint(r.name, r.position);
     return { ok: true, written: null };
   } catch (err) {
     // SQLite rolls the whole transaction back on some errors (I/O, disk full): the group fails.
     if (!conn.inTransaction) throw err;
     if (r.op === 'append' && r.pipeline !== 0) failedPipelines.add(r.pipeline);
-    return { ok: false, error: errorOf(err, r.op === 'append' ? 'append to sqlite store' : `save checkpoint ${r.name}`) };
+    return {
+      ok: false,
+      error: errorOf(
+        err,
+        r.op === 'append' ? 'append to sqlite store' : r.op === 'lastSeen' ? 'save the last-seen lease' : `save checkpoint ${r.name}`,
+      ),
+    };
   }
 }
 

@@ -95,6 +95,8 @@ export function withStoreFaults(inner: EventStore): FaultyEventStore {
     },
     auditHead: () => inner.auditHead(),
     readStored: (options) => inner.readStored(options),
+    saveLastSeen: (engine, flushedAt, nodes) => inner.saveLastSeen(engine, flushedAt, nodes),
+    loadLastSeen: () => inner.loadLastSeen(),
     async headPosition() {
       guardRead('head position');
       return inner.headPosition();
