@@ -77,27 +77,7 @@ export function createDestination(options: DestinationOptions): Destination {
   };
   const queued = (): number => queue.length - head;
 
-  async function post(m: Message): Promise<void> {
-    const body = config.kind === 'slack' ? slackBody(m) : cloudEvent(m);
-    const headers: Record<string, string> = {
-      'content-type': config.kind === 'slack' ? 'application/json' : 'application/cloudevents+json',
-      'user-agent': 'converge-notify',
-    };
-    if (config.secretValue !== null) {
-      const ts = Math.floor(now() / 1000);
-      headers[timestampHeader] = String(ts);
-      headers[signatureHeader] = sign(config.secretValue, ts, body);
-    }
-    const res = await doFetch(config.url, {
-      method: 'POST',
-      headers,
-      body,
-      signal: AbortSignal.any([AbortSignal.timeout(config.timeoutMs), stopper.signal]),
-    });
-    // The body is read so the connection is reused; its text names the failure.
-    const text = await res.text().catch(() => '');
-    if (!res.ok) throw new Error(`HTTP ${res.status} ${text.slice(0, 200)}`);
-  }
+  const post = (m: Message): Promise<number> => postMessage(config, m, { fetch: doFetch, now, signal: stopper.signal });
 
   async function deliver(m: Message): Promise<boolean> {
     const r = await retry(() => post(m), {
@@ -246,4 +226,33 @@ export function createDestination(options: DestinationOptions): Destination {
       await post(m);
     },
   };
+}
+
+/** POST one message to a destination, signed when it has a secret; resolves with the HTTP status, throws on a non-2xx answer. */
+export async function postMessage(
+  config: DestinationConfig,
+  m: Message,
+  options: Readonly<{ fetch?: Fetch; now?: () => number; signal?: AbortSignal }> = {},
+): Promise<number> {
+  const body = config.kind === 'slack' ? slackBody(m) : cloudEvent(m);
+  const headers: Record<string, string> = {
+    'content-type': config.kind === 'slack' ? 'application/json' : 'application/cloudevents+json',
+    'user-agent': 'converge-notify',
+  };
+  if (config.secretValue !== null) {
+    const ts = Math.floor((options.now ?? Date.now)() / 1000);
+    headers[timestampHeader] = String(ts);
+    headers[signatureHeader] = sign(config.secretValue, ts, body);
+  }
+  const timeout = AbortSignal.timeout(config.timeoutMs);
+  const res = await (options.fetch ?? fetch)(config.url, {
+    method: 'POST',
+    headers,
+    body,
+    signal: options.signal === undefined ? timeout : AbortSignal.any([timeout, options.signal]),
+  });
+  // The body is read so the connection is reused; its text names the failure.
+  const text = await res.text().catch(() => '');
+  if (!res.ok) throw new Error(`HTTP ${res.status} ${text.slice(0, 200)}`);
+  return res.status;
 }

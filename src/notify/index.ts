@@ -1,6 +1,6 @@
 export { createNotifier } from './notifier.ts';
 export type { Notifier, NotifierOptions } from './notifier.ts';
-export { createDestination, checkpointOf } from './destination.ts';
+export { createDestination, checkpointOf, postMessage } from './destination.ts';
 export type { Destination, DestinationStats, Fetch } from './destination.ts';
 export { loadNotifyConfig, parseNotifyConfig, describeSecret, matches } from './notifyConfig.ts';
 export type { NotifyConfig, DestinationConfig, NotifyFilter } from './notifyConfig.ts';

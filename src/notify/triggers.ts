@@ -22,6 +22,8 @@ export const triggerSeverity = {
   'rollout.completed': 'info',
   'rollout.aborted': 'warning',
   'projection.failed': 'critical',
+  // Sent only by `converge notify test`, whatever a destination's filter says.
+  'notify.test': 'info',
 } as const satisfies Record<string, Severity>;
 export type TriggerName = keyof typeof triggerSeverity;
 export const triggerNames = Object.keys(triggerSeverity) as TriggerName[];

@@ -8,7 +8,8 @@ import { readNodeStream } from './queries.ts';
 // A node's history as the dashboard shows it: each report classified as the fold saw
 // it, each race marked (a report the old clock rule would have counted as caught up, docs/design.md §1 and
 // node-side/000_43ee4d2afc08e8d3.txt), each declaration's outcome and latency, and each sign of life
-// that ended a silence longer than the grace period. A declaration's outcome depends on what came
+// that ended a silence longer than the grace period (in a store written before liveness transitions;
+// after, each NodeHeard that ends a recorded NodeSilent). A declaration's outcome depends on what came
 // after it, so the node's whole stream is folded per page: the cost is the node's history, never
 // the fleet's.
 
@@ -47,11 +48,20 @@ export function describeTimeline(node: string, stream: readonly Recorded[], grac
   const races = createRaceScanner();
   const outcomes = new Map(t.declarations.map((d) => [d.serial, d]));
   let lastSeenMs: number | null = null;
+  let lastTransition: 'NodeHeard' | 'NodeSilent' | null = null;
   return t.entries.map((entry, i) => {
     const e = events[i]!;
     const race = races.push(e);
     let silentForMs: number | null = null;
-    if (e.type !== 'DeclarationSent') {
+    if (e.type === 'NodeHeard' || e.type === 'NodeSilent') {
+      // Recorded transitions say it themselves (docs/design.md §3): heard again after a recorded
+      // silence, silent since its last-seen time — whatever grace this reader has in mind.
+      if (e.type === 'NodeHeard' && lastTransition === 'NodeSilent' && e.data.lastSeenBefore !== null)
+        silentForMs = Date.parse(e.data.at) - Date.parse(e.data.lastSeenBefore);
+      lastTransition = e.type;
+      const seen = Date.parse(e.type === 'NodeHeard' ? e.data.at : e.data.lastSeenAt);
+      if (lastSeenMs === null || seen > lastSeenMs) lastSeenMs = seen;
+    } else if (e.type !== 'DeclarationSent') {
       const seen = Date.parse(eventTime(e));
       if (lastSeenMs !== null && seen - lastSeenMs > graceMs) silentForMs = seen - lastSeenMs;
       if (lastSeenMs === null || seen > lastSeenMs) lastSeenMs = seen;

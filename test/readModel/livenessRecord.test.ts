@@ -5,6 +5,7 @@ import type { At } from '../../projections/index.ts';
 import { observationEventId, observationStream, streamOf } from '../../src/core/events/index.ts';
 import type { ObservationStarted, ObservationStopped, Recorded, WithId } from '../../src/core/events/index.ts';
 import { createFleetHistory } from '../../src/readModel/fleetHistory.ts';
+import { describeTimeline } from '../../src/readModel/nodeTimeline.ts';
 import { stateAsOf } from '../../src/readModel/queries.ts';
 import { createReadModel } from '../../src/readModel/readModel.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
@@ -155,4 +156,24 @@ test('engines sharing a store each observe their own span: one stopping leaves t
     [t0 + 25_000, 'not-observed'],
   ];
   for (const [t, want] of cases) assert.equal((await stateAsOf(store, 'n1', at(t))).state.liveness.state, want, new Date(t).toISOString());
+});
+
+test('the timeline marks a NodeHeard that ends a recorded silence with how long the node was silent, whatever grace the reader has', async () => {
+  const store = createMemoryEventStore();
+  const s = historyInStore(store);
+  const t0 = s.now().getTime();
+  await s.heard('n1');
+  s.tick(10_000);
+  await s.silent('n1', t0 + 4_000, 6_000);
+  s.tick(50_000);
+  await s.heard('n1', t0 + 4_000);
+  const entries = describeTimeline('n1', await store.readStream(streamOf('n1')), 600_000);
+  assert.deepEqual(
+    entries.map((e) => [e.type, e.silentForMs]),
+    [
+      ['NodeHeard', null],
+      ['NodeSilent', null],
+      ['NodeHeard', 56_000],
+    ],
+  );
 });

@@ -251,6 +251,19 @@ export const commands: readonly CommandSpec[] = [
     load: () => import('./broker.ts'),
   },
   {
+    name: 'notify',
+    subcommands: ['list', 'test'],
+    output: true,
+    usage:
+      'converge notify list [--notify-config <file>] [-o json|yaml|name]\n       converge notify test <destination> [--notify-config <file>] [--json]',
+    summary: 'the notification destinations of a --notify-config file (secrets by source, never by value); send one a test message now',
+    flags: {},
+    args: [1, 2],
+    settings: ['notifyConfig'],
+    defaultLogLevel: 'warn',
+    load: () => import('./notify.ts'),
+  },
+  {
     name: 'completion',
     subcommands: ['bash', 'zsh', 'fish'],
     usage: 'converge completion bash|zsh|fish',
