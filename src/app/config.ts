@@ -182,6 +182,8 @@ const shown = (key: ConfigKey, value: unknown): unknown =>
 export type ConfigSource = Readonly<{
   flags: Readonly<Record<string, string | boolean | undefined>>;
   env: Readonly<Record<string, string | undefined>>;
+  /** A settings file's values (configFile.ts): below flags and variables, above the defaults. */
+  file?: Readonly<Partial<Record<ConfigKey, string>>>;
 }>;
 
 /**
@@ -191,7 +193,7 @@ export type ConfigSource = Readonly<{
  * `details.lines`, one per mistake.
  */
 export function loadConfig(
-  { flags, env }: ConfigSource,
+  { flags, env, file = {} }: ConfigSource,
   overrides: Partial<Record<ConfigKey, string>> = {},
   uses: readonly ConfigKey[] = configKeys,
 ): Config {
@@ -200,7 +202,7 @@ export function loadConfig(
   for (const key of used) {
     const s = settings[key];
     const flag = flags[s.flag];
-    const value = typeof flag === 'string' ? flag : (env[s.env] ?? overrides[key]);
+    const value = typeof flag === 'string' ? flag : (env[s.env] ?? file[key] ?? overrides[key]);
     if (value !== undefined && value !== '') raw[key] = value;
   }
   const lines: string[] = [];

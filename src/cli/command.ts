@@ -26,6 +26,9 @@ export type Context = Readonly<{
   output: OutputFormat;
   /** output is json. */
   json: boolean;
+  /** The settings file's values (--config / CONVERGE_CONFIG), and the command's own defaults: for `config view`. */
+  file?: Readonly<Partial<Record<ConfigKey, string>>>;
+  overrides?: Readonly<Partial<Record<ConfigKey, string>>>;
 }>;
 
 export type Run = (ctx: Context) => Promise<number>;

@@ -50,6 +50,11 @@ const outputOf = (values: Readonly<Record<string, string | boolean | undefined>>
 
 const shared: Readonly<Record<string, FlagHelp>> = {
   json: { type: 'boolean', help: 'JSON for programs: one object, or one object a line for lists' },
+  config: {
+    type: 'string',
+    value: '<file>',
+    help: 'a YAML file of settings, keyed like the flags (grace-ms: 60000); flags and variables win over it. Or CONVERGE_CONFIG',
+  },
   help: { type: 'boolean', short: 'h', help: 'this help' },
 };
 
@@ -154,9 +159,16 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
         }; usage: ${command.usage.split('\n')[0]}`,
       );
     }
-    const [{ loadConfig }, { run: runCommand }] = await Promise.all([import('../app/config.ts'), command.load()]);
-    const config = loadConfig({ flags: values, env: io.env }, { logLevel: command.defaultLogLevel ?? 'warn' }, command.settings);
-    return await runCommand({ io, values, positionals, config, output, json: output === 'json' });
+    const [{ loadConfig }, { readConfigFile }, { run: runCommand }] = await Promise.all([
+      import('../app/config.ts'),
+      import('../app/configFile.ts'),
+      command.load(),
+    ]);
+    const configPath = typeof values.config === 'string' ? values.config : io.env['CONVERGE_CONFIG'];
+    const file = configPath === undefined || configPath === '' ? {} : readConfigFile(configPath, io.cwd);
+    const overrides = { logLevel: command.defaultLogLevel ?? 'warn' };
+    const config = loadConfig({ flags: values, env: io.env, file }, overrides, command.settings);
+    return await runCommand({ io, values, positionals, config, output, json: output === 'json', file, overrides });
   } catch (err) {
     const e = toConvergeError(err);
     const lines =

@@ -17,7 +17,10 @@ import type { NodeColumns } from '../store/index.ts';
  */
 export function foldEntry(d: NodeDraft, c: NodeColumns, i: number): void {
   switch (c.kind[i]) {
+    // A liveness transition's time is a sign of life, as an alive's (foldIntoDraft).
     case eventKind.alive:
+    case eventKind.heard:
+    case eventKind.silent:
       draftAlive(d, c.position[i]!, c.revision[i]!, c.time[i]!, c.timeText[i]!);
       return;
     case eventKind.report:

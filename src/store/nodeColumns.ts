@@ -1,7 +1,7 @@
 import type { Recorded } from '../core/events/index.ts';
 import { exactNumber, isNodeEvent, isoMs, nodeOfStream } from '../core/events/index.ts';
 import { isDigest, isIntArray, isRolloutTag, isSentEarlier, isStringArray, isStringMap, isTransport } from '../core/events/decodeFast.ts';
-import type { AliveSeenData, DeclarationSentData, ReportReceivedData } from '../core/events/index.ts';
+import type { AliveSeenData, DeclarationSentData, NodeHeardData, NodeSilentData, ReportReceivedData } from '../core/events/index.ts';
 import type { EventStore, NodeColumns, ReadAllOptions, ReadColumnsOptions } from './port.ts';
 
 // The read the bulk folds take: a replay from zero (`replay --verify`) and a cold
@@ -20,8 +20,12 @@ import type { EventStore, NodeColumns, ReadAllOptions, ReadColumnsOptions } from
 // (sqlite/sqliteColumnsFast.ts: fewer columns, integers as numbers, the metadata compared in SQL;
 // the property test in test/readModel/columns.property.test.ts holds them equal).
 
-/** An event's kind in a page: the three node events; `other` for anything else (a rollout's). */
-export const eventKind = { other: 0, send: 1, report: 2, alive: 3 } as const;
+/**
+ * An event's kind in a page: the node events; `other` for anything else (a rollout's). A liveness
+ * transition's time is a sign of life to the node fold, as an alive's: NodeHeard's `at`,
+ * NodeSilent's `lastSeenAt` go in `time`.
+ */
+export const eventKind = { other: 0, send: 1, report: 2, alive: 3, heard: 4, silent: 5 } as const;
 
 export function createNodeColumns(capacity: number): NodeColumns {
   return {
@@ -94,7 +98,9 @@ export function putEvent(
     // A report's serial column: the serial of the earlier send ingest found (0: none, or not looked up).
     c.serial[i] = x.sentEarlier?.serial ?? 0;
     text = x.receivedAt;
-  } else text = (data as AliveSeenData).seenAt;
+  } else if (kind === eventKind.heard) text = (data as NodeHeardData).at;
+  else if (kind === eventKind.silent) text = (data as NodeSilentData).lastSeenAt;
+  else text = (data as AliveSeenData).seenAt;
   const ms = isoMs(text);
   c.time[i] = ms;
   c.timeText[i] = ms === ms ? null : text;
@@ -130,6 +136,13 @@ export function putFastData(c: NodeColumns, i: number, kind: number, x: unknown,
   if (typeof node !== 'string' || node.length === 0) return false;
   if (kind === eventKind.alive) {
     if (!putTime(c, i, x.seenAt)) return false;
+  } else if (kind === eventKind.heard) {
+    const before = x.lastSeenBefore;
+    if (!(before === null || (typeof before === 'string' && !Number.isNaN(Date.parse(before)))) || !putTime(c, i, x.at)) return false;
+  } else if (kind === eventKind.silent) {
+    const grace = x.graceMs;
+    if (typeof x.observedAt !== 'string' || Number.isNaN(Date.parse(x.observedAt))) return false;
+    if (!Number.isSafeInteger(grace) || (grace as number) < 1 || !putTime(c, i, x.lastSeenAt)) return false;
   } else if (kind === eventKind.report) {
     const declared = x.declared;
     if (!(declared === null || isDigest(declared)) || !isStringArray(x.applied) || !isStringMap(x.failed)) return false;
@@ -171,7 +184,11 @@ export const kindOfType = (type: string): number =>
       ? eventKind.report
       : type === 'DeclarationSent'
         ? eventKind.send
-        : eventKind.other;
+        : type === 'NodeHeard'
+          ? eventKind.heard
+          : type === 'NodeSilent'
+            ? eventKind.silent
+            : eventKind.other;
 
 /** Put the decoded events `events` in `c`, from entry 0 (what a store without a columnar read hands out). */
 export function columnsOf(events: readonly Recorded[], c: NodeColumns = createNodeColumns(events.length)): NodeColumns {

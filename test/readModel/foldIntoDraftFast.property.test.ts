@@ -76,6 +76,17 @@ const report: fc.Arbitrary<Row> = fc
 const alive: fc.Arbitrary<Row> = fc
   .tuple(node, time)
   .map(([n, seenAt]) => ({ type: 'AliveSeen', node: n, id: '', data: { node: n, seenAt } }));
+const heard: fc.Arbitrary<Row> = fc
+  .tuple(node, time, fc.option(time, { nil: null }))
+  .map(([n, at, lastSeenBefore]) => ({ type: 'NodeHeard', node: n, id: '', data: { node: n, at, lastSeenBefore } }));
+const silent: fc.Arbitrary<Row> = fc
+  .tuple(node, time, time)
+  .map(([n, lastSeenAt, observedAt]) => ({
+    type: 'NodeSilent',
+    node: n,
+    id: '',
+    data: { node: n, lastSeenAt, observedAt, graceMs: 6000 },
+  }));
 const resumed: fc.Arbitrary<Row> = time.map((at) => ({
   type: 'RolloutResumed',
   node: '',
@@ -88,6 +99,8 @@ const valid = (withRollouts: boolean): fc.Arbitrary<Row> =>
     { arbitrary: send, weight: 3 },
     { arbitrary: report, weight: 4 },
     { arbitrary: alive, weight: 3 },
+    { arbitrary: heard, weight: 1 },
+    { arbitrary: silent, weight: 1 },
     { arbitrary: resumed, weight: withRollouts ? 1 : 0 },
   );
 
@@ -111,7 +124,7 @@ function writeRows(path: string, rows: readonly (readonly [Row, Twist])[]): void
       if (t === 'extra-key') data = { ...data, note: 'x' };
       if (t === 'bad-digest' && 'digest' in data) data = { ...data, digest: 'A'.repeat(64) };
       if (t === 'bad-digest' && 'declared' in data) data = { ...data, declared: 'nope' };
-      if (t === 'bad-time') data = { ...data, seenAt: 'nope', sentAt: 'nope', receivedAt: 'nope', at: 'nope' };
+      if (t === 'bad-time') data = { ...data, seenAt: 'nope', sentAt: 'nope', receivedAt: 'nope', at: 'nope', lastSeenAt: 'nope' };
       if (t === 'no-node' && 'node' in data) data = { ...data, node: '' };
       const stream = r.type.startsWith('Rollout') ? 'rollout-ro' : t === 'other-stream' ? `node-${r.node}x` : `node-${r.node}`;
       const revision = (revisions.get(stream) ?? -1) + 1;

@@ -264,6 +264,17 @@ export const commands: readonly CommandSpec[] = [
     load: () => import('./notify.ts'),
   },
   {
+    name: 'config',
+    subcommands: ['view'],
+    output: true,
+    usage: 'converge config view [--config <file>] [-o json|yaml]',
+    summary: 'every setting as a command would read it, and where it came from (flag, variable, file, default); secrets masked',
+    flags: {},
+    args: [1, 1],
+    settings: [],
+    load: () => import('./config.ts'),
+  },
+  {
     name: 'completion',
     subcommands: ['bash', 'zsh', 'fish'],
     usage: 'converge completion bash|zsh|fish',
