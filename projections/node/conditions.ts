@@ -118,21 +118,23 @@ function caughtUp(s: ConditionInput): Condition {
 }
 
 function connected(l: Liveness): Condition {
-  const base = { type: 'Connected' as const, lastTransitionTime: l.lastSeenAt };
+  const at = l.lastSeenAt;
+  const c = (status: Condition['status'], reason: ConditionReason, message: string): Condition => ({
+    type: 'Connected',
+    status,
+    reason,
+    message,
+    lastTransitionTime: at,
+  });
   switch (l.state) {
     case 'connected':
-      return { ...base, status: 'True', reason: 'Heard', message: `last heard at ${l.lastSeenAt}` };
+      return c('True', 'Heard', `last heard at ${at}`);
     case 'disconnected':
-      return { ...base, status: 'False', reason: 'Silent', message: `silent since ${l.lastSeenAt}` };
+      return c('False', 'Silent', `silent since ${at}`);
     case 'never-seen':
-      return { ...base, status: 'False', reason: 'NeverSeen', message: 'never heard from' };
+      return c('False', 'NeverSeen', 'never heard from');
     case 'not-observed':
-      return {
-        ...base,
-        status: 'Unknown',
-        reason: 'NotObserved',
-        message: `no engine was observing then${l.lastSeenAt === null ? '' : `; last heard at ${l.lastSeenAt}`}`,
-      };
+      return c('Unknown', 'NotObserved', `no engine was observing then${at === null ? '' : `; last heard at ${at}`}`);
   }
 }
 

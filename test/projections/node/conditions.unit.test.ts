@@ -20,6 +20,8 @@ function view(h: ReturnType<typeof history>, at = readLater(h)): NodeView {
 function cond(v: NodeView, type: ConditionType): Condition {
   const c = v.conditions.find((x) => x.type === type);
   assert.ok(c, `no ${type} condition`);
+  // Kubernetes' order of the fields, so every condition prints the same way in JSON and YAML.
+  assert.deepEqual(Object.keys(c), ['type', 'status', 'reason', 'message', 'lastTransitionTime']);
   seen.add(c.reason);
   return c;
 }
