@@ -24,6 +24,8 @@ export type { FleetCounts, FleetTally } from './fleet/fleetTally.ts';
 export { createLatencyHistogram, latencyBucket, bucketValue } from './fleet/latencyHistogram.ts';
 export type { LatencyHistogram } from './fleet/latencyHistogram.ts';
 export { nodeView } from './node/nodeView.ts';
+export { nodeConditions, conditionTypes, conditionStatuses, conditionReasons } from './node/conditions.ts';
+export type { Condition, ConditionType, ConditionStatus, ConditionReason } from './node/conditions.ts';
 export type { NodeView } from './node/nodeView.ts';
 export { parseAt, eventTime, isBeyond, stateAt, createFleetFold, timeline, createRaceScanner, findRaces } from './node/forensics.ts';
 export type { At, StoppedFold, FleetFold, TimelineEntry, DeclarationOutcome, Timeline, Race, RaceScanner } from './node/forensics.ts';

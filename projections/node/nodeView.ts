@@ -1,3 +1,5 @@
+import { nodeConditions } from './conditions.ts';
+import type { Condition } from './conditions.ts';
 import { livenessAt } from './liveness.ts';
 import type { Liveness } from './liveness.ts';
 import type { Anomalies, NodeState, NodeStatus, ReportedSummary, SentSummary } from './nodeState.ts';
@@ -14,6 +16,8 @@ export type NodeView = Readonly<{
   missing: readonly string[];
   carried: readonly number[];
   liveness: Liveness;
+  /** Converged, CaughtUp, Connected, each with a reason from conditions.ts's closed list (docs/api.md#conditions). */
+  conditions: readonly Condition[];
   anomalies: Anomalies;
   convergence: Readonly<{ lastLatencyMs: number | null; acknowledged: number; superseded: number }>;
   reports: number;
@@ -22,6 +26,7 @@ export type NodeView = Readonly<{
 
 /** `liveness`: judged elsewhere (from the record, recordedLiveness.ts); absent, from the last-seen time and the grace. */
 export function nodeView(s: NodeState, now: Date | number, graceMs?: number, liveness?: Liveness): NodeView {
+  const live = liveness ?? livenessAt(s.lastSeenAt, now, graceMs);
   return {
     node: s.node,
     status: s.status,
@@ -30,7 +35,8 @@ export function nodeView(s: NodeState, now: Date | number, graceMs?: number, liv
     reported: s.reported,
     missing: s.missing,
     carried: s.carried,
-    liveness: liveness ?? livenessAt(s.lastSeenAt, now, graceMs),
+    liveness: live,
+    conditions: nodeConditions(s, live),
     anomalies: s.anomalies,
     convergence: {
       lastLatencyMs: s.convergence.lastLatencyMs,

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { livenessStates, nodeStatuses, reportClasses } from '../../projections/index.ts';
+import {
+  conditionReasons,
+  conditionStatuses,
+  conditionTypes,
+  livenessStates,
+  nodeStatuses,
+  reportClasses,
+} from '../../projections/index.ts';
 import { nodeOutcomes, rolloutStatuses } from '../core/rollout/index.ts';
 import { failureReasons, maxRolloutDurationMs, nodeEventTypes, onSupersededPolicies, rolloutIdPattern } from '../core/events/index.ts';
 
@@ -53,6 +60,20 @@ export const liveness = named(
   z.object({ state: livenessEnum, lastSeenAt: iso.nullable(), disconnectedForMs: z.number().int().min(0) }),
 );
 
+export const condition = named(
+  'Condition',
+  z.object({
+    type: z.enum(conditionTypes),
+    status: z.enum(conditionStatuses),
+    reason: z.enum(conditionReasons).describe('one word of a closed list (docs/api.md#conditions)'),
+    message: z.string().describe('for people: the serials, digests and times behind the reason'),
+    lastTransitionTime: iso
+      .nullable()
+      .describe('the time of the event that made the condition what it is (never the time of the read); null when no event says'),
+  }),
+  'Why the node is or is not converged, caught up, connected (Kubernetes-style)',
+);
+
 export const anomalies = named('Anomalies', z.object({ stale: z.number().int(), unknown: z.number().int(), undeclared: z.number().int() }));
 
 export const nodeView = named(
@@ -85,6 +106,7 @@ export const nodeView = named(
     missing: z.array(z.string()).readonly(),
     carried: z.array(z.number().int()).readonly(),
     liveness,
+    conditions: z.array(condition).readonly().describe('Converged, CaughtUp and Connected, in that order'),
     anomalies,
     convergence: z.object({ lastLatencyMs: z.number().nullable(), acknowledged: z.number().int(), superseded: z.number().int() }),
     reports: z.number().int(),

@@ -76,6 +76,9 @@ export type Config = Readonly<{
   maxOpenRollouts: number;
   /** Where /healthz, /readyz and /metrics are served on a listener of their own; null: not. */
   adminListen: Readonly<{ host: string; port: number }> | null;
+  /** The API a client command asks (converge wait), and its bearer token. */
+  server: string;
+  token: string | null;
 }>;
 
 export { defaultStore } from './settings.ts';
@@ -173,11 +176,16 @@ const schema = z.object({
     })
     .nullable()
     .default(null),
+  server: z
+    .string()
+    .refine((s) => /^https?:\/\/[^/]+/.test(s), 'must be an http:// or https:// URL')
+    .default(settings.server.default),
+  token: z.string().min(1).nullable().default(null),
 });
 
-/** A value as an error line may echo it: broker URLs carry passwords. */
+/** A value as an error line may echo it: broker URLs carry passwords, and a token is one. */
 const shown = (key: ConfigKey, value: unknown): unknown =>
-  key === 'amqpUrl' && typeof value === 'string' ? splitAmqpUrls(value).map(redactUrl).join(',') : value;
+  key === 'token' ? '…' : key === 'amqpUrl' && typeof value === 'string' ? splitAmqpUrls(value).map(redactUrl).join(',') : value;
 
 export type ConfigSource = Readonly<{
   flags: Readonly<Record<string, string | boolean | undefined>>;

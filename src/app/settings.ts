@@ -249,6 +249,21 @@ export const settings = {
     default: null,
     help: 'serve /healthz, /readyz and /metrics on a listener of their own too, answered whatever the API listener holds',
   },
+  // What a client command (converge wait) talks to: a running engine's HTTP API.
+  server: {
+    flag: 'server',
+    env: 'CONVERGE_SERVER',
+    value: '<url>',
+    default: 'http://127.0.0.1:8080',
+    help: 'the HTTP API of a running converge serve, for the commands that ask it (wait)',
+  },
+  token: {
+    flag: 'token',
+    env: 'CONVERGE_TOKEN',
+    value: '<token>',
+    default: null,
+    help: 'bearer token sent to --server (one with the read scope, when the server has --api-tokens)',
+  },
 } as const satisfies Record<string, Setting>;
 
 export type ConfigKey = keyof typeof settings;

@@ -94,6 +94,10 @@ export const errorCodes = {
     summary: 'read-model snapshot file cannot be read, is of another format, or fails its checksum, schema or cross-check',
   },
   CONVERGE_ERR_REPLAY_MISMATCH: { http: 500, summary: 'a replay from zero disagrees with the live read model or snapshot' },
+  CONVERGE_ERR_API_UNAVAILABLE: {
+    http: 502,
+    summary: 'the converge API (--server) cannot be reached, or answered something that is not the API',
+  },
   CONVERGE_ERR_USAGE: { http: 400, summary: 'command line is not valid (unknown flag, missing argument)' },
   CONVERGE_ERR_INTERNAL: { http: 500, summary: 'unexpected internal error' },
 } as const satisfies Record<string, { http: number; summary: string }>;

@@ -156,6 +156,9 @@ withChromium('dashboard end-to-end', () => {
       assert.match(sentence, /race/);
       assert.match(sentence, /names declaration #1 but arrived .* after #2 was sent/);
       assert.match(sentence, /keeps it behind/);
+      // The conditions say why in the API's words (docs/api.md#conditions).
+      const conditions = page.locator('[data-testid=node-conditions]').first();
+      assert.match((await conditions.textContent()) ?? '', /ConvergedFalse\s*StaleReport/);
 
       // The matching report arrives: the page turns converged by itself.
       const navigationsBefore = navigations;

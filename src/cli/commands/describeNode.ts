@@ -43,10 +43,13 @@ export const nodeWideRow = (v: NodeView): string[] => [
 ];
 
 export function describeNode(v: NodeView): string {
+  const converged = v.conditions.find((c) => c.type === 'Converged');
   return pairs([
     ['node', v.node],
     ['status', `${v.status}${v.caughtUp ? ' (caught up)' : ''}`],
     ['liveness', `${v.liveness.state}${v.liveness.lastSeenAt === null ? '' : `, last seen ${v.liveness.lastSeenAt}`}`],
+    ['conditions', v.conditions.map((c) => `${c.type}=${c.status} ${c.reason}`).join(', ')],
+    ['why', converged === undefined || converged.status === 'True' ? '-' : converged.message],
     ['sent', v.sent === null ? '-' : `serial ${v.sent.serial} ${v.sent.digest} at ${v.sent.sentAt}`],
     ['reported', v.reported === null ? '-' : `${v.reported.declared ?? '(no digest)'} at ${v.reported.receivedAt} (${v.reported.class})`],
     ['applied', v.reported?.applied.join(', ') || '-'],

@@ -120,6 +120,24 @@ export const commands: readonly CommandSpec[] = [
     load: () => import('./status.ts'),
   },
   {
+    name: 'wait',
+    usage: 'converge wait <node> [--digest <d>] [--for converged|caught-up] [--timeout 5m] [--server <url>] [--json]',
+    summary:
+      'wait on a running server until the node reports a digest (default: its latest send, read once); exit 0, 3 timeout, 4 refused/degraded, 5 not found',
+    flags: {
+      digest: { type: 'string', value: '<d>', help: 'the declaration digest to wait for (default: the latest sent when wait starts)' },
+      for: {
+        type: 'string',
+        value: 'converged|caught-up',
+        help: 'converged (default): caught up and every resource applied; caught-up: the report names the digest, whatever it says',
+      },
+      timeout: { type: 'string', value: '<duration>', help: 'give up after this long, exit 3 (30s, 5m, 1h; default 5m)' },
+    },
+    args: [1, 1],
+    settings: ['server', 'token'],
+    load: () => import('./wait.ts'),
+  },
+  {
     name: 'history',
     output: true,
     usage: 'converge history <node> [--limit <n>] [--json]',

@@ -10,6 +10,7 @@ import type { RolloutNode } from '../../readModel/rollouts.ts';
 import type { EventStore } from '../../store/index.ts';
 import type { Context, Run } from '../command.ts';
 import { openStore, withStore } from '../command.ts';
+import { parseDuration } from '../duration.ts';
 import { printJson, printList, printOne } from '../output.ts';
 import { foldStore } from './readModelFromStore.ts';
 import { foldRollouts } from './rolloutViewFromStore.ts';
@@ -25,14 +26,6 @@ const verbs = ['start', 'status', 'pause', 'resume', 'abort', 'explain'] as cons
 type Verb = (typeof verbs)[number];
 
 const usage = (message: string): ConvergeError => new ConvergeError('CONVERGE_ERR_USAGE', message);
-
-/** `10m`, `30s`, `1h`, `1500ms`, or a bare number of milliseconds. */
-export function parseDuration(flag: string, text: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (m === null) throw usage(`--${flag} must be a duration like 30s, 10m, 1h or 1500ms, got ${JSON.stringify(text)}`);
-  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[(m[2] ?? 'ms') as 'ms' | 's' | 'm' | 'h'];
-  return Math.round(Number(m[1]) * unit);
-}
 
 function who(ctx: Context): string {
   let user = ctx.io.env.USER ?? ctx.io.env.USERNAME;

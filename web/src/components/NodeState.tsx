@@ -4,7 +4,7 @@ import { ClassBadge, Digest, LivenessBadge, StatusBadge } from './badges.tsx';
 
 // One node's state (docs/design.md#3-what-caught-up-means-the-fold-in-projections): status,
 // caught up, what was sent beside what it reported, what is missing, failed or refused and why,
-// carried ports, liveness.
+// carried ports, liveness, and the conditions' reasons as the API and the CLI give them.
 
 export function NodeStatePanel({ state, title }: { state: NodeView; title: string }) {
   const sent = state.sent;
@@ -115,6 +115,17 @@ export function NodeStatePanel({ state, title }: { state: NodeView; title: strin
           </ul>
         </div>
       )}
+      <h3>Conditions</h3>
+      <dl class="kv wide" data-testid="node-conditions">
+        {state.conditions.map((c) => (
+          <div key={c.type}>
+            <dt>{c.type}</dt>
+            <dd>
+              <strong>{c.status}</strong> <code>{c.reason}</code> <span class="muted">{c.message}</span>
+            </dd>
+          </div>
+        ))}
+      </dl>
       <dl class="kv wide">
         <div>
           <dt>carried ports</dt>
