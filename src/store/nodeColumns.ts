@@ -1,5 +1,5 @@
 import type { Recorded } from '../core/events/index.ts';
-import { exactNumber, isNodeEvent, isoMs, nodeOfStream } from '../core/events/index.ts';
+import { exactNumber, isoMs, nodeOfStream } from '../core/events/index.ts';
 import { isDigest, isIntArray, isRolloutTag, isSentEarlier, isStringArray, isStringMap, isTransport } from '../core/events/decodeFast.ts';
 import type { AliveSeenData, DeclarationSentData, ReportReceivedData } from '../core/events/index.ts';
 import type { EventStore, NodeColumns, ReadAllOptions, ReadColumnsOptions } from './port.ts';
@@ -20,8 +20,12 @@ import type { EventStore, NodeColumns, ReadAllOptions, ReadColumnsOptions } from
 // (sqlite/sqliteColumnsFast.ts: fewer columns, integers as numbers, the metadata compared in SQL;
 // the property test in test/readModel/columns.property.test.ts holds them equal).
 
-/** An event's kind in a page: the three node events; `other` for anything else (a rollout's). */
-export const eventKind = { other: 0, send: 1, report: 2, alive: 3 } as const;
+/**
+ * An event's kind in a page: the three node events; `ignored` for one no fold reads (an audit
+ * checkpoint, written every few thousand events: the bulk fold goes past it); `other` for
+ * anything else (a rollout's).
+ */
+export const eventKind = { other: 0, send: 1, report: 2, alive: 3, ignored: 4 } as const;
 
 export function createNodeColumns(capacity: number): NodeColumns {
   return {
@@ -67,7 +71,7 @@ export function putEvent(
   c.kind[i] = kind;
   c.position[i] = exactNumber(position);
   c.revision[i] = exactNumber(revision);
-  if (kind === eventKind.other) {
+  if (kind === eventKind.other || kind === eventKind.ignored) {
     c.node[i] = '';
     c.streamNode[i] = nodeOfStream(stream);
     return;
@@ -171,14 +175,16 @@ export const kindOfType = (type: string): number =>
       ? eventKind.report
       : type === 'DeclarationSent'
         ? eventKind.send
-        : eventKind.other;
+        : type === 'AuditCheckpointed'
+          ? eventKind.ignored
+          : eventKind.other;
 
 /** Put the decoded events `events` in `c`, from entry 0 (what a store without a columnar read hands out). */
 export function columnsOf(events: readonly Recorded[], c: NodeColumns = createNodeColumns(events.length)): NodeColumns {
   if (c.kind.length < events.length) c = createNodeColumns(events.length);
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
-    putEvent(c, i, isNodeEvent(e) ? kindOfType(e.type) : eventKind.other, e.position, e.revision, e.stream, e.id, e.data);
+    putEvent(c, i, kindOfType(e.type), e.position, e.revision, e.stream, e.id, e.data);
   }
   c.length = events.length;
   return c;
