@@ -1,3 +1,5 @@
+import { createPrivateKey } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { parseApiTokens } from '../api/auth.ts';
@@ -72,6 +74,13 @@ export type Config = Readonly<{
   maxOpenRollouts: number;
   /** Where /healthz, /readyz and /metrics are served on a listener of their own; null: not. */
   adminListen: Readonly<{ host: string; port: number }> | null;
+  /** The Ed25519 key the engine signs audit checkpoints with (docs/audit.md#checkpoints-and-witnesses); null: none made. */
+  auditKeyPath: string | null;
+  auditKey: KeyObject | null;
+  checkpointEveryEvents: number;
+  checkpointEveryMs: number;
+  witnessDir: string | null;
+  witnessUrl: string | null;
 }>;
 
 export { defaultStore } from './settings.ts';
@@ -165,6 +174,15 @@ const schema = z.object({
     })
     .nullable()
     .default(null),
+  auditKeyPath: z.string().min(1).nullable().default(null),
+  checkpointEveryEvents: intIn(1, 100_000_000).default(10_000),
+  checkpointEveryMs: intIn(10, 86_400_000).default(60_000),
+  witnessDir: z.string().min(1).nullable().default(null),
+  witnessUrl: z
+    .string()
+    .refine((s) => /^https?:\/\/.+/.test(s), 'must be an http:// or https:// URL')
+    .nullable()
+    .default(null),
 });
 
 /** A value as an error line may echo it: broker URLs carry passwords. */
@@ -219,6 +237,7 @@ export function loadConfig(
       lines.push(`--signing-key / CONVERGE_SIGNING_KEY: cannot use ${keyPath}: ${why}`);
     }
   }
+  const auditKey = readAuditKey(raw, lines);
   // docs/design.md §2/§3: the store keeps one AliveSeen per resolution and liveness in a replay, in
   // `state --at` and in the node gauges is read from those; a window as long as the grace would
   // record a node that never went quiet as disconnected between two of them.
@@ -253,9 +272,30 @@ export function loadConfig(
   return Object.freeze({
     ...c,
     signingKey,
+    auditKey,
     apiTokens: tokens.table,
     // Beside a SQLite file by default: a snapshot belongs with the store it summarizes.
     snapshotPath: c.snapshotPath ?? (besideStore ? `${sqlitePath}.snapshot` : null),
     snapshotFormerPath: c.snapshotPath === null && besideStore ? `${sqlitePath}.snapshot.json` : null,
   });
+}
+
+/** The audit key (a private Ed25519 PEM), or null; a witness without one is a mistake, not a silent no-op. */
+function readAuditKey(raw: Record<string, unknown>, lines: string[]): KeyObject | null {
+  const path = typeof raw.auditKeyPath === 'string' ? raw.auditKeyPath : null;
+  if (path === null) {
+    for (const k of ['witnessDir', 'witnessUrl'] as const) {
+      if (raw[k] !== undefined) lines.push(`--${settings[k].flag} / ${settings[k].env}: needs --audit-key / CONVERGE_AUDIT_KEY (nothing is signed without it)`);
+    }
+    return null;
+  }
+  try {
+    const key = createPrivateKey(readFileSync(path));
+    if (key.asymmetricKeyType === 'ed25519') return key;
+    lines.push(`--audit-key / CONVERGE_AUDIT_KEY: ${path} is a ${key.asymmetricKeyType ?? 'unknown'} key, not an Ed25519 private key (converge keygen --audit)`);
+  } catch (e) {
+    const why = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : (e as Error).message;
+    lines.push(`--audit-key / CONVERGE_AUDIT_KEY: cannot use ${path}: ${why}`);
+  }
+  return null;
 }
