@@ -285,14 +285,17 @@ function readAuditKey(raw: Record<string, unknown>, lines: string[]): KeyObject 
   const path = typeof raw.auditKeyPath === 'string' ? raw.auditKeyPath : null;
   if (path === null) {
     for (const k of ['witnessDir', 'witnessUrl'] as const) {
-      if (raw[k] !== undefined) lines.push(`--${settings[k].flag} / ${settings[k].env}: needs --audit-key / CONVERGE_AUDIT_KEY (nothing is signed without it)`);
+      if (raw[k] !== undefined)
+        lines.push(`--${settings[k].flag} / ${settings[k].env}: needs --audit-key / CONVERGE_AUDIT_KEY (nothing is signed without it)`);
     }
     return null;
   }
   try {
     const key = createPrivateKey(readFileSync(path));
     if (key.asymmetricKeyType === 'ed25519') return key;
-    lines.push(`--audit-key / CONVERGE_AUDIT_KEY: ${path} is a ${key.asymmetricKeyType ?? 'unknown'} key, not an Ed25519 private key (converge keygen --audit)`);
+    lines.push(
+      `--audit-key / CONVERGE_AUDIT_KEY: ${path} is a ${key.asymmetricKeyType ?? 'unknown'} key, not an Ed25519 private key (converge keygen --audit)`,
+    );
   } catch (e) {
     const why = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : (e as Error).message;
     lines.push(`--audit-key / CONVERGE_AUDIT_KEY: cannot use ${path}: ${why}`);

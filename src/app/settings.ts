@@ -248,7 +248,7 @@ export const settings = {
     env: 'CONVERGE_AUDIT_KEY',
     value: '<pem>',
     default: null,
-    help: 'sign the audit tree\'s head with this Ed25519 key (converge keygen --audit) and keep the checkpoints in the log (stream audit)',
+    help: "sign the audit tree's head with this Ed25519 key (converge keygen --audit) and keep the checkpoints in the log (stream audit)",
   },
   checkpointEveryEvents: {
     flag: 'checkpoint-every-events',
@@ -269,7 +269,7 @@ export const settings = {
     env: 'CONVERGE_WITNESS_DIR',
     value: '<dir>',
     default: null,
-    help: 'with --audit-key: write each checkpoint to this folder too, one JSON file each (keep it off the store\'s host)',
+    help: "with --audit-key: write each checkpoint to this folder too, one JSON file each (keep it off the store's host)",
   },
   witnessUrl: {
     flag: 'witness-url',

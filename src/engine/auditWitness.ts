@@ -35,7 +35,9 @@ export function createFolderWitness(dir: string, logger: Logger): Witness {
         () => write(signed),
         () => write(signed),
       );
-      chain.catch((err: unknown) => logger.error({ err, dir, size: signed.checkpoint.size }, 'the witness folder did not take a checkpoint'));
+      chain.catch((err: unknown) =>
+        logger.error({ err, dir, size: signed.checkpoint.size }, 'the witness folder did not take a checkpoint'),
+      );
     },
     stop: () => chain.catch(() => undefined),
   };

@@ -78,12 +78,17 @@ function print(io: CliIo, json: boolean, storeKind: string, kept: boolean, r: Ve
   }
   if (lf !== null) io.stdout(`BAD CHECKPOINT at position ${lf.position} (${lf.kind}): ${lf.message}\n`);
   if (wf !== null) {
-    const sig = wf.signatureValid === null ? 'its signature was not checked' : wf.signatureValid ? 'it is signed by the audit key' : 'it is not signed by the audit key given';
+    const sig =
+      wf.signatureValid === null
+        ? 'its signature was not checked'
+        : wf.signatureValid
+          ? 'it is signed by the audit key'
+          : 'it is not signed by the audit key given';
     io.stdout(`WITNESS CONTRADICTS the log at size ${wf.size} (${wf.kind}): ${wf.message}; ${sig}\n`);
   }
   if (lf !== null || wf !== null) return;
   io.stdout(`intact: ${r.events.toLocaleString('en-US')} events, root ${r.root}\n`);
-  const sigs = checks.signaturesChecked ? 'signatures valid' : "signatures not checked (no --audit-pub)";
+  const sigs = checks.signaturesChecked ? 'signatures valid' : 'signatures not checked (no --audit-pub)';
   io.stdout(`checkpoints: ${checks.logged?.checked ?? 0} in the log match the tree, ${sigs}\n`);
   if (checks.witness !== null) io.stdout(`witness: ${checks.witness.checked} checkpoints, every one reproduced by the log\n`);
   if (!kept) {

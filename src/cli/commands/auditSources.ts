@@ -40,11 +40,15 @@ export function witnessEntries(dir: string): WitnessEntry[] {
   try {
     names = readdirSync(dir).filter((n) => n.endsWith('.json') && !n.startsWith('.'));
   } catch (e) {
-    throw new ConvergeError('CONVERGE_ERR_USAGE', `--witness: cannot read ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new ConvergeError(
+      'CONVERGE_ERR_USAGE',
+      `--witness: cannot read ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
   }
   return names.sort().map((name) => {
     const signed = parseWitnessJson(readFileSync(join(dir, name), 'utf8'));
-    if (typeof signed === 'string') throw new ConvergeError('CONVERGE_ERR_USAGE', `--witness: ${join(dir, name)} is not a checkpoint: ${signed}`);
+    if (typeof signed === 'string')
+      throw new ConvergeError('CONVERGE_ERR_USAGE', `--witness: ${join(dir, name)} is not a checkpoint: ${signed}`);
     return { name, signed };
   });
 }

@@ -178,7 +178,8 @@ export const commands: readonly CommandSpec[] = [
   {
     name: 'audit',
     usage: 'converge audit verify [--store <url>] [--audit-pub <pem>] [--witness <dir>] [--progress] [--json]',
-    summary: 'check the event log against itself, its signed checkpoints and a witness: every event against its stored leaf hash, the tree against the stored head',
+    summary:
+      'check the event log against itself, its signed checkpoints and a witness: every event against its stored leaf hash, the tree against the stored head',
     flags: {
       progress: { type: 'boolean', help: 'a progress line on stderr even when it is not a terminal' },
       'audit-pub': {
