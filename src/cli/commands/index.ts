@@ -41,7 +41,7 @@ export const commands: readonly CommandSpec[] = [
   {
     name: 'serve',
     usage:
-      'converge serve [--store <url>] [--amqp <url>] [--port <n>] [--admin-listen <host:port>] [--signing-key <pem>] [--api-tokens <list>]',
+      'converge serve [--store <url>] [--amqp <url>] [--port <n>] [--admin-listen <host:port>] [--signing-key <pem>] [--api-tokens <list>] [--audit-key <pem>]',
     summary: 'the engine: ingest, relay, projections and the HTTP API',
     flags: {},
     args: [0, 0],
