@@ -34,6 +34,7 @@ export function eventTime(e: Recorded): string {
       return e.data.observedAt;
     case 'ObservationStarted':
     case 'ObservationStopped':
+    case 'AuditCheckpointed':
       return e.data.at;
     case 'RolloutStarted':
       return e.data.startedAt;

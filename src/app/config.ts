@@ -1,3 +1,5 @@
+import { createPrivateKey } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { z } from 'zod';
@@ -79,6 +81,13 @@ export type Config = Readonly<{
   /** The API a client command asks (converge wait), and its bearer token. */
   server: string;
   token: string | null;
+  /** The Ed25519 key the engine signs audit checkpoints with (docs/audit.md#checkpoints-and-witnesses); null: none made. */
+  auditKeyPath: string | null;
+  auditKey: KeyObject | null;
+  checkpointEveryEvents: number;
+  checkpointEveryMs: number;
+  witnessDir: string | null;
+  witnessUrl: string | null;
 }>;
 
 export { defaultStore } from './settings.ts';
@@ -181,6 +190,15 @@ const schema = z.object({
     .refine((s) => /^https?:\/\/[^/]+/.test(s), 'must be an http:// or https:// URL')
     .default(settings.server.default),
   token: z.string().min(1).nullable().default(null),
+  auditKeyPath: z.string().min(1).nullable().default(null),
+  checkpointEveryEvents: intIn(1, 100_000_000).default(10_000),
+  checkpointEveryMs: intIn(10, 86_400_000).default(60_000),
+  witnessDir: z.string().min(1).nullable().default(null),
+  witnessUrl: z
+    .string()
+    .refine((s) => /^https?:\/\/.+/.test(s), 'must be an http:// or https:// URL')
+    .nullable()
+    .default(null),
 });
 
 /** A value as an error line may echo it: broker URLs carry passwords, and a token is one. */
@@ -237,6 +255,7 @@ export function loadConfig(
       lines.push(`--signing-key / CONVERGE_SIGNING_KEY: cannot use ${keyPath}: ${why}`);
     }
   }
+  const auditKey = readAuditKey(raw, lines);
   // docs/design.md §3: a crash loses at most one flush of last-seen times; a flush as long as the
   // grace would let a crash hide a whole silence.
   if (r.success && used.has('lastSeenFlushMs') && r.data.lastSeenFlushMs >= r.data.graceMs) {
@@ -274,9 +293,33 @@ export function loadConfig(
       ? c.lastSeenFlushMs
       : Math.min(c.lastSeenFlushMs, Math.max(100, Math.floor(c.graceMs / 2))),
     signingKey,
+    auditKey,
     apiTokens: tokens.table,
     // Beside a SQLite file by default: a snapshot belongs with the store it summarizes.
     snapshotPath: c.snapshotPath ?? (besideStore ? `${sqlitePath}.snapshot` : null),
     snapshotFormerPath: c.snapshotPath === null && besideStore ? `${sqlitePath}.snapshot.json` : null,
   });
+}
+
+/** The audit key (a private Ed25519 PEM), or null; a witness without one is a mistake, not a silent no-op. */
+function readAuditKey(raw: Record<string, unknown>, lines: string[]): KeyObject | null {
+  const path = typeof raw.auditKeyPath === 'string' ? raw.auditKeyPath : null;
+  if (path === null) {
+    for (const k of ['witnessDir', 'witnessUrl'] as const) {
+      if (raw[k] !== undefined)
+        lines.push(`--${settings[k].flag} / ${settings[k].env}: needs --audit-key / CONVERGE_AUDIT_KEY (nothing is signed without it)`);
+    }
+    return null;
+  }
+  try {
+    const key = createPrivateKey(readFileSync(path));
+    if (key.asymmetricKeyType === 'ed25519') return key;
+    lines.push(
+      `--audit-key / CONVERGE_AUDIT_KEY: ${path} is a ${key.asymmetricKeyType ?? 'unknown'} key, not an Ed25519 private key (converge keygen --audit)`,
+    );
+  } catch (e) {
+    const why = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : (e as Error).message;
+    lines.push(`--audit-key / CONVERGE_AUDIT_KEY: cannot use ${path}: ${why}`);
+  }
+  return null;
 }

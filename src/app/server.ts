@@ -27,6 +27,9 @@ import { isTerminal } from '../core/rollout/index.ts';
 import { descriptorMargin, openFilesLimit } from './fdLimit.ts';
 import { createNotifier, loadNotifyConfig } from '../notify/index.ts';
 import type { Notifier, NotifyConfig } from '../notify/index.ts';
+import { createAuditCheckpoints } from '../engine/auditCheckpoints.ts';
+import type { AuditCheckpoints, Witness } from '../engine/auditCheckpoints.ts';
+import { createFolderWitness, createWebhookWitness } from '../engine/auditWitness.ts';
 
 // `converge serve` as a value (docs/design.md §6): store → projections → API, plus ingest and relay
 // when a transport is given. Start order matters: the API's plugins and socket first (probes are
@@ -67,6 +70,8 @@ export type Server = Readonly<{
   relay: Relay | null;
   /** Notifications (null: no --notify-config). */
   notifier: Notifier | null;
+  /** Signed audit checkpoints (null: no --audit-key, or a store that keeps no tree). */
+  auditCheckpoints: AuditCheckpoints | null;
   send: SendDeclaration | null;
   /** Many nodes in one store transaction (POST /v1/declarations); null without a signing key. */
   sendMany: SendDeclarations | null;
@@ -202,6 +207,8 @@ export function createServer(options: ServerOptions): Server {
           ...(options.now === undefined ? {} : { now: options.now }),
         });
 
+  const auditCheckpoints = createCheckpointer(config, store, logger, options.now);
+
   const startedAt = (options.now ?? Date.now)();
   const dashboardDir = options.dashboardDir === undefined ? findDashboardDir() : options.dashboardDir;
   const apiDeps = {
@@ -273,6 +280,7 @@ export function createServer(options: ServerOptions): Server {
     ingest,
     relay,
     notifier,
+    auditCheckpoints,
     send,
     sendMany,
     rollouts,
@@ -310,6 +318,7 @@ export function createServer(options: ServerOptions): Server {
           () => undefined,
         );
       await ingest?.start();
+      await auditCheckpoints?.start();
       logger.info(
         {
           url,
@@ -331,9 +340,35 @@ export function createServer(options: ServerOptions): Server {
       await admin?.close();
       await ingest?.stop();
       await relay?.stop();
+      // After ingest: the last checkpoint covers every event this engine appended.
+      await auditCheckpoints?.stop();
       await runner.writeSnapshot();
       await runner.stop();
       await notifier?.stop();
     },
   };
+}
+
+/** The checkpointer and its witnesses, from --audit-key, --witness-dir and --witness-url. */
+function createCheckpointer(config: Config, store: EventStore, logger: Logger, now?: () => number): AuditCheckpoints | null {
+  if (config.auditKey === null) return null;
+  if (store.kind === 'esdb') {
+    // Its head is computed by reading the whole log (docs/audit.md#in-the-stores): not once a minute.
+    logger.warn({}, '--audit-key: an EventStoreDB store keeps no audit tree, so no checkpoints are signed');
+    return null;
+  }
+  const witnesses: Witness[] = [];
+  if (config.witnessDir !== null) witnesses.push(createFolderWitness(config.witnessDir, logger));
+  if (config.witnessUrl !== null) witnesses.push(createWebhookWitness(config.witnessUrl, logger));
+  if (witnesses.length === 0)
+    logger.warn({}, 'audit checkpoints are kept in the store alone: set --witness-dir or --witness-url so a rewritten log shows');
+  return createAuditCheckpoints({
+    store,
+    key: config.auditKey,
+    logger,
+    everyEvents: config.checkpointEveryEvents,
+    everyMs: config.checkpointEveryMs,
+    witnesses,
+    ...(now === undefined ? {} : { now }),
+  });
 }

@@ -264,6 +264,42 @@ export const settings = {
     default: null,
     help: 'bearer token sent to --server (one with the read scope, when the server has --api-tokens)',
   },
+  // Signed checkpoints of the audit tree and their witnesses (docs/audit.md#checkpoints-and-witnesses).
+  auditKeyPath: {
+    flag: 'audit-key',
+    env: 'CONVERGE_AUDIT_KEY',
+    value: '<pem>',
+    default: null,
+    help: "sign the audit tree's head with this Ed25519 key (converge keygen --audit) and keep the checkpoints in the log (stream audit)",
+  },
+  checkpointEveryEvents: {
+    flag: 'checkpoint-every-events',
+    env: 'CONVERGE_CHECKPOINT_EVERY_EVENTS',
+    value: '<events>',
+    default: '10000',
+    help: 'with --audit-key: a checkpoint after this many events',
+  },
+  checkpointEveryMs: {
+    flag: 'checkpoint-every-ms',
+    env: 'CONVERGE_CHECKPOINT_EVERY_MS',
+    value: '<ms>',
+    default: '60000',
+    help: 'with --audit-key: and after this long if anything was appended (and always on stop)',
+  },
+  witnessDir: {
+    flag: 'witness-dir',
+    env: 'CONVERGE_WITNESS_DIR',
+    value: '<dir>',
+    default: null,
+    help: "with --audit-key: write each checkpoint to this folder too, one JSON file each (keep it off the store's host)",
+  },
+  witnessUrl: {
+    flag: 'witness-url',
+    env: 'CONVERGE_WITNESS_URL',
+    value: '<url>',
+    default: null,
+    help: 'with --audit-key: POST each checkpoint as JSON to this URL, retried with backoff',
+  },
 } as const satisfies Record<string, Setting>;
 
 export type ConfigKey = keyof typeof settings;

@@ -173,6 +173,10 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     for (let i = 0; i < c.length; i++) {
       const p = c.position[i]!;
       if (draftPosition !== null && p <= draftPosition) continue;
+      if (p <= last && c.kind[i] === eventKind.ignored) {
+        draftPosition = p;
+        continue;
+      }
       // A rollout's event goes through `apply`, where the rollout view hears it among the node changes.
       if (p > last || c.kind[i] === eventKind.other) {
         bulkOver = true;

@@ -30,7 +30,7 @@ export async function replayStore(
   read: for await (const c of readNodeColumns(store, { streamPrefix: 'node-' })) {
     for (let i = 0; i < c.length; i++) {
       if (c.position[i]! > until) break read;
-      if (c.kind[i] === eventKind.other) continue;
+      if (c.kind[i] === eventKind.other || c.kind[i] === eventKind.ignored) continue;
       const node = c.node[i]!;
       let d = drafts.get(node);
       if (d === undefined) drafts.set(node, (d = createNodeDraft(node)));

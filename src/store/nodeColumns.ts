@@ -1,5 +1,5 @@
 import type { Recorded } from '../core/events/index.ts';
-import { exactNumber, isNodeEvent, isoMs, nodeOfStream } from '../core/events/index.ts';
+import { exactNumber, isoMs, nodeOfStream } from '../core/events/index.ts';
 import { isDigest, isIntArray, isRolloutTag, isSentEarlier, isStringArray, isStringMap, isTransport } from '../core/events/decodeFast.ts';
 import type { AliveSeenData, DeclarationSentData, NodeHeardData, NodeSilentData, ReportReceivedData } from '../core/events/index.ts';
 import type { EventStore, NodeColumns, ReadAllOptions, ReadColumnsOptions } from './port.ts';
@@ -21,11 +21,13 @@ import type { EventStore, NodeColumns, ReadAllOptions, ReadColumnsOptions } from
 // the property test in test/readModel/columns.property.test.ts holds them equal).
 
 /**
- * An event's kind in a page: the node events; `other` for anything else (a rollout's). A liveness
- * transition's time is a sign of life to the node fold, as an alive's: NodeHeard's `at`,
- * NodeSilent's `lastSeenAt` go in `time`.
+ * An event's kind in a page: the node events; `ignored` for one no fold reads (an audit
+ * checkpoint, written every few thousand events, an observation span's start or stop: the bulk
+ * fold goes past it); `other` for anything
+ * else (a rollout's). A liveness transition's time is a sign of life to the node fold, as an
+ * alive's: NodeHeard's `at`, NodeSilent's `lastSeenAt` go in `time`.
  */
-export const eventKind = { other: 0, send: 1, report: 2, alive: 3, heard: 4, silent: 5 } as const;
+export const eventKind = { other: 0, send: 1, report: 2, alive: 3, ignored: 4, heard: 5, silent: 6 } as const;
 
 export function createNodeColumns(capacity: number): NodeColumns {
   return {
@@ -71,7 +73,7 @@ export function putEvent(
   c.kind[i] = kind;
   c.position[i] = exactNumber(position);
   c.revision[i] = exactNumber(revision);
-  if (kind === eventKind.other) {
+  if (kind === eventKind.other || kind === eventKind.ignored) {
     c.node[i] = '';
     c.streamNode[i] = nodeOfStream(stream);
     return;
@@ -188,14 +190,16 @@ export const kindOfType = (type: string): number =>
           ? eventKind.heard
           : type === 'NodeSilent'
             ? eventKind.silent
-            : eventKind.other;
+            : type === 'AuditCheckpointed' || type === 'ObservationStarted' || type === 'ObservationStopped'
+              ? eventKind.ignored
+              : eventKind.other;
 
 /** Put the decoded events `events` in `c`, from entry 0 (what a store without a columnar read hands out). */
 export function columnsOf(events: readonly Recorded[], c: NodeColumns = createNodeColumns(events.length)): NodeColumns {
   if (c.kind.length < events.length) c = createNodeColumns(events.length);
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
-    putEvent(c, i, isNodeEvent(e) ? kindOfType(e.type) : eventKind.other, e.position, e.revision, e.stream, e.id, e.data);
+    putEvent(c, i, kindOfType(e.type), e.position, e.revision, e.stream, e.id, e.data);
   }
   c.length = events.length;
   return c;

@@ -17,6 +17,7 @@ import { allScenarios, runScenario } from './scenarios.ts';
 import type { ScenarioResult } from './scenarios.ts';
 import { tampering } from './tamperingScenario.ts';
 import { tamperedStore } from './tamperedStoreScenario.ts';
+import { rewrittenLog } from './rewrittenLogScenario.ts';
 import { twoEngines } from './twoEnginesScenario.ts';
 import { frozenLeader } from './frozenLeaderScenario.ts';
 
@@ -37,6 +38,7 @@ const every = [
   modelBased,
   tampering,
   tamperedStore,
+  rewrittenLog,
   clusterFailover('stop'),
   clusterFailover('kill'),
   twoEngines,
@@ -240,6 +242,16 @@ ${table}
   hash the store would have written, two events swapped, the tail truncated, then one random byte of one event's data
   or one deleted event (fast-check). The audit verification (\`converge audit verify\`, docs/audit.md) must name the
   first position touched and the kind. Here **hostile appended** counts tamperings not found exactly so.
+- **rewritten log and witness** — \`test/faults/rewrittenLogScenario.ts\`: the engine's checkpointer
+  (\`src/engine/auditCheckpoints.ts\`, with a witness folder) signs four checkpoints while 8 nodes' history is written
+  in four rounds. Each copy is then rewritten as an insider holding the store (and for some cases the audit key)
+  would: every event appended again through a fresh store's appends, so rows, leaf hashes and head form a valid tree,
+  with a report's digest changed (signed again with another key, and with the stolen audit key), the tail cut after the
+  second checkpoint, the checkpoint events removed, or a checkpoint with a forged signature appended.
+  \`converge audit verify --audit-pub --witness\` (docs/audit.md#checkpoints-and-witnesses) must exit 1 (a checkpoint
+  by another key, a forged one) or 3 (the witness contradicts the log), naming the first witnessed size the rewrite
+  touched. Here **hostile appended** counts rewrites not found so. The last case, store, audit key and witness folder
+  all rewritten, is the documented limit: it must pass unnoticed.
 - **rollout under engine SIGKILL** — \`test/faults/rolloutSigkillScenario.ts\`: the engine as \`serve\` builds it
   (\`test/support/faults/rolloutEngineChild.ts\`: ingest, relay, projections and the rollout driver over SQLite) is
   SIGKILLed at seeded random moments (\`CONVERGE_FAULT_ROLLOUT_KILLS\`, at least 10) while a rollout of 16 simulated nodes

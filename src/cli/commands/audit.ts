@@ -1,3 +1,7 @@
+import type { KeyObject } from 'node:crypto';
+import { resolve } from 'node:path';
+import { checkLoggedCheckpoints, checkWitness } from '../../core/audit/checkpointCheck.ts';
+import type { LoggedCheck, LoggedCheckpoint, WitnessCheck, WitnessEntry } from '../../core/audit/checkpointCheck.ts';
 import { verifyLog } from '../../core/audit/verifyLog.ts';
 import type { VerifyResult } from '../../core/audit/verifyLog.ts';
 import { ConvergeError } from '../../core/errors.ts';
@@ -5,15 +9,28 @@ import type { Run } from '../command.ts';
 import { withStore } from '../command.ts';
 import type { CliIo } from '../io.ts';
 import { printJson } from '../output.ts';
+import { loggedCheckpoints, readAuditPub, witnessEntries } from './auditSources.ts';
 
-// `converge audit verify` (docs/audit.md#verifying-a-store): the log checked against itself. Exit
-// 0: every stored event matches the leaf hash the store wrote beside it and the tree over them is
-// the stored head; 1: the first place it does not, by kind; 2: a usage mistake, or the store could
-// not be read (nothing was checked, so nothing is claimed either way).
+// `converge audit verify` (docs/audit.md#verifying-a-store): the log checked against itself and
+// its checkpoints (docs/audit.md#checkpoints-and-witnesses). Exit 0: every stored event matches the
+// leaf hash the store wrote beside it, the tree over them is the stored head, and every checkpoint
+// in the log is the tree's at its size (and signed by the audit key, with --audit-pub); 1: the
+// first place it is not, by kind; 2: a usage mistake, or the store could not be read (nothing was
+// checked, so nothing is claimed either way); 3 (--witness): the log is consistent in itself, but
+// the witness holds a checkpoint its tree does not reproduce: the log was rewritten.
 
 const exitIntact = 0;
 const exitTampered = 1;
 const exitCannotCheck = 2;
+const exitWitnessContradicts = 3;
+
+type Checks = Readonly<{
+  logged: LoggedCheck | null;
+  loggedTotal: number;
+  signaturesChecked: boolean;
+  witness: WitnessCheck | null;
+  witnessTotal: number;
+}>;
 
 /** A line on stderr now and then: on a terminal, rewritten in place; with --progress elsewhere, a line each time. */
 function progressLine(io: CliIo, forced: boolean): { update: (n: number, total: bigint) => void; done: () => void } {
@@ -35,14 +52,23 @@ function progressLine(io: CliIo, forced: boolean): { update: (n: number, total: 
   };
 }
 
-function print(io: CliIo, json: boolean, storeKind: string, kept: boolean, r: VerifyResult): void {
+function print(io: CliIo, json: boolean, storeKind: string, kept: boolean, r: VerifyResult, checks: Checks): void {
+  const lf = checks.logged?.finding ?? null;
+  const wf = checks.witness?.finding ?? null;
   const out = {
     store: storeKind,
-    intact: r.finding === null,
+    intact: r.finding === null && lf === null && wf === null,
     events: r.events,
     head: { size: r.head.size.toString(), root: r.head.root, keptByStore: kept },
     root: r.root,
     finding: r.finding === null ? null : { kind: r.finding.kind, position: r.finding.position.toString(), message: r.finding.message },
+    checkpoints: {
+      inLog: checks.loggedTotal,
+      checked: checks.logged?.checked ?? 0,
+      signaturesChecked: checks.signaturesChecked,
+      finding: lf === null ? null : { ...lf, position: lf.position.toString() },
+    },
+    ...(checks.witness === null ? {} : { witness: { files: checks.witnessTotal, checked: checks.witness.checked, finding: wf } }),
   };
   if (json) return printJson(io, out);
   if (r.finding !== null) {
@@ -50,7 +76,21 @@ function print(io: CliIo, json: boolean, storeKind: string, kept: boolean, r: Ve
     io.stdout(`checked ${r.events.toLocaleString('en-US')} events before it; stored head: ${r.head.size} events, root ${r.head.root}\n`);
     return;
   }
+  if (lf !== null) io.stdout(`BAD CHECKPOINT at position ${lf.position} (${lf.kind}): ${lf.message}\n`);
+  if (wf !== null) {
+    const sig =
+      wf.signatureValid === null
+        ? 'its signature was not checked'
+        : wf.signatureValid
+          ? 'it is signed by the audit key'
+          : 'it is not signed by the audit key given';
+    io.stdout(`WITNESS CONTRADICTS the log at size ${wf.size} (${wf.kind}): ${wf.message}; ${sig}\n`);
+  }
+  if (lf !== null || wf !== null) return;
   io.stdout(`intact: ${r.events.toLocaleString('en-US')} events, root ${r.root}\n`);
+  const sigs = checks.signaturesChecked ? 'signatures valid' : 'signatures not checked (no --audit-pub)';
+  io.stdout(`checkpoints: ${checks.logged?.checked ?? 0} in the log match the tree, ${sigs}\n`);
+  if (checks.witness !== null) io.stdout(`witness: ${checks.witness.checked} checkpoints, every one reproduced by the log\n`);
   if (!kept) {
     io.stdout(
       `note: this ${storeKind} store keeps no tree of its own; the head above was computed from the log as it is now, so it shows no change made before. Keep it (or a signed checkpoint of it) elsewhere and compare later.\n`,
@@ -65,11 +105,15 @@ export const run: Run = async ({ io, positionals, values, config, json }) => {
       `audit: unknown subcommand ${JSON.stringify(positionals[0] ?? '')} (converge audit verify)`,
     );
   }
+  const pub = typeof values['audit-pub'] === 'string' ? readAuditPub(resolve(io.cwd, values['audit-pub'])) : null;
+  const witness = typeof values.witness === 'string' ? witnessEntries(resolve(io.cwd, values.witness)) : null;
   try {
     return await withStore(config, io, async (store) => {
       const first = await store.auditHead();
+      const logged = await loggedCheckpoints(store);
       const p = progressLine(io, values.progress === true);
       let total = first.size;
+      const rootsAt = new Set([...logged, ...(witness ?? [])].map((c) => c.signed.checkpoint.size));
       const result = await verifyLog(
         {
           head: async () => {
@@ -79,11 +123,13 @@ export const run: Run = async ({ io, positionals, values, config, json }) => {
           },
           read: (after, limit) => store.readStored({ after, limit }),
         },
-        { onProgress: (n) => p.update(n, total) },
+        { onProgress: (n) => p.update(n, total), rootsAt },
       );
       p.done();
-      print(io, json, store.kind, first.keptByStore, result);
-      return result.finding === null ? exitIntact : exitTampered;
+      const checks = checkpointChecks(result, logged, witness, pub);
+      print(io, json, store.kind, first.keptByStore, result, checks);
+      if (result.finding !== null || checks.logged?.finding) return exitTampered;
+      return checks.witness?.finding ? exitWitnessContradicts : exitIntact;
     });
   } catch (err) {
     if (!(err instanceof ConvergeError) || err.code === 'CONVERGE_ERR_USAGE') throw err;
@@ -91,3 +137,23 @@ export const run: Run = async ({ io, positionals, values, config, json }) => {
     return exitCannotCheck;
   }
 };
+
+/** The checkpoints against the tree, once the log itself verified (a tampered log is reported as that first). */
+function checkpointChecks(
+  r: VerifyResult,
+  logged: readonly LoggedCheckpoint[],
+  witness: readonly WitnessEntry[] | null,
+  pub: KeyObject | null,
+): Checks {
+  const tree = { size: r.events, roots: r.roots };
+  const intact = r.finding === null;
+  const loggedCheck = intact ? checkLoggedCheckpoints(logged, tree, pub) : null;
+  const witnessCheck = intact && witness !== null ? checkWitness(witness, tree, pub) : null;
+  return {
+    logged: loggedCheck,
+    loggedTotal: logged.length,
+    signaturesChecked: pub !== null,
+    witness: witnessCheck,
+    witnessTotal: witness?.length ?? 0,
+  };
+}

@@ -42,12 +42,23 @@ export const commands: readonly CommandSpec[] = [
   {
     name: 'serve',
     usage:
-      'converge serve [--store <url>] [--amqp <url>] [--port <n>] [--admin-listen <host:port>] [--signing-key <pem>] [--api-tokens <list>]',
+      'converge serve [--store <url>] [--amqp <url>] [--port <n>] [--admin-listen <host:port>] [--signing-key <pem>] [--api-tokens <list>] [--audit-key <pem>]',
     summary: 'the engine: ingest, relay, projections and the HTTP API',
     flags: {},
     args: [0, 0],
     // serve also bounds mesh.dead through the management API.
-    settings: [...engineSettings, 'sqliteSync', 'deadLetterMaxLength', 'deadLetterMaxBytes', 'managementUrl'],
+    settings: [
+      ...engineSettings,
+      'sqliteSync',
+      'deadLetterMaxLength',
+      'deadLetterMaxBytes',
+      'managementUrl',
+      'auditKeyPath',
+      'checkpointEveryEvents',
+      'checkpointEveryMs',
+      'witnessDir',
+      'witnessUrl',
+    ],
     defaultLogLevel: 'info',
     load: () => import('./serve.ts'),
   },
@@ -78,13 +89,18 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'keygen',
-    usage: 'converge keygen [--out <path>] [--json]',
+    usage: 'converge keygen [--out <path> | --audit <dir>] [--json]',
     summary: 'generate an Ed25519 signing key; prints its key id and public key (hex, as a node takes it, and PEM)',
     flags: {
       out: {
         type: 'string',
         value: '<path>',
         help: 'write the private key here (mode 0600, never over an existing file); without it the private key goes to stdout',
+      },
+      audit: {
+        type: 'string',
+        value: '<dir>',
+        help: 'an audit key pair instead, for signed checkpoints: <dir>/audit.key (serve --audit-key) and <dir>/audit.pub (audit verify --audit-pub)',
       },
     },
     args: [0, 0],
@@ -180,9 +196,22 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'audit',
-    usage: 'converge audit verify [--store <url>] [--progress] [--json]',
-    summary: 'check the event log against itself: every event against its stored leaf hash, the tree against the stored head',
-    flags: { progress: { type: 'boolean', help: 'a progress line on stderr even when it is not a terminal' } },
+    usage: 'converge audit verify [--store <url>] [--audit-pub <pem>] [--witness <dir>] [--progress] [--json]',
+    summary:
+      'check the event log against itself, its signed checkpoints and a witness: every event against its stored leaf hash, the tree against the stored head',
+    flags: {
+      progress: { type: 'boolean', help: 'a progress line on stderr even when it is not a terminal' },
+      'audit-pub': {
+        type: 'string',
+        value: '<pem>',
+        help: "the audit public key (keygen --audit's audit.pub): check every checkpoint's signature",
+      },
+      witness: {
+        type: 'string',
+        value: '<dir>',
+        help: "a witness folder (serve --witness-dir): every checkpoint in it must be reproduced by the log's tree (exit 3 if not)",
+      },
+    },
     args: [1, 1],
     settings: ['store'],
     defaultLogLevel: 'warn',

@@ -1,5 +1,8 @@
-import { writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { keyIdOf } from '../../core/audit/checkpoint.ts';
+import type { CliIo } from '../io.ts';
 import { generateSigningKey, publicKeyToPem, rawPublicKey, signingKeyToPem } from '../../core/declaration/signing.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
@@ -10,6 +13,7 @@ import { printJson } from '../output.ts';
 // public key is printed as PEM and as the raw 32 bytes in hex, the form a node verifies with
 // (docs/declarations.md#the-nodes-public-key).
 export const run: Run = async ({ io, values, json }) => {
+  if (typeof values.audit === 'string') return auditKeygen(io, resolve(io.cwd, values.audit), json);
   const key = generateSigningKey();
   const pem = signingKeyToPem(key);
   const publicPem = publicKeyToPem(key);
@@ -32,10 +36,28 @@ export const run: Run = async ({ io, values, json }) => {
   return 0;
 };
 
+/**
+ * `--audit <dir>`: the audit key pair (docs/audit.md#checkpoints-and-witnesses), a key of its own
+ * and never the declaration key: `audit.key` for `serve --audit-key`, `audit.pub` for
+ * `audit verify --audit-pub`, which an auditor may hold without the private key.
+ */
+function auditKeygen(io: CliIo, dir: string, json: boolean): number {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const keyPath = join(dir, 'audit.key');
+  const pubPath = join(dir, 'audit.pub');
+  write(keyPath, privateKey.export({ format: 'pem', type: 'pkcs8' }).toString());
+  write(pubPath, publicKey.export({ format: 'pem', type: 'spki' }).toString(), 0o644);
+  const keyId = keyIdOf(publicKey);
+  if (json) printJson(io, { keyId, privateKeyPath: keyPath, publicKeyPath: pubPath });
+  else io.stdout(`wrote ${keyPath} (serve --audit-key) and ${pubPath} (audit verify --audit-pub)\naudit key id ${keyId}\n`);
+  return 0;
+}
+
 /** 0600 and never over an existing file: a private key must not be readable by others or lost by accident. */
-function write(path: string, pem: string): void {
+function write(path: string, pem: string, mode = 0o600): void {
   try {
-    writeFileSync(path, pem, { mode: 0o600, flag: 'wx' });
+    writeFileSync(path, pem, { mode, flag: 'wx' });
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     throw new ConvergeError(

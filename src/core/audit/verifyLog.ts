@@ -36,6 +36,8 @@ export type VerifyResult = Readonly<{
   /** The root recomputed over the rows walked, at the head's size when the walk got there. */
   root: string;
   finding: Finding | null;
+  /** The tree's root at each size of `rootsAt` the walk reached (checkpoints are checked against them). */
+  roots: ReadonlyMap<number, string>;
 }>;
 
 export type VerifySource = Readonly<{
@@ -49,6 +51,8 @@ export type VerifyOptions = Readonly<{
   onProgress?: (events: number) => void;
   /** How far either side of a changed row to look for the position its leaf hash was made at. */
   moveWindow?: number;
+  /** Sizes to keep the tree's root at: those of the checkpoints to check (docs/audit.md#checkpoints-and-witnesses). */
+  rootsAt?: ReadonlySet<number>;
 }>;
 
 /** The position near `record` whose leaf of these bytes is the stored hash, if one is. */
@@ -102,6 +106,9 @@ export async function verifyLog(source: VerifySource, options: VerifyOptions = {
   const window = options.moveWindow ?? 256;
   let head = await source.head();
   const tree = createTreeBuilder();
+  const rootsAt = options.rootsAt ?? new Set<number>();
+  const roots = new Map<number, string>();
+  if (rootsAt.has(0)) roots.set(0, tree.root().toString('hex'));
   let previous = 0n;
   let after: bigint | null = null;
   let rootAtHead: string | null = head.size === 0n ? tree.root().toString('hex') : null;
@@ -110,6 +117,7 @@ export async function verifyLog(source: VerifySource, options: VerifyOptions = {
     head,
     root: rootAtHead ?? tree.root().toString('hex'),
     finding,
+    roots,
   });
   const headProblem = (): Finding | null =>
     rootAtHead !== null && rootAtHead !== head.root
@@ -142,6 +150,7 @@ export async function verifyLog(source: VerifySource, options: VerifyOptions = {
       const finding = checkRow(r, leaf, previous, head, window);
       if (finding !== null) return result(finding);
       tree.appendLeafHash(leaf);
+      if (rootsAt.has(tree.size)) roots.set(tree.size, tree.root().toString('hex'));
       previous = r.position;
       if (BigInt(tree.size) === head.size) rootAtHead = tree.root().toString('hex');
     }

@@ -4,6 +4,8 @@ import { rolloutEventDataSchemas, rolloutEventTypes, rolloutIdPattern } from './
 import type { RolloutEvent } from './rollouts.ts';
 import { livenessEventDataSchemas, observationEventTypes } from './liveness.ts';
 import type { NodeHeard, NodeSilent, ObservationEvent } from './liveness.ts';
+import { auditEventDataSchemas, auditEventTypes } from './audit.ts';
+import type { AuditEvent } from './audit.ts';
 
 // docs/design.md §2. Event type names and field names are part of the audit record: change them only
 // with an upcaster (see upcasters.ts). Data is plain JSON; times are ISO 8601 strings.
@@ -77,8 +79,8 @@ export type AliveSeen = Event<'AliveSeen', AliveSeenData>;
 /** The events of a node's stream (docs/design.md §2), the ones the node fold reads. */
 export type NodeEvent = DeclarationSent | ReportReceived | AliveSeen | NodeHeard | NodeSilent;
 export type NodeEventType = NodeEvent['type'];
-/** Everything a store holds: node streams and rollout streams. */
-export type ConvergeEvent = NodeEvent | RolloutEvent | ObservationEvent;
+/** Everything a store holds: node streams, rollout streams, observation spans and audit checkpoints. */
+export type ConvergeEvent = NodeEvent | RolloutEvent | ObservationEvent | AuditEvent;
 export type ConvergeEventType = ConvergeEvent['type'];
 
 export const nodeEventTypes = [
@@ -92,6 +94,7 @@ export const eventTypes = [
   ...nodeEventTypes,
   ...rolloutEventTypes,
   ...observationEventTypes,
+  ...auditEventTypes,
 ] as const satisfies readonly ConvergeEventType[];
 
 export const eventDataSchemas = {
@@ -100,6 +103,7 @@ export const eventDataSchemas = {
   AliveSeen: aliveSeenData,
   ...livenessEventDataSchemas,
   ...rolloutEventDataSchemas,
+  ...auditEventDataSchemas,
 } as const;
 
 const nodeTypes: ReadonlySet<string> = new Set(nodeEventTypes);

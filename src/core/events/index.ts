@@ -1,6 +1,7 @@
 export * from './events.ts';
 export * from './rollouts.ts';
 export * from './liveness.ts';
+export * from './audit.ts';
 export {
   declarationSentId,
   reportReceivedId,

@@ -49,6 +49,8 @@ export const upcasters: Readonly<Record<ConvergeEventType, Upcasters>> = {
   NodeSilent: {},
   ObservationStarted: {},
   ObservationStopped: {},
+  // Audit checkpoints too (docs/audit.md#checkpoints-and-witnesses).
+  AuditCheckpointed: {},
   ...bornAtV2,
 };
 

@@ -1,5 +1,4 @@
-import type { Recorded } from '../../core/events/index.ts';
-import { decodeEventData, exactNumber, isNodeEvent } from '../../core/events/index.ts';
+import { decodeEventData, exactNumber } from '../../core/events/index.ts';
 import { metadataJson } from '../appendRules.ts';
 import { createNodeColumns, eventKind, kindOfType, putEvent, putFastData, streamNodeOf } from '../nodeColumns.ts';
 import type { NodeColumns, ReadColumnsOptions } from '../port.ts';
@@ -71,7 +70,7 @@ export function createSqliteColumnsReader(deps: SqliteColumnsDeps): (opts?: Read
   function putSlowRow(c: NodeColumns, i: number, position: number): void {
     const [type, text, metadata, id, stream, revision] = q.row.get(position) as [string, string, string, string, string, number];
     const data = decodeEventData(type, JSON.parse(text), decoder.metadataOf(metadata));
-    putEvent(c, i, isNodeEvent({ type, data } as Recorded) ? kindOfType(type) : eventKind.other, position, revision, stream, id, data);
+    putEvent(c, i, kindOfType(type), position, revision, stream, id, data);
   }
 
   return async function* readColumns(opts: ReadColumnsOptions = {}): AsyncIterable<NodeColumns> {
