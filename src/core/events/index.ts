@@ -1,6 +1,7 @@
 export * from './events.ts';
 export * from './rollouts.ts';
 export * from './liveness.ts';
+export * from './retirement.ts';
 export {
   declarationSentId,
   reportReceivedId,
@@ -19,3 +20,4 @@ export { makeDeclarationSent, makeReportReceived, makeAliveSeen, makeNodeHeard, 
 export type { DeclarationToSend, TransportFacts, WithId } from './make.ts';
 export { makeRolloutEvent } from './makeRollout.ts';
 export type { RolloutEventKey } from './makeRollout.ts';
+export { eventTimeField } from './timeField.ts';
