@@ -1,7 +1,7 @@
 import type { Recorded } from '../core/events/index.ts';
 import { exactNumber, isNodeEvent, isoMs, nodeOfStream } from '../core/events/index.ts';
 import { isDigest, isIntArray, isRolloutTag, isSentEarlier, isStringArray, isStringMap, isTransport } from '../core/events/decodeFast.ts';
-import type { AliveSeenData, DeclarationSentData, ReportReceivedData } from '../core/events/index.ts';
+import type { AliveSeenData, DeclarationSentData, NodeRetiredData, ReportReceivedData } from '../core/events/index.ts';
 import type { EventStore, NodeColumns, ReadAllOptions, ReadColumnsOptions } from './port.ts';
 
 // The read the bulk folds take: a replay from zero (`replay --verify`) and a cold
@@ -20,8 +20,8 @@ import type { EventStore, NodeColumns, ReadAllOptions, ReadColumnsOptions } from
 // (sqlite/sqliteColumnsFast.ts: fewer columns, integers as numbers, the metadata compared in SQL;
 // the property test in test/readModel/columns.property.test.ts holds them equal).
 
-/** An event's kind in a page: the three node events; `other` for anything else (a rollout's). */
-export const eventKind = { other: 0, send: 1, report: 2, alive: 3 } as const;
+/** An event's kind in a page: the node events the bulk folds read; `other` for anything else (a rollout's). */
+export const eventKind = { other: 0, send: 1, report: 2, alive: 3, retire: 4 } as const;
 
 export function createNodeColumns(capacity: number): NodeColumns {
   return {
@@ -94,7 +94,8 @@ export function putEvent(
     // A report's serial column: the serial of the earlier send ingest found (0: none, or not looked up).
     c.serial[i] = x.sentEarlier?.serial ?? 0;
     text = x.receivedAt;
-  } else text = (data as AliveSeenData).seenAt;
+  } else if (kind === eventKind.retire) text = (data as NodeRetiredData).at;
+  else text = (data as AliveSeenData).seenAt;
   const ms = isoMs(text);
   c.time[i] = ms;
   c.timeText[i] = ms === ms ? null : text;
@@ -130,6 +131,8 @@ export function putFastData(c: NodeColumns, i: number, kind: number, x: unknown,
   if (typeof node !== 'string' || node.length === 0) return false;
   if (kind === eventKind.alive) {
     if (!putTime(c, i, x.seenAt)) return false;
+  } else if (kind === eventKind.retire) {
+    if (typeof x.reason !== 'string' || !putTime(c, i, x.at)) return false;
   } else if (kind === eventKind.report) {
     const declared = x.declared;
     if (!(declared === null || isDigest(declared)) || !isStringArray(x.applied) || !isStringMap(x.failed)) return false;
@@ -171,7 +174,9 @@ export const kindOfType = (type: string): number =>
       ? eventKind.report
       : type === 'DeclarationSent'
         ? eventKind.send
-        : eventKind.other;
+        : type === 'NodeRetired'
+          ? eventKind.retire
+          : eventKind.other;
 
 /** Put the decoded events `events` in `c`, from entry 0 (what a store without a columnar read hands out). */
 export function columnsOf(events: readonly Recorded[], c: NodeColumns = createNodeColumns(events.length)): NodeColumns {

@@ -76,6 +76,9 @@ const report: fc.Arbitrary<Row> = fc
 const alive: fc.Arbitrary<Row> = fc
   .tuple(node, time)
   .map(([n, seenAt]) => ({ type: 'AliveSeen', node: n, id: '', data: { node: n, seenAt } }));
+const retired: fc.Arbitrary<Row> = fc
+  .tuple(node, time)
+  .map(([n, at]) => ({ type: 'NodeRetired', node: n, id: '', data: { node: n, at, reason: 'gone' } }));
 const resumed: fc.Arbitrary<Row> = time.map((at) => ({
   type: 'RolloutResumed',
   node: '',
@@ -88,6 +91,7 @@ const valid = (withRollouts: boolean): fc.Arbitrary<Row> =>
     { arbitrary: send, weight: 3 },
     { arbitrary: report, weight: 4 },
     { arbitrary: alive, weight: 3 },
+    { arbitrary: retired, weight: 1 },
     { arbitrary: resumed, weight: withRollouts ? 1 : 0 },
   );
 
