@@ -60,6 +60,9 @@ describe('retiring a node', () => {
     const then = await get(`/v1/nodes/old/state?at=${encodeURIComponent(beforeRetirement)}`);
     assert.equal(then.state.retiredAt, null);
     assert.equal(then.folded, 1);
+    const timeline = await h.app.inject({ url: '/v1/nodes/old/timeline', headers: read });
+    assert.equal(timeline.statusCode, 200, timeline.body);
+    assert.match(timeline.body, /"NodeRetired"/);
 
     // The gauges count the fleet too.
     const metrics = (await h.app.inject({ url: '/metrics', headers: read })).body;

@@ -30,7 +30,7 @@ const timeOf = (c: Column<string | null | true>, i: number): number => {
 
 /**
  * What the read model's counters read of a node (fleetTally.ts: status, caughtUp, the send's
- * spec, convergence, anomalies), filled in place for node i without building its state. Only
+ * spec, convergence, anomalies, retiredAt), filled in place for node i without building its state. Only
  * those fields are right: it is handed to FleetTally.add and to nothing else.
  */
 export type CountedState = NodeState;
