@@ -10,4 +10,6 @@
 // 2: SentSummary carries the spec digest (docs/design.md §2).
 // 3: a bounded send history (earlierSends, the last 8 sends) replaces the Map of every digest
 //    sent; a report naming an older digest is unknown (docs/design.md "Bounded send history").
-export const foldVersion = 3;
+// 4: a node state carries retiredAt (NodeRetired; a later send clears it), and the fleet's counts
+//    leave retired nodes out (docs/design.md §3 "Retired nodes").
+export const foldVersion = 4;

@@ -11,7 +11,16 @@ export {
   reportClasses,
 } from './node/nodeState.ts';
 export type { NodeState, NodeStatus, ReportClass, SentSummary, ReportedSummary, Anomalies, EarlierSend } from './node/nodeState.ts';
-export { createNodeDraft, draftOf, draftAlive, draftReport, draftSend, foldIntoDraft, publishDraft } from './node/nodeStateFast.ts';
+export {
+  createNodeDraft,
+  draftOf,
+  draftAlive,
+  draftReport,
+  draftRetire,
+  draftSend,
+  foldIntoDraft,
+  publishDraft,
+} from './node/nodeStateFast.ts';
 export type { NodeDraft } from './node/nodeStateFast.ts';
 export { livenessAt, defaultGraceMs, newerLastSeen, livenessStates } from './node/liveness.ts';
 export { isObserved, observedSpans, recordedLivenessAt } from './node/recordedLiveness.ts';

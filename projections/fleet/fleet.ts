@@ -32,6 +32,7 @@ export function summarizeFleet(
   const tally = createFleetTally();
   const byLiveness: Record<LivenessState, number> = { connected: 0, disconnected: 0, 'never-seen': 0, 'not-observed': 0 };
   for (const s of states) {
+    if (s.retiredAt !== null) continue; // out of the fleet (docs/design.md §3 "Retired nodes")
     tally.add(s);
     byLiveness[livenessAt(s.lastSeenAt, now, graceMs).state]++;
   }

@@ -146,7 +146,9 @@ export function createFleetTally(): FleetTally {
     anomalies.unknown += by * s.anomalies.unknown;
     anomalies.undeclared += by * s.anomalies.undeclared;
   };
+  // A retired node is out of the fleet's counts (docs/design.md §3 "Retired nodes").
   const change = (s: NodeState, by: 1 | -1): void => {
+    if (s.retiredAt !== null) return;
     nodes += by;
     cohortOf(s, by);
     latenciesOf(s, by);
@@ -157,6 +159,11 @@ export function createFleetTally(): FleetTally {
     add: (s) => change(s, 1),
     remove: (s) => change(s, -1),
     replace(previous, next) {
+      if (previous.retiredAt !== null || next.retiredAt !== null) {
+        change(previous, -1);
+        change(next, 1);
+        return;
+      }
       if (previous.status !== next.status || previous.sent !== next.sent || previous.caughtUp !== next.caughtUp) {
         cohortOf(previous, -1);
         cohortOf(next, 1);

@@ -32,6 +32,8 @@ export function eventTime(e: Recorded): string {
       return e.data.at;
     case 'NodeSilent':
       return e.data.observedAt;
+    case 'NodeRetired':
+      return e.data.at;
     case 'ObservationStarted':
     case 'ObservationStopped':
     case 'AuditCheckpointed':

@@ -55,6 +55,11 @@ export type NodeState = Readonly<{
   carried: readonly number[];
   /** Latest sign of life: an AliveSeen or a report, whichever is newer. */
   lastSeenAt: string | null;
+  /**
+   * When the node was retired (NodeRetired's `at`), or null: a retired node is out of the fleet's
+   * views and counts until a later send brings it back (docs/design.md §3 "Retired nodes").
+   */
+  retiredAt: string | null;
   anomalies: Anomalies;
   convergence: Readonly<{
     /** Latency of the latest acknowledged declaration, send → first matching report. */
@@ -115,6 +120,7 @@ export const initialNodeState = (node: string): NodeState => ({
   missing: none,
   carried: none,
   lastSeenAt: null,
+  retiredAt: null,
   anomalies: noAnomalies,
   convergence: noConvergence,
   earlierSends: none,
@@ -213,6 +219,8 @@ function onDeclarationSent(s: NodeState, d: DeclarationSentData): Changes {
     earlierSends:
       s.sent === null ? s.earlierSends : appendBounded(s.earlierSends, [s.sent.digest, s.sent.serial] as const, sendHistoryLimit - 1),
     ...statusOf(sent, s.reported),
+    // A send is the operator speaking to the node again: it is back in the fleet.
+    ...(s.retiredAt === null ? {} : { retiredAt: null }),
     convergence:
       superseded === 0
         ? c
@@ -282,6 +290,7 @@ function onReportReceived(s: NodeState, d: ReportReceivedData, id: string, posit
     missing: status.missing,
     carried: reported.carried,
     lastSeenAt: later(s.lastSeenAt, d.receivedAt),
+    retiredAt: s.retiredAt,
     anomalies: cls === 'matching' ? s.anomalies : counted(s.anomalies, cls),
     convergence,
     earlierSends: s.earlierSends,
@@ -328,6 +337,10 @@ export function foldNode(state: NodeState, event: Recorded): NodeState {
     case 'NodeSilent':
       changes = onSeen(state, event.data.lastSeenAt);
       break;
+    // Retired again while retired keeps the first time: the node left the fleet then.
+    case 'NodeRetired':
+      changes = state.retiredAt === null ? { retiredAt: event.data.at } : null;
+      break;
     default:
       // A rollout's event lives in its own stream and says nothing about a node.
       return state;
@@ -352,6 +365,7 @@ const withChanges = (s: NodeState, c: Changes, position: bigint, revision: bigin
   missing: c.missing ?? s.missing,
   carried: c.carried ?? s.carried,
   lastSeenAt: c.lastSeenAt === undefined ? s.lastSeenAt : c.lastSeenAt,
+  retiredAt: c.retiredAt === undefined ? s.retiredAt : c.retiredAt,
   anomalies: c.anomalies ?? s.anomalies,
   convergence: c.convergence ?? s.convergence,
   earlierSends: c.earlierSends ?? s.earlierSends,

@@ -60,6 +60,8 @@ export type NodeDraft = {
   reportClass: ReportClass;
   seenMs: number;
   seenText: string | null;
+  /** NodeState.retiredAt, as its text: rare, so kept as the event wrote it. */
+  retiredAt: string | null;
   stale: number;
   unknown: number;
   undeclared: number;
@@ -106,6 +108,7 @@ export function createNodeDraft(node: string): NodeDraft {
     reportClass: 'undeclared',
     seenMs: NaN,
     seenText: null,
+    retiredAt: null,
     stale: 0,
     unknown: 0,
     undeclared: 0,
@@ -162,6 +165,7 @@ export function draftOf(state: NodeState): NodeDraft {
     reportClass: r?.class ?? 'undeclared',
     seenMs,
     seenText: textUnlessMs(state.lastSeenAt, seenMs),
+    retiredAt: state.retiredAt,
     stale: state.anomalies.stale,
     unknown: state.anomalies.unknown,
     undeclared: state.anomalies.undeclared,
@@ -238,6 +242,7 @@ export function draftSend(
   d.ackMs = NaN;
   d.ackText = null;
   d.sentSummary = null;
+  d.retiredAt = null;
   moved(d, position, revision);
 }
 
@@ -327,6 +332,13 @@ export function draftAlive(d: NodeDraft, position: number, revision: number, see
   moved(d, position, revision);
 }
 
+/** A NodeRetired into the draft: the first retirement's time stays while it is retired (foldNode). */
+export function draftRetire(d: NodeDraft, position: number, revision: number, at: string): void {
+  if (d.retiredAt === null) d.retiredAt = at;
+  else if (position <= d.position && revision <= d.revision) return;
+  moved(d, position, revision);
+}
+
 /** Fold one event into the draft, in place: foldNode's rules (nodeState.ts), field by field. */
 export function foldIntoDraft(d: NodeDraft, event: Recorded): void {
   switch (event.type) {
@@ -372,6 +384,8 @@ export function foldIntoDraft(d: NodeDraft, event: Recorded): void {
       return draftSeen(d, event, event.data.at);
     case 'NodeSilent':
       return draftSeen(d, event, event.data.lastSeenAt);
+    case 'NodeRetired':
+      return draftRetire(d, exactNumber(event.position), exactNumber(event.revision), event.data.at);
     default:
       // A rollout's event says nothing about a node, and moves nothing (foldNode).
       return;
@@ -461,6 +475,7 @@ export function publishDraft(d: NodeDraft): NodeState {
     missing,
     carried: reported === null ? none : reported.carried,
     lastSeenAt: timeText(d.seenMs, d.seenText),
+    retiredAt: d.retiredAt,
     anomalies,
     convergence,
     earlierSends,

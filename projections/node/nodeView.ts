@@ -21,6 +21,8 @@ export type NodeView = Readonly<{
   anomalies: Anomalies;
   convergence: Readonly<{ lastLatencyMs: number | null; acknowledged: number; superseded: number }>;
   reports: number;
+  /** docs/design.md §3 "Retired nodes": null while the node is in the fleet. */
+  retiredAt: string | null;
   position: string;
 }>;
 
@@ -44,6 +46,7 @@ export function nodeView(s: NodeState, now: Date | number, graceMs?: number, liv
       superseded: s.convergence.superseded,
     },
     reports: s.reports,
+    retiredAt: s.retiredAt,
     // Before its first event a node's fold sits at -1n; outside, "nothing folded yet" is position 0
     // (no store gives an event position 0 to a node stream), so the field stays a decimal string.
     position: s.position < 0n ? '0' : s.position.toString(),

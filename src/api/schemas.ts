@@ -110,9 +110,19 @@ export const nodeView = named(
     anomalies,
     convergence: z.object({ lastLatencyMs: z.number().nullable(), acknowledged: z.number().int(), superseded: z.number().int() }),
     reports: z.number().int(),
+    retiredAt: iso
+      .nullable()
+      .describe('when the node was retired (out of the fleet views until a send brings it back); null: in the fleet'),
     position,
   }),
   "One node's state: caughtUp means the latest report names the latest sent digest (docs/design.md §3)",
+);
+
+export const retireBody = z.object({ reason: z.string().max(1024).optional().describe('why, for the record') }).strict();
+export const nodeRetired = named(
+  'NodeRetired',
+  z.object({ node: z.string(), retiredAt: iso, position }),
+  'The node is retired: out of the fleet views and counts, its history kept (docs/design.md §3)',
 );
 
 export const nodesQuery = z.object({

@@ -38,7 +38,7 @@ export type RolloutCommandDeps = Readonly<{ store: EventStore; now: () => Date }
 export type StartRolloutDeps = RolloutCommandDeps &
   Readonly<{
     /** The fleet as the read model has it, for the selections taken from node states (all, spec, prefix). */
-    nodeStates: () => Iterable<Pick<NodeState, 'node' | 'sent'>>;
+    nodeStates: () => Iterable<Pick<NodeState, 'node' | 'sent'> & Partial<Pick<NodeState, 'retiredAt'>>>;
     /** What an operator allows (serve --max-rollout-targets, --max-open-rollouts); absent: no limit. */
     limits?: Readonly<{ maxTargets: number; maxOpen: number }>;
     /** Rollouts not halted, completed or aborted, for --max-open-rollouts. */
@@ -154,7 +154,11 @@ export async function startRollout(deps: StartRolloutDeps, input: StartRolloutIn
   const open = deps.openRollouts?.() ?? 0;
   if (deps.limits !== undefined && open >= deps.limits.maxOpen)
     throw limitError('max-open-rollouts', `${open} rollouts are open (not halted, completed or aborted)`, deps.limits.maxOpen, open);
-  const targets = selectTargets(input.selection, deps.nodeStates());
+  // A retired node is no target of --all, --spec or --prefix; named with --nodes, its send brings it back.
+  const targets = selectTargets(
+    input.selection,
+    [...deps.nodeStates()].filter((s) => (s.retiredAt ?? null) === null),
+  );
   if (deps.limits !== undefined && targets.length > deps.limits.maxTargets)
     throw limitError('max-rollout-targets', `the selection has ${targets.length} targets`, deps.limits.maxTargets, targets.length);
   if (targets.length === 0) throw planError(`no node to roll out to: ${describeSelection(input.selection)} selected none`);

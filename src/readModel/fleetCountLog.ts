@@ -18,6 +18,8 @@ export type FleetAsOf = FleetSummary &
 /** A status's code in a row: its index in nodeStatuses, with caughtUpBit beside it. */
 const statusCode = new Map(nodeStatuses.map((s, i) => [s, i]));
 const caughtUpBit = 8;
+/** The node was retired as of this row: out of the fleet (docs/design.md §3 "Retired nodes"). */
+const retiredBit = 16;
 const sampleEveryMs = 1_000;
 const countsPerRow = 5; // stale, unknown, undeclared, acknowledged, superseded
 
@@ -38,6 +40,8 @@ type RowState = {
   caughtUp: boolean;
   sent: { specDigest: string } | null;
   sentOf: { specDigest: string };
+  /** Always null: a retired row is left out before the tally sees it. */
+  retiredAt: null;
   convergence: { recentLatenciesMs: number[]; acknowledged: number; superseded: number };
   anomalies: { stale: number; unknown: number; undeclared: number };
 };
@@ -46,6 +50,7 @@ const createRowState = (): RowState => ({
   caughtUp: false,
   sent: null,
   sentOf: { specDigest: '' },
+  retiredAt: null,
   convergence: { recentLatenciesMs: [], acknowledged: 0, superseded: 0 },
   anomalies: { stale: 0, unknown: 0, undeclared: 0 },
 });
@@ -156,7 +161,7 @@ export class FleetCountLog {
         this.sight(n, seen, e.position);
       }
     }
-    const status = statusCode.get(s.status)! | (s.caughtUp ? caughtUpBit : 0);
+    const status = statusCode.get(s.status)! | (s.caughtUp ? caughtUpBit : 0) | (s.retiredAt !== null ? retiredBit : 0);
     const spec = s.sent === null ? -1 : this.specIdx(s.sent.specDigest);
     const head = this.rowHead[n]!;
     if (this.changed(head, s, status, spec)) this.addRow(n, e.position, s, status, spec, t);
@@ -197,6 +202,7 @@ export class FleetCountLog {
     for (let n = 0; n < this.nodeIds.length; n++) {
       const r = byPosition ? this.rowAtPosition(n, p) : this.rowAtTime(n, T);
       if (r < 0) continue; // every node's first event leaves a row: no row, no node yet
+      if ((this.rowStatus[r]! & retiredBit) !== 0) continue; // retired as of then: not in the fleet
       byLiveness[observed ? this.livenessOf(n, byPosition, p, T, moment) : 'not-observed']++;
       tally.add(this.stateOfRow(r, row));
     }

@@ -1,4 +1,5 @@
-import { draftAlive, draftReport, draftSend } from '../../projections/index.ts';
+import { draftAlive, draftReport, draftRetire, draftSend } from '../../projections/index.ts';
+import { isoText } from '../core/events/index.ts';
 import type { NodeDraft } from '../../projections/index.ts';
 import { eventKind } from '../store/index.ts';
 import type { NodeColumns } from '../store/index.ts';
@@ -57,6 +58,10 @@ export function foldEntry(d: NodeDraft, c: NodeColumns, i: number): void {
       );
       return;
     }
+    case eventKind.retire:
+      // isoMs read the text only when isoText writes it back (isoTimeFast.ts): the event's text.
+      draftRetire(d, c.position[i]!, c.revision[i]!, c.timeText[i] ?? isoText(c.time[i]!));
+      return;
     default:
       return;
   }

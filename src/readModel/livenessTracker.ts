@@ -27,13 +27,17 @@ export type LivenessCounts = Readonly<{
 
 export type LivenessTracker = Readonly<{
   /** A node's state changed (or appeared): its status and folded last-seen time (the text, or as Date.parse gives it: NaN for never). */
-  update: (slot: number, node: string, status: NodeStatus, lastSeenAt: string | number | null, now: number) => void;
+  update: (slot: number, node: string, status: NodeStatus, lastSeenAt: string | number | null, now: number, retired?: boolean) => void;
   /** Counts as of `now` (expirations up to `now` processed first). */
   counts: (now: number) => LivenessCounts;
   /** The node's liveness as of the last `counts` or `update` (call `counts(now)` first for `now`). */
   livenessOf: (slot: number) => LivenessState;
   /** The node's status as last updated. */
   statusOf: (slot: number) => NodeStatus;
+  /** The node is retired: it is in no count (docs/design.md §3 "Retired nodes"). */
+  retired: (slot: number) => boolean;
+  /** How many nodes are retired. */
+  retiredCount: () => number;
   clear: () => void;
 }>;
 
@@ -62,6 +66,9 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
   let live = new Uint8Array(capacity);
   let seen = new Float64Array(capacity);
   let queued = new Uint8Array(capacity);
+  /** 1: retired, in no count; its status and liveness are still kept, for when a send brings it back. */
+  let out = new Uint8Array(capacity);
+  let retiredCount = 0;
   const names: string[] = [];
   const counts = new Int32Array(nodeStatuses.length * kinds);
   // Binary min-heap of (expiry, slot), one entry at most per slot.
@@ -82,6 +89,7 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
     live = g(live, (n) => new Uint8Array(n));
     seen = g(seen, (n) => new Float64Array(n));
     queued = g(queued, (n) => new Uint8Array(n));
+    out = g(out, (n) => new Uint8Array(n));
     heapAt = g(heapAt, (n) => new Float64Array(n));
     heapSlot = g(heapSlot, (n) => new Int32Array(n));
   };
@@ -128,6 +136,10 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
   };
 
   const setLive = (slot: number, next: number): void => {
+    if (out[slot] === 1) {
+      live[slot] = next;
+      return;
+    }
     const base = status[slot]! * kinds;
     counts[base + live[slot]!]!--;
     live[slot] = next;
@@ -163,20 +175,28 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
   };
 
   return {
-    update(slot, node, st, lastSeenAt, now) {
+    update(slot, node, st, lastSeenAt, now, retired = false) {
       if (slot >= names.length) {
         grow(slot);
         names[slot] = node;
         status[slot] = statusCode[st];
         live[slot] = NEVER;
         seen[slot] = NaN;
+        out[slot] = 0;
         counts[statusCode[st] * kinds + NEVER]!++;
       }
       const code = statusCode[st];
+      const cell = (): number => status[slot]! * kinds + live[slot]!;
+      if (retired !== (out[slot] === 1)) {
+        // Leaves every count, or comes back into its cell.
+        counts[cell()]! += retired ? -1 : 1;
+        out[slot] = retired ? 1 : 0;
+        retiredCount += retired ? 1 : -1;
+      }
       if (status[slot] !== code) {
-        counts[status[slot]! * kinds + live[slot]!]!--;
+        if (out[slot] === 0) counts[cell()]!--;
         status[slot] = code;
-        counts[code * kinds + live[slot]!]!++;
+        if (out[slot] === 0) counts[cell()]!++;
       }
       seen[slot] = msOf(lastSeenAt);
       if (now > lastNow) lastNow = now;
@@ -195,8 +215,11 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
     },
     livenessOf: (slot) => livenessNames[live[slot]!]!,
     statusOf: (slot) => nodeStatuses[status[slot]!]!,
+    retired: (slot) => out[slot] === 1,
+    retiredCount: () => retiredCount,
     clear() {
       names.length = 0;
+      retiredCount = 0;
       counts.fill(0);
       heapSize = 0;
       queued.fill(0);

@@ -32,9 +32,17 @@ export function sortedSlots(order: Int32Array, ids: readonly string[]): Int32Arr
 export function pageOf(query: NodePageQuery, now: number, { ids, slots, tracker, stateAt }: PageSource): NodePage {
   if (query.liveness !== undefined) tracker.counts(now);
   const { status, liveness, spec, digest, prefix, after } = query;
-  const filtered = status !== undefined || liveness !== undefined || spec !== undefined || digest !== undefined || prefix !== undefined;
+  // Retired nodes are left out of the listing (docs/design.md §3 "Retired nodes"): a filter of its own.
+  const filtered =
+    status !== undefined ||
+    liveness !== undefined ||
+    spec !== undefined ||
+    digest !== undefined ||
+    prefix !== undefined ||
+    tracker.retiredCount() > 0;
   // Id, status and liveness from the slot columns; the state itself only for a spec or digest.
   const matches = (slot: number): boolean => {
+    if (tracker.retired(slot)) return false;
     if (prefix !== undefined && !ids[slot]!.startsWith(prefix)) return false;
     if (status !== undefined && tracker.statusOf(slot) !== status) return false;
     if (liveness !== undefined && tracker.livenessOf(slot) !== liveness) return false;

@@ -112,13 +112,19 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       previous.sent !== state.sent ||
       previous.caughtUp !== state.caughtUp ||
       previous.convergence !== state.convergence ||
-      previous.anomalies !== state.anomalies
+      previous.anomalies !== state.anomalies ||
+      previous.retiredAt !== state.retiredAt
     ) {
       if (previous === undefined) tally.add(state);
       else tally.replace(previous, state);
     }
-    if (previous === undefined || previous.status !== state.status || previous.lastSeenAt !== state.lastSeenAt) {
-      tracker.update(slot, state.node, state.status, state.lastSeenAt, clock());
+    if (
+      previous === undefined ||
+      previous.status !== state.status ||
+      previous.lastSeenAt !== state.lastSeenAt ||
+      previous.retiredAt !== state.retiredAt
+    ) {
+      tracker.update(slot, state.node, state.status, state.lastSeenAt, clock(), state.retiredAt !== null);
     }
   }
 
@@ -335,8 +341,9 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
         }
         const now = clock();
         for (let slot = 0; slot < next.length; slot++) {
-          tally.add(next.counted(slot));
-          tracker.update(slot, ids[slot]!, next.status(slot), next.lastSeenMs(slot), now);
+          const counted = next.counted(slot);
+          tally.add(counted);
+          tracker.update(slot, ids[slot]!, next.status(slot), next.lastSeenMs(slot), now, counted.retiredAt !== null);
         }
         position = at;
         return;

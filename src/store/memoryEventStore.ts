@@ -8,6 +8,8 @@ import { createLastSeenMemory } from './lastSeenMemory.ts';
 import { createNotifier } from './notifier.ts';
 import { findSendByReading } from './findSend.ts';
 import { columnsFromReadAll } from './nodeColumns.ts';
+import { addCells, ageBounds, ageOf, timeFieldOf } from './storeStats.ts';
+import type { AgeBucket } from './storeStats.ts';
 import { createPollingSubscription } from './pollingSubscription.ts';
 import type { AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions } from './port.ts';
 
@@ -206,6 +208,23 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
         metadata: Buffer.from(r.metadata, 'utf8'),
         leafHash: r.leaf,
       }));
+    },
+
+    async stats({ now, onProgress }) {
+      open();
+      const bounds = ageBounds(now);
+      const cells = new Map<string, { type: string; age: AgeBucket; events: number; bytes: number }>();
+      const head = BigInt(log.length);
+      for (let i = 0; i < log.length; i++) {
+        const r = log[i]!;
+        const field = timeFieldOf(r.type);
+        const time = field === undefined ? null : (JSON.parse(r.data) as Record<string, unknown>)[field];
+        addCells(cells, [
+          { type: r.type, age: ageOf(time, bounds), events: 1, bytes: Buffer.byteLength(r.data) + Buffer.byteLength(r.metadata) },
+        ]);
+        if ((i + 1) % 100_000 === 0) onProgress?.(BigInt(i + 1), head);
+      }
+      return { cells: [...cells.values()], storage: [] };
     },
 
     subscribe(opts: SubscribeOptions) {

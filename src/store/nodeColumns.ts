@@ -1,7 +1,14 @@
 import type { Recorded } from '../core/events/index.ts';
 import { exactNumber, isoMs, nodeOfStream } from '../core/events/index.ts';
 import { isDigest, isIntArray, isRolloutTag, isSentEarlier, isStringArray, isStringMap, isTransport } from '../core/events/decodeFast.ts';
-import type { AliveSeenData, DeclarationSentData, NodeHeardData, NodeSilentData, ReportReceivedData } from '../core/events/index.ts';
+import type {
+  AliveSeenData,
+  DeclarationSentData,
+  NodeHeardData,
+  NodeRetiredData,
+  NodeSilentData,
+  ReportReceivedData,
+} from '../core/events/index.ts';
 import type { EventStore, NodeColumns, ReadAllOptions, ReadColumnsOptions } from './port.ts';
 
 // The read the bulk folds take: a replay from zero (`replay --verify`) and a cold
@@ -25,9 +32,9 @@ import type { EventStore, NodeColumns, ReadAllOptions, ReadColumnsOptions } from
  * checkpoint, written every few thousand events, an observation span's start or stop: the bulk
  * fold goes past it); `other` for anything
  * else (a rollout's). A liveness transition's time is a sign of life to the node fold, as an
- * alive's: NodeHeard's `at`, NodeSilent's `lastSeenAt` go in `time`.
+ * alive's: NodeHeard's `at`, NodeSilent's `lastSeenAt` go in `time`. `retire`: NodeRetired.
  */
-export const eventKind = { other: 0, send: 1, report: 2, alive: 3, ignored: 4, heard: 5, silent: 6 } as const;
+export const eventKind = { other: 0, send: 1, report: 2, alive: 3, ignored: 4, heard: 5, silent: 6, retire: 7 } as const;
 
 export function createNodeColumns(capacity: number): NodeColumns {
   return {
@@ -102,6 +109,7 @@ export function putEvent(
     text = x.receivedAt;
   } else if (kind === eventKind.heard) text = (data as NodeHeardData).at;
   else if (kind === eventKind.silent) text = (data as NodeSilentData).lastSeenAt;
+  else if (kind === eventKind.retire) text = (data as NodeRetiredData).at;
   else text = (data as AliveSeenData).seenAt;
   const ms = isoMs(text);
   c.time[i] = ms;
@@ -145,6 +153,8 @@ export function putFastData(c: NodeColumns, i: number, kind: number, x: unknown,
     const grace = x.graceMs;
     if (typeof x.observedAt !== 'string' || Number.isNaN(Date.parse(x.observedAt))) return false;
     if (!Number.isSafeInteger(grace) || (grace as number) < 1 || !putTime(c, i, x.lastSeenAt)) return false;
+  } else if (kind === eventKind.retire) {
+    if (typeof x.reason !== 'string' || !putTime(c, i, x.at)) return false;
   } else if (kind === eventKind.report) {
     const declared = x.declared;
     if (!(declared === null || isDigest(declared)) || !isStringArray(x.applied) || !isStringMap(x.failed)) return false;
@@ -190,9 +200,11 @@ export const kindOfType = (type: string): number =>
           ? eventKind.heard
           : type === 'NodeSilent'
             ? eventKind.silent
-            : type === 'AuditCheckpointed' || type === 'ObservationStarted' || type === 'ObservationStopped'
-              ? eventKind.ignored
-              : eventKind.other;
+            : type === 'NodeRetired'
+              ? eventKind.retire
+              : type === 'AuditCheckpointed' || type === 'ObservationStarted' || type === 'ObservationStopped'
+                ? eventKind.ignored
+                : eventKind.other;
 
 /** Put the decoded events `events` in `c`, from entry 0 (what a store without a columnar read hands out). */
 export function columnsOf(events: readonly Recorded[], c: NodeColumns = createNodeColumns(events.length)): NodeColumns {

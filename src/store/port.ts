@@ -1,4 +1,7 @@
 import type { ConvergeEvent, Recorded } from '../core/events/index.ts';
+import type { StoreStats, StoreStatsOptions } from './storeStats.ts';
+
+export type { AgeBucket, StatsCell, StorageSize, StoreStats, StoreStatsOptions } from './storeStats.ts';
 
 // One small interface (docs/design.md#5-the-store-port), four adapters (memory, sqlite, postgres,
 // esdb), one conformance suite (test/contracts/eventStore.contract.ts) that every adapter passes.
@@ -238,5 +241,12 @@ export interface EventStore {
   saveLastSeen(engine: string, flushedAt: number, nodes: readonly (readonly [node: string, ms: number])[]): Promise<void>;
   /** The whole lease: every node's last-seen time and every engine's last flush, in ms since the epoch. */
   loadLastSeen(): Promise<LastSeenLease>;
+  /**
+   * Events and stored bytes by type and age (`converge store stats`, storeStats.ts). SQLite and
+   * PostgreSQL count in SQL, a window of positions per query (no index needed, the event loop
+   * free between windows); memory walks its rows. EventStoreDB leaves it out: it would mean
+   * reading the whole log over the network.
+   */
+  stats?(options: StoreStatsOptions): Promise<StoreStats>;
   close(): Promise<void>;
 }

@@ -32,7 +32,7 @@ describe('converge completion bash', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   test('commands', () => {
-    assert.deepEqual(complete(['converge', 'st']), ['status', 'state']);
+    assert.deepEqual(complete(['converge', 'st']), ['status', 'state', 'store']);
     assert.deepEqual(complete(['converge', 'rollo']), ['rollout', 'rollouts']);
     assert.deepEqual(complete(['converge', '--vers']), ['--version']);
   });

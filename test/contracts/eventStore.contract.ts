@@ -9,6 +9,7 @@ import { readNodeColumns } from '../../src/store/index.ts';
 import type { EventStore, NewEvent } from '../../src/store/index.ts';
 import { eventTime } from '../../projections/index.ts';
 import { until } from '../support/until.ts';
+import { storeStatsContract } from './storeStats.contract.ts';
 
 // The one conformance suite every EventStore adapter passes (docs/design.md §5). Every
 // test names its own streams and checkpoints with a random suffix, so the suite also runs
@@ -843,5 +844,7 @@ export function eventStoreContract(name: string, harness: StoreHarness): void {
         }
       },
     );
+
+    storeStatsContract(withStore);
   });
 }

@@ -62,6 +62,9 @@ const report: fc.Arbitrary<Body> = fc
 const alive: fc.Arbitrary<Body> = fc
   .tuple(node, time)
   .map(([n, seenAt]) => ({ type: 'AliveSeen', id: `a-${n}-${seenAt}`, node: n, data: { node: n, seenAt } }));
+const retired: fc.Arbitrary<Body> = fc
+  .tuple(node, time)
+  .map(([n, at]) => ({ type: 'NodeRetired', id: `r-${n}-${at}`, node: n, data: { node: n, at, reason: '' } }));
 const rollout: fc.Arbitrary<Body> = fc.constant({ type: 'RolloutStarted', id: 'ro', node: '', data: {} } as unknown as Body);
 // An audit checkpoint (docs/audit.md#checkpoints-and-witnesses): no fold reads it, so the bulk fold goes past it.
 const checkpoint: fc.Arbitrary<Body> = fc
@@ -75,6 +78,7 @@ const histories = (withRollouts: boolean): fc.Arbitrary<Recorded[]> =>
         { arbitrary: send, weight: 3 },
         { arbitrary: report, weight: 4 },
         { arbitrary: alive, weight: 3 },
+        { arbitrary: retired, weight: 1 },
         { arbitrary: rollout, weight: withRollouts ? 1 : 0 },
         { arbitrary: checkpoint, weight: 1 },
       ),

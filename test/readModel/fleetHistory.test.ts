@@ -21,7 +21,7 @@ const rng = (seed: number) => () => {
   return seed / 0x80000000;
 };
 
-/** Random sends (three specs), matching/stale/unknown/legacy reports, alives and silences across a few nodes. */
+/** Random sends (three specs), matching/stale/unknown/legacy reports, alives, retirements and silences across a few nodes. */
 async function randomHistory(store: EventStore, seed: number, steps: number, stepsBack = false): Promise<void> {
   const r = rng(seed);
   const s = historyInStore(store);
@@ -41,7 +41,8 @@ async function randomHistory(store: EventStore, seed: number, steps: number, ste
         ...(r() < 0.1 ? { failed: { db: 'boom' } } : {}),
         ...(r() < 0.05 ? { refused: 'policy' } : {}),
       });
-    } else if (x < 0.8) await s.alive(node);
+    } else if (x < 0.77) await s.alive(node);
+    else if (x < 0.8) await s.retire(node);
     s.tick(r() < 0.1 ? 70_000 + Math.floor(r() * 200_000) : Math.floor(r() * 20_000));
     // The engine's clock stepped back (an NTP correction): later events carry earlier times.
     if (stepsBack && r() < 0.03) s.tick(-Math.floor(r() * 600_000));

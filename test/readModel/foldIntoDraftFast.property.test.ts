@@ -79,14 +79,15 @@ const alive: fc.Arbitrary<Row> = fc
 const heard: fc.Arbitrary<Row> = fc
   .tuple(node, time, fc.option(time, { nil: null }))
   .map(([n, at, lastSeenBefore]) => ({ type: 'NodeHeard', node: n, id: '', data: { node: n, at, lastSeenBefore } }));
-const silent: fc.Arbitrary<Row> = fc
-  .tuple(node, time, time)
-  .map(([n, lastSeenAt, observedAt]) => ({
-    type: 'NodeSilent',
-    node: n,
-    id: '',
-    data: { node: n, lastSeenAt, observedAt, graceMs: 6000 },
-  }));
+const silent: fc.Arbitrary<Row> = fc.tuple(node, time, time).map(([n, lastSeenAt, observedAt]) => ({
+  type: 'NodeSilent',
+  node: n,
+  id: '',
+  data: { node: n, lastSeenAt, observedAt, graceMs: 6000 },
+}));
+const retired: fc.Arbitrary<Row> = fc
+  .tuple(node, time)
+  .map(([n, at]) => ({ type: 'NodeRetired', node: n, id: '', data: { node: n, at, reason: 'gone' } }));
 const resumed: fc.Arbitrary<Row> = time.map((at) => ({
   type: 'RolloutResumed',
   node: '',
@@ -101,6 +102,7 @@ const valid = (withRollouts: boolean): fc.Arbitrary<Row> =>
     { arbitrary: alive, weight: 3 },
     { arbitrary: heard, weight: 1 },
     { arbitrary: silent, weight: 1 },
+    { arbitrary: retired, weight: 1 },
     { arbitrary: resumed, weight: withRollouts ? 1 : 0 },
   );
 

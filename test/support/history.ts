@@ -4,6 +4,7 @@ import {
   makeAliveSeen,
   makeDeclarationSent,
   makeNodeHeard,
+  makeNodeRetired,
   makeNodeSilent,
   makeReportReceived,
   streamOf,
@@ -121,5 +122,10 @@ export function historyInStore(store: EventStore, start = historyStart) {
     alive: (node: string): Promise<bigint> => append(node, script.alive(node)),
     heard: (node: string, before: number | null = null): Promise<bigint> => append(node, script.heard(node, before)),
     silent: (node: string, lastSeen: number, graceMs: number): Promise<bigint> => append(node, script.silent(node, lastSeen, graceMs)),
+    /** An operator's retirement (docs/design.md §3 "Retired nodes"), named after the stream's last revision. */
+    retire: async (node: string, reason = ''): Promise<bigint> => {
+      const last = (await store.readStream(streamOf(node), { direction: 'backwards', limit: 1 }))[0]?.revision ?? -1n;
+      return append(node, makeNodeRetired(node, last, script.now(), reason));
+    },
   };
 }

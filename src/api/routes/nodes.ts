@@ -3,6 +3,7 @@ import { parseAt } from '../../../projections/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import { historyPage, stateAsOf } from '../../readModel/queries.ts';
 import { waitForNode } from '../../readModel/waitForNode.ts';
+import { retireNode } from '../../engine/retire.ts';
 import type { RouteContext } from '../routeContext.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
@@ -38,6 +39,28 @@ export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { dep
       errors: { 404: 'no event has ever named this node' },
     }),
     async ({ params }) => views.view(views.known(params.node)),
+  );
+
+  // docs/design.md §3 "Retired nodes": the node leaves the fleet's views; its history stays.
+  app.post(
+    '/v1/nodes/:node/retire',
+    route('send', 'api', {
+      operationId: 'retireNode',
+      summary: 'Retire a decommissioned node: out of the fleet views and counts, its history kept',
+      params: s.nodeParams,
+      body: s.retireBody,
+      response: { 200: json('NodeRetired recorded in the node stream', s.nodeRetired) },
+      errors: { 404: 'no event has ever named this node', 409: 'the node is retired already' },
+    }),
+    async ({ params, body }) => {
+      const r = await retireNode(store, params.node, {
+        now: new Date(views.now()),
+        ...(body.reason === undefined ? {} : { reason: body.reason }),
+      });
+      // Read-your-writes: the fleet a client reads next leaves the node out.
+      await waitForNode(readModel, params.node, (x) => x.retiredAt !== null, deps.sendVisibleMs ?? 5_000);
+      return { node: r.node, retiredAt: r.retiredAt, position: (r.position ?? r.state.position).toString() };
+    },
   );
 
   app.get(

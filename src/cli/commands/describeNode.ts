@@ -69,6 +69,7 @@ export function describeNode(v: NodeView): string {
         ? '-'
         : `${v.convergence.lastLatencyMs} ms (acknowledged ${v.convergence.acknowledged}, superseded ${v.convergence.superseded})`,
     ],
+    ...(v.retiredAt === null ? [] : [['retired', `${v.retiredAt} (out of the fleet views; a send brings it back)`] as const]),
     ['position', v.position],
   ]);
 }

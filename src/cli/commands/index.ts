@@ -218,6 +218,18 @@ export const commands: readonly CommandSpec[] = [
     load: () => import('./audit.ts'),
   },
   {
+    name: 'store',
+    subcommands: ['stats'],
+    output: true,
+    usage: 'converge store stats [--store <url>] [-o json|yaml] [--json]',
+    summary: 'what the store holds: events and bytes by event type and by age, the totals, the file size (SQLite)',
+    flags: {},
+    args: [1, 1],
+    settings: ['store'],
+    defaultLogLevel: 'warn',
+    load: () => import('./store.ts'),
+  },
+  {
     name: 'rollout',
     subcommands: ['start', 'status', 'pause', 'resume', 'abort', 'explain'],
     output: true,
@@ -273,15 +285,21 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'node',
-    subcommands: ['enroll', 'revoke'],
-    usage: 'converge node enroll <id> [--vhost <vhost>] [--replace] [--json]\n       converge node revoke <id> [--vhost <vhost>] [--json]',
-    summary: "a node's broker account: enroll <id> | revoke <id>, scoped to what wire.go lets it say",
+    subcommands: ['enroll', 'revoke', 'retire'],
+    usage: [
+      'converge node enroll <id> [--vhost <vhost>] [--replace] [--json]',
+      '       converge node revoke <id> [--vhost <vhost>] [--json]',
+      '       converge node retire <id> [--reason <text>] [--json]',
+    ].join('\n'),
+    summary:
+      "a node's broker account: enroll <id> | revoke <id>, scoped to what wire.go lets it say; retire <id>: out of the fleet, its history kept",
     flags: {
       vhost: { type: 'string', value: '<vhost>', help: 'RabbitMQ virtual host (default /)' },
       replace: { type: 'boolean', help: 'enroll over an existing account, rotating its password' },
+      reason: { type: 'string', value: '<text>', help: 'retire: why, for the record' },
     },
     args: [2, 2],
-    settings: ['managementUrl', 'inboxQueue'],
+    settings: ['managementUrl', 'inboxQueue', 'store'],
     load: () => import('./node.ts'),
   },
   {

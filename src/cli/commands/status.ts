@@ -28,7 +28,9 @@ export const run: Run = ({ io, values, positionals, config, output }) => {
       return 0;
     }
     const states = await foldStore(store, io);
+    // A retired node is out of the fleet's listing (docs/design.md §3 "Retired nodes"); `status <node>` still shows it.
     const views = [...states.values()]
+      .filter((s) => s.retiredAt === null)
       .map((s) => nodeView(s, now, config.graceMs))
       .filter(
         (v) =>

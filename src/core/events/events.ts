@@ -6,6 +6,8 @@ import { livenessEventDataSchemas, observationEventTypes } from './liveness.ts';
 import type { NodeHeard, NodeSilent, ObservationEvent } from './liveness.ts';
 import { auditEventDataSchemas, auditEventTypes } from './audit.ts';
 import type { AuditEvent } from './audit.ts';
+import { retirementEventDataSchemas } from './retirement.ts';
+import type { NodeRetired } from './retirement.ts';
 
 // docs/design.md §2. Event type names and field names are part of the audit record: change them only
 // with an upcaster (see upcasters.ts). Data is plain JSON; times are ISO 8601 strings.
@@ -77,7 +79,7 @@ export type DeclarationSent = Event<'DeclarationSent', DeclarationSentData>;
 export type ReportReceived = Event<'ReportReceived', ReportReceivedData>;
 export type AliveSeen = Event<'AliveSeen', AliveSeenData>;
 /** The events of a node's stream (docs/design.md §2), the ones the node fold reads. */
-export type NodeEvent = DeclarationSent | ReportReceived | AliveSeen | NodeHeard | NodeSilent;
+export type NodeEvent = DeclarationSent | ReportReceived | AliveSeen | NodeHeard | NodeSilent | NodeRetired;
 export type NodeEventType = NodeEvent['type'];
 /** Everything a store holds: node streams, rollout streams, observation spans and audit checkpoints. */
 export type ConvergeEvent = NodeEvent | RolloutEvent | ObservationEvent | AuditEvent;
@@ -89,6 +91,7 @@ export const nodeEventTypes = [
   'AliveSeen',
   'NodeHeard',
   'NodeSilent',
+  'NodeRetired',
 ] as const satisfies readonly NodeEventType[];
 export const eventTypes = [
   ...nodeEventTypes,
@@ -102,6 +105,7 @@ export const eventDataSchemas = {
   ReportReceived: reportReceivedData,
   AliveSeen: aliveSeenData,
   ...livenessEventDataSchemas,
+  ...retirementEventDataSchemas,
   ...rolloutEventDataSchemas,
   ...auditEventDataSchemas,
 } as const;

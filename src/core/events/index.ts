@@ -2,6 +2,7 @@ export * from './events.ts';
 export * from './rollouts.ts';
 export * from './liveness.ts';
 export * from './audit.ts';
+export * from './retirement.ts';
 export {
   declarationSentId,
   reportReceivedId,
@@ -28,3 +29,4 @@ export {
 export type { DeclarationToSend, TransportFacts, WithId } from './make.ts';
 export { makeRolloutEvent } from './makeRollout.ts';
 export type { RolloutEventKey } from './makeRollout.ts';
+export { eventTimeField } from './timeField.ts';

@@ -47,6 +47,8 @@ export const upcasters: Readonly<Record<ConvergeEventType, Upcasters>> = {
   // Liveness transitions and observation spans were first written at v2, as rollout events were.
   NodeHeard: {},
   NodeSilent: {},
+  // Born at v2 too.
+  NodeRetired: {},
   ObservationStarted: {},
   ObservationStopped: {},
   // Audit checkpoints too (docs/audit.md#checkpoints-and-witnesses).

@@ -29,6 +29,7 @@ export const shapes: Record<ColumnName, Shape> = {
   missing: 'number',
   carried: 'number',
   lastSeenAt: 'string',
+  retiredAt: 'string',
   stale: 'number',
   unknown: 'number',
   undeclared: 'number',

@@ -140,6 +140,7 @@ const stringRules: Partial<Record<ColumnName, Readonly<{ min: number; digest?: t
   declared: { min: trueLength, digest: true },
   refused: { min: 0 },
   lastSeenAt: { min: trueLength },
+  retiredAt: { min: nullLength },
   lastReportId: { min: nullLength, nonEmpty: true },
 };
 function stringsPass(name: ColumnName, lengths: ArrayLike<number>, text: Part, min?: number): boolean {

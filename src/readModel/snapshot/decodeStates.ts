@@ -30,7 +30,7 @@ const timeOf = (c: Column<string | null | true>, i: number): number => {
 
 /**
  * What the read model's counters read of a node (fleetTally.ts: status, caughtUp, the send's
- * spec, convergence, anomalies), filled in place for node i without building its state. Only
+ * spec, convergence, anomalies, retiredAt), filled in place for node i without building its state. Only
  * those fields are right: it is handed to FleetTally.add and to nothing else.
  */
 export type CountedState = NodeState;
@@ -211,6 +211,7 @@ export function decodeStates(n: number, s: Columns, t: Tables): DecodedStates {
       missing: lists[s.missing.at(i)]!,
       carried: ports[s.carried.at(i)]!,
       lastSeenAt: seen === true ? receivedAt : seen,
+      retiredAt: s.retiredAt.at(i),
       anomalies: stale === 0 && unknown === 0 && undeclared === 0 ? noAnomalies : { stale, unknown, undeclared },
       convergence:
         lastLatencyMs === null && recent.length === 0 && acknowledged === 0 && superseded === 0
@@ -231,6 +232,7 @@ export function decodeStates(n: number, s: Columns, t: Tables): DecodedStates {
     status: 'undeclared' as NodeStatus,
     caughtUp: false,
     sent: null as { specDigest: string } | null,
+    retiredAt: null as string | null,
     convergence: { recentLatenciesMs: none as readonly number[], acknowledged: 0, superseded: 0 },
     anomalies: { stale: 0, unknown: 0, undeclared: 0 },
   };
@@ -238,6 +240,7 @@ export function decodeStates(n: number, s: Columns, t: Tables): DecodedStates {
   function countedAt(i: number): CountedState {
     counted.status = nodeStatuses[status[i]!]!;
     counted.caughtUp = caughtUp[i]!;
+    counted.retiredAt = s.retiredAt.at(i);
     if (sentTags[i] === nullLength) counted.sent = null;
     else {
       countedSent.specDigest = t.specs[sentSpec[i]!]!;

@@ -67,6 +67,7 @@ export function createEncoder(states: readonly NodeState[], position: bigint): E
     missing: (s) => lists.indexOf(s.missing),
     carried: (s) => ports.indexOf(s.carried),
     lastSeenAt: (s) => sameAsReport(s, s.lastSeenAt),
+    retiredAt: (s) => s.retiredAt,
     stale: (s) => s.anomalies.stale,
     unknown: (s) => s.anomalies.unknown,
     undeclared: (s) => s.anomalies.undeclared,

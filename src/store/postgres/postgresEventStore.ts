@@ -12,6 +12,7 @@ import { createAppender } from './append.ts';
 import { acquirePostgresLease } from './lease.ts';
 import type { LeaseOptions } from './lease.ts';
 import { auditHeadSql, readStoredSql } from './audit.ts';
+import { postgresStats, statsSql, storageSql } from './stats.ts';
 import { channelOf, checkSchemaName, migrate, statementName } from './schema.ts';
 import { listenForAppends } from './wakeups.ts';
 import type { Wakeups } from './wakeups.ts';
@@ -135,6 +136,8 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
     ),
     lastSeenNodes: statement('last_seen_nodes', `SELECT node, ms FROM ${s}.last_seen`),
     lastSeenFlushes: statement('last_seen_flushes', `SELECT engine, ms FROM ${s}.last_seen_flushes`),
+    stats: statement('stats', statsSql(s)),
+    storage: statement('storage', storageSql(s)),
     getCheckpoint: statement('get_checkpoint', `SELECT position FROM ${s}.checkpoints WHERE name = $1`),
     setCheckpoint: statement(
       'set_checkpoint',
@@ -317,6 +320,8 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
           return { position: BigInt(position), id, stream, revision: BigInt(revision), type, data, metadata, leafHash: leaf };
         }),
       ),
+
+    stats: (opts) => use('count the events of the postgres store', () => postgresStats(run, q, s, opts)),
 
     subscribe(opts: SubscribeOptions) {
       if (closed) throw storeClosed('postgres');

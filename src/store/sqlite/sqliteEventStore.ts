@@ -11,6 +11,7 @@ import { createSqliteColumnsReader } from './sqliteColumnsFast.ts';
 import { joinFile } from './sqliteDurability.ts';
 import { sqliteError } from './sqliteErrors.ts';
 import { createSqliteReads } from './sqliteReads.ts';
+import { createSqliteStats } from './sqliteStats.ts';
 import { createRowDecoder, prepareReadQueries } from './sqliteRows.ts';
 import { migrate } from './sqliteSchema.ts';
 import { createAppendTail } from './sqliteTail.ts';
@@ -27,6 +28,7 @@ import type { WriterClient } from './sqliteWriterClient.ts';
 //   sqliteColumnsFast.ts  readColumns, read from the file (equal to readAll's events in columns);
 //   sqliteAppend.ts       append, pipeline, setCheckpoint, on this thread or the writer thread's;
 //   sqliteAudit.ts        the audit tree: leaf hashes, the head row, its migration and reads;
+//   sqliteStats.ts        events and bytes by type and age (`converge store stats`);
 //   sqliteTail.ts         this handle's recent appends, handed to its subscriptions unread;
 //   sqliteDurability.ts   what the handles of one file share: the notifier, group commit's read limit;
 //   sqliteWriter*.ts, walSync.ts   the write path, the writer thread, group commit's WAL sync.
@@ -112,6 +114,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   const tail = createAppendTail(() => q.head.get() as bigint | null);
   const reads = createSqliteReads({ conn, q, decoder, durability, tail, thread, open, readBatchSize, readBatchBytes });
   const audit = createSqliteAuditReads(conn);
+  const stats = createSqliteStats(conn, path);
   const readColumns = createSqliteColumnsReader({ q, decoder, durability, open, readBatchSize, readBatchBytes });
   const writes = createSqliteAppends({
     conn,
@@ -158,6 +161,15 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
         return audit.readStored(opts);
       } catch (err) {
         throw sqliteError(err, 'read stored events');
+      }
+    },
+
+    async stats(opts) {
+      open();
+      try {
+        return await stats(opts);
+      } catch (err) {
+        throw sqliteError(err, 'count the events of the sqlite store');
       }
     },
 

@@ -63,7 +63,7 @@ export function prepareReadQueries(conn: Database.Database) {
       .prepare(
         `SELECT position, revision, CASE type WHEN 'AliveSeen' THEN ${eventKind.alive} WHEN 'ReportReceived' THEN ${eventKind.report} ` +
           `WHEN 'DeclarationSent' THEN ${eventKind.send} WHEN 'NodeHeard' THEN ${eventKind.heard} WHEN 'NodeSilent' THEN ${eventKind.silent} ` +
-          `ELSE ${eventKind.other} END, data, metadata = ?, stream, ` +
+          `WHEN 'NodeRetired' THEN ${eventKind.retire} ELSE ${eventKind.other} END, data, metadata = ?, stream, ` +
           `CASE type WHEN 'ReportReceived' THEN id END FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ?`,
       )
       .raw(),

@@ -43,6 +43,10 @@ const alive: fc.Arbitrary<Body> = fc
   .record({ node, seenAt: at })
   .map((d) => ({ node: d.node, type: 'AliveSeen', id: `a-${d.seenAt}`, data: d }));
 
+const retired: fc.Arbitrary<Body> = fc
+  .record({ node, at })
+  .map((d) => ({ node: d.node, type: 'NodeRetired', id: `x-${d.node}-${d.at}`, data: { ...d, reason: '' } }));
+
 /** Bodies as stored events, one position each in order. */
 const recorded = (bodies: readonly Body[]): Recorded[] =>
   bodies.map(
@@ -59,7 +63,7 @@ function assertTallyOfFinalStates(events: readonly Recorded[]): void {
   assert.deepEqual(live.fleet(t0), restored.fleet(t0));
 }
 
-const histories = fc.array(fc.oneof(send, report, report, alive), { maxLength: 150 }).map(recorded);
+const histories = fc.array(fc.oneof(send, report, report, alive, retired), { maxLength: 150 }).map(recorded);
 
 test('the tally kept as events fold equals the tally of the final states', () => {
   fc.assert(fc.property(histories, assertTallyOfFinalStates), { numRuns: 400 });

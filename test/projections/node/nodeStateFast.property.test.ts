@@ -78,6 +78,9 @@ const silent: fc.Arbitrary<Body> = fc.tuple(time, time).map(([lastSeenAt, observ
   id: `s-${lastSeenAt}`,
   data: { node: 'n1', lastSeenAt, observedAt, graceMs: 6000 },
 }));
+const retired: fc.Arbitrary<Body> = fc
+  .tuple(time, fc.constantFrom('', 'decommissioned'))
+  .map(([at, reason]) => ({ type: 'NodeRetired', id: `r-${at}`, data: { node: 'n1', at, reason } }));
 const rollout: fc.Arbitrary<Body> = fc.constant({
   type: 'RolloutStarted',
   id: 'ro',
@@ -94,6 +97,7 @@ const histories: fc.Arbitrary<Recorded[]> = fc
         { arbitrary: alive, weight: 3 },
         { arbitrary: heard, weight: 1 },
         { arbitrary: silent, weight: 1 },
+        { arbitrary: retired, weight: 1 },
         { arbitrary: rollout, weight: 1 },
       ),
       fc.integer({ min: -2, max: 5 }),

@@ -69,6 +69,7 @@ const state = (node: string, big: boolean) =>
       missing: ids,
       carried: fc.array(fc.integer({ min: 1, max: 65_535 }), { maxLength: 3 }),
       lastSeenAt: fc.option(time),
+      retiredAt: fc.option(time),
       // Times the fold shares with the report's: the writer's `true`.
       ackIsReport: fc.boolean(),
       seenIsReport: fc.boolean(),
@@ -105,6 +106,7 @@ const state = (node: string, big: boolean) =>
         missing: r.missing,
         carried: r.carried,
         lastSeenAt: p !== null && r.seenIsReport ? p.receivedAt : r.lastSeenAt,
+        retiredAt: r.retiredAt,
         anomalies: r.anomalies,
         convergence: r.convergence,
         earlierSends: r.earlierSends,
