@@ -1,7 +1,15 @@
-import { budgetUsed, isTerminal, supersededPolicy, waveDeadline } from '../core/rollout/index.ts';
+import {
+  budgetUsed,
+  isTerminal,
+  rollbackDeadline,
+  rollbackPolicy,
+  rollbackProgress,
+  supersededPolicy,
+  waveDeadline,
+} from '../core/rollout/index.ts';
 import { criteriaNow } from './rolloutCriteria.ts';
 import { zero } from './rolloutViewTypes.ts';
-import type { RolloutSummary, Tracked, WaveCounts } from './rolloutViewTypes.ts';
+import type { Lookup, RollbackSummary, RolloutSummary, Tracked, WaveCounts } from './rolloutViewTypes.ts';
 
 // A rollout's summary (GET /v1/rollouts/:id, `converge rollout status`): the plan, each wave's
 // counts as the view keeps them, the budget or criteria, latency and an estimate of time to go.
@@ -39,7 +47,37 @@ export function waveCounts(r: Tracked): WaveCounts[] {
   });
 }
 
-export function summaryOf(r: Tracked, now: number): RolloutSummary {
+/**
+ * The rollback's counts over its targets, walked from the node fold's states on each call (a
+ * rollback is rare and bounded by the nodes the rollout sent to; the waves' counts are kept).
+ */
+function rollbackSummary(r: Tracked, lookup: Lookup): RollbackSummary | null {
+  const s = r.state;
+  const rb = s.rollback;
+  if (rb === null) return null;
+  const p = rollbackProgress(s, lookup.nodeOf);
+  const skipped = [...rb.skipped].slice(0, 1_000).map(([node, x]) => ({ node, code: x.code, reason: x.reason }));
+  const ended = rb.completed;
+  return {
+    scope: rb.started.scope,
+    wave: rb.started.wave,
+    by: rb.started.by,
+    reason: rb.started.reason,
+    startedAt: rb.started.at,
+    targets: p.targets,
+    unsent: ended === null ? p.unsentCount : 0,
+    pending: ended === null ? p.pending.length : 0,
+    done: ended?.done ?? p.done,
+    failed: ended?.failed ?? p.failureCount,
+    skipped,
+    skippedCount: rb.skipped.size,
+    failures: ended?.failures ?? p.failures,
+    deadline: ended === null && s.status === 'rollingBack' ? isoOrNull(rollbackDeadline(s)) : null,
+    completedAt: ended?.at ?? null,
+  };
+}
+
+export function summaryOf(r: Tracked, now: number, lookup: Lookup): RolloutSummary {
   const s = r.state;
   const waves = waveCounts(r);
   const totals = { unsent: 0, pending: 0, done: 0, failed: 0, superseded: 0 };
@@ -91,6 +129,8 @@ export function summaryOf(r: Tracked, now: number): RolloutSummary {
     halted: s.halted === null ? null : { ...s.halted, why: s.halted.why ?? 'overBudget' },
     completed: s.completed,
     aborted: s.aborted,
+    rollbackOnHalt: rollbackPolicy(s),
+    rollback: rollbackSummary(r, lookup),
     position: r.position.toString(),
   };
 }

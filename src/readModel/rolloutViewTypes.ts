@@ -1,7 +1,7 @@
 import type { NodeState } from '../../projections/index.ts';
 import type { LatencyHistogram } from '../../projections/index.ts';
 import type { NodeOutcome, RolloutSend, RolloutSkip, RolloutState, RolloutStatus, WaveProgress } from '../core/rollout/index.ts';
-import type { OnSuperseded } from '../core/events/index.ts';
+import type { OnSuperseded, RollbackOnHalt, RollbackScope, RolloutFailure } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 import type { CriterionNow } from './rolloutCriteria.ts';
 
@@ -66,8 +66,34 @@ export type RolloutSummary = Readonly<{
   halted: (NonNullable<RolloutState['halted']> & Readonly<{ why: 'overBudget' | 'noneDone' }>) | null;
   completed: RolloutState['completed'];
   aborted: RolloutState['aborted'];
+  /** What a halt rolls back (docs/design.md §8, "Rollback"). */
+  rollbackOnHalt: RollbackOnHalt;
+  rollback: RollbackSummary | null;
   /** Store position of the last change: a rollout event, or a change of one of its nodes' outcomes. */
   position: string;
+}>;
+
+/** A rollback as it stands: its targets (the nodes it covers) counted by how they stand on their restored declarations. */
+export type RollbackSummary = Readonly<{
+  scope: RollbackScope;
+  wave: number;
+  by: string;
+  reason: string;
+  startedAt: string;
+  targets: number;
+  unsent: number;
+  pending: number;
+  /** Reported the restored declaration's digest, converged. */
+  done: number;
+  failed: number;
+  /** Listed and not sent (the first 1,000): previous spec unknown (`noPrevious`), `superseded`, or an error's code. */
+  skipped: readonly Readonly<{ node: string; code: string; reason: string }>[];
+  skippedCount: number;
+  /** Refused, degraded or superseded on the restored declaration now, or as its end recorded them (timeouts among them). */
+  failures: readonly RolloutFailure[];
+  /** When its nodes still behind count as failed (null: nothing sent yet, or ended). */
+  deadline: string | null;
+  completedAt: string | null;
 }>;
 
 /** One target as it stands in the rollout. */

@@ -62,6 +62,9 @@ export function createRolloutView(readModel: ReadModel, options: Readonly<{ grac
   };
 
   function recount(entry: Entry, state: NodeState | undefined): boolean {
+    // Once its rollback was sent, the node's wave outcome stays as it was then (the rollback's
+    // newer send would read as superseded); how it stands on the rollback is the summary's.
+    if (entry.r.state.rollback?.sends.has(state?.node ?? '') === true) return true;
     const next = entry.skip !== undefined ? 'unsendable' : nodeOutcome(entry.send, undefined, state);
     const c = entry.r.counts[entry.wave - 1];
     if (next === entry.outcome || c === undefined) return false;
@@ -145,7 +148,7 @@ export function createRolloutView(readModel: ReadModel, options: Readonly<{ grac
 
   function summary(id: string, now: number) {
     const r = rollouts.get(id);
-    return r === undefined ? undefined : summaryOf(r, now);
+    return r === undefined ? undefined : summaryOf(r, now, lookup);
   }
 
   function nodes(id: string, q: Parameters<RolloutView['nodes']>[1]) {

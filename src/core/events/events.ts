@@ -27,9 +27,12 @@ export const declarationSentData = z.object({
   /**
    * Present on a rollout's sends: which rollout and wave sent it. Optional and
    * additive, so the data version stays 2: older events have no tag (not sent by a rollout) and
-   * an older reader ignores it, as zod objects strip keys they do not name.
+   * an older reader ignores it, as zod objects strip keys they do not name. `rollback: true` on
+   * a rollback's send (the node's previous spec again; `wave` is the wave that sent it ours).
    */
-  rollout: z.object({ id: z.string().regex(rolloutIdPattern), wave: z.number().int().min(1) }).optional(),
+  rollout: z
+    .object({ id: z.string().regex(rolloutIdPattern), wave: z.number().int().min(1), rollback: z.literal(true).optional() })
+    .optional(),
 });
 
 export const reportReceivedData = z.object({
