@@ -3,7 +3,7 @@ import { defaultSilentGraceMs, nodeOutcome } from '../core/rollout/index.ts';
 import type { NodeState } from '../../projections/index.ts';
 import type { RolloutSend, RolloutSkip, RolloutState, WaveProgress } from '../core/rollout/index.ts';
 import type { Recorded, RolloutEvent } from '../core/events/index.ts';
-import { rolloutEventTypes, rolloutOfStream, rolloutStreamPrefix } from '../core/events/index.ts';
+import { isRollbackSendOf, rolloutEventTypes, rolloutOfStream, rolloutStreamPrefix } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 import type { ReadModel } from './readModel.ts';
 import { nodesPage } from './rolloutNodes.ts';
@@ -61,10 +61,11 @@ export function createRolloutView(readModel: ReadModel, options: Readonly<{ grac
     }
   };
 
-  function recount(entry: Entry, state: NodeState | undefined): boolean {
+  function recount(entry: Entry, state: NodeState | undefined, event?: Recorded): boolean {
     // Once its rollback was sent, the node's wave outcome stays as it was then (the rollback's
-    // newer send would read as superseded); how it stands on the rollback is the summary's.
-    if (entry.r.state.rollback?.sends.has(state?.node ?? '') === true) return true;
+    // newer send would read as superseded); how it stands on the rollback is the summary's. The
+    // rollback's declaration folds just before the RollbackSent that lists it (one append).
+    if (entry.r.state.rollback?.sends.has(state?.node ?? '') === true || isRollbackSendOf(event, entry.r.state.id)) return true;
     const next = entry.skip !== undefined ? 'unsendable' : nodeOutcome(entry.send, undefined, state);
     const c = entry.r.counts[entry.wave - 1];
     if (next === entry.outcome || c === undefined) return false;
@@ -79,11 +80,11 @@ export function createRolloutView(readModel: ReadModel, options: Readonly<{ grac
   }
 
   /** Whether the rollout shows something new for this node: its outcome moved, or a report (a stale one) says why it is still pending. */
-  function changed(entry: Entry, state: NodeState | undefined): boolean {
+  function changed(entry: Entry, state: NodeState | undefined, event?: Recorded): boolean {
     const reports = state?.reports ?? 0;
     const reported = reports !== entry.reports;
     entry.reports = reports;
-    return recount(entry, state) || (reported && entry.outcome === 'pending');
+    return recount(entry, state, event) || (reported && entry.outcome === 'pending');
   }
 
   function track(r: Tracked, node: string, wave: number, send: RolloutSend | undefined, skip: RolloutSkip | undefined): void {
@@ -132,10 +133,10 @@ export function createRolloutView(readModel: ReadModel, options: Readonly<{ grac
       const at = byNode.get(c.node);
       if (at === undefined) return;
       if (!Array.isArray(at)) {
-        if (changed(at, c.state)) emit(at.r, c.position);
+        if (changed(at, c.state, c.event)) emit(at.r, c.position);
         return;
       }
-      for (const entry of at) if (changed(entry, c.state)) emit(entry.r, c.position);
+      for (const entry of at) if (changed(entry, c.state, c.event)) emit(entry.r, c.position);
     },
     {
       // A bulk catch-up starts from an empty model and ends before the first rollout event

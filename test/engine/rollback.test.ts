@@ -5,6 +5,7 @@ import { isConvergeError } from '../../src/core/errors.ts';
 import { makeDeclarationSent, streamOf } from '../../src/core/events/index.ts';
 import type { RollbackSentData } from '../../src/core/events/index.ts';
 import { rollbackRollout } from '../../src/engine/rolloutCommands.ts';
+import { explainLine, explainRollout } from '../../src/readModel/rolloutExplain.ts';
 import { testKey } from '../support/history.ts';
 import { rolloutFleet } from '../support/rolloutFleet.ts';
 import type { RolloutFleet } from '../support/rolloutFleet.ts';
@@ -56,7 +57,26 @@ test('rollbackOnHalt all: every node sent gets its previous spec back and report
     const s = await f.rollout(id);
     assert.equal(s.halted?.wave, 2);
     assert.deepEqual([s.rollback?.started.scope, s.rollback?.started.wave, s.rollback?.started.by], ['all', 2, 'engine']);
-    for (const node of ['a', 'b']) await restored(f, id, node);
+    const digests = new Map<string, string>();
+    for (const node of ['a', 'b']) digests.set(node, await restored(f, id, node));
+    // explain tells the rollback like a wave: begun, sent, each node by the report naming its restored digest, ended.
+    const story = (await explainRollout(f.store, id)).entries;
+    assert.deepEqual(
+      story.filter((e) => e.kind.startsWith('rollback')).map((e) => e.kind),
+      ['rollbackStarted', 'rollbackSent', 'rollbackCompleted'],
+    );
+    const back = story.flatMap((e) => (e.kind === 'nodeRolledBack' ? [[e.node, e.digest]] : []));
+    assert.deepEqual(back.sort(), [...digests].sort());
+    assert.equal(story.filter((e) => e.kind === 'nodeSuperseded').length, 0, 'a rollback is not a supersession');
+    assert.match(story.map(explainLine).join('\n'), /rollback: a rolled back: its report names/);
+    // The live view: the rollback counted on its own, the waves as they stood (no node read as superseded).
+    const view = f.runner.rollouts.summary(id, f.now().getTime())!;
+    assert.deepEqual(
+      view.rollback && [view.rollback.targets, view.rollback.done, view.rollback.failed, view.rollback.skippedCount, view.rollback.pending],
+      [4, 2, 1, 1, 0],
+    );
+    assert.equal(view.totals.superseded, 0);
+    assert.equal(view.rollbackOnHalt, 'all');
     // c refused our spec, and refuses the restored one too: it reported the digest, and failed.
     const c = (await f.sentTo('c')).at(-1)!;
     assert.equal(c.data.rollout?.rollback, true);

@@ -128,3 +128,9 @@ export type Recorded<E extends ConvergeEvent = ConvergeEvent> = E &
 export const streamPrefix = 'node-';
 export const streamOf = (node: string): string => `${streamPrefix}${node}`;
 export const nodeOfStream = (stream: string): string | null => (stream.startsWith(streamPrefix) ? stream.slice(streamPrefix.length) : null);
+
+/** Whether `e` is a rollback's declaration from rollout `rollout` (docs/design.md §8, "Rollback"). */
+export const isRollbackSendOf = (e: Readonly<{ type: string; data: unknown }> | undefined, rollout: string): boolean =>
+  e?.type === 'DeclarationSent' &&
+  (e.data as DeclarationSentData).rollout?.id === rollout &&
+  (e.data as DeclarationSentData).rollout?.rollback === true;
