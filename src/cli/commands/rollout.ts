@@ -247,7 +247,9 @@ export const run: Run = async (ctx) => {
         ? await pauseRollout(deps, arg, { by, reason })
         : v === 'resume'
           ? await resumeRollout(deps, arg, { by })
-          : await abortRollout(deps, arg, { by, reason });
+          : v === 'rollback'
+            ? await rollbackRollout(deps, arg, { by, reason, ...(scope === undefined ? {} : { scope }) })
+            : await abortRollout(deps, arg, { by, reason });
     if (json) printJson(io, { rollout: after.id, status: after.status, at: after.updatedAt });
     else io.stdout(`rollout ${after.id} ${after.status}\n`);
     if (!json && v === 'rollback')
