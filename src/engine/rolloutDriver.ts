@@ -6,7 +6,7 @@ import {
   defaultSilentGraceMs,
   eventOfDecision,
   isTerminal,
-  rollbackPolicy,
+  owesRollback,
   rollbackProgress,
   waveProgress,
 } from '../core/rollout/index.ts';
@@ -14,13 +14,13 @@ import type { NodeState } from '../../projections/index.ts';
 import type { Decision, RolloutState, WaveProgress } from '../core/rollout/index.ts';
 import type { SigningKey } from '../core/declaration/index.ts';
 import { isConvergeError } from '../core/errors.ts';
-import { listLimit, makeRolloutEvent, rolloutEventTypes, rolloutOfStream, rolloutStreamOf } from '../core/events/index.ts';
+import { listLimit, rolloutEventTypes, rolloutOfStream, rolloutStreamOf } from '../core/events/index.ts';
 import type { Recorded, RolloutEvent } from '../core/events/index.ts';
 import type { Metrics } from '../metrics.ts';
 import { sleep } from '../retry.ts';
 import type { EventStore, Subscription } from '../store/port.ts';
 import { whileLeased } from '../store/whileLeased.ts';
-import { sendRollback } from './rollbackSend.ts';
+import { sendRollback, sendWave } from './rolloutSends.ts';
 import { createRolloutClock } from './rolloutClock.ts';
 import { createBatchSender } from './sendBatch.ts';
 import type { BatchSender } from './sendBatch.ts';
@@ -187,36 +187,8 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
         options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
         options.metrics?.eventsAppended.inc({ type: 'RollbackSent' });
       } else if (d.kind === 'send') {
-        const nodes = d.nodes.slice(0, batchSize);
-        const resources = s.started.resources;
-        const at = now();
-        await sender.sendMany(
-          nodes.map((node) => ({ node, resources })),
-          {
-            rollout: { id: s.id, wave: d.wave },
-            now: at,
-            extra: (sent, refused) => [
-              {
-                stream,
-                expected: s.revision,
-                events: [
-                  makeRolloutEvent(
-                    'RolloutSent',
-                    {
-                      rollout: s.id,
-                      wave: d.wave,
-                      sends: sent.map((x) => ({ node: x.node, serial: x.serial, digest: x.digest })),
-                      skipped: refused.map((x) => ({ node: x.node, code: x.ok ? '' : x.code, reason: x.ok ? '' : x.message })),
-                      sentAt: at.toISOString(),
-                    },
-                    { revision: s.revision },
-                  ),
-                ],
-              },
-            ],
-          },
-        );
-        options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, nodes.length);
+        const sent = await sendWave({ sender, now }, s, d.wave, d.nodes.slice(0, batchSize));
+        options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
         options.metrics?.eventsAppended.inc({ type: 'RolloutSent' });
       } else {
         const event = eventOfDecision(s, d, now().toISOString());
@@ -445,6 +417,3 @@ const endStatus = (e: Recorded): RolloutState['status'] =>
       : e.type === 'RollbackCompleted'
         ? 'rolledBack'
         : 'running';
-
-/** A halted rollout whose plan rolls back on halt, and whose rollback has not begun. */
-const owesRollback = (s: RolloutState): boolean => s.status === 'halted' && s.rollback === null && rollbackPolicy(s) !== 'none';

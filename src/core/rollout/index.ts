@@ -8,5 +8,5 @@ export { criteriaOf, parseCriteria, allowedBy, failuresOf, tripped, addTally, cl
 export type { Tally, Tripped } from './criteria.ts';
 export { planWaves, planBudget, selectTargets } from './plan.ts';
 export type { WavePlan, TargetSelection } from './plan.ts';
-export { rollbackTargets, rollbackOutcome, rollbackProgress, rollbackDeadline, decideRollback } from './rollback.ts';
+export { owesRollback, rollbackTargets, rollbackOutcome, rollbackProgress, rollbackDeadline, decideRollback } from './rollback.ts';
 export type { RollbackProgress } from './rollback.ts';

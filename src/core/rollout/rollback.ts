@@ -3,12 +3,16 @@ import { lateOf } from './decide.ts';
 import type { Decision } from './decide.ts';
 import { failureDetail, nodeOutcome } from './outcome.ts';
 import type { NodeOutcome } from './outcome.ts';
+import { rollbackPolicy } from './state.ts';
 import type { NodeFacts, RolloutState } from './state.ts';
 
 // A rollback (docs/design.md §8, "Rollback"): every node this rollout sent its spec to (the
 // rolled-back wave's, for scope 'wave') is sent the declaration it had before, and counts as rolled
 // back only when its report names that new declaration's digest — the wave's rule, with the
 // restored declaration in place of ours. Nodes never sent our spec get nothing.
+
+/** A halted rollout whose plan rolls back on halt, and whose rollback has not begun: the driver keeps it. */
+export const owesRollback = (s: RolloutState): boolean => s.status === 'halted' && s.rollback === null && rollbackPolicy(s) !== 'none';
 
 /** The nodes a rollback covers, in wave order: those sent this rollout's spec, of its wave for scope 'wave'. */
 export function rollbackTargets(s: RolloutState): string[] {

@@ -7,6 +7,9 @@ import type { EventStore } from '../store/port.ts';
 import type { BatchItem, BatchSender } from './sendBatch.ts';
 import { specBeforeRollout } from './specAsOf.ts';
 
+// A batch of a wave's sends: every node the rollout's spec, and the RolloutSent that lists them,
+// in one append call at the revision the driver decided on (docs/design.md §8, "The driver").
+//
 // A batch of a rollback's sends (docs/design.md §8, "Rollback"): each node is sent the exact
 // resources of its declaration before this rollout's (read from that declaration's bytes, as
 // `send --as-of` does), newly signed with its next serial, and the RollbackSent that lists them goes
@@ -19,6 +22,44 @@ export type RollbackSendDeps = Readonly<{
   nodeOf: (node: string) => NodeState | undefined;
   now: () => Date;
 }>;
+
+/** Send `nodes` of `wave` the rollout's spec; resolves with how many were sent. */
+export async function sendWave(
+  deps: Pick<RollbackSendDeps, 'sender' | 'now'>,
+  s: RolloutState,
+  wave: number,
+  nodes: readonly string[],
+): Promise<number> {
+  const resources = s.started.resources;
+  const at = deps.now();
+  const r = await deps.sender.sendMany(
+    nodes.map((node) => ({ node, resources })),
+    {
+      rollout: { id: s.id, wave },
+      now: at,
+      extra: (sent, refused) => [
+        {
+          stream: rolloutStreamOf(s.id),
+          expected: s.revision,
+          events: [
+            makeRolloutEvent(
+              'RolloutSent',
+              {
+                rollout: s.id,
+                wave,
+                sends: sent.map((x) => ({ node: x.node, serial: x.serial, digest: x.digest })),
+                skipped: refused.map((x) => ({ node: x.node, code: x.ok ? '' : x.code, reason: x.ok ? '' : x.message })),
+                sentAt: at.toISOString(),
+              },
+              { revision: s.revision },
+            ),
+          ],
+        },
+      ],
+    },
+  );
+  return r.outcomes.filter((o) => o.ok).length;
+}
 
 type Skipped = RollbackSentData['skipped'][number];
 type Restores = RollbackSentData['sends'][number]['restores'];
