@@ -1,6 +1,7 @@
 import type { FailureReason, Recorded, RolloutEvent, WaveCompletedData } from '../src/core/events/index.ts';
 import { isTerminal } from '../src/core/rollout/index.ts';
 import type { RolloutSend, RolloutSkip, RolloutState, WaveState } from '../src/core/rollout/index.ts';
+import { foldRollback } from './rollback.ts';
 
 // A rollout, folded from its own stream (`rollout-<id>`). Pure and deterministic like
 // the node fold: the live engine, `converge rollout status` and a replay call the same function,
@@ -164,6 +165,7 @@ export function startRollout(e: Recorded<RolloutEvent>): RolloutState | null {
       halted: null,
       completed: null,
       aborted: null,
+      rollback: null,
       updatedAt: d.startedAt,
       revision: e.revision,
       position: e.position,
@@ -236,7 +238,7 @@ export function foldRollout(s: RolloutState, e: Recorded<RolloutEvent>): Rollout
       break;
     }
     case 'RolloutPaused':
-      if (isTerminal(s.status)) break;
+      if (isTerminal(s.status) || s.rollback !== null) break;
       next = { ...next, status: 'paused', pausedAt: e.data.at, updatedAt: e.data.at };
       break;
     case 'RolloutResumed': {
@@ -257,6 +259,9 @@ export function foldRollout(s: RolloutState, e: Recorded<RolloutEvent>): Rollout
       break;
     case 'RolloutAborted':
       next = { ...next, status: 'aborted', aborted: e.data, pausedAt: null, updatedAt: e.data.at };
+      break;
+    default:
+      next = { ...next, ...foldRollback(s, e) };
       break;
   }
   l.head = version;

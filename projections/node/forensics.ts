@@ -53,7 +53,11 @@ export function eventTime(e: Recorded): string {
     case 'RolloutHalted':
     case 'RolloutCompleted':
     case 'RolloutAborted':
+    case 'RollbackStarted':
+    case 'RollbackCompleted':
       return e.data.at;
+    case 'RollbackSent':
+      return e.data.sentAt;
   }
 }
 

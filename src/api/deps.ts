@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { RolloutState } from '../core/rollout/index.ts';
+import type { RollbackScope } from '../core/events/index.ts';
 import type { Resource } from '../core/declaration/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ReadModel } from '../readModel/readModel.ts';
@@ -22,6 +23,7 @@ export type RolloutCommands = Readonly<{
   pause: (id: string, by: Readonly<{ by: string; reason: string }>) => Promise<RolloutState>;
   resume: (id: string, by: Readonly<{ by: string }>) => Promise<RolloutState>;
   abort: (id: string, by: Readonly<{ by: string; reason: string }>) => Promise<RolloutState>;
+  rollback: (id: string, by: Readonly<{ by: string; reason: string; scope?: RollbackScope }>) => Promise<RolloutState>;
 }>;
 /** Many nodes in one store transaction (docs/design.md#8-rollouts); each node's outcome of its own, in order. */
 export type SendDeclarations = (items: readonly Readonly<{ node: string; resources: readonly Resource[] }>[]) => Promise<

@@ -8,7 +8,15 @@ import {
   reportClasses,
 } from '../../projections/index.ts';
 import { nodeOutcomes, rolloutStatuses } from '../core/rollout/index.ts';
-import { failureReasons, maxRolloutDurationMs, nodeEventTypes, onSupersededPolicies, rolloutIdPattern } from '../core/events/index.ts';
+import {
+  failureReasons,
+  maxRolloutDurationMs,
+  nodeEventTypes,
+  onSupersededPolicies,
+  rollbackPolicies,
+  rollbackScopes,
+  rolloutIdPattern,
+} from '../core/events/index.ts';
 
 // Zod schemas of everything the HTTP API reads and writes (docs/design.md §7), in one file past the
 // usual size because it is the API's one contract: the OpenAPI document and the dashboard's types
@@ -479,6 +487,30 @@ export const rolloutSummary = named(
       .nullable(),
     completed: z.object({ at: iso, done: count, failed: count, superseded: count }).nullable(),
     aborted: z.object({ by: z.string(), reason: z.string(), at: iso }).nullable(),
+    rollbackOnHalt: z.enum(rollbackPolicies).describe('what a halt rolls back: none, the halted wave, or every node sent'),
+    rollback: z
+      .object({
+        scope: z.enum(rollbackScopes),
+        wave: count.describe('the wave rolled back for scope wave'),
+        by: z.string().describe('the operator, or `engine` for rollbackOnHalt'),
+        reason: z.string(),
+        startedAt: iso,
+        targets: count.describe('the nodes this rollout sent its spec to, in scope'),
+        unsent: count,
+        pending: count.describe('sent their previous spec, not reported its digest yet'),
+        done: count.describe("reported the restored declaration's digest, converged"),
+        failed: count,
+        skipped: z
+          .array(z.object({ node: z.string(), code: z.string(), reason: z.string() }))
+          .readonly()
+          .describe('not sent: `noPrevious` (its first declaration came from this rollout), `superseded`, or an error code'),
+        skippedCount: count,
+        failures: z.array(failure).readonly(),
+        deadline: iso.nullable().describe('when the nodes still pending count as failed'),
+        completedAt: iso.nullable(),
+      })
+      .nullable()
+      .describe('the rollback, once one began (docs/design.md §8, "Rollback")'),
     position: position.describe('store position of the last change: a rollout event or a change of one of its nodes'),
   }),
   'A rollout and how its waves stand now',
@@ -550,6 +582,10 @@ export const rolloutStartBody = named(
       .describe(
         "a node sent a newer declaration from elsewhere: 'fail' counts it against the budget (default), 'hold' keeps its wave open",
       ),
+    rollbackOnHalt: z
+      .enum(rollbackPolicies)
+      .optional()
+      .describe("on a halt, send the nodes sent this spec their previous one: 'none' (default), 'wave' (the halted wave's), 'all'"),
   }),
   'A spec to roll out, to which nodes, in which waves, with which failure budget',
 );
@@ -557,6 +593,14 @@ export const rolloutStartBody = named(
 export const rolloutStarted = named(
   'RolloutStarted',
   z.object({ rollout: z.string(), targets: count, waves: z.array(count).readonly().describe('cumulative node counts') }),
+);
+
+export const rollbackBody = named(
+  'RollbackCommand',
+  z.object({
+    reason: z.string().max(1_000).optional().describe('why, for the record'),
+    scope: z.enum(rollbackScopes).optional().describe("every node this rollout sent to ('all', default), or the open or halted wave's"),
+  }),
 );
 
 export const rolloutCommandBody = named(

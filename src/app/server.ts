@@ -16,7 +16,7 @@ import type { ProjectionRunner } from '../readModel/projectionRunner.ts';
 import { createRelay } from '../engine/relay.ts';
 import type { Relay } from '../engine/relay.ts';
 import { createSender } from '../engine/send.ts';
-import { abortRollout, pauseRollout, resumeRollout, startRollout } from '../engine/rolloutCommands.ts';
+import { abortRollout, rollbackRollout, pauseRollout, resumeRollout, startRollout } from '../engine/rolloutCommands.ts';
 import type { LoadNode } from '../engine/sendView.ts';
 import { createBatchSender } from '../engine/sendBatch.ts';
 import { createRolloutDriver } from '../engine/rolloutDriver.ts';
@@ -94,6 +94,7 @@ export const rolloutCommandsOn = (deps: StartRolloutDeps): RolloutCommands => ({
   pause: (id, by) => pauseRollout(deps, id, by),
   resume: (id, by) => resumeRollout(deps, id, by),
   abort: (id, by) => abortRollout(deps, id, by),
+  rollback: (id, by) => rollbackRollout(deps, id, by),
 });
 
 export function createServer(options: ServerOptions): Server {

@@ -6,6 +6,8 @@ import {
   makeRolloutEvent,
   maxRolloutDurationMs,
   onSupersededPolicies,
+  rollbackPolicies,
+  rollbackScopes,
   rolloutIdPattern,
   rolloutStreamOf,
 } from '../core/events/index.ts';
@@ -13,6 +15,8 @@ import type {
   AbortCriterion,
   OnSuperseded,
   Recorded,
+  RollbackOnHalt,
+  RollbackScope,
   RolloutEvent,
   RolloutSelection,
   RolloutStarted,
@@ -72,6 +76,8 @@ export type StartRolloutInput = Readonly<{
   pauseMs?: number;
   /** A node superseded from elsewhere: 'fail' counts it against the budget (default), 'hold' keeps its wave open. */
   onSuperseded?: OnSuperseded;
+  /** What a halt rolls back (docs/design.md §8, "Rollback"): nothing (default), the halted wave's nodes, or every node sent. */
+  rollbackOnHalt?: RollbackOnHalt;
   startedBy: string;
 }>;
 
@@ -146,6 +152,8 @@ export async function startRollout(deps: StartRolloutDeps, input: StartRolloutIn
   const pauseMs = input.pauseMs ?? 0;
   if (input.onSuperseded !== undefined && !onSupersededPolicies.includes(input.onSuperseded))
     throw planError(`on superseded must be fail or hold (got ${JSON.stringify(input.onSuperseded)})`);
+  if (input.rollbackOnHalt !== undefined && !rollbackPolicies.includes(input.rollbackOnHalt))
+    throw planError(`rollback on halt must be none, wave or all (got ${JSON.stringify(input.rollbackOnHalt)})`);
   if (!Number.isSafeInteger(pauseMs) || pauseMs < 0 || pauseMs > maxRolloutDurationMs)
     throw planError(
       `the pause between waves must be a whole number of milliseconds from 0 to ${maxRolloutDurationMs} (30 days) (got ${pauseMs})`,
@@ -184,6 +192,7 @@ export async function startRollout(deps: StartRolloutDeps, input: StartRolloutIn
       waveTimeoutMs: input.waveTimeoutMs,
       pauseMs,
       onSuperseded: input.onSuperseded ?? 'fail',
+      ...(input.rollbackOnHalt === undefined || input.rollbackOnHalt === 'none' ? {} : { rollbackOnHalt: input.rollbackOnHalt }),
       startedBy: input.startedBy,
       startedAt: at,
     }),
@@ -238,6 +247,7 @@ function samePlan(s: RolloutState, d: RolloutStartedData, targets: readonly stri
     a.waveTimeoutMs === d.waveTimeoutMs &&
     a.pauseMs === d.pauseMs &&
     (a.onSuperseded ?? 'fail') === (d.onSuperseded ?? 'fail') &&
+    (a.rollbackOnHalt ?? 'none') === (d.rollbackOnHalt ?? 'none') &&
     a.startedBy === d.startedBy &&
     s.targets.length === targets.length &&
     s.targets.every((n, i) => n === targets[i])
@@ -307,12 +317,17 @@ async function command(
 /** Appends tried again because the stream moved by an event not readable yet, before giving up. */
 const maxUnseen = 100;
 
-const terminalWord = (s: RolloutState): string => (s.status === 'completed' ? 'completed' : s.status === 'halted' ? 'halted' : 'aborted');
+const terminalWord = (s: RolloutState): string =>
+  s.status === 'completed' ? 'completed' : s.status === 'halted' ? 'halted' : s.status === 'rolledBack' ? 'been rolled back' : 'aborted';
+
+const rollingBack = (s: RolloutState, id: string, what: string): ConvergeError =>
+  stateError(s, `rollout ${id} is rolling back (since ${s.rollback?.started.at ?? 'unknown'}); ${what}`);
 
 /** Stop opening waves and sending; nodes already sent to go on converging. The open wave's timeout stops running. */
 export function pauseRollout(deps: RolloutCommandDeps, id: string, by: Readonly<{ by: string; reason: string }>): Promise<RolloutState> {
   return command(deps, id, (s, at) => {
     if (isTerminal(s.status)) throw stateError(s, `rollout ${id} has ${terminalWord(s)}; there is nothing to pause`);
+    if (s.status === 'rollingBack') throw rollingBack(s, id, 'a rollback is not paused (abort stops it)');
     if (s.status === 'paused') throw stateError(s, `rollout ${id} is paused already (since ${s.pausedAt ?? 'unknown'})`);
     return makeRolloutEvent('RolloutPaused', { rollout: id, by: by.by, reason: by.reason, at }, { revision: s.revision });
   });
@@ -322,6 +337,7 @@ export function pauseRollout(deps: RolloutCommandDeps, id: string, by: Readonly<
 export function resumeRollout(deps: RolloutCommandDeps, id: string, by: Readonly<{ by: string }>): Promise<RolloutState> {
   return command(deps, id, (s, at) => {
     if (isTerminal(s.status)) throw stateError(s, `rollout ${id} has ${terminalWord(s)}; it cannot be resumed`);
+    if (s.status === 'rollingBack') throw rollingBack(s, id, 'there is nothing to resume');
     if (s.status !== 'paused') throw stateError(s, `rollout ${id} is running, not paused; there is nothing to resume`);
     return makeRolloutEvent('RolloutResumed', { rollout: id, by: by.by, at }, { revision: s.revision });
   });
@@ -332,5 +348,29 @@ export function abortRollout(deps: RolloutCommandDeps, id: string, by: Readonly<
   return command(deps, id, (s, at) => {
     if (isTerminal(s.status)) throw stateError(s, `rollout ${id} has ${terminalWord(s)} already; there is nothing to abort`);
     return makeRolloutEvent('RolloutAborted', { rollout: id, by: by.by, reason: by.reason, at });
+  });
+}
+
+/**
+ * Roll the rollout back now (docs/design.md §8, "Rollback"): its waves end, and the driver sends
+ * every node this rollout sent its spec to (scope 'all', the default) or the open or last wave's
+ * (scope 'wave') the declaration it had before. Any status but rolling back or rolled back allows it.
+ */
+export function rollbackRollout(
+  deps: RolloutCommandDeps,
+  id: string,
+  by: Readonly<{ by: string; reason: string; scope?: RollbackScope }>,
+): Promise<RolloutState> {
+  const scope = by.scope ?? 'all';
+  if (!rollbackScopes.includes(scope)) throw planError(`the rollback scope is wave or all (got ${JSON.stringify(scope)})`);
+  return command(deps, id, (s, at) => {
+    if (s.status === 'rollingBack') throw rollingBack(s, id, 'it is rolling back already');
+    if (s.rollback !== null)
+      throw stateError(
+        s,
+        `rollout ${id} was rolled back already (${s.rollback.completed?.at ?? s.rollback.started.at}); a rollout rolls back once`,
+      );
+    const wave = s.halted?.wave ?? s.current;
+    return makeRolloutEvent('RollbackStarted', { rollout: id, scope, wave, by: by.by, reason: by.reason, at });
   });
 }

@@ -1,16 +1,26 @@
 import type { Logger } from 'pino';
 import { foldRollout, foldRolloutEvents } from '../../projections/index.ts';
-import { decide, eventOfDecision, isTerminal, waveProgress } from '../core/rollout/index.ts';
+import {
+  decide,
+  decideRollback,
+  defaultSilentGraceMs,
+  eventOfDecision,
+  isTerminal,
+  owesRollback,
+  rollbackProgress,
+  waveProgress,
+} from '../core/rollout/index.ts';
 import type { NodeState } from '../../projections/index.ts';
 import type { Decision, RolloutState, WaveProgress } from '../core/rollout/index.ts';
 import type { SigningKey } from '../core/declaration/index.ts';
 import { isConvergeError } from '../core/errors.ts';
-import { listLimit, makeRolloutEvent, rolloutEventTypes, rolloutOfStream, rolloutStreamOf } from '../core/events/index.ts';
+import { listLimit, rolloutEventTypes, rolloutOfStream, rolloutStreamOf } from '../core/events/index.ts';
 import type { Recorded, RolloutEvent } from '../core/events/index.ts';
 import type { Metrics } from '../metrics.ts';
 import { sleep } from '../retry.ts';
 import type { EventStore, Subscription } from '../store/port.ts';
 import { whileLeased } from '../store/whileLeased.ts';
+import { sendRollback, sendWave } from './rolloutSends.ts';
 import { createRolloutClock } from './rolloutClock.ts';
 import { createBatchSender } from './sendBatch.ts';
 import type { BatchSender } from './sendBatch.ts';
@@ -172,37 +182,13 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   async function act(s: RolloutState, d: Exclude<Decision, { kind: 'wait' }>): Promise<void> {
     const stream = rolloutStreamOf(s.id);
     try {
-      if (d.kind === 'send') {
-        const nodes = d.nodes.slice(0, batchSize);
-        const resources = s.started.resources;
-        const at = now();
-        await sender.sendMany(
-          nodes.map((node) => ({ node, resources })),
-          {
-            rollout: { id: s.id, wave: d.wave },
-            now: at,
-            extra: (sent, refused) => [
-              {
-                stream,
-                expected: s.revision,
-                events: [
-                  makeRolloutEvent(
-                    'RolloutSent',
-                    {
-                      rollout: s.id,
-                      wave: d.wave,
-                      sends: sent.map((x) => ({ node: x.node, serial: x.serial, digest: x.digest })),
-                      skipped: refused.map((x) => ({ node: x.node, code: x.ok ? '' : x.code, reason: x.ok ? '' : x.message })),
-                      sentAt: at.toISOString(),
-                    },
-                    { revision: s.revision },
-                  ),
-                ],
-              },
-            ],
-          },
-        );
-        options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, nodes.length);
+      if (d.kind === 'rollbackSend') {
+        const sent = await sendRollback({ store, sender, nodeOf, now }, s, d.nodes.slice(0, batchSize));
+        options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
+        options.metrics?.eventsAppended.inc({ type: 'RollbackSent' });
+      } else if (d.kind === 'send') {
+        const sent = await sendWave({ sender, now }, s, d.wave, d.nodes.slice(0, batchSize));
+        options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
         options.metrics?.eventsAppended.inc({ type: 'RolloutSent' });
       } else {
         const event = eventOfDecision(s, d, now().toISOString());
@@ -215,7 +201,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
           rollout: s.id,
           decision: d.kind,
           ...('wave' in d ? { wave: d.wave } : {}),
-          ...(d.kind === 'send' ? { nodes: Math.min(d.nodes.length, batchSize) } : {}),
+          ...(d.kind === 'send' || d.kind === 'rollbackSend' ? { nodes: Math.min(d.nodes.length, batchSize) } : {}),
         },
         'rollout decision recorded',
       );
@@ -234,10 +220,16 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
       const s = await refresh(id, entry.state);
       entry.state = s;
       if (s === null) return null;
-      if (isTerminal(s.status)) {
+      if (isTerminal(s.status) && !owesRollback(s)) {
         rollouts.delete(id);
         clock.forget(id);
         return null;
+      }
+      if (s.rollback !== null) {
+        const d = await rollbackStep(s);
+        if (typeof d === 'number' || d === null) return d;
+        await act(s, d);
+        continue;
       }
       const progress = s.current === 0 ? null : progressOf(s, s.current);
       const nowMs = clock.nowMs(s);
@@ -255,6 +247,21 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
       await act(s, d);
     }
     return 0;
+  }
+
+  /**
+   * A rollback's next step (rollback.ts), or how long until it looks again. Its end counts the
+   * nodes still behind as failed only once the read model has folded what the store holds.
+   */
+  async function rollbackStep(s: RolloutState): Promise<Exclude<Decision, { kind: 'wait' }> | number | null> {
+    const graceMs = options.graceMs ?? defaultSilentGraceMs;
+    const decideNow = (): Decision => decideRollback(s, rollbackProgress(s, nodeOf, listLimit), clock.nowMs(s), nodeOf, graceMs, listLimit);
+    const d = decideNow();
+    if (d.kind === 'wait') return d.untilMs === null ? null : Math.max(0, d.untilMs - clock.nowMs(s));
+    if (d.kind !== 'completeRollback') return d;
+    if (!(await readModelCurrent())) return pollMs;
+    const again = decideNow();
+    return again.kind === 'wait' ? 0 : again;
   }
 
   /** Rollouts are found by following their events; only the positions of unfinished ones are kept. */
@@ -398,6 +405,15 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   };
 }
 
-/** The status an end event leaves a rollout in ('running' for any other event). */
+/**
+ * The status an end event leaves a rollout in ('running' for any other event). A halt is not an
+ * end here: under rollbackOnHalt the rollback follows it, and the fold says which (step).
+ */
 const endStatus = (e: Recorded): RolloutState['status'] =>
-  e.type === 'RolloutCompleted' ? 'completed' : e.type === 'RolloutHalted' ? 'halted' : e.type === 'RolloutAborted' ? 'aborted' : 'running';
+  e.type === 'RolloutCompleted'
+    ? 'completed'
+    : e.type === 'RolloutAborted'
+      ? 'aborted'
+      : e.type === 'RollbackCompleted'
+        ? 'rolledBack'
+        : 'running';

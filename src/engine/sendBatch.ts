@@ -25,7 +25,8 @@ import type { LoadNode, SendView } from './sendView.ts';
 // most); reports and alives alone only moved the streams (100 at most), so a fleet reporting fast
 // does not make a wave's send fail.
 
-export type BatchItem = Readonly<{ node: string; resources: unknown }>;
+/** `wave`: the wave this item's tag names, when it is not the batch's (a rollback's sends span waves). */
+export type BatchItem = Readonly<{ node: string; resources: unknown; wave?: number }>;
 
 export type BatchOutcome =
   | Readonly<{ node: string; ok: true; digest: string; serial: number }>
@@ -43,8 +44,11 @@ export type BatchResult = Readonly<{
 export type SendManyOptions = Readonly<{
   /** The time written into every declaration of the batch (default: the sender's clock). */
   now?: Date;
-  /** Tag every declaration as this rollout's wave (their ids then name the rollout, not the serial). */
-  rollout?: Readonly<{ id: string; wave: number }>;
+  /**
+   * Tag every declaration as this rollout's wave (their ids then name the rollout, not the
+   * serial), or as its rollback (`rollback: true`; ids name the rollback).
+   */
+  rollout?: Readonly<{ id: string; wave: number; rollback?: true }>;
   /**
    * More writes for the same append call, built from what is about to be sent (the rollout's
    * RolloutSent). A conflict on one of these streams is not retried here: it is thrown, for the
@@ -192,7 +196,7 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
           key,
           now: at,
           specDigest: t.specDigest,
-          ...(opts.rollout === undefined ? {} : { rollout: opts.rollout }),
+          ...(opts.rollout === undefined ? {} : { rollout: { ...opts.rollout, wave: items[t.i]?.wave ?? opts.rollout.wave } }),
         });
         made.set(t.i, event);
         sent.push({ node: t.node, serial: event.data.serial, digest: event.data.digest });

@@ -35,14 +35,35 @@ export async function specAsOf(store: EventStore, node: string, asOf: Date): Pro
     throw new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `${node} had been sent no declaration at or before ${asOf.toISOString()}`, {
       details: { node, asOf: asOf.toISOString() },
     });
+  return specOfSend(chosen);
+}
+
+/** The spec a recorded send carried. */
+export function specOfSend(sent: Recorded<DeclarationSent>): SpecAsOf {
   // The bytes are the record: the resources are read from them, not rebuilt, so the spec digest is the same.
-  const { resources } = readDeclaration(Buffer.from(chosen.data.declaration, 'base64'));
+  const { resources } = readDeclaration(Buffer.from(sent.data.declaration, 'base64'));
   return {
     resources,
-    specDigest: chosen.data.specDigest,
-    serial: chosen.data.serial,
-    digest: chosen.data.digest,
-    sentAt: chosen.data.sentAt,
-    position: chosen.position,
+    specDigest: sent.data.specDigest,
+    serial: sent.data.serial,
+    digest: sent.data.digest,
+    sentAt: sent.data.sentAt,
+    position: sent.position,
   };
+}
+
+/**
+ * The spec a node had before a rollout's send to it (a rollback restores it, docs/design.md §8):
+ * the latest DeclarationSent in its stream before that send. Null when that send was its first,
+ * or when the rollout sent it nothing.
+ */
+export async function specBeforeRollout(store: EventStore, node: string, rollout: string): Promise<SpecAsOf | null> {
+  let before: Recorded<DeclarationSent> | null = null;
+  for (const e of await store.readStream(streamOf(node))) {
+    if (e.type !== 'DeclarationSent') continue;
+    const sent = e as Recorded<DeclarationSent>;
+    if (sent.data.rollout?.id === rollout && sent.data.rollout.rollback !== true) return before === null ? null : specOfSend(before);
+    before = sent;
+  }
+  return null;
 }

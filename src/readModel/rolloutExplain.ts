@@ -1,10 +1,10 @@
 import { createRaceScanner, foldNode, foldRollout, initialNodeState, startRollout } from '../../projections/index.ts';
-import { nodeOutcome, failureDetail } from '../core/rollout/index.ts';
+import { nodeOutcome, failureDetail, rollbackOutcome } from '../core/rollout/index.ts';
 import type { NodeState } from '../../projections/index.ts';
 import type { NodeOutcome, RolloutState } from '../core/rollout/index.ts';
 import { ConvergeError } from '../core/errors.ts';
 import type { Recorded, RolloutEvent, RolloutFailure } from '../core/events/index.ts';
-import { isNodeEvent, rolloutStreamOf, streamOf } from '../core/events/index.ts';
+import { isNodeEvent, isRollbackSendOf, rolloutStreamOf, streamOf } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 
 // `converge rollout explain <id>`: a rollout's story told from the events alone —
@@ -74,6 +74,12 @@ export type ExplainEntry = Readonly<
       }
     | { kind: 'completed'; done: number; failed: number; superseded: number }
     | { kind: 'aborted'; by: string; reason: string }
+    // A rollback (docs/design.md §8, "Rollback"), told like a wave.
+    | { kind: 'rollbackStarted'; scope: 'wave' | 'all'; wave: number; by: string; reason: string }
+    | { kind: 'rollbackSent'; sends: number; skipped: readonly Readonly<{ node: string; code: string; reason: string }>[] }
+    /** A report that named the digest of the declaration the rollback sent the node (its previous spec again). */
+    | { kind: 'nodeRolledBack'; node: string; digest: string; serial: number; restores: number }
+    | { kind: 'rollbackCompleted'; done: number; failed: number; skipped: number; failures: readonly RolloutFailure[] }
   )
 >;
 
@@ -106,8 +112,30 @@ export function explainEvents(id: string, events: readonly Recorded[]): RolloutE
   const lastDone = new Map<number, { node: string; digest: string; at: string; position: string }>();
   const waveOf = (node: string): number => s?.sends.get(node)?.wave ?? s?.skipped.get(node)?.wave ?? 0;
 
+  const rolledBack = new Set<string>();
+  const recountRollback = (node: string, e: Recorded): void => {
+    const rb = s?.rollback?.sends.get(node);
+    if (s === null || rb === undefined || rolledBack.has(node)) return;
+    if (rollbackOutcome(s, node, nodes.get(node)) !== 'done') return;
+    rolledBack.add(node);
+    const at = e.type === 'ReportReceived' ? e.data.receivedAt : eventAt(e);
+    entries.push({
+      kind: 'nodeRolledBack',
+      at,
+      position: e.position.toString(),
+      node,
+      digest: rb.digest,
+      serial: rb.serial,
+      restores: rb.restores.serial,
+    });
+  };
+
   const recount = (node: string, e: Recorded): void => {
     if (s === null) return;
+    // Once rolled back, a node's story is the rollback's: its newer send is not a supersession.
+    if (s.rollback?.sends.has(node) === true) return recountRollback(node, e);
+    if (isRollbackSendOf(e, s.id)) return; // folded just before the RollbackSent that lists it
+
     const send = s.sends.get(node);
     const skip = s.skipped.get(node);
     if (send === undefined && skip === undefined) return;
@@ -259,6 +287,30 @@ export function explainEvents(id: string, events: readonly Recorded[]): RolloutE
       case 'RolloutAborted':
         entries.push({ kind: 'aborted', at: r.data.at, position, by: r.data.by, reason: r.data.reason });
         break;
+      case 'RollbackStarted': {
+        const d = r.data;
+        entries.push({ kind: 'rollbackStarted', at: d.at, position, scope: d.scope, wave: d.wave, by: d.by, reason: d.reason });
+        break;
+      }
+      case 'RollbackSent': {
+        const d = r.data;
+        entries.push({ kind: 'rollbackSent', at: d.sentAt, position, sends: d.sends.length, skipped: d.skipped });
+        for (const x of d.sends) recount(x.node, r);
+        break;
+      }
+      case 'RollbackCompleted': {
+        const d = r.data;
+        entries.push({
+          kind: 'rollbackCompleted',
+          at: d.at,
+          position,
+          done: d.done,
+          failed: d.failed,
+          skipped: d.skipped,
+          failures: d.failures,
+        });
+        break;
+      }
       default:
         break;
     }
@@ -317,6 +369,14 @@ export function explainLine(e: ExplainEntry): string {
       return `${when}  completed: ${e.done} done, ${e.failed} failed, ${e.superseded} superseded`;
     case 'aborted':
       return `${when}  aborted by ${e.by}${e.reason === '' ? '' : `: ${e.reason}`}`;
+    case 'rollbackStarted':
+      return `${when}  rollback began (${e.scope === 'all' ? 'every node sent' : `wave ${e.wave}'s nodes`}) by ${e.by}${e.reason === '' ? '' : `: ${e.reason}`}`;
+    case 'rollbackSent':
+      return `${when}  rollback: ${e.sends} previous declaration(s) sent again${e.skipped.length > 0 ? `, ${e.skipped.length} listed, not sent (${e.skipped.map((x) => `${x.node}: ${x.code}`).join(', ')})` : ''}`;
+    case 'nodeRolledBack':
+      return `${when}  rollback: ${e.node} rolled back: its report names ${short(e.digest)} (serial ${e.serial}, restoring serial ${e.restores}'s spec, position ${e.position})`;
+    case 'rollbackCompleted':
+      return `${when}  rollback completed: ${e.done} rolled back, ${e.failed} failed, ${e.skipped} not sent${e.failures.length > 0 ? ` (${e.failures.map((f) => `${f.node} ${f.reason}`).join(', ')})` : ''}`;
   }
 }
 

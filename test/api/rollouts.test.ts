@@ -235,3 +235,43 @@ test('abort criteria by class over the API: recorded as planned, shown with how 
     { asGiven: 'silent:1', classes: ['silent'], count: 1, percent: null, minSettled: 0, failures: 0, allowed: 1, settled: 0 },
   ]);
 });
+
+test('rollback over the API: rollbackOnHalt recorded as planned; POST rollback answers 200 rolling back, then 409; unknown 404', async (t) => {
+  const h = await apiHarness();
+  t.after(() => h.close());
+  const body = {
+    rollout: 'rb1',
+    ...spec,
+    selection: { kind: 'nodes', nodes: ['a', 'b'] },
+    waves: '1,100%',
+    waveTimeoutMs: 600_000,
+    rollbackOnHalt: 'wave',
+  };
+  assert.equal((await h.app.inject(post('/v1/rollouts', { ...body, rollout: 'rb0', rollbackOnHalt: 'some' }))).statusCode, 400);
+  assert.equal((await h.app.inject(post('/v1/rollouts', body))).statusCode, 202);
+  const got = (await h.app.inject({ url: '/v1/rollouts/rb1', headers: read })).json();
+  assert.deepEqual([got.rollbackOnHalt, got.rollback], ['wave', null]);
+
+  assert.equal((await h.app.inject(post('/v1/rollouts/rb1/rollback', { scope: 'some' }))).statusCode, 400);
+  assert.equal((await h.app.inject(post('/v1/rollouts/rb1/rollback', {}, read))).statusCode, 403, 'rolling back needs the send scope');
+  const back = await h.app.inject(post('/v1/rollouts/rb1/rollback', { reason: 'bad image' }));
+  assert.equal(back.statusCode, 200, back.body);
+  const r = back.json();
+  assert.equal(r.status, 'rollingBack');
+  assert.deepEqual(
+    [r.rollback.scope, r.rollback.reason, r.rollback.targets, r.rollback.completedAt],
+    ['all', 'bad image', 0, null],
+    'nothing was sent yet: nothing to roll back',
+  );
+  assert.match(r.rollback.by, /^api token /);
+  const again = await h.app.inject(post('/v1/rollouts/rb1/rollback', {}));
+  assert.equal(again.statusCode, 409);
+  assert.equal(again.json().code, 'CONVERGE_ERR_ROLLOUT_STATE');
+  assert.equal((await h.app.inject(post('/v1/rollouts/rb1/pause', {}))).statusCode, 409, 'a rollback is not paused');
+  assert.equal((await h.app.inject(post('/v1/rollouts/nope/rollback', {}))).statusCode, 404);
+  const list = (await h.app.inject({ url: '/v1/rollouts?status=rollingBack', headers: read })).json();
+  assert.deepEqual(
+    list.rollouts.map((x: { rollout: string }) => x.rollout),
+    ['rb1'],
+  );
+});

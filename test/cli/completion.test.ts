@@ -61,7 +61,7 @@ describe('converge completion bash', () => {
     const fish = await cliIn(tmpdir(), ['completion', 'fish']);
     assert.match(
       fish.stdout,
-      /-n '__fish_seen_subcommand_from rollout; and not __fish_seen_subcommand_from start status pause resume abort explain' -a 'start status pause resume abort explain'/,
+      /-n '__fish_seen_subcommand_from rollout; and not __fish_seen_subcommand_from start status pause resume abort rollback explain' -a 'start status pause resume abort rollback explain'/,
     );
     assert.match(fish.stdout, /-n '__fish_seen_subcommand_from status' -l output -s o -x -a 'json yaml wide name'/);
     const bad = await cliIn(tmpdir(), ['completion', 'tcsh']);

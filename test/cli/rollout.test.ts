@@ -186,4 +186,25 @@ describe('converge rollout on a SQLite store', () => {
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /no rollout named "nope"/);
   });
+
+  test('status lists the failed nodes by class; rollback rolls back once, then is refused; a bad policy is a usage error', async () => {
+    const status = await cli(['rollout', 'status', 'r1']);
+    assert.match(status.stdout, /^NODE +WAVE +CLASS +DETAIL$/m);
+    assert.match(status.stdout, /^n2 +2 +refused +refused: no room$/m);
+    assert.match(status.stdout, /^rollback +-$/m);
+
+    const bad = await cli(['rollout', 'start', 'spec.json', '--all', '--wave-timeout', '1m', '--rollback-on-halt', 'sometimes']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--rollback-on-halt is none, wave or all/);
+    assert.equal((await cli(['rollout', 'pause', 'r1', '--scope', 'wave'])).code, 2, '--scope is for rollback');
+
+    const back = await cli(['rollout', 'rollback', 'r1', '--scope', 'wave', '--reason', 'bad image']);
+    assert.equal(back.code, 0, back.stderr);
+    assert.equal(back.stdout, 'rollout r1 rollingBack\n');
+    const shown = await cli(['rollout', 'status', 'r1']);
+    assert.match(shown.stdout, /^rollback +wave 2, by cli ops at .*: 0 of 2 rolled back, 0 pending, 0 failed; sending$/m);
+    const again = await cli(['rollout', 'rollback', 'r1']);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /rolling back already/);
+  });
 });

@@ -14,8 +14,17 @@ import type { NodeBehaviour } from '../support/rolloutFleet.ts';
 // only when nothing else can happen. A model of waves and budgets, written here without the
 // projections' decision, says how it must end: which waves complete with which counts, where it
 // halts, and that every node up to there got exactly one declaration from it and none after.
+// A drawn rollbackOnHalt then rolls a halted one back: the model says which nodes are sent their
+// previous spec (those sent ours, in scope, that had one), and which of them report it.
 
-type Plan = Readonly<{ behaviours: readonly NodeBehaviour[]; waves: string; maxFailures: string }>;
+type Plan = Readonly<{
+  behaviours: readonly NodeBehaviour[];
+  /** Whether each node had been sent a declaration before the rollout (a stale node always had). */
+  previous: readonly boolean[];
+  waves: string;
+  maxFailures: string;
+  rollbackOnHalt: 'none' | 'wave' | 'all';
+}>;
 
 const behaviour = fc.constantFrom<NodeBehaviour>('apply', 'apply', 'apply', 'refuse', 'degrade', 'silent', 'stale');
 const step = fc.oneof(
@@ -24,6 +33,8 @@ const step = fc.oneof(
 );
 const plan: fc.Arbitrary<Plan> = fc.record({
   behaviours: fc.array(behaviour, { minLength: 1, maxLength: 10 }),
+  previous: fc.array(fc.boolean(), { minLength: 10, maxLength: 10 }),
+  rollbackOnHalt: fc.constantFrom('none', 'wave', 'all'),
   waves: fc.array(step, { minLength: 1, maxLength: 4 }).map((xs) => xs.join(',')),
   maxFailures: fc.oneof(
     fc.integer({ min: 0, max: 3 }).map(String),
@@ -72,9 +83,11 @@ test('model: the driver ends every drawn rollout as the model of waves and budge
       const nodes = p.behaviours.map((_, i) => `m${i}`);
       const f = await rolloutFleet({ behaviour: Object.fromEntries(nodes.map((n, i) => [n, p.behaviours[i]!])) });
       try {
-        // The stale nodes were sent a declaration before the rollout, which they will go on reporting.
+        // The stale nodes were sent a declaration before the rollout, which they will go on reporting;
+        // others may have been, which a rollback restores.
+        const hadPrevious = (i: number): boolean => p.behaviours[i] === 'stale' || p.previous[i] === true;
         for (const [i, node] of nodes.entries()) {
-          if (p.behaviours[i] !== 'stale') continue;
+          if (!hadPrevious(i)) continue;
           const e = makeDeclarationSent({ node, serial: 1, resources: [{ id: 'old' }], key: testKey, now: f.now() });
           await f.store.append([{ stream: streamOf(node), expected: 'no_stream', events: [e] }]);
         }
@@ -84,10 +97,13 @@ test('model: the driver ends every drawn rollout as the model of waves and budge
           waves: p.waves,
           maxFailures: p.maxFailures,
           waveTimeoutMs: 10_000,
+          rollbackOnHalt: p.rollbackOnHalt,
         });
         let s = await f.rollout(id);
         let idle = 0;
-        for (let i = 0; i < 200 && s.status === 'running'; i++) {
+        const moving = (): boolean =>
+          s.status === 'running' || s.status === 'rollingBack' || (s.status === 'halted' && p.rollbackOnHalt !== 'none');
+        for (let i = 0; i < 300 && moving(); i++) {
           const before = s.revision;
           await f.settle();
           s = await f.rollout(id);
@@ -98,7 +114,8 @@ test('model: the driver ends every drawn rollout as the model of waves and budge
           }
         }
         const expected = model(p);
-        assert.equal(s.status, expected.status);
+        const rolledBack = expected.status === 'halted' && p.rollbackOnHalt !== 'none';
+        assert.equal(s.status, rolledBack ? 'rolledBack' : expected.status);
         const completed = s.waves.filter((w) => w.completed !== null).map((w) => [w.completed!.done, w.completed!.failed] as const);
         assert.deepEqual(completed, expected.waves);
         let lastWave = s.waves.length;
@@ -116,9 +133,27 @@ test('model: the driver ends every drawn rollout as the model of waves and budge
           );
         }
         const reached = s.waves[lastWave - 1]!.to;
+        const inScope = (i: number): boolean =>
+          rolledBack && i < reached && (p.rollbackOnHalt === 'all' || i >= s.waves[lastWave - 1]!.from);
+        let restored = 0;
         for (const [i, node] of nodes.entries()) {
           const tagged = (await f.sentTo(node)).filter((e) => e.data.rollout?.id === id);
-          assert.equal(tagged.length, i < reached ? 1 : 0, `${node} (target ${i}, waves reach ${reached})`);
+          const ours = tagged.filter((e) => e.data.rollout?.rollback !== true);
+          const back = tagged.filter((e) => e.data.rollout?.rollback === true);
+          assert.equal(ours.length, i < reached ? 1 : 0, `${node} (target ${i}, waves reach ${reached})`);
+          // Sent its previous spec back exactly when it was sent ours, is in scope, and had one.
+          assert.equal(back.length, inScope(i) && hadPrevious(i) ? 1 : 0, `${node}: rolled back`);
+          if (back.length === 1) {
+            assert.equal(back[0]!.data.specDigest, (await f.sentTo(node))[0]!.data.specDigest, `${node}: its previous spec`);
+            if (p.behaviours[i] === 'apply') restored++;
+          }
+        }
+        if (rolledBack) {
+          const done = s.rollback?.completed;
+          const skipped = nodes.filter((_, i) => inScope(i) && !hadPrevious(i)).length;
+          // Only the nodes that apply report their restored spec converged; the others fail it.
+          assert.deepEqual([done?.done, done?.skipped], [restored, skipped]);
+          assert.equal(done?.failed, nodes.filter((_, i) => inScope(i) && hadPrevious(i)).length - restored);
         }
       } finally {
         await f.stop();

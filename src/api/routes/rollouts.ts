@@ -132,6 +132,7 @@ export const rolloutRoutes: FastifyPluginAsyncZod<RolloutRouteContext> = async (
         waveTimeoutMs: body.waveTimeoutMs,
         ...(body.pauseMs === undefined ? {} : { pauseMs: body.pauseMs }),
         ...(body.onSuperseded === undefined ? {} : { onSuperseded: body.onSuperseded }),
+        ...(body.rollbackOnHalt === undefined ? {} : { rollbackOnHalt: body.rollbackOnHalt }),
         startedBy: who(headers.authorization),
       });
       await waitForView(rollouts, r.rollout, () => rollouts.get(r.rollout) !== undefined, visibleMs);
@@ -165,4 +166,25 @@ export const rolloutRoutes: FastifyPluginAsyncZod<RolloutRouteContext> = async (
       },
     );
   }
+
+  app.post(
+    '/v1/rollouts/:id/rollback',
+    route('send', 'api', {
+      operationId: 'rollbackRollout',
+      summary:
+        'Roll a rollout back: its waves end, and each node it sent its spec to (scope all, or the wave) is sent its previous spec again',
+      params: s.rolloutIdParams,
+      body: s.rollbackBody,
+      response: { 200: json('the rollout once the engine shows the rollback begun', s.rolloutSummary) },
+      errors: { 404: 'no rollout has this id', 409: 'the rollout is rolling back, or was rolled back, already' },
+    }),
+    async ({ params, body, headers }) => {
+      const after = await commands().rollback(params.id, {
+        by: who(headers.authorization),
+        reason: body.reason ?? '',
+        ...(body.scope === undefined ? {} : { scope: body.scope }),
+      });
+      return visible(after);
+    },
+  );
 };

@@ -3,10 +3,9 @@ import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import { isTerminal } from '../../core/rollout/index.ts';
 import type { TargetSelection } from '../../core/rollout/index.ts';
-import { abortRollout, pauseRollout, resumeRollout, startRollout } from '../../engine/rolloutCommands.ts';
+import { abortRollout, pauseRollout, resumeRollout, rollbackRollout, startRollout } from '../../engine/rolloutCommands.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import { explainLine, explainRollout } from '../../readModel/rolloutExplain.ts';
-import type { RolloutNode } from '../../readModel/rollouts.ts';
 import type { EventStore } from '../../store/index.ts';
 import type { Context, Run } from '../command.ts';
 import { openStore, withStore } from '../command.ts';
@@ -16,13 +15,14 @@ import { foldStore } from './readModelFromStore.ts';
 import { foldRollouts } from './rolloutViewFromStore.ts';
 import type { FoldedRollouts } from './rolloutViewFromStore.ts';
 import { rolloutDetail } from './rolloutText.ts';
+import type { FailedNode } from './rolloutText.ts';
 
-// `converge rollout start|status|pause|resume|abort|explain` (§7). Like `send`, the
+// `converge rollout start|status|pause|resume|abort|rollback|explain` (§7). Like `send`, the
 // commands write to the store (the engine's commands, src/engine/rolloutCommands.ts) and a
 // running `serve` on the same store drives the waves; like `status`, the reads fold the store
 // themselves (the same view the API serves), so they work without a server.
 
-const verbs = ['start', 'status', 'pause', 'resume', 'abort', 'explain'] as const;
+const verbs = ['start', 'status', 'pause', 'resume', 'abort', 'rollback', 'explain'] as const;
 type Verb = (typeof verbs)[number];
 
 const usage = (message: string): ConvergeError => new ConvergeError('CONVERGE_ERR_USAGE', message);
@@ -90,6 +90,9 @@ async function start(ctx: Context, file: string): Promise<number> {
   const onSuperseded = str(values['on-superseded']);
   if (onSuperseded !== undefined && onSuperseded !== 'fail' && onSuperseded !== 'hold')
     throw usage(`--on-superseded is fail or hold (got ${JSON.stringify(onSuperseded)})`);
+  const rollbackOnHalt = str(values['rollback-on-halt']);
+  if (rollbackOnHalt !== undefined && rollbackOnHalt !== 'none' && rollbackOnHalt !== 'wave' && rollbackOnHalt !== 'all')
+    throw usage(`--rollback-on-halt is none, wave or all (got ${JSON.stringify(rollbackOnHalt)})`);
   const text = await readSpec(io, file, io.readStdin);
   let spec: unknown;
   try {
@@ -118,6 +121,7 @@ async function start(ctx: Context, file: string): Promise<number> {
         waveTimeoutMs,
         ...(pause === undefined ? {} : { pauseMs: parseDuration('pause', pause) }),
         ...(onSuperseded === undefined ? {} : { onSuperseded }),
+        ...(rollbackOnHalt === undefined ? {} : { rollbackOnHalt }),
         startedBy: who(ctx),
       },
     );
@@ -134,10 +138,24 @@ async function start(ctx: Context, file: string): Promise<number> {
   }
 }
 
-const failingNodes = (f: FoldedRollouts, id: string): RolloutNode[] => {
-  const out: RolloutNode[] = [];
+/**
+ * The failed nodes with their class: those the waves and the halt recorded (timeouts and silent
+ * nodes among them), then those failing now in the open wave, then the rollback's, 50 at most.
+ */
+const failedNodes = (f: FoldedRollouts, id: string): FailedNode[] => {
+  const out: FailedNode[] = [];
+  const seen = new Set<string>();
+  const add = (node: string, wave: number | string, cls: string, detail: string): void => {
+    if (seen.has(`${wave}/${node}`) || out.length >= 50) return;
+    seen.add(`${wave}/${node}`);
+    out.push({ node, wave: String(wave), class: cls, detail });
+  };
+  const s = f.rollouts.get(id);
+  for (const w of s?.waves ?? []) for (const x of w.completed?.failures ?? []) add(x.node, w.wave, x.reason, x.detail);
+  if (s?.halted != null) for (const x of s.halted.failed) add(x.node, s.halted.wave, x.reason, x.detail);
   for (const outcome of ['refused', 'degraded', 'unsendable'] as const)
-    out.push(...(f.rollouts.nodes(id, { outcome, limit: 20 })?.nodes ?? []));
+    for (const n of f.rollouts.nodes(id, { outcome, limit: 20 })?.nodes ?? []) add(n.node, n.wave, n.outcome, n.detail ?? '');
+  for (const x of f.rollouts.summary(id, Date.now())?.rollback?.failures ?? []) add(x.node, 'rollback', x.reason, x.detail);
   return out;
 };
 
@@ -151,7 +169,7 @@ async function status(ctx: Context, store: EventStore, id: string): Promise<numb
     const now = Date.now();
     const r = folded.rollouts.summary(id, now);
     if (r === undefined) throw notFound(id);
-    printOne(io, output, r, { text: () => rolloutDetail(r, failingNodes(folded, id), now), name: r.rollout });
+    printOne(io, output, r, { text: () => rolloutDetail(r, failedNodes(folded, id), now), name: r.rollout });
     return isTerminal(r.status);
   };
   const ended = print();
@@ -180,11 +198,28 @@ export const run: Run = async (ctx) => {
   if (!(verbs as readonly string[]).includes(verb)) throw usage(`rollout takes ${verbs.join(', ')}, not ${JSON.stringify(verb)}`);
   const v = verb as Verb;
   if (v !== 'start') {
-    for (const f of ['nodes', 'all', 'spec', 'prefix', 'waves', 'max-failures', 'abort-on', 'wave-timeout', 'pause', 'on-superseded', 'id'])
+    for (const f of [
+      'nodes',
+      'all',
+      'spec',
+      'prefix',
+      'waves',
+      'max-failures',
+      'abort-on',
+      'wave-timeout',
+      'pause',
+      'on-superseded',
+      'rollback-on-halt',
+      'id',
+    ])
       if (ctx.values[f] !== undefined && ctx.values[f] !== false) throw usage(`--${f} is for rollout start`);
   }
   if (ctx.values.watch !== undefined && v !== 'status') throw usage('--watch is for rollout status');
-  if (ctx.values.reason !== undefined && v !== 'pause' && v !== 'abort') throw usage('--reason is for rollout pause and abort');
+  if (ctx.values.reason !== undefined && v !== 'pause' && v !== 'abort' && v !== 'rollback')
+    throw usage('--reason is for rollout pause, abort and rollback');
+  if (ctx.values.scope !== undefined && v !== 'rollback') throw usage('--scope is for rollout rollback');
+  const scope = str(ctx.values.scope);
+  if (scope !== undefined && scope !== 'all' && scope !== 'wave') throw usage(`--scope is all or wave (got ${JSON.stringify(scope)})`);
   if (v !== 'status' && v !== 'explain' && ctx.output !== 'text' && ctx.output !== 'json')
     throw usage(`-o ${ctx.output} is for rollout status and explain (the others take --json)`);
   if (v === 'start') return start(ctx, arg);
@@ -205,9 +240,13 @@ export const run: Run = async (ctx) => {
         ? await pauseRollout(deps, arg, { by, reason })
         : v === 'resume'
           ? await resumeRollout(deps, arg, { by })
-          : await abortRollout(deps, arg, { by, reason });
+          : v === 'rollback'
+            ? await rollbackRollout(deps, arg, { by, reason, ...(scope === undefined ? {} : { scope }) })
+            : await abortRollout(deps, arg, { by, reason });
     if (json) printJson(io, { rollout: after.id, status: after.status, at: after.updatedAt });
     else io.stdout(`rollout ${after.id} ${after.status}\n`);
+    if (!json && v === 'rollback')
+      io.stderr(`a running converge serve on this store sends the previous specs; watch it: converge rollout status ${after.id} --watch\n`);
     return 0;
   });
 };

@@ -1,4 +1,4 @@
-import type { RolloutNode, RolloutSummary } from '../../readModel/rollouts.ts';
+import type { RolloutSummary } from '../../readModel/rollouts.ts';
 import { describeSelection } from '../../readModel/rolloutExplain.ts';
 import { pairs, short, table } from '../output.ts';
 
@@ -15,7 +15,26 @@ export const durationText = (ms: number): string => {
 
 const ofWaves = (r: RolloutSummary): string => (r.current === 0 ? 'no wave open yet' : `wave ${r.current} of ${r.waves.length}`);
 
-export function rolloutDetail(r: RolloutSummary, failing: readonly RolloutNode[], now: number): string {
+/** A failed node as `rollout status` lists it: its wave (or `rollback`), its failure class, and why. */
+export type FailedNode = Readonly<{ node: string; wave: string; class: string; detail: string }>;
+
+/** `all by engine at …: 3 of 4 rolled back, 0 pending, 1 failed; 1 not sent (fresh noPrevious)`. */
+function rollbackText(r: RolloutSummary): string {
+  const b = r.rollback;
+  if (b === null) return r.rollbackOnHalt === 'none' ? '-' : `none yet (on halt: ${r.rollbackOnHalt})`;
+  const scope = b.scope === 'all' ? 'every node sent' : `wave ${b.wave}`;
+  const state = b.completedAt !== null ? `completed ${b.completedAt}` : b.deadline === null ? 'sending' : `times out ${b.deadline}`;
+  const skipped =
+    b.skippedCount === 0
+      ? ''
+      : `; ${b.skippedCount} not sent (${b.skipped
+          .slice(0, 5)
+          .map((x) => `${x.node} ${x.code}`)
+          .join(', ')}${b.skippedCount > 5 ? ', …' : ''})`;
+  return `${scope}, by ${b.by} at ${b.startedAt}: ${b.done} of ${b.targets} rolled back, ${b.pending} pending, ${b.failed} failed${skipped}; ${state}`;
+}
+
+export function rolloutDetail(r: RolloutSummary, failing: readonly FailedNode[], now: number): string {
   const latency =
     r.convergence.samples === 0
       ? '-'
@@ -54,6 +73,7 @@ export function rolloutDetail(r: RolloutSummary, failing: readonly RolloutNode[]
     ['latency', latency],
     ['eta', eta],
     ['end', end],
+    ['rollback', rollbackText(r)],
   ]);
   const rows = r.waves.map((w) => [
     String(w.wave),
@@ -67,7 +87,7 @@ export function rolloutDetail(r: RolloutSummary, failing: readonly RolloutNode[]
       ? `completed ${w.completedAt}${w.recorded === null ? '' : ` (then ${w.recorded.done} done, ${w.recorded.failed} failed, ${w.recorded.superseded} superseded)`}`
       : w.startedAt === null
         ? 'waiting'
-        : r.status === 'halted' || r.status === 'aborted'
+        : r.status === 'halted' || r.status === 'aborted' || r.status === 'rollingBack' || r.status === 'rolledBack'
           ? `${r.status}, open`
           : w.deadline === null
             ? 'sending'
@@ -80,8 +100,8 @@ export function rolloutDetail(r: RolloutSummary, failing: readonly RolloutNode[]
     failing.length === 0
       ? ''
       : `\n${table(
-          ['NODE', 'WAVE', 'OUTCOME', 'DETAIL'],
-          failing.map((n) => [n.node, String(n.wave), n.outcome, n.detail ?? '']),
+          ['NODE', 'WAVE', 'CLASS', 'DETAIL'],
+          failing.map((n) => [n.node, n.wave, n.class, n.detail]),
         )}`;
   return `${head}\n${waves}${failures}`;
 }

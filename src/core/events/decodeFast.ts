@@ -109,7 +109,15 @@ export function isTransport(v: unknown): boolean {
 
 export function isRolloutTag(v: unknown): boolean {
   if (!isPlainObject(v)) return false;
-  return typeof v.id === 'string' && rolloutIdPattern.test(v.id) && isCount(v.wave) && keyCount(v) === 2;
+  const rollback = v.rollback !== undefined;
+  if (!rollback && 'rollback' in v) return false;
+  return (
+    typeof v.id === 'string' &&
+    rolloutIdPattern.test(v.id) &&
+    isCount(v.wave) &&
+    (!rollback || v.rollback === true) &&
+    keyCount(v) === (rollback ? 3 : 2)
+  );
 }
 
 export function isSentEarlier(v: unknown): boolean {

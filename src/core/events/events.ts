@@ -31,9 +31,12 @@ export const declarationSentData = z.object({
   /**
    * Present on a rollout's sends: which rollout and wave sent it. Optional and
    * additive, so the data version stays 2: older events have no tag (not sent by a rollout) and
-   * an older reader ignores it, as zod objects strip keys they do not name.
+   * an older reader ignores it, as zod objects strip keys they do not name. `rollback: true` on
+   * a rollback's send (the node's previous spec again; `wave` is the wave that sent it ours).
    */
-  rollout: z.object({ id: z.string().regex(rolloutIdPattern), wave: z.number().int().min(1) }).optional(),
+  rollout: z
+    .object({ id: z.string().regex(rolloutIdPattern), wave: z.number().int().min(1), rollback: z.literal(true).optional() })
+    .optional(),
 });
 
 export const reportReceivedData = z.object({
@@ -133,3 +136,9 @@ export type Recorded<E extends ConvergeEvent = ConvergeEvent> = E &
 export const streamPrefix = 'node-';
 export const streamOf = (node: string): string => `${streamPrefix}${node}`;
 export const nodeOfStream = (stream: string): string | null => (stream.startsWith(streamPrefix) ? stream.slice(streamPrefix.length) : null);
+
+/** Whether `e` is a rollback's declaration from rollout `rollout` (docs/design.md §8, "Rollback"). */
+export const isRollbackSendOf = (e: Readonly<{ type: string; data: unknown }> | undefined, rollout: string): boolean =>
+  e?.type === 'DeclarationSent' &&
+  (e.data as DeclarationSentData).rollout?.id === rollout &&
+  (e.data as DeclarationSentData).rollout?.rollback === true;

@@ -187,6 +187,9 @@ export const observationEventId = (engine: string, type: string, at: string): st
  */
 export const rolloutSendId = (node: string, rollout: string): string => uuidV5(`DeclarationSent/${node}/rollout/${rollout}`);
 
+/** A rollout's rollback send to a node: one per rollout and node, as its send is (docs/design.md §8, "Rollback"). */
+export const rollbackSendId = (node: string, rollout: string): string => uuidV5(`DeclarationSent/${node}/rollback/${rollout}`);
+
 /**
  * A rollout event, named by its rollout, its type and what makes it unique in the stream: the
  * wave for wave events, the list's offset for node lists, and for everything else the stream

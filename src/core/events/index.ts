@@ -11,6 +11,7 @@ export {
   nodeSilentId,
   observationEventId,
   rolloutSendId,
+  rollbackSendId,
   rolloutEventId,
   uuidV5,
 } from './ids.ts';

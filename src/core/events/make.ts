@@ -3,7 +3,16 @@ import type { Resource, SigningKey } from '../declaration/index.ts';
 import type { Alive, Report } from '../wire/index.ts';
 import type { AliveSeen, DeclarationSent, ReportReceived } from './events.ts';
 import type { NodeHeard, NodeSilent, ObservationStarted, ObservationStopped } from './liveness.ts';
-import { aliveSeenId, declarationSentId, nodeHeardId, nodeSilentId, observationEventId, reportReceivedId, rolloutSendId } from './ids.ts';
+import {
+  aliveSeenId,
+  declarationSentId,
+  nodeHeardId,
+  nodeSilentId,
+  observationEventId,
+  reportReceivedId,
+  rollbackSendId,
+  rolloutSendId,
+} from './ids.ts';
 
 // Constructors for the three events, each with its deterministic id (docs/design.md §2). The engine,
 // the lab and the tests all build events here so the ids are derived one way only.
@@ -16,8 +25,8 @@ export type DeclarationToSend = Readonly<{
   resources: readonly Resource[];
   key: SigningKey;
   now: Date;
-  /** A rollout's send: tagged with it, and named by rollout and node (ids.ts). */
-  rollout?: Readonly<{ id: string; wave: number }>;
+  /** A rollout's send: tagged with it, and named by rollout and node (ids.ts); a rollback's, by rollback and node. */
+  rollout?: Readonly<{ id: string; wave: number; rollback?: true }>;
   /** The spec digest of `resources`, when the caller has it already (a bulk send computes it once). */
   specDigest?: string;
 }>;
@@ -34,7 +43,12 @@ export function makeDeclarationSent({
 }: DeclarationToSend): WithId<DeclarationSent> {
   const bytes = buildDeclaration({ node, serial, issued: now, resources });
   return {
-    id: rollout === undefined ? declarationSentId(node, serial) : rolloutSendId(node, rollout.id),
+    id:
+      rollout === undefined
+        ? declarationSentId(node, serial)
+        : rollout.rollback === true
+          ? rollbackSendId(node, rollout.id)
+          : rolloutSendId(node, rollout.id),
     type: 'DeclarationSent',
     data: {
       node,
@@ -46,7 +60,9 @@ export function makeDeclarationSent({
       keyId: key.keyId,
       resourceIds: resources.map((r) => r.id),
       sentAt: now.toISOString(),
-      ...(rollout === undefined ? {} : { rollout: { id: rollout.id, wave: rollout.wave } }),
+      ...(rollout === undefined
+        ? {}
+        : { rollout: { id: rollout.id, wave: rollout.wave, ...(rollout.rollback === true ? { rollback: true as const } : {}) } }),
     },
   };
 }

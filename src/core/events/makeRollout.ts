@@ -31,7 +31,13 @@ function keyOf<T extends RolloutEventType>(type: T, data: DataOf<T>, at: Rollout
     case 'RolloutCompleted':
     case 'RolloutAborted':
       return 'end';
-    case 'RolloutSent': {
+    // One rollback per rollout: the driver's (rollbackOnHalt) and an operator's cannot both start one.
+    case 'RollbackStarted':
+      return 'rollback';
+    case 'RollbackCompleted':
+      return 'rollback-end';
+    case 'RolloutSent':
+    case 'RollbackSent': {
       const d = data as DataOf<'RolloutSent'>;
       const listed = [...d.sends.map((x) => x.node), ...d.skipped.map((x) => x.node)].join('\n');
       return `${at.revision}/${uuidV5(listed)}`;

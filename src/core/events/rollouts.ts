@@ -67,6 +67,12 @@ const failure = z.object({ node: z.string().min(1), reason: z.enum(failureReason
 export const onSupersededPolicies = ['fail', 'hold'] as const;
 export type OnSuperseded = (typeof onSupersededPolicies)[number];
 
+/** What a halt does to the nodes sent: nothing, roll back the halted wave's, or every node's (docs/design.md §8, "Rollback"). */
+export const rollbackPolicies = ['none', 'wave', 'all'] as const;
+export type RollbackOnHalt = (typeof rollbackPolicies)[number];
+export const rollbackScopes = ['wave', 'all'] as const;
+export type RollbackScope = (typeof rollbackScopes)[number];
+
 export const rolloutStartedData = z.object({
   rollout: rolloutId,
   /** The spec sent to every target, as given (each node's declaration wraps it with its own node, serial, time). */
@@ -99,6 +105,8 @@ export const rolloutStartedData = z.object({
    * (supersededPolicy, projections/rollout.ts), as a superseded node proves nothing either way.
    */
   onSuperseded: z.enum(onSupersededPolicies).optional(),
+  /** What a halt rolls back. Absent in rollouts recorded before rollback existed: 'none'. */
+  rollbackOnHalt: z.enum(rollbackPolicies).optional(),
   startedBy: z.string(),
   startedAt: iso,
 });
@@ -174,6 +182,51 @@ export const rolloutHaltedData = z.object({
 
 export const rolloutCompletedData = z.object({ rollout: rolloutId, at: iso, done: count, failed: count, superseded: count });
 
+/**
+ * A rollback begins: the nodes this rollout sent to (those of `wave` for scope 'wave') are each
+ * sent the declaration they had before it. It ends the rollout's waves: nothing more of its spec
+ * is sent. `by` is the operator, or `engine` for the plan's rollbackOnHalt.
+ */
+export const rollbackStartedData = z.object({
+  rollout: rolloutId,
+  scope: z.enum(rollbackScopes),
+  /** The wave rolled back for scope 'wave' (the one open, or last opened, when it began); 0: none was. */
+  wave: count,
+  by: z.string(),
+  reason: z.string(),
+  at: iso,
+});
+
+/**
+ * Rollback declarations recorded in the same store call, each restoring the exact resources of the
+ * node's send before this rollout's (`restores`), and the nodes not sent one: `noPrevious` (this
+ * rollout's send was its first), `superseded` (a newer declaration reached it from elsewhere), or
+ * the error's code when the restored spec cannot be sent.
+ */
+export const rollbackSentData = z.object({
+  rollout: rolloutId,
+  sends: z.array(
+    z.object({
+      node: z.string().min(1),
+      serial: z.number().int().min(1),
+      digest,
+      restores: z.object({ serial: z.number().int().min(1), digest, specDigest: digest }),
+    }),
+  ),
+  skipped: z.array(z.object({ node: z.string().min(1), code: z.string(), reason: z.string() })),
+  sentAt: iso,
+});
+
+/** Every node sent a rollback settled (or its timeout passed): counts, and the failures (the first `listLimit`). */
+export const rollbackCompletedData = z.object({
+  rollout: rolloutId,
+  at: iso,
+  done: count,
+  failed: count,
+  skipped: count,
+  failures: z.array(failure),
+});
+
 /** Lists of nodes inside one event stop here, so an event stays far below the store's size limit. */
 export const listLimit = 1_000;
 
@@ -189,6 +242,9 @@ export type RolloutResumedData = Readonly<z.infer<typeof rolloutResumedData>>;
 export type RolloutAbortedData = Readonly<z.infer<typeof rolloutAbortedData>>;
 export type RolloutHaltedData = Readonly<z.infer<typeof rolloutHaltedData>>;
 export type RolloutCompletedData = Readonly<z.infer<typeof rolloutCompletedData>>;
+export type RollbackStartedData = Readonly<z.infer<typeof rollbackStartedData>>;
+export type RollbackSentData = Readonly<z.infer<typeof rollbackSentData>>;
+export type RollbackCompletedData = Readonly<z.infer<typeof rollbackCompletedData>>;
 
 export const rolloutEventDataSchemas = {
   RolloutStarted: rolloutStartedData,
@@ -201,6 +257,9 @@ export const rolloutEventDataSchemas = {
   RolloutHalted: rolloutHaltedData,
   RolloutCompleted: rolloutCompletedData,
   RolloutAborted: rolloutAbortedData,
+  RollbackStarted: rollbackStartedData,
+  RollbackSent: rollbackSentData,
+  RollbackCompleted: rollbackCompletedData,
 } as const;
 
 type Ev<Type extends string, Data> = Readonly<{ type: Type; data: Data }>;
@@ -214,6 +273,9 @@ export type RolloutResumed = Ev<'RolloutResumed', RolloutResumedData>;
 export type RolloutHalted = Ev<'RolloutHalted', RolloutHaltedData>;
 export type RolloutCompleted = Ev<'RolloutCompleted', RolloutCompletedData>;
 export type RolloutAborted = Ev<'RolloutAborted', RolloutAbortedData>;
+export type RollbackStarted = Ev<'RollbackStarted', RollbackStartedData>;
+export type RollbackSent = Ev<'RollbackSent', RollbackSentData>;
+export type RollbackCompleted = Ev<'RollbackCompleted', RollbackCompletedData>;
 export type RolloutEvent =
   | RolloutStarted
   | RolloutNodesListed
@@ -224,7 +286,10 @@ export type RolloutEvent =
   | RolloutResumed
   | RolloutHalted
   | RolloutCompleted
-  | RolloutAborted;
+  | RolloutAborted
+  | RollbackStarted
+  | RollbackSent
+  | RollbackCompleted;
 export type RolloutEventType = RolloutEvent['type'];
 
 export const rolloutEventTypes = [
@@ -238,6 +303,9 @@ export const rolloutEventTypes = [
   'RolloutHalted',
   'RolloutCompleted',
   'RolloutAborted',
+  'RollbackStarted',
+  'RollbackSent',
+  'RollbackCompleted',
 ] as const satisfies readonly RolloutEventType[];
 
 export const rolloutStreamPrefix = 'rollout-';

@@ -23,4 +23,7 @@ export const eventTimeField: Readonly<Record<ConvergeEventType, string>> = {
   RolloutHalted: 'at',
   RolloutCompleted: 'at',
   RolloutAborted: 'at',
+  RollbackStarted: 'at',
+  RollbackSent: 'sentAt',
+  RollbackCompleted: 'at',
 };

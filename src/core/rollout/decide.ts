@@ -1,6 +1,8 @@
 import { makeRolloutEvent } from '../events/index.ts';
 import type {
   FailureReason,
+  RollbackCompletedData,
+  RollbackScope,
   RolloutCompletedData,
   RolloutEvent,
   RolloutFailure,
@@ -11,7 +13,7 @@ import type {
 import { addTally, criteriaOf, tripped } from './criteria.ts';
 import type { Tally, Tripped } from './criteria.ts';
 import { defaultSilentGraceMs, failureDetail, lateFailure, nodeOutcome } from './outcome.ts';
-import { isTerminal, supersededPolicy, targetsComplete, waveDeadline } from './state.ts';
+import { isTerminal, rollbackPolicy, supersededPolicy, targetsComplete, waveDeadline } from './state.ts';
 import type { NodeFacts, RolloutState } from './state.ts';
 
 // The driver's decision: a pure function of the folded rollout, how the open wave's
@@ -51,7 +53,11 @@ export type Decision =
   | Readonly<{ kind: 'send'; wave: number; nodes: readonly string[] }>
   | Readonly<{ kind: 'completeWave'; data: Omit<WaveCompletedData, 'rollout' | 'completedAt'> }>
   | Readonly<{ kind: 'halt'; data: Omit<RolloutHaltedData, 'rollout' | 'at'> }>
-  | Readonly<{ kind: 'complete'; data: Omit<RolloutCompletedData, 'rollout' | 'at'> }>;
+  | Readonly<{ kind: 'complete'; data: Omit<RolloutCompletedData, 'rollout' | 'at'> }>
+  // A rollback's steps (rollback.ts): begin it (the plan's rollbackOnHalt), send, end.
+  | Readonly<{ kind: 'startRollback'; scope: RollbackScope; wave: number }>
+  | Readonly<{ kind: 'rollbackSend'; nodes: readonly string[] }>
+  | Readonly<{ kind: 'completeRollback'; data: Omit<RollbackCompletedData, 'rollout' | 'at'> }>;
 
 const cap = <T>(xs: readonly T[], n: number): T[] => (xs.length > n ? xs.slice(0, n) : [...xs]);
 
@@ -88,6 +94,10 @@ export function openTally(progress: WaveProgress, supersededFail: boolean, late:
 const sumAll = (t: Tally): number => Object.values(t.byClass).reduce((a, b) => a + (b ?? 0), t.unclassified);
 
 export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: number, listLimit = 1_000): Decision {
+  // A rollback's steps are decideRollback's (rollback.ts); a halt under rollbackOnHalt begins one.
+  if (s.rollback !== null) return { kind: 'wait', untilMs: null, why: s.status === 'rollingBack' ? 'rolling back' : s.status };
+  const policy = rollbackPolicy(s);
+  if (s.status === 'halted' && s.halted !== null && policy !== 'none') return { kind: 'startRollback', scope: policy, wave: s.halted.wave };
   if (isTerminal(s.status)) return { kind: 'wait', untilMs: null, why: s.status };
   if (s.status === 'paused') return { kind: 'wait', untilMs: null, why: 'paused' };
   if (!targetsComplete(s)) return { kind: 'wait', untilMs: null, why: 'targets still being listed' };
@@ -282,7 +292,7 @@ export function lateOf(
  */
 export function eventOfDecision(
   s: RolloutState,
-  d: Exclude<Decision, { kind: 'wait' } | { kind: 'send' }>,
+  d: Exclude<Decision, { kind: 'wait' } | { kind: 'send' } | { kind: 'rollbackSend' }>,
   nowIso: string,
 ): WithId<RolloutEvent> {
   const rollout = s.id;
@@ -295,5 +305,16 @@ export function eventOfDecision(
       return makeRolloutEvent('RolloutHalted', { rollout, at: nowIso, ...d.data });
     case 'complete':
       return makeRolloutEvent('RolloutCompleted', { rollout, at: nowIso, ...d.data });
+    case 'startRollback':
+      return makeRolloutEvent('RollbackStarted', {
+        rollout,
+        scope: d.scope,
+        wave: d.wave,
+        by: 'engine',
+        reason: `rollbackOnHalt ${d.scope}: halted in wave ${d.wave}`,
+        at: nowIso,
+      });
+    case 'completeRollback':
+      return makeRolloutEvent('RollbackCompleted', { rollout, at: nowIso, ...d.data });
   }
 }

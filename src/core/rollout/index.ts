@@ -1,5 +1,5 @@
-export { rolloutStatuses, isTerminal, targetsComplete, waveDeadline, supersededPolicy } from './state.ts';
-export type { RolloutStatus, WaveState, RolloutSend, RolloutSkip, RolloutState, NodeFacts } from './state.ts';
+export { rolloutStatuses, isTerminal, targetsComplete, waveDeadline, supersededPolicy, rollbackPolicy } from './state.ts';
+export type { RolloutStatus, WaveState, RolloutSend, RolloutSkip, RolloutState, NodeFacts, RollbackSend, RollbackState } from './state.ts';
 export { nodeOutcomes, isFailure, nodeOutcome, failureDetail, lateFailure, notConnectedAt, defaultSilentGraceMs } from './outcome.ts';
 export type { NodeOutcome } from './outcome.ts';
 export { budgetUsed, completedTally, openTally, decide, waveProgress, lateOf, eventOfDecision } from './decide.ts';
@@ -8,3 +8,5 @@ export { criteriaOf, parseCriteria, allowedBy, failuresOf, tripped, addTally, cl
 export type { Tally, Tripped } from './criteria.ts';
 export { planWaves, planBudget, selectTargets } from './plan.ts';
 export type { WavePlan, TargetSelection } from './plan.ts';
+export { owesRollback, rollbackTargets, rollbackOutcome, rollbackProgress, rollbackDeadline, decideRollback } from './rollback.ts';
+export type { RollbackProgress } from './rollback.ts';

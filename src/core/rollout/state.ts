@@ -1,8 +1,11 @@
 import type {
   FailureReason,
   OnSuperseded,
+  RollbackOnHalt,
   RolloutAbortedData,
   RolloutCompletedData,
+  RollbackCompletedData,
+  RollbackStartedData,
   RolloutHaltedData,
   RolloutStartedData,
   WaveCompletedData,
@@ -12,9 +15,13 @@ import type {
 // the plan, the waves, what was sent to whom, and how it ended. The decision (decide.ts) and the
 // read side take it as it is; nothing here depends on a clock.
 
-export const rolloutStatuses = ['running', 'paused', 'halted', 'completed', 'aborted'] as const;
+/**
+ * 'rollingBack' from RollbackStarted until RollbackCompleted ('rolledBack'): a rollback ends the
+ * waves whatever the rollout's status was, so only the rollback's own steps remain.
+ */
+export const rolloutStatuses = ['running', 'paused', 'halted', 'completed', 'aborted', 'rollingBack', 'rolledBack'] as const;
 export type RolloutStatus = (typeof rolloutStatuses)[number];
-export const isTerminal = (s: RolloutStatus): boolean => s === 'halted' || s === 'completed' || s === 'aborted';
+export const isTerminal = (s: RolloutStatus): boolean => s === 'halted' || s === 'completed' || s === 'aborted' || s === 'rolledBack';
 
 export type WaveState = Readonly<{
   wave: number;
@@ -31,6 +38,27 @@ export type WaveState = Readonly<{
 
 export type RolloutSend = Readonly<{ wave: number; serial: number; digest: string; sentAt: string }>;
 export type RolloutSkip = Readonly<{ wave: number; code: string; reason: string }>;
+
+/** A rollback's send: the node's previous declaration again, as a new one (serial, digest). */
+export type RollbackSend = Readonly<{
+  /** The wave that sent the node this rollout's spec. */
+  wave: number;
+  serial: number;
+  digest: string;
+  sentAt: string;
+  /** The send before this rollout's whose resources it restores. */
+  restores: Readonly<{ serial: number; digest: string; specDigest: string }>;
+}>;
+
+export type RollbackState = Readonly<{
+  started: RollbackStartedData;
+  sends: ReadonlyMap<string, RollbackSend>;
+  /** Nodes not sent a rollback: `noPrevious`, `superseded`, or the error that refused the restored spec. */
+  skipped: ReadonlyMap<string, Readonly<{ code: string; reason: string }>>;
+  /** When its last send was recorded (ms): its timeout (the plan's wave timeout) runs from there. */
+  lastSentAtMs: number | null;
+  completed: RollbackCompletedData | null;
+}>;
 
 export type RolloutState = Readonly<{
   id: string;
@@ -57,6 +85,8 @@ export type RolloutState = Readonly<{
   halted: RolloutHaltedData | null;
   completed: RolloutCompletedData | null;
   aborted: RolloutAbortedData | null;
+  /** The rollback, once one started (RollbackStarted); null before. */
+  rollback: RollbackState | null;
   /** Time of the last event folded. */
   updatedAt: string;
   /** Revision of the last event folded in the rollout's stream: the expected revision of the next decision. */
@@ -87,6 +117,9 @@ export type NodeFacts = Readonly<{
   reported: Readonly<{ declared: string | null; failed: Readonly<Record<string, string>>; refused: string; class: string }> | null;
   missing: readonly string[];
 }>;
+
+/** A rollout's policy on halt: recorded in its plan, 'none' when the plan predates rollback. */
+export const rollbackPolicy = (s: Pick<RolloutState, 'started'>): RollbackOnHalt => s.started.rollbackOnHalt ?? 'none';
 
 /** A rollout's superseded policy: recorded in its plan, 'fail' when the plan predates the choice. */
 export const supersededPolicy = (s: Pick<RolloutState, 'started'>): OnSuperseded => s.started.onSuperseded ?? 'fail';

@@ -33,5 +33,13 @@ const statusOrder: Readonly<Record<NodeStatus, true>> = { converged: true, behin
 export const statuses: readonly NodeStatus[] = Object.keys(statusOrder) as NodeStatus[];
 export const livenesses: readonly LivenessState[] = ['connected', 'disconnected', 'never-seen', 'not-observed'];
 
-export const rolloutStatuses: readonly RolloutStatus[] = ['running', 'paused', 'halted', 'completed', 'aborted'];
+export const rolloutStatuses: readonly RolloutStatus[] = [
+  'running',
+  'paused',
+  'halted',
+  'completed',
+  'aborted',
+  'rollingBack',
+  'rolledBack',
+];
 export const outcomes: readonly NodeOutcome[] = ['done', 'pending', 'refused', 'degraded', 'unsendable', 'superseded', 'unsent'];

@@ -10,6 +10,8 @@ export const rolloutGlyph: Readonly<Record<RolloutStatus, string>> = {
   halted: '■',
   completed: '✓',
   aborted: '✕',
+  rollingBack: '↶',
+  rolledBack: '↺',
 };
 
 export const outcomeGlyph: Readonly<Record<NodeOutcome, string>> = {

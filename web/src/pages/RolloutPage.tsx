@@ -120,7 +120,8 @@ function Commands({ r, onDone }: { r: Rollout; onDone: (r: Rollout) => void }) {
   const [reason, setReason] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  if (r.status === 'completed' || r.status === 'halted' || r.status === 'aborted') return null;
+  // Pause, resume and abort do not apply to an ended rollout, nor to one rolling back (the CLI and the API roll back).
+  if (r.status !== 'running' && r.status !== 'paused') return null;
   const act = (action: 'pause' | 'resume' | 'abort') => {
     setBusy(true);
     setError(null);
@@ -220,7 +221,7 @@ export function RolloutPage({ id, url }: { id: string; url: URL }) {
                         ? `completed ${time(w.completedAt)}${w.recorded === null ? '' : ` (then ${w.recorded.done} done, ${w.recorded.failed} failed)`}`
                         : w.startedAt === null
                           ? 'waiting'
-                          : r.status === 'halted' || r.status === 'aborted'
+                          : r.status !== 'running' && r.status !== 'paused'
                             ? `${r.status}, open`
                             : w.deadline === null
                               ? 'sending'

@@ -1,0 +1,117 @@
+import type { NodeState } from '../../projections/index.ts';
+import { makeRolloutEvent, rolloutStreamOf } from '../core/events/index.ts';
+import type { RollbackSentData } from '../core/events/index.ts';
+import { nodeOutcome } from '../core/rollout/index.ts';
+import type { RolloutState } from '../core/rollout/index.ts';
+import type { EventStore } from '../store/port.ts';
+import type { BatchItem, BatchSender } from './sendBatch.ts';
+import { specBeforeRollout } from './specAsOf.ts';
+
+// A batch of a wave's sends: every node the rollout's spec, and the RolloutSent that lists them,
+// in one append call at the revision the driver decided on (docs/design.md §8, "The driver").
+//
+// A batch of a rollback's sends (docs/design.md §8, "Rollback"): each node is sent the exact
+// resources of its declaration before this rollout's (read from that declaration's bytes, as
+// `send --as-of` does), newly signed with its next serial, and the RollbackSent that lists them goes
+// in the same append call, at the revision the driver decided on. A node whose previous spec is
+// unknown, or that a newer declaration reached from elsewhere, is listed and not sent.
+
+export type RollbackSendDeps = Readonly<{
+  store: EventStore;
+  sender: BatchSender;
+  nodeOf: (node: string) => NodeState | undefined;
+  now: () => Date;
+}>;
+
+/** Send `nodes` of `wave` the rollout's spec; resolves with how many were sent. */
+export async function sendWave(
+  deps: Pick<RollbackSendDeps, 'sender' | 'now'>,
+  s: RolloutState,
+  wave: number,
+  nodes: readonly string[],
+): Promise<number> {
+  const resources = s.started.resources;
+  const at = deps.now();
+  const r = await deps.sender.sendMany(
+    nodes.map((node) => ({ node, resources })),
+    {
+      rollout: { id: s.id, wave },
+      now: at,
+      extra: (sent, refused) => [
+        {
+          stream: rolloutStreamOf(s.id),
+          expected: s.revision,
+          events: [
+            makeRolloutEvent(
+              'RolloutSent',
+              {
+                rollout: s.id,
+                wave,
+                sends: sent.map((x) => ({ node: x.node, serial: x.serial, digest: x.digest })),
+                skipped: refused.map((x) => ({ node: x.node, code: x.ok ? '' : x.code, reason: x.ok ? '' : x.message })),
+                sentAt: at.toISOString(),
+              },
+              { revision: s.revision },
+            ),
+          ],
+        },
+      ],
+    },
+  );
+  return r.outcomes.filter((o) => o.ok).length;
+}
+
+type Skipped = RollbackSentData['skipped'][number];
+type Restores = RollbackSentData['sends'][number]['restores'];
+
+/** Send `nodes` (a batch the driver decided on) their previous specs; resolves with how many were sent. */
+export async function sendRollback(deps: RollbackSendDeps, s: RolloutState, nodes: readonly string[]): Promise<number> {
+  const items: BatchItem[] = [];
+  const skipped: Skipped[] = [];
+  const restores = new Map<string, Restores>();
+  for (const node of nodes) {
+    const ours = s.sends.get(node);
+    if (ours === undefined) continue;
+    const facts = deps.nodeOf(node);
+    if (nodeOutcome(ours, undefined, facts) === 'superseded') {
+      skipped.push({
+        node,
+        code: 'superseded',
+        reason: `serial ${facts?.sent?.serial ?? '?'} reached it from elsewhere after this rollout's: not overwritten`,
+      });
+      continue;
+    }
+    const previous = await specBeforeRollout(deps.store, node, s.id);
+    if (previous === null) {
+      skipped.push({ node, code: 'noPrevious', reason: "this rollout's declaration was its first: no previous spec to restore" });
+      continue;
+    }
+    items.push({ node, resources: previous.resources, wave: ours.wave });
+    restores.set(node, { serial: previous.serial, digest: previous.digest, specDigest: previous.specDigest });
+  }
+  const at = deps.now();
+  const stream = rolloutStreamOf(s.id);
+  const r = await deps.sender.sendMany(items, {
+    rollout: { id: s.id, wave: 1, rollback: true },
+    now: at,
+    extra: (sent, refused) => [
+      {
+        stream,
+        expected: s.revision,
+        events: [
+          makeRolloutEvent(
+            'RollbackSent',
+            {
+              rollout: s.id,
+              sends: sent.map((x) => ({ node: x.node, serial: x.serial, digest: x.digest, restores: restores.get(x.node)! })),
+              skipped: [...skipped, ...refused.map((x) => ({ node: x.node, code: x.ok ? '' : x.code, reason: x.ok ? '' : x.message }))],
+              sentAt: at.toISOString(),
+            },
+            { revision: s.revision },
+          ),
+        ],
+      },
+    ],
+  });
+  return r.outcomes.filter((o) => o.ok).length;
+}
