@@ -79,8 +79,8 @@ export type SqliteAuditWriter = Readonly<{
   /** The position the next inserted row takes. */
   nextPosition: () => bigint;
   /** The leaf of a row about to be inserted at nextPosition(); `take` it once the insert wrote a row. */
-  leafOf: (stream: string, revision: bigint, type: string, data: string, metadata: string) => Buffer;
-  take: (leaf: Buffer) => void;
+  leafOf: (stream: string, revision: bigint, type: string, data: string, metadata: string) => Buffer | null;
+  take: (leaf: Buffer | null) => void;
   /** Where the call started, to go back to if it fails (its savepoint rolls the rows back). */
   mark: () => () => void;
   /** Write the head row; once per call that wrote rows. */
@@ -89,40 +89,45 @@ export type SqliteAuditWriter = Readonly<{
   forget: () => void;
 }>;
 
-export function createSqliteAuditWriter(conn: Database.Database): SqliteAuditWriter {
+export function createSqliteAuditWriter(conn: Database.Database, keepTree = true): SqliteAuditWriter {
   const q = {
     head: conn.prepare('SELECT size, frontier FROM audit_head WHERE id = 1').raw(),
     save: conn.prepare('UPDATE audit_head SET size = ?, root = ?, frontier = ? WHERE id = 1'),
   };
   let tree: TreeBuilder | null = null;
+  let loaded = false;
   let next = 0n;
   return {
     load(fresh) {
-      if (tree !== null && !fresh) return;
-      const row = q.head.get() as [number, Buffer] | undefined;
-      if (row === undefined) throw new Error('the store has no audit_head row: its schema is older than v3');
-      tree = resumeTree(row[0], row[1]);
+      if (loaded && !fresh) return;
+      if (keepTree) {
+        const row = q.head.get() as [number, Buffer] | undefined;
+        if (row === undefined) throw new Error('the store has no audit_head row: its schema is older than v3');
+        tree = resumeTree(row[0], row[1]);
+      }
       next = nextPosition(conn);
+      loaded = true;
     },
     nextPosition: () => next,
-    leafOf: (stream, revision, type, data, metadata) => storedLeafHash(next, stream, revision, type, data, metadata),
+    leafOf: (stream, revision, type, data, metadata) => (keepTree ? storedLeafHash(next, stream, revision, type, data, metadata) : null),
     take(leaf) {
-      tree!.appendLeafHash(leaf);
+      if (leaf !== null) tree!.appendLeafHash(leaf);
       next += 1n;
     },
     mark() {
-      const range = tree!.compactRange();
+      const range = tree?.compactRange() ?? null;
       const at = next;
       return () => {
-        tree = createTreeBuilder(range);
+        if (range !== null) tree = createTreeBuilder(range);
         next = at;
       };
     },
     save() {
-      q.save.run(tree!.size, tree!.root(), frontierBytes(tree!.compactRange()));
+      if (tree !== null) q.save.run(tree.size, tree.root(), frontierBytes(tree.compactRange()));
     },
     forget() {
       tree = null;
+      loaded = false;
     },
   };
 }
