@@ -10,11 +10,13 @@ export type Hash = Buffer;
 /**
  * SHA-256 of `bytes` in one call. Node's one-shot hash (20.12+) makes no Hash object and crosses
  * into C++ once; each createHash, update and digest crosses on its own, and at two or three hashes
- * per event those crossings, not the hashing, were most of an append's and a verify's cost.
+ * per event those crossings, not the hashing, were most of an append's and a verify's cost. The
+ * digest comes back as a latin1 ('binary') string and is copied into Buffer's shared pool: a 'buffer' digest
+ * is an ArrayBuffer of its own per hash, which cost the collector more than the hash.
  */
 export const sha256: (bytes: Uint8Array) => Hash =
   typeof crypto.hash === 'function'
-    ? (bytes) => crypto.hash('sha256', bytes, 'buffer')
+    ? (bytes) => Buffer.from(crypto.hash('sha256', bytes, 'binary'), 'latin1')
     : (bytes) => crypto.createHash('sha256').update(bytes).digest();
 
 /** MTH({}) = SHA-256 of the empty string: the root of a tree of no leaves. */
