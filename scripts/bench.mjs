@@ -12,10 +12,12 @@ import { join } from 'node:path';
 const root = new URL('..', import.meta.url).pathname;
 const benchDir = join(root, 'bench');
 const args = process.argv.slice(2);
-const report = args.includes('--report');
-const unknown = args.filter((a) => a.startsWith('-') && a !== '--report');
+// --keep-earlier: the section a bench measured now had keeps the run it replaces beside the new one (a before and after).
+const keepEarlier = args.includes('--keep-earlier');
+const report = args.includes('--report') || keepEarlier;
+const unknown = args.filter((a) => a.startsWith('-') && a !== '--report' && a !== '--keep-earlier');
 if (unknown.length > 0) {
-  console.error(`bench: unknown option ${unknown.join(', ')}; usage: npm run bench -- [name …] [--report]`);
+  console.error(`bench: unknown option ${unknown.join(', ')}; usage: npm run bench -- [name …] [--report] [--keep-earlier]`);
   process.exit(2);
 }
 const only = args.filter((a) => !a.startsWith('-'));
@@ -51,6 +53,14 @@ const settings = Object.entries(process.env)
   .map(([k, v]) => `${k}=${v} `)
   .join('');
 
+/** The commit the bench ran at, with `+` when the worktree had changes (null outside git). */
+function gitCommit() {
+  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' });
+  if (head.status !== 0) return null;
+  const dirty = spawnSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8' });
+  return `${head.stdout.trim()}${dirty.stdout.trim() === '' ? '' : '+'}`;
+}
+
 const tmp = mkdtempSync(join(tmpdir(), 'converge-bench-'));
 const runs = [];
 let failed = false;
@@ -59,7 +69,7 @@ try {
     console.log(`\n## ${b.file}`);
     const out = join(tmp, `${b.name}.jsonl`);
     writeFileSync(out, '');
-    const started = { date: new Date().toISOString(), loadAverage: loadavg()[0] };
+    const started = { date: new Date().toISOString(), loadAverage: loadavg()[0], commit: gitCommit() };
     const r = spawnSync(process.execPath, ['--import', 'tsx', b.file], {
       stdio: 'inherit',
       cwd: root,
@@ -76,7 +86,7 @@ try {
     runs.push({
       name: b.name,
       file: b.file,
-      command: `${settings}npm run bench -- ${b.name} --report`,
+      command: `${settings}npm run bench -- ${b.name} --report${keepEarlier ? ' --keep-earlier' : ''}`,
       ...started,
       node: process.version,
       cores: cpus().length,
@@ -88,7 +98,7 @@ try {
   }
   if (report) {
     const manifest = join(tmp, 'manifest.json');
-    writeFileSync(manifest, JSON.stringify({ runs, benches: all.map((b) => b.name) }));
+    writeFileSync(manifest, JSON.stringify({ runs, benches: all.map((b) => b.name), keepEarlier }));
     const w = spawnSync(process.execPath, ['--import', 'tsx', 'bench/support/writeBenchmarks.ts', manifest], {
       stdio: 'inherit',
       cwd: root,

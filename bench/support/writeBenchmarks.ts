@@ -19,7 +19,11 @@ export type Run = {
   memoryGiB: number;
   loadAverage: number;
   exit: number | null;
+  /** The git commit measured (`+`: with uncommitted changes); absent in runs made before it was recorded. */
+  commit?: string | null;
   lines: Line[];
+  /** The run this one replaced, kept by `--keep-earlier` (a before and after); its own earlier run is dropped. */
+  earlier?: Run;
 };
 
 const target = new URL('../../BENCHMARKS.md', import.meta.url);
@@ -54,12 +58,21 @@ function section(run: Run): string {
     '',
   );
   for (const n of notes) out.push(n, '');
+  if (run.earlier !== undefined) out.push(...earlierRun(run.earlier));
   out.push(hidden(run), '');
   return out.join('\n');
 }
 
+/** The run a section's run replaced, under it: its line and its rows, so the two can be read side by side. */
+function earlierRun(run: Run): string[] {
+  const rows = run.lines.filter((l): l is Extract<Line, { kind: 'row' }> => l.kind === 'row');
+  const notes = run.lines.filter((l) => l.kind === 'note').map((l) => l.text);
+  return [`**The run before** (\`${run.file}\` · ${runLine(run)}):`, '', renderTable(rows), '', ...notes.flatMap((n) => [n, ''])];
+}
+
 function runLine(run: Run): string {
-  return `measured ${run.date.slice(0, 16).replace('T', ' ')} UTC by \`${run.command}\` · Node ${run.node} · ${run.cores} cores (${run.cpu}) · ${run.memoryGiB} GiB · load average ${run.loadAverage.toFixed(2)} at start`;
+  const at = run.commit === undefined || run.commit === null ? '' : ` at commit ${run.commit}`;
+  return `measured ${run.date.slice(0, 16).replace('T', ' ')} UTC${at} by \`${run.command}\` · Node ${run.node} · ${run.cores} cores (${run.cpu}) · ${run.memoryGiB} GiB · load average ${run.loadAverage.toFixed(2)} at start`;
 }
 
 function headlines(runs: readonly Run[]): string {
@@ -108,9 +121,16 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const manifest = process.argv[2];
   if (manifest === undefined) throw new Error('usage: writeBenchmarks.ts <manifest.json>');
   // `benches`: every bench that exists now; a section of a bench since removed is dropped.
-  const { runs: fresh, benches } = JSON.parse(readFileSync(manifest, 'utf8')) as { runs: Run[]; benches: string[] };
+  const manifestData = JSON.parse(readFileSync(manifest, 'utf8')) as { runs: Run[]; benches: string[]; keepEarlier?: boolean };
+  const { runs: fresh, benches } = manifestData;
   const runs = existsSync(target) ? previousRuns(readFileSync(target, 'utf8')) : new Map<string, Run>();
-  for (const run of fresh) runs.set(run.name, run);
+  for (const run of fresh) {
+    const before = runs.get(run.name);
+    if (manifestData.keepEarlier === true && before !== undefined) {
+      const { earlier: _dropped, ...kept } = before;
+      runs.set(run.name, { ...run, earlier: kept });
+    } else runs.set(run.name, run);
+  }
   const ordered = [...runs.values()].filter((r) => benches.includes(r.name)).sort((a, b) => a.name.localeCompare(b.name));
   writeFileSync(target, renderBenchmarks(ordered));
   process.stderr.write(

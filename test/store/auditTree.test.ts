@@ -146,3 +146,41 @@ test("the adapters' leaf hash from stored text is leaf.ts's over the same bytes"
   }
   assert.throws(() => storedLeafHash(1n, 'a\ud800', 0n, 't', '', ''), RangeError);
 });
+
+test('sqlite: a store opened with auditTree: false (bench/audit only) writes no leaf, and verify says so', async () => {
+  const path = fresh();
+  const bare = createSqliteEventStore(path, { auditTree: false });
+  try {
+    await writeHistory(bare, 3);
+    assert.equal((await bare.auditHead()).size, 0n);
+    const result = await verifyStore(bare);
+    assert.equal(result.finding?.kind, 'inserted');
+  } finally {
+    await bare.close();
+  }
+});
+
+test('sqlite: readStored hands out the bytes of a leaf, data and metadata exactly as stored, whatever their type', async () => {
+  const path = fresh();
+  const store = createSqliteEventStore(path);
+  try {
+    await writeHistory(store, 2);
+    const db = new Database(path);
+    // The sends index reads data as JSON; these bytes are not.
+    db.exec('DROP INDEX events_sent_digest');
+    // Bytes that are not UTF-8, a NUL, and a leaf hash rewritten as text: each read back byte for byte.
+    db.prepare('UPDATE events SET data = ?, metadata = ?, leaf = ? WHERE position = 1').run(
+      Buffer.from([0xff, 0x00, 0xfe]),
+      Buffer.from([]),
+      'not a hash',
+    );
+    db.close();
+    const [first] = await store.readStored({ limit: 1 });
+    assert.deepEqual(Buffer.from(first!.data), Buffer.from([0xff, 0x00, 0xfe]));
+    assert.deepEqual(Buffer.from(first!.metadata), Buffer.alloc(0));
+    assert.deepEqual(Buffer.from(first!.leafHash!), Buffer.from('not a hash'));
+    assert.equal((await verifyStore(store)).finding?.kind, 'changed');
+  } finally {
+    await store.close();
+  }
+});

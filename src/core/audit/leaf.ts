@@ -1,4 +1,4 @@
-import { leafHash } from './merkle.ts';
+import { sha256 } from './merkle.ts';
 import type { Hash } from './merkle.ts';
 
 // The canonical bytes of one stored event as a leaf of the audit tree (docs/audit.md#the-leaf).
@@ -55,15 +55,23 @@ function checkLength(length: number, name: string): number {
  * type (u32 BE length, UTF-8) || data (u32 BE length, bytes) || metadata (u32 BE length, bytes).
  * Written into one buffer sized up front: an adapter runs it for every event it appends.
  */
-export function leafBytes(event: LeafFields): Buffer {
+export const leafBytes = (event: LeafFields): Buffer => encodeLeaf(event, 0, null);
+
+// eventLeafHash's buffer, reused: the bytes are hashed and dropped at once (hashing is synchronous),
+// and a fresh buffer per event was a good part of what verify's walk left to the collector.
+let scratch = Buffer.allocUnsafe(4096);
+
+/** The leaf's bytes after `skip` bytes left for the caller (the hash's 0x00 prefix), in `into` when it is given and large enough. */
+function encodeLeaf(event: LeafFields, skip: number, into: Buffer | null): Buffer {
   checkU64(event.position, 'position');
   checkU64(event.revision, 'revision');
   const streamLength = checkLength(checkText(event.stream, 'stream'), 'stream');
   const typeLength = checkLength(checkText(event.type, 'type'), 'type');
   const dataLength = checkLength(event.data.length, 'data');
   const metadataLength = checkLength(event.metadata.length, 'metadata');
-  const out = Buffer.allocUnsafe(1 + 8 + 4 + streamLength + 8 + 4 + typeLength + 4 + dataLength + 4 + metadataLength);
-  let at = out.writeUInt8(LEAF_FORMAT_VERSION, 0);
+  const size = skip + 1 + 8 + 4 + streamLength + 8 + 4 + typeLength + 4 + dataLength + 4 + metadataLength;
+  const out = into !== null && into.length >= size ? into.subarray(0, size) : Buffer.allocUnsafe(size);
+  let at = out.writeUInt8(LEAF_FORMAT_VERSION, skip);
   at = out.writeBigUInt64BE(event.position, at);
   at = out.writeUInt32BE(streamLength, at);
   at += out.write(event.stream, at, 'utf8');
@@ -78,5 +86,10 @@ export function leafBytes(event: LeafFields): Buffer {
   return out;
 }
 
-/** The leaf's hash in the audit tree: SHA-256(0x00 || leafBytes). */
-export const eventLeafHash = (event: LeafFields): Hash => leafHash(leafBytes(event));
+/** The leaf's hash in the audit tree: SHA-256(0x00 || leafBytes), encoded straight after its prefix and hashed in one call. */
+export function eventLeafHash(event: LeafFields): Hash {
+  const prefixed = encodeLeaf(event, 1, scratch);
+  if (prefixed.length > scratch.length && prefixed.length <= 1 << 20) scratch = Buffer.allocUnsafe(prefixed.length * 2);
+  prefixed[0] = 0x00;
+  return sha256(prefixed);
+}

@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import { LEAF_FORMAT_VERSION, eventLeafHash } from '../../core/audit/leaf.ts';
-import { createTreeBuilder } from '../../core/audit/merkle.ts';
+import { createTreeBuilder, sha256 } from '../../core/audit/merkle.ts';
 import type { CompactRange, Hash, TreeBuilder } from '../../core/audit/merkle.ts';
 
 // What every adapter shares to keep the audit tree (docs/audit.md) beside its rows: the leaf hash
@@ -36,7 +35,7 @@ export function storedLeafHash(position: bigint, stream: string, revision: bigin
   at += out.write(data, at, 'utf8');
   at = out.writeUInt32BE(m, at);
   out.write(metadata, at, 'utf8');
-  return createHash('sha256').update(out).digest();
+  return sha256(out);
 }
 
 const surrogate = /[\ud800-\udfff]/;

@@ -24,6 +24,8 @@ export type SqliteAppendDeps = Readonly<{
   open: () => void;
   isClosed: () => boolean;
   maxEventBytes: number;
+  /** False only for bench/audit's baseline (SqliteEventStoreOptions.auditTree). */
+  auditTree: boolean;
 }>;
 
 export type SqliteAppends = Readonly<{
@@ -37,7 +39,7 @@ export function createSqliteAppends(deps: SqliteAppendDeps): SqliteAppends {
   const { conn, durability, tail, thread, open, maxEventBytes } = deps;
   const { notifier, syncer, synced } = durability;
   /** The write path on this thread (`full`, `group`); null when the writer thread has it. */
-  const writer = thread === null ? createSqliteWriter(conn) : null;
+  const writer = thread === null ? createSqliteWriter(conn, { auditTree: deps.auditTree }) : null;
   const appendTx = conn.transaction((writes: ReturnType<typeof encodeWrites>): Written => {
     writer!.begin();
     return writer!.write(writes);

@@ -79,8 +79,8 @@ export type SqliteAuditWriter = Readonly<{
   /** The position the next inserted row takes. */
   nextPosition: () => bigint;
   /** The leaf of a row about to be inserted at nextPosition(); `take` it once the insert wrote a row. */
-  leafOf: (stream: string, revision: bigint, type: string, data: string, metadata: string) => Buffer;
-  take: (leaf: Buffer) => void;
+  leafOf: (stream: string, revision: bigint, type: string, data: string, metadata: string) => Buffer | null;
+  take: (leaf: Buffer | null) => void;
   /** Where the call started, to go back to if it fails (its savepoint rolls the rows back). */
   mark: () => () => void;
   /** Write the head row; once per call that wrote rows. */
@@ -89,40 +89,45 @@ export type SqliteAuditWriter = Readonly<{
   forget: () => void;
 }>;
 
-export function createSqliteAuditWriter(conn: Database.Database): SqliteAuditWriter {
+export function createSqliteAuditWriter(conn: Database.Database, keepTree = true): SqliteAuditWriter {
   const q = {
     head: conn.prepare('SELECT size, frontier FROM audit_head WHERE id = 1').raw(),
     save: conn.prepare('UPDATE audit_head SET size = ?, root = ?, frontier = ? WHERE id = 1'),
   };
   let tree: TreeBuilder | null = null;
+  let loaded = false;
   let next = 0n;
   return {
     load(fresh) {
-      if (tree !== null && !fresh) return;
-      const row = q.head.get() as [number, Buffer] | undefined;
-      if (row === undefined) throw new Error('the store has no audit_head row: its schema is older than v3');
-      tree = resumeTree(row[0], row[1]);
+      if (loaded && !fresh) return;
+      if (keepTree) {
+        const row = q.head.get() as [number, Buffer] | undefined;
+        if (row === undefined) throw new Error('the store has no audit_head row: its schema is older than v3');
+        tree = resumeTree(row[0], row[1]);
+      }
       next = nextPosition(conn);
+      loaded = true;
     },
     nextPosition: () => next,
-    leafOf: (stream, revision, type, data, metadata) => storedLeafHash(next, stream, revision, type, data, metadata),
+    leafOf: (stream, revision, type, data, metadata) => (keepTree ? storedLeafHash(next, stream, revision, type, data, metadata) : null),
     take(leaf) {
-      tree!.appendLeafHash(leaf);
+      if (leaf !== null) tree!.appendLeafHash(leaf);
       next += 1n;
     },
     mark() {
-      const range = tree!.compactRange();
+      const range = tree?.compactRange() ?? null;
       const at = next;
       return () => {
-        tree = createTreeBuilder(range);
+        if (range !== null) tree = createTreeBuilder(range);
         next = at;
       };
     },
     save() {
-      q.save.run(tree!.size, tree!.root(), frontierBytes(tree!.compactRange()));
+      if (tree !== null) q.save.run(tree.size, tree.root(), frontierBytes(tree.compactRange()));
     },
     forget() {
       tree = null;
+      loaded = false;
     },
   };
 }
@@ -134,11 +139,14 @@ export function createSqliteAuditReads(conn: Database.Database): {
 } {
   const q = {
     head: conn.prepare('SELECT size, root, dense_from FROM audit_head WHERE id = 1').raw().safeIntegers(),
-    // CAST AS BLOB: the bytes as stored, whatever a writer put in the column.
+    // CAST AS BLOB: the bytes as stored, whatever a writer put in the column. The leaf hash, data
+    // and metadata come as one blob cut by their lengths: better-sqlite3 copies every blob into a
+    // buffer of its own, and three of them a row were most of verify's reading and its collection.
+    // (`||` joins them as text, which in a UTF-8 file keeps every byte; the CAST makes it a blob again.)
     stored: conn
       .prepare(
-        'SELECT position, id, stream, revision, type, CAST(data AS BLOB), CAST(metadata AS BLOB), leaf FROM events ' +
-          'WHERE position > ? ORDER BY position LIMIT ?',
+        "SELECT position, id, stream, revision, type, CAST(coalesce(CAST(leaf AS BLOB), x'') || coalesce(CAST(data AS BLOB), x'') || coalesce(CAST(metadata AS BLOB), x'') AS BLOB), " +
+          'length(CAST(leaf AS BLOB)), coalesce(length(CAST(data AS BLOB)), 0) FROM events WHERE position > ? ORDER BY position LIMIT ?',
       )
       .raw()
       .safeIntegers(),
@@ -156,19 +164,24 @@ export function createSqliteAuditReads(conn: Database.Database): {
         bigint,
         string,
         Buffer | null,
-        Buffer | null,
-        Buffer | null,
+        bigint | null,
+        bigint,
       ][];
-      return rows.map(([position, id, stream, revision, type, data, metadata, leaf]) => ({
-        position,
-        id,
-        stream,
-        revision,
-        type,
-        data: data ?? Buffer.alloc(0),
-        metadata: metadata ?? Buffer.alloc(0),
-        leafHash: leaf,
-      }));
+      return rows.map(([position, id, stream, revision, type, bytes, leafLength, dataLength]) => {
+        const all = bytes ?? Buffer.alloc(0);
+        const leafEnd = leafLength === null ? 0 : Number(leafLength);
+        const dataEnd = leafEnd + Number(dataLength);
+        return {
+          position,
+          id,
+          stream,
+          revision,
+          type,
+          data: all.subarray(leafEnd, dataEnd),
+          metadata: all.subarray(dataEnd),
+          leafHash: leafLength === null ? null : all.subarray(0, leafEnd),
+        };
+      });
     },
   };
 }

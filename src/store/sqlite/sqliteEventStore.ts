@@ -67,6 +67,12 @@ export type SqliteEventStoreOptions = Readonly<{
   readBatchBytes?: number;
   /** Told how far the migration to schema v3 got in hashing the events already stored (the audit tree). */
   onAuditMigration?: AuditMigrationProgress;
+  /**
+   * False: appends write no leaf hash and no audit head, so the store is not tamper-evident and
+   * `converge audit verify` reports its first row `unhashed`. Only bench/audit sets it, to
+   * measure what the tree costs an append; no URL or setting reaches it.
+   */
+  auditTree?: boolean;
 }>;
 
 type Opened = { conn: Database.Database; group: boolean; threaded: boolean };
@@ -97,7 +103,9 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
   const { conn, group, threaded } = openFile(path, options, busyTimeoutMs);
   // `thread`: this connection only reads from here on; the writer thread has its own.
-  const thread: WriterClient | null = threaded ? startWriterThread({ path: resolve(path), busyTimeoutMs }) : null;
+  const thread: WriterClient | null = threaded
+    ? startWriterThread({ path: resolve(path), busyTimeoutMs, auditTree: options.auditTree ?? true })
+    : null;
   const durability = joinFile({
     key: path === ':memory:' ? `:memory:${Math.random()}` : resolve(path),
     walPath: group ? `${resolve(path)}-wal` : null,
@@ -124,6 +132,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     open,
     isClosed: () => closed,
     maxEventBytes: options.maxEventBytes ?? defaultMaxEventBytes,
+    auditTree: options.auditTree ?? true,
   });
 
   const store: EventStore = {

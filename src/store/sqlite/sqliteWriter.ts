@@ -104,7 +104,11 @@ export type SqliteWriter = Readonly<{
   rolledBack: () => void;
 }>;
 
-export function createSqliteWriter(conn: Database.Database): SqliteWriter {
+/**
+ * `auditTree: false` writes no leaf hashes and no head: only bench/audit's baseline (the append's
+ * cost without the tree) opens a store so; `converge audit verify` reports its first row `unhashed`.
+ */
+export function createSqliteWriter(conn: Database.Database, options: Readonly<{ auditTree?: boolean }> = {}): SqliteWriter {
   const q = {
     revision: conn.prepare('SELECT max(revision) AS r FROM events WHERE stream = ?').pluck().safeIntegers(),
     // The position is given, not left to AUTOINCREMENT: the leaf hashed before the insert covers
@@ -132,7 +136,7 @@ export function createSqliteWriter(conn: Database.Database): SqliteWriter {
   const inTransaction = new Map<string, bigint>();
   const inCall = new Map<string, bigint>();
   let seenVersion = -1;
-  const audit = createSqliteAuditWriter(conn);
+  const audit = createSqliteAuditWriter(conn, options.auditTree ?? true);
   const revisionOf = (stream: string): bigint => {
     const cached = inCall.get(stream) ?? inTransaction.get(stream) ?? revisions.get(stream);
     if (cached !== undefined) return cached;

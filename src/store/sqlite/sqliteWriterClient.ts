@@ -31,11 +31,16 @@ const threadEntry = (): URL | string =>
 const errorFrom = (e: WriterError): ConvergeError =>
   new ConvergeError(e.code, e.message, e.details === undefined ? undefined : { details: { ...e.details } });
 
-export function startWriterThread(options: Readonly<{ path: string; busyTimeoutMs: number }>): WriterClient {
+export function startWriterThread(options: Readonly<{ path: string; busyTimeoutMs: number; auditTree?: boolean }>): WriterClient {
   const { port1, port2 } = new MessageChannel();
   const worker = new Worker(threadEntry(), {
     eval: fromSource,
-    workerData: { path: options.path, busyTimeoutMs: options.busyTimeoutMs, port: port2 } satisfies WriterThreadData,
+    workerData: {
+      path: options.path,
+      busyTimeoutMs: options.busyTimeoutMs,
+      auditTree: options.auditTree ?? true,
+      port: port2,
+    } satisfies WriterThreadData,
     transferList: [port2],
   });
   const waiting = new Map<number, Readonly<{ resolve: (r: Written | null) => void; reject: (err: Error) => void }>>();

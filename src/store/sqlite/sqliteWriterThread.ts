@@ -30,14 +30,14 @@ export type WriterReply =
   /** The thread could not open the store: every request fails with this. */
   | Readonly<{ id: 0; ok: false; error: WriterError; fatal: true }>;
 
-export type WriterThreadData = Readonly<{ path: string; busyTimeoutMs: number; port: MessagePort }>;
+export type WriterThreadData = Readonly<{ path: string; busyTimeoutMs: number; auditTree: boolean; port: MessagePort }>;
 
 /** Events written in one transaction at most, so one commit never grows without bound under a flood. */
 const groupEvents = 10_000;
 /** WAL pages between two checkpoints (SQLite's default is 1,000). */
 const checkpointPages = 10_000;
 
-const { path, busyTimeoutMs, port } = workerData as WriterThreadData;
+const { path, busyTimeoutMs, auditTree, port } = workerData as WriterThreadData;
 
 const errorOf = (err: unknown, what: string): WriterError => {
   const e = sqliteError(err, what);
@@ -62,7 +62,7 @@ try {
   process.exit(1); // this thread only
 }
 const conn = db;
-const writer = createSqliteWriter(conn);
+const writer = createSqliteWriter(conn, { auditTree });
 
 /** Pipelines (EventStore.pipeline) with a failed call: their later calls are refused untried, so none overtakes it. */
 const failedPipelines = new Set<number>();
