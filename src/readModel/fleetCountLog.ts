@@ -186,8 +186,10 @@ export class FleetCountLog {
     const byPosition = at.kind === 'position';
     const p = byPosition ? at.position : 0n;
     const T = byPosition ? 0 : at.time;
-    const { head, first } = this;
-    const asOf: bigint | null = byPosition ? (head === null || p < (first ?? 0n) ? null : p < head ? p : head) : null;
+    const { head } = this;
+    // A position before the first node event is still a moment of the store (an engine's start,
+    // a rollout's event): the fleet then had no node, which is an answer, not a missing one.
+    const asOf: bigint | null = byPosition ? (head === null || p < 1n ? null : p < head ? p : head) : null;
     let moment = byPosition ? NaN : T;
     if (byPosition) {
       const s = this.lastSampleAtOrBefore(p);
