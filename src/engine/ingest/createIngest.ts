@@ -148,7 +148,10 @@ export function createIngest(options: IngestOptions): Ingest {
     // Batches committed and still being synced are acked when their sync lands (or left unacked).
     await committer.settle();
     // The lease's last flush and the end of the observed span, after every transition it heard.
-    if (!abort.signal.aborted) await observer?.stop();
+    // With the store down past the grace, nothing more is written: the next start closes this span
+    // at the last flush, as after a crash.
+    if (abort.signal.aborted) observer?.halt();
+    else await observer?.stop();
     // Dead-letters in flight get the rest of the grace, not forever: one may be waiting for a
     // dead-letter channel while the broker is away, and only source.stop() ends that wait.
     // Stopping the source first is safe: a delivery whose copy in mesh.dead was not confirmed is

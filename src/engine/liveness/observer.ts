@@ -34,6 +34,8 @@ export type LivenessObserver = Readonly<{
   start: () => Promise<void>;
   /** Stop the sweep (stopping: no silence is judged while the last batches are written). */
   pause: () => void;
+  /** Stop the sweep and the flush, writing nothing (a stop with the store down). */
+  halt: () => void;
   /** Flush the lease and record the stop. */
   stop: (why?: 'stopped' | 'broker-lost') => Promise<void>;
 }>;
@@ -111,6 +113,12 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
     pause() {
       if (sweepTimer !== null) clearInterval(sweepTimer);
       sweepTimer = null;
+    },
+    halt() {
+      running = false;
+      if (sweepTimer !== null) clearInterval(sweepTimer);
+      if (flushTimer !== null) clearInterval(flushTimer);
+      sweepTimer = flushTimer = null;
     },
     async stop(why = 'stopped') {
       if (!running) return;
