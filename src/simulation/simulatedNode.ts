@@ -19,6 +19,8 @@ export type SimulatedNodeOptions = Readonly<{
   logger: Logger;
   /** How long applying one declaration takes (ms), or a function of it. */
   applyDelayMs?: number | ((d: Declaration) => number);
+  /** Awaited before each apply, after the delay: a fault test holds a node until its faults are done. */
+  beforeApply?: (d: Declaration) => Promise<void>;
   /** Send alive this often (ms); 0 never. */
   aliveEveryMs?: number;
   /** Refuse every declaration whole with this reason. */
@@ -109,6 +111,7 @@ export function createSimulatedNode(options: SimulatedNodeOptions): SimulatedNod
     const digest = digestOf(bytes);
     const delay = typeof options.applyDelayMs === 'function' ? options.applyDelayMs(decl) : (options.applyDelayMs ?? 0);
     if (delay > 0) await sleep(delay, stopping.signal);
+    if (options.beforeApply !== undefined) await options.beforeApply(decl);
     if (stopped) return;
     applied.push(digest);
     if (silent) return;

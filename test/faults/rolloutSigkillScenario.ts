@@ -48,12 +48,17 @@ export const rolloutSigkill: Scenario = {
           CONVERGE_FAULT_KEY_SEED: keySeed.toString('hex'),
         });
 
+      // The last wave's node applies only once the kills are done, so the rollout cannot end
+      // before them however fast the earlier waves go: every kill falls while it runs.
+      let killsDone = (): void => {};
+      const afterKills = new Promise<void>((resolve) => (killsDone = resolve));
       const nodes: SimulatedNode[] = conns.map((c, i) =>
         createSimulatedNode({
           link: createAmqpNodeLink(c.conn, { node: c.node, logger }),
           verifyingKey: key,
           logger,
           applyDelayMs: applyMs[i]!,
+          ...(i === conns.length - 1 ? { beforeApply: () => afterKills } : {}),
           aliveEveryMs: 0,
         }),
       );
@@ -88,6 +93,7 @@ export const rolloutSigkill: Scenario = {
           child = await spawnChild();
           restartedAt = Date.now();
         }
+        killsDone();
         const end = await until(
           'the rollout to end',
           async () => {
@@ -153,6 +159,7 @@ export const rolloutSigkill: Scenario = {
         };
         return result;
       } finally {
+        killsDone();
         if (child.exitCode === null && child.signalCode === null) {
           await new Promise<void>((resolve) => {
             child.once('exit', () => resolve());
