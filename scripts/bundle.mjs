@@ -25,6 +25,7 @@ const result = await build({
     main: 'dist/src/cli/main.js',
     replayWorker: 'dist/src/cli/commands/replayWorker.js',
     sqliteWriterThread: 'dist/src/store/sqlite/sqliteWriterThread.js',
+    verifyThread: 'dist/src/store/audit/verifyThread.js',
   },
   outdir,
   bundle: true,

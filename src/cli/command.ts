@@ -78,25 +78,28 @@ export type OpenStoreOptions = OpenEventStoreOptions &
     create?: boolean;
   }>;
 
+/** The configured store's URL, a SQLite path made absolute against the command's working directory (io.cwd, which tests set per run). */
+export function storeUrlOf(config: Config, io: CliIo): string {
+  const path = sqlitePathOf(config.store);
+  return path === null ? config.store : `sqlite:${resolve(io.cwd, path)}`;
+}
+
 /**
  * Open the configured store. Only a command that owns a store (serve, demo) creates a SQLite file
  * that is not there: any other command, writing ones included, names the path it did not find,
  * or a typo in --store (or a forgotten one, the default) would start an empty store of its own.
  */
 export async function openStore(config: Config, io: CliIo, { create = false, ...options }: OpenStoreOptions = {}): Promise<EventStore> {
-  const path = sqlitePathOf(config.store);
-  let url = config.store;
+  const url = storeUrlOf(config, io);
+  const path = sqlitePathOf(url);
   if (path !== null) {
-    // Relative to the command's working directory (io.cwd), which tests set per run.
-    const file = resolve(io.cwd, path);
-    if (create) mkdirSync(dirname(file), { recursive: true });
-    else if (!existsSync(file)) {
+    if (create) mkdirSync(dirname(path), { recursive: true });
+    else if (!existsSync(path)) {
       throw new ConvergeError(
         'CONVERGE_ERR_STORE_UNAVAILABLE',
-        `store ${file} does not exist: set --store or CONVERGE_STORE to an existing one (converge serve creates a store)`,
+        `store ${path} does not exist: set --store or CONVERGE_STORE to an existing one (converge serve creates a store)`,
       );
     }
-    url = `sqlite:${file}`;
   }
   const { openEventStore } = await import('../store/index.ts');
   return openEventStore(url, options);

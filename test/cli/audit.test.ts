@@ -55,3 +55,22 @@ test('audit verify --progress writes progress lines to stderr when it is not a t
   assert.match(r.stdout, /intact: 600 events/);
   assert.match(r.stderr, /^audit verify: 600 \/ 600 events, [\d,]+\/s$/m);
 });
+
+test('audit verify --threads: one thread and two say the same; a count that is not one is refused as usage', async () => {
+  const path = join(dir, 'threads.db');
+  const store = createSqliteEventStore(path);
+  await writeHistory(store, 20);
+  await store.close();
+  const db = new Database(path);
+  db.prepare('DELETE FROM events WHERE position = 31').run();
+  db.close();
+  const one = verify(path, '--threads', '1', '--json');
+  const two = verify(path, '--threads', '2', '--json');
+  assert.equal(one.status, 1, one.stderr);
+  assert.equal(two.status, 1, two.stderr);
+  assert.equal(JSON.parse(one.stdout).finding.kind, 'gap');
+  assert.deepEqual(JSON.parse(two.stdout), JSON.parse(one.stdout));
+  const zero = verify(path, '--threads', '0');
+  assert.equal(zero.status, 2);
+  assert.match(zero.stderr, /--threads: expected a whole number from 1 to 64/);
+});

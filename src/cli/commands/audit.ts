@@ -3,13 +3,14 @@ import { resolve } from 'node:path';
 import { checkLoggedCheckpoints, checkWitness } from '../../core/audit/checkpointCheck.ts';
 import type { LoggedCheck, LoggedCheckpoint, WitnessCheck, WitnessEntry } from '../../core/audit/checkpointCheck.ts';
 import { verifyLog } from '../../core/audit/verifyLog.ts';
+import { pooledCheckedPages } from '../../store/audit/verifyPool.ts';
 import type { VerifyResult } from '../../core/audit/verifyLog.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
-import { withStore } from '../command.ts';
+import { storeUrlOf, withStore } from '../command.ts';
 import type { CliIo } from '../io.ts';
 import { printJson } from '../output.ts';
-import { loggedCheckpoints, readAuditPub, witnessEntries } from './auditSources.ts';
+import { loggedCheckpoints, readAuditPub, threadsOf, witnessEntries } from './auditSources.ts';
 
 // `converge audit verify` (docs/audit.md#verifying-a-store): the log checked against itself and
 // its checkpoints (docs/audit.md#checkpoints-and-witnesses). Exit 0: every stored event matches the
@@ -107,6 +108,7 @@ export const run: Run = async ({ io, positionals, values, config, json }) => {
   }
   const pub = typeof values['audit-pub'] === 'string' ? readAuditPub(resolve(io.cwd, values['audit-pub'])) : null;
   const witness = typeof values.witness === 'string' ? witnessEntries(resolve(io.cwd, values.witness)) : null;
+  const threads = threadsOf(values.threads);
   try {
     return await withStore(config, io, async (store) => {
       const first = await store.auditHead();
@@ -114,6 +116,10 @@ export const run: Run = async ({ io, positionals, values, config, json }) => {
       const p = progressLine(io, values.progress === true);
       let total = first.size;
       const rootsAt = new Set([...logged, ...(witness ?? [])].map((c) => c.signed.checkpoint.size));
+      const read = (after: bigint | null, limit: number) => store.readStored({ after, limit });
+      // Stores another thread can open on its own read and check on every core (verifyPool.ts).
+      const pooled = threads > 1 && (store.kind === 'sqlite' || store.kind === 'postgres');
+      const last = pooled ? await store.headPosition() : null;
       const result = await verifyLog(
         {
           head: async () => {
@@ -121,7 +127,8 @@ export const run: Run = async ({ io, positionals, values, config, json }) => {
             total = h.size;
             return h;
           },
-          read: (after, limit) => store.readStored({ after, limit }),
+          read,
+          ...(pooled ? { checkedPages: () => pooledCheckedPages({ url: storeUrlOf(config, io), last, readTail: read, threads }) } : {}),
         },
         { onProgress: (n) => p.update(n, total), rootsAt },
       );

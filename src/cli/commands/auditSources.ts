@@ -1,6 +1,7 @@
 import { createPublicKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseWitnessJson } from '../../core/audit/checkpointCheck.ts';
 import type { LoggedCheckpoint, WitnessEntry } from '../../core/audit/checkpointCheck.ts';
@@ -51,4 +52,13 @@ export function witnessEntries(dir: string): WitnessEntry[] {
       throw new ConvergeError('CONVERGE_ERR_USAGE', `--witness: ${join(dir, name)} is not a checkpoint: ${signed}`);
     return { name, signed };
   });
+}
+
+/** `--threads`: how many threads read and hash the log (default: one per core); 1 walks it on the command's own thread. */
+export function threadsOf(value: unknown): number {
+  if (value === undefined) return availableParallelism();
+  const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1 || n > 64)
+    throw new ConvergeError('CONVERGE_ERR_USAGE', `--threads: expected a whole number from 1 to 64, got ${JSON.stringify(value)}`);
+  return n;
 }

@@ -196,11 +196,16 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'audit',
-    usage: 'converge audit verify [--store <url>] [--audit-pub <pem>] [--witness <dir>] [--progress] [--json]',
+    usage: 'converge audit verify [--store <url>] [--audit-pub <pem>] [--witness <dir>] [--threads <n>] [--progress] [--json]',
     summary:
       'check the event log against itself, its signed checkpoints and a witness: every event against its stored leaf hash, the tree against the stored head',
     flags: {
       progress: { type: 'boolean', help: 'a progress line on stderr even when it is not a terminal' },
+      threads: {
+        type: 'string',
+        value: '<n>',
+        help: "threads that read the log and recompute its leaves (SQLite, PostgreSQL; default: one per core; 1: on the command's own thread)",
+      },
       'audit-pub': {
         type: 'string',
         value: '<pem>',

@@ -43,6 +43,12 @@ export type VerifyResult = Readonly<{
 export type VerifySource = Readonly<{
   head: () => Promise<VerifyHead>;
   read: (after: bigint | null, limit: number) => Promise<readonly StoredLeaf[]>;
+  /**
+   * The whole log as checked pages in position order, when the source checks rows itself (on other
+   * threads); without it, `read` is walked and checked here. Either way the walk's order checks,
+   * the tree and the head stay on this thread.
+   */
+  checkedPages?: () => AsyncIterable<CheckedPage>;
 }>;
 
 export type VerifyOptions = Readonly<{
@@ -66,19 +72,21 @@ function movedFrom(record: StoredLeaf, stored: Uint8Array, window: number): bigi
   return null;
 }
 
-/** The first problem with one row, or null: its leaf against the stored one, and its position against the one before. */
-function checkRow(r: StoredLeaf, leaf: Buffer, previous: bigint, head: VerifyHead, window: number): Finding | null {
+/** A gap before this row: a position missing where the store hands them out without gaps. */
+function gapBefore(position: bigint, previous: bigint, head: VerifyHead): Finding | null {
   // A row right after the one before (nearly every row) leaves no gap to look for.
-  if (head.denseFrom !== null && r.position !== previous + 1n) {
-    const firstMissing = previous + 1n > head.denseFrom ? previous + 1n : head.denseFrom;
-    if (firstMissing < r.position) {
-      return {
-        kind: 'gap',
-        position: firstMissing,
-        message: `position ${firstMissing}${firstMissing + 1n < r.position ? `–${r.position - 1n}` : ''} is missing: the next stored event is at ${r.position}`,
-      };
-    }
-  }
+  if (head.denseFrom === null || position === previous + 1n) return null;
+  const firstMissing = previous + 1n > head.denseFrom ? previous + 1n : head.denseFrom;
+  if (firstMissing >= position) return null;
+  return {
+    kind: 'gap',
+    position: firstMissing,
+    message: `position ${firstMissing}${firstMissing + 1n < position ? `–${position - 1n}` : ''} is missing: the next stored event is at ${position}`,
+  };
+}
+
+/** One row's own problem, or null: its bytes against the leaf hash stored beside it. */
+function rowProblem(r: StoredLeaf, leaf: Buffer, window: number): Finding | null {
   if (r.leafHash === null) {
     return {
       kind: 'unhashed',
@@ -102,11 +110,40 @@ function checkRow(r: StoredLeaf, leaf: Buffer, previous: bigint, head: VerifyHea
   };
 }
 
+/**
+ * Rows in position order with their leaves recomputed and checked on their own, the part of the walk
+ * that needs no row before it (and so can run on several threads: src/store/audit/verifyPool.ts).
+ * `leaves` holds `positions.length` hashes of 32 bytes; `bad` is the first row whose own check failed,
+ * and nothing after it is included.
+ */
+export type CheckedPage = Readonly<{
+  positions: ArrayLike<bigint>;
+  leaves: Uint8Array;
+  bad: Readonly<{ index: number; finding: Finding }> | null;
+}>;
+
+/** Check a page of rows on their own, stopping at the first that fails. */
+export function checkRows(rows: readonly StoredLeaf[], window = defaultMoveWindow): CheckedPage {
+  const leaves = new Uint8Array(rows.length * 32);
+  const positions: bigint[] = [];
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i]!;
+    const leaf = eventLeafHash(r);
+    const finding = rowProblem(r, leaf, window);
+    positions.push(r.position);
+    if (finding !== null) return { positions, leaves: leaves.subarray(0, i * 32), bad: { index: i, finding } };
+    leaves.set(leaf, i * 32);
+  }
+  return { positions, leaves, bad: null };
+}
+
+const defaultMoveWindow = 256;
+
 export async function verifyLog(source: VerifySource, options: VerifyOptions = {}): Promise<VerifyResult> {
   // Pages of 1,000: a page stays alive while it is walked, and larger ones made every young-generation
   // collection copy thousands of rows (5,000 a page cost verify about a fifth more).
   const pageSize = options.pageSize ?? 1_000;
-  const window = options.moveWindow ?? 256;
+  const window = options.moveWindow ?? defaultMoveWindow;
   let head = await source.head();
   // The head's size as a number, as the tree counts (exact to 2^53 leaves): no BigInt per row.
   let headSize = Number(head.size);
@@ -115,7 +152,6 @@ export async function verifyLog(source: VerifySource, options: VerifyOptions = {
   const roots = new Map<number, string>();
   if (rootsAt.has(0)) roots.set(0, tree.root().toString('hex'));
   let previous = 0n;
-  let after: bigint | null = null;
   let rootAtHead: string | null = head.size === 0n ? tree.root().toString('hex') : null;
   const result = (finding: Finding | null): VerifyResult => ({
     events: tree.size,
@@ -133,10 +169,11 @@ export async function verifyLog(source: VerifySource, options: VerifyOptions = {
         }
       : null;
 
-  for (;;) {
-    const page = await source.read(after, pageSize);
-    if (page.length === 0) break;
-    for (const r of page) {
+  const pages = source.checkedPages?.() ?? rawPages(source, pageSize, window);
+  for await (const page of pages) {
+    const count = page.positions.length;
+    for (let i = 0; i < count; i++) {
+      const position = page.positions[i]!;
       if (tree.size === headSize) {
         // Past the head read at the start: appends made since are covered by a newer head.
         const problem = headProblem();
@@ -146,21 +183,19 @@ export async function verifyLog(source: VerifySource, options: VerifyOptions = {
         if (tree.size >= headSize) {
           return result({
             kind: 'inserted',
-            position: r.position,
-            message: `the event at ${r.position} is past the stored head (${head.size} events): it was added around the store's append`,
+            position,
+            message: `the event at ${position} is past the stored head (${head.size} events): it was added around the store's append`,
           });
         }
         rootAtHead = null;
       }
-      const leaf = eventLeafHash(r);
-      const finding = checkRow(r, leaf, previous, head, window);
+      const finding = gapBefore(position, previous, head) ?? (page.bad?.index === i ? page.bad.finding : null);
       if (finding !== null) return result(finding);
-      tree.appendLeafHash(leaf);
+      tree.appendLeafHash(Buffer.from(page.leaves.buffer, page.leaves.byteOffset + i * 32, 32));
       if (rootsAt.has(tree.size)) roots.set(tree.size, tree.root().toString('hex'));
-      previous = r.position;
+      previous = position;
       if (tree.size === headSize) rootAtHead = tree.root().toString('hex');
     }
-    after = page.at(-1)!.position;
     options.onProgress?.(tree.size);
   }
   if (BigInt(tree.size) < head.size) {
@@ -171,4 +206,17 @@ export async function verifyLog(source: VerifySource, options: VerifyOptions = {
     });
   }
   return result(headProblem());
+}
+
+/** The source's rows read a page at a time and checked on this thread. */
+async function* rawPages(source: VerifySource, pageSize: number, window: number): AsyncGenerator<CheckedPage> {
+  let after: bigint | null = null;
+  for (;;) {
+    const rows = await source.read(after, pageSize);
+    if (rows.length === 0) return;
+    const page = checkRows(rows, window);
+    yield page;
+    if (page.bad !== null) return;
+    after = rows.at(-1)!.position;
+  }
 }
