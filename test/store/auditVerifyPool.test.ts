@@ -4,11 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { verifyLog } from '../../src/core/audit/verifyLog.ts';
 import type { CheckedPage, VerifyResult } from '../../src/core/audit/verifyLog.ts';
 import { pooledCheckedPages } from '../../src/store/audit/verifyPool.ts';
+import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { writeHistory } from '../support/auditHistory.ts';
+import { describeOnPostgres, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
 
 // `converge audit verify` on several threads (src/store/audit/verifyPool.ts) must say exactly what
 // the walk on one thread says: the same root and roots at checkpoint sizes on an intact store, and
@@ -111,4 +114,39 @@ test('events appended after the ranges were planned are walked on this thread an
   assert.equal(one.events, 300);
   assert.equal(pool.finding, null);
   assert.equal(pool.events, 315);
+});
+
+describeOnPostgres('audit verify on several threads over PostgreSQL', () => {
+  test('each thread opens the store by its URL: the same root as one thread, and a deleted event found at its position', async () => {
+    const scratch = scratchSchema();
+    const store = createPostgresEventStore(scratch.url);
+    try {
+      await writeHistory(store, 30); // 90 events
+      const read = (after: bigint | null, limit: number) => store.readStored({ after, limit });
+      const walk = async (threads: number) => {
+        const last = await store.headPosition();
+        const pooled =
+          threads > 1 ? { checkedPages: () => pooledCheckedPages({ url: scratch.url, last, readTail: read, threads, rangeSize: 16 }) } : {};
+        return outcome(await verifyLog({ head: () => store.auditHead(), read, ...pooled }));
+      };
+      const one = await walk(1);
+      assert.equal(one.finding, null);
+      assert.deepEqual(await walk(2), one);
+      const client = new pg.Client({ connectionString: postgresTestUrl });
+      await client.connect();
+      try {
+        await client.query(
+          `DELETE FROM ${scratch.schema}.events WHERE position = (SELECT min(position) + 40 FROM ${scratch.schema}.events)`,
+        );
+      } finally {
+        await client.end();
+      }
+      const tamperedOne = await walk(1);
+      assert.match(tamperedOne.finding ?? '', /^gap@/);
+      assert.deepEqual(await walk(2), tamperedOne);
+    } finally {
+      await store.close();
+      await scratch.drop();
+    }
+  });
 });
