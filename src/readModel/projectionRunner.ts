@@ -8,9 +8,9 @@ import { createReadModel } from './readModel.ts';
 import type { FoldFailure, ReadModel } from './readModel.ts';
 import { createRolloutView } from './rollouts.ts';
 import type { RolloutView } from './rollouts.ts';
-import { foldVersion, openSnapshot, rejectionOf, snapshotFormat, writeSnapshot } from './snapshot/snapshotFile.ts';
-import type { SnapshotRejection, StoredSnapshot } from './snapshot/snapshotFile.ts';
-import { checkConsistency, checkIdentity, crossCheck } from './snapshot/trust.ts';
+import { foldVersion, rejectionOf, snapshotFormat, writeSnapshot } from './snapshot/snapshotFile.ts';
+import type { SnapshotRejection } from './snapshot/snapshotFile.ts';
+import { trustedSnapshot } from './snapshot/trust.ts';
 
 // The projection runner (docs/design.md §6): folds the store into the read model through one
 // subscription. The read model lives in memory, so the subscription's resume point is the
@@ -139,18 +139,10 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     const opts = options.snapshot;
     if (opts === undefined) return;
     const t0 = performance.now();
-    let snap: (StoredSnapshot & { path: string }) | null = null;
-    try {
-      snap = await openSnapshot(opts.path, opts.formerPath);
-      if (snap === null) return;
-      // Made by this fold, and the event at its position the one it saw: same store, same history.
-      await checkIdentity(store, snap);
-      checkConsistency(snap);
-      await crossCheck(store, snap);
-    } catch (err) {
-      discard(snap?.path ?? opts.path, err);
-      return;
-    }
+    const outcome = await trustedSnapshot(store, opts.path, opts.formerPath);
+    if (outcome.kind === 'rejected') discard(outcome.path, outcome.err);
+    if (outcome.kind !== 'trusted') return;
+    const snap = outcome.snap;
     readModel.restore(snap.states, snap.position);
     // A snapshot holds node states only: the rollouts it stands for are folded from their streams.
     await rollouts.load(store, snap.position);

@@ -4,7 +4,7 @@ import type { NodeState } from '../../../projections/index.ts';
 import { isNodeEvent, streamOf } from '../../core/events/index.ts';
 import type { EventStore } from '../../store/index.ts';
 import { compareStates } from '../replay.ts';
-import { snapshotRejected } from './snapshotFile.ts';
+import { openSnapshot, snapshotRejected } from './snapshotFile.ts';
 import type { StoredSnapshot } from './snapshotFile.ts';
 
 // What a snapshot must pass before the runner serves it (a snapshot with forged
@@ -168,4 +168,29 @@ function distinctRandom(n: number, count: number): number[] {
   const picked = new Set<number>();
   while (picked.size < count) picked.add(randomInt(n));
   return [...picked];
+}
+
+export type SnapshotOutcome =
+  | Readonly<{ kind: 'none' }>
+  | Readonly<{ kind: 'trusted'; snap: StoredSnapshot & { path: string } }>
+  /** A snapshot was there and failed a check (CONVERGE_ERR_SNAPSHOT_INVALID, its reason in the details): fold from zero and say why. */
+  | Readonly<{ kind: 'rejected'; path: string; err: unknown }>;
+
+/**
+ * The snapshot at `path` (or `formerPath`) once it passed every check above. The engine's warm start
+ * and the CLI's read commands both start from it.
+ */
+export async function trustedSnapshot(store: EventStore, path: string, formerPath?: string | null): Promise<SnapshotOutcome> {
+  let snap: (StoredSnapshot & { path: string }) | null = null;
+  try {
+    snap = await openSnapshot(path, formerPath);
+    if (snap === null) return { kind: 'none' };
+    // Made by this fold, and the event at its position the one it saw: same store, same history.
+    await checkIdentity(store, snap);
+    checkConsistency(snap);
+    await crossCheck(store, snap);
+    return { kind: 'trusted', snap };
+  } catch (err) {
+    return { kind: 'rejected', path: snap?.path ?? path, err };
+  }
 }
