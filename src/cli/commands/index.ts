@@ -283,7 +283,7 @@ export const commands: readonly CommandSpec[] = [
       reason: { type: 'string', value: '<text>', help: 'pause, abort, rollback: why, for the record' },
     },
     args: [2, 2],
-    settings: ['store'],
+    settings: ['store', 'snapshotPath'],
     load: () => import('./rollout.ts'),
   },
   {
@@ -299,7 +299,7 @@ export const commands: readonly CommandSpec[] = [
       },
     },
     args: [0, 0],
-    settings: ['store'],
+    settings: ['store', 'snapshotPath'],
     load: () => import('./rollouts.ts'),
   },
   {
