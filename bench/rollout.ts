@@ -16,6 +16,7 @@
 //    rollout (declarations, reports, the rollout's own) over its wall time.
 //
 //   npm run bench -- rollout      BENCH_SENDS=10000 BENCH_PASSES=3 BENCH_ROLLOUT_NODES=10000 BENCH_APPLY_MS=200
+//   (the fleet-scale figure: BENCH_ROLLOUT_NODES=100000 BENCH_APPLY_MS=1000)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -202,13 +203,17 @@ report.row({
   baseline: makeRates,
   notes: 'baseline: makeDeclarationSent per node (bytes, digest, Ed25519 signature), the part of a send no store can batch',
 });
+// The floor a rollout cannot beat: its waves' apply time on the critical path, plus sending every
+// node its declaration at the bulk rate measured above. The goal is within twice that.
+const bulkSendMs = (rolloutNodes / Math.max(...bulkRates)) * 1000;
 report.row({
-  name: `rollout, ${rolloutNodes.toLocaleString('en-US')} nodes in ${r.waveCount} waves (${waves}): wall time vs the nodes' apply time`,
+  name: `rollout, ${rolloutNodes.toLocaleString('en-US')} nodes in ${r.waveCount} waves (${waves}): wall time vs its waves' apply time plus the bulk send time`,
   unit: 's',
   converge: r.wallMs / 1000,
-  baseline: applyOnPath / 1000,
+  baseline: (applyOnPath + bulkSendMs) / 1000,
   better: 'lower',
-  notes: `orchestration overhead ${(overheadMs / 1000).toFixed(2)} s (${(overheadMs / r.waveCount).toFixed(0)} ms a wave, ${((overheadMs * 1000) / rolloutNodes).toFixed(0)} µs a node); each node applies in ${applyMs} ms, a wave's nodes in parallel`,
+  goal: { ratioAtMost: 2 },
+  notes: `baseline: ${r.waveCount} waves × ${applyMs} ms of apply + ${(bulkSendMs / 1000).toFixed(2)} s to send ${rolloutNodes.toLocaleString('en-US')} declarations in bulk; orchestration overhead beyond the apply time ${(overheadMs / 1000).toFixed(2)} s (${(overheadMs / r.waveCount).toFixed(0)} ms a wave, ${((overheadMs * 1000) / rolloutNodes).toFixed(0)} µs a node, the simulated nodes' own work included)`,
 });
 report.row({
   name: 'events the store took during the rollout',
