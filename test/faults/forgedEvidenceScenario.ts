@@ -7,14 +7,10 @@ import { parseAt } from '../../projections/index.ts';
 import { signCheckpoint } from '../../src/core/audit/checkpoint.ts';
 import type { EvidenceKind } from '../../src/core/audit/evidenceCheck.ts';
 import type { EvidenceBundle } from '../../src/core/audit/evidenceFormat.ts';
-import { makeObservationStarted, observationStream } from '../../src/core/events/index.ts';
-import { createAuditCheckpoints } from '../../src/engine/auditCheckpoints.ts';
 import { buildEvidence } from '../../src/readModel/evidence/build.ts';
 import { checkEvidence } from '../../src/readModel/evidence/check.ts';
 import type { EventStore } from '../../src/store/port.ts';
-import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
-import { writeHistory } from '../support/auditHistory.ts';
-import { logger } from '../support/logger.ts';
+import { nodes, rounds, writeSignedStore } from '../support/auditHistory.ts';
 import type { Scenario, ScenarioResult } from './scenarios.ts';
 
 // An evidence bundle forged after it left the store (docs/audit.md#evidence-bundles-how-an-auditor-checks-one-with-nothing-but-converge):
@@ -23,8 +19,7 @@ import type { Scenario, ScenarioResult } from './scenarios.ts';
 // bundles come from SQLite stores written through the store's appends, with checkpoints signed
 // by the engine's checkpointer after each round. Shared by forgedEvidence.test.ts and report.ts (RELIABILITY.md).
 
-export const rounds = 4;
-export const nodes = 8;
+export { nodes, rounds };
 export const node = 'web-003';
 /** Rounds 0 and 1 (writeHistory stamps round r at minute r): covered by the second checkpoint, not the first. */
 export const at = '2026-01-01T00:01:00.000Z';
@@ -39,21 +34,6 @@ export type EvidenceLab = Readonly<{
   storePath: string;
   remove: () => void;
 }>;
-
-/** A store written in rounds, a checkpoint signed by `key` after each (one engine started at the beginning). */
-export async function writeSignedStore(path: string, key: KeyObject, firstRound = 0): Promise<EventStore> {
-  const store = createSqliteEventStore(path);
-  const cp = createAuditCheckpoints({ store, key, logger, everyEvents: 1, everyMs: 3_600_000, pollMs: 3_600_000 });
-  await cp.start();
-  const started = makeObservationStarted('engine-a', Date.UTC(2026, 0, 1) - 1_000, 60_000, null);
-  await store.append([{ stream: observationStream, expected: 'any', events: [started] }]);
-  for (let r = firstRound; r < firstRound + rounds; r++) {
-    await writeHistory(store, nodes, r);
-    await cp.checkpoint();
-  }
-  await cp.stop();
-  return store;
-}
 
 export const exportBundle = (store: EventStore, auditKey: KeyObject | null, moment = at, unsigned = false): Promise<EvidenceBundle> =>
   buildEvidence(store, {

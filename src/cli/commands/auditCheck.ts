@@ -22,6 +22,9 @@ const exitCannotCheck = 2;
 
 const ownKeyNote = "a bundle's own key proves nothing alone: check it with the audit key you hold (--audit-pub)";
 
+/** What a finding makes of the bundle: no key is no claim, an unsigned head is not a forgery. */
+const headline = (kind: string): string => (kind === 'nokey' ? 'NOT CHECKED' : kind === 'unsigned' ? 'NOT ACCEPTED' : 'FORGED');
+
 function keyLine(r: EvidenceCheckResult): string {
   if (r.finding?.kind === 'nokey') return 'key: none (neither given nor in the bundle)';
   if (r.keyUsed === null) return 'key: none used (no signed checkpoint in the bundle)';
@@ -32,10 +35,7 @@ function keyLine(r: EvidenceCheckResult): string {
 
 function printText(io: CliIo, b: EvidenceBundle, r: EvidenceCheckResult): void {
   const f = r.finding;
-  if (f !== null)
-    io.stdout(
-      `${f.kind === 'nokey' ? 'NOT CHECKED' : 'FORGED'}${f.position === null ? '' : ` at position ${f.position}`} (${f.kind}): ${f.message}\n`,
-    );
+  if (f !== null) io.stdout(`${headline(f.kind)}${f.position === null ? '' : ` at position ${f.position}`} (${f.kind}): ${f.message}\n`);
   else {
     const cp = b.checkpoint;
     io.stdout(
