@@ -72,6 +72,33 @@ for (const c of forgeryCases) {
   });
 }
 
+test('the other kinds: consistency, tree, a leaf index moved, an event of another stream', () => {
+  const forge = (change: (b: typeof lab.bundle) => void): [string | null, string | null] => {
+    const b = structuredClone(lab.bundle);
+    change(b);
+    const found = checkWithAuditKey(lab, b);
+    return [found.kind, found.position];
+  };
+  const flip = (h: string): string => (h[0] === '0' ? '1' : '0') + h.slice(1);
+  assert.deepEqual(
+    forge((b) => (b.consistency!.path[0] = flip(b.consistency!.path[0]!))),
+    ['consistency', lab.bundle.latest!.position],
+  );
+  assert.deepEqual(
+    forge((b) => (b.tree = { ...b.tree, size: b.tree.size + 1 })),
+    ['tree', lab.bundle.checkpoint!.position],
+  );
+  const last = lab.bundle.events.at(-1)!;
+  assert.deepEqual(
+    forge((b) => (b.events.at(-1)!.leafIndex += 1)),
+    ['inclusion', last.position],
+  );
+  assert.deepEqual(
+    forge((b) => (b.events.at(-1)!.stream = 'node-web-004')),
+    ['stream', last.position],
+  );
+});
+
 test('no checkpoint covers the moment: refused, unless unsigned; an unsigned bundle is checked but not accepted by default', async () => {
   const store = createSqliteEventStore(lab.storePath);
   try {

@@ -8,8 +8,7 @@ import type { EvidenceCheckResult } from '../../readModel/evidence/check.ts';
 import type { Context } from '../command.ts';
 import type { CliIo } from '../io.ts';
 import { printJson, short } from '../output.ts';
-import { readSigningPub } from './auditExport.ts';
-import { readAuditPub } from './auditSources.ts';
+import { readAuditPub, readSigningPub } from './auditSources.ts';
 
 // `converge audit check <bundle>` (docs/audit.md#evidence-bundles-how-an-auditor-checks-one-with-nothing-but-converge):
 // the bundle checked offline, with no store, broker or network. Exit 0 verified; 1 forged or
@@ -54,7 +53,7 @@ function printText(io: CliIo, b: EvidenceBundle, r: EvidenceCheckResult): void {
   io.stdout(
     d.keyId === null
       ? `declarations: signatures not checked (no declaration key: --signing-pub)\n`
-      : `declarations: ${d.checked} signatures valid with key ${d.keyId}${d.otherKeys > 0 ? `, ${d.otherKeys} by other keys not checked` : ''}\n`,
+      : `declarations: ${d.checked} signatures valid with ${d.source === 'given' ? 'the declaration key given' : "the bundle's own declaration key"}, id ${d.keyId}${d.otherKeys > 0 ? `, ${d.otherKeys} by other keys not checked` : ''}\n`,
   );
   if (r.events.inWindow !== null) io.stdout(`window: ${r.events.inWindow} of the node's events from ${b.from} to ${b.at}\n`);
   const a = r.answer;

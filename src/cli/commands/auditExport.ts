@@ -1,6 +1,4 @@
-import { createPublicKey } from 'node:crypto';
-import type { KeyObject } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseAt } from '../../../projections/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
@@ -8,24 +6,12 @@ import { buildEvidence } from '../../readModel/evidence/build.ts';
 import type { Context } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';
 import { printJson, short } from '../output.ts';
-import { readAuditPub } from './auditSources.ts';
+import { readAuditPub, readSigningPub } from './auditSources.ts';
 
 // `converge audit export <node>` (docs/audit.md#evidence-bundles-how-an-auditor-checks-one-with-nothing-but-converge):
 // one JSON file holding what an auditor needs to check the node's answer as of a moment offline.
 
 const usage = 'converge audit export <node> (--at <time|position> | --from <t> --to <t>) --out <file>';
-
-/** The declaration public key (keygen's PEM; a private key's file gives its public half). */
-export function readSigningPub(path: string): KeyObject {
-  try {
-    const key = createPublicKey(readFileSync(path));
-    if (key.asymmetricKeyType !== 'ed25519') throw new Error(`a ${key.asymmetricKeyType ?? 'unknown'} key, not Ed25519`);
-    return key;
-  } catch (e) {
-    const why = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : (e as Error).message;
-    throw new ConvergeError('CONVERGE_ERR_USAGE', `--signing-pub: cannot use ${path}: ${why}`);
-  }
-}
 
 const moment = (flag: string, text: string) => {
   const at = parseAt(text);

@@ -28,7 +28,8 @@ export type EvidenceCheckResult = Readonly<{
   keyUsed: KeyUsed | null;
   finding: EvidenceFinding | null;
   events: Readonly<{ node: number; observation: number; inWindow: number | null }>;
-  declarations: Readonly<{ keyId: string | null; checked: number; otherKeys: number }>;
+  /** `source`: the key given, or the bundle's own (which, like its audit key, proves nothing alone). */
+  declarations: Readonly<{ keyId: string | null; source: 'given' | 'bundle' | null; checked: number; otherKeys: number }>;
   /** The answer computed again from the events, once they decoded. */
   answer: EvidenceAnswer | null;
 }>;
@@ -103,7 +104,12 @@ export function checkEvidence(b: EvidenceBundle, o: EvidenceCheckOptions): Evide
       decoded === null
         ? counted
         : { node: decoded.node.length, observation: decoded.observation.length, inWindow: inWindow(decoded.node, b.from) },
-    declarations: { keyId: declarations?.keyId ?? null, checked: declarations?.checked ?? 0, otherKeys: declarations?.otherKeys ?? 0 },
+    declarations: {
+      keyId: declarations?.keyId ?? null,
+      source: declarations === null || declarations.keyId === null ? null : o.declarationKey !== null ? 'given' : 'bundle',
+      checked: declarations?.checked ?? 0,
+      otherKeys: declarations?.otherKeys ?? 0,
+    },
     answer,
   });
   if (proofs.finding !== null) return result(proofs.finding);
