@@ -17,7 +17,7 @@ import { decodeEvidence, evidenceAnswer } from './answer.ts';
 // An evidence bundle built from a store (docs/audit.md#evidence-bundles-how-an-auditor-checks-one-with-nothing-but-converge),
 // for `converge audit export` and GET /v1/nodes/:node/evidence alike. The proofs need every
 // leaf hash of the tree they are in, so the log is read once up to the larger of the latest
-// checkpoint and (unsigned) the head, as `audit verify` reads it: about 200 bytes of memory an event.
+// checkpoint and (unsigned) the head, as `audit verify` reads it, holding about two hashes an event.
 
 export type EvidenceRequest = Readonly<{
   node: string;
