@@ -17,6 +17,7 @@ import { applyHeaderPolicy } from './responseHeaders.ts';
 import { dashboardRoutes } from './routes/dashboard.ts';
 import { declarationRoutes } from './routes/declarations.ts';
 import { eventRoutes } from './routes/events.ts';
+import { evidenceRoutes } from './routes/evidence.ts';
 import { fleetRoutes } from './routes/fleet.ts';
 import { healthRoutes } from './routes/health.ts';
 import { capConnections, defaultListenerLimits, listenerOptions } from './listenerLimits.ts';
@@ -154,6 +155,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   void app.register(declarationRoutes, context);
   void app.register(fleetRoutes, { ...context, fleetHistory });
   void app.register(timelineRoutes, context);
+  void app.register(evidenceRoutes, context);
   void app.register(rolloutRoutes, { ...context, rollouts });
   void app.register(eventRoutes, { ...context, rollouts });
   void app.register(healthRoutes, context);

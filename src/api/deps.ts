@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { RolloutState } from '../core/rollout/index.ts';
 import type { RollbackScope } from '../core/events/index.ts';
@@ -82,6 +83,10 @@ export type ApiDeps = Readonly<{
   maxEventBytes?: number;
   /** How long one plugin may take to load (Fastify's pluginTimeout; default its own 10 s). */
   pluginTimeoutMs?: number;
+  /** The engine's audit key (--audit-key, private or public): its public half goes in evidence bundles. */
+  auditKey?: KeyObject | null;
+  /** The declaration signing public key, for evidence bundles. */
+  declarationKey?: KeyObject | null;
   /** The built dashboard (dist/dashboard) served at / and /nodes/:node; null or absent: not served. */
   dashboardDir?: string | null;
 }>;

@@ -234,6 +234,9 @@ export function createServer(options: ServerOptions): Server {
     pipeline: () => ({ ingest: ingest?.health() ?? null, relay: relay?.health() ?? null }),
     metrics,
     graceMs: config.graceMs,
+    // Evidence bundles carry the public halves (docs/audit.md#evidence-bundles-how-an-auditor-checks-one-with-nothing-but-converge).
+    auditKey: config.auditKey,
+    declarationKey: key?.publicKey ?? null,
     ...(send === null
       ? {
           send: async () => {

@@ -95,6 +95,16 @@ export const errorCodes = {
     summary: 'read-model snapshot file cannot be read, is of another format, or fails its checksum, schema or cross-check',
   },
   CONVERGE_ERR_REPLAY_MISMATCH: { http: 500, summary: 'a replay from zero disagrees with the live read model or snapshot' },
+  // evidence bundles (docs/audit.md#evidence-bundles-how-an-auditor-checks-one-with-nothing-but-converge)
+  CONVERGE_ERR_EVIDENCE_UNSIGNED: {
+    http: 409,
+    summary:
+      "no signed checkpoint covers the node's events up to the moment asked (ask for an unsigned bundle, or wait for the next checkpoint)",
+  },
+  CONVERGE_ERR_EVIDENCE_LOG_CHANGED: {
+    http: 500,
+    summary: 'the stored events do not give a root the log signed or its head: run converge audit verify',
+  },
   CONVERGE_ERR_API_UNAVAILABLE: {
     http: 502,
     summary: 'the converge API (--server) cannot be reached, or answered something that is not the API',

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -36,7 +36,8 @@ function watchPage(page: Page, outage: { on: boolean } = { on: false }): string[
   page.on('console', (m) => {
     // A 401 before the token is given is the API answering as designed, and a refused connection
     // while the test has the engine down is the page retrying; anything else is not.
-    if (m.type() !== 'error' || /status of 401/.test(m.text())) return;
+    // So is the 409 of an evidence bundle that no signed checkpoint covers (this engine signs none).
+    if (m.type() !== 'error' || /status of (401|409)/.test(m.text())) return;
     if (outage.on && /ERR_CONNECTION_REFUSED/.test(m.text())) return;
     problems.push(`console: ${m.text()}`);
   });
@@ -174,6 +175,17 @@ withChromium('dashboard end-to-end', () => {
       await page.locator('[data-testid=node-state] h2', { hasText: 'As of' }).waitFor();
       await stateBadge(page, 'behind').waitFor();
       assert.ok(new URL(page.url()).searchParams.get('at') !== null);
+      // The evidence bundle of the moment shown: with no audit key no checkpoint covers it, so the page says so and
+      // offers the unsigned one, fetched with the token in its header and saved as a file.
+      await page.getByRole('button', { name: 'Download evidence bundle' }).click();
+      await page.locator('[role=alert]', { hasText: 'No signed checkpoint covers this moment yet.' }).waitFor();
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.getByRole('button', { name: 'Download unsigned' }).click(),
+      ]);
+      assert.match(download.suggestedFilename(), new RegExp(`^evidence-${node}-`));
+      const saved = JSON.parse(readFileSync(await download.path(), 'utf8')) as { signed: boolean; answer: { status: string } };
+      assert.deepEqual([saved.signed, saved.answer.status], [false, 'behind']);
       // Back to live from the keyboard.
       await page.getByRole('button', { name: 'Live', exact: true }).focus();
       await page.keyboard.press('Enter');

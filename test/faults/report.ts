@@ -18,6 +18,7 @@ import type { ScenarioResult } from './scenarios.ts';
 import { tampering } from './tamperingScenario.ts';
 import { tamperedStore } from './tamperedStoreScenario.ts';
 import { rewrittenLog } from './rewrittenLogScenario.ts';
+import { forgedEvidence } from './forgedEvidenceScenario.ts';
 import { twoEngines } from './twoEnginesScenario.ts';
 import { frozenLeader } from './frozenLeaderScenario.ts';
 
@@ -39,6 +40,7 @@ const every = [
   tampering,
   tamperedStore,
   rewrittenLog,
+  forgedEvidence,
   clusterFailover('stop'),
   clusterFailover('kill'),
   twoEngines,
@@ -252,6 +254,14 @@ ${table}
   by another key, a forged one) or 3 (the witness contradicts the log), naming the first witnessed size the rewrite
   touched. Here **hostile appended** counts rewrites not found so. The last case, store, audit key and witness folder
   all rewritten, is the documented limit: it must pass unnoticed.
+- **forged evidence** — \`test/faults/forgedEvidenceScenario.ts\`: a SQLite store written in four rounds through the
+  store's appends, the engine's checkpointer (\`src/engine/auditCheckpoints.ts\`) signing after each; an evidence
+  bundle of one node as of the second round (\`converge audit export\`, docs/audit.md) is then changed as whoever
+  holds it could: one event's data, one event left out, one event's proof taken from a bundle of another store, the
+  covering checkpoint signed by another key (with the bundle's key replaced by it, and with the key id kept), the
+  stated answer. \`converge audit check --audit-pub\` must find each offline, by kind (\`inclusion\`, \`missing\`,
+  \`key\`, \`signature\`, \`answer\`) and at the position it touched, and verify the honest bundle. Here **hostile
+  appended** counts forgeries not found so.
 - **rollout under engine SIGKILL** — \`test/faults/rolloutSigkillScenario.ts\`: the engine as \`serve\` builds it
   (\`test/support/faults/rolloutEngineChild.ts\`: ingest, relay, projections and the rollout driver over SQLite) is
   SIGKILLed at seeded random moments (\`CONVERGE_FAULT_ROLLOUT_KILLS\`, at least 10) while a rollout of 16 simulated nodes

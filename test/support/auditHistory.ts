@@ -2,7 +2,12 @@ import { generateSigningKey } from '../../src/core/declaration/index.ts';
 import { makeAliveSeen, makeDeclarationSent, makeReportReceived, streamOf } from '../../src/core/events/index.ts';
 import { verifyLog } from '../../src/core/audit/verifyLog.ts';
 import type { VerifyResult } from '../../src/core/audit/verifyLog.ts';
+import type { KeyObject } from 'node:crypto';
+import { makeObservationStarted, observationStream } from '../../src/core/events/index.ts';
+import { createAuditCheckpoints } from '../../src/engine/auditCheckpoints.ts';
 import type { EventStore, NewEvent } from '../../src/store/port.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
+import { logger } from './logger.ts';
 
 // A history as the engine writes one, for the audit tree's tests: per node a declaration sent,
 // the node's report of it (converged), and an alive; appended one call per node, as ingest does.
@@ -29,3 +34,25 @@ export const verifyStore = (store: EventStore, pageSize?: number): Promise<Verif
     { head: () => store.auditHead(), read: (after, limit) => store.readStored({ after, limit }) },
     pageSize === undefined ? {} : { pageSize },
   );
+
+/** Rounds and nodes of writeSignedStore. */
+export const rounds = 4;
+export const nodes = 8;
+
+/**
+ * A SQLite store written in `rounds` rounds of writeHistory, the engine's checkpointer signing the
+ * head with `key` after each, and an observation span opened first, as an engine does when it starts.
+ */
+export async function writeSignedStore(path: string, key: KeyObject, firstRound = 0): Promise<EventStore> {
+  const store = createSqliteEventStore(path);
+  const cp = createAuditCheckpoints({ store, key, logger, everyEvents: 1, everyMs: 3_600_000, pollMs: 3_600_000 });
+  await cp.start();
+  const started = makeObservationStarted('engine-a', Date.UTC(2026, 0, 1) - 1_000, 60_000, null);
+  await store.append([{ stream: observationStream, expected: 'any', events: [started] }]);
+  for (let r = firstRound; r < firstRound + rounds; r++) {
+    await writeHistory(store, nodes, r);
+    await cp.checkpoint();
+  }
+  await cp.stop();
+  return store;
+}

@@ -99,11 +99,15 @@ function print(io: CliIo, json: boolean, storeKind: string, kept: boolean, r: Ve
   }
 }
 
-export const run: Run = async ({ io, positionals, values, config, json }) => {
-  if (positionals[0] !== 'verify') {
+export const run: Run = async (ctx) => {
+  const { io, positionals, values, config, json } = ctx;
+  // Evidence bundles (docs/audit.md#evidence-bundles-how-an-auditor-checks-one-with-nothing-but-converge) live in files of their own.
+  if (positionals[0] === 'export') return (await import('./auditExport.ts')).runExport(ctx);
+  if (positionals[0] === 'check') return (await import('./auditCheck.ts')).runCheck(ctx);
+  if (positionals[0] !== 'verify' || positionals.length > 1) {
     throw new ConvergeError(
       'CONVERGE_ERR_USAGE',
-      `audit: unknown subcommand ${JSON.stringify(positionals[0] ?? '')} (converge audit verify)`,
+      `audit: unknown subcommand ${JSON.stringify(positionals.join(' '))} (converge audit verify | export <node> | check <bundle>)`,
     );
   }
   const pub = typeof values['audit-pub'] === 'string' ? readAuditPub(resolve(io.cwd, values['audit-pub'])) : null;

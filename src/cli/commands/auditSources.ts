@@ -10,7 +10,8 @@ import { auditStream, signedCheckpointOf } from '../../core/events/index.ts';
 import type { EventStore } from '../../store/port.ts';
 
 // What `converge audit verify` checks checkpoints with (docs/audit.md#checkpoints-and-witnesses):
-// the audit public key, the log's own AuditCheckpointed events, and a witness folder's files.
+// the audit public key, the log's own AuditCheckpointed events, and a witness folder's files; and
+// the declaration public key an evidence bundle's signatures are checked with.
 
 /** The audit public key from a PEM file (a private key's file works too: its public half is taken). */
 export function readAuditPub(path: string): KeyObject {
@@ -24,6 +25,18 @@ export function readAuditPub(path: string): KeyObject {
   if (key.asymmetricKeyType !== 'ed25519')
     throw new ConvergeError('CONVERGE_ERR_USAGE', `--audit-pub: ${path} is a ${key.asymmetricKeyType ?? 'unknown'} key, not Ed25519`);
   return key;
+}
+
+/** The declaration public key (keygen's PEM; a private key's file gives its public half). */
+export function readSigningPub(path: string): KeyObject {
+  try {
+    const key = createPublicKey(readFileSync(path));
+    if (key.asymmetricKeyType !== 'ed25519') throw new Error(`a ${key.asymmetricKeyType ?? 'unknown'} key, not Ed25519`);
+    return key;
+  } catch (e) {
+    const why = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : (e as Error).message;
+    throw new ConvergeError('CONVERGE_ERR_USAGE', `--signing-pub: cannot use ${path}: ${why}`);
+  }
 }
 
 /** Every checkpoint the log holds, in log order. */

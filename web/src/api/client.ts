@@ -72,6 +72,19 @@ export type NodeFilter = Readonly<{
   prefix?: string | undefined;
 }>;
 
+/** A file the API answers, with the name its Content-Disposition gives (an evidence bundle). */
+async function download(path: string, fallback: string): Promise<{ blob: Blob; name: string }> {
+  const res = await fetch(path, { headers: { accept: 'application/json', ...authHeaders() }, cache: 'no-store', credentials: 'omit' });
+  if (!res.ok) {
+    const text = await res.text();
+    const problem = text !== '' && res.headers.get('content-type')?.includes('json') ? (JSON.parse(text) as Problem) : null;
+    if (res.status === 401) reportUnauthorized(problem?.detail ?? 'the API needs a bearer token');
+    throw new ApiError(res.status, problem, problem?.detail ?? `${res.status} ${res.statusText}`);
+  }
+  const name = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? fallback;
+  return { blob: await res.blob(), name };
+}
+
 export const api = {
   health: (signal?: AbortSignal) => request<Health>('/healthz', {}, signal),
   fleet: (at: string | null, signal?: AbortSignal) => request<Fleet>(`/v1/fleet${qs({ at })}`, {}, signal),
@@ -79,6 +92,9 @@ export const api = {
     request<NodeList>(`/v1/nodes${qs({ ...filter, limit: page.limit, after: page.after })}`, {}, signal),
   node: (node: string, signal?: AbortSignal) => request<NodeView>(nodePath(node), {}, signal),
   stateAt: (node: string, at: string, signal?: AbortSignal) => request<StateAt>(`${nodePath(node)}/state${qs({ at })}`, {}, signal),
+  /** docs/api.md#evidence-bundles: the node's evidence bundle as of `at`, to save and check offline. */
+  evidence: (node: string, at: string, unsigned: boolean) =>
+    download(`${nodePath(node)}/evidence${qs({ at, unsigned: unsigned ? 'true' : null })}`, `evidence-${node}.json`),
   timeline: (node: string, before: string | null, limit: number, signal?: AbortSignal) =>
     request<Timeline>(`${nodePath(node)}/timeline${qs({ before, limit })}`, {}, signal),
   send: (node: string, spec: unknown) =>

@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError, api } from '../api/client.ts';
 import type { NodeView, TimelineEntry } from '../api/types.ts';
+import { EvidenceButton } from '../components/EvidenceButton.tsx';
 import { NodeStatePanel } from '../components/NodeState.tsx';
 import { SendForm } from '../components/SendForm.tsx';
 import { StreamIndicator } from '../components/StreamIndicator.tsx';
@@ -89,6 +90,8 @@ export function NodePage({ node, url }: { node: string; url: URL }) {
           ) : (
             <NodeStatePanel state={state} title="Now" />
           )}
+          {/* The moment shown: the time-travel position or time, else the node's latest position. */}
+          {(at ?? state?.position) !== undefined && <EvidenceButton node={node} at={(at ?? state?.position)!} />}
           <section class="card" aria-labelledby="tl-h">
             <h2 id="tl-h">Timeline</h2>
             <p class="muted">
