@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseAt } from '../../../projections/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
-import { buildEvidence } from '../../readModel/evidence/build.ts';
+import { buildEvidence, newestCheckpoint } from '../../readModel/evidence/build.ts';
 import type { Context } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';
 import { printJson, short } from '../output.ts';
@@ -37,7 +37,11 @@ export async function runExport({ io, values, positionals, config, json }: Conte
   if (positionals[1] === undefined) throw new ConvergeError('CONVERGE_ERR_USAGE', `audit export needs a node (${usage})`);
   const node = nodeArgument(positionals[1]);
   const { atText, from } = window(values);
-  const at = moment(typeof values.to === 'string' ? 'to' : 'at', atText);
+  // `--at checkpoint`: the newest moment the log can prove; made a position once the store is open.
+  const at =
+    atText === newestCheckpoint && from === null
+      ? { kind: 'position' as const, position: 0n }
+      : moment(typeof values.to === 'string' ? 'to' : 'at', atText);
   if (typeof values.out !== 'string') throw new ConvergeError('CONVERGE_ERR_USAGE', `audit export needs --out <file> (${usage})`);
   const out = resolve(io.cwd, values.out);
   const auditKey = typeof values['audit-pub'] === 'string' ? readAuditPub(resolve(io.cwd, values['audit-pub'])) : null;
@@ -64,7 +68,7 @@ export async function runExport({ io, values, positionals, config, json }: Conte
       out,
       bytes,
       node,
-      at: atText,
+      at: bundle.at,
       from,
       signed: bundle.signed,
       tree: bundle.tree,
@@ -77,7 +81,7 @@ export async function runExport({ io, values, positionals, config, json }: Conte
     return 0;
   }
   const a = bundle.answer;
-  io.stdout(`wrote ${out}: ${bundle.events.length} events of ${node} up to ${atText}, ${bytes.toLocaleString('en-US')} bytes\n`);
+  io.stdout(`wrote ${out}: ${bundle.events.length} events of ${node} up to ${bundle.at}, ${bytes.toLocaleString('en-US')} bytes\n`);
   io.stdout(
     cp === null
       ? `UNSIGNED: proven against the store's head (size ${bundle.tree.size}), which no checkpoint signs yet\n`

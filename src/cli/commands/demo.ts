@@ -1,15 +1,18 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseApiTokens } from '../../api/auth.ts';
 import { loadConfig } from '../../app/config.ts';
+import type { Config } from '../../app/config.ts';
 import { createDemo } from '../../app/demo.ts';
 import { generateSigningKey } from '../../core/declaration/index.ts';
 import { sleep } from '../../retry.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
-import { openStore } from '../command.ts';
+import { openStore, sqliteFileOf } from '../command.ts';
+import type { CliIo } from '../io.ts';
 import { makeLogger } from '../logger.ts';
 import { printJson } from '../output.ts';
 
@@ -41,6 +44,8 @@ export const run: Run = async ({ io, values, config: given, json }) => {
       graceMs: String(Math.max(3 * 1000, intervalMs)),
       lastSeenFlushMs: '1000',
       trustMissingUserId: given.amqpUrl === null ? 'off' : 'on',
+      // Signed checkpoints often enough that a tour's evidence bundle finds one (docs/audit.md).
+      checkpointEveryMs: '10000',
     },
   );
   let tokens = config.apiTokens;
@@ -52,7 +57,15 @@ export const run: Run = async ({ io, values, config: given, json }) => {
   const key = config.signingKey ?? generateSigningKey();
   const logger = makeLogger(config.logLevel);
   const store = await openStore(config, io, { create: true });
-  const demo = await createDemo({ config: { ...config, apiTokens: tokens }, logger, store, key, nodes: count, intervalMs });
+  const audit = demoAuditKey(config, io);
+  const demo = await createDemo({
+    config: { ...config, apiTokens: tokens, auditKey: audit.key, witnessDir: config.witnessDir ?? audit.witness },
+    logger,
+    store,
+    key,
+    nodes: count,
+    intervalMs,
+  });
   const { cast } = demo;
 
   let round = 0;
@@ -65,6 +78,9 @@ export const run: Run = async ({ io, values, config: given, json }) => {
       `API ${url}  (Authorization: Bearer ${token ?? '<one of CONVERGE_API_TOKENS>'})  OpenAPI ${url}/v1/openapi.json`,
       // `converge` is on the PATH only after `npm link`; npx finds it in this project either way.
       `store ${where}   afterwards: npx converge forensics races --store ${where}`,
+      ...(audit.pub === null
+        ? []
+        : [`audit: checkpoints signed every ${config.checkpointEveryMs / 1000} s, public key ${audit.pub}, witness ${audit.witness}`]),
       '',
     ].join('\n'),
   );
@@ -110,3 +126,18 @@ export const run: Run = async ({ io, values, config: given, json }) => {
   }
   return 0;
 };
+
+/**
+ * The demo signs checkpoints of its log as an engine with --audit-key does: with the key it was
+ * given, or one made for this run whose public half is written beside the SQLite file, so that
+ * `converge audit export` and `audit check` work on the demo's store (the README's tour).
+ */
+function demoAuditKey(config: Config, io: CliIo): { key: KeyObject | null; pub: string | null; witness: string | null } {
+  if (config.auditKey !== null) return { key: config.auditKey, pub: null, witness: null };
+  const file = sqliteFileOf(config, io);
+  if (file === null) return { key: null, pub: null, witness: null };
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const pub = `${file}.audit.pub`;
+  writeFileSync(pub, publicKey.export({ format: 'pem', type: 'spki' }));
+  return { key: privateKey, pub, witness: `${file}.witness` };
+}

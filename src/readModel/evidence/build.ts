@@ -82,11 +82,38 @@ function mustReproduce(tree: ProofTree, size: number, root: string, what: string
 const keyOf = (k: KeyObject | null): EvidenceBundle['keys']['audit'] =>
   k === null ? null : { keyId: keyIdOf(k), pem: k.export({ format: 'pem', type: 'spki' }).toString() };
 
-export async function buildEvidence(store: EventStore, q: EvidenceRequest): Promise<EvidenceBundle> {
-  const own = streamOf(q.node);
+/** `--at checkpoint`: the moment the newest signed checkpoint proves, the position of the last event it covers. */
+export const newestCheckpoint = 'checkpoint';
+
+/** The position of the `index`th stored row (from 0), walking the log: only for `--at checkpoint`. */
+async function positionOfLeaf(store: EventStore, index: number): Promise<bigint | null> {
+  let after: bigint | null = null;
+  let seen = 0;
+  for (;;) {
+    const page = await store.readStored({ after, limit: 1_000 });
+    if (page.length === 0) return null;
+    if (seen + page.length > index) return page[index - seen]!.position;
+    seen += page.length;
+    after = page.at(-1)!.position;
+  }
+}
+
+/** The request with `--at checkpoint` made a position: the last event the newest signed checkpoint covers. */
+async function resolvedMoment(store: EventStore, q: EvidenceRequest, checkpoints: readonly Signed[]): Promise<EvidenceRequest> {
+  if (q.atText !== newestCheckpoint) return q;
+  const latest = checkpoints.at(-1);
+  const position = latest === undefined ? null : await positionOfLeaf(store, latest.size - 1);
+  if (position === null)
+    throw new ConvergeError('CONVERGE_ERR_EVIDENCE_UNSIGNED', `--at ${newestCheckpoint}: the log holds no signed checkpoint yet`);
+  return { ...q, at: { kind: 'position', position }, atText: position.toString() };
+}
+
+export async function buildEvidence(store: EventStore, request: EvidenceRequest): Promise<EvidenceBundle> {
+  const own = streamOf(request.node);
+  const checkpoints = await checkpointsOf(store, request.auditKey);
+  const q = await resolvedMoment(store, request, checkpoints);
   const stream = await readNodeStream(store, q.node);
   const needed = new Set(stream.slice(0, stateAt(q.node, stream, q.at).folded).map((e) => e.position));
-  const checkpoints = await checkpointsOf(store, q.auditKey);
   const latest = checkpoints.at(-1) ?? null;
   // Read after the stream: the head covers every event the stream read returned.
   const head = q.unsigned ? await store.auditHead() : null;
