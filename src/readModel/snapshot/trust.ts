@@ -108,10 +108,17 @@ export async function crossCheck(store: EventStore, snap: StoredSnapshot, sample
   const picked = new Set<number>();
   const want = Math.min(samples, states.length);
   while (picked.size < want) picked.add(states.length <= samples ? picked.size : randomInt(states.length));
+  let checked = 0;
   for (const i of picked) {
     const claimed = states.state(i);
     let folded: NodeState = initialNodeState(claimed.node);
-    for (const e of await store.readStream(streamOf(claimed.node))) {
+    const events = await store.readStream(streamOf(claimed.node));
+    // A stream whose older events were archived (docs/operations.md "Retention and archive") does
+    // not start at revision 0: its fold cannot be redone from the hot store, and warm start never
+    // reads the archive, so that sample is left out.
+    if (events.length > 0 && events[0]!.revision !== 0n) continue;
+    checked++;
+    for (const e of events) {
       if (e.position > snap.position) break;
       if (isNodeEvent(e)) folded = foldNode(folded, e);
     }
@@ -124,5 +131,5 @@ export async function crossCheck(store: EventStore, snap: StoredSnapshot, sample
       );
     }
   }
-  return { checked: want };
+  return { checked };
 }
