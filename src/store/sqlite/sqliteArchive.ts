@@ -29,6 +29,8 @@ export type ArchiveOptions = Readonly<{
   segmentEvents?: number;
   /** Stop after this many segments (serve's bounded batches); default no bound. */
   maxSegments?: number;
+  /** Look only past this position (where the run before stopped, in serve's batches); default the start. */
+  after?: bigint;
   onProgress?: (p: Readonly<{ position: bigint; upTo: bigint; segments: number; events: number }>) => void;
   /** Test hook; default: CONVERGE_TEST_ARCHIVE_PAUSE (the archive crash test). */
   pause?: PauseAt;
@@ -44,6 +46,8 @@ export type ArchiveSummary = Readonly<{
   bytes: number;
   /** Files of an interrupted run the manifest did not name, removed (their rows were still in the store). */
   removedLeftovers: readonly string[];
+  /** How far this run looked: the next batch may start after it. */
+  scannedTo: bigint;
 }>;
 
 /** Rows read per query while looking for closed events. */
@@ -154,7 +158,7 @@ export async function archiveSqliteStore(path: string, options: ArchiveOptions):
       pinnedOf.clear();
     };
 
-    let after = 0n;
+    let after = options.after ?? 0n;
     for (;;) {
       if (segments.length >= maxSegments) break;
       const page = q.page.all(after, options.belowPosition, scanPage) as Row[];
@@ -174,7 +178,7 @@ export async function archiveSqliteStore(path: string, options: ArchiveOptions):
       await new Promise((r) => setImmediate(r));
     }
     if (segments.length < maxSegments) await flush();
-    return { segments, events, storedBytes, rawBytes, bytes, removedLeftovers };
+    return { segments, events, storedBytes, rawBytes, bytes, removedLeftovers, scannedTo: after };
   } finally {
     db.close();
     lock.release();
