@@ -134,7 +134,7 @@ export const commands: readonly CommandSpec[] = [
       liveness: { type: 'string', value: '<l>', help: 'only nodes with this liveness: connected, disconnected, never-seen' },
     },
     args: [0, 1],
-    settings: ['store', 'graceMs'],
+    settings: ['store', 'graceMs', 'archiveDir'],
     load: () => import('./status.ts'),
   },
   {

@@ -32,7 +32,13 @@ export async function runArchive({ io, values, config, output }: Context): Promi
   if (file === null) throw archiveUnsupported(config.store.split(':')[0] ?? config.store);
   // Opening it first migrates an older file to the schema with the manifest (v6), and names a missing file.
   await (await openStore(config, io)).close();
-  const snap = config.snapshotPath === null ? null : await openSnapshot(resolve(io.cwd, config.snapshotPath), config.snapshotFormerPath);
+  const snap =
+    config.snapshotPath === null
+      ? null
+      : await openSnapshot(
+          resolve(io.cwd, config.snapshotPath),
+          config.snapshotFormerPath === null ? null : resolve(io.cwd, config.snapshotFormerPath),
+        );
   if (snap === null)
     throw new ConvergeError(
       'CONVERGE_ERR_USAGE',
