@@ -385,16 +385,24 @@ try {
       `ordinary day archived, against ${fmt(normal, 0)} hot); each node also keeps its last event, send and report hot`,
   });
   report.row({
-    name: 'state --at day 1 noon through the archive, against the same before archiving',
+    name: 'state --at day 1 noon through the archive, first call (what one CLI run pays), against before archiving',
     unit: 'ms',
     better: 'lower',
-    converge: archived.asOfArchived,
-    baseline: asOf,
-    notes: `the archive's segments are read and decompressed whole for one stream (${fmt(archived.segments)} segment(s))`,
+    converge: archived.asOfArchived[0]!,
+    baseline: asOf[0]!,
+    notes: `the first read of a stream decompresses and parses every segment (${fmt(archived.segments)} here); a CLI run is one such read`,
+  });
+  report.row({
+    name: 'state --at day 1 noon through the archive, segments already read (same process), against before archiving',
+    unit: 'ms',
+    better: 'lower',
+    converge: archived.asOfArchived.slice(1),
+    baseline: asOf.slice(1),
+    notes: 'the reader keeps the last 4 segments decoded; a walk in position order reads each once',
   });
   report.note(
     `Archive: ${fmt(archived.events)} events into ${fmt(archived.segments)} segment(s), ${fmt(archived.rawBytes / 1e6, 1)} MB of lines, ` +
-      `${fmt(archived.bytes / 1e6, 2)} MB on disk (brotli quality 5), moved in ${fmt(archived.archiveS, 1)} s. The same lines compressed whole: ` +
+      `${fmt(archived.bytes / 1e6, 2)} MB on disk (brotli quality 4), moved in ${fmt(archived.archiveS, 1)} s. The same lines compressed whole: ` +
       `${archived.codecs.map((c) => `${c.codec} ${fmt(c.bytes / 1e6, 2)} MB in ${fmt(c.ms, 0)} ms`).join(', ')}.`,
   );
   const day = (ds: Map<string, number>): string => types.map((t) => `${t} ${fmt(ds.get(t) ?? 0)}`).join(', ');
