@@ -58,15 +58,16 @@ const migrations: Readonly<Record<number, (db: Database.Database, onProgress?: A
 CREATE TABLE last_seen (node TEXT PRIMARY KEY, ms INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE last_seen_flushes (engine TEXT PRIMARY KEY, ms INTEGER NOT NULL) WITHOUT ROWID;`),
   // v6: the archive manifest (sqliteArchive.ts, docs/operations.md "Retention and archive"): the
-  // segments closed history was moved to, and the store's identity that each segment names.
+  // segments closed history was moved to, and the store's identity that each segment names. IF NOT
+  // EXISTS: a file a test took back to an older version keeps these tables, and nothing in them is lost.
   5: (db) => {
     db.exec(archiveSchemaV6);
-    db.prepare('INSERT INTO store_identity (id, identity) VALUES (1, ?)').run(randomUUID());
+    db.prepare('INSERT OR IGNORE INTO store_identity (id, identity) VALUES (1, ?)').run(randomUUID());
   },
 };
 
 const archiveSchemaV6 = `
-CREATE TABLE archive_segments (
+CREATE TABLE IF NOT EXISTS archive_segments (
   file          TEXT    PRIMARY KEY,
   from_position INTEGER NOT NULL,
   to_position   INTEGER NOT NULL,
@@ -76,7 +77,7 @@ CREATE TABLE archive_segments (
   raw_bytes     INTEGER NOT NULL,
   archived_at   TEXT    NOT NULL
 ) WITHOUT ROWID;
-CREATE TABLE store_identity (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS store_identity (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL);
 `;
 
 /** Used by findSend's query, whose WHERE must repeat the expression and the type to use it. */
