@@ -65,6 +65,13 @@ test('history, state --at, forensics, replay --verify, audit verify and status a
   assert.equal(s.archive.events, summary.events);
   assert.equal(s.archive.bytes, summary.segmentBytes);
 
+  // replay --verify against the live path (no snapshot): both folds read through the archive.
+  renameSync(`${path}.snapshot`, `${path}.snapshot.kept`);
+  const live = await cliIn(dir, ['replay', '--verify', '--json', ...store, ...archive]);
+  assert.equal(live.code, 0, live.stdout + live.stderr);
+  assert.match(live.stdout, /"verified":true,"nodes":3,"against":"the live projection path/);
+  renameSync(`${path}.snapshot.kept`, `${path}.snapshot`);
+
   // A second run finds nothing more to move and changes nothing.
   const again = await cliIn(dir, ['store', 'archive', '--older-than', '30d', ...archive, ...store, '--json']);
   assert.equal(JSON.parse(again.stdout).events, 0);

@@ -1,7 +1,9 @@
 import type { Recorded } from '../../core/events/index.ts';
 import { decodeEventData } from '../../core/events/index.ts';
 import { columnsFromReadAll } from '../nodeColumns.ts';
-import type { ArchiveManifest, EventStore, ReadAllOptions, ReadStreamOptions, StoredRecord } from '../port.ts';
+import { createNotifier } from '../notifier.ts';
+import { createPollingSubscription } from '../pollingSubscription.ts';
+import type { ArchiveManifest, EventStore, ReadAllOptions, ReadStreamOptions, StoredRecord, SubscribeOptions } from '../port.ts';
 import { createArchiveReader } from './archiveReader.ts';
 import type { ArchiveReader } from './archiveReader.ts';
 import type { ArchivedRow } from './segment.ts';
@@ -9,7 +11,8 @@ import type { ArchivedRow } from './segment.ts';
 // A store's reads answered over its archive too (docs/operations.md "Retention and archive"):
 // readAll, readColumns, readStream and readStored merge the segments the manifest names with the
 // hot rows, by position (or revision), so `history`, `state --at`, `forensics`, `replay --verify`
-// and `audit verify` give the answers they gave before the move. A position in both (never after
+// and `audit verify` give the answers they gave before the move; subscribe follows the same merged
+// history (replay --verify's live path). A position in both (never after
 // a move's commit; a row is either archived or hot) is read once. Everything else is the store's.
 // The engine never reads through this: its warm start begins at the snapshot, above the archive.
 
@@ -124,11 +127,38 @@ export async function withArchive(store: EventStore, dir: string): Promise<Archi
     return merge(a, a.length === n, h, h.length === n).out.slice(0, n);
   }
 
+  /** A subscription over the merged history (replay --verify's live path folds through one); it polls for what is new. */
+  function subscribe(opts: SubscribeOptions) {
+    if (none) return store.subscribe(opts);
+    return createPollingSubscription(
+      {
+        readAfter: async (after, limit, types) => {
+          const out: Recorded[] = [];
+          for await (const b of readAll({ after: after ?? 0n })) {
+            for (const e of b) {
+              if (types !== null && !types.has(e.type)) continue;
+              out.push(e);
+              if (out.length >= limit) return out;
+            }
+          }
+          return out;
+        },
+        headPosition: () => store.headPosition(),
+        getCheckpoint: (name) => store.getCheckpoint(name),
+        setCheckpoint: (name, p) => store.setCheckpoint(name, p),
+        notifier: createNotifier(),
+        pollMs: 200,
+      },
+      opts,
+    );
+  }
+
   const merged: ArchivedStore = {
     ...bind(store),
     readAll,
     readStream,
     readStored,
+    subscribe,
     readColumns: (options = {}) => columnsFromReadAll(merged, options),
     archive,
     manifest,
