@@ -3,7 +3,9 @@ import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { loadConfig } from '../../src/app/config.ts';
 import { startRetention } from '../../src/app/retention.ts';
+import type { ConvergeError } from '../../src/core/errors.ts';
 import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { archivableFleet, dayMs } from '../support/archivableFleet.ts';
@@ -53,4 +55,18 @@ test('serve --retain moves, segment by segment, what one store archive run moves
   } finally {
     await store.close();
   }
+});
+
+test('--retain takes a duration in days, hours or minutes, and needs --archive-dir', () => {
+  const c = loadConfig({ flags: { retain: '30d', 'archive-dir': '/var/lib/converge/archive' }, env: {} });
+  assert.equal(c.retain, 30 * dayMs);
+  assert.equal(loadConfig({ flags: { 'archive-dir': 'a' }, env: { CONVERGE_RETAIN: '90m' } }).retain, 90 * 60_000);
+  assert.throws(
+    () => loadConfig({ flags: { retain: '30d' }, env: {} }),
+    (e: ConvergeError) => e.code === 'CONVERGE_ERR_CONFIG_INVALID' && /--retain .*needs --archive-dir/.test(e.message),
+  );
+  assert.throws(
+    () => loadConfig({ flags: { retain: 'a month', 'archive-dir': 'a' }, env: {} }),
+    (e: ConvergeError) => e.code === 'CONVERGE_ERR_CONFIG_INVALID' && /30d/.test(e.message),
+  );
 });
