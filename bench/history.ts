@@ -33,6 +33,8 @@ import { createProjectionRunner } from '../src/readModel/projectionRunner.ts';
 import { stateAsOf } from '../src/readModel/queries.ts';
 import type { EventStore, NewEvent, StreamWrite } from '../src/store/index.ts';
 import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
+import { openSnapshot } from '../src/readModel/snapshot/snapshotFile.ts';
+import { archiveHistory } from './support/archiveHistory.ts';
 import { createBenchReport } from './support/report.ts';
 
 const scale = Number(process.env['CONVERGE_BENCH_SCALE'] ?? 1);
@@ -254,6 +256,17 @@ try {
   }
   await store.close();
 
+  // The archive (docs/operations.md "Retention and archive"): all but the last 30 simulated days,
+  // or the whole history when it is shorter, below the snapshot the end's starts wrote.
+  const simulatedDays = days + 1;
+  const archiveBefore = day0 + (simulatedDays > 30 ? simulatedDays - 30 : simulatedDays + 1) * dayMs;
+  const snap = await openSnapshot(`${path}.snapshot`);
+  const archived = await archiveHistory(path, join(dir, 'archive'), {
+    before: new Date(archiveBefore).toISOString(),
+    below: snap!.position,
+    asOf: { nodes: nodes.slice(0, 5), at },
+  });
+
   const aliveBytes = await oldRuleBytesPerAlive(Number(process.env['BENCH_HISTORY_ALIVE_MINUTES'] ?? 10));
 
   // The model: bytes per event by type, events per node per normal day (days 2…N; day 1 also
@@ -337,6 +350,61 @@ try {
       `longest stream ${fmt(streamLen)} events (a flapping node); the whole stream is read (docs/design.md §3), so a ` +
       `${target.days}-day stream of ~${fmt(transitionsPerNodeDay * target.days + 2 * target.days + 576)} events costs about that many times more per event`,
   });
+  // Archived bytes per event of a type: its lines' share of the segments, at the segments' own
+  // compression ratio (types are mixed in a segment, which is what brotli sees).
+  const ratio = archived.bytes / archived.rawBytes;
+  const archivedPerEvent = (t: string): number => {
+    const a = archived.byType.get(t);
+    return a === undefined ? 0 : (a.rawBytes / a.events) * ratio;
+  };
+  for (const t of types) {
+    const a = archived.byType.get(t);
+    if (a === undefined) continue;
+    report.row({
+      name: `archived bytes per ${t}, against on disk in the store`,
+      unit: 'B',
+      better: 'lower',
+      converge: archivedPerEvent(t),
+      baseline: perEvent.get(t)!,
+      notes: `${fmt(a.events)} archived; ${fmt(a.rawBytes / a.events, 0)} B as a segment line before compression`,
+    });
+  }
+  const archivedNodeDay = types.reduce((s, t) => s + perNodeDay(normalDays, t) * archivedPerEvent(t), 0);
+  const archivedBadDay = types.reduce((s, t) => s + perNodeDay([perDay[days]!], t) * archivedPerEvent(t), 0);
+  const hotYearGB = (target.nodes * 30 * normal) / 1e9;
+  const archivedYearGB = (target.nodes * ((target.days - 31) * archivedNodeDay + archivedBadDay + firstHeard * ratio)) / 1e9;
+  report.row({
+    name: `store size, ${fmt(target.nodes)} nodes × ${target.days} days, hot (30 days) + archived (335 days), against all hot`,
+    unit: 'GB',
+    better: 'lower',
+    converge: hotYearGB + archivedYearGB,
+    baseline: yearGB,
+    goal: { atMost: 100 },
+    notes:
+      `moonshot ≤ 30 GB; hot ${fmt(hotYearGB, 2)} GB + archived ${fmt(archivedYearGB, 2)} GB (${fmt(archivedNodeDay, 1)} B per node per ` +
+      `ordinary day archived, against ${fmt(normal, 0)} hot); each node also keeps its last event, send and report hot`,
+  });
+  report.row({
+    name: 'state --at day 1 noon through the archive, first call (what one CLI run pays), against before archiving',
+    unit: 'ms',
+    better: 'lower',
+    converge: archived.asOfArchived[0]!,
+    baseline: asOf[0]!,
+    notes: `the first read of a stream decompresses and parses every segment (${fmt(archived.segments)} here); a CLI run is one such read`,
+  });
+  report.row({
+    name: 'state --at day 1 noon through the archive, segments already read (same process), against before archiving',
+    unit: 'ms',
+    better: 'lower',
+    converge: archived.asOfArchived.slice(1),
+    baseline: asOf.slice(1),
+    notes: 'the reader keeps the last 4 segments decoded; a walk in position order reads each once',
+  });
+  report.note(
+    `Archive: ${fmt(archived.events)} events into ${fmt(archived.segments)} segment(s), ${fmt(archived.rawBytes / 1e6, 1)} MB of lines, ` +
+      `${fmt(archived.bytes / 1e6, 2)} MB on disk (brotli quality 4), moved in ${fmt(archived.archiveS, 1)} s. The same lines compressed whole: ` +
+      `${archived.codecs.map((c) => `${c.codec} ${fmt(c.bytes / 1e6, 2)} MB in ${fmt(c.ms, 0)} ms`).join(', ')}.`,
+  );
   const day = (ds: Map<string, number>): string => types.map((t) => `${t} ${fmt(ds.get(t) ?? 0)}`).join(', ');
   report.note(`Events on day 1: ${day(perDay[0]!)}. On day 2: ${day(perDay[Math.min(1, days)]!)}. On the bad day: ${day(perDay[days]!)}.`);
   report.note(

@@ -88,6 +88,10 @@ export type Config = Readonly<{
   checkpointEveryMs: number;
   witnessDir: string | null;
   witnessUrl: string | null;
+  /** Where closed history is archived and read back from (docs/operations.md "Retention and archive"); null: no archive. */
+  archiveDir: string | null;
+  /** serve: archive node events older than this many ms; null: never. */
+  retain: number | null;
 }>;
 
 export { defaultStore } from './settings.ts';
@@ -194,6 +198,13 @@ const schema = z.object({
   checkpointEveryEvents: intIn(1, 100_000_000).default(10_000),
   checkpointEveryMs: intIn(10, 86_400_000).default(60_000),
   witnessDir: z.string().min(1).nullable().default(null),
+  archiveDir: z.string().min(1).nullable().default(null),
+  retain: z
+    .string()
+    .regex(/^\d+(ms|s|m|h|d)$/, 'must be a duration like 30d, 12h or 90m')
+    .transform((t) => retainMs(t))
+    .nullable()
+    .default(null),
   witnessUrl: z
     .string()
     .refine((s) => /^https?:\/\/.+/.test(s), 'must be an http:// or https:// URL')
@@ -256,6 +267,8 @@ export function loadConfig(
     }
   }
   const auditKey = readAuditKey(raw, lines);
+  if (r.success && r.data.retain !== null && r.data.archiveDir === null)
+    lines.push('--retain / CONVERGE_RETAIN: needs --archive-dir / CONVERGE_ARCHIVE_DIR (history is archived, never deleted)');
   // docs/design.md §3: a crash loses at most one flush of last-seen times; a flush as long as the
   // grace would let a crash hide a whole silence.
   if (r.success && used.has('lastSeenFlushMs') && r.data.lastSeenFlushMs >= r.data.graceMs) {
@@ -299,6 +312,12 @@ export function loadConfig(
     snapshotPath: c.snapshotPath ?? (besideStore ? `${sqlitePath}.snapshot` : null),
     snapshotFormerPath: c.snapshotPath === null && besideStore ? `${sqlitePath}.snapshot.json` : null,
   });
+}
+
+/** `30d`, `12h`, `90m`, `45s`, `1500ms` in milliseconds (the form --retain takes). */
+export function retainMs(text: string): number {
+  const m = /^(\d+)(ms|s|m|h|d)$/.exec(text)!;
+  return Number(m[1]) * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'ms' | 's' | 'm' | 'h' | 'd'];
 }
 
 /** The audit key (a private Ed25519 PEM), or null; a witness without one is a mistake, not a silent no-op. */

@@ -300,6 +300,20 @@ export const settings = {
     default: null,
     help: 'with --audit-key: POST each checkpoint as JSON to this URL, retried with backoff',
   },
+  archiveDir: {
+    flag: 'archive-dir',
+    env: 'CONVERGE_ARCHIVE_DIR',
+    value: '<dir>',
+    default: null,
+    help: 'the archive of closed history (docs/operations.md "Retention and archive"): where serve --retain and store archive move it, and where history, state, forensics, replay and audit verify read it back',
+  },
+  retain: {
+    flag: 'retain',
+    env: 'CONVERGE_RETAIN',
+    value: '<30d>',
+    default: null,
+    help: 'serve, with --archive-dir: move node events older than this (and below the latest snapshot) to the archive, in bounded batches, every 10 minutes',
+  },
 } as const satisfies Record<string, Setting>;
 
 export type ConfigKey = keyof typeof settings;

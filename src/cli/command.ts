@@ -105,11 +105,16 @@ export async function openStore(config: Config, io: CliIo, { create = false, ...
   return openEventStore(url, options);
 }
 
-/** Run `fn` with an existing store open, closing it however `fn` ends. */
+/**
+ * Run `fn` with an existing store open, closing it however `fn` ends. With `--archive-dir`, its
+ * reads answer over the archive too (src/store/archive/withArchive.ts).
+ */
 export async function withStore<T>(config: Config, io: CliIo, fn: (store: EventStore) => Promise<T>): Promise<T> {
   const store = await openStore(config, io);
   try {
-    return await fn(store);
+    if (config.archiveDir === null) return await fn(store);
+    const { withArchive } = await import('../store/archive/withArchive.ts');
+    return await fn(await withArchive(store, resolve(io.cwd, config.archiveDir)));
   } finally {
     await store.close();
   }

@@ -179,6 +179,24 @@ export type ReadStoredOptions = Readonly<{
   limit?: number;
 }>;
 
+/** One archive segment the store moved its events to (docs/operations.md "Retention and archive"): a row of its manifest. */
+export type ArchiveSegment = Readonly<{
+  /** The file's name inside the archive folder. */
+  file: string;
+  /** The first and last position it holds (it may skip positions the store kept). */
+  from: bigint;
+  to: bigint;
+  events: number;
+  /** sha256 of the file's uncompressed body, as its header says. */
+  sha256: string;
+  /** The compressed file, and its uncompressed bytes. */
+  bytes: number;
+  rawBytes: number;
+}>;
+
+/** The store's archive manifest: the segments whose events it no longer holds, and its identity. */
+export type ArchiveManifest = Readonly<{ store: string; segments: readonly ArchiveSegment[] }>;
+
 /** EventStore.pipeline: `append`, ordered among the pipeline's other calls. */
 export type LastSeenLease = Readonly<{ nodes: ReadonlyMap<string, number>; flushes: ReadonlyMap<string, number> }>;
 
@@ -248,5 +266,10 @@ export interface EventStore {
    * reading the whole log over the network.
    */
   stats?(options: StoreStatsOptions): Promise<StoreStats>;
+  /**
+   * The archive manifest (docs/operations.md "Retention and archive"): the segments the store's
+   * closed history was moved to. Only SQLite archives; the others leave it out.
+   */
+  archiveManifest?(): Promise<ArchiveManifest>;
   close(): Promise<void>;
 }

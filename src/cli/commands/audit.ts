@@ -6,6 +6,8 @@ import { verifyLog } from '../../core/audit/verifyLog.ts';
 import { pooledCheckedPages } from '../../store/audit/verifyPool.ts';
 import type { VerifyResult } from '../../core/audit/verifyLog.ts';
 import { ConvergeError } from '../../core/errors.ts';
+import type { ArchivedStore } from '../../store/archive/withArchive.ts';
+import type { EventStore } from '../../store/port.ts';
 import type { Run } from '../command.ts';
 import { storeUrlOf, withStore } from '../command.ts';
 import type { CliIo } from '../io.ts';
@@ -115,14 +117,22 @@ export const run: Run = async (ctx) => {
   const threads = threadsOf(values.threads);
   try {
     return await withStore(config, io, async (store) => {
+      // Archived history is walked first, from its segments; a segment gone or changed is
+      // reported before the walk (docs/operations.md "Retention and archive").
+      const broken = await checkArchive(store);
+      if (broken.length > 0) {
+        printArchiveProblems(io, json, store.kind, broken);
+        return exitTampered;
+      }
       const first = await store.auditHead();
       const logged = await loggedCheckpoints(store);
       const p = progressLine(io, values.progress === true);
       let total = first.size;
       const rootsAt = new Set([...logged, ...(witness ?? [])].map((c) => c.signed.checkpoint.size));
       const read = (after: bigint | null, limit: number) => store.readStored({ after, limit });
-      // Stores another thread can open on its own read and check on every core (verifyPool.ts).
-      const pooled = threads > 1 && (store.kind === 'sqlite' || store.kind === 'postgres');
+      // Stores another thread can open on its own read and check on every core (verifyPool.ts);
+      // the threads open the hot store alone, so archived history is walked on this thread.
+      const pooled = threads > 1 && (store.kind === 'sqlite' || store.kind === 'postgres') && !('archive' in store);
       const last = pooled ? await store.headPosition() : null;
       const result = await verifyLog(
         {
@@ -148,6 +158,42 @@ export const run: Run = async (ctx) => {
     return exitCannotCheck;
   }
 };
+
+type ArchiveProblem = Readonly<{ file: string; from: bigint; to: bigint; events: number; problem: string; message: string }>;
+
+/** The archive's segments, each read and checked against the manifest; a store with segments and no --archive-dir cannot be checked. */
+async function checkArchive(store: EventStore): Promise<ArchiveProblem[]> {
+  const manifest = (await store.archiveManifest?.()) ?? null;
+  if (manifest === null || manifest.segments.length === 0) return [];
+  if (!('archive' in store)) {
+    const events = manifest.segments.reduce((n, s) => n + s.events, 0);
+    throw new ConvergeError(
+      'CONVERGE_ERR_USAGE',
+      `audit verify: the store moved ${events.toLocaleString('en-US')} events to ${manifest.segments.length} archive segment(s); give --archive-dir <dir> so they are verified too`,
+    );
+  }
+  return (store as ArchivedStore).archive.check().map(({ segment: s, error }) => ({
+    file: s.file,
+    from: s.from,
+    to: s.to,
+    events: s.events,
+    problem: error.problem,
+    message: error.message,
+  }));
+}
+
+function printArchiveProblems(io: CliIo, json: boolean, storeKind: string, problems: readonly ArchiveProblem[]): void {
+  if (json) {
+    printJson(io, {
+      store: storeKind,
+      intact: false,
+      archive: problems.map((p) => ({ ...p, from: p.from.toString(), to: p.to.toString() })),
+    });
+    return;
+  }
+  for (const p of problems)
+    io.stdout(`TAMPERED archive at positions ${p.from}-${p.to} (${p.problem}): segment ${p.file}, ${p.events} events: ${p.message}\n`);
+}
 
 /** The checkpoints against the tree, once the log itself verified (a tampered log is reported as that first). */
 function checkpointChecks(

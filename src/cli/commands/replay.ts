@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { NodeState } from '../../../projections/index.ts';
 import type { Config } from '../../app/config.ts';
@@ -54,7 +55,8 @@ export const run: Run = ({ io, values, config, json }) => {
       // Both stop at the head read above; if the runner folded further (a serve appending
       // meanwhile), the replay is folded again to the runner's own position, as before.
       const url = storeUrlOf(config, io);
-      const replaying = url === null ? null : replayOnWorker(url, head, onProgress);
+      const archiveDir = config.archiveDir === null ? null : resolve(io.cwd, config.archiveDir);
+      const replaying = url === null ? null : replayOnWorker(url, head, archiveDir, onProgress);
       // A failure of one fold must not leave the other's rejection unheard.
       replaying?.promise.catch(() => undefined);
       // Per event: the path a live engine folds each new event through is the one under test
@@ -115,9 +117,12 @@ function storeUrlOf(config: Config, io: CliIo): string | null {
 function replayOnWorker(
   url: string,
   until: bigint | null,
+  archiveDir: string | null,
   onProgress: (folded: number, position: bigint) => void,
 ): { promise: Promise<Map<string, NodeState>>; stop: () => void } {
-  const worker = new Worker(new URL('./replayWorker.js', import.meta.url), { workerData: { url, until } satisfies ReplayWorkerData });
+  const worker = new Worker(new URL('./replayWorker.js', import.meta.url), {
+    workerData: { url, until, archiveDir } satisfies ReplayWorkerData,
+  });
   let settled = false;
   const promise = new Promise<Map<string, NodeState>>((resolve, reject) => {
     const settle = (f: () => void): void => {

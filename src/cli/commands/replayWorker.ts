@@ -7,7 +7,7 @@ import { openEventStore } from '../../store/index.ts';
 // the store, the pure fold, and the states posted back, while the main thread folds the same store
 // through the live projection path. The two folds share nothing but the file.
 
-export type ReplayWorkerData = Readonly<{ url: string; until: bigint | null }>;
+export type ReplayWorkerData = Readonly<{ url: string; until: bigint | null; archiveDir: string | null }>;
 export type ReplayWorkerMessage =
   | Readonly<{ kind: 'progress'; folded: number; position: bigint }>
   | Readonly<{ kind: 'done'; states: Map<string, unknown> }>
@@ -15,15 +15,17 @@ export type ReplayWorkerMessage =
 
 const port = parentPort;
 if (port === null) throw new Error('replayWorker.ts runs as a worker thread');
-const { url, until } = workerData as ReplayWorkerData;
+const { url, until, archiveDir } = workerData as ReplayWorkerData;
 const post = (m: ReplayWorkerMessage): void => port.postMessage(m);
 try {
-  const store = await openEventStore(url);
+  const opened = await openEventStore(url);
   try {
+    // With an archive, the replay reads it too (docs/operations.md "Retention and archive").
+    const store = archiveDir === null ? opened : await (await import('../../store/archive/withArchive.ts')).withArchive(opened, archiveDir);
     const states = await replayStore(store, { until, onProgress: (folded, position) => post({ kind: 'progress', folded, position }) });
     post({ kind: 'done', states });
   } finally {
-    await store.close();
+    await opened.close();
   }
 } catch (err) {
   post({ kind: 'failed', code: err instanceof ConvergeError ? err.code : null, message: err instanceof Error ? err.message : String(err) });

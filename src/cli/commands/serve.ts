@@ -1,7 +1,9 @@
 import { createServer } from '../../app/server.ts';
 import type { ServerTransport } from '../../app/server.ts';
 import { boundDeadLetters, connectServerTransport } from '../../app/amqp.ts';
+import { resolve } from 'node:path';
 import type { Logger } from 'pino';
+import type { Retention } from '../../app/retention.ts';
 import { toConvergeError } from '../../core/errors.ts';
 import type { EngineLock } from '../../store/sqlite/sqliteEngineLock.ts';
 import type { Run } from '../command.ts';
@@ -15,6 +17,8 @@ export const run: Run = async ({ io, config }) => {
   // One engine per SQLite file (an SQLite store has no relay lease): a second serve is refused
   // before it opens anything (src/store/sqlite/sqliteEngineLock.ts).
   const file = sqliteFileOf(config, io);
+  if (config.retain !== null && file === null)
+    throw (await import('./storeArchive.ts')).archiveUnsupported(config.store.split(':')[0] ?? config.store);
   let lock: EngineLock | null = null;
   if (file !== null) {
     try {
@@ -27,13 +31,18 @@ export const run: Run = async ({ io, config }) => {
     }
   }
   try {
-    return await serve({ io, config, logger });
+    return await serve({ io, config, logger, file });
   } finally {
     lock?.release();
   }
 };
 
-async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'config'> & { logger: Logger }): Promise<number> {
+async function serve({
+  io,
+  config,
+  logger,
+  file,
+}: Pick<Parameters<Run>[0], 'io' | 'config'> & { logger: Logger; file: string | null }): Promise<number> {
   // The writer thread (src/store/sqlite/sqliteWriterThread.ts, default) and group commit (walSync.ts) only
   // here: a long-running engine, where a thread's start is paid once and the event loop's time
   // goes to ingest and the API. Group commit is safe because serve holds the engine lock, so its
@@ -58,13 +67,24 @@ async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'co
   }
   if (config.signingKey === null) logger.warn({}, 'no --signing-key / CONVERGE_SIGNING_KEY: POST declarations is disabled');
   const engine = createServer({ config, logger, store, ...(transport === undefined ? {} : { transport }) });
+  let retention: Retention | null = null;
   try {
     const url = await engine.start();
+    if (config.retain !== null && file !== null && config.archiveDir !== null && config.snapshotPath !== null) {
+      retention = (await import('../../app/retention.ts')).startRetention({
+        storePath: file,
+        archiveDir: resolve(io.cwd, config.archiveDir),
+        retainMs: config.retain,
+        snapshotPath: resolve(io.cwd, config.snapshotPath),
+        logger,
+      });
+    }
     const admin = engine.adminUrl();
     io.stderr(`converge serving on ${url}${engine.dashboard ? `  dashboard ${url}/` : ''}${admin === null ? '' : `  probes ${admin}`}\n`);
     await io.interrupted;
     logger.info({}, 'stopping');
   } finally {
+    await retention?.stop();
     await engine.stop();
     await amqp?.close();
     await store.close();

@@ -14,6 +14,7 @@ import { createSqliteReads } from './sqliteReads.ts';
 import { createSqliteStats } from './sqliteStats.ts';
 import { createRowDecoder, prepareReadQueries } from './sqliteRows.ts';
 import { migrate } from './sqliteSchema.ts';
+import { readManifest } from './sqliteArchive.ts';
 import { createAppendTail } from './sqliteTail.ts';
 import { startWriterThread } from './sqliteWriterClient.ts';
 import type { WriterClient } from './sqliteWriterClient.ts';
@@ -29,6 +30,7 @@ import type { WriterClient } from './sqliteWriterClient.ts';
 //   sqliteAppend.ts       append, pipeline, setCheckpoint, on this thread or the writer thread's;
 //   sqliteAudit.ts        the audit tree: leaf hashes, the head row, its migration and reads;
 //   sqliteStats.ts        events and bytes by type and age (`converge store stats`);
+//   sqliteArchive.ts      closed history moved to archive segments, and the manifest of them;
 //   sqliteTail.ts         this handle's recent appends, handed to its subscriptions unread;
 //   sqliteDurability.ts   what the handles of one file share: the notifier, group commit's read limit;
 //   sqliteWriter*.ts, walSync.ts   the write path, the writer thread, group commit's WAL sync.
@@ -179,6 +181,15 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
         return await stats(opts);
       } catch (err) {
         throw sqliteError(err, 'count the events of the sqlite store');
+      }
+    },
+
+    async archiveManifest() {
+      open();
+      try {
+        return readManifest(conn);
+      } catch (err) {
+        throw sqliteError(err, 'read the archive manifest');
       }
     },
 

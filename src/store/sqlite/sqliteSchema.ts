@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { ConvergeError } from '../../core/errors.ts';
 import { migrateAuditTree } from './sqliteAudit.ts';
@@ -8,7 +9,7 @@ import type { AuditMigrationProgress } from './sqliteAudit.ts';
 // file or a foreign SQLite file is refused, never altered.
 
 /** Bump with a migration in `migrations` below whenever the schema changes. */
-export const sqliteSchemaVersion = 5;
+export const sqliteSchemaVersion = 6;
 /** 'CNVG': marks the file as a Converge store, so a foreign SQLite file is refused, not altered. */
 const applicationId = 0x434e5647;
 
@@ -56,7 +57,28 @@ const migrations: Readonly<Record<number, (db: Database.Database, onProgress?: A
     db.exec(`
 CREATE TABLE last_seen (node TEXT PRIMARY KEY, ms INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE last_seen_flushes (engine TEXT PRIMARY KEY, ms INTEGER NOT NULL) WITHOUT ROWID;`),
+  // v6: the archive manifest (sqliteArchive.ts, docs/operations.md "Retention and archive"): the
+  // segments closed history was moved to, and the store's identity that each segment names. IF NOT
+  // EXISTS: a file a test took back to an older version keeps these tables, and nothing in them is lost.
+  5: (db) => {
+    db.exec(archiveSchemaV6);
+    db.prepare('INSERT OR IGNORE INTO store_identity (id, identity) VALUES (1, ?)').run(randomUUID());
+  },
 };
+
+const archiveSchemaV6 = `
+CREATE TABLE IF NOT EXISTS archive_segments (
+  file          TEXT    PRIMARY KEY,
+  from_position INTEGER NOT NULL,
+  to_position   INTEGER NOT NULL,
+  events        INTEGER NOT NULL,
+  sha256        TEXT    NOT NULL,
+  bytes         INTEGER NOT NULL,
+  raw_bytes     INTEGER NOT NULL,
+  archived_at   TEXT    NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS store_identity (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL);
+`;
 
 /** Used by findSend's query, whose WHERE must repeat the expression and the type to use it. */
 const sentDigestIndex = "CREATE INDEX events_sent_digest ON events (stream, json_extract(data, '$.digest')) WHERE type = 'DeclarationSent'";

@@ -1,0 +1,79 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { brotliCompressSync, brotliDecompressSync, constants as z, gzipSync } from 'node:zlib';
+import { readFileSync } from 'node:fs';
+import { stateAsOf } from '../../src/readModel/queries.ts';
+import { withArchive } from '../../src/store/archive/withArchive.ts';
+import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
+
+// bench/history's archive (docs/operations.md "Retention and archive"): the simulated history moved
+// to segments as `converge store archive` moves it, the bytes per archived event by type, brotli
+// against gzip on the same segment text, and `state --at` read through the archive.
+
+export type ArchiveFigures = Readonly<{
+  events: number;
+  segments: number;
+  bytes: number;
+  rawBytes: number;
+  /** Per type: events archived and their segment lines' uncompressed bytes. */
+  byType: ReadonlyMap<string, { events: number; rawBytes: number }>;
+  /** Compressed size and time of the whole segment text by codec and level. */
+  codecs: readonly { codec: string; bytes: number; ms: number }[];
+  /** state --at through the archive, ms per call. */
+  asOfArchived: number[];
+  archiveS: number;
+}>;
+
+export async function archiveHistory(
+  path: string,
+  dir: string,
+  o: Readonly<{ before: string; below: bigint; asOf: Readonly<{ nodes: readonly string[]; at: number }> }>,
+): Promise<ArchiveFigures> {
+  const t0 = performance.now();
+  const r = await archiveSqliteStore(path, { dir, before: o.before, belowPosition: o.below });
+  const archiveS = (performance.now() - t0) / 1000;
+  const byType = new Map<string, { events: number; rawBytes: number }>();
+  const texts: string[] = [];
+  for (const f of readdirSync(dir)) {
+    const text = brotliDecompressSync(readFileSync(join(dir, f))).toString('utf8');
+    texts.push(text);
+    for (const line of text.split('\n').slice(1)) {
+      if (line === '') continue;
+      const type = (JSON.parse(line) as string[])[3]!;
+      const t = byType.get(type) ?? { events: 0, rawBytes: 0 };
+      t.events++;
+      t.rawBytes += Buffer.byteLength(line, 'utf8') + 1;
+      byType.set(type, t);
+    }
+  }
+  const all = Buffer.from(texts.join(''), 'utf8');
+  const codecs: { codec: string; bytes: number; ms: number }[] = [];
+  const time = (codec: string, f: () => Buffer): void => {
+    const s = performance.now();
+    const bytes = f().length;
+    codecs.push({ codec, bytes, ms: performance.now() - s });
+  };
+  for (const level of [6, 9]) time(`gzip -${level}`, () => gzipSync(all, { level }));
+  // Quality 9 and 11 take minutes on a history this size: only when asked.
+  for (const q of process.env['BENCH_HISTORY_SLOW_CODECS'] === '1' ? [4, 5, 6, 9, 11] : [4, 5, 6])
+    time(`brotli q${q}`, () =>
+      brotliCompressSync(all, {
+        params: { [z.BROTLI_PARAM_QUALITY]: q, [z.BROTLI_PARAM_SIZE_HINT]: all.length, [z.BROTLI_PARAM_MODE]: z.BROTLI_MODE_TEXT },
+      }),
+    );
+
+  const store = await withArchive(createSqliteEventStore(path), dir);
+  const asOfArchived: number[] = [];
+  try {
+    for (const node of o.asOf.nodes) {
+      const s = performance.now();
+      await stateAsOf(store, node, { kind: 'time', time: o.asOf.at, iso: new Date(o.asOf.at).toISOString() });
+      asOfArchived.push(performance.now() - s);
+    }
+  } finally {
+    await store.close();
+  }
+  return { events: r.events, segments: r.segments.length, bytes: r.bytes, rawBytes: r.rawBytes, byType, codecs, asOfArchived, archiveS };
+}

@@ -1,0 +1,177 @@
+import type { Recorded } from '../../core/events/index.ts';
+import { decodeEventData } from '../../core/events/index.ts';
+import { columnsFromReadAll } from '../nodeColumns.ts';
+import { createNotifier } from '../notifier.ts';
+import { createPollingSubscription } from '../pollingSubscription.ts';
+import type { ArchiveManifest, EventStore, ReadAllOptions, ReadStreamOptions, StoredRecord, SubscribeOptions } from '../port.ts';
+import { createArchiveReader } from './archiveReader.ts';
+import type { ArchiveReader } from './archiveReader.ts';
+import type { ArchivedRow } from './segment.ts';
+
+// A store's reads answered over its archive too (docs/operations.md "Retention and archive"):
+// readAll, readColumns, readStream and readStored merge the segments the manifest names with the
+// hot rows, by position (or revision), so `history`, `state --at`, `forensics`, `replay --verify`
+// and `audit verify` give the answers they gave before the move; subscribe follows the same merged
+// history (replay --verify's live path). A position in both (never after
+// a move's commit; a row is either archived or hot) is read once. Everything else is the store's.
+// The engine never reads through this: its warm start begins at the snapshot, above the archive.
+
+const batch = 1000;
+
+export type ArchivedStore = EventStore & Readonly<{ archive: ArchiveReader; manifest: ArchiveManifest }>;
+
+/** `store` with its archive in `dir` merged into its reads; the manifest is read once, now. */
+export async function withArchive(store: EventStore, dir: string): Promise<ArchivedStore> {
+  const manifest: ArchiveManifest = store.archiveManifest === undefined ? { store: '', segments: [] } : await store.archiveManifest();
+  const archive = createArchiveReader(dir, manifest);
+  const none = manifest.segments.length === 0;
+
+  const recorded = (r: ArchivedRow): Recorded =>
+    ({
+      type: r.type,
+      data: decodeEventData(r.type, JSON.parse(r.data), JSON.parse(r.metadata)),
+      id: r.id,
+      stream: r.stream,
+      revision: r.revision,
+      position: r.position,
+    }) as Recorded;
+
+  const stored = (r: ArchivedRow): StoredRecord => ({
+    position: r.position,
+    id: r.id,
+    stream: r.stream,
+    revision: r.revision,
+    type: r.type,
+    data: Buffer.from(r.data, 'utf8'),
+    metadata: Buffer.from(r.metadata, 'utf8'),
+    leafHash: r.leaf === null ? null : Buffer.from(r.leaf, 'hex'),
+  });
+
+  /**
+   * One step of a merged walk: the first `n` positions past `after` in the archive and in the hot
+   * store, merged; `bound` is how far both lists are complete (null: both ran out).
+   */
+  function merge<T extends { position: bigint }>(archived: readonly T[], fullA: boolean, hot: readonly T[], fullH: boolean) {
+    const boundA = fullA ? archived[archived.length - 1]!.position : null;
+    const boundH = fullH ? hot[hot.length - 1]!.position : null;
+    const bound = boundA === null ? boundH : boundH === null ? boundA : boundA < boundH ? boundA : boundH;
+    const out: T[] = [];
+    let i = 0;
+    let j = 0;
+    const take = (x: T): void => {
+      if (bound !== null && x.position > bound) return;
+      if (out.length > 0 && out[out.length - 1]!.position === x.position) return;
+      out.push(x);
+    };
+    while (i < archived.length || j < hot.length) {
+      if (j >= hot.length || (i < archived.length && archived[i]!.position <= hot[j]!.position)) take(archived[i++]!);
+      else take(hot[j++]!);
+    }
+    return { out, bound };
+  }
+
+  async function hotAll(after: bigint, n: number, streamPrefix: string | undefined): Promise<Recorded[]> {
+    const got: Recorded[] = [];
+    for await (const b of store.readAll({ after, limit: n, ...(streamPrefix === undefined ? {} : { streamPrefix }) })) got.push(...b);
+    return got;
+  }
+
+  async function* readAll(opts: ReadAllOptions = {}): AsyncIterable<readonly Recorded[]> {
+    if (none) {
+      yield* store.readAll(opts);
+      return;
+    }
+    let after = opts.after ?? 0n;
+    let left = opts.limit ?? Number.MAX_SAFE_INTEGER;
+    const prefix = opts.streamPrefix;
+    while (left > 0) {
+      const rows = archive.rowsAfter(after, batch);
+      const a = rows.filter((r) => prefix === undefined || r.stream.startsWith(prefix)).map(recorded);
+      const h = await hotAll(after, batch, prefix);
+      // A row the prefix leaves out still counts towards how far the archive's list is complete.
+      const fullA = rows.length === batch;
+      const boundA = fullA ? rows[rows.length - 1]!.position : null;
+      const { out, bound } = merge(a, false, h, h.length === batch);
+      const cut = boundA !== null && (bound === null || boundA < bound) ? boundA : bound;
+      const events = cut === null ? out : out.filter((e) => e.position <= cut);
+      if (events.length > 0) {
+        const given = events.slice(0, left);
+        left -= given.length;
+        yield given;
+      }
+      if (cut === null) return;
+      after = cut;
+    }
+  }
+
+  async function readStream(stream: string, opts: ReadStreamOptions = {}): Promise<readonly Recorded[]> {
+    if (none) return store.readStream(stream, opts);
+    const hot = await store.readStream(stream);
+    const byRevision = new Map<bigint, Recorded>();
+    for (const r of archive.streamRows(stream)) byRevision.set(r.revision, recorded(r));
+    for (const e of hot) byRevision.set(e.revision, e);
+    let events = [...byRevision.values()].sort((a, b) => (a.revision < b.revision ? -1 : 1));
+    if (opts.direction === 'backwards') {
+      events = events.reverse();
+      if (opts.fromRevision !== undefined) events = events.filter((e) => e.revision <= opts.fromRevision!);
+    } else if (opts.fromRevision !== undefined) events = events.filter((e) => e.revision >= opts.fromRevision!);
+    return opts.limit === undefined ? events : events.slice(0, opts.limit);
+  }
+
+  async function readStored(opts: Readonly<{ after?: bigint | null; limit?: number }> = {}): Promise<readonly StoredRecord[]> {
+    if (none) return store.readStored(opts);
+    const after = opts.after ?? 0n;
+    const n = opts.limit ?? 1000;
+    const a = archive.rowsAfter(after, n).map(stored);
+    const h = await store.readStored({ after, limit: n });
+    return merge(a, a.length === n, h, h.length === n).out.slice(0, n);
+  }
+
+  /** A subscription over the merged history (replay --verify's live path folds through one); it polls for what is new. */
+  function subscribe(opts: SubscribeOptions) {
+    if (none) return store.subscribe(opts);
+    return createPollingSubscription(
+      {
+        readAfter: async (after, limit, types) => {
+          const out: Recorded[] = [];
+          for await (const b of readAll({ after: after ?? 0n })) {
+            for (const e of b) {
+              if (types !== null && !types.has(e.type)) continue;
+              out.push(e);
+              if (out.length >= limit) return out;
+            }
+          }
+          return out;
+        },
+        headPosition: () => store.headPosition(),
+        getCheckpoint: (name) => store.getCheckpoint(name),
+        setCheckpoint: (name, p) => store.setCheckpoint(name, p),
+        notifier: createNotifier(),
+        pollMs: 200,
+      },
+      opts,
+    );
+  }
+
+  const merged: ArchivedStore = {
+    ...bind(store),
+    readAll,
+    readStream,
+    readStored,
+    subscribe,
+    readColumns: (options = {}) => columnsFromReadAll(merged, options),
+    archive,
+    manifest,
+  };
+  return merged;
+}
+
+/** The store's methods, bound to it, so the merged store can hand them on as its own. */
+function bind(store: EventStore): EventStore {
+  const out: Record<string, unknown> = { kind: store.kind };
+  for (const key of Object.keys(store) as (keyof EventStore)[]) {
+    const v = store[key];
+    out[key] = typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(store) : v;
+  }
+  return out as unknown as EventStore;
+}
