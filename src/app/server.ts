@@ -30,6 +30,7 @@ import type { Notifier, NotifyConfig } from '../notify/index.ts';
 import { createAuditCheckpoints } from '../engine/auditCheckpoints.ts';
 import type { AuditCheckpoints, Witness } from '../engine/auditCheckpoints.ts';
 import { createFolderWitness, createWebhookWitness } from '../engine/auditWitness.ts';
+import { startTracing, stopTracing, tracesEndpoint } from '../tracing/index.ts';
 
 // `converge serve` as a value (docs/design.md §6): store → projections → API, plus ingest and relay
 // when a transport is given. Start order matters: the API's plugins and socket first (probes are
@@ -290,6 +291,11 @@ export function createServer(options: ServerOptions): Server {
     adminUrl: () => adminUrl,
     async start() {
       started = true;
+      // Before anything traced runs; off, the SDK is never imported (docs/operations.md "Tracing").
+      if (config.tracing) {
+        await startTracing();
+        logger.info({ endpoint: tracesEndpoint(process.env) }, 'tracing on: spans exported over OTLP/HTTP');
+      }
       // First, so an orchestrator's probes are answered while projections catch up (/readyz: 503).
       if (admin !== null && config.adminListen !== null) {
         adminUrl = await admin.listen({ port: config.adminListen.port, host: config.adminListen.host });
@@ -346,6 +352,7 @@ export function createServer(options: ServerOptions): Server {
       await runner.writeSnapshot();
       await runner.stop();
       await notifier?.stop();
+      if (config.tracing) await stopTracing();
     },
   };
 }

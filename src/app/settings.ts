@@ -300,6 +300,13 @@ export const settings = {
     default: null,
     help: 'with --audit-key: POST each checkpoint as JSON to this URL, retried with backoff',
   },
+  tracing: {
+    flag: 'tracing',
+    env: 'CONVERGE_TRACING',
+    value: 'on|off',
+    default: 'off',
+    help: 'serve: OpenTelemetry traces of sends and reports over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (docs/operations.md "Tracing")',
+  },
 } as const satisfies Record<string, Setting>;
 
 export type ConfigKey = keyof typeof settings;

@@ -58,6 +58,7 @@ export const commands: readonly CommandSpec[] = [
       'checkpointEveryMs',
       'witnessDir',
       'witnessUrl',
+      'tracing',
     ],
     defaultLogLevel: 'info',
     load: () => import('./serve.ts'),
