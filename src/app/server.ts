@@ -207,6 +207,8 @@ export function createServer(options: ServerOptions): Server {
           readModel: runner.readModel,
           logger,
           ...(options.now === undefined ? {} : { now: options.now }),
+          health: () => ({ ingest: ingest?.health() ?? null, relay: relay?.health() ?? null }),
+          graceMs: config.graceMs,
         });
 
   const auditCheckpoints = createCheckpointer(config, store, logger, options.now);

@@ -193,7 +193,7 @@ export function createDestination(options: DestinationOptions): Destination {
       return headPosition;
     },
     offer(n) {
-      if (saved !== null && n.position <= saved) return;
+      if (n.timed !== true && saved !== null && n.position <= saved) return;
       if (overflow.size === 0 && queued() < config.queueLimit) queue.push(n);
       else {
         // Full: counted, not kept; once overflowing, everything goes here so order holds.
@@ -206,7 +206,7 @@ export function createDestination(options: DestinationOptions): Destination {
           if (o.first.length < config.coalesce.firstNodes) o.first.push(n);
         }
       }
-      if (seen === null || n.position > seen) seen = n.position;
+      if (n.timed !== true && (seen === null || n.position > seen)) seen = n.position;
       poke();
     },
     advance(position) {
