@@ -77,7 +77,7 @@ async function convergePass(pass: number): Promise<number[]> {
           kind: 'webhook',
           url,
           secret: { env: 'BENCH_SECRET' },
-          coalesce: { windowMs: 1_000, maxPerWindow: 100_000, firstNodes: 20 },
+          coalesce: { windowMs: 1_000, maxPerWindow: 10_000, firstNodes: 20 },
         },
       ],
     }),
