@@ -354,7 +354,8 @@ export function createServer(options: ServerOptions): Server {
       await runner.writeSnapshot();
       await runner.stop();
       await notifier?.stop();
-      if (config.tracing) await stopTracing();
+      const lost = config.tracing ? await stopTracing() : null;
+      if (lost !== null) logger.warn({ err: lost }, 'tracing: the last spans were not exported');
     },
   };
 }

@@ -23,10 +23,19 @@ export async function startTracing(options: StartTracingOptions = {}): Promise<T
   return t;
 }
 
-/** Flush and stop the installed tracing, leaving the no-op in its place. */
-export async function stopTracing(): Promise<void> {
+/**
+ * Flush and stop the installed tracing, leaving the no-op in its place. Resolves with why the
+ * last spans could not be exported (a collector down), or null: a trace lost is never a reason
+ * for the engine's stop to fail.
+ */
+export async function stopTracing(): Promise<string | null> {
   const t = tracer();
-  if (!t.enabled) return;
+  if (!t.enabled) return null;
   setTracing((await import('./tracer.ts')).noopTracing);
-  await t.shutdown();
+  try {
+    await t.shutdown();
+    return null;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
 }
