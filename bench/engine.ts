@@ -14,12 +14,13 @@
 // GET /v1/nodes/:node/await answers), p50/p99.
 //
 //   npm run bench -- engine          BENCH_REPORTS=50000 BENCH_PASSES=3 BENCH_RATE=1000 BENCH_SECONDS=10
+//   BENCH_TRACING=1: also serve --tracing on (spans to a local OTLP sink), read against serve with tracing off
 //   (`npm run build` first: the engine runs from dist/, as `converge serve` does)
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -202,6 +203,7 @@ function startServe(
   storePath: string,
   perNode: number,
   sqliteSync: 'thread' | 'group' | 'full' = 'thread',
+  tracing = false,
 ): Child & { url: Promise<string> } {
   const c = startChild(
     [
@@ -223,6 +225,8 @@ function startServe(
       String(Math.max(1_000, perNode * 2)),
       '--sqlite-sync',
       sqliteSync,
+      // OTLP/HTTP to the bench's own sink (OTEL_EXPORTER_OTLP_ENDPOINT, set below).
+      ...(tracing ? ['--tracing', 'on'] : []),
     ],
     'stderr',
   );
@@ -249,7 +253,7 @@ const leftovers: string[] = [];
 let previous: string | null = null;
 
 /** Start the consumer on a full queue; time from the first message taken to the last one visible. */
-async function drain(kind: 'engine' | 'engine-group' | 'baseline', scenario: Scenario, pass: number): Promise<Drain> {
+async function drain(kind: Side, scenario: Scenario, pass: number): Promise<Drain> {
   const path = join(dir, `${kind}-${scenario.name}-${pass}.db`);
   const { head, digests } = await prefillStore(path, scenario.nodes);
   const conn = await amqp.connect(scratch.amqpUrl);
@@ -266,7 +270,12 @@ async function drain(kind: 'engine' | 'engine-group' | 'baseline', scenario: Sce
   let child: Child;
   let done: () => Promise<void>;
   if (kind !== 'baseline') {
-    const serve = startServe(path, Math.ceil(total / scenario.nodes.length), kind === 'engine' ? 'thread' : 'group');
+    const serve = startServe(
+      path,
+      Math.ceil(total / scenario.nodes.length),
+      kind === 'engine-group' ? 'group' : 'thread',
+      kind === 'engine-traced',
+    );
     child = serve;
     const target = head + BigInt(total);
     done = async () => {
@@ -364,13 +373,15 @@ async function drainScenario(scenario: Scenario): Promise<void> {
   // runs on the machine, and neither side should always get the quieter moment. A third side,
   // serve with `--sqlite-sync group` (the event loop commits; the WAL is fsynced on a libuv
   // thread), says what the writer thread buys alone (BENCH_SYNC_GROUP=0 leaves it out).
-  const sides: ('engine' | 'engine-group' | 'baseline')[] =
-    process.env['BENCH_SYNC_GROUP'] === '0' ? ['baseline', 'engine'] : ['baseline', 'engine', 'engine-group'];
+  const sides: Side[] = process.env['BENCH_SYNC_GROUP'] === '0' ? ['baseline', 'engine'] : ['baseline', 'engine', 'engine-group'];
+  // BENCH_TRACING=1: a fourth side, serve --tracing on exporting to a local sink, read against serve with it off.
+  if (tracingToo) sides.push('engine-traced');
+  const traced: Drain[] = [];
   for (let pass = 0; pass < passes; pass++) {
     const order = pass % 2 === 0 ? sides : [...sides].reverse();
     for (const side of order) {
       const d = await drain(side, scenario, pass);
-      (side === 'engine' ? engine : side === 'baseline' ? baseline : group).push(d);
+      (side === 'engine' ? engine : side === 'baseline' ? baseline : side === 'engine-traced' ? traced : group).push(d);
     }
   }
   const rateOf = (d: Drain): number => total / d.seconds;
@@ -393,6 +404,16 @@ async function drainScenario(scenario: Scenario): Promise<void> {
       converge: group.map(rateOf),
       baseline: baseline.map(rateOf),
       notes: `the event loop commits, the WAL fsynced off it (the default writes on a thread of its own); ratio per pass ${Math.min(...groupRatios).toFixed(2)}–${Math.max(...groupRatios).toFixed(2)}`,
+    });
+  }
+  if (traced.length > 0) {
+    const tracedRatios = traced.map((e, i) => rateOf(e) / rateOf(engine[i]!));
+    report.row({
+      name: `drain, ${scenario.name}, serve --tracing on against off`,
+      unit: 'reports/s',
+      converge: traced.map(rateOf),
+      baseline: engine.map(rateOf),
+      notes: `baseline here is serve with tracing off (the no-op path); spans exported over OTLP/HTTP JSON to a sink in the bench's process, ${sinkSpans()} spans received; ratio per pass ${Math.min(...tracedRatios).toFixed(2)}–${Math.max(...tracedRatios).toFixed(2)}`,
     });
   }
   report.row({
@@ -543,6 +564,23 @@ async function latency(): Promise<void> {
   report.row({ name: `await wake-up p99, ${under}`, unit: 'ms', better: 'lower', converge: pct(awaits, 99) });
 }
 
+type Side = 'engine' | 'engine-group' | 'engine-traced' | 'baseline';
+const tracingToo = process.env['BENCH_TRACING'] === '1';
+/** The OTLP/HTTP sink a traced serve exports to: it counts the spans (roughly, by name fields) and drops them. */
+let sinkCount = 0;
+const sinkSpans = (): string => fmt(sinkCount);
+const sink = createServer((req, res) => {
+  req.on('data', (c: Buffer) => {
+    for (let i = c.indexOf('"spanId"'); i !== -1; i = c.indexOf('"spanId"', i + 1)) sinkCount++;
+  });
+  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+});
+if (tracingToo) {
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', () => resolve()));
+  const a = sink.address();
+  if (a !== null && typeof a !== 'string') process.env['OTEL_EXPORTER_OTLP_ENDPOINT'] = `http://127.0.0.1:${a.port}`;
+}
+
 try {
   writeFileSync(keyPath, signingKeyToPem(key), { mode: 0o600 });
   const u = await admin.request('PUT', `/users/${seg(publisherUser)}`, { password: publisherPass, tags: 'impersonator' });
@@ -565,6 +603,7 @@ try {
   report.end();
 } finally {
   for (const c of children) c.kill('SIGKILL');
+  sink.close();
   await admin.request('DELETE', `/users/${seg(publisherUser)}`).catch(() => undefined);
   await scratch.remove();
   rmSync(dir, { recursive: true, force: true });

@@ -1,5 +1,6 @@
 // Imports point one way, down this list (docs/architecture.md draws it from the code):
-//   core → projections → {store, transport} → {engine, readModel} → notify → api → app → cli, and web on top.
+//   core → projections → {retry, metrics, tracing} → {store, transport} → {engine, readModel} → notify → api → app → cli,
+//   and web on top.
 // src/core is the pure domain (node messages, declarations, events, the rollout decision), with an
 // order of its own inside it; projections/ holds the folds over its events. web/ (the dashboard) may
 // point at src/api for the API's types only, which eslint.config.js enforces. This rule resolves
@@ -15,7 +16,8 @@ export const layers = [
   ['src/core/events'],
   ['src/core/rollout'],
   ['projections'],
-  ['src/retry', 'src/metrics'],
+  // Tracing is called by the engine, the read model and the API alike, and imports none of them.
+  ['src/retry', 'src/metrics', 'src/tracing'],
   ['src/store', 'src/transport'],
   ['src/engine', 'src/readModel', 'src/simulation', 'src/brokerAdmin'],
   // Notifications hear the read model's changes, so they sit just above it.

@@ -3,6 +3,7 @@ import type { NodeState, NodeView } from '../../projections/index.ts';
 import type { ReadModel } from '../readModel/readModel.ts';
 import type { RolloutSummary, RolloutView } from '../readModel/rollouts.ts';
 import { headersFor } from './responseHeaders.ts';
+import { attr, eventKey, tracer } from '../tracing/index.ts';
 
 // GET /v1/events (docs/design.md §7): one server-sent event per node state change, `id:` = the store
 // position of the event that caused it; and one `rollout` event per change of a
@@ -100,7 +101,14 @@ export function streamChanges({
   try {
     if (nodes)
       unsubscribeNodes = readModel.onChange((c) => {
-        if (node === null || c.node === node) write(c.state, c.position);
+        if (node !== null && c.node !== node) return;
+        // A span of the report's trace when ingest traced the event this change comes from.
+        const t = tracer();
+        const span = t.enabled
+          ? t.start('converge.sse.send', { parent: eventKey(c.event.id), childOnly: true, attributes: { [attr.node]: c.node } })
+          : null;
+        write(c.state, c.position);
+        span?.end();
       });
     if (rolloutsToo && rollouts !== undefined)
       unsubscribeRollouts = rollouts.onChange((c) => {

@@ -92,6 +92,8 @@ export type Config = Readonly<{
   archiveDir: string | null;
   /** serve: archive node events older than this many ms; null: never. */
   retain: number | null;
+  /** OpenTelemetry traces exported over OTLP/HTTP (src/tracing/); off: none of the SDK is loaded. */
+  tracing: boolean;
 }>;
 
 export { defaultStore } from './settings.ts';
@@ -210,6 +212,10 @@ const schema = z.object({
     .refine((s) => /^https?:\/\/.+/.test(s), 'must be an http:// or https:// URL')
     .nullable()
     .default(null),
+  tracing: z
+    .enum(['on', 'off', 'true', 'false', '1', '0'], { error: 'must be on or off' })
+    .default('off')
+    .transform((v) => v === 'on' || v === 'true' || v === '1'),
 });
 
 /** A value as an error line may echo it: broker URLs carry passwords, and a token is one. */

@@ -30,6 +30,7 @@ import type { Notifier, NotifyConfig } from '../notify/index.ts';
 import { createAuditCheckpoints } from '../engine/auditCheckpoints.ts';
 import type { AuditCheckpoints, Witness } from '../engine/auditCheckpoints.ts';
 import { createFolderWitness, createWebhookWitness } from '../engine/auditWitness.ts';
+import { startTracing, stopTracing, tracesEndpoint } from '../tracing/index.ts';
 
 // `converge serve` as a value (docs/design.md §6): store → projections → API, plus ingest and relay
 // when a transport is given. Start order matters: the API's plugins and socket first (probes are
@@ -206,6 +207,8 @@ export function createServer(options: ServerOptions): Server {
           readModel: runner.readModel,
           logger,
           ...(options.now === undefined ? {} : { now: options.now }),
+          health: () => ({ ingest: ingest?.health() ?? null, relay: relay?.health() ?? null }),
+          graceMs: config.graceMs,
         });
 
   const auditCheckpoints = createCheckpointer(config, store, logger, options.now);
@@ -293,6 +296,11 @@ export function createServer(options: ServerOptions): Server {
     adminUrl: () => adminUrl,
     async start() {
       started = true;
+      // Before anything traced runs; off, the SDK is never imported (docs/operations.md "Tracing").
+      if (config.tracing) {
+        await startTracing();
+        logger.info({ endpoint: tracesEndpoint(process.env) }, 'tracing on: spans exported over OTLP/HTTP');
+      }
       // First, so an orchestrator's probes are answered while projections catch up (/readyz: 503).
       if (admin !== null && config.adminListen !== null) {
         adminUrl = await admin.listen({ port: config.adminListen.port, host: config.adminListen.host });
@@ -349,6 +357,8 @@ export function createServer(options: ServerOptions): Server {
       await runner.writeSnapshot();
       await runner.stop();
       await notifier?.stop();
+      const lost = config.tracing ? await stopTracing() : null;
+      if (lost !== null) logger.warn({ err: lost }, 'tracing: the last spans were not exported');
     },
   };
 }

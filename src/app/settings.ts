@@ -314,6 +314,13 @@ export const settings = {
     default: null,
     help: 'serve, with --archive-dir: move node events older than this (and below the latest snapshot) to the archive, in bounded batches, every 10 minutes',
   },
+  tracing: {
+    flag: 'tracing',
+    env: 'CONVERGE_TRACING',
+    value: 'on|off',
+    default: 'off',
+    help: 'serve: OpenTelemetry traces of sends and reports over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (docs/operations.md "Tracing")',
+  },
 } as const satisfies Record<string, Setting>;
 
 export type ConfigKey = keyof typeof settings;

@@ -6,6 +6,7 @@ import type { DeclarationPublisher, OutboundDeclaration } from '../transport/por
 import { encodeSigned } from '../core/wire/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ComponentHealth } from './health.ts';
+import { attr, digestKey, tracer } from '../tracing/index.ts';
 
 // The store is the outbox (docs/design.md#2-events-the-system-of-record): a checkpointed subscription to DeclarationSent
 // publishes each declaration and returns only once the broker confirmed every one in the
@@ -73,6 +74,32 @@ export function createRelay(options: RelayOptions): Relay {
       ? null
       : new Error(`relay lease generation ${hold.generation} is past its bound: not publishing`);
 
+  /**
+   * One declaration to the broker. With tracing on, a span in the send's trace (found by digest,
+   * when this engine recorded the send) whose context travels in the message's `traceparent`.
+   */
+  async function publish(e: Recorded<DeclarationSent>): Promise<void> {
+    const t = tracer();
+    if (!t.enabled) return publisher.publish(outboundOf(e));
+    const span = t.start('converge.relay.publish', {
+      kind: 'producer',
+      parent: digestKey(e.data.digest),
+      attributes: {
+        [attr.digest]: e.data.digest,
+        [attr.node]: e.data.node,
+        [attr.serial]: e.data.serial,
+        [attr.position]: String(e.position),
+      },
+    });
+    try {
+      await publisher.publish({ ...outboundOf(e), traceparent: span.traceparent()! });
+      span.end();
+    } catch (err) {
+      span.end(err);
+      throw err;
+    }
+  }
+
   const subscribe = (hold?: LeaseHold): Subscription =>
     store.subscribe({
       checkpoint: options.checkpoint ?? 'relay',
@@ -96,7 +123,7 @@ export function createRelay(options: RelayOptions): Relay {
               for (const e of list) {
                 const stop = fenced(hold);
                 if (stop !== null) throw stop;
-                await publisher.publish(outboundOf(e));
+                await publish(e);
                 metrics?.relayPublished.inc();
               }
             }),

@@ -6,6 +6,7 @@ import { makeDeclarationSent, nodeOfStream, streamOf } from '../core/events/inde
 import type { DeclarationSent, WithId } from '../core/events/index.ts';
 import type { AppendResult, EventStore, StreamWrite } from '../store/port.ts';
 import { validateNodeId } from '../core/wire/nodeId.ts';
+import { attr, digestKey, tracer } from '../tracing/index.ts';
 import { catchUpSendView, createMoveBudget, createUnseenPause, sendViewLoader } from './sendView.ts';
 import type { LoadNode, SendView } from './sendView.ts';
 
@@ -150,6 +151,39 @@ async function catchUpViews(
   return { seen, declared };
 }
 
+/**
+ * The append, as a span of the request's trace when one is traced (docs/operations.md "Tracing"),
+ * with a span per declaration remembered by digest before the append: the relay may publish it
+ * as soon as it is stored, and its publish span is found by that digest.
+ */
+async function appendTracedIn(
+  store: EventStore,
+  writes: StreamWrite[],
+  sent: readonly Readonly<{ node: string; serial: number; digest: string }>[],
+): Promise<AppendResult> {
+  const t = tracer();
+  if (!t.enabled) return store.append(writes);
+  const span = t.start('converge.store.append', { childOnly: true, attributes: { [attr.batch]: writes.length } });
+  for (const d of sent) {
+    const one = t.start('converge.declaration', {
+      parent: span,
+      childOnly: true,
+      attributes: { [attr.node]: d.node, [attr.digest]: d.digest, [attr.serial]: d.serial },
+    });
+    one.remember(digestKey(d.digest));
+    one.end();
+  }
+  try {
+    const r = await store.append(writes);
+    if (r.position !== null) span.setAttribute(attr.position, String(r.position));
+    span.end();
+    return r;
+  } catch (err) {
+    span.end(err);
+    throw err;
+  }
+}
+
 export function createDeclarationRecorder(options: BatchSenderOptions): RecordDeclarations {
   const { store, key } = options;
   const now = options.now ?? (() => new Date());
@@ -246,7 +280,7 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
       let r: AppendResult;
       try {
         appends++;
-        r = await store.append([...writes, ...extra]);
+        r = await appendTracedIn(store, [...writes, ...extra], sent);
       } catch (err) {
         if (!isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION')) throw err;
         const stream = typeof err.details?.['stream'] === 'string' ? err.details['stream'] : null;

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { retry, sleep } from '../retry.ts';
 import type { EventStore } from '../store/index.ts';
@@ -10,7 +11,8 @@ import type { Notification, TriggerName } from './triggers.ts';
 // synchronous and O(1), so the fold (and ingest behind it) never waits on a receiver; the loop
 // delivers in position order, retrying a failure with backoff until it succeeds or is stopped.
 // The cursor (a named checkpoint in the store) is the position before the oldest notification not
-// yet delivered: a restart derives again what is after it and sends nothing before it.
+// yet delivered, written at most once a second: a restart derives again what is after it (what
+// was delivered in that second is sent again, with the same ids) and sends nothing before it.
 //
 // Coalescing, per trigger: at most `maxPerWindow` messages of one notification each per
 // `windowMs`; past that, the loop waits for the window to end and sends everything of that
@@ -64,6 +66,8 @@ export function createDestination(options: DestinationOptions): Destination {
   let overflowed = 0;
   let seen: bigint | null = null;
   let saved: bigint | null = null;
+  /** When the cursor was last written (monotonic ms). */
+  let savedAt = -Infinity;
   let delivered = 0;
   let failures = 0;
   const windows = new Map<TriggerName, { start: number; sent: number }>();
@@ -109,6 +113,7 @@ export function createDestination(options: DestinationOptions): Destination {
     const c = cursorNow();
     if (c === null || (saved !== null && c <= saved)) return;
     try {
+      savedAt = performance.now();
       await store.setCheckpoint(checkpoint, c);
       saved = c;
     } catch (err) {
@@ -174,7 +179,10 @@ export function createDestination(options: DestinationOptions): Destination {
       delivered++;
       log.debug({ id: step.message.id, trigger: step.message.trigger, count: step.message.count }, 'notification delivered');
       step.take();
-      await save();
+      // Busy: the cursor moves at most once a second too. A write per delivery (a commit, an fsync
+      // on SQLite) capped a destination below 200 messages/s on a loaded disk and the queue grew;
+      // a crash now re-sends at most a second of deliveries, each with its own id.
+      if (performance.now() - savedAt >= idleSaveMs) await save();
     }
   }
 
@@ -193,7 +201,7 @@ export function createDestination(options: DestinationOptions): Destination {
       return headPosition;
     },
     offer(n) {
-      if (saved !== null && n.position <= saved) return;
+      if (n.timed !== true && saved !== null && n.position <= saved) return;
       if (overflow.size === 0 && queued() < config.queueLimit) queue.push(n);
       else {
         // Full: counted, not kept; once overflowing, everything goes here so order holds.
@@ -206,7 +214,7 @@ export function createDestination(options: DestinationOptions): Destination {
           if (o.first.length < config.coalesce.firstNodes) o.first.push(n);
         }
       }
-      if (seen === null || n.position > seen) seen = n.position;
+      if (n.timed !== true && (seen === null || n.position > seen)) seen = n.position;
       poke();
     },
     advance(position) {

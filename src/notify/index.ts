@@ -8,3 +8,5 @@ export { cloudEvent, slackBody, sign, verifySignature, signatureHeader, timestam
 export type { Message } from './message.ts';
 export { nodeTriggers, rolloutTrigger, notificationId, triggerNames, triggerSeverity, severities } from './triggers.ts';
 export type { Notification, TriggerName, Severity } from './triggers.ts';
+export { createWatch, firedCheckpointOf } from './watch.ts';
+export type { Watch, WatchConfig, PipelineHealth } from './watch.ts';

@@ -10,6 +10,8 @@ import type { Destination, Fetch } from './destination.ts';
 import { matches } from './notifyConfig.ts';
 import type { DestinationConfig, NotifyConfig } from './notifyConfig.ts';
 import { nodeTriggers, notificationId, rolloutTrigger, triggerSeverity } from './triggers.ts';
+import { createWatch } from './watch.ts';
+import type { PipelineHealth, Watch } from './watch.ts';
 import type { Notification } from './triggers.ts';
 
 // Notifications with the store as the outbox: triggers are read from the read model's changes as
@@ -23,6 +25,8 @@ import type { Notification } from './triggers.ts';
 
 export type Notifier = Readonly<{
   destinations: readonly Destination[];
+  /** The timer of the time and health triggers (null: no `watch` in the file). */
+  watch: Watch | null;
   prepare: () => Promise<void>;
   begin: () => Promise<void>;
   stop: () => Promise<void>;
@@ -35,6 +39,12 @@ export type NotifierOptions = Readonly<{
   logger: Logger;
   fetch?: Fetch;
   now?: () => number;
+  /** Ingest's and the relay's health, for the health triggers (watch.ts). */
+  health?: PipelineHealth;
+  /** serve's --grace-ms: which restored nodes are disconnected. */
+  graceMs?: number;
+  /** Monotonic ms for the time triggers (tests). */
+  mono?: () => number;
 }>;
 
 export function createNotifier(options: NotifierOptions): Notifier {
@@ -60,6 +70,24 @@ export function createNotifier(options: NotifierOptions): Notifier {
       d.advance(position);
     }
   }
+  const w = options.config.watch;
+  const watch: Watch | null =
+    w === undefined
+      ? null
+      : createWatch({
+          config: w,
+          store,
+          readModel,
+          logger: options.logger,
+          // Not a position the cursor moves by: offered to each destination that wants it, no more.
+          offer: (n) => {
+            for (const [d, c] of pairs) if (matches(c.filter, n)) d.offer(n);
+          },
+          health: options.health,
+          graceMs: options.graceMs,
+          mono: options.mono,
+          now: options.now,
+        });
   function hear(notes: Notification[], position: bigint): void {
     if (buffered !== null) buffered.push({ notes, position });
     else dispatch(notes, position);
@@ -122,6 +150,7 @@ export function createNotifier(options: NotifierOptions): Notifier {
 
   return {
     destinations: pairs.map(([d]) => d),
+    watch,
     async prepare() {
       const head = (await store.headPosition()) ?? 0n;
       for (const [d] of pairs) await d.load(head);
@@ -145,8 +174,10 @@ export function createNotifier(options: NotifierOptions): Notifier {
       buffered = null;
       for (const b of waiting) if (b.position > restored) dispatch(b.notes, b.position);
       for (const [d] of pairs) d.start();
+      watch?.begin();
     },
     async stop() {
+      await watch?.stop();
       for (const u of unsubscribe) u();
       await Promise.all(pairs.map(([d]) => d.stop()));
     },

@@ -45,12 +45,23 @@ const destination = z
   })
   .strict();
 
-const fileSchema = z.object({ destinations: z.array(destination) }).strict();
+/** Triggers on time alone and on health (watch.ts): each threshold set turns its triggers on. */
+const watch = z
+  .object({
+    behindMs: z.number().int().min(1).optional(),
+    disconnectedMs: z.number().int().min(1).optional(),
+    unhealthyMs: z.number().int().min(1).optional(),
+    checkMs: z.number().int().min(10).max(3_600_000).default(5_000),
+  })
+  .strict();
+
+const fileSchema = z.object({ destinations: z.array(destination), watch: watch.optional() }).strict();
 
 export type SecretSource = z.infer<typeof secretSource>;
 export type NotifyFilter = z.infer<typeof filter>;
 export type DestinationConfig = z.infer<typeof destination> & Readonly<{ secretValue: string | null }>;
-export type NotifyConfig = Readonly<{ path: string; destinations: readonly DestinationConfig[] }>;
+export type WatchFileConfig = z.infer<typeof watch>;
+export type NotifyConfig = Readonly<{ path: string; destinations: readonly DestinationConfig[]; watch?: WatchFileConfig | undefined }>;
 
 function readSecret(name: string, s: SecretSource, env: NodeJS.ProcessEnv): string {
   const value = 'env' in s ? env[s.env] : readText(s.file, `destination ${name}: secret file`);
@@ -93,7 +104,7 @@ export function parseNotifyConfig(text: string, path: string, env: NodeJS.Proces
     seen.add(d.name);
     return { ...d, secretValue: d.secret === undefined ? null : readSecret(d.name, d.secret, env) };
   });
-  return { path, destinations };
+  return { path, destinations, ...(r.data.watch === undefined ? {} : { watch: r.data.watch }) };
 }
 
 export const loadNotifyConfig = (path: string, env: NodeJS.ProcessEnv = process.env): NotifyConfig =>

@@ -22,6 +22,11 @@ export const triggerSeverity = {
   'rollout.completed': 'info',
   'rollout.aborted': 'warning',
   'projection.failed': 'critical',
+  // On time alone and on health, from a timer (watch.ts): a threshold passed, once per episode.
+  'node.behind': 'warning',
+  'node.disconnected': 'warning',
+  'ingest.unhealthy': 'critical',
+  'relay.unhealthy': 'critical',
   // Sent only by `converge notify test`, whatever a destination's filter says.
   'notify.test': 'info',
 } as const satisfies Record<string, Severity>;
@@ -35,6 +40,12 @@ export type Notification = Readonly<{
   severity: Severity;
   /** Position of the triggering event in the store: the delivery cursor moves by it. */
   position: bigint;
+  /**
+   * Fired by a timer (watch.ts), not derived from an event: its position is the fold's when it
+   * fired, it is not dropped at or below the cursor, and no restart derives it again (its
+   * fired-state checkpoint says it was sent).
+   */
+  timed?: true;
   eventId: string;
   /** When the triggering fact happened (the event's own time). */
   time: string;

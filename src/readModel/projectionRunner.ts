@@ -11,6 +11,9 @@ import type { RolloutView } from './rollouts.ts';
 import { foldVersion, rejectionOf, snapshotFormat, writeSnapshot } from './snapshot/snapshotFile.ts';
 import type { SnapshotRejection } from './snapshot/snapshotFile.ts';
 import { trustedSnapshot } from './snapshot/trust.ts';
+import type { Recorded } from '../core/events/index.ts';
+import { attr, eventKey, tracer } from '../tracing/index.ts';
+import type { Span } from '../tracing/index.ts';
 
 // The projection runner (docs/design.md §6): folds the store into the read model through one
 // subscription. The read model lives in memory, so the subscription's resume point is the
@@ -323,12 +326,16 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
       after: readModel.position(),
       ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
       handler: (events) => {
+        // Tracing on, the fold of an event ingest traced is a span of the report's trace.
+        const folds = tracer().enabled ? foldSpans(events) : null;
         try {
           readModel.apply(events);
         } catch (err) {
           stopOnFailure(err);
+          for (const f of folds ?? []) f.end(err);
           throw err;
         }
+        for (const f of folds ?? []) f.end();
         const last = events[events.length - 1];
         if (last !== undefined) lastEventId = last.id;
         if (last !== undefined) {
@@ -346,4 +353,17 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
       },
     });
   }
+}
+
+/** A `converge.fold` span for each event whose ingest was traced (remembered by id), begun now. */
+function foldSpans(events: readonly Recorded[]): Span[] {
+  const t = tracer();
+  const out: Span[] = [];
+  for (const e of events) {
+    if (!t.knows(eventKey(e.id))) continue;
+    out.push(
+      t.start('converge.fold', { parent: eventKey(e.id), attributes: { [attr.position]: String(e.position), [attr.eventType]: e.type } }),
+    );
+  }
+  return out;
 }

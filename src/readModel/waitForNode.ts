@@ -1,5 +1,6 @@
 import type { NodeState } from '../../projections/index.ts';
 import type { ReadModel } from './readModel.ts';
+import { attr, eventKey, tracer } from '../tracing/index.ts';
 
 // Wait for a node's state to satisfy a predicate, driven by the read model's change
 // notifications (no polling): resolves with the state the moment a fold makes it true, or null
@@ -33,7 +34,12 @@ export function waitForNode(
     };
     const onAbort = (): void => finish(null);
     const unsubscribe = readModel.onChange((c) => {
-      if (c.node === node && holds(c.state)) finish(c.state);
+      if (c.node !== node || !holds(c.state)) return;
+      // The wake-up, a span of the report's trace when ingest traced the event that woke it.
+      const t = tracer();
+      if (t.enabled)
+        t.start('converge.await.wake', { parent: eventKey(c.event.id), childOnly: true, attributes: { [attr.node]: node } }).end();
+      finish(c.state);
     });
     const unsubscribeFailure = readModel.onFailure(() => finish(null));
     const timer = setTimeout(() => finish(null), timeoutMs);

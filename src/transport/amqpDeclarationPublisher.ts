@@ -10,7 +10,7 @@ import type { DeclarationPublisher } from './port.ts';
 
 // Declarations out (docs/design.md §1): `Signed` JSON to mesh.declarations, routing key = node id, on
 // a confirm channel, mandatory, persistent, message_id = digest, type 'declaration', header
-// key-id. The node's queue is declared before the first publish to it, so a declaration sent
+// key-id (and, with tracing on, `traceparent`: a header the Go node ignores). The node's queue is declared before the first publish to it, so a declaration sent
 // before the node ever connected waits in its inbox instead of being dropped.
 //
 // Inboxes are declared by inboxDeclarer.ts: each once per connection, at a bounded rate, on a
@@ -62,7 +62,7 @@ export function createAmqpDeclarationPublisher(conn: AmqpConnection, options: Am
             contentType: 'application/json',
             messageId: d.digest,
             type: 'declaration',
-            headers: { 'key-id': d.keyId },
+            headers: d.traceparent === undefined ? { 'key-id': d.keyId } : { 'key-id': d.keyId, traceparent: d.traceparent },
           },
           { watch: { returned, key: d.digest } },
         );

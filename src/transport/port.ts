@@ -49,7 +49,14 @@ export interface IngestSource {
 }
 
 /** A declaration ready to leave: `body` is the encoded `Signed`. */
-export type OutboundDeclaration = Readonly<{ node: string; digest: string; keyId: string; body: Buffer }>;
+export type OutboundDeclaration = Readonly<{
+  node: string;
+  digest: string;
+  keyId: string;
+  body: Buffer;
+  /** The W3C trace context of the relay's publish, sent as the `traceparent` header (a node ignores it). */
+  traceparent?: string;
+}>;
 
 export interface DeclarationPublisher {
   /** Resolves once the broker confirmed the message and routed it to the node's queue; rejects otherwise. */

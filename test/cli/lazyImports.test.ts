@@ -118,6 +118,20 @@ describe('what the built converge command loads', () => {
     }
   });
 
+  test('the engine loads no OpenTelemetry module unless --tracing is on; on, an unreachable collector does not fail it', () => {
+    // @opentelemetry/api alone is prom-client's (its exemplars), loaded with the metrics whatever tracing says.
+    const otel = (packages: Set<string>): string[] =>
+      [...packages].filter((p) => p.startsWith('@opentelemetry/') && p !== '@opentelemetry/api');
+    const demo = ['demo', '--nodes', '2', '--rounds', '1', '--interval-ms', '200', '--port', '0'];
+    const off = traced(demo, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' });
+    assert.equal(off.code, 0, off.stderr);
+    assert.ok(off.packages.has('fastify'), 'the engine ran');
+    assert.deepEqual(otel(off.packages), [], 'tracing off: none of OpenTelemetry, even with an endpoint set');
+    const on = traced(demo, { CONVERGE_TRACING: 'on', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' });
+    assert.equal(on.code, 0, on.stderr);
+    assert.ok(otel(on.packages).includes('@opentelemetry/sdk-trace-base'), otel(on.packages).join(', '));
+  });
+
   test('a read command on an esdb:// store loads the EventStoreDB client, and not SQLite', () => {
     const r = traced(['status', 'n1'], { CONVERGE_STORE: 'esdb://127.0.0.1:1?tls=false' });
     assert.ok(r.packages.has('@eventstore/db-client'), [...r.packages].join(', '));

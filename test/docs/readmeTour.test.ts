@@ -5,11 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { until } from '../support/until.ts';
+import { startReceiver } from '../notify/receiver.ts';
 
 // The README's tour is what a newcomer runs first: every command in it runs here, as written,
 // against the demo the README tells them to start. Only what the reader fills in is filled in
 // (<path>, <token>, the API's address, since port 8080 may be taken), and `npx converge` runs the
-// same bin/converge.js that npx finds, without npx's own start-up.
+// same bin/converge.js that npx finds, without npx's own start-up. The webhook the tour names
+// (port 9000) is a receiver of the test's own: the `> notify.json` line runs before the demo starts,
+// as the README says, and the halt must arrive there.
 
 const root = new URL('../..', import.meta.url).pathname;
 const bin = join(root, 'bin/converge.js');
@@ -42,8 +45,14 @@ test("every command of the README's tour runs as written against the demo", { ti
   const commands = tourCommands();
   assert.ok(commands.length >= 8, `the tour has its commands (found ${commands.length})`);
   const work = mkdtempSync(join(tmpdir(), 'converge-tour-'));
-  // As the README starts it: `npm start -- --interval-ms 60000` runs `converge demo --interval-ms 60000`.
-  const demo = spawn(process.execPath, [bin, 'demo', '--interval-ms', '60000', '--port', '0'], {
+  const hook = await startReceiver();
+  t.after(() => hook.close());
+  const webhook = 'http://127.0.0.1:9000/hook';
+  const notifyLine = commands.find((c) => c.endsWith('> notify.json')) ?? '';
+  assert.ok(notifyLine?.includes(webhook), 'the tour writes notify.json naming its webhook');
+  assert.equal(spawnSync('bash', ['-c', notifyLine.replaceAll(webhook, hook.url)], { cwd: work }).status, 0);
+  // As the README starts it: `npm start -- --interval-ms 60000 --notify-config notify.json` runs `converge demo …`.
+  const demo = spawn(process.execPath, [bin, 'demo', '--interval-ms', '60000', '--notify-config', 'notify.json', '--port', '0'], {
     cwd: work,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CONVERGE_'))),
@@ -78,6 +87,7 @@ test("every command of the README's tour runs as written against the demo", { ti
       .replaceAll('<path>', path)
       .replaceAll('<token>', token)
       .replaceAll('http://127.0.0.1:8080', url)
+      .replaceAll(webhook, hook.url)
       .replace(/^npx converge /, `${JSON.stringify(process.execPath)} ${JSON.stringify(bin)} `);
     const r = spawnSync('bash', ['-c', filled], { cwd: work, encoding: 'utf8', timeout: 120_000 });
     const out = `${r.stdout}${r.stderr}`;
@@ -90,6 +100,9 @@ test("every command of the README's tour runs as written against the demo", { ti
       continue;
     }
     assert.equal(r.status, 0, `${command} exited ${String(r.status)}\n${out.slice(0, 2000)}`);
+    const told = /CloudEvent (io\.converge\.\S+)/.exec(comment);
+    if (told !== null)
+      await until(`${told[1]} at the webhook`, () => hook.received.some((m) => (JSON.parse(m.body) as { type: string }).type === told[1]));
     if (command.startsWith('curl')) assert.doesNotMatch(r.stdout, /"status":\s*40\d/, `${command}\n${r.stdout}`);
   }
 });

@@ -150,3 +150,24 @@ test('a status flip of 2,000 nodes arrives as a bounded number of messages count
   assert.ok(summaries.length >= 1);
   for (const s of summaries) assert.ok(s.json.data.notifications.length <= 5, 'first K nodes only');
 });
+
+test('a busy destination writes its cursor at most about once a second, not once per delivery', async () => {
+  const store = createMemoryEventStore();
+  let writes = 0;
+  const setCheckpoint = store.setCheckpoint.bind(store);
+  // Counted on the store the notifier is given: each write is a commit (an fsync on SQLite).
+  const counting: EventStore = Object.assign(Object.create(store) as EventStore, {
+    setCheckpoint: async (name: string, position: bigint) => {
+      if (name.startsWith('notify:')) writes++;
+      return setCheckpoint(name, position);
+    },
+  });
+  const { receiver, h } = await rig({ coalesce: { windowMs: 1000, maxPerWindow: 10_000 } }, counting);
+  const before = writes;
+  for (let i = 0; i < 200; i++) {
+    const { digest } = await h.send(`c${i}`);
+    await h.report(`c${i}`, { declared: digest, refused: 'no' });
+  }
+  await until('every notification', () => receiver.received.length >= 200);
+  assert.ok(writes - before < 50, `${writes - before} cursor writes for 200 deliveries`);
+});

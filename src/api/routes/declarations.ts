@@ -5,6 +5,7 @@ import { specAsOf } from '../../engine/specAsOf.ts';
 import { defaultMaxEventBytes } from '../../store/index.ts';
 import type { RouteContext } from '../routeContext.ts';
 import { json, route } from '../routeOptions.ts';
+import { traceDeclarations } from '../traceDeclarations.ts';
 import * as s from '../schemas.ts';
 
 // POST a declaration: it is signed, recorded in the store (the outbox) and relayed
@@ -33,7 +34,11 @@ export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app
       // asOf: the exact resources of the node's latest send at or before that time, signed anew.
       const resources =
         body.asOf !== undefined ? (await specAsOf(deps.store, params.node, new Date(body.asOf))).resources : (body.resources ?? []);
-      const r = await send(params.node, resources);
+      const r = await traceDeclarations(
+        'POST /v1/nodes/:node/declarations',
+        () => send(params.node, resources),
+        (x) => [x.digest],
+      );
       // Read-your-writes: a client that awaits or reads right after a 202 sees its own send. The
       // declaration is recorded either way, so this wait never turns the answer into an error.
       await waitForSend(deps.readModel, params.node, r.serial, deps.sendVisibleMs ?? 5_000);
@@ -59,7 +64,11 @@ export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app
     async ({ body }, reply) => {
       const sendMany = deps.sendMany;
       if (sendMany === undefined) throw new ConvergeError('CONVERGE_ERR_INTERNAL', 'this API instance has no sender configured');
-      const { outcomes } = await sendMany(body);
+      const { outcomes } = await traceDeclarations(
+        'POST /v1/declarations',
+        () => sendMany(body),
+        (x) => x.outcomes.flatMap((o) => (o.ok ? [o.digest] : [])),
+      );
       // Read-your-writes, as for one node: the batch is one append, so once its last declaration
       // is folded every one before it is too.
       const last = outcomes.findLast((o) => o.ok);

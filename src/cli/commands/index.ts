@@ -60,6 +60,7 @@ export const commands: readonly CommandSpec[] = [
       'witnessUrl',
       'archiveDir',
       'retain',
+      'tracing',
     ],
     defaultLogLevel: 'info',
     load: () => import('./serve.ts'),

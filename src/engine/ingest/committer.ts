@@ -52,6 +52,8 @@ export type CommitterOptions = Readonly<{
   counts: IngestCounts;
   /** Dead-letter a delivery whose event the store refuses for good. */
   refuse: (d: Delivery, err: unknown) => void;
+  /** Told of each batch once its events are durable (the report traces end there). */
+  onAppended?: (batch: readonly Pending[]) => void;
 }>;
 
 /** Batches appended through the store's pipeline and not yet acked, at once; the broker's prefetch bounds them too. */
@@ -129,6 +131,7 @@ export function createCommitter(options: CommitterOptions): Committer {
       });
       if (metrics !== undefined) for (const [type, n] of byType) metrics.eventsAppended.inc({ type }, n);
     }
+    options.onAppended?.(batch);
     const deliveries = deliveriesOf(batch);
     source.ack(deliveries);
     counts.acked += deliveries.length;

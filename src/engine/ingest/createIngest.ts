@@ -11,6 +11,7 @@ import type { Ingest, IngestOptions } from './options.ts';
 import { newCounts, settingsOf } from './options.ts';
 import { createSentEarlierLookup } from './sentEarlier.ts';
 import { toEvent } from './toEvent.ts';
+import { createReportTraces } from './traceReports.ts';
 
 // Reports and alive in (docs/design.md#2-events-the-system-of-record), as a delivery travels:
 // shed if over its node's budget (deadLetter.ts), parsed in a fair share of the event loop
@@ -43,6 +44,7 @@ export function createIngest(options: IngestOptions): Ingest {
       ? null
       : { report: createNodeBudget({ ...options.nodeBudget, now: nowMs }), alive: createNodeBudget({ ...options.nodeBudget, now: nowMs }) };
 
+  const traces = createReportTraces();
   const deadLetters = createDeadLetters({ source, logger, metrics, now, backoff, signal: abort.signal, counts });
   const committer = createCommitter({
     store,
@@ -54,9 +56,14 @@ export function createIngest(options: IngestOptions): Ingest {
     signal: abort.signal,
     counts,
     refuse: deadLetters.refuse,
+    onAppended: traces.appended,
   });
   const lookUp = options.knownSends === undefined ? null : createSentEarlierLookup(store, options.knownSends, logger);
-  const write = lookUp === null ? committer.write : async (batch: readonly Pending[]) => committer.write(await lookUp(batch));
+  const commit = (batch: readonly Pending[]): Promise<boolean> => {
+    traces.appending(batch);
+    return committer.write(batch);
+  };
+  const write = lookUp === null ? commit : async (batch: readonly Pending[]) => commit(await lookUp(batch));
   const batcher = createBatcher({ ...settings, write, signal: abort.signal });
   const fairParse = createFairParse({ bytesPerTurn: settings.parseBytesPerTurn, parse });
   const live = options.liveness;
@@ -95,6 +102,7 @@ export function createIngest(options: IngestOptions): Ingest {
       deadLetters.refuse(d, err);
       return;
     }
+    traces.parsed(received.event);
     if (recorder !== null) {
       // A sign of life from a node not held heard is a transition; its NodeHeard goes first.
       const heard = recorder.heard(received.node, at, mono());
