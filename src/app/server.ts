@@ -119,6 +119,10 @@ export function createServer(options: ServerOptions): Server {
           },
         }),
     ...(options.now === undefined ? {} : { now: options.now }),
+    // A fold from zero over archived history reads the archive too (docs/operations.md "Retention and archive").
+    ...(config.archiveDir === null
+      ? {}
+      : { coldStore: async () => (await import('../store/archive/withArchive.ts')).withArchive(store, config.archiveDir!) }),
   });
   const key = options.key === undefined ? config.signingKey : options.key;
   // The read model already holds each node's revision, carried ports and latest send; the

@@ -1,4 +1,5 @@
 import { rm } from 'node:fs/promises';
+import { ConvergeError } from '../core/errors.ts';
 import type { Logger } from 'pino';
 import { livenessStates, nodeStatuses } from '../../projections/index.ts';
 import { readNodeColumns } from '../store/index.ts';
@@ -52,6 +53,12 @@ export type ProjectionRunnerOptions = Readonly<{
    * event through `apply`, the path that stays live afterwards (`replay --verify` checks that one).
    */
   catchUp?: 'bulk' | 'per-event';
+  /**
+   * For a start with no snapshot restored on a store that moved history to its archive (docs/operations.md
+   * "Retention and archive"): the store with the archive merged into its reads, for the cold fold only.
+   * Without it such a start refuses to fold, rather than fold the hot rows alone into wrong states.
+   */
+  coldStore?: () => Promise<EventStore>;
   /** Clock for liveness in the node gauges (tests inject one). */
   now?: () => number;
   /**
@@ -233,16 +240,19 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
   async function catchUpInBulk(): Promise<void> {
     if (options.catchUp === 'per-event' || readModel.position() !== null) return;
     const t0 = performance.now();
+    const source = await coldSource();
     try {
       const until = await store.headPosition();
       if (until === null) return;
       // Pages of columns (src/store/nodeColumns.ts): the typed fields the draft fold reads.
-      for await (const page of readNodeColumns(store)) {
+      for await (const page of readNodeColumns(source)) {
         if (!readModel.catchUpColumns(page, until) || stopping) break;
         // One event-loop turn per batch, as the subscription takes (pollingSubscription.ts).
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
     } catch (err) {
+      // The subscription reads the hot store alone: it cannot go on through archived history.
+      if (source !== store) throw err;
       log.warn({ err }, 'bulk catch-up read failed; folding on through the subscription');
     } finally {
       readModel.endCatchUp();
@@ -261,6 +271,18 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     log.debug({ position: at?.toString() ?? null, ms: Math.round(performance.now() - t0) }, 'bulk catch-up done');
     // As the subscription would have on the way: a snapshot once the interval is passed.
     if (at !== null) snapshotIfDue(at);
+  }
+
+  /** Where a fold from zero reads: the store, or with archived history the store and its archive. */
+  async function coldSource(): Promise<EventStore> {
+    const archived = (await store.archiveManifest?.())?.segments.length ?? 0;
+    if (archived === 0) return store;
+    if (options.coldStore === undefined)
+      throw new ConvergeError(
+        'CONVERGE_ERR_CONFIG_INVALID',
+        `no snapshot could be restored, and ${archived} segment(s) of this store's history are in its archive: give --archive-dir so the fold from zero reads them, or the states would miss them`,
+      );
+    return options.coldStore();
   }
 
   async function lag(): Promise<bigint> {

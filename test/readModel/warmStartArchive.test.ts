@@ -51,3 +51,34 @@ test('a warm start over an archived store restores the snapshot and folds only w
     await store.close();
   }
 });
+
+test('a start with no usable snapshot over an archived store folds the archive too, or refuses without it', async () => {
+  const path = join(dir, 'cold.db');
+  const archive = join(dir, 'cold-archive');
+  const { snapshotPosition } = await archivableFleet(path);
+  const moved = await archiveSqliteStore(path, {
+    dir: archive,
+    before: new Date(Date.now() - 30 * dayMs).toISOString(),
+    belowPosition: snapshotPosition,
+  });
+  assert.ok(moved.events > 20);
+  // As after an upgrade whose fold version refuses the snapshot: nothing to restore.
+  rmSync(`${path}.snapshot`, { force: true });
+  const store = createSqliteEventStore(path);
+  try {
+    const blind = createProjectionRunner({ store, logger });
+    await blind.start();
+    await assert.rejects(blind.caughtUp(), /segment\(s\) of this store's history are in its archive: give --archive-dir/);
+    await blind.stop();
+
+    const runner = createProjectionRunner({ store, logger, coldStore: () => withArchive(store, archive) });
+    await runner.start();
+    await runner.caughtUp();
+    await runner.stop();
+    const replayed = await replayStore(await withArchive(store, archive));
+    assert.deepEqual(compareStates(replayed, runner.readModel.nodes()), []);
+    assert.equal([...runner.readModel.nodes()].length, 3);
+  } finally {
+    await store.close();
+  }
+});
