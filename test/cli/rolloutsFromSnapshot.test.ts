@@ -66,7 +66,11 @@ test('the rollout commands start from a trusted snapshot, read only what came af
     await r.start();
     await r.run();
     for (const n of nodes.slice(0, 3)) await h.report(n, { declared: h.digests(n).at(-1) ?? null, applied: ['web'] });
-    const runner = createProjectionRunner({ store, logger: pino({ level: 'silent' }), snapshot: { path: `${path}.snapshot`, everyEvents: 1_000_000 } });
+    const runner = createProjectionRunner({
+      store,
+      logger: pino({ level: 'silent' }),
+      snapshot: { path: `${path}.snapshot`, everyEvents: 1_000_000 },
+    });
     await runner.start();
     await runner.caughtUp();
     await runner.writeSnapshot();
@@ -83,7 +87,11 @@ test('the rollout commands start from a trusted snapshot, read only what came af
     assert.equal(io.err(), '');
     assert.deepEqual(view(warm), view(fromZero));
     // And the one at the snapshot's position, which the identity check reads.
-    assert.equal(c.read(), after + 1, `only the ${after} events after the snapshot are read, not the store's ${atSnapshot + BigInt(after)}`);
+    assert.equal(
+      c.read(),
+      after + 1,
+      `only the ${after} events after the snapshot are read, not the store's ${atSnapshot + BigInt(after)}`,
+    );
 
     // A byte changed in the snapshot: not used, said, and the answer is still the store's.
     const file = readFileSync(`${path}.snapshot`);
