@@ -11,6 +11,7 @@ import type { EventStore } from '../store/index.ts';
 import type { TokenTable } from './auth.ts';
 import type { ConnectionCaps } from './connectionCaps.ts';
 import type { ListenerLimits } from './listenerLimits.ts';
+import type { WriteLimits } from './writeLimits.ts';
 
 // What the HTTP API is given by the composition root (src/app/server.ts) or a test.
 
@@ -80,6 +81,10 @@ export type ApiDeps = Readonly<{
    * over it cannot be recorded, so it is refused as 413 before it is read.
    */
   maxEventBytes?: number;
+  /** Declarations in one bulk call and body bytes a token may write a minute; unset ones keep writeLimits.ts's defaults. */
+  writeLimits?: Partial<WriteLimits>;
+  /** A monotonic clock in ms for the byte rate (default performance.now). */
+  monotonicNow?: () => number;
   /** How long one plugin may take to load (Fastify's pluginTimeout; default its own 10 s). */
   pluginTimeoutMs?: number;
   /** The built dashboard (dist/dashboard) served at / and /nodes/:node; null or absent: not served. */

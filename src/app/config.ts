@@ -7,6 +7,7 @@ import { parseApiTokens } from '../api/auth.ts';
 import { defaultCaps } from '../api/connectionCaps.ts';
 import { defaultListenerLimits } from '../api/listenerLimits.ts';
 import { defaultStreamMaxMs } from '../api/sse.ts';
+import { defaultWriteLimits } from '../api/writeLimits.ts';
 import { defaultRolloutLimits } from '../engine/rolloutCommands.ts';
 import type { TokenTable } from '../api/auth.ts';
 import { signingKeyFromPem } from '../core/declaration/index.ts';
@@ -76,6 +77,9 @@ export type Config = Readonly<{
   /** What one rollout may target and how many may be open at once (src/engine/rolloutCommands.ts). */
   maxRolloutTargets: number;
   maxOpenRollouts: number;
+  /** Declarations in one bulk call and body bytes a token may write a minute (src/api/writeLimits.ts). */
+  maxBulkDeclarations: number;
+  maxBytesPerTokenPerMinute: number;
   /** Where /healthz, /readyz and /metrics are served on a listener of their own; null: not. */
   adminListen: Readonly<{ host: string; port: number }> | null;
   /** The API a client command asks (converge wait), and its bearer token. */
@@ -171,6 +175,8 @@ const schema = z.object({
   requestTimeoutMs: intIn(100, 3_600_000).default(defaultListenerLimits.requestTimeoutMs),
   maxRolloutTargets: intIn(1, 10_000_000).default(defaultRolloutLimits.maxTargets),
   maxOpenRollouts: intIn(1, 10_000).default(defaultRolloutLimits.maxOpen),
+  maxBulkDeclarations: intIn(1, 100_000).default(defaultWriteLimits.maxBulkDeclarations),
+  maxBytesPerTokenPerMinute: intIn(1024, Number.MAX_SAFE_INTEGER).default(defaultWriteLimits.maxBytesPerTokenPerMinute),
   adminListen: z
     .string()
     .transform((s, ctx) => {

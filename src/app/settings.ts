@@ -242,6 +242,20 @@ export const settings = {
     default: '16',
     help: 'rollouts open (not halted, completed or aborted) at once; past it, a new one is 400 CONVERGE_ERR_ROLLOUT_PLAN naming the limit',
   },
+  maxBulkDeclarations: {
+    flag: 'max-bulk-declarations',
+    env: 'CONVERGE_MAX_BULK_DECLARATIONS',
+    value: '<n>',
+    default: '1000',
+    help: 'declarations one POST /v1/declarations may carry; past it, 400 CONVERGE_ERR_BAD_REQUEST naming the limit',
+  },
+  maxBytesPerTokenPerMinute: {
+    flag: 'max-bytes-per-token-per-minute',
+    env: 'CONVERGE_MAX_BYTES_PER_TOKEN_PER_MINUTE',
+    value: '<bytes>',
+    default: '268435456',
+    help: 'bytes of request bodies one API token may send to the write routes a minute (256 MiB); past it, 429 with Retry-After naming the limit',
+  },
   adminListen: {
     flag: 'admin-listen',
     env: 'CONVERGE_ADMIN_LISTEN',

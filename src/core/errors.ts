@@ -81,6 +81,10 @@ export const errorCodes = {
     http: 429,
     summary: 'this token (with reads open: this address) already holds as many event streams or awaits as it may',
   },
+  CONVERGE_ERR_CLIENT_OVER_RATE: {
+    http: 429,
+    summary: 'this token sent more bytes of request bodies to the write routes than it may in a minute',
+  },
   CONVERGE_ERR_SERVER_AT_CAP: { http: 503, summary: 'the engine already holds as many event streams or awaits as it serves at once' },
   CONVERGE_ERR_INGEST_FAILING: { http: 503, summary: 'ingest cannot append to the store; deliveries are held unacked and retried' },
   CONVERGE_ERR_RELAY_FAILING: { http: 503, summary: 'the relay cannot publish recorded declarations to the broker; it retries' },

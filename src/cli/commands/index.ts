@@ -35,6 +35,8 @@ const engineSettings: readonly ConfigKey[] = [
   'requestTimeoutMs',
   'maxRolloutTargets',
   'maxOpenRollouts',
+  'maxBulkDeclarations',
+  'maxBytesPerTokenPerMinute',
   'adminListen',
 ];
 
