@@ -80,6 +80,8 @@ export type Config = Readonly<{
   /** Declarations in one bulk call and body bytes a token may write a minute (src/api/writeLimits.ts). */
   maxBulkDeclarations: number;
   maxBytesPerTokenPerMinute: number;
+  /** serve's bound on its stop after SIGTERM: past it, it exits without finishing (src/cli/commands/serve.ts). */
+  stopTimeoutMs: number;
   /** Where /healthz, /readyz and /metrics are served on a listener of their own; null: not. */
   adminListen: Readonly<{ host: string; port: number }> | null;
   /** The API a client command asks (converge wait), and its bearer token. */
@@ -177,6 +179,7 @@ const schema = z.object({
   maxOpenRollouts: intIn(1, 10_000).default(defaultRolloutLimits.maxOpen),
   maxBulkDeclarations: intIn(1, 100_000).default(defaultWriteLimits.maxBulkDeclarations),
   maxBytesPerTokenPerMinute: intIn(1024, Number.MAX_SAFE_INTEGER).default(defaultWriteLimits.maxBytesPerTokenPerMinute),
+  stopTimeoutMs: intIn(100, 3_600_000).default(10_000),
   adminListen: z
     .string()
     .transform((s, ctx) => {

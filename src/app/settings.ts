@@ -256,6 +256,13 @@ export const settings = {
     default: '268435456',
     help: 'bytes of request bodies one API token may send to the write routes a minute (256 MiB); past it, 429 with Retry-After naming the limit',
   },
+  stopTimeoutMs: {
+    flag: 'stop-timeout-ms',
+    env: 'CONVERGE_STOP_TIMEOUT_MS',
+    value: '<ms>',
+    default: '10000',
+    help: 'serve: on SIGTERM or SIGINT, exit within this even if the broker or the store does not answer (exit 1 if the clean stop did not finish)',
+  },
   adminListen: {
     flag: 'admin-listen',
     env: 'CONVERGE_ADMIN_LISTEN',

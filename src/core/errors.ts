@@ -70,6 +70,10 @@ export const errorCodes = {
   },
 
   // operator interfaces (docs/design.md §7)
+  CONVERGE_ERR_STOP_TIMEOUT: {
+    http: 500,
+    summary: 'serve did not finish stopping within --stop-timeout-ms and exited without it',
+  },
   CONVERGE_ERR_CONFIG_INVALID: { http: 500, summary: 'configuration is not valid' },
   CONVERGE_ERR_NODE_NOT_FOUND: { http: 404, summary: 'no event has ever named this node' },
   CONVERGE_ERR_NODE_RETIRED: { http: 409, summary: 'the node is retired already; a send brings it back into the fleet' },

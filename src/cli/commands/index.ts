@@ -55,6 +55,7 @@ export const commands: readonly CommandSpec[] = [
       'deadLetterMaxLength',
       'deadLetterMaxBytes',
       'managementUrl',
+      'stopTimeoutMs',
       'auditKeyPath',
       'checkpointEveryEvents',
       'checkpointEveryMs',

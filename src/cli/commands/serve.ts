@@ -3,6 +3,7 @@ import type { ServerTransport } from '../../app/server.ts';
 import { boundDeadLetters, connectServerTransport } from '../../app/amqp.ts';
 import type { Logger } from 'pino';
 import { toConvergeError } from '../../core/errors.ts';
+import { stopWithin } from '../../app/stopWithin.ts';
 import type { EngineLock } from '../../store/sqlite/sqliteEngineLock.ts';
 import type { Run } from '../command.ts';
 import { openStore, sqliteFileOf } from '../command.ts';
@@ -58,16 +59,21 @@ async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'co
   }
   if (config.signingKey === null) logger.warn({}, 'no --signing-key / CONVERGE_SIGNING_KEY: POST declarations is disabled');
   const engine = createServer({ config, logger, store, ...(transport === undefined ? {} : { transport }) });
+  const stop = async (): Promise<void> => {
+    await engine.stop();
+    await amqp?.close();
+    await store.close();
+  };
   try {
     const url = await engine.start();
     const admin = engine.adminUrl();
     io.stderr(`converge serving on ${url}${engine.dashboard ? `  dashboard ${url}/` : ''}${admin === null ? '' : `  probes ${admin}`}\n`);
     await io.interrupted;
-    logger.info({}, 'stopping');
-  } finally {
-    await engine.stop();
-    await amqp?.close();
-    await store.close();
+    logger.info({ stopTimeoutMs: config.stopTimeoutMs }, 'stopping');
+  } catch (err) {
+    await stop();
+    throw err;
   }
+  await stopWithin(stop, config.stopTimeoutMs, logger);
   return 0;
 }
