@@ -80,6 +80,8 @@ export type Config = Readonly<{
   /** Declarations in one bulk call and body bytes a token may write a minute (src/api/writeLimits.ts). */
   maxBulkDeclarations: number;
   maxBytesPerTokenPerMinute: number;
+  /** serve: start on a vhost whose reports another store records (src/transport/vhostOwner.ts). */
+  allowSharedVhost: boolean;
   /** serve's bound on its stop after SIGTERM: past it, it exits without finishing (src/cli/commands/serve.ts). */
   stopTimeoutMs: number;
   /** Where /healthz, /readyz and /metrics are served on a listener of their own; null: not. */
@@ -179,6 +181,10 @@ const schema = z.object({
   maxOpenRollouts: intIn(1, 10_000).default(defaultRolloutLimits.maxOpen),
   maxBulkDeclarations: intIn(1, 100_000).default(defaultWriteLimits.maxBulkDeclarations),
   maxBytesPerTokenPerMinute: intIn(1024, Number.MAX_SAFE_INTEGER).default(defaultWriteLimits.maxBytesPerTokenPerMinute),
+  allowSharedVhost: z
+    .enum(['on', 'off', 'true', 'false', '1', '0'], { error: 'must be on or off' })
+    .default('off')
+    .transform((v) => v === 'on' || v === 'true' || v === '1'),
   stopTimeoutMs: intIn(100, 3_600_000).default(10_000),
   adminListen: z
     .string()

@@ -256,6 +256,13 @@ export const settings = {
     default: '268435456',
     help: 'bytes of request bodies one API token may send to the write routes a minute (256 MiB); past it, 429 with Retry-After naming the limit',
   },
+  allowSharedVhost: {
+    flag: 'allow-shared-vhost',
+    env: 'CONVERGE_ALLOW_SHARED_VHOST',
+    value: 'on|off',
+    default: 'off',
+    help: "serve: start even when the broker vhost carries another store's reports (logged as an error); off refuses, since two stores on one vhost split the reports",
+  },
   stopTimeoutMs: {
     flag: 'stop-timeout-ms',
     env: 'CONVERGE_STOP_TIMEOUT_MS',

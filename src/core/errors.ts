@@ -47,6 +47,10 @@ export const errorCodes = {
 
   // transport (docs/design.md §1)
   CONVERGE_ERR_TOPOLOGY_CONFLICT: { http: 500, summary: 'broker already has a queue or exchange declared differently' },
+  CONVERGE_ERR_VHOST_SHARED: {
+    http: 500,
+    summary: "the broker vhost already carries another store's reports; two stores on one vhost split them",
+  },
   CONVERGE_ERR_BROKER_UNAVAILABLE: { http: 503, summary: 'broker cannot be reached' },
   CONVERGE_ERR_INBOX_OUTDATED: {
     http: 500,

@@ -56,6 +56,7 @@ export const commands: readonly CommandSpec[] = [
       'deadLetterMaxBytes',
       'managementUrl',
       'stopTimeoutMs',
+      'allowSharedVhost',
       'auditKeyPath',
       'checkpointEveryEvents',
       'checkpointEveryMs',

@@ -2,7 +2,13 @@ import { createServer } from '../../app/server.ts';
 import type { ServerTransport } from '../../app/server.ts';
 import { boundDeadLetters, connectServerTransport } from '../../app/amqp.ts';
 import type { Logger } from 'pino';
+import { resolve } from 'node:path';
+import type { Config } from '../../app/config.ts';
 import { toConvergeError } from '../../core/errors.ts';
+import { storeIdentity } from '../../engine/storeIdentity.ts';
+import type { EventStore } from '../../store/index.ts';
+import { redactUrl } from '../../transport/amqpUrls.ts';
+import { claimVhost, vhostOwnerQueue } from '../../transport/vhostOwner.ts';
 import { stopWithin } from '../../app/stopWithin.ts';
 import type { EngineLock } from '../../store/sqlite/sqliteEngineLock.ts';
 import type { Run } from '../command.ts';
@@ -53,6 +59,7 @@ async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'co
       inboxDeclareRate: config.inboxDeclareRate,
     });
     transport = amqp.transport;
+    await claimVhostForStore(amqp, store, config, logger);
     await boundDeadLetters(config, config.amqpUrl, logger);
   } else {
     logger.warn({}, 'no --amqp / CONVERGE_AMQP_URL: serving the API over the store without ingest or relay');
@@ -76,4 +83,26 @@ async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'co
   }
   await stopWithin(stop, config.stopTimeoutMs, logger);
   return 0;
+}
+
+/** One store per vhost (src/transport/vhostOwner.ts): refuse to start on another store's vhost. */
+async function claimVhostForStore(
+  amqp: Awaited<ReturnType<typeof connectServerTransport>>,
+  store: EventStore,
+  config: Config,
+  logger: Logger,
+): Promise<void> {
+  const sqlite = config.store.startsWith('sqlite:') ? config.store.slice('sqlite:'.length) : null;
+  const shown = sqlite !== null && sqlite !== ':memory:' ? `sqlite:${resolve(sqlite)}` : redactUrl(config.store);
+  const mine = { id: await storeIdentity(store), store: shown, engine: config.engineId };
+  try {
+    const { shared } = await claimVhost(amqp.connection, mine, { logger, allowShared: config.allowSharedVhost });
+    if (!shared) logger.info({ store: mine.id, queue: vhostOwnerQueue }, 'the vhost records its reports in this store');
+  } catch (err) {
+    const e = toConvergeError(err);
+    logger.error({ code: e.code, ...e.details }, e.message);
+    await amqp.close();
+    await store.close();
+    throw e;
+  }
 }
