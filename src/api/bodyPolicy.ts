@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ConvergeError } from '../core/errors.ts';
 import { jsonDepthExceeds } from '../core/wire/index.ts';
+import { recordBodySize } from './writeLimits.ts';
 
 // What a route reads of a request body, decided from the headers before a byte of it is read
 //: a route without a body schema takes none, a route with one takes
@@ -61,6 +62,7 @@ export function useJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
     const bytes = body as Buffer;
+    recordBodySize(req, bytes.length);
     if (jsonDepthExceeds(bytes, maxBodyDepth)) {
       done(new ConvergeError('CONVERGE_ERR_BAD_REQUEST', `request body nests deeper than ${maxBodyDepth} levels`), undefined);
       return;

@@ -30,6 +30,7 @@ import { timelineRoutes } from './routes/timeline.ts';
 import { createFleetHistory } from '../readModel/fleetHistory.ts';
 import { createRolloutView } from '../readModel/rollouts.ts';
 import { maxNodeIdLength } from './schemas.ts';
+import { chargeBodies, checkWriteRate, createByteRate, defaultWriteLimits } from './writeLimits.ts';
 import { ConvergeError } from '../core/errors.ts';
 
 // The HTTP API (docs/design.md#7-interfaces-people-and-programs-touch-kept-stable): one fastify plugin per resource (routes/), composed here with what
@@ -112,6 +113,11 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   capConnections(app, limits, deps.metrics);
   const caps = createCapTable({ ...defaultCaps, ...deps.caps }, deps.metrics);
   useJsonBodies(app);
+  const writeLimits = { ...defaultWriteLimits, ...deps.writeLimits };
+  const rate = createByteRate(writeLimits.maxBytesPerTokenPerMinute, deps.monotonicNow ?? (() => performance.now()));
+  // The token a write route's request is charged to, from onRequest to its body's charge.
+  const tokenOf = new WeakMap<object, string>();
+  chargeBodies(app, rate, (req) => tokenOf.get(req) ?? null);
 
   // One hook, before the body is read: headers by route kind, the token, the body's headers,
   // and for a request that stays open its place under the caps.
@@ -123,6 +129,11 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       const token = authenticate(deps.tokens, route.config.scope, req);
       if (token !== null) req.log = req.log.child({ token: token.id });
       checkBodyHeaders(req, route);
+      if (token !== null && route.config.scope === 'send') {
+        const client = clientOf(token.id, req.ip);
+        tokenOf.set(req, client);
+        checkWriteRate(rate, client, req, reply);
+      }
       const cap = route.config.cap;
       if (cap !== undefined) {
         holdPlace(caps, cap, clientOf(token?.id ?? null, req.ip), reply);

@@ -12,6 +12,7 @@ import type { EventStore } from '../store/index.ts';
 import type { TokenTable } from './auth.ts';
 import type { ConnectionCaps } from './connectionCaps.ts';
 import type { ListenerLimits } from './listenerLimits.ts';
+import type { WriteLimits } from './writeLimits.ts';
 
 // What the HTTP API is given by the composition root (src/app/server.ts) or a test.
 
@@ -81,6 +82,10 @@ export type ApiDeps = Readonly<{
    * over it cannot be recorded, so it is refused as 413 before it is read.
    */
   maxEventBytes?: number;
+  /** Declarations in one bulk call and body bytes a token may write a minute; unset ones keep writeLimits.ts's defaults. */
+  writeLimits?: Partial<WriteLimits>;
+  /** A monotonic clock in ms for the byte rate (default performance.now). */
+  monotonicNow?: () => number;
   /** How long one plugin may take to load (Fastify's pluginTimeout; default its own 10 s). */
   pluginTimeoutMs?: number;
   /** The engine's audit key (--audit-key, private or public): its public half goes in evidence bundles. */

@@ -56,6 +56,10 @@ function errorResponses(scope: Scope | null, doc: RouteDoc, cap: CapKind | undef
     out[413] = problem('body larger than the route accepts (for a declaration: the store event limit); refused before it is read');
     out[415] = problem('body is not application/json (or has no content-type)');
   }
+  if (scope === 'send')
+    out[429] = problem(
+      'this token sent more bytes of request bodies to write routes than serve --max-bytes-per-token-per-minute allows; see Retry-After',
+    );
   if (cap !== undefined) {
     out[429] = problem('this token (with reads open: this address) holds as many open requests of this kind as it may; see Retry-After');
     out[503] = problem('the engine holds as many open requests of this kind as it serves at once; see Retry-After');

@@ -208,15 +208,11 @@ export const declarationAccepted = named(
   'Recorded in the store (the outbox) and queued for the relay',
 );
 
-/** POST /v1/declarations: many nodes in one store transaction. */
-export const maxBatchDeclarations = 1_000;
+/** POST /v1/declarations: many nodes in one store transaction; at most serve --max-bulk-declarations (checked by the route). */
 export const declarationBatchBody = named(
   'DeclarationBatch',
-  z
-    .array(z.strictObject({ node: z.string().min(1).max(maxNodeIdLength), resources: z.array(resource).max(10_000) }))
-    .min(1)
-    .max(maxBatchDeclarations),
-  'Declarations for many nodes, recorded in one store transaction; each node at most once',
+  z.array(z.strictObject({ node: z.string().min(1).max(maxNodeIdLength), resources: z.array(resource).max(10_000) })).min(1),
+  'Declarations for many nodes, recorded in one store transaction; each node at most once; at most serve --max-bulk-declarations (default 1,000)',
 );
 export const declarationBatchAccepted = named(
   'DeclarationBatchAccepted',

@@ -7,6 +7,7 @@ import { parseApiTokens } from '../api/auth.ts';
 import { defaultCaps } from '../api/connectionCaps.ts';
 import { defaultListenerLimits } from '../api/listenerLimits.ts';
 import { defaultStreamMaxMs } from '../api/sse.ts';
+import { defaultWriteLimits } from '../api/writeLimits.ts';
 import { defaultRolloutLimits } from '../engine/rolloutCommands.ts';
 import type { TokenTable } from '../api/auth.ts';
 import { signingKeyFromPem } from '../core/declaration/index.ts';
@@ -76,6 +77,13 @@ export type Config = Readonly<{
   /** What one rollout may target and how many may be open at once (src/engine/rolloutCommands.ts). */
   maxRolloutTargets: number;
   maxOpenRollouts: number;
+  /** Declarations in one bulk call and body bytes a token may write a minute (src/api/writeLimits.ts). */
+  maxBulkDeclarations: number;
+  maxBytesPerTokenPerMinute: number;
+  /** serve: start on a vhost whose reports another store records (src/transport/vhostOwner.ts). */
+  allowSharedVhost: boolean;
+  /** serve's bound on its stop after SIGTERM: past it, it exits without finishing (src/cli/commands/serve.ts). */
+  stopTimeoutMs: number;
   /** Where /healthz, /readyz and /metrics are served on a listener of their own; null: not. */
   adminListen: Readonly<{ host: string; port: number }> | null;
   /** The API a client command asks (converge wait), and its bearer token. */
@@ -177,6 +185,13 @@ const schema = z.object({
   requestTimeoutMs: intIn(100, 3_600_000).default(defaultListenerLimits.requestTimeoutMs),
   maxRolloutTargets: intIn(1, 10_000_000).default(defaultRolloutLimits.maxTargets),
   maxOpenRollouts: intIn(1, 10_000).default(defaultRolloutLimits.maxOpen),
+  maxBulkDeclarations: intIn(1, 100_000).default(defaultWriteLimits.maxBulkDeclarations),
+  maxBytesPerTokenPerMinute: intIn(1024, Number.MAX_SAFE_INTEGER).default(defaultWriteLimits.maxBytesPerTokenPerMinute),
+  allowSharedVhost: z
+    .enum(['on', 'off', 'true', 'false', '1', '0'], { error: 'must be on or off' })
+    .default('off')
+    .transform((v) => v === 'on' || v === 'true' || v === '1'),
+  stopTimeoutMs: intIn(100, 3_600_000).default(10_000),
   adminListen: z
     .string()
     .transform((s, ctx) => {

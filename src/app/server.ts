@@ -275,6 +275,7 @@ export function createServer(options: ServerOptions): Server {
     },
     listener: { maxConnections: config.maxConnections, idleMs: config.idleTimeoutMs, requestTimeoutMs: config.requestTimeoutMs },
     streamMaxMs: config.streamMaxMs,
+    writeLimits: { maxBulkDeclarations: config.maxBulkDeclarations, maxBytesPerTokenPerMinute: config.maxBytesPerTokenPerMinute },
     ...(options.pluginTimeoutMs === undefined ? {} : { pluginTimeoutMs: options.pluginTimeoutMs }),
   };
   const app = buildApp(apiDeps);

@@ -47,6 +47,10 @@ export const errorCodes = {
 
   // transport (docs/design.md §1)
   CONVERGE_ERR_TOPOLOGY_CONFLICT: { http: 500, summary: 'broker already has a queue or exchange declared differently' },
+  CONVERGE_ERR_VHOST_SHARED: {
+    http: 500,
+    summary: "the broker vhost already carries another store's reports; two stores on one vhost split them",
+  },
   CONVERGE_ERR_BROKER_UNAVAILABLE: { http: 503, summary: 'broker cannot be reached' },
   CONVERGE_ERR_INBOX_OUTDATED: {
     http: 500,
@@ -70,6 +74,10 @@ export const errorCodes = {
   },
 
   // operator interfaces (docs/design.md §7)
+  CONVERGE_ERR_STOP_TIMEOUT: {
+    http: 500,
+    summary: 'serve did not finish stopping within --stop-timeout-ms and exited without it',
+  },
   CONVERGE_ERR_CONFIG_INVALID: { http: 500, summary: 'configuration is not valid' },
   CONVERGE_ERR_NODE_NOT_FOUND: { http: 404, summary: 'no event has ever named this node' },
   CONVERGE_ERR_NODE_RETIRED: { http: 409, summary: 'the node is retired already; a send brings it back into the fleet' },
@@ -80,6 +88,10 @@ export const errorCodes = {
   CONVERGE_ERR_CLIENT_OVER_CAP: {
     http: 429,
     summary: 'this token (with reads open: this address) already holds as many event streams or awaits as it may',
+  },
+  CONVERGE_ERR_CLIENT_OVER_RATE: {
+    http: 429,
+    summary: 'this token sent more bytes of request bodies to the write routes than it may in a minute',
   },
   CONVERGE_ERR_SERVER_AT_CAP: { http: 503, summary: 'the engine already holds as many event streams or awaits as it serves at once' },
   CONVERGE_ERR_INGEST_FAILING: { http: 503, summary: 'ingest cannot append to the store; deliveries are held unacked and retried' },

@@ -40,7 +40,17 @@ export function superviseChannel<C extends Channel>(options: SuperviseOptions<C>
     while (!abort.signal.aborted) {
       let ch: C | null = null;
       try {
-        ch = guardChannel(await options.open(), logger, name);
+        // While the connection is down, open() waits for it to come back: a stop must not.
+        const opening = options.open();
+        const opened = await untilAborted(opening, abort.signal);
+        if (opened === null) {
+          opening.then(
+            (c) => c.close().catch(() => undefined),
+            () => undefined,
+          );
+          break;
+        }
+        ch = guardChannel(opened, logger, name);
         const closed = new Promise<void>((resolve) => ch!.once('close', () => resolve()));
         await options.setup(ch);
         if (abort.signal.aborted) break;
@@ -79,4 +89,23 @@ export function superviseChannel<C extends Channel>(options: SuperviseOptions<C>
     if (ch !== null) await ch.close().catch(() => undefined);
     await done;
   }
+}
+
+/** `p`'s value, or null as soon as `signal` aborts (its value, if it comes, is the caller's to dispose of). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T | null> {
+  if (signal.aborted) return Promise.resolve(null);
+  return new Promise<T | null>((resolve, reject) => {
+    const onAbort = (): void => resolve(null);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e as Error);
+      },
+    );
+  });
 }

@@ -32,6 +32,15 @@ test('a list of nothing but commas is refused at start', () => {
   );
 });
 
+test('--max-bulk-declarations and --max-bytes-per-token-per-minute are read, with defaults of 1,000 and 256 MiB', () => {
+  const d = loadConfig({ flags: {}, env: {} });
+  assert.deepEqual([d.maxBulkDeclarations, d.maxBytesPerTokenPerMinute], [1_000, 256 * 1024 * 1024]);
+  const c = loadConfig({ flags: { 'max-bulk-declarations': '5000' }, env: { CONVERGE_MAX_BYTES_PER_TOKEN_PER_MINUTE: '1048576' } });
+  assert.deepEqual([c.maxBulkDeclarations, c.maxBytesPerTokenPerMinute], [5_000, 1_048_576]);
+  assert.throws(() => loadConfig({ flags: { 'max-bulk-declarations': '0' }, env: {} }), /--max-bulk-declarations/);
+  assert.throws(() => loadConfig({ flags: { 'max-bytes-per-token-per-minute': '10' }, env: {} }), /--max-bytes-per-token-per-minute/);
+});
+
 test('--max-rollout-targets and --max-open-rollouts are read, with defaults of 100,000 and 16', () => {
   const d = loadConfig({ flags: {}, env: {} });
   assert.deepEqual([d.maxRolloutTargets, d.maxOpenRollouts], [100_000, 16]);

@@ -6,6 +6,7 @@ import { defaultMaxEventBytes } from '../../store/index.ts';
 import type { RouteContext } from '../routeContext.ts';
 import { json, route } from '../routeOptions.ts';
 import { traceDeclarations } from '../traceDeclarations.ts';
+import { checkBulkSize, defaultWriteLimits } from '../writeLimits.ts';
 import * as s from '../schemas.ts';
 
 // POST a declaration: it is signed, recorded in the store (the outbox) and relayed
@@ -13,6 +14,7 @@ import * as s from '../schemas.ts';
 // recorded in one store transaction.
 
 export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps }) => {
+  const maxBulk = deps.writeLimits?.maxBulkDeclarations ?? defaultWriteLimits.maxBulkDeclarations;
   app.post(
     '/v1/nodes/:node/declarations',
     {
@@ -58,8 +60,19 @@ export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app
           202: json('every item answered: recorded and queued for its node, or refused with its own code', s.declarationBatchAccepted),
         },
       }),
-      // Up to maxBatchDeclarations specs; each must still fit one event (the store refuses the call otherwise).
-      bodyLimit: Math.max(deps.maxEventBytes ?? defaultMaxEventBytes, 16 * 1024 * 1024),
+      // 16 KiB a declaration (16 MiB for the default 1,000), at least one event; each spec must
+      // still fit one event (the store refuses the call otherwise).
+      bodyLimit: Math.max(deps.maxEventBytes ?? defaultMaxEventBytes, 16 * 1024 * 1024, 16 * 1024 * maxBulk),
+      // Counted before zod checks each item, so the answer names the limit.
+      preValidation: (req, _reply, done) => {
+        try {
+          checkBulkSize(maxBulk, req.body);
+        } catch (err) {
+          done(err as Error);
+          return;
+        }
+        done();
+      },
     },
     async ({ body }, reply) => {
       const sendMany = deps.sendMany;

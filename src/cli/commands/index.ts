@@ -35,6 +35,8 @@ const engineSettings: readonly ConfigKey[] = [
   'requestTimeoutMs',
   'maxRolloutTargets',
   'maxOpenRollouts',
+  'maxBulkDeclarations',
+  'maxBytesPerTokenPerMinute',
   'adminListen',
 ];
 
@@ -53,6 +55,8 @@ export const commands: readonly CommandSpec[] = [
       'deadLetterMaxLength',
       'deadLetterMaxBytes',
       'managementUrl',
+      'stopTimeoutMs',
+      'allowSharedVhost',
       'auditKeyPath',
       'checkpointEveryEvents',
       'checkpointEveryMs',

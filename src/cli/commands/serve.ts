@@ -4,7 +4,13 @@ import { boundDeadLetters, connectServerTransport } from '../../app/amqp.ts';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Retention } from '../../app/retention.ts';
+import type { Config } from '../../app/config.ts';
 import { toConvergeError } from '../../core/errors.ts';
+import { storeIdentity } from '../../engine/storeIdentity.ts';
+import type { EventStore } from '../../store/index.ts';
+import { redactUrl } from '../../transport/amqpUrls.ts';
+import { claimVhost, vhostOwnerQueue } from '../../transport/vhostOwner.ts';
+import { stopWithin } from '../../app/stopWithin.ts';
 import type { EngineLock } from '../../store/sqlite/sqliteEngineLock.ts';
 import type { Run } from '../command.ts';
 import { openStore, sqliteFileOf } from '../command.ts';
@@ -61,6 +67,7 @@ async function serve({
       inboxDeclareRate: config.inboxDeclareRate,
     });
     transport = amqp.transport;
+    await claimVhostForStore(amqp, store, config, logger);
     await boundDeadLetters(config, config.amqpUrl, logger);
   } else {
     logger.warn({}, 'no --amqp / CONVERGE_AMQP_URL: serving the API over the store without ingest or relay');
@@ -68,6 +75,12 @@ async function serve({
   if (config.signingKey === null) logger.warn({}, 'no --signing-key / CONVERGE_SIGNING_KEY: POST declarations is disabled');
   const engine = createServer({ config, logger, store, ...(transport === undefined ? {} : { transport }) });
   let retention: Retention | null = null;
+  const stop = async (): Promise<void> => {
+    await retention?.stop();
+    await engine.stop();
+    await amqp?.close();
+    await store.close();
+  };
   try {
     const url = await engine.start();
     if (config.retain !== null && file !== null && config.archiveDir !== null && config.snapshotPath !== null) {
@@ -82,12 +95,33 @@ async function serve({
     const admin = engine.adminUrl();
     io.stderr(`converge serving on ${url}${engine.dashboard ? `  dashboard ${url}/` : ''}${admin === null ? '' : `  probes ${admin}`}\n`);
     await io.interrupted;
-    logger.info({}, 'stopping');
-  } finally {
-    await retention?.stop();
-    await engine.stop();
-    await amqp?.close();
-    await store.close();
+    logger.info({ stopTimeoutMs: config.stopTimeoutMs }, 'stopping');
+  } catch (err) {
+    await stop();
+    throw err;
   }
+  await stopWithin(stop, config.stopTimeoutMs, logger);
   return 0;
+}
+
+/** One store per vhost (src/transport/vhostOwner.ts): refuse to start on another store's vhost. */
+async function claimVhostForStore(
+  amqp: Awaited<ReturnType<typeof connectServerTransport>>,
+  store: EventStore,
+  config: Config,
+  logger: Logger,
+): Promise<void> {
+  const sqlite = config.store.startsWith('sqlite:') ? config.store.slice('sqlite:'.length) : null;
+  const shown = sqlite !== null && sqlite !== ':memory:' ? `sqlite:${resolve(sqlite)}` : redactUrl(config.store);
+  const mine = { id: await storeIdentity(store), store: shown, engine: config.engineId };
+  try {
+    const { shared } = await claimVhost(amqp.connection, mine, { logger, allowShared: config.allowSharedVhost });
+    if (!shared) logger.info({ store: mine.id, queue: vhostOwnerQueue }, 'the vhost records its reports in this store');
+  } catch (err) {
+    const e = toConvergeError(err);
+    logger.error({ code: e.code, ...e.details }, e.message);
+    await amqp.close();
+    await store.close();
+    throw e;
+  }
 }
