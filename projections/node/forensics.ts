@@ -33,6 +33,10 @@ export function eventTime(e: Recorded): string {
     case 'NodeSilent':
       return e.data.observedAt;
     case 'NodeRetired':
+    case 'NodeHeld':
+    case 'NodeReleased':
+    case 'NodePinned':
+    case 'NodeUnpinned':
       return e.data.at;
     case 'ObservationStarted':
     case 'ObservationStopped':

@@ -84,6 +84,8 @@ export const condition = named(
 
 export const anomalies = named('Anomalies', z.object({ stale: z.number().int(), unknown: z.number().int(), undeclared: z.number().int() }));
 
+const holdMark = z.object({ by: z.string(), reason: z.string(), at: iso });
+
 export const nodeView = named(
   'NodeState',
   z.object({
@@ -121,11 +123,26 @@ export const nodeView = named(
     retiredAt: iso
       .nullable()
       .describe('when the node was retired (out of the fleet views until a send brings it back); null: in the fleet'),
+    held: holdMark.nullable().optional().describe('held: rollouts skip the node (docs/design.md §8 "Holds and pins"); null: not held'),
+    pinned: holdMark
+      .nullable()
+      .optional()
+      .describe('pinned: the node keeps its spec (rollouts skip it, a direct send needs force); null: not pinned'),
     position,
   }),
   "One node's state: caughtUp means the latest report names the latest sent digest (docs/design.md §3)",
 );
 
+export const holdBody = z.object({ reason: z.string().max(1024).optional().describe('why, for the record') }).strict();
+export const holdVerbParams = z.object({
+  node: z.string().min(1).max(maxNodeIdLength),
+  verb: z.enum(['hold', 'release', 'pin', 'unpin']),
+});
+export const nodeHold = named(
+  'NodeHold',
+  z.object({ node: z.string(), held: holdMark.nullable(), pinned: holdMark.nullable(), position }),
+  'The node\'s hold and pin after the command, recorded in the `holds` stream (docs/design.md §8 "Holds and pins")',
+);
 export const retireBody = z.object({ reason: z.string().max(1024).optional().describe('why, for the record') }).strict();
 export const nodeRetired = named(
   'NodeRetired',
@@ -195,6 +212,7 @@ export const declarationBody = named(
   z
     .strictObject({
       resources: z.array(resource).max(10_000).optional(),
+      force: z.boolean().optional().describe('send to a pinned node too (default false: a pinned node answers 409)'),
       asOf: iso
         .optional()
         .describe('send again the spec the node had been sent at this time (the latest send at or before it, by stream order)'),
@@ -213,7 +231,13 @@ export const maxBatchDeclarations = 1_000;
 export const declarationBatchBody = named(
   'DeclarationBatch',
   z
-    .array(z.strictObject({ node: z.string().min(1).max(maxNodeIdLength), resources: z.array(resource).max(10_000) }))
+    .array(
+      z.strictObject({
+        node: z.string().min(1).max(maxNodeIdLength),
+        resources: z.array(resource).max(10_000),
+        force: z.boolean().optional().describe('send to this node even if it is pinned'),
+      }),
+    )
     .min(1)
     .max(maxBatchDeclarations),
   'Declarations for many nodes, recorded in one store transaction; each node at most once',
@@ -423,6 +447,7 @@ export const waveCounts = named(
     unsendable: count.describe('the spec assigns a port the node carries: never sent'),
     failed: count.describe('refused + degraded + unsendable'),
     superseded: count.describe('sent a newer declaration from elsewhere before reading ours'),
+    skipped: count.describe('held or pinned when the wave was sent: not sent, no failure (docs/design.md §8 "Holds and pins")'),
   }),
   'How the nodes of one wave stand now',
 );

@@ -23,6 +23,7 @@ import { whileLeased } from '../store/whileLeased.ts';
 import { sendRollback, sendWave } from './rolloutSends.ts';
 import { createRolloutClock } from './rolloutClock.ts';
 import { createBatchSender } from './sendBatch.ts';
+import { createHoldsReader } from './holds.ts';
 import type { BatchSender } from './sendBatch.ts';
 import type { LoadNode } from './sendView.ts';
 
@@ -117,6 +118,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     const counted = options.progress?.(s, wave);
     return counted !== undefined ? counted : waveProgress(s, wave, nodeOf, listLimit, options.graceMs);
   };
+  const holds = createHoldsReader(store);
   const sender: BatchSender = createBatchSender({
     store,
     key: options.key,
@@ -183,11 +185,11 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     const stream = rolloutStreamOf(s.id);
     try {
       if (d.kind === 'rollbackSend') {
-        const sent = await sendRollback({ store, sender, nodeOf, now }, s, d.nodes.slice(0, batchSize));
+        const sent = await sendRollback({ store, sender, nodeOf, now, holds }, s, d.nodes.slice(0, batchSize));
         options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
         options.metrics?.eventsAppended.inc({ type: 'RollbackSent' });
       } else if (d.kind === 'send') {
-        const sent = await sendWave({ sender, now }, s, d.wave, d.nodes.slice(0, batchSize));
+        const sent = await sendWave({ sender, now, holds }, s, d.wave, d.nodes.slice(0, batchSize));
         options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
         options.metrics?.eventsAppended.inc({ type: 'RolloutSent' });
       } else {

@@ -1,5 +1,5 @@
 import { createRaceScanner, foldNode, foldRollout, initialNodeState, startRollout } from '../../projections/index.ts';
-import { nodeOutcome, failureDetail, rollbackOutcome } from '../core/rollout/index.ts';
+import { nodeOutcome, failureDetail, isOperatorSkip, rollbackOutcome } from '../core/rollout/index.ts';
 import type { NodeState } from '../../projections/index.ts';
 import type { NodeOutcome, RolloutState } from '../core/rollout/index.ts';
 import { ConvergeError } from '../core/errors.ts';
@@ -346,8 +346,13 @@ export function explainLine(e: ExplainEntry): string {
         b.last === null ? '' : `; the last, ${b.last.node}, reported ${short(b.last.digest)} at ${b.last.at} (position ${b.last.position})`;
       return `${when}  wave ${e.wave} opened (${nodes}) because ${b.done} of ${b.size} node(s) of wave ${b.wave} reported the digest this rollout sent them${rest === '' ? '' : ` (${rest})`}${last}`;
     }
-    case 'sent':
-      return `${when}  wave ${e.wave}: ${e.sends} declaration(s) sent${e.skipped.length > 0 ? `, ${e.skipped.length} not sendable (${e.skipped.map((x) => `${x.node}: ${x.code}`).join(', ')})` : ''}`;
+    case 'sent': {
+      // Held and pinned nodes are the operator's skips (no failure); any other code is a refused send.
+      const skipped = e.skipped.filter((x) => isOperatorSkip(x.code));
+      const refused = e.skipped.filter((x) => !isOperatorSkip(x.code));
+      const list = (xs: typeof e.skipped): string => xs.map((x) => `${x.node}: ${x.code}`).join(', ');
+      return `${when}  wave ${e.wave}: ${e.sends} declaration(s) sent${refused.length > 0 ? `, ${refused.length} not sendable (${list(refused)})` : ''}${skipped.length > 0 ? `, ${skipped.length} skipped, counted against no budget (${skipped.map((x) => `${x.node}: ${x.reason}`).join('; ')})` : ''}`;
+    }
     case 'nodeDone':
       return `${when}  wave ${e.wave}: ${e.node} done: its report names ${short(e.digest)} (serial ${e.serial}, position ${e.position})${e.latencyMs === null ? '' : `, ${e.latencyMs} ms after the send`}`;
     case 'nodeFailed':

@@ -29,6 +29,8 @@ export type WaveCounts = Readonly<{
   unsendable: number;
   failed: number;
   superseded: number;
+  /** Held or pinned when the wave was sent: not sent, no failure (docs/design.md §8 "Holds and pins"). */
+  skipped: number;
 }>;
 
 export type RolloutSummary = Readonly<{
@@ -150,8 +152,17 @@ export type Entry = {
   reports: number;
 };
 
-export type Counts = { pending: number; done: number; refused: number; degraded: number; unsendable: number; superseded: number };
-export const zero = (): Counts => ({ pending: 0, done: 0, refused: 0, degraded: 0, unsendable: 0, superseded: 0 });
+export type Counts = {
+  pending: number;
+  done: number;
+  refused: number;
+  degraded: number;
+  unsendable: number;
+  superseded: number;
+  /** Held or pinned when its wave was sent: not sent, neither done nor failed. */
+  skipped: number;
+};
+export const zero = (): Counts => ({ pending: 0, done: 0, refused: 0, degraded: 0, unsendable: 0, superseded: 0, skipped: 0 });
 
 export type Tracked = {
   state: RolloutState;

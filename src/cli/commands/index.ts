@@ -117,6 +117,7 @@ export const commands: readonly CommandSpec[] = [
         value: '<time>',
         help: 'send again the spec the node had been sent at this ISO time (its latest send at or before it, by stream order)',
       },
+      force: { type: 'boolean', help: 'send to a pinned node too (without it a pinned node refuses the send)' },
     },
     args: [1, 2],
     settings: ['store', 'signingKeyPath'],
@@ -299,18 +300,20 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'node',
-    subcommands: ['enroll', 'revoke', 'retire'],
+    subcommands: ['enroll', 'revoke', 'retire', 'hold', 'release', 'pin', 'unpin'],
     usage: [
       'converge node enroll <id> [--vhost <vhost>] [--replace] [--json]',
       '       converge node revoke <id> [--vhost <vhost>] [--json]',
       '       converge node retire <id> [--reason <text>] [--json]',
+      '       converge node hold <id> [--reason <text>] [--json]    (release <id>: rollouts send to it again)',
+      '       converge node pin <id> [--reason <text>] [--json]     (unpin <id>)',
     ].join('\n'),
     summary:
       "a node's broker account: enroll <id> | revoke <id>, scoped to what wire.go lets it say; retire <id>: out of the fleet, its history kept",
     flags: {
       vhost: { type: 'string', value: '<vhost>', help: 'RabbitMQ virtual host (default /)' },
       replace: { type: 'boolean', help: 'enroll over an existing account, rotating its password' },
-      reason: { type: 'string', value: '<text>', help: 'retire: why, for the record' },
+      reason: { type: 'string', value: '<text>', help: 'retire, hold, pin: why, for the record' },
     },
     args: [2, 2],
     settings: ['managementUrl', 'inboxQueue', 'store'],

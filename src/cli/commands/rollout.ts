@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import { isTerminal } from '../../core/rollout/index.ts';
 import type { TargetSelection } from '../../core/rollout/index.ts';
@@ -10,6 +9,7 @@ import type { EventStore } from '../../store/index.ts';
 import type { Context, Run } from '../command.ts';
 import { openStore, withStore } from '../command.ts';
 import { parseDuration } from '../duration.ts';
+import { who } from '../operator.ts';
 import { printJson, printList, printOne } from '../output.ts';
 import { foldStore } from './readModelFromStore.ts';
 import { foldRollouts } from './rolloutViewFromStore.ts';
@@ -27,17 +27,6 @@ type Verb = (typeof verbs)[number];
 
 const usage = (message: string): ConvergeError => new ConvergeError('CONVERGE_ERR_USAGE', message);
 
-function who(ctx: Context): string {
-  let user = ctx.io.env.USER ?? ctx.io.env.USERNAME;
-  if (user === undefined) {
-    try {
-      user = userInfo().username;
-    } catch {
-      user = 'unknown';
-    }
-  }
-  return `cli ${user}`;
-}
 const str = (v: string | boolean | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
 
 function selectionOf(values: Context['values']): TargetSelection {

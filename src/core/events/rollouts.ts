@@ -151,6 +151,8 @@ export const waveCompletedData = z.object({
   supersededNodes: z.array(z.string()),
   /** `failed` by failure class (superseded nodes are `superseded`). Absent in older events. */
   byClass: byClass.optional(),
+  /** Nodes not sent to, held or pinned (docs/design.md §8 "Holds and pins"): neither done nor failed. Absent: none. */
+  skipped: count.optional(),
 });
 
 export const rolloutPausedData = z.object({ rollout: rolloutId, by: z.string(), reason: z.string(), at: iso });

@@ -37,6 +37,8 @@ export type WaveProgress = Readonly<{
   pending: number;
   done: number;
   superseded: number;
+  /** Held or pinned when the wave was sent: not sent, neither done nor failed (docs/design.md §8 "Holds and pins"). */
+  skipped: number;
   /** Refused, degraded or unsendable now, with details. */
   failures: readonly RolloutFailure[];
   failureCount: number;
@@ -173,6 +175,24 @@ export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: nu
     const wave = openTally(progress, supersededFail, late);
     // A wave completes only on proof: with no node done, nothing shows the spec works anywhere,
     // and the next wave must not open to more nodes on failures the criteria happened to allow.
+    // A wave whose every node was skipped (held or pinned) settled nothing either way: it
+    // completes with nothing done, and the next wave still has to prove the spec on its own.
+    const settledAny = progress.failureCount + extraCount + progress.superseded > 0;
+    if (progress.done === 0 && !settledAny && progress.skipped > 0) {
+      return {
+        kind: 'completeWave',
+        data: {
+          wave: w.wave,
+          done: 0,
+          failed: 0,
+          superseded: 0,
+          failures: [],
+          supersededNodes: [],
+          byClass: {},
+          skipped: progress.skipped,
+        },
+      };
+    }
     if (progress.done === 0) {
       return {
         kind: 'halt',
@@ -196,6 +216,7 @@ export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: nu
         failures: cap([...progress.failures, ...extra], listLimit),
         supersededNodes: cap(progress.supersededNodes(), listLimit),
         byClass,
+        ...(progress.skipped > 0 ? { skipped: progress.skipped } : {}),
       },
     };
   };
@@ -233,6 +254,7 @@ export function waveProgress(
   let unsentCount = 0;
   let failureCount = 0;
   let done = 0;
+  let skipped = 0;
   for (let i = w.from; i < w.to; i++) {
     const node = s.targets[i];
     if (node === undefined) continue;
@@ -245,6 +267,7 @@ export function waveProgress(
     } else if (o === 'pending') pendingNodes.push(node);
     else if (o === 'done') done++;
     else if (o === 'superseded') superseded.push(node);
+    else if (o === 'skipped') skipped++;
     else {
       failureCount++;
       byClass[o as keyof typeof byClass]++;
@@ -258,6 +281,7 @@ export function waveProgress(
     pending: pendingNodes.length,
     done,
     superseded: superseded.length,
+    skipped,
     failures,
     failureCount,
     failuresByClass: byClass,

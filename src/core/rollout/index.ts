@@ -1,6 +1,16 @@
 export { rolloutStatuses, isTerminal, targetsComplete, waveDeadline, supersededPolicy, rollbackPolicy } from './state.ts';
 export type { RolloutStatus, WaveState, RolloutSend, RolloutSkip, RolloutState, NodeFacts, RollbackSend, RollbackState } from './state.ts';
-export { nodeOutcomes, isFailure, nodeOutcome, failureDetail, lateFailure, notConnectedAt, defaultSilentGraceMs } from './outcome.ts';
+export {
+  nodeOutcomes,
+  operatorSkipCodes,
+  isOperatorSkip,
+  isFailure,
+  nodeOutcome,
+  failureDetail,
+  lateFailure,
+  notConnectedAt,
+  defaultSilentGraceMs,
+} from './outcome.ts';
 export type { NodeOutcome } from './outcome.ts';
 export { budgetUsed, completedTally, openTally, decide, waveProgress, lateOf, eventOfDecision } from './decide.ts';
 export type { WaveProgress, Decision, Late } from './decide.ts';
