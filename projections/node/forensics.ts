@@ -59,6 +59,7 @@ export function eventTime(e: Recorded): string {
     case 'RolloutAborted':
     case 'RollbackStarted':
     case 'RollbackCompleted':
+    case 'WaveGateChecked':
       return e.data.at;
     case 'RollbackSent':
       return e.data.sentAt;

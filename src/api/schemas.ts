@@ -13,6 +13,7 @@ import {
   maxRolloutDurationMs,
   nodeEventTypes,
   onSupersededPolicies,
+  rolloutGate,
   rollbackPolicies,
   rollbackScopes,
   rolloutIdPattern,
@@ -513,6 +514,19 @@ export const rolloutSummary = named(
     completed: z.object({ at: iso, done: count, failed: count, superseded: count }).nullable(),
     aborted: z.object({ by: z.string(), reason: z.string(), at: iso }).nullable(),
     rollbackOnHalt: z.enum(rollbackPolicies).describe('what a halt rolls back: none, the halted wave, or every node sent'),
+    gate: z
+      .object({
+        url: z.string(),
+        timeoutMs: count,
+        state: z.enum(['notAsked', 'open', 'held']),
+        wave: count.optional(),
+        detail: z.string().optional(),
+        attempts: count.optional(),
+        at: iso.optional(),
+      })
+      .nullable()
+      .optional()
+      .describe('the pre-wave gate and its latest answer: held until it answers 2xx for the next wave; null without one'),
     rollback: z
       .object({
         scope: z.enum(rollbackScopes),
@@ -611,6 +625,9 @@ export const rolloutStartBody = named(
       .enum(rollbackPolicies)
       .optional()
       .describe("on a halt, send the nodes sent this spec their previous one: 'none' (default), 'wave' (the halted wave's), 'all'"),
+    gate: rolloutGate
+      .optional()
+      .describe('before each wave after the first, POST {rollout, wave, counts} to url: only a 2xx within timeoutMs opens the wave'),
   }),
   'A spec to roll out, to which nodes, in which waves, with which failure budget',
 );

@@ -3,7 +3,7 @@ import { nodeOutcome, failureDetail, isOperatorSkip, rollbackOutcome } from '../
 import type { NodeState } from '../../projections/index.ts';
 import type { NodeOutcome, RolloutState } from '../core/rollout/index.ts';
 import { ConvergeError } from '../core/errors.ts';
-import type { Recorded, RolloutEvent, RolloutFailure } from '../core/events/index.ts';
+import type { Recorded, RolloutEvent, RolloutFailure, WaveGateCheckedData } from '../core/events/index.ts';
 import { isNodeEvent, isRollbackSendOf, rolloutStreamOf, streamOf } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 
@@ -44,6 +44,8 @@ export type ExplainEntry = Readonly<
         }> | null;
       }
     | { kind: 'sent'; wave: number; sends: number; skipped: readonly Readonly<{ node: string; code: string; reason: string }>[] }
+    /** The plan's gate answered before a wave (docs/design.md §8 "Gates"): a 2xx opens it, anything else holds it. */
+    | { kind: 'gate'; wave: number; passed: boolean; status: number | null; detail: string; attempt: number }
     /** A report that named the digest this rollout sent the node, with the node converged: done. */
     | { kind: 'nodeDone'; wave: number; node: string; digest: string; serial: number; latencyMs: number | null }
     | { kind: 'nodeFailed'; wave: number; node: string; outcome: NodeOutcome; detail: string }
@@ -100,6 +102,8 @@ export async function explainRollout(store: EventStore, id: string): Promise<Rol
   events.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
   return explainEvents(id, events);
 }
+
+const pick = (d: WaveGateCheckedData) => ({ wave: d.wave, passed: d.passed, status: d.status, detail: d.detail, attempt: d.attempt });
 
 /** The same story from events already in store order (a rollout's stream and its targets' streams). */
 export function explainEvents(id: string, events: readonly Recorded[]): RolloutExplanation {
@@ -255,6 +259,9 @@ export function explainEvents(id: string, events: readonly Recorded[]): RolloutE
         });
         break;
       }
+      case 'WaveGateChecked':
+        entries.push({ kind: 'gate', at: r.data.at, position, ...pick(r.data) });
+        break;
       case 'RolloutPaused':
         entries.push({ kind: 'paused', at: r.data.at, position, by: r.data.by, reason: r.data.reason });
         break;
@@ -364,6 +371,10 @@ export function explainLine(e: ExplainEntry): string {
       return `${when}  wave ${e.wave}: ${e.node} stale report (position ${e.position}): names ${e.reportedSerial === null ? '' : `serial ${e.reportedSerial} `}${short(e.reported)}, not ours, serial ${e.oursSerial} ${short(e.ours)} sent at ${e.sentAt}; the clock rule would have counted it done, the digest rule keeps it pending`;
     case 'waveCompleted':
       return `${when}  wave ${e.wave} completed: ${e.done} done, ${e.failed} failed, ${e.superseded} superseded${e.failures.length > 0 ? ` (${e.failures.map((f) => `${f.node} ${f.reason}`).join(', ')})` : ''}`;
+    case 'gate':
+      return e.passed
+        ? `${when}  wave ${e.wave}: the gate answered ${e.detail}: the wave may open (call ${e.attempt})`
+        : `${when}  wave ${e.wave} held at the gate: ${e.detail} (call ${e.attempt}; asked again with backoff)`;
     case 'paused':
       return `${when}  paused by ${e.by}${e.reason === '' ? '' : `: ${e.reason}`}`;
     case 'resumed':

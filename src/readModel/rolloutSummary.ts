@@ -131,6 +131,15 @@ export function summaryOf(r: Tracked, now: number, lookup: Lookup): RolloutSumma
     completed: s.completed,
     aborted: s.aborted,
     rollbackOnHalt: rollbackPolicy(s),
+    // The gate's latest answer, `held` until it says yes for the next wave (docs/design.md §8 "Gates").
+    gate:
+      s.started.gate === undefined
+        ? null
+        : {
+            ...s.started.gate,
+            state: s.gate === null ? 'notAsked' : s.gate.passed ? 'open' : 'held',
+            ...(s.gate === null ? {} : { wave: s.gate.wave, detail: s.gate.detail, attempts: s.gate.attempts, at: s.gate.at }),
+          },
     rollback: rollbackSummary(r, lookup),
     position: r.position.toString(),
   };

@@ -70,6 +70,16 @@ export type RolloutSummary = Readonly<{
   aborted: RolloutState['aborted'];
   /** What a halt rolls back (docs/design.md §8, "Rollback"). */
   rollbackOnHalt: RollbackOnHalt;
+  /** The plan's gate and its latest answer; null without one. */
+  gate: Readonly<{
+    url: string;
+    timeoutMs: number;
+    state: 'notAsked' | 'open' | 'held';
+    wave?: number;
+    detail?: string;
+    attempts?: number;
+    at?: string;
+  }> | null;
   rollback: RollbackSummary | null;
   /** Store position of the last change: a rollout event, or a change of one of its nodes' outcomes. */
   position: string;

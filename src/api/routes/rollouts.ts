@@ -133,6 +133,7 @@ export const rolloutRoutes: FastifyPluginAsyncZod<RolloutRouteContext> = async (
         ...(body.pauseMs === undefined ? {} : { pauseMs: body.pauseMs }),
         ...(body.onSuperseded === undefined ? {} : { onSuperseded: body.onSuperseded }),
         ...(body.rollbackOnHalt === undefined ? {} : { rollbackOnHalt: body.rollbackOnHalt }),
+        ...(body.gate === undefined ? {} : { gate: body.gate }),
         startedBy: who(headers.authorization),
       });
       await waitForView(rollouts, r.rollout, () => rollouts.get(r.rollout) !== undefined, visibleMs);

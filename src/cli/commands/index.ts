@@ -236,7 +236,7 @@ export const commands: readonly CommandSpec[] = [
     output: true,
     usage: [
       'converge rollout start <spec.json|-> (--nodes a,b | --all | --spec <digest> | --prefix <p>) --waves 1,10%,50%,100%',
-      '         (--max-failures <n|p%> | --abort-on <class+class:n|p%@min,…>) --wave-timeout <10m> [--pause <30s>] [--on-superseded fail|hold] [--rollback-on-halt none|wave|all] [--id <id>] [--json]',
+      '         (--max-failures <n|p%> | --abort-on <class+class:n|p%@min,…>) --wave-timeout <10m> [--pause <30s>] [--on-superseded fail|hold] [--rollback-on-halt none|wave|all] [--gate-url <url> [--gate-timeout <10s>]] [--id <id>] [--json]',
       '       converge rollout status <id> [--watch] [--json]',
       '       converge rollout pause|abort <id> [--reason <text>] [--json]',
       '       converge rollout rollback <id> [--scope all|wave] [--reason <text>] [--json]',
@@ -272,6 +272,16 @@ export const commands: readonly CommandSpec[] = [
         type: 'string',
         value: '<none|wave|all>',
         help: "start: on a halt, send the halted wave's nodes (wave) or every node sent (all) their previous spec (default none)",
+      },
+      'gate-url': {
+        type: 'string',
+        value: '<url>',
+        help: 'start: before each wave after the first, POST the rollout id, wave and counts here; only a 2xx opens the wave',
+      },
+      'gate-timeout': {
+        type: 'string',
+        value: '<duration>',
+        help: 'start: how long the gate may take to answer (default 10s; more holds the wave)',
       },
       scope: { type: 'string', value: '<all|wave>', help: "rollback: every node this rollout sent to (all, default) or the open wave's" },
       id: { type: 'string', value: '<id>', help: 'start: name the rollout (default: the time and 6 random hex digits)' },

@@ -79,6 +79,9 @@ async function start(ctx: Context, file: string): Promise<number> {
   const onSuperseded = str(values['on-superseded']);
   if (onSuperseded !== undefined && onSuperseded !== 'fail' && onSuperseded !== 'hold')
     throw usage(`--on-superseded is fail or hold (got ${JSON.stringify(onSuperseded)})`);
+  const gateUrl = str(values['gate-url']);
+  const gateTimeout = str(values['gate-timeout']);
+  if (gateTimeout !== undefined && gateUrl === undefined) throw usage('--gate-timeout goes with --gate-url');
   const rollbackOnHalt = str(values['rollback-on-halt']);
   if (rollbackOnHalt !== undefined && rollbackOnHalt !== 'none' && rollbackOnHalt !== 'wave' && rollbackOnHalt !== 'all')
     throw usage(`--rollback-on-halt is none, wave or all (got ${JSON.stringify(rollbackOnHalt)})`);
@@ -111,6 +114,7 @@ async function start(ctx: Context, file: string): Promise<number> {
         ...(pause === undefined ? {} : { pauseMs: parseDuration('pause', pause) }),
         ...(onSuperseded === undefined ? {} : { onSuperseded }),
         ...(rollbackOnHalt === undefined ? {} : { rollbackOnHalt }),
+        ...(gateUrl === undefined ? {} : { gate: { url: gateUrl, timeoutMs: parseDuration('gate-timeout', gateTimeout ?? '10s') } }),
         startedBy: who(ctx),
       },
     );

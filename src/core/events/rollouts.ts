@@ -73,6 +73,9 @@ export type RollbackOnHalt = (typeof rollbackPolicies)[number];
 export const rollbackScopes = ['wave', 'all'] as const;
 export type RollbackScope = (typeof rollbackScopes)[number];
 
+export const rolloutGate = z.object({ url: z.url({ protocol: /^https?$/ }), timeoutMs: z.number().int().min(1).max(300_000) });
+export type RolloutGate = z.infer<typeof rolloutGate>;
+
 export const rolloutStartedData = z.object({
   rollout: rolloutId,
   /** The spec sent to every target, as given (each node's declaration wraps it with its own node, serial, time). */
@@ -107,6 +110,11 @@ export const rolloutStartedData = z.object({
   onSuperseded: z.enum(onSupersededPolicies).optional(),
   /** What a halt rolls back. Absent in rollouts recorded before rollback existed: 'none'. */
   rollbackOnHalt: z.enum(rollbackPolicies).optional(),
+  /**
+   * A pre-wave gate (docs/design.md §8 "Gates"): before each wave after the first the driver POSTs
+   * to `url`, and only a 2xx within `timeoutMs` opens the wave. Absent: no gate.
+   */
+  gate: rolloutGate.optional(),
   startedBy: z.string(),
   startedAt: iso,
 });
@@ -229,6 +237,21 @@ export const rollbackCompletedData = z.object({
   failures: z.array(failure),
 });
 
+/**
+ * A gate's answer before wave `wave` opens: `passed` (a 2xx) opens it; otherwise the wave is held
+ * and the driver asks again later. `status`: the HTTP status (null: no answer, `detail` says why).
+ */
+export const waveGateCheckedData = z.object({
+  rollout: rolloutId,
+  wave: z.number().int().min(2),
+  passed: z.boolean(),
+  status: z.number().int().nullable(),
+  detail: z.string(),
+  /** The how-manieth call for this wave (1 first). */
+  attempt: z.number().int().min(1),
+  at: iso,
+});
+
 /** Lists of nodes inside one event stop here, so an event stays far below the store's size limit. */
 export const listLimit = 1_000;
 
@@ -247,6 +270,7 @@ export type RolloutCompletedData = Readonly<z.infer<typeof rolloutCompletedData>
 export type RollbackStartedData = Readonly<z.infer<typeof rollbackStartedData>>;
 export type RollbackSentData = Readonly<z.infer<typeof rollbackSentData>>;
 export type RollbackCompletedData = Readonly<z.infer<typeof rollbackCompletedData>>;
+export type WaveGateCheckedData = Readonly<z.infer<typeof waveGateCheckedData>>;
 
 export const rolloutEventDataSchemas = {
   RolloutStarted: rolloutStartedData,
@@ -262,6 +286,7 @@ export const rolloutEventDataSchemas = {
   RollbackStarted: rollbackStartedData,
   RollbackSent: rollbackSentData,
   RollbackCompleted: rollbackCompletedData,
+  WaveGateChecked: waveGateCheckedData,
 } as const;
 
 type Ev<Type extends string, Data> = Readonly<{ type: Type; data: Data }>;
@@ -278,6 +303,7 @@ export type RolloutAborted = Ev<'RolloutAborted', RolloutAbortedData>;
 export type RollbackStarted = Ev<'RollbackStarted', RollbackStartedData>;
 export type RollbackSent = Ev<'RollbackSent', RollbackSentData>;
 export type RollbackCompleted = Ev<'RollbackCompleted', RollbackCompletedData>;
+export type WaveGateChecked = Ev<'WaveGateChecked', WaveGateCheckedData>;
 export type RolloutEvent =
   | RolloutStarted
   | RolloutNodesListed
@@ -291,7 +317,8 @@ export type RolloutEvent =
   | RolloutAborted
   | RollbackStarted
   | RollbackSent
-  | RollbackCompleted;
+  | RollbackCompleted
+  | WaveGateChecked;
 export type RolloutEventType = RolloutEvent['type'];
 
 export const rolloutEventTypes = [
@@ -308,6 +335,7 @@ export const rolloutEventTypes = [
   'RollbackStarted',
   'RollbackSent',
   'RollbackCompleted',
+  'WaveGateChecked',
 ] as const satisfies readonly RolloutEventType[];
 
 export const rolloutStreamPrefix = 'rollout-';

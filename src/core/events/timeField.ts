@@ -30,4 +30,5 @@ export const eventTimeField: Readonly<Record<ConvergeEventType, string>> = {
   RollbackStarted: 'at',
   RollbackSent: 'sentAt',
   RollbackCompleted: 'at',
+  WaveGateChecked: 'at',
 };

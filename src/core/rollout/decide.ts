@@ -52,6 +52,8 @@ export type WaveProgress = Readonly<{
 export type Decision =
   | Readonly<{ kind: 'wait'; untilMs: number | null; why: string }>
   | Readonly<{ kind: 'startWave'; wave: number; from: number; to: number }>
+  // The plan's gate must answer 2xx before this wave opens (src/engine/rolloutGate.ts asks it).
+  | Readonly<{ kind: 'gate'; wave: number }>
   | Readonly<{ kind: 'send'; wave: number; nodes: readonly string[] }>
   | Readonly<{ kind: 'completeWave'; data: Omit<WaveCompletedData, 'rollout' | 'completedAt'> }>
   | Readonly<{ kind: 'halt'; data: Omit<RolloutHaltedData, 'rollout' | 'at'> }>
@@ -117,6 +119,7 @@ export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: nu
     if (next === undefined) return { kind: 'complete', data: { done: s.done, failed: s.failed, superseded: s.superseded } };
     const opensAt = Date.parse(w.completed.completedAt) + s.started.pauseMs;
     if (nowMs < opensAt) return { kind: 'wait', untilMs: opensAt, why: `pause before wave ${next.wave}` };
+    if (s.started.gate !== undefined && !(s.gate?.wave === next.wave && s.gate.passed)) return { kind: 'gate', wave: next.wave };
     return { kind: 'startWave', wave: next.wave, from: next.from, to: next.to };
   }
 
@@ -316,7 +319,7 @@ export function lateOf(
  */
 export function eventOfDecision(
   s: RolloutState,
-  d: Exclude<Decision, { kind: 'wait' } | { kind: 'send' } | { kind: 'rollbackSend' }>,
+  d: Exclude<Decision, { kind: 'wait' } | { kind: 'send' } | { kind: 'rollbackSend' } | { kind: 'gate' }>,
   nowIso: string,
 ): WithId<RolloutEvent> {
   const rollout = s.id;

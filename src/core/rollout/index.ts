@@ -1,5 +1,15 @@
 export { rolloutStatuses, isTerminal, targetsComplete, waveDeadline, supersededPolicy, rollbackPolicy } from './state.ts';
-export type { RolloutStatus, WaveState, RolloutSend, RolloutSkip, RolloutState, NodeFacts, RollbackSend, RollbackState } from './state.ts';
+export type {
+  GateState,
+  RolloutStatus,
+  WaveState,
+  RolloutSend,
+  RolloutSkip,
+  RolloutState,
+  NodeFacts,
+  RollbackSend,
+  RollbackState,
+} from './state.ts';
 export {
   nodeOutcomes,
   operatorSkipCodes,
