@@ -14,6 +14,8 @@ import {
   nodeEventTypes,
   onSupersededPolicies,
   rolloutGate,
+  rolloutRamp,
+  rolloutRate,
   rollbackPolicies,
   rollbackScopes,
   rolloutIdPattern,
@@ -625,6 +627,8 @@ export const rolloutStartBody = named(
       .enum(rollbackPolicies)
       .optional()
       .describe("on a halt, send the nodes sent this spec their previous one: 'none' (default), 'wave' (the halted wave's), 'all'"),
+    rate: rolloutRate.optional().describe('metered sends: at most perMinute nodes a minute over the whole rollout'),
+    ramp: rolloutRamp.optional().describe('a rising meter: base a minute, times factor every everyMs, up to cap a minute (not with rate)'),
     gate: rolloutGate
       .optional()
       .describe('before each wave after the first, POST {rollout, wave, counts} to url: only a 2xx within timeoutMs opens the wave'),

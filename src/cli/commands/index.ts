@@ -236,7 +236,7 @@ export const commands: readonly CommandSpec[] = [
     output: true,
     usage: [
       'converge rollout start <spec.json|-> (--nodes a,b | --all | --spec <digest> | --prefix <p>) --waves 1,10%,50%,100%',
-      '         (--max-failures <n|p%> | --abort-on <class+class:n|p%@min,…>) --wave-timeout <10m> [--pause <30s>] [--on-superseded fail|hold] [--rollback-on-halt none|wave|all] [--gate-url <url> [--gate-timeout <10s>]] [--id <id>] [--json]',
+      '         (--max-failures <n|p%> | --abort-on <class+class:n|p%@min,…>) --wave-timeout <10m> [--pause <30s>] [--on-superseded fail|hold] [--rollback-on-halt none|wave|all] [--rate <n/min> | --ramp <base,factor,cap,every>] [--gate-url <url> [--gate-timeout <10s>]] [--id <id>] [--json]',
       '       converge rollout status <id> [--watch] [--json]',
       '       converge rollout pause|abort <id> [--reason <text>] [--json]',
       '       converge rollout rollback <id> [--scope all|wave] [--reason <text>] [--json]',
@@ -272,6 +272,12 @@ export const commands: readonly CommandSpec[] = [
         type: 'string',
         value: '<none|wave|all>',
         help: "start: on a halt, send the halted wave's nodes (wave) or every node sent (all) their previous spec (default none)",
+      },
+      rate: { type: 'string', value: '<n>', help: 'start: send to at most n nodes a minute over the whole rollout' },
+      ramp: {
+        type: 'string',
+        value: '<base,factor,cap,every>',
+        help: 'start: send base nodes a minute, times factor every <every> (a duration), up to cap a minute',
       },
       'gate-url': {
         type: 'string',

@@ -75,6 +75,15 @@ export type RollbackScope = (typeof rollbackScopes)[number];
 
 export const rolloutGate = z.object({ url: z.url({ protocol: /^https?$/ }), timeoutMs: z.number().int().min(1).max(300_000) });
 export type RolloutGate = z.infer<typeof rolloutGate>;
+export const rolloutRate = z.object({ perMinute: z.number().positive().max(1_000_000) });
+export const rolloutRamp = z
+  .object({
+    base: z.number().positive().max(1_000_000),
+    factor: z.number().min(1).max(1_000),
+    cap: z.number().positive().max(1_000_000),
+    everyMs: z.number().int().min(1_000).max(maxRolloutDurationMs),
+  })
+  .refine((r) => r.cap >= r.base, 'the cap is at least the base');
 
 export const rolloutStartedData = z.object({
   rollout: rolloutId,
@@ -115,6 +124,10 @@ export const rolloutStartedData = z.object({
    * to `url`, and only a 2xx within `timeoutMs` opens the wave. Absent: no gate.
    */
   gate: rolloutGate.optional(),
+  /** Metered sends (docs/design.md §8 "Rate"): at most `perMinute` nodes a minute, over the whole rollout. */
+  rate: rolloutRate.optional(),
+  /** A rising meter: `base` a minute, times `factor` every `everyMs`, up to `cap` a minute (not with `rate`). */
+  ramp: rolloutRamp.optional(),
   startedBy: z.string(),
   startedAt: iso,
 });

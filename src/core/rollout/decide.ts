@@ -11,6 +11,7 @@ import type {
   WithId,
 } from '../events/index.ts';
 import { addTally, criteriaOf, tripped } from './criteria.ts';
+import { allowance, allowedAt, meterOf } from './rate.ts';
 import type { Tally, Tripped } from './criteria.ts';
 import { defaultSilentGraceMs, failureDetail, lateFailure, nodeOutcome } from './outcome.ts';
 import { isTerminal, rollbackPolicy, supersededPolicy, targetsComplete, waveDeadline } from './state.ts';
@@ -162,7 +163,19 @@ export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: nu
   const now = addTally(before, openTally(progress, supersededFail, null));
   const over = tripped(criteria, now);
   if (over !== null) return halt(over, seen());
-  if (progress.unsentCount > 0) return { kind: 'send', wave: w.wave, nodes: progress.unsent };
+  if (progress.unsentCount > 0) {
+    // A metered plan sends no more than its allowance by now, counted from the first wave's start.
+    const meter = meterOf(s.started);
+    const t0 = s.waves[0]?.startedAt ?? null;
+    if (meter === null || t0 === null) return { kind: 'send', wave: w.wave, nodes: progress.unsent };
+    const reached = s.sends.size + s.skipped.size;
+    const room = allowance(meter, nowMs - Date.parse(t0)) - reached;
+    if (room <= 0) {
+      const at = Date.parse(t0) + allowedAt(meter, reached + 1);
+      return { kind: 'wait', untilMs: at, why: `sends metered: the next at ${new Date(at).toISOString()}` };
+    }
+    return { kind: 'send', wave: w.wave, nodes: progress.unsent.slice(0, room) };
+  }
   const held: Decision | null =
     !supersededFail && progress.superseded > 0
       ? {

@@ -30,3 +30,5 @@ export { planWaves, planBudget, selectTargets } from './plan.ts';
 export type { WavePlan, TargetSelection } from './plan.ts';
 export { owesRollback, rollbackTargets, rollbackOutcome, rollbackProgress, rollbackDeadline, decideRollback } from './rollback.ts';
 export type { RollbackProgress } from './rollback.ts';
+export { allowance, allowedAt, meterOf } from './rate.ts';
+export type { Meter } from './rate.ts';
