@@ -40,3 +40,5 @@ export { parseAt, eventTime, isBeyond, stateAt, createFleetFold, timeline, creat
 export type { At, StoppedFold, FleetFold, TimelineEntry, DeclarationOutcome, Timeline, Race, RaceScanner } from './node/forensics.ts';
 export { foldVersion } from './foldVersion.ts';
 export { startRollout, foldRollout, foldRolloutEvents } from './rollout.ts';
+export { foldHolds, holdOf, noHolds } from './holds.ts';
+export type { Holds, HoldMark, NodeHold } from './holds.ts';

@@ -166,6 +166,7 @@ export function startRollout(e: Recorded<RolloutEvent>): RolloutState | null {
       completed: null,
       aborted: null,
       rollback: null,
+      gate: null,
       updatedAt: d.startedAt,
       revision: e.revision,
       position: e.position,
@@ -260,6 +261,12 @@ export function foldRollout(s: RolloutState, e: Recorded<RolloutEvent>): Rollout
     case 'RolloutAborted':
       next = { ...next, status: 'aborted', aborted: e.data, pausedAt: null, updatedAt: e.data.at };
       break;
+    case 'WaveGateChecked': {
+      const d = e.data;
+      const attempts = s.gate?.wave === d.wave ? s.gate.attempts + 1 : 1;
+      next = { ...next, gate: { wave: d.wave, passed: d.passed, status: d.status, detail: d.detail, attempts, at: d.at }, updatedAt: d.at };
+      break;
+    }
     default:
       next = { ...next, ...foldRollback(s, e) };
       break;

@@ -33,6 +33,10 @@ export function eventTime(e: Recorded): string {
     case 'NodeSilent':
       return e.data.observedAt;
     case 'NodeRetired':
+    case 'NodeHeld':
+    case 'NodeReleased':
+    case 'NodePinned':
+    case 'NodeUnpinned':
       return e.data.at;
     case 'ObservationStarted':
     case 'ObservationStopped':
@@ -55,6 +59,7 @@ export function eventTime(e: Recorded): string {
     case 'RolloutAborted':
     case 'RollbackStarted':
     case 'RollbackCompleted':
+    case 'WaveGateChecked':
       return e.data.at;
     case 'RollbackSent':
       return e.data.sentAt;

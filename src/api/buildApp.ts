@@ -16,6 +16,7 @@ import { logLevelOf, RequestLog, requestSerializers } from './requestLog.ts';
 import { applyHeaderPolicy } from './responseHeaders.ts';
 import { dashboardRoutes } from './routes/dashboard.ts';
 import { declarationRoutes } from './routes/declarations.ts';
+import { holdRoutes } from './routes/holds.ts';
 import { eventRoutes } from './routes/events.ts';
 import { evidenceRoutes } from './routes/evidence.ts';
 import { fleetRoutes } from './routes/fleet.ts';
@@ -164,6 +165,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   void app.register(fastifySwagger, openApiOptions());
   void app.register(nodeRoutes, context);
   void app.register(declarationRoutes, context);
+  void app.register(holdRoutes, context);
   void app.register(fleetRoutes, { ...context, fleetHistory });
   void app.register(timelineRoutes, context);
   void app.register(evidenceRoutes, context);

@@ -9,6 +9,7 @@ import type { RolloutView } from '../readModel/rollouts.ts';
 import type { ComponentHealth } from '../engine/health.ts';
 import type { StartedRollout, StartRolloutInput } from '../engine/rolloutCommands.ts';
 import type { EventStore } from '../store/index.ts';
+import type { HoldsReader } from '../engine/holds.ts';
 import type { TokenTable } from './auth.ts';
 import type { ConnectionCaps } from './connectionCaps.ts';
 import type { ListenerLimits } from './listenerLimits.ts';
@@ -17,7 +18,12 @@ import type { WriteLimits } from './writeLimits.ts';
 // What the HTTP API is given by the composition root (src/app/server.ts) or a test.
 
 /** The sender validates the spec and the node id (src/engine/send.ts): the route passes them as received. */
-export type SendDeclaration = (node: string, resources: readonly Resource[]) => Promise<Readonly<{ digest: string; serial: number }>>;
+/** `force`: send to a pinned node too (docs/design.md §8 "Holds and pins"). */
+export type SendDeclaration = (
+  node: string,
+  resources: readonly Resource[],
+  options?: Readonly<{ force?: boolean }>,
+) => Promise<Readonly<{ digest: string; serial: number }>>;
 
 /** The operator's commands on a rollout (src/engine/rolloutCommands.ts, wired by src/app/server.ts). */
 export type RolloutCommands = Readonly<{
@@ -28,7 +34,9 @@ export type RolloutCommands = Readonly<{
   rollback: (id: string, by: Readonly<{ by: string; reason: string; scope?: RollbackScope }>) => Promise<RolloutState>;
 }>;
 /** Many nodes in one store transaction (docs/design.md#8-rollouts); each node's outcome of its own, in order. */
-export type SendDeclarations = (items: readonly Readonly<{ node: string; resources: readonly Resource[] }>[]) => Promise<
+export type SendDeclarations = (
+  items: readonly Readonly<{ node: string; resources: readonly Resource[]; force?: boolean | undefined }>[],
+) => Promise<
   Readonly<{
     outcomes: readonly (
       | Readonly<{ node: string; ok: true; digest: string; serial: number }>
@@ -57,6 +65,8 @@ export type ApiDeps = Readonly<{
   /** Ingest and relay health, read on each probe. */
   pipeline?: () => PipelineHealth;
   send?: SendDeclaration;
+  /** Holds and pins (docs/design.md §8); default: read from `store`. */
+  holds?: HoldsReader;
   /** Every rollout and how its nodes stand (the projection runner's; default: one made on the read model here). */
   rollouts?: RolloutView;
   /** Start, pause, resume, abort a rollout; absent: those routes answer 500 (no signing key, no store to write). */

@@ -1,26 +1,35 @@
-import { nodeView } from '../../projections/index.ts';
-import type { NodeState, NodeView } from '../../projections/index.ts';
+import { holdOf, nodeView } from '../../projections/index.ts';
+import type { HoldMark, NodeState, NodeView } from '../../projections/index.ts';
+import { createHoldsReader } from '../engine/holds.ts';
+import type { HoldsReader } from '../engine/holds.ts';
 import { nodeNotFound, withExactLastSeen } from '../readModel/queries.ts';
 import type { ApiDeps } from './deps.ts';
 
 // A node's state as the routes answer it: the read model's fold with the ingest's exact
-// last-seen time (docs/design.md §2) and liveness as of now.
+// last-seen time (docs/design.md §2) and liveness as of now, and its hold and pin (docs/design.md §8).
+
+/** A node as the API shows it: the fold's view, with the operator's hold and pin beside it. */
+export type ApiNodeView = NodeView & Readonly<{ held: HoldMark | null; pinned: HoldMark | null }>;
 
 export type NodeViews = Readonly<{
   now: () => number;
   withLastSeen: (state: NodeState) => NodeState;
-  view: (state: NodeState, at?: number) => NodeView;
+  view: (state: NodeState, at?: number) => ApiNodeView;
+  /** Holds and pins as the `holds` stream says: refresh before answering, `latest` within an answer. */
+  holds: HoldsReader;
   /** The node's state, or the one "node not found" error (404). */
   known: (node: string) => NodeState;
 }>;
 
-export function nodeViews(deps: Pick<ApiDeps, 'readModel' | 'lastSeen' | 'graceMs' | 'now'>): NodeViews {
+export function nodeViews(deps: Pick<ApiDeps, 'readModel' | 'lastSeen' | 'graceMs' | 'now' | 'store' | 'holds'>): NodeViews {
   const now = deps.now ?? Date.now;
   const withLastSeen = (st: NodeState): NodeState => withExactLastSeen(st, deps.lastSeen?.(st.node));
+  const holds = deps.holds ?? createHoldsReader(deps.store);
   return {
     now,
     withLastSeen,
-    view: (st, at = now()) => nodeView(withLastSeen(st), at, deps.graceMs),
+    holds,
+    view: (st, at = now()) => ({ ...nodeView(withLastSeen(st), at, deps.graceMs), ...holdOf(holds.latest(), st.node) }),
     known: (node) => {
       const st = deps.readModel.get(node);
       if (st === undefined) throw nodeNotFound(node);

@@ -13,6 +13,9 @@ import {
   maxRolloutDurationMs,
   nodeEventTypes,
   onSupersededPolicies,
+  rolloutGate,
+  rolloutRamp,
+  rolloutRate,
   rollbackPolicies,
   rollbackScopes,
   rolloutIdPattern,
@@ -84,6 +87,8 @@ export const condition = named(
 
 export const anomalies = named('Anomalies', z.object({ stale: z.number().int(), unknown: z.number().int(), undeclared: z.number().int() }));
 
+const holdMark = z.object({ by: z.string(), reason: z.string(), at: iso });
+
 export const nodeView = named(
   'NodeState',
   z.object({
@@ -121,11 +126,26 @@ export const nodeView = named(
     retiredAt: iso
       .nullable()
       .describe('when the node was retired (out of the fleet views until a send brings it back); null: in the fleet'),
+    held: holdMark.nullable().optional().describe('held: rollouts skip the node (docs/design.md §8 "Holds and pins"); null: not held'),
+    pinned: holdMark
+      .nullable()
+      .optional()
+      .describe('pinned: the node keeps its spec (rollouts skip it, a direct send needs force); null: not pinned'),
     position,
   }),
   "One node's state: caughtUp means the latest report names the latest sent digest (docs/design.md §3)",
 );
 
+export const holdBody = z.object({ reason: z.string().max(1024).optional().describe('why, for the record') }).strict();
+export const holdVerbParams = z.object({
+  node: z.string().min(1).max(maxNodeIdLength),
+  verb: z.enum(['hold', 'release', 'pin', 'unpin']),
+});
+export const nodeHold = named(
+  'NodeHold',
+  z.object({ node: z.string(), held: holdMark.nullable(), pinned: holdMark.nullable(), position }),
+  'The node\'s hold and pin after the command, recorded in the `holds` stream (docs/design.md §8 "Holds and pins")',
+);
 export const retireBody = z.object({ reason: z.string().max(1024).optional().describe('why, for the record') }).strict();
 export const nodeRetired = named(
   'NodeRetired',
@@ -195,6 +215,7 @@ export const declarationBody = named(
   z
     .strictObject({
       resources: z.array(resource).max(10_000).optional(),
+      force: z.boolean().optional().describe('send to a pinned node too (default false: a pinned node answers 409)'),
       asOf: iso
         .optional()
         .describe('send again the spec the node had been sent at this time (the latest send at or before it, by stream order)'),
@@ -211,7 +232,15 @@ export const declarationAccepted = named(
 /** POST /v1/declarations: many nodes in one store transaction; at most serve --max-bulk-declarations (checked by the route). */
 export const declarationBatchBody = named(
   'DeclarationBatch',
-  z.array(z.strictObject({ node: z.string().min(1).max(maxNodeIdLength), resources: z.array(resource).max(10_000) })).min(1),
+  z
+    .array(
+      z.strictObject({
+        node: z.string().min(1).max(maxNodeIdLength),
+        resources: z.array(resource).max(10_000),
+        force: z.boolean().optional().describe('send to this node even if it is pinned'),
+      }),
+    )
+    .min(1),
   'Declarations for many nodes, recorded in one store transaction; each node at most once; at most serve --max-bulk-declarations (default 1,000)',
 );
 export const declarationBatchAccepted = named(
@@ -419,6 +448,7 @@ export const waveCounts = named(
     unsendable: count.describe('the spec assigns a port the node carries: never sent'),
     failed: count.describe('refused + degraded + unsendable'),
     superseded: count.describe('sent a newer declaration from elsewhere before reading ours'),
+    skipped: count.describe('held or pinned when the wave was sent: not sent, no failure (docs/design.md §8 "Holds and pins")'),
   }),
   'How the nodes of one wave stand now',
 );
@@ -484,6 +514,19 @@ export const rolloutSummary = named(
     completed: z.object({ at: iso, done: count, failed: count, superseded: count }).nullable(),
     aborted: z.object({ by: z.string(), reason: z.string(), at: iso }).nullable(),
     rollbackOnHalt: z.enum(rollbackPolicies).describe('what a halt rolls back: none, the halted wave, or every node sent'),
+    gate: z
+      .object({
+        url: z.string(),
+        timeoutMs: count,
+        state: z.enum(['notAsked', 'open', 'held']),
+        wave: count.optional(),
+        detail: z.string().optional(),
+        attempts: count.optional(),
+        at: iso.optional(),
+      })
+      .nullable()
+      .optional()
+      .describe('the pre-wave gate and its latest answer: held until it answers 2xx for the next wave; null without one'),
     rollback: z
       .object({
         scope: z.enum(rollbackScopes),
@@ -582,6 +625,11 @@ export const rolloutStartBody = named(
       .enum(rollbackPolicies)
       .optional()
       .describe("on a halt, send the nodes sent this spec their previous one: 'none' (default), 'wave' (the halted wave's), 'all'"),
+    rate: rolloutRate.optional().describe('metered sends: at most perMinute nodes a minute over the whole rollout'),
+    ramp: rolloutRamp.optional().describe('a rising meter: base a minute, times factor every everyMs, up to cap a minute (not with rate)'),
+    gate: rolloutGate
+      .optional()
+      .describe('before each wave after the first, POST {rollout, wave, counts} to url: only a 2xx within timeoutMs opens the wave'),
   }),
   'A spec to roll out, to which nodes, in which waves, with which failure budget',
 );

@@ -169,8 +169,8 @@ export function createServer(options: ServerOptions): Server {
   const send: SendDeclaration | null =
     sender === null
       ? null
-      : async (node, resources) => {
-          const r = await sender.send(node, resources);
+      : async (node, resources, opts) => {
+          const r = await sender.send(node, resources, opts);
           // Ingest counts what it appends; sends (API, demo) are appended here (docs/design.md §7 metric).
           metrics.eventsAppended.inc({ type: 'DeclarationSent' });
           return { digest: r.digest, serial: r.serial };

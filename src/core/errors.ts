@@ -81,6 +81,8 @@ export const errorCodes = {
   CONVERGE_ERR_CONFIG_INVALID: { http: 500, summary: 'configuration is not valid' },
   CONVERGE_ERR_NODE_NOT_FOUND: { http: 404, summary: 'no event has ever named this node' },
   CONVERGE_ERR_NODE_RETIRED: { http: 409, summary: 'the node is retired already; a send brings it back into the fleet' },
+  CONVERGE_ERR_NODE_PINNED: { http: 409, summary: 'the node is pinned: it keeps its spec; unpin it, or send with force' },
+  CONVERGE_ERR_HOLD_STATE: { http: 409, summary: 'the node is held (pinned) already, or not held (pinned) to release (unpin)' },
   CONVERGE_ERR_BAD_REQUEST: { http: 400, summary: 'request parameters or body are not valid' },
   CONVERGE_ERR_UNAUTHENTICATED: { http: 401, summary: 'request has no valid bearer token' },
   CONVERGE_ERR_FORBIDDEN: { http: 403, summary: 'token lacks the scope this route needs' },

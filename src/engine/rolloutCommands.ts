@@ -6,6 +6,9 @@ import {
   makeRolloutEvent,
   maxRolloutDurationMs,
   onSupersededPolicies,
+  rolloutGate,
+  rolloutRamp,
+  rolloutRate,
   rollbackPolicies,
   rollbackScopes,
   rolloutIdPattern,
@@ -78,6 +81,11 @@ export type StartRolloutInput = Readonly<{
   onSuperseded?: OnSuperseded;
   /** What a halt rolls back (docs/design.md §8, "Rollback"): nothing (default), the halted wave's nodes, or every node sent. */
   rollbackOnHalt?: RollbackOnHalt;
+  /** A pre-wave gate (docs/design.md §8, "Gates"): POSTed before each wave after the first; a 2xx opens it. */
+  gate?: Readonly<{ url: string; timeoutMs: number }>;
+  /** Metered sends (docs/design.md §8, "Rate"): nodes a minute over the whole rollout; or a ramp. Not both. */
+  rate?: Readonly<{ perMinute: number }>;
+  ramp?: Readonly<{ base: number; factor: number; cap: number; everyMs: number }>;
   startedBy: string;
 }>;
 
@@ -154,6 +162,15 @@ export async function startRollout(deps: StartRolloutDeps, input: StartRolloutIn
     throw planError(`on superseded must be fail or hold (got ${JSON.stringify(input.onSuperseded)})`);
   if (input.rollbackOnHalt !== undefined && !rollbackPolicies.includes(input.rollbackOnHalt))
     throw planError(`rollback on halt must be none, wave or all (got ${JSON.stringify(input.rollbackOnHalt)})`);
+  if (input.rate !== undefined && input.ramp !== undefined) throw planError('a plan has a rate or a ramp, not both');
+  if (input.rate !== undefined && !rolloutRate.safeParse(input.rate).success)
+    throw planError(`the rate is a positive number of sends a minute (got ${JSON.stringify(input.rate)})`);
+  if (input.ramp !== undefined && !rolloutRamp.safeParse(input.ramp).success)
+    throw planError(
+      `the ramp needs base and cap > 0 (cap >= base) a minute, a factor >= 1 and everyMs >= 1000 (got ${JSON.stringify(input.ramp)})`,
+    );
+  if (input.gate !== undefined && !rolloutGate.safeParse(input.gate).success)
+    throw planError(`the gate needs an http(s) url and a timeout of 1 to 300000 ms (got ${JSON.stringify(input.gate)})`);
   if (!Number.isSafeInteger(pauseMs) || pauseMs < 0 || pauseMs > maxRolloutDurationMs)
     throw planError(
       `the pause between waves must be a whole number of milliseconds from 0 to ${maxRolloutDurationMs} (30 days) (got ${pauseMs})`,
@@ -193,6 +210,9 @@ export async function startRollout(deps: StartRolloutDeps, input: StartRolloutIn
       pauseMs,
       onSuperseded: input.onSuperseded ?? 'fail',
       ...(input.rollbackOnHalt === undefined || input.rollbackOnHalt === 'none' ? {} : { rollbackOnHalt: input.rollbackOnHalt }),
+      ...(input.gate === undefined ? {} : { gate: { url: input.gate.url, timeoutMs: input.gate.timeoutMs } }),
+      ...(input.rate === undefined ? {} : { rate: { perMinute: input.rate.perMinute } }),
+      ...(input.ramp === undefined ? {} : { ramp: { ...input.ramp } }),
       startedBy: input.startedBy,
       startedAt: at,
     }),
@@ -248,6 +268,9 @@ function samePlan(s: RolloutState, d: RolloutStartedData, targets: readonly stri
     a.pauseMs === d.pauseMs &&
     (a.onSuperseded ?? 'fail') === (d.onSuperseded ?? 'fail') &&
     (a.rollbackOnHalt ?? 'none') === (d.rollbackOnHalt ?? 'none') &&
+    JSON.stringify(a.gate) === JSON.stringify(d.gate) &&
+    JSON.stringify(a.rate) === JSON.stringify(d.rate) &&
+    JSON.stringify(a.ramp) === JSON.stringify(d.ramp) &&
     a.startedBy === d.startedBy &&
     s.targets.length === targets.length &&
     s.targets.every((n, i) => n === targets[i])

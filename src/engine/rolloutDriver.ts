@@ -1,4 +1,3 @@
-import type { Logger } from 'pino';
 import { foldRollout, foldRolloutEvents } from '../../projections/index.ts';
 import {
   decide,
@@ -10,21 +9,20 @@ import {
   rollbackProgress,
   waveProgress,
 } from '../core/rollout/index.ts';
-import type { NodeState } from '../../projections/index.ts';
 import type { Decision, RolloutState, WaveProgress } from '../core/rollout/index.ts';
-import type { SigningKey } from '../core/declaration/index.ts';
 import { isConvergeError } from '../core/errors.ts';
 import { listLimit, rolloutEventTypes, rolloutOfStream, rolloutStreamOf } from '../core/events/index.ts';
-import type { Recorded, RolloutEvent } from '../core/events/index.ts';
-import type { Metrics } from '../metrics.ts';
+import type { Recorded, RolloutEvent, WithId } from '../core/events/index.ts';
 import { sleep } from '../retry.ts';
-import type { EventStore, Subscription } from '../store/port.ts';
+import type { Subscription } from '../store/port.ts';
 import { whileLeased } from '../store/whileLeased.ts';
 import { sendRollback, sendWave } from './rolloutSends.ts';
 import { createRolloutClock } from './rolloutClock.ts';
 import { createBatchSender } from './sendBatch.ts';
+import type { RolloutDriverOptions } from './rolloutDriverOptions.ts';
+import { createHoldsReader } from './holds.ts';
+import { createGateKeeper } from './rolloutGate.ts';
 import type { BatchSender } from './sendBatch.ts';
-import type { LoadNode } from './sendView.ts';
 
 // The rollout driver, a process manager. It keeps no state of its own that a
 // restart could lose: each rollout is the fold of its stream (projections/rollout.ts), read
@@ -45,47 +43,7 @@ import type { LoadNode } from './sendView.ts';
 // One driver acts at a time: on a store several engines share it holds the store's
 // `rollouts` lease (as the relay holds `relay`); SQLite is one engine's.
 
-export type RolloutDriverOptions = Readonly<{
-  store: EventStore;
-  key: SigningKey;
-  logger: Logger;
-  /** Node states as the read model folds them. */
-  nodeOf: (node: string) => NodeState | undefined;
-  /** The read model's position, so a timeout is judged only on what the store held (null: nothing folded). */
-  readModelPosition?: () => bigint | null;
-  /** Hear that a node's state changed, to decide again at once (the read model's onChange). */
-  onNodeChange?: (listener: (node: string) => void) => () => void;
-  /**
-   * How a wave's nodes stand as a view kept up to date as events fold counts them (the read side's,
-   * src/readModel/rollouts.ts `progressAt`), so a round costs no walk over the wave; undefined when
-   * that view has not folded the rollout as far as `s`. Then, and without it, computed over the
-   * wave from `nodeOf` (projections/rollout.ts).
-   */
-  progress?: (s: RolloutState, wave: number) => WaveProgress | null | undefined;
-  /** Node revisions, carried ports and latest serials for sends; default: from `nodeOf`, the store when that lags. */
-  loadNode?: LoadNode;
-  /** The wall clock: the times recorded in events. */
-  now?: () => Date;
-  /** A monotonic clock (ms; default performance.now): how long the driver waits, timeouts and pauses included. */
-  monotonic?: () => number;
-  /** The liveness grace (serve --grace-ms): a node still behind at its wave's timeout and silent longer is 'silent'. */
-  graceMs?: number;
-  metrics?: Metrics;
-  /** Nodes sent per append call (and per RolloutSent), at most listLimit. */
-  batchSize?: number;
-  /** Decide again at least this often while a rollout is running (ms). */
-  pollMs?: number;
-  /** At least this long between two rounds of decisions, so a flood of node changes is coalesced (ms). */
-  minIntervalMs?: number;
-  /**
-   * With no rollout running, save how far the driver followed at most this often (ms; default
-   * 5 s), and when it stops. The checkpoint only shortens a restart's search for rollouts, and
-   * saving it every round was a synchronous store write every 20 ms of a report flood.
-   */
-  checkpointEveryMs?: number;
-  /** Called with each decision recorded (tests, logs). */
-  onDecision?: (rollout: string, decision: Exclude<Decision, { kind: 'wait' }>) => void;
-}>;
+export type { RolloutDriverOptions } from './rolloutDriverOptions.ts';
 
 export type RolloutDriver = Readonly<{
   start: () => void;
@@ -117,6 +75,8 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     const counted = options.progress?.(s, wave);
     return counted !== undefined ? counted : waveProgress(s, wave, nodeOf, listLimit, options.graceMs);
   };
+  const holds = createHoldsReader(store);
+  const gates = createGateKeeper({ ...options.gate, monotonic, now, wake: () => wake() });
   const sender: BatchSender = createBatchSender({
     store,
     key: options.key,
@@ -179,23 +139,26 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   }
 
   /** Carry out one decision; resolves once it is recorded (or another writer's record made it moot). */
-  async function act(s: RolloutState, d: Exclude<Decision, { kind: 'wait' }>): Promise<void> {
+  async function act(
+    s: RolloutState,
+    d: Exclude<Decision, { kind: 'wait' } | { kind: 'gate' }> | Readonly<{ kind: 'gated'; event: WithId<RolloutEvent> }>,
+  ): Promise<void> {
     const stream = rolloutStreamOf(s.id);
     try {
       if (d.kind === 'rollbackSend') {
-        const sent = await sendRollback({ store, sender, nodeOf, now }, s, d.nodes.slice(0, batchSize));
+        const sent = await sendRollback({ store, sender, nodeOf, now, holds }, s, d.nodes.slice(0, batchSize));
         options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
         options.metrics?.eventsAppended.inc({ type: 'RollbackSent' });
       } else if (d.kind === 'send') {
-        const sent = await sendWave({ sender, now }, s, d.wave, d.nodes.slice(0, batchSize));
+        const sent = await sendWave({ sender, now, holds }, s, d.wave, d.nodes.slice(0, batchSize));
         options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
         options.metrics?.eventsAppended.inc({ type: 'RolloutSent' });
       } else {
-        const event = eventOfDecision(s, d, now().toISOString());
+        const event = d.kind === 'gated' ? d.event : eventOfDecision(s, d, now().toISOString());
         await store.append([{ stream, expected: s.revision, events: [event] }]);
         options.metrics?.eventsAppended.inc({ type: event.type });
       }
-      options.onDecision?.(s.id, d);
+      if (d.kind !== 'gated') options.onDecision?.(s.id, d);
       logger.info(
         {
           rollout: s.id,
@@ -223,6 +186,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
       if (isTerminal(s.status) && !owesRollback(s)) {
         rollouts.delete(id);
         clock.forget(id);
+        gates.forget(id);
         return null;
       }
       if (s.rollback !== null) {
@@ -235,6 +199,14 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
       const nowMs = clock.nowMs(s);
       const d = decide(s, progress, nowMs, listLimit);
       if (d.kind === 'wait') return d.untilMs === null ? null : Math.max(0, d.untilMs - nowMs);
+      // The gate is asked off the loop (rolloutGate.ts): its answer, once in, is recorded here.
+      const gated = d.kind === 'gate' ? gates.step(s, d.wave) : null;
+      if (typeof gated === 'number') return gated;
+      if (gated !== null) {
+        await act(s, { kind: 'gated', event: gated });
+        continue;
+      }
+      if (d.kind === 'gate') continue;
       if ((d.kind === 'completeWave' || d.kind === 'halt') && !(await readModelCurrent())) return pollMs;
       if (d.kind === 'completeWave' || d.kind === 'halt') {
         // Decided on a read model that may have moved while it caught up: decide again on the
@@ -253,15 +225,16 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
    * A rollback's next step (rollback.ts), or how long until it looks again. Its end counts the
    * nodes still behind as failed only once the read model has folded what the store holds.
    */
-  async function rollbackStep(s: RolloutState): Promise<Exclude<Decision, { kind: 'wait' }> | number | null> {
+  async function rollbackStep(s: RolloutState): Promise<Exclude<Decision, { kind: 'wait' } | { kind: 'gate' }> | number | null> {
     const graceMs = options.graceMs ?? defaultSilentGraceMs;
     const decideNow = (): Decision => decideRollback(s, rollbackProgress(s, nodeOf, listLimit), clock.nowMs(s), nodeOf, graceMs, listLimit);
     const d = decideNow();
     if (d.kind === 'wait') return d.untilMs === null ? null : Math.max(0, d.untilMs - clock.nowMs(s));
+    if (d.kind === 'gate') return pollMs; // no gate in a rollback
     if (d.kind !== 'completeRollback') return d;
     if (!(await readModelCurrent())) return pollMs;
     const again = decideNow();
-    return again.kind === 'wait' ? 0 : again;
+    return again.kind === 'wait' || again.kind === 'gate' ? 0 : again;
   }
 
   /** Rollouts are found by following their events; only the positions of unfinished ones are kept. */

@@ -5,6 +5,8 @@ import { nodeOutcome } from '../core/rollout/index.ts';
 import type { RolloutState } from '../core/rollout/index.ts';
 import type { EventStore } from '../store/port.ts';
 import type { BatchItem, BatchSender } from './sendBatch.ts';
+import type { HoldsReader } from './holds.ts';
+import type { Holds } from '../../projections/index.ts';
 import { specBeforeRollout } from './specAsOf.ts';
 
 // A batch of a wave's sends: every node the rollout's spec, and the RolloutSent that lists them,
@@ -15,25 +17,45 @@ import { specBeforeRollout } from './specAsOf.ts';
 // `send --as-of` does), newly signed with its next serial, and the RollbackSent that lists them goes
 // in the same append call, at the revision the driver decided on. A node whose previous spec is
 // unknown, or that a newer declaration reached from elsewhere, is listed and not sent.
+//
+// Either way a node held or pinned as the batch is sent (docs/design.md §8 "Holds and pins") is
+// not sent: it is listed as skipped with the code `held` or `pinned`, which spends no budget.
 
 export type RollbackSendDeps = Readonly<{
   store: EventStore;
   sender: BatchSender;
   nodeOf: (node: string) => NodeState | undefined;
   now: () => Date;
+  holds: HoldsReader;
 }>;
+
+type Skip = Readonly<{ node: string; code: string; reason: string }>;
+
+/** The nodes of a batch an operator's hold or pin keeps from it, as the rollout lists them (a pin first: it is the stronger). */
+function operatorSkips(h: Holds, nodes: readonly string[]): Map<string, Skip> {
+  const out = new Map<string, Skip>();
+  if (h.nodes.size === 0) return out;
+  for (const node of nodes) {
+    const x = h.nodes.get(node);
+    if (x === undefined) continue;
+    const [code, mark] = x.pinned !== null ? (['pinned', x.pinned] as const) : (['held', x.held!] as const);
+    out.set(node, { node, code, reason: `${code} by ${mark.by} since ${mark.at}${mark.reason === '' ? '' : `: ${mark.reason}`}` });
+  }
+  return out;
+}
 
 /** Send `nodes` of `wave` the rollout's spec; resolves with how many were sent. */
 export async function sendWave(
-  deps: Pick<RollbackSendDeps, 'sender' | 'now'>,
+  deps: Pick<RollbackSendDeps, 'sender' | 'now' | 'holds'>,
   s: RolloutState,
   wave: number,
   nodes: readonly string[],
 ): Promise<number> {
   const resources = s.started.resources;
+  const skips = operatorSkips(await deps.holds.refresh(), nodes);
   const at = deps.now();
   const r = await deps.sender.sendMany(
-    nodes.map((node) => ({ node, resources })),
+    nodes.filter((node) => !skips.has(node)).map((node) => ({ node, resources })),
     {
       rollout: { id: s.id, wave },
       now: at,
@@ -48,7 +70,10 @@ export async function sendWave(
                 rollout: s.id,
                 wave,
                 sends: sent.map((x) => ({ node: x.node, serial: x.serial, digest: x.digest })),
-                skipped: refused.map((x) => ({ node: x.node, code: x.ok ? '' : x.code, reason: x.ok ? '' : x.message })),
+                skipped: [
+                  ...skips.values(),
+                  ...refused.map((x) => ({ node: x.node, code: x.ok ? '' : x.code, reason: x.ok ? '' : x.message })),
+                ],
                 sentAt: at.toISOString(),
               },
               { revision: s.revision },
@@ -69,9 +94,15 @@ export async function sendRollback(deps: RollbackSendDeps, s: RolloutState, node
   const items: BatchItem[] = [];
   const skipped: Skipped[] = [];
   const restores = new Map<string, Restores>();
+  const skips = operatorSkips(await deps.holds.refresh(), nodes);
   for (const node of nodes) {
     const ours = s.sends.get(node);
     if (ours === undefined) continue;
+    const skip = skips.get(node);
+    if (skip !== undefined) {
+      skipped.push(skip);
+      continue;
+    }
     const facts = deps.nodeOf(node);
     if (nodeOutcome(ours, undefined, facts) === 'superseded') {
       skipped.push({

@@ -11,13 +11,16 @@ export type SenderOptions = BatchSenderOptions;
 
 export type SendResult = Readonly<{ digest: string; serial: number; position: bigint | null }>;
 /** `resources` unchecked: the sender validates the spec (and the node id), once, for every caller. */
-export type Sender = Readonly<{ send: (node: string, resources: unknown) => Promise<SendResult> }>;
+export type Sender = Readonly<{
+  /** `force`: send to a pinned node too (docs/design.md §8 "Holds and pins"). */
+  send: (node: string, resources: unknown, options?: Readonly<{ force?: boolean }>) => Promise<SendResult>;
+}>;
 
 export function createSender(options: SenderOptions): Sender {
   const record = createDeclarationRecorder(options);
   return {
-    send: async (node, resources) => {
-      const r = await record([{ node, resources }]);
+    send: async (node, resources, opts) => {
+      const r = await record([{ node, resources }], opts?.force === true ? { force: true } : {});
       const outcome = r.outcomes[0]!;
       if (!outcome.ok) throw outcome.error;
       return { digest: outcome.digest, serial: outcome.serial, position: r.position };

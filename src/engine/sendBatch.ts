@@ -7,6 +7,8 @@ import type { DeclarationSent, WithId } from '../core/events/index.ts';
 import type { AppendResult, EventStore, StreamWrite } from '../store/port.ts';
 import { validateNodeId } from '../core/wire/nodeId.ts';
 import { attr, digestKey, tracer } from '../tracing/index.ts';
+import { createHoldsReader, pinnedError } from './holds.ts';
+import type { HoldsReader } from './holds.ts';
 import { catchUpSendView, createMoveBudget, createUnseenPause, sendViewLoader } from './sendView.ts';
 import type { LoadNode, SendView } from './sendView.ts';
 
@@ -27,7 +29,7 @@ import type { LoadNode, SendView } from './sendView.ts';
 // does not make a wave's send fail.
 
 /** `wave`: the wave this item's tag names, when it is not the batch's (a rollback's sends span waves). */
-export type BatchItem = Readonly<{ node: string; resources: unknown; wave?: number }>;
+export type BatchItem = Readonly<{ node: string; resources: unknown; wave?: number; force?: boolean | undefined }>;
 
 export type BatchOutcome =
   | Readonly<{ node: string; ok: true; digest: string; serial: number }>
@@ -51,6 +53,11 @@ export type SendManyOptions = Readonly<{
    */
   rollout?: Readonly<{ id: string; wave: number; rollback?: true }>;
   /**
+   * Send to pinned nodes too. Without it a direct send (no `rollout`) refuses a pinned node with
+   * CONVERGE_ERR_NODE_PINNED (docs/design.md §8 "Holds and pins"); a rollout skips them itself.
+   */
+  force?: boolean;
+  /**
    * More writes for the same append call, built from what is about to be sent (the rollout's
    * RolloutSent). A conflict on one of these streams is not retried here: it is thrown, for the
    * caller to read again and decide again.
@@ -67,6 +74,8 @@ export type BatchSenderOptions = Readonly<{
   now?: () => Date;
   /** How to learn a node's view; default reads its stream. Inject a read model to skip the read. */
   loadNode?: LoadNode;
+  /** The holds and pins a direct send consults (default: read from `store`). */
+  holds?: HoldsReader;
   /** Races lost to another send (it took a node's serial first) before giving up. */
   maxAttempts?: number;
   /** Append calls made again because only the nodes' own reports and alives moved their streams. */
@@ -190,10 +199,20 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
   const maxAttempts = options.maxAttempts ?? 5;
   const maxMoves = options.maxMoves ?? 100;
   const loadView = sendViewLoader(store, options.loadNode);
+  const holds = options.holds ?? createHoldsReader(store);
 
   return async function record(items, opts = {}) {
     const outcomes: (RecordedOutcome | null)[] = items.map(() => null);
-    const todo = validateItems(items, outcomes);
+    let todo = validateItems(items, outcomes);
+    if (opts.rollout === undefined && opts.force !== true && todo.length > 0) {
+      const h = await holds.refresh();
+      if (h.nodes.size > 0)
+        todo = todo.filter((t) => {
+          const pinned = items[t.i]?.force === true ? null : (h.nodes.get(t.node)?.pinned ?? null);
+          if (pinned !== null) outcomes[t.i] = failure(t.node, pinnedError(t.node, pinned));
+          return pinned === null;
+        });
+    }
     const views = new Map<string, SendView>();
     for (const t of todo) views.set(t.node, await loadView(t.node));
     let appends = 0;

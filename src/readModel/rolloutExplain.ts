@@ -1,9 +1,9 @@
 import { createRaceScanner, foldNode, foldRollout, initialNodeState, startRollout } from '../../projections/index.ts';
-import { nodeOutcome, failureDetail, rollbackOutcome } from '../core/rollout/index.ts';
+import { nodeOutcome, failureDetail, isOperatorSkip, rollbackOutcome } from '../core/rollout/index.ts';
 import type { NodeState } from '../../projections/index.ts';
 import type { NodeOutcome, RolloutState } from '../core/rollout/index.ts';
 import { ConvergeError } from '../core/errors.ts';
-import type { Recorded, RolloutEvent, RolloutFailure } from '../core/events/index.ts';
+import type { Recorded, RolloutEvent, RolloutFailure, WaveGateCheckedData } from '../core/events/index.ts';
 import { isNodeEvent, isRollbackSendOf, rolloutStreamOf, streamOf } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 
@@ -44,6 +44,8 @@ export type ExplainEntry = Readonly<
         }> | null;
       }
     | { kind: 'sent'; wave: number; sends: number; skipped: readonly Readonly<{ node: string; code: string; reason: string }>[] }
+    /** The plan's gate answered before a wave (docs/design.md §8 "Gates"): a 2xx opens it, anything else holds it. */
+    | { kind: 'gate'; wave: number; passed: boolean; status: number | null; detail: string; attempt: number }
     /** A report that named the digest this rollout sent the node, with the node converged: done. */
     | { kind: 'nodeDone'; wave: number; node: string; digest: string; serial: number; latencyMs: number | null }
     | { kind: 'nodeFailed'; wave: number; node: string; outcome: NodeOutcome; detail: string }
@@ -100,6 +102,8 @@ export async function explainRollout(store: EventStore, id: string): Promise<Rol
   events.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
   return explainEvents(id, events);
 }
+
+const pick = (d: WaveGateCheckedData) => ({ wave: d.wave, passed: d.passed, status: d.status, detail: d.detail, attempt: d.attempt });
 
 /** The same story from events already in store order (a rollout's stream and its targets' streams). */
 export function explainEvents(id: string, events: readonly Recorded[]): RolloutExplanation {
@@ -255,6 +259,9 @@ export function explainEvents(id: string, events: readonly Recorded[]): RolloutE
         });
         break;
       }
+      case 'WaveGateChecked':
+        entries.push({ kind: 'gate', at: r.data.at, position, ...pick(r.data) });
+        break;
       case 'RolloutPaused':
         entries.push({ kind: 'paused', at: r.data.at, position, by: r.data.by, reason: r.data.reason });
         break;
@@ -346,8 +353,13 @@ export function explainLine(e: ExplainEntry): string {
         b.last === null ? '' : `; the last, ${b.last.node}, reported ${short(b.last.digest)} at ${b.last.at} (position ${b.last.position})`;
       return `${when}  wave ${e.wave} opened (${nodes}) because ${b.done} of ${b.size} node(s) of wave ${b.wave} reported the digest this rollout sent them${rest === '' ? '' : ` (${rest})`}${last}`;
     }
-    case 'sent':
-      return `${when}  wave ${e.wave}: ${e.sends} declaration(s) sent${e.skipped.length > 0 ? `, ${e.skipped.length} not sendable (${e.skipped.map((x) => `${x.node}: ${x.code}`).join(', ')})` : ''}`;
+    case 'sent': {
+      // Held and pinned nodes are the operator's skips (no failure); any other code is a refused send.
+      const skipped = e.skipped.filter((x) => isOperatorSkip(x.code));
+      const refused = e.skipped.filter((x) => !isOperatorSkip(x.code));
+      const list = (xs: typeof e.skipped): string => xs.map((x) => `${x.node}: ${x.code}`).join(', ');
+      return `${when}  wave ${e.wave}: ${e.sends} declaration(s) sent${refused.length > 0 ? `, ${refused.length} not sendable (${list(refused)})` : ''}${skipped.length > 0 ? `, ${skipped.length} skipped, counted against no budget (${skipped.map((x) => `${x.node}: ${x.reason}`).join('; ')})` : ''}`;
+    }
     case 'nodeDone':
       return `${when}  wave ${e.wave}: ${e.node} done: its report names ${short(e.digest)} (serial ${e.serial}, position ${e.position})${e.latencyMs === null ? '' : `, ${e.latencyMs} ms after the send`}`;
     case 'nodeFailed':
@@ -359,6 +371,10 @@ export function explainLine(e: ExplainEntry): string {
       return `${when}  wave ${e.wave}: ${e.node} stale report (position ${e.position}): names ${e.reportedSerial === null ? '' : `serial ${e.reportedSerial} `}${short(e.reported)}, not ours, serial ${e.oursSerial} ${short(e.ours)} sent at ${e.sentAt}; the clock rule would have counted it done, the digest rule keeps it pending`;
     case 'waveCompleted':
       return `${when}  wave ${e.wave} completed: ${e.done} done, ${e.failed} failed, ${e.superseded} superseded${e.failures.length > 0 ? ` (${e.failures.map((f) => `${f.node} ${f.reason}`).join(', ')})` : ''}`;
+    case 'gate':
+      return e.passed
+        ? `${when}  wave ${e.wave}: the gate answered ${e.detail}: the wave may open (call ${e.attempt})`
+        : `${when}  wave ${e.wave} held at the gate: ${e.detail} (call ${e.attempt}; asked again with backoff)`;
     case 'paused':
       return `${when}  paused by ${e.by}${e.reason === '' ? '' : `: ${e.reason}`}`;
     case 'resumed':

@@ -14,7 +14,7 @@ export function progressOf(r: Tracked, { entryOf, nodeOf }: Lookup, graceMs: num
   const c = r.counts[w.wave - 1] ?? zero();
   const size = w.to - w.from;
   const failureCount = c.refused + c.degraded + c.unsendable;
-  const unsentCount = Math.max(0, size - (c.pending + c.done + failureCount + c.superseded));
+  const unsentCount = Math.max(0, size - (c.pending + c.done + failureCount + c.superseded + c.skipped));
   const collect = <T>(want: (o: NodeOutcome) => boolean, make: (node: string, entry: Entry | undefined) => T, max = limit): T[] => {
     const out: T[] = [];
     for (let i = w.from; i < w.to && out.length < max; i++) {
@@ -43,6 +43,7 @@ export function progressOf(r: Tracked, { entryOf, nodeOf }: Lookup, graceMs: num
     pending: c.pending,
     done: c.done,
     superseded: c.superseded,
+    skipped: c.skipped,
     get failures() {
       failures ??=
         failureCount === 0

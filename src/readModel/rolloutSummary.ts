@@ -23,7 +23,7 @@ export function waveCounts(r: Tracked): WaveCounts[] {
     const c = r.counts[i] ?? zero();
     const size = w.to - w.from;
     const failed = c.refused + c.degraded + c.unsendable;
-    const settled = c.pending + c.done + failed + c.superseded;
+    const settled = c.pending + c.done + failed + c.superseded + c.skipped;
     // A wave left open by a halt or an abort never times out: it has no deadline to show.
     const deadline = w.completed === null && !isTerminal(r.state.status) ? waveDeadline(r.state, w) : null;
     return {
@@ -43,6 +43,7 @@ export function waveCounts(r: Tracked): WaveCounts[] {
       unsendable: c.unsendable,
       failed,
       superseded: c.superseded,
+      skipped: c.skipped,
     };
   });
 }
@@ -130,6 +131,15 @@ export function summaryOf(r: Tracked, now: number, lookup: Lookup): RolloutSumma
     completed: s.completed,
     aborted: s.aborted,
     rollbackOnHalt: rollbackPolicy(s),
+    // The gate's latest answer, `held` until it says yes for the next wave (docs/design.md §8 "Gates").
+    gate:
+      s.started.gate === undefined
+        ? null
+        : {
+            ...s.started.gate,
+            state: s.gate === null ? 'notAsked' : s.gate.passed ? 'open' : 'held',
+            ...(s.gate === null ? {} : { wave: s.gate.wave, detail: s.gate.detail, attempts: s.gate.attempts, at: s.gate.at }),
+          },
     rollback: rollbackSummary(r, lookup),
     position: r.position.toString(),
   };

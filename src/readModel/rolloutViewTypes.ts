@@ -29,6 +29,8 @@ export type WaveCounts = Readonly<{
   unsendable: number;
   failed: number;
   superseded: number;
+  /** Held or pinned when the wave was sent: not sent, no failure (docs/design.md §8 "Holds and pins"). */
+  skipped: number;
 }>;
 
 export type RolloutSummary = Readonly<{
@@ -68,6 +70,16 @@ export type RolloutSummary = Readonly<{
   aborted: RolloutState['aborted'];
   /** What a halt rolls back (docs/design.md §8, "Rollback"). */
   rollbackOnHalt: RollbackOnHalt;
+  /** The plan's gate and its latest answer; null without one. */
+  gate: Readonly<{
+    url: string;
+    timeoutMs: number;
+    state: 'notAsked' | 'open' | 'held';
+    wave?: number;
+    detail?: string;
+    attempts?: number;
+    at?: string;
+  }> | null;
   rollback: RollbackSummary | null;
   /** Store position of the last change: a rollout event, or a change of one of its nodes' outcomes. */
   position: string;
@@ -150,8 +162,17 @@ export type Entry = {
   reports: number;
 };
 
-export type Counts = { pending: number; done: number; refused: number; degraded: number; unsendable: number; superseded: number };
-export const zero = (): Counts => ({ pending: 0, done: 0, refused: 0, degraded: 0, unsendable: 0, superseded: 0 });
+export type Counts = {
+  pending: number;
+  done: number;
+  refused: number;
+  degraded: number;
+  unsendable: number;
+  superseded: number;
+  /** Held or pinned when its wave was sent: not sent, neither done nor failed. */
+  skipped: number;
+};
+export const zero = (): Counts => ({ pending: 0, done: 0, refused: 0, degraded: 0, unsendable: 0, superseded: 0, skipped: 0 });
 
 export type Tracked = {
   state: RolloutState;

@@ -66,7 +66,7 @@ export function createRolloutView(readModel: ReadModel, options: Readonly<{ grac
     // newer send would read as superseded); how it stands on the rollback is the summary's. The
     // rollback's declaration folds just before the RollbackSent that lists it (one append).
     if (entry.r.state.rollback?.sends.has(state?.node ?? '') === true || isRollbackSendOf(event, entry.r.state.id)) return true;
-    const next = entry.skip !== undefined ? 'unsendable' : nodeOutcome(entry.send, undefined, state);
+    const next = nodeOutcome(entry.send, entry.skip, state);
     const c = entry.r.counts[entry.wave - 1];
     if (next === entry.outcome || c === undefined) return false;
     if (countable(entry.outcome)) c[entry.outcome]--;

@@ -14,6 +14,7 @@ import { launchChromium, withChromium } from '../support/browser.ts';
 import { historyInStore } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
 import { rolloutInStore } from '../support/rolloutInStore.ts';
+import { until } from '../support/until.ts';
 
 // The rollouts pages in a real browser: `serve` on a fresh store, a rollout started
 // over the API, its waves opened and sent by rolloutInStore (as the engine's driver would), and what
@@ -134,6 +135,28 @@ withChromium('rollouts dashboard end-to-end', () => {
       await page.locator('[data-testid=rollouts] tr[data-rollout=web-2] [data-rollout-status=completed]').waitFor();
       assert.equal(await page.locator('[data-testid=rollouts] tr[data-rollout=web-2] [data-col=done]').textContent(), '2');
       assert.ok(navigations <= 3, `no reloads beyond the two visits: ${navigations} navigations`);
+
+      // The rollback button asks first: dismissed, nothing is recorded; accepted, the rollback begins.
+      await row.getByRole('link', { name: 'web-2' }).click();
+      await page.locator('.page-head ~ section [data-rollout-status=completed]').waitFor();
+      let asked = '';
+      page.once('dialog', (d) => {
+        asked = d.message();
+        void d.dismiss();
+      });
+      await page.getByRole('button', { name: 'Roll back' }).click();
+      await until('the confirmation to be asked', () => asked !== '');
+      assert.match(asked, /Roll back rollout web-2\?/);
+      const status = async (): Promise<string> =>
+        ((await (await fetch(`${url}/v1/rollouts/web-2`, { headers: { authorization: `Bearer ${token}` } })).json()) as { status: string })
+          .status;
+      assert.equal(await status(), 'completed', 'a dismissed confirmation records nothing');
+      page.once('dialog', (d) => void d.accept());
+      await page.getByRole('button', { name: 'Roll back' }).click();
+      await page.locator('.page-head ~ section [data-rollout-status=rollingBack]').waitFor();
+      assert.equal(await status(), 'rollingBack');
+      // Once rolling back, the button is gone: a rollback happens once per rollout.
+      assert.equal(await page.getByRole('button', { name: 'Roll back' }).count(), 0);
       assert.deepEqual(problems, []);
     });
   });

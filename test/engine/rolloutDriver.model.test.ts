@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { planBudget, planWaves } from '../../src/core/rollout/index.ts';
-import { makeDeclarationSent, streamOf } from '../../src/core/events/index.ts';
+import { allowance, meterOf, planBudget, planWaves } from '../../src/core/rollout/index.ts';
+import type { StartRolloutInput } from '../../src/engine/rolloutCommands.ts';
+import { holdsStream, makeDeclarationSent, makeHoldEvent, streamOf } from '../../src/core/events/index.ts';
 import { testKey } from '../support/history.ts';
 import { rolloutFleet } from '../support/rolloutFleet.ts';
 import type { NodeBehaviour } from '../support/rolloutFleet.ts';
@@ -16,6 +17,9 @@ import type { NodeBehaviour } from '../support/rolloutFleet.ts';
 // halts, and that every node up to there got exactly one declaration from it and none after.
 // A drawn rollbackOnHalt then rolls a halted one back: the model says which nodes are sent their
 // previous spec (those sent ours, in scope, that had one), and which of them report it.
+// Some nodes are held or pinned before the start (docs/design.md §8 "Holds and pins"): the model
+// takes them out of their waves — never sent, never rolled back, counted in no budget — and a wave
+// left with none of its nodes completes with nothing done.
 
 type Plan = Readonly<{
   behaviours: readonly NodeBehaviour[];
@@ -24,7 +28,12 @@ type Plan = Readonly<{
   waves: string;
   maxFailures: string;
   rollbackOnHalt: 'none' | 'wave' | 'all';
+  /** An operator's hold or pin on each node, recorded before the rollout starts. */
+  marks: readonly Mark[];
+  /** Metered sends (docs/design.md §8 "Rate"), or none: the outcome is the same, only slower. */
+  meter: Pick<StartRolloutInput, 'rate' | 'ramp'>;
 }>;
+type Mark = 'none' | 'held' | 'pinned';
 
 const behaviour = fc.constantFrom<NodeBehaviour>('apply', 'apply', 'apply', 'refuse', 'degrade', 'silent', 'stale');
 const step = fc.oneof(
@@ -35,6 +44,14 @@ const plan: fc.Arbitrary<Plan> = fc.record({
   behaviours: fc.array(behaviour, { minLength: 1, maxLength: 10 }),
   previous: fc.array(fc.boolean(), { minLength: 10, maxLength: 10 }),
   rollbackOnHalt: fc.constantFrom('none', 'wave', 'all'),
+  marks: fc.array(fc.constantFrom<Mark>('none', 'none', 'none', 'held', 'pinned'), { minLength: 10, maxLength: 10 }),
+  meter: fc.constantFrom<Pick<StartRolloutInput, 'rate' | 'ramp'>>(
+    {},
+    {},
+    { rate: { perMinute: 6 } },
+    { rate: { perMinute: 90 } },
+    { ramp: { base: 6, factor: 2, cap: 30, everyMs: 20_000 } },
+  ),
   waves: fc.array(step, { minLength: 1, maxLength: 4 }).map((xs) => xs.join(',')),
   maxFailures: fc.oneof(
     fc.integer({ min: 0, max: 3 }).map(String),
@@ -58,7 +75,13 @@ function model(p: Plan): Expected {
   let failed = 0;
   let from = 0;
   for (const [i, to] of cumulative.entries()) {
-    const wave = p.behaviours.slice(from, to);
+    const wave = p.behaviours.slice(from, to).filter((_, j) => (p.marks[from + j] ?? 'none') === 'none');
+    if (wave.length === 0) {
+      // Every node of the wave held or pinned: nothing sent, nothing settled, nothing spent.
+      done.push([0, 0]);
+      from = to;
+      continue;
+    }
     const answered = wave.filter((b) => b === 'refuse' || b === 'degrade').length;
     const late = wave.filter((b) => b === 'silent' || b === 'stale').length;
     // Failures that answer halt the rollout as soon as they exceed the budget, maybe before all of them answered.
@@ -91,6 +114,15 @@ test('model: the driver ends every drawn rollout as the model of waves and budge
           const e = makeDeclarationSent({ node, serial: 1, resources: [{ id: 'old' }], key: testKey, now: f.now() });
           await f.store.append([{ stream: streamOf(node), expected: 'no_stream', events: [e] }]);
         }
+        const marked = (i: number): boolean => (p.marks[i] ?? 'none') !== 'none';
+        for (const [i, node] of nodes.entries()) {
+          const mark = p.marks[i] ?? 'none';
+          if (mark === 'none') continue;
+          const h = (await f.store.readStream(holdsStream)).length;
+          const data = { node, by: 'test', reason: 'model', at: f.now().toISOString() };
+          const e = makeHoldEvent(mark === 'held' ? 'NodeHeld' : 'NodePinned', data, h === 0 ? null : BigInt(h - 1));
+          await f.store.append([{ stream: holdsStream, expected: 'any', events: [e] }]);
+        }
         const id = await f.start({
           rollout: 'model',
           selection: { kind: 'nodes', nodes },
@@ -98,6 +130,7 @@ test('model: the driver ends every drawn rollout as the model of waves and budge
           maxFailures: p.maxFailures,
           waveTimeoutMs: 10_000,
           rollbackOnHalt: p.rollbackOnHalt,
+          ...p.meter,
         });
         let s = await f.rollout(id);
         let idle = 0;
@@ -111,6 +144,19 @@ test('model: the driver ends every drawn rollout as the model of waves and budge
           if (s.revision === before && ++idle >= 2) {
             f.tick(10_001);
             idle = 0;
+          }
+        }
+        // Metered: by each RolloutSent, no more nodes reached than the meter allowed since wave 1 opened.
+        const meter = meterOf((await f.rollout(id)).started);
+        if (meter !== null) {
+          const events = await f.events(id);
+          const t0 = events.find((e) => e.type === 'WaveStarted')?.data as { startedAt: string } | undefined;
+          let reached = 0;
+          for (const e of events) {
+            if (e.type !== 'RolloutSent') continue;
+            reached += e.data.sends.length + e.data.skipped.length;
+            const allowed = allowance(meter, Date.parse(e.data.sentAt) - Date.parse(t0!.startedAt));
+            assert.ok(reached <= allowed, `${reached} nodes reached by ${e.data.sentAt}, the meter allowed ${allowed}`);
           }
         }
         const expected = model(p);
@@ -133,14 +179,23 @@ test('model: the driver ends every drawn rollout as the model of waves and budge
           );
         }
         const reached = s.waves[lastWave - 1]!.to;
+        // Metered, a halted wave may halt before all its nodes were sent to: the criteria apply
+        // between metered batches too. Every node of an earlier wave was sent to, once.
+        const haltedFrom = expected.status === 'halted' && meter !== null ? s.waves[lastWave - 1]!.from : reached;
+        const sent = new Set(s.sends.keys());
         const inScope = (i: number): boolean =>
-          rolledBack && i < reached && (p.rollbackOnHalt === 'all' || i >= s.waves[lastWave - 1]!.from);
+          rolledBack && sent.has(nodes[i]!) && (p.rollbackOnHalt === 'all' || i >= s.waves[lastWave - 1]!.from);
         let restored = 0;
         for (const [i, node] of nodes.entries()) {
           const tagged = (await f.sentTo(node)).filter((e) => e.data.rollout?.id === id);
           const ours = tagged.filter((e) => e.data.rollout?.rollback !== true);
           const back = tagged.filter((e) => e.data.rollout?.rollback === true);
-          assert.equal(ours.length, i < reached ? 1 : 0, `${node} (target ${i}, waves reach ${reached})`);
+          if (i < haltedFrom || i >= reached || marked(i))
+            assert.equal(ours.length, i < reached && !marked(i) ? 1 : 0, `${node} (target ${i}, waves reach ${reached})`);
+          else assert.ok(ours.length <= 1, `${node}: sent to at most once (metered, halted wave)`);
+          assert.equal(sent.has(node), ours.length === 1, `${node}: the rollout lists what it sent`);
+          // A held or pinned node its waves reached is listed as skipped, with its own code.
+          if (marked(i) && i < haltedFrom) assert.equal(s.skipped.get(node)?.code, p.marks[i], `${node}: skipped as ${p.marks[i]}`);
           // Sent its previous spec back exactly when it was sent ours, is in scope, and had one.
           assert.equal(back.length, inScope(i) && hadPrevious(i) ? 1 : 0, `${node}: rolled back`);
           if (back.length === 1) {

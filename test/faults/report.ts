@@ -12,6 +12,7 @@ import { stuckIngestHealth } from './stuckIngestScenario.ts';
 import { clusterFailover } from './clusterFailoverScenario.ts';
 import { forgedSnapshot } from './forgedSnapshotScenario.ts';
 import { modelBased } from './modelScenario.ts';
+import { rollbackSigkill } from './rollbackSigkillScenario.ts';
 import { rolloutSigkill } from './rolloutSigkillScenario.ts';
 import { allScenarios, runScenario } from './scenarios.ts';
 import type { ScenarioResult } from './scenarios.ts';
@@ -46,6 +47,7 @@ const every = [
   twoEngines,
   frozenLeader,
   rolloutSigkill,
+  rollbackSigkill,
 ];
 const chosen = every.filter((s) => values.only === undefined || s.name.includes(values.only));
 const results: ScenarioResult[] = [];
@@ -271,6 +273,15 @@ ${table}
   must have applied exactly one of its digests, each wave must be started and completed once, and each
   \`WaveCompleted\` must count what the rule gives on the node states replayed from zero. Time to recover runs from the
   last restart to the rollout's completion. Also in \`npm test\` (\`test/faults/rollout.fault.test.ts\`).
+- **rollback under engine SIGKILL** — \`test/faults/rollbackSigkillScenario.ts\`: 8 simulated nodes apply a previous
+  spec; a rollout of a new one in two waves halts on the last node (a resource fails) and, under \`rollbackOnHalt
+  all\`, rolls every node back. The nodes hold their rollback declaration until the kills are done, and the kills
+  (\`CONVERGE_FAULT_ROLLBACK_KILLS\`, at least 5) begin once the rollback has begun, so every kill falls while it runs.
+  Here **sent** counts the nodes, **confirmed** those whose latest report (replayed from zero) names the digest of their
+  rollback declaration, converged, with the previous spec's digest; **stored** the rollback declarations,
+  **duplicated** those beyond one a node. Each node must have applied its rollback declaration (a relay redelivery after a kill is recognised by its digest) and no other, and the rollout's history
+  must read halted → rollback started → rollback sent → rollback completed, with one rollback. Time to recover runs
+  from the last restart to the rollback's end. Also in \`npm test\` (\`test/faults/rollout.fault.test.ts\`).
 `;
 
 process.stdout.write(`${table}\n`);

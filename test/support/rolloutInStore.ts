@@ -103,7 +103,7 @@ export function rolloutInStore(
         );
         return;
       }
-      if (d.kind === 'rollbackSend') throw new Error('this world does not roll back');
+      if (d.kind === 'rollbackSend' || d.kind === 'gate') throw new Error('this world does not roll back, nor has it a gate');
       await record(eventOfDecision(s, d, iso()));
     },
     /** Decide and apply until there is nothing to do now; returns the decisions' kinds. */

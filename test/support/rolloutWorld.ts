@@ -85,7 +85,7 @@ export function world(
         record(makeRolloutEvent('RolloutSent', { rollout: id, wave: d.wave, sends, skipped: [], sentAt: iso() }, { revision: s.revision }));
         return;
       }
-      if (d.kind === 'rollbackSend') throw new Error('this world does not roll back');
+      if (d.kind === 'rollbackSend' || d.kind === 'gate') throw new Error('this world does not roll back, nor has it a gate');
       record(eventOfDecision(s, d, iso()));
     },
     pause: () =>

@@ -24,7 +24,10 @@ export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app
         params: s.nodeParams,
         body: s.declarationBody,
         response: { 202: json('recorded in the store and queued for the node', s.declarationAccepted) },
-        errors: { 404: 'asOf: the node had been sent nothing at or before that time', 409: 'a resource asks for a port the node carries' },
+        errors: {
+          404: 'asOf: the node had been sent nothing at or before that time',
+          409: 'a resource asks for a port the node carries, or the node is pinned (send with force)',
+        },
       }),
       // A body that cannot fit in one event cannot be recorded: refuse it before reading it.
       bodyLimit: deps.maxEventBytes ?? defaultMaxEventBytes,
@@ -36,9 +39,10 @@ export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app
       // asOf: the exact resources of the node's latest send at or before that time, signed anew.
       const resources =
         body.asOf !== undefined ? (await specAsOf(deps.store, params.node, new Date(body.asOf))).resources : (body.resources ?? []);
+      // A pinned node keeps its spec: refused with 409 unless the body says force (docs/design.md §8).
       const r = await traceDeclarations(
         'POST /v1/nodes/:node/declarations',
-        () => send(params.node, resources),
+        () => send(params.node, resources, body.force === true ? { force: true } : {}),
         (x) => [x.digest],
       );
       // Read-your-writes: a client that awaits or reads right after a 202 sees its own send. The

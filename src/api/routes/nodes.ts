@@ -23,6 +23,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { dep
       response: { 200: json('matching nodes, sorted by id', s.nodeList) },
     }),
     async ({ query }) => {
+      await views.holds.refresh();
       const at = views.now();
       const page = readModel.page(query, at);
       return { count: page.states.length, total: page.total, nodes: page.states.map((st) => views.view(st, at)), next: page.next };
@@ -38,7 +39,11 @@ export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { dep
       response: { 200: json("the node's state", s.nodeView) },
       errors: { 404: 'no event has ever named this node' },
     }),
-    async ({ params }) => views.view(views.known(params.node)),
+    async ({ params }) => {
+      const st = views.known(params.node);
+      await views.holds.refresh();
+      return views.view(st);
+    },
   );
 
   // docs/design.md §3 "Retired nodes": the node leaves the fleet's views; its history stays.

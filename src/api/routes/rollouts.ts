@@ -133,6 +133,9 @@ export const rolloutRoutes: FastifyPluginAsyncZod<RolloutRouteContext> = async (
         ...(body.pauseMs === undefined ? {} : { pauseMs: body.pauseMs }),
         ...(body.onSuperseded === undefined ? {} : { onSuperseded: body.onSuperseded }),
         ...(body.rollbackOnHalt === undefined ? {} : { rollbackOnHalt: body.rollbackOnHalt }),
+        ...(body.gate === undefined ? {} : { gate: body.gate }),
+        ...(body.rate === undefined ? {} : { rate: body.rate }),
+        ...(body.ramp === undefined ? {} : { ramp: body.ramp }),
         startedBy: who(headers.authorization),
       });
       await waitForView(rollouts, r.rollout, () => rollouts.get(r.rollout) !== undefined, visibleMs);

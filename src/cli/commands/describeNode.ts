@@ -1,4 +1,4 @@
-import type { NodeView } from '../../../projections/index.ts';
+import type { HoldMark, NodeView } from '../../../projections/index.ts';
 import { pairs, short } from '../output.ts';
 
 // One node's state as people read it: a row of `status`, or the key: value lines of `status <node>` and `state`.
@@ -42,7 +42,11 @@ export const nodeWideRow = (v: NodeView): string[] => [
   v.convergence.lastLatencyMs === null ? '-' : `${v.convergence.lastLatencyMs} ms`,
 ];
 
-export function describeNode(v: NodeView): string {
+/** A hold's or a pin's line (docs/design.md §8 "Holds and pins"), when there is one. */
+const markLine = (label: string, m: HoldMark | null | undefined, means: string): (readonly [string, string])[] =>
+  m == null ? [] : [[label, `since ${m.at} by ${m.by}${m.reason === '' ? '' : ` (${m.reason})`}: ${means}`]];
+
+export function describeNode(v: NodeView & Readonly<{ held?: HoldMark | null; pinned?: HoldMark | null }>): string {
   const converged = v.conditions.find((c) => c.type === 'Converged');
   return pairs([
     ['node', v.node],
@@ -70,6 +74,8 @@ export function describeNode(v: NodeView): string {
         : `${v.convergence.lastLatencyMs} ms (acknowledged ${v.convergence.acknowledged}, superseded ${v.convergence.superseded})`,
     ],
     ...(v.retiredAt === null ? [] : [['retired', `${v.retiredAt} (out of the fleet views; a send brings it back)`] as const]),
+    ...markLine('held', v.held, 'rollouts skip it'),
+    ...markLine('pinned', v.pinned, 'it keeps its spec: rollouts skip it, a send needs --force'),
     ['position', v.position],
   ]);
 }

@@ -124,6 +124,7 @@ export const commands: readonly CommandSpec[] = [
         value: '<time>',
         help: 'send again the spec the node had been sent at this ISO time (its latest send at or before it, by stream order)',
       },
+      force: { type: 'boolean', help: 'send to a pinned node too (without it a pinned node refuses the send)' },
     },
     args: [1, 2],
     settings: ['store', 'signingKeyPath'],
@@ -275,7 +276,7 @@ export const commands: readonly CommandSpec[] = [
     output: true,
     usage: [
       'converge rollout start <spec.json|-> (--nodes a,b | --all | --spec <digest> | --prefix <p>) --waves 1,10%,50%,100%',
-      '         (--max-failures <n|p%> | --abort-on <class+class:n|p%@min,…>) --wave-timeout <10m> [--pause <30s>] [--on-superseded fail|hold] [--rollback-on-halt none|wave|all] [--id <id>] [--json]',
+      '         (--max-failures <n|p%> | --abort-on <class+class:n|p%@min,…>) --wave-timeout <10m> [--pause <30s>] [--on-superseded fail|hold] [--rollback-on-halt none|wave|all] [--rate <n/min> | --ramp <base,factor,cap,every>] [--gate-url <url> [--gate-timeout <10s>]] [--id <id>] [--json]',
       '       converge rollout status <id> [--watch] [--json]',
       '       converge rollout pause|abort <id> [--reason <text>] [--json]',
       '       converge rollout rollback <id> [--scope all|wave] [--reason <text>] [--json]',
@@ -312,6 +313,22 @@ export const commands: readonly CommandSpec[] = [
         value: '<none|wave|all>',
         help: "start: on a halt, send the halted wave's nodes (wave) or every node sent (all) their previous spec (default none)",
       },
+      rate: { type: 'string', value: '<n>', help: 'start: send to at most n nodes a minute over the whole rollout' },
+      ramp: {
+        type: 'string',
+        value: '<base,factor,cap,every>',
+        help: 'start: send base nodes a minute, times factor every <every> (a duration), up to cap a minute',
+      },
+      'gate-url': {
+        type: 'string',
+        value: '<url>',
+        help: 'start: before each wave after the first, POST the rollout id, wave and counts here; only a 2xx opens the wave',
+      },
+      'gate-timeout': {
+        type: 'string',
+        value: '<duration>',
+        help: 'start: how long the gate may take to answer (default 10s; more holds the wave)',
+      },
       scope: { type: 'string', value: '<all|wave>', help: "rollback: every node this rollout sent to (all, default) or the open wave's" },
       id: { type: 'string', value: '<id>', help: 'start: name the rollout (default: the time and 6 random hex digits)' },
       watch: { type: 'boolean', help: 'status: follow the store and print again as it changes, until the rollout ends' },
@@ -339,18 +356,20 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'node',
-    subcommands: ['enroll', 'revoke', 'retire'],
+    subcommands: ['enroll', 'revoke', 'retire', 'hold', 'release', 'pin', 'unpin'],
     usage: [
       'converge node enroll <id> [--vhost <vhost>] [--replace] [--json]',
       '       converge node revoke <id> [--vhost <vhost>] [--json]',
       '       converge node retire <id> [--reason <text>] [--json]',
+      '       converge node hold <id> [--reason <text>] [--json]    (release <id>: rollouts send to it again)',
+      '       converge node pin <id> [--reason <text>] [--json]     (unpin <id>)',
     ].join('\n'),
     summary:
       "a node's broker account: enroll <id> | revoke <id>, scoped to what wire.go lets it say; retire <id>: out of the fleet, its history kept",
     flags: {
       vhost: { type: 'string', value: '<vhost>', help: 'RabbitMQ virtual host (default /)' },
       replace: { type: 'boolean', help: 'enroll over an existing account, rotating its password' },
-      reason: { type: 'string', value: '<text>', help: 'retire: why, for the record' },
+      reason: { type: 'string', value: '<text>', help: 'retire, hold, pin: why, for the record' },
     },
     args: [2, 2],
     settings: ['managementUrl', 'inboxQueue', 'store'],

@@ -3,6 +3,8 @@ import { ConvergeError, isConvergeError } from '../../core/errors.ts';
 import type { Context, Run } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';
 import { printJson } from '../output.ts';
+import { who } from '../operator.ts';
+import type { HoldVerb } from '../../engine/holds.ts';
 
 // `converge node enroll <id>` / `converge node revoke <id>` (docs/design.md §1): a node's broker account
 // through RabbitMQ's management API, with the least rights wire.go allows.
@@ -19,14 +21,41 @@ async function retire({ io, values, config, json }: Context, id: string): Promis
   return 0;
 }
 
+/** docs/design.md §8 "Holds and pins": an event in the `holds` stream; no broker is touched. */
+async function hold({ io, values, config, json }: Context, id: string, verb: HoldVerb): Promise<number> {
+  if (values.replace === true || values.vhost !== undefined)
+    throw new ConvergeError('CONVERGE_ERR_USAGE', `--replace and --vhost are not for node ${verb}`);
+  const reason = typeof values.reason === 'string' ? values.reason : '';
+  const { setHold } = await import('../../engine/holds.ts');
+  const by = who({ io });
+  const r = await withStore(config, io, (store) => setHold(store, id, verb, { now: new Date(), by, reason }));
+  if (json) printJson(io, { node: r.node, held: r.hold.held, pinned: r.hold.pinned, position: r.position?.toString() ?? null });
+  else io.stdout(`${holdSaid[verb]} node ${r.node} at ${r.at}${holdMeans[verb]}\n`);
+  return 0;
+}
+
+const holdSaid: Readonly<Record<HoldVerb, string>> = { hold: 'held', release: 'released', pin: 'pinned', unpin: 'unpinned' };
+const holdMeans: Readonly<Record<HoldVerb, string>> = {
+  hold: ': rollouts skip it (listed as held) until it is released',
+  release: ': rollouts send to it again',
+  pin: ': it keeps its spec (rollouts skip it; a direct send needs --force)',
+  unpin: ': rollouts and sends reach it again',
+};
+const holdVerbs: readonly string[] = ['hold', 'release', 'pin', 'unpin'];
+
 export const run: Run = async (ctx) => {
   const { io, values, positionals, config, json } = ctx;
   const [verb, given] = positionals as [string, string];
-  if (verb !== 'enroll' && verb !== 'revoke' && verb !== 'retire')
-    throw new ConvergeError('CONVERGE_ERR_USAGE', `node takes enroll <id>, revoke <id> or retire <id>, not ${JSON.stringify(verb)}`);
+  if (verb !== 'enroll' && verb !== 'revoke' && verb !== 'retire' && !holdVerbs.includes(verb))
+    throw new ConvergeError(
+      'CONVERGE_ERR_USAGE',
+      `node takes enroll, revoke, retire, hold, release, pin or unpin <id>, not ${JSON.stringify(verb)}`,
+    );
   const id = nodeArgument(given);
-  if (verb !== 'retire' && values.reason !== undefined) throw new ConvergeError('CONVERGE_ERR_USAGE', '--reason is for node retire');
+  if (verb !== 'retire' && verb !== 'hold' && verb !== 'pin' && values.reason !== undefined)
+    throw new ConvergeError('CONVERGE_ERR_USAGE', '--reason is for node retire, hold and pin');
   if (verb === 'retire') return retire(ctx, id);
+  if (holdVerbs.includes(verb)) return hold(ctx, id, verb as HoldVerb);
   if (verb === 'revoke' && values.replace === true) throw new ConvergeError('CONVERGE_ERR_USAGE', '--replace is for node enroll');
   const common = { managementUrl: config.managementUrl, ...(typeof values.vhost === 'string' ? { vhost: values.vhost } : {}) };
   if (verb === 'revoke') {

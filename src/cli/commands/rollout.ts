@@ -1,15 +1,16 @@
 import { readFileSync } from 'node:fs';
-import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import { isTerminal } from '../../core/rollout/index.ts';
 import type { TargetSelection } from '../../core/rollout/index.ts';
 import { abortRollout, pauseRollout, resumeRollout, rollbackRollout, startRollout } from '../../engine/rolloutCommands.ts';
+import type { StartRolloutInput } from '../../engine/rolloutCommands.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import { explainLine, explainRollout } from '../../readModel/rolloutExplain.ts';
 import type { EventStore } from '../../store/index.ts';
 import type { Context, Run } from '../command.ts';
 import { openStore, withStore } from '../command.ts';
 import { parseDuration } from '../duration.ts';
+import { who } from '../operator.ts';
 import { printJson, printList, printOne } from '../output.ts';
 import { foldStore } from './readModelFromStore.ts';
 import { foldRollouts } from './rolloutViewFromStore.ts';
@@ -27,18 +28,24 @@ type Verb = (typeof verbs)[number];
 
 const usage = (message: string): ConvergeError => new ConvergeError('CONVERGE_ERR_USAGE', message);
 
-function who(ctx: Context): string {
-  let user = ctx.io.env.USER ?? ctx.io.env.USERNAME;
-  if (user === undefined) {
-    try {
-      user = userInfo().username;
-    } catch {
-      user = 'unknown';
-    }
-  }
-  return `cli ${user}`;
-}
 const str = (v: string | boolean | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/** `--rate 60` (nodes a minute) or `--ramp 10,2,200,5m` (base, factor, cap a minute, every): docs/design.md §8 "Rate". */
+function meterFlags(values: Context['values']): Pick<StartRolloutInput, 'rate' | 'ramp'> {
+  const rate = str(values.rate);
+  const ramp = str(values.ramp);
+  if (rate !== undefined && ramp !== undefined) throw usage('give --rate or --ramp, not both');
+  if (rate !== undefined) {
+    if (!/^\d+(\.\d+)?$/.test(rate)) throw usage(`--rate is nodes a minute, like 60 (got ${JSON.stringify(rate)})`);
+    return { rate: { perMinute: Number(rate) } };
+  }
+  if (ramp === undefined) return {};
+  const [base, factor, cap, every] = ramp.split(',');
+  const nums = [base, factor, cap].map((x) => (x !== undefined && /^\d+(\.\d+)?$/.test(x) ? Number(x) : NaN));
+  if (nums.some((x) => Number.isNaN(x)) || every === undefined)
+    throw usage(`--ramp is base,factor,cap,every, like 10,2,200,5m (got ${JSON.stringify(ramp)})`);
+  return { ramp: { base: nums[0]!, factor: nums[1]!, cap: nums[2]!, everyMs: parseDuration('ramp', every) } };
+}
 
 function selectionOf(values: Context['values']): TargetSelection {
   const given = (['nodes', 'all', 'spec', 'prefix'] as const).filter((k) => values[k] !== undefined && values[k] !== false);
@@ -90,6 +97,9 @@ async function start(ctx: Context, file: string): Promise<number> {
   const onSuperseded = str(values['on-superseded']);
   if (onSuperseded !== undefined && onSuperseded !== 'fail' && onSuperseded !== 'hold')
     throw usage(`--on-superseded is fail or hold (got ${JSON.stringify(onSuperseded)})`);
+  const gateUrl = str(values['gate-url']);
+  const gateTimeout = str(values['gate-timeout']);
+  if (gateTimeout !== undefined && gateUrl === undefined) throw usage('--gate-timeout goes with --gate-url');
   const rollbackOnHalt = str(values['rollback-on-halt']);
   if (rollbackOnHalt !== undefined && rollbackOnHalt !== 'none' && rollbackOnHalt !== 'wave' && rollbackOnHalt !== 'all')
     throw usage(`--rollback-on-halt is none, wave or all (got ${JSON.stringify(rollbackOnHalt)})`);
@@ -122,6 +132,8 @@ async function start(ctx: Context, file: string): Promise<number> {
         ...(pause === undefined ? {} : { pauseMs: parseDuration('pause', pause) }),
         ...(onSuperseded === undefined ? {} : { onSuperseded }),
         ...(rollbackOnHalt === undefined ? {} : { rollbackOnHalt }),
+        ...meterFlags(values),
+        ...(gateUrl === undefined ? {} : { gate: { url: gateUrl, timeoutMs: parseDuration('gate-timeout', gateTimeout ?? '10s') } }),
         startedBy: who(ctx),
       },
     );

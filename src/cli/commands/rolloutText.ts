@@ -74,6 +74,14 @@ export function rolloutDetail(r: RolloutSummary, failing: readonly FailedNode[],
     ['eta', eta],
     ['end', end],
     ['rollback', rollbackText(r)],
+    ...(r.gate === null
+      ? []
+      : [
+          [
+            'gate',
+            `${r.gate.url} (${r.gate.timeoutMs} ms): ${r.gate.state === 'held' ? `holding wave ${r.gate.wave}: ${r.gate.detail} (${r.gate.attempts} call(s))` : r.gate.state === 'open' ? `opened wave ${r.gate.wave}` : 'not asked yet'}`,
+          ] as const,
+        ]),
   ]);
   const rows = r.waves.map((w) => [
     String(w.wave),

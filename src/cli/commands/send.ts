@@ -16,6 +16,8 @@ export const run: Run = async ({ io, positionals, config, json, values }) => {
   if (config.signingKey === null)
     throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', 'send needs a signing key: --signing-key <pem> or CONVERGE_SIGNING_KEY');
   const asOf = typeof values['as-of'] === 'string' ? values['as-of'] : undefined;
+  // A pinned node keeps its spec unless the operator insists (docs/design.md §8 "Holds and pins").
+  const force = values.force === true;
   if ((asOf === undefined) === (file === undefined))
     throw new ConvergeError('CONVERGE_ERR_USAGE', 'send takes a spec file (or - for stdin) or --as-of <time>, exactly one');
   if (asOf !== undefined) {
@@ -25,7 +27,7 @@ export const run: Run = async ({ io, positionals, config, json, values }) => {
     const store = await openStore(config, io);
     try {
       const was = await specAsOf(store, node, at);
-      const r = await createSender({ store, key: config.signingKey }).send(node, was.resources);
+      const r = await createSender({ store, key: config.signingKey }).send(node, was.resources, { force });
       if (json)
         printJson(io, {
           node,
@@ -56,7 +58,7 @@ export const run: Run = async ({ io, positionals, config, json, values }) => {
   const { resources } = validateSpec(spec);
   const store = await openStore(config, io);
   try {
-    const r = await createSender({ store, key: config.signingKey }).send(node, resources);
+    const r = await createSender({ store, key: config.signingKey }).send(node, resources, { force });
     if (json) printJson(io, { node, digest: r.digest, serial: r.serial, position: r.position });
     else io.stdout(`${r.digest}\n`);
     return 0;

@@ -1,4 +1,4 @@
-import { livenessStates, nodeStatuses, nodeView } from '../../../projections/index.ts';
+import { holdOf, livenessStates, nodeStatuses, nodeView } from '../../../projections/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';
@@ -23,7 +23,9 @@ export const run: Run = ({ io, values, positionals, config, output }) => {
     const now = Date.now();
     if (node !== undefined) {
       // One node: its own stream, not the whole store.
-      const v = await currentNode(store, node, now, config.graceMs);
+      // Its hold and pin beside the fold's view, as the API answers them (docs/design.md §8 "Holds and pins").
+      const { createHoldsReader } = await import('../../engine/holds.ts');
+      const v = { ...(await currentNode(store, node, now, config.graceMs)), ...holdOf(await createHoldsReader(store).refresh(), node) };
       printOne(io, output, v, { text: () => describeNode(v), name: v.node });
       return 0;
     }

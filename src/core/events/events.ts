@@ -7,6 +7,8 @@ import type { NodeHeard, NodeSilent, ObservationEvent } from './liveness.ts';
 import { auditEventDataSchemas, auditEventTypes } from './audit.ts';
 import type { AuditEvent } from './audit.ts';
 import { retirementEventDataSchemas } from './retirement.ts';
+import { holdEventDataSchemas, holdEventTypes } from './holds.ts';
+import type { HoldEvent } from './holds.ts';
 import type { NodeRetired } from './retirement.ts';
 
 // docs/design.md §2. Event type names and field names are part of the audit record: change them only
@@ -85,7 +87,7 @@ export type AliveSeen = Event<'AliveSeen', AliveSeenData>;
 export type NodeEvent = DeclarationSent | ReportReceived | AliveSeen | NodeHeard | NodeSilent | NodeRetired;
 export type NodeEventType = NodeEvent['type'];
 /** Everything a store holds: node streams, rollout streams, observation spans and audit checkpoints. */
-export type ConvergeEvent = NodeEvent | RolloutEvent | ObservationEvent | AuditEvent;
+export type ConvergeEvent = NodeEvent | RolloutEvent | ObservationEvent | AuditEvent | HoldEvent;
 export type ConvergeEventType = ConvergeEvent['type'];
 
 export const nodeEventTypes = [
@@ -101,6 +103,7 @@ export const eventTypes = [
   ...rolloutEventTypes,
   ...observationEventTypes,
   ...auditEventTypes,
+  ...holdEventTypes,
 ] as const satisfies readonly ConvergeEventType[];
 
 export const eventDataSchemas = {
@@ -111,6 +114,7 @@ export const eventDataSchemas = {
   ...retirementEventDataSchemas,
   ...rolloutEventDataSchemas,
   ...auditEventDataSchemas,
+  ...holdEventDataSchemas,
 } as const;
 
 const nodeTypes: ReadonlySet<string> = new Set(nodeEventTypes);

@@ -3,6 +3,7 @@ export * from './rollouts.ts';
 export * from './liveness.ts';
 export * from './audit.ts';
 export * from './retirement.ts';
+export * from './holds.ts';
 export {
   declarationSentId,
   reportReceivedId,

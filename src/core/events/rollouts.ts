@@ -73,6 +73,18 @@ export type RollbackOnHalt = (typeof rollbackPolicies)[number];
 export const rollbackScopes = ['wave', 'all'] as const;
 export type RollbackScope = (typeof rollbackScopes)[number];
 
+export const rolloutGate = z.object({ url: z.url({ protocol: /^https?$/ }), timeoutMs: z.number().int().min(1).max(300_000) });
+export type RolloutGate = z.infer<typeof rolloutGate>;
+export const rolloutRate = z.object({ perMinute: z.number().positive().max(1_000_000) });
+export const rolloutRamp = z
+  .object({
+    base: z.number().positive().max(1_000_000),
+    factor: z.number().min(1).max(1_000),
+    cap: z.number().positive().max(1_000_000),
+    everyMs: z.number().int().min(1_000).max(maxRolloutDurationMs),
+  })
+  .refine((r) => r.cap >= r.base, 'the cap is at least the base');
+
 export const rolloutStartedData = z.object({
   rollout: rolloutId,
   /** The spec sent to every target, as given (each node's declaration wraps it with its own node, serial, time). */
@@ -107,6 +119,15 @@ export const rolloutStartedData = z.object({
   onSuperseded: z.enum(onSupersededPolicies).optional(),
   /** What a halt rolls back. Absent in rollouts recorded before rollback existed: 'none'. */
   rollbackOnHalt: z.enum(rollbackPolicies).optional(),
+  /**
+   * A pre-wave gate (docs/design.md §8 "Gates"): before each wave after the first the driver POSTs
+   * to `url`, and only a 2xx within `timeoutMs` opens the wave. Absent: no gate.
+   */
+  gate: rolloutGate.optional(),
+  /** Metered sends (docs/design.md §8 "Rate"): at most `perMinute` nodes a minute, over the whole rollout. */
+  rate: rolloutRate.optional(),
+  /** A rising meter: `base` a minute, times `factor` every `everyMs`, up to `cap` a minute (not with `rate`). */
+  ramp: rolloutRamp.optional(),
   startedBy: z.string(),
   startedAt: iso,
 });
@@ -151,6 +172,8 @@ export const waveCompletedData = z.object({
   supersededNodes: z.array(z.string()),
   /** `failed` by failure class (superseded nodes are `superseded`). Absent in older events. */
   byClass: byClass.optional(),
+  /** Nodes not sent to, held or pinned (docs/design.md §8 "Holds and pins"): neither done nor failed. Absent: none. */
+  skipped: count.optional(),
 });
 
 export const rolloutPausedData = z.object({ rollout: rolloutId, by: z.string(), reason: z.string(), at: iso });
@@ -227,6 +250,21 @@ export const rollbackCompletedData = z.object({
   failures: z.array(failure),
 });
 
+/**
+ * A gate's answer before wave `wave` opens: `passed` (a 2xx) opens it; otherwise the wave is held
+ * and the driver asks again later. `status`: the HTTP status (null: no answer, `detail` says why).
+ */
+export const waveGateCheckedData = z.object({
+  rollout: rolloutId,
+  wave: z.number().int().min(2),
+  passed: z.boolean(),
+  status: z.number().int().nullable(),
+  detail: z.string(),
+  /** The how-manieth call for this wave (1 first). */
+  attempt: z.number().int().min(1),
+  at: iso,
+});
+
 /** Lists of nodes inside one event stop here, so an event stays far below the store's size limit. */
 export const listLimit = 1_000;
 
@@ -245,6 +283,7 @@ export type RolloutCompletedData = Readonly<z.infer<typeof rolloutCompletedData>
 export type RollbackStartedData = Readonly<z.infer<typeof rollbackStartedData>>;
 export type RollbackSentData = Readonly<z.infer<typeof rollbackSentData>>;
 export type RollbackCompletedData = Readonly<z.infer<typeof rollbackCompletedData>>;
+export type WaveGateCheckedData = Readonly<z.infer<typeof waveGateCheckedData>>;
 
 export const rolloutEventDataSchemas = {
   RolloutStarted: rolloutStartedData,
@@ -260,6 +299,7 @@ export const rolloutEventDataSchemas = {
   RollbackStarted: rollbackStartedData,
   RollbackSent: rollbackSentData,
   RollbackCompleted: rollbackCompletedData,
+  WaveGateChecked: waveGateCheckedData,
 } as const;
 
 type Ev<Type extends string, Data> = Readonly<{ type: Type; data: Data }>;
@@ -276,6 +316,7 @@ export type RolloutAborted = Ev<'RolloutAborted', RolloutAbortedData>;
 export type RollbackStarted = Ev<'RollbackStarted', RollbackStartedData>;
 export type RollbackSent = Ev<'RollbackSent', RollbackSentData>;
 export type RollbackCompleted = Ev<'RollbackCompleted', RollbackCompletedData>;
+export type WaveGateChecked = Ev<'WaveGateChecked', WaveGateCheckedData>;
 export type RolloutEvent =
   | RolloutStarted
   | RolloutNodesListed
@@ -289,7 +330,8 @@ export type RolloutEvent =
   | RolloutAborted
   | RollbackStarted
   | RollbackSent
-  | RollbackCompleted;
+  | RollbackCompleted
+  | WaveGateChecked;
 export type RolloutEventType = RolloutEvent['type'];
 
 export const rolloutEventTypes = [
@@ -306,6 +348,7 @@ export const rolloutEventTypes = [
   'RollbackStarted',
   'RollbackSent',
   'RollbackCompleted',
+  'WaveGateChecked',
 ] as const satisfies readonly RolloutEventType[];
 
 export const rolloutStreamPrefix = 'rollout-';

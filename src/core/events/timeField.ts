@@ -10,6 +10,10 @@ export const eventTimeField: Readonly<Record<ConvergeEventType, string>> = {
   NodeHeard: 'at',
   NodeSilent: 'observedAt',
   NodeRetired: 'at',
+  NodeHeld: 'at',
+  NodeReleased: 'at',
+  NodePinned: 'at',
+  NodeUnpinned: 'at',
   ObservationStarted: 'at',
   ObservationStopped: 'at',
   AuditCheckpointed: 'at',
@@ -26,4 +30,5 @@ export const eventTimeField: Readonly<Record<ConvergeEventType, string>> = {
   RollbackStarted: 'at',
   RollbackSent: 'sentAt',
   RollbackCompleted: 'at',
+  WaveGateChecked: 'at',
 };

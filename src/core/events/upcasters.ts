@@ -49,6 +49,10 @@ export const upcasters: Readonly<Record<ConvergeEventType, Upcasters>> = {
   NodeSilent: {},
   // Born at v2 too.
   NodeRetired: {},
+  NodeHeld: {},
+  NodeReleased: {},
+  NodePinned: {},
+  NodeUnpinned: {},
   ObservationStarted: {},
   ObservationStopped: {},
   // Audit checkpoints too (docs/audit.md#checkpoints-and-witnesses).

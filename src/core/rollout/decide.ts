@@ -11,6 +11,7 @@ import type {
   WithId,
 } from '../events/index.ts';
 import { addTally, criteriaOf, tripped } from './criteria.ts';
+import { allowance, allowedAt, meterOf } from './rate.ts';
 import type { Tally, Tripped } from './criteria.ts';
 import { defaultSilentGraceMs, failureDetail, lateFailure, nodeOutcome } from './outcome.ts';
 import { isTerminal, rollbackPolicy, supersededPolicy, targetsComplete, waveDeadline } from './state.ts';
@@ -37,6 +38,8 @@ export type WaveProgress = Readonly<{
   pending: number;
   done: number;
   superseded: number;
+  /** Held or pinned when the wave was sent: not sent, neither done nor failed (docs/design.md §8 "Holds and pins"). */
+  skipped: number;
   /** Refused, degraded or unsendable now, with details. */
   failures: readonly RolloutFailure[];
   failureCount: number;
@@ -50,6 +53,8 @@ export type WaveProgress = Readonly<{
 export type Decision =
   | Readonly<{ kind: 'wait'; untilMs: number | null; why: string }>
   | Readonly<{ kind: 'startWave'; wave: number; from: number; to: number }>
+  // The plan's gate must answer 2xx before this wave opens (src/engine/rolloutGate.ts asks it).
+  | Readonly<{ kind: 'gate'; wave: number }>
   | Readonly<{ kind: 'send'; wave: number; nodes: readonly string[] }>
   | Readonly<{ kind: 'completeWave'; data: Omit<WaveCompletedData, 'rollout' | 'completedAt'> }>
   | Readonly<{ kind: 'halt'; data: Omit<RolloutHaltedData, 'rollout' | 'at'> }>
@@ -115,6 +120,7 @@ export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: nu
     if (next === undefined) return { kind: 'complete', data: { done: s.done, failed: s.failed, superseded: s.superseded } };
     const opensAt = Date.parse(w.completed.completedAt) + s.started.pauseMs;
     if (nowMs < opensAt) return { kind: 'wait', untilMs: opensAt, why: `pause before wave ${next.wave}` };
+    if (s.started.gate !== undefined && !(s.gate?.wave === next.wave && s.gate.passed)) return { kind: 'gate', wave: next.wave };
     return { kind: 'startWave', wave: next.wave, from: next.from, to: next.to };
   }
 
@@ -157,7 +163,19 @@ export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: nu
   const now = addTally(before, openTally(progress, supersededFail, null));
   const over = tripped(criteria, now);
   if (over !== null) return halt(over, seen());
-  if (progress.unsentCount > 0) return { kind: 'send', wave: w.wave, nodes: progress.unsent };
+  if (progress.unsentCount > 0) {
+    // A metered plan sends no more than its allowance by now, counted from the first wave's start.
+    const meter = meterOf(s.started);
+    const t0 = s.waves[0]?.startedAt ?? null;
+    if (meter === null || t0 === null) return { kind: 'send', wave: w.wave, nodes: progress.unsent };
+    const reached = s.sends.size + s.skipped.size;
+    const room = allowance(meter, nowMs - Date.parse(t0)) - reached;
+    if (room <= 0) {
+      const at = Date.parse(t0) + allowedAt(meter, reached + 1);
+      return { kind: 'wait', untilMs: at, why: `sends metered: the next at ${new Date(at).toISOString()}` };
+    }
+    return { kind: 'send', wave: w.wave, nodes: progress.unsent.slice(0, room) };
+  }
   const held: Decision | null =
     !supersededFail && progress.superseded > 0
       ? {
@@ -173,6 +191,24 @@ export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: nu
     const wave = openTally(progress, supersededFail, late);
     // A wave completes only on proof: with no node done, nothing shows the spec works anywhere,
     // and the next wave must not open to more nodes on failures the criteria happened to allow.
+    // A wave whose every node was skipped (held or pinned) settled nothing either way: it
+    // completes with nothing done, and the next wave still has to prove the spec on its own.
+    const settledAny = progress.failureCount + extraCount + progress.superseded > 0;
+    if (progress.done === 0 && !settledAny && progress.skipped > 0) {
+      return {
+        kind: 'completeWave',
+        data: {
+          wave: w.wave,
+          done: 0,
+          failed: 0,
+          superseded: 0,
+          failures: [],
+          supersededNodes: [],
+          byClass: {},
+          skipped: progress.skipped,
+        },
+      };
+    }
     if (progress.done === 0) {
       return {
         kind: 'halt',
@@ -196,6 +232,7 @@ export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: nu
         failures: cap([...progress.failures, ...extra], listLimit),
         supersededNodes: cap(progress.supersededNodes(), listLimit),
         byClass,
+        ...(progress.skipped > 0 ? { skipped: progress.skipped } : {}),
       },
     };
   };
@@ -233,6 +270,7 @@ export function waveProgress(
   let unsentCount = 0;
   let failureCount = 0;
   let done = 0;
+  let skipped = 0;
   for (let i = w.from; i < w.to; i++) {
     const node = s.targets[i];
     if (node === undefined) continue;
@@ -245,6 +283,7 @@ export function waveProgress(
     } else if (o === 'pending') pendingNodes.push(node);
     else if (o === 'done') done++;
     else if (o === 'superseded') superseded.push(node);
+    else if (o === 'skipped') skipped++;
     else {
       failureCount++;
       byClass[o as keyof typeof byClass]++;
@@ -258,6 +297,7 @@ export function waveProgress(
     pending: pendingNodes.length,
     done,
     superseded: superseded.length,
+    skipped,
     failures,
     failureCount,
     failuresByClass: byClass,
@@ -292,7 +332,7 @@ export function lateOf(
  */
 export function eventOfDecision(
   s: RolloutState,
-  d: Exclude<Decision, { kind: 'wait' } | { kind: 'send' } | { kind: 'rollbackSend' }>,
+  d: Exclude<Decision, { kind: 'wait' } | { kind: 'send' } | { kind: 'rollbackSend' } | { kind: 'gate' }>,
   nowIso: string,
 ): WithId<RolloutEvent> {
   const rollout = s.id;

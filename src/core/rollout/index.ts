@@ -1,6 +1,26 @@
 export { rolloutStatuses, isTerminal, targetsComplete, waveDeadline, supersededPolicy, rollbackPolicy } from './state.ts';
-export type { RolloutStatus, WaveState, RolloutSend, RolloutSkip, RolloutState, NodeFacts, RollbackSend, RollbackState } from './state.ts';
-export { nodeOutcomes, isFailure, nodeOutcome, failureDetail, lateFailure, notConnectedAt, defaultSilentGraceMs } from './outcome.ts';
+export type {
+  GateState,
+  RolloutStatus,
+  WaveState,
+  RolloutSend,
+  RolloutSkip,
+  RolloutState,
+  NodeFacts,
+  RollbackSend,
+  RollbackState,
+} from './state.ts';
+export {
+  nodeOutcomes,
+  operatorSkipCodes,
+  isOperatorSkip,
+  isFailure,
+  nodeOutcome,
+  failureDetail,
+  lateFailure,
+  notConnectedAt,
+  defaultSilentGraceMs,
+} from './outcome.ts';
 export type { NodeOutcome } from './outcome.ts';
 export { budgetUsed, completedTally, openTally, decide, waveProgress, lateOf, eventOfDecision } from './decide.ts';
 export type { WaveProgress, Decision, Late } from './decide.ts';
@@ -10,3 +30,5 @@ export { planWaves, planBudget, selectTargets } from './plan.ts';
 export type { WavePlan, TargetSelection } from './plan.ts';
 export { owesRollback, rollbackTargets, rollbackOutcome, rollbackProgress, rollbackDeadline, decideRollback } from './rollback.ts';
 export type { RollbackProgress } from './rollback.ts';
+export { allowance, allowedAt, meterOf } from './rate.ts';
+export type { Meter } from './rate.ts';

@@ -3,10 +3,18 @@ import type { RolloutSend, RolloutSkip, NodeFacts } from './state.ts';
 
 // The rule: how one node stands in this rollout, from the node fold alone.
 
-export const nodeOutcomes = ['unsent', 'pending', 'done', 'refused', 'degraded', 'superseded', 'unsendable'] as const;
+export const nodeOutcomes = ['unsent', 'pending', 'done', 'refused', 'degraded', 'superseded', 'unsendable', 'skipped'] as const;
 export type NodeOutcome = (typeof nodeOutcomes)[number];
 
 export const isFailure = (o: NodeOutcome): boolean => o === 'refused' || o === 'degraded' || o === 'unsendable';
+
+/**
+ * The codes a rollout lists a node it did not send to under because an operator said so
+ * (docs/design.md §8 "Holds and pins"): such a node is 'skipped', neither done nor failed, and
+ * spends no budget. Any other code is a refused send ('unsendable', a failure).
+ */
+export const operatorSkipCodes = ['held', 'pinned'] as const;
+export const isOperatorSkip = (code: string): boolean => code === 'held' || code === 'pinned';
 
 /**
  * A node is done when its latest report names the digest of the declaration this rollout sent
@@ -19,7 +27,7 @@ export function nodeOutcome(
   skip: RolloutSkip | undefined,
   node: Pick<NodeFacts, 'sent' | 'status'> | undefined,
 ): NodeOutcome {
-  if (skip !== undefined) return 'unsendable';
+  if (skip !== undefined) return isOperatorSkip(skip.code) ? 'skipped' : 'unsendable';
   if (send === undefined) return 'unsent';
   // The read model has not folded our send yet (it is folded with the RolloutSent that names it).
   if (node === undefined || node.sent === null) return 'pending';
@@ -47,6 +55,7 @@ export function failureDetail(
   const r = node?.reported ?? null;
   switch (outcome) {
     case 'unsendable':
+    case 'skipped':
       return skip === undefined ? 'not sent' : `${skip.code}: ${skip.reason}`;
     case 'refused':
       return r === null ? 'refused' : `refused: ${r.refused}`;

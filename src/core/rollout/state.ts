@@ -60,6 +60,9 @@ export type RollbackState = Readonly<{
   completed: RollbackCompletedData | null;
 }>;
 
+/** The latest gate answer (docs/design.md §8 "Gates"): for which wave, whether it opened it, and why not. */
+export type GateState = Readonly<{ wave: number; passed: boolean; status: number | null; detail: string; attempts: number; at: string }>;
+
 export type RolloutState = Readonly<{
   id: string;
   started: RolloutStartedData;
@@ -87,6 +90,8 @@ export type RolloutState = Readonly<{
   aborted: RolloutAbortedData | null;
   /** The rollback, once one started (RollbackStarted); null before. */
   rollback: RollbackState | null;
+  /** The gate's latest answer (WaveGateChecked); null before any, and for a plan without a gate. */
+  gate: GateState | null;
   /** Time of the last event folded. */
   updatedAt: string;
   /** Revision of the last event folded in the rollout's stream: the expected revision of the next decision. */

@@ -110,7 +110,7 @@ export const api = {
     q: { wave: number | null; outcome: NodeOutcome | null; after: number | null; limit: number },
     signal?: AbortSignal,
   ) => request<RolloutNodes>(`/v1/rollouts/${encodeURIComponent(id)}/nodes${qs(q)}`, {}, signal),
-  rolloutCommand: (id: string, action: 'pause' | 'resume' | 'abort', reason: string) =>
+  rolloutCommand: (id: string, action: 'pause' | 'resume' | 'abort' | 'rollback', reason: string) =>
     request<Rollout>(`/v1/rollouts/${encodeURIComponent(id)}/${action}`, {
       method: 'POST',
       body: JSON.stringify(reason === '' ? {} : { reason }),

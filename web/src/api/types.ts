@@ -42,4 +42,4 @@ export const rolloutStatuses: readonly RolloutStatus[] = [
   'rollingBack',
   'rolledBack',
 ];
-export const outcomes: readonly NodeOutcome[] = ['done', 'pending', 'refused', 'degraded', 'unsendable', 'superseded', 'unsent'];
+export const outcomes: readonly NodeOutcome[] = ['done', 'pending', 'refused', 'degraded', 'unsendable', 'superseded', 'skipped', 'unsent'];

@@ -37,6 +37,30 @@ export function Digest({ value, testId }: { value: string | null | undefined; te
   );
 }
 
+/** A hold's or a pin's badge on the node page (docs/design.md §8 "Holds and pins"), with who and why in the tooltip. */
+export function HoldBadges({ node }: { node: Pick<NodeView, 'held' | 'pinned'> | null | undefined }) {
+  const marks = [
+    ['held', node?.held, '⏸', 'rollouts skip this node'],
+    ['pinned', node?.pinned, '📌', 'this node keeps its spec: rollouts skip it, a send needs force'],
+  ] as const;
+  return (
+    <>
+      {marks.map(([kind, m, glyph, means]) =>
+        m == null ? null : (
+          <span
+            key={kind}
+            class={`badge hold-${kind}`}
+            data-testid={`node-${kind}`}
+            title={`${kind} since ${m.at} by ${m.by}${m.reason === '' ? '' : ` (${m.reason})`}: ${means}`}
+          >
+            <span aria-hidden="true">{glyph}</span> {kind}
+          </span>
+        ),
+      )}
+    </>
+  );
+}
+
 export function ClassBadge({ cls }: { cls: ReportClass }) {
   const glyph = cls === 'matching' ? '=' : cls === 'stale' ? '⟲' : cls === 'unknown' ? '?' : '∅';
   return (

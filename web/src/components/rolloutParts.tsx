@@ -21,6 +21,7 @@ export const outcomeGlyph: Readonly<Record<NodeOutcome, string>> = {
   degraded: '!',
   unsendable: '⊘',
   superseded: '↷',
+  skipped: '⏸',
   unsent: '◌',
 };
 
@@ -31,6 +32,7 @@ export const outcomeMeaning: Readonly<Record<NodeOutcome, string>> = {
   degraded: 'it reported our digest with a resource failed or missing',
   unsendable: 'the spec assigns a port it carries: never sent',
   superseded: 'a newer declaration reached it from elsewhere before it read ours',
+  skipped: 'held or pinned when its wave was sent: not sent, no failure',
   unsent: 'not sent yet',
 };
 
@@ -42,6 +44,7 @@ export const outcomeClass: Readonly<Record<NodeOutcome, string>> = {
   degraded: 'status-degraded',
   unsendable: 'status-refused',
   superseded: 'status-undeclared',
+  skipped: 'status-undeclared',
   unsent: 'status-undeclared',
 };
 

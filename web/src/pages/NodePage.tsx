@@ -3,6 +3,7 @@ import { ApiError, api } from '../api/client.ts';
 import type { NodeView, TimelineEntry } from '../api/types.ts';
 import { EvidenceButton } from '../components/EvidenceButton.tsx';
 import { NodeStatePanel } from '../components/NodeState.tsx';
+import { HoldBadges } from '../components/badges.tsx';
 import { SendForm } from '../components/SendForm.tsx';
 import { StreamIndicator } from '../components/StreamIndicator.tsx';
 import { TimelineList } from '../components/TimelineList.tsx';
@@ -54,6 +55,7 @@ export function NodePage({ node, url }: { node: string; url: URL }) {
         <h1>
           Node <code>{node}</code>
         </h1>
+        <HoldBadges node={state} />
         <StreamIndicator status={stream} />
       </div>
       {notFound ? (

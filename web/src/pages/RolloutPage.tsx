@@ -120,9 +120,20 @@ function Commands({ r, onDone }: { r: Rollout; onDone: (r: Rollout) => void }) {
   const [reason, setReason] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  // Pause, resume and abort do not apply to an ended rollout, nor to one rolling back (the CLI and the API roll back).
-  if (r.status !== 'running' && r.status !== 'paused') return null;
-  const act = (action: 'pause' | 'resume' | 'abort') => {
+  // Pause, resume and abort steer a running or paused rollout; a rollback (once per rollout) may
+  // follow any status but rolling back or rolled back (docs/design.md §8, "Rollback").
+  const steering = r.status === 'running' || r.status === 'paused';
+  const rollbackable = r.status !== 'rollingBack' && r.status !== 'rolledBack';
+  if (!steering && !rollbackable) return null;
+  const act = (action: 'pause' | 'resume' | 'abort' | 'rollback') => {
+    // Rolling back sends every node this rollout reached its previous spec: asked once more.
+    if (
+      action === 'rollback' &&
+      !window.confirm(
+        `Roll back rollout ${r.rollout}? Every node it sent its spec to is sent its previous spec again. This cannot be undone.`,
+      )
+    )
+      return;
     setBusy(true);
     setError(null);
     api.rolloutCommand(r.rollout, action, reason).then(
@@ -143,7 +154,7 @@ function Commands({ r, onDone }: { r: Rollout; onDone: (r: Rollout) => void }) {
       <label>
         Reason (recorded) <input value={reason} onInput={(e) => setReason((e.currentTarget as HTMLInputElement).value)} />
       </label>{' '}
-      {r.status === 'paused' ? (
+      {!steering ? null : r.status === 'paused' ? (
         <button type="button" disabled={busy} onClick={() => act('resume')}>
           Resume
         </button>
@@ -152,8 +163,13 @@ function Commands({ r, onDone }: { r: Rollout; onDone: (r: Rollout) => void }) {
           Pause
         </button>
       )}{' '}
-      <button type="button" disabled={busy} onClick={() => act('abort')}>
-        Abort
+      {steering && (
+        <button type="button" disabled={busy} onClick={() => act('abort')}>
+          Abort
+        </button>
+      )}{' '}
+      <button type="button" disabled={busy} data-testid="rollback" onClick={() => act('rollback')}>
+        Roll back
       </button>
       {error !== null && (
         <p class="error" role="alert">

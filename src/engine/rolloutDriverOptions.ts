@@ -1,0 +1,55 @@
+import type { Logger } from 'pino';
+import type { NodeState } from '../../projections/index.ts';
+import type { Decision, RolloutState, WaveProgress } from '../core/rollout/index.ts';
+import type { SigningKey } from '../core/declaration/index.ts';
+import type { Metrics } from '../metrics.ts';
+import type { EventStore } from '../store/port.ts';
+import type { GateKeeperOptions } from './rolloutGate.ts';
+import type { LoadNode } from './sendView.ts';
+
+// What the rollout driver (rolloutDriver.ts) is given: the store and key it sends with, the read
+// side it decides on, its clocks, and how often it looks again.
+
+export type RolloutDriverOptions = Readonly<{
+  store: EventStore;
+  key: SigningKey;
+  logger: Logger;
+  /** Node states as the read model folds them. */
+  nodeOf: (node: string) => NodeState | undefined;
+  /** The read model's position, so a timeout is judged only on what the store held (null: nothing folded). */
+  readModelPosition?: () => bigint | null;
+  /** Hear that a node's state changed, to decide again at once (the read model's onChange). */
+  onNodeChange?: (listener: (node: string) => void) => () => void;
+  /**
+   * How a wave's nodes stand as a view kept up to date as events fold counts them (the read side's,
+   * src/readModel/rollouts.ts `progressAt`), so a round costs no walk over the wave; undefined when
+   * that view has not folded the rollout as far as `s`. Then, and without it, computed over the
+   * wave from `nodeOf` (projections/rollout.ts).
+   */
+  progress?: (s: RolloutState, wave: number) => WaveProgress | null | undefined;
+  /** Node revisions, carried ports and latest serials for sends; default: from `nodeOf`, the store when that lags. */
+  loadNode?: LoadNode;
+  /** The wall clock: the times recorded in events. */
+  now?: () => Date;
+  /** A monotonic clock (ms; default performance.now): how long the driver waits, timeouts and pauses included. */
+  monotonic?: () => number;
+  /** The liveness grace (serve --grace-ms): a node still behind at its wave's timeout and silent longer is 'silent'. */
+  graceMs?: number;
+  metrics?: Metrics;
+  /** Nodes sent per append call (and per RolloutSent), at most listLimit. */
+  batchSize?: number;
+  /** Decide again at least this often while a rollout is running (ms). */
+  pollMs?: number;
+  /** At least this long between two rounds of decisions, so a flood of node changes is coalesced (ms). */
+  minIntervalMs?: number;
+  /**
+   * With no rollout running, save how far the driver followed at most this often (ms; default
+   * 5 s), and when it stops. The checkpoint only shortens a restart's search for rollouts, and
+   * saving it every round was a synchronous store write every 20 ms of a report flood.
+   */
+  checkpointEveryMs?: number;
+  /** How a gate is asked (tests: a short retry); the clocks and wake are the driver's. */
+  gate?: Partial<Pick<GateKeeperOptions, 'retryMs' | 'maxRetryMs' | 'fetch'>>;
+  /** Called with each decision recorded (tests, logs). */
+  onDecision?: (rollout: string, decision: Exclude<Decision, { kind: 'wait' }>) => void;
+}>;
