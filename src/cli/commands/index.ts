@@ -207,7 +207,7 @@ export const commands: readonly CommandSpec[] = [
     subcommands: ['verify', 'export', 'check'],
     usage: [
       'converge audit verify [--store <url>] [--audit-pub <pem>] [--witness <dir>] [--threads <n>] [--progress] [--json]',
-      '       converge audit export <node> (--at <time|position> | --from <t> --to <t>) --out <file> [--store <url>] [--audit-pub <pem>] [--signing-pub <pem>] [--unsigned] [--json]',
+      '       converge audit export <node> (--at <time|position|checkpoint> | --from <t> --to <t>) --out <file> [--store <url>] [--audit-pub <pem>] [--signing-pub <pem>] [--unsigned] [--json]',
       '       converge audit check <bundle> [--audit-pub <pem>] [--signing-pub <pem>] [--unsigned] [--json]',
     ].join('\n'),
     summary:
@@ -229,7 +229,11 @@ export const commands: readonly CommandSpec[] = [
         value: '<dir>',
         help: "verify: a witness folder (serve --witness-dir): every checkpoint in it must be reproduced by the log's tree (exit 3 if not)",
       },
-      at: { type: 'string', value: '<time|position>', help: 'export: the moment, an ISO 8601 time or a store position, as state --at' },
+      at: {
+        type: 'string',
+        value: '<time|position|checkpoint>',
+        help: 'export: the moment, an ISO 8601 time or a store position as state --at, or checkpoint: the newest the log can prove',
+      },
       from: { type: 'string', value: '<time|position>', help: 'export: the start of a window (with --to, the moment)' },
       to: { type: 'string', value: '<time|position>', help: 'export: the end of the window: the moment the answer is as of' },
       out: { type: 'string', value: '<file>', help: 'export: write the bundle (JSON) here' },
