@@ -11,6 +11,7 @@ import { buildEvidence } from '../../src/readModel/evidence/build.ts';
 import { checkEvidence } from '../../src/readModel/evidence/check.ts';
 import type { EventStore } from '../../src/store/port.ts';
 import { nodes, rounds, writeSignedStore } from '../support/auditHistory.ts';
+import { auditScenarioResult } from './scenarios.ts';
 import type { Scenario, ScenarioResult } from './scenarios.ts';
 
 // An evidence bundle forged after it left the store (docs/audit.md#evidence-bundles-how-an-auditor-checks-one-with-nothing-but-converge):
@@ -176,24 +177,17 @@ export const forgedEvidence: Scenario = {
         checks[`${c.name} → ${kind}${position === null ? '' : ` at ${position}`}`] = ok;
       }
       const events = lab.bundle.events.length;
-      return {
-        scenario: this.name,
-        faults: this.faults,
-        sent: events,
-        confirmed: events,
-        stored: events,
-        lost: 0,
-        duplicated: 0,
-        hostileTried: forgeryCases.length,
-        hostileAppended: missed,
-        recoverMs: null,
+      return auditScenarioResult(this, {
+        events,
+        tried: forgeryCases.length,
+        missed,
         notes: [
           `a bundle of ${events} events (the node's up to ${at} and the observation spans) from a SQLite store with ${rounds} signed checkpoints, proven against checkpoint size ${lab.bundle.tree.size} with a consistency proof to size ${lab.bundle.latest?.checkpoint.size ?? '—'}`,
           'each forgery checked offline (converge audit check --audit-pub)',
           'hostile tried = forgeries, hostile appended = forgeries not found at their position and kind',
         ],
         checks,
-      };
+      });
     } finally {
       lab.remove();
     }

@@ -14,6 +14,7 @@ import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.
 import { writeHistory } from '../support/auditHistory.ts';
 import { cliIn } from '../support/cliInProcess.ts';
 import { logger } from '../support/logger.ts';
+import { auditScenarioResult } from './scenarios.ts';
 import type { Scenario, ScenarioResult } from './scenarios.ts';
 
 // The insider who rewrites the whole log consistently (docs/audit.md#checkpoints-and-witnesses):
@@ -205,17 +206,10 @@ export const rewrittenLog: Scenario = {
         checks[`${c.name} → exit ${r.code}${witnessSize === null ? '' : `, witness size ${witnessSize}`}`] = found && sized;
       }
       const events = rounds * nodes * 3 + lab.witnessSizes.length;
-      return {
-        scenario: this.name,
-        faults: this.faults,
-        sent: events,
-        confirmed: events,
-        stored: events,
-        lost: 0,
-        duplicated: 0,
-        hostileTried: tried,
-        hostileAppended: missed,
-        recoverMs: null,
+      return auditScenarioResult(this, {
+        events,
+        tried,
+        missed,
         notes: [
           `${events} events and ${lab.witnessSizes.length} checkpoints (sizes ${lab.witnessSizes.join(', ')}) written by the engine's checkpointer with a witness folder`,
           'each rewrite on a fresh store, checked by converge audit verify --audit-pub --witness',
@@ -223,7 +217,7 @@ export const rewrittenLog: Scenario = {
           'no recovery: a rewritten log is reported, not repaired',
         ],
         checks,
-      };
+      });
     } finally {
       lab.remove();
     }

@@ -55,6 +55,29 @@ export type ScenarioResult = {
 
 export type Scenario = Readonly<{ name: string; faults: string; run: (lab: FaultLab) => Promise<ScenarioResult> }>;
 
+/**
+ * The result of a scenario that changes a finished log (or a bundle of it) instead of running an
+ * engine: every event written is stored and none lost or duplicated, there is nothing to recover,
+ * hostile tried counts the changes made and hostile appended those not found.
+ */
+export const auditScenarioResult = (
+  scenario: Pick<Scenario, 'name' | 'faults'>,
+  r: Readonly<{ events: number; tried: number; missed: number; notes: string[]; checks: Record<string, boolean> }>,
+): ScenarioResult => ({
+  scenario: scenario.name,
+  faults: scenario.faults,
+  sent: r.events,
+  confirmed: r.events,
+  stored: r.events,
+  lost: 0,
+  duplicated: 0,
+  hostileTried: r.tried,
+  hostileAppended: r.missed,
+  recoverMs: null,
+  notes: r.notes,
+  checks: r.checks,
+});
+
 /** Each scenario runs in a broker lab of its own (test/support/broker.ts). */
 export type FaultLab = BrokerLab;
 export const createFaultLab = createBrokerLab;

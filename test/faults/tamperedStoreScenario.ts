@@ -7,7 +7,7 @@ import type { TamperKind } from '../../src/core/audit/verifyLog.ts';
 import { storedLeafHash } from '../../src/store/audit/auditTree.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { verifyStore, writeHistory } from '../support/auditHistory.ts';
-import { faultSeed } from './scenarios.ts';
+import { auditScenarioResult, faultSeed } from './scenarios.ts';
 import type { Scenario, ScenarioResult } from './scenarios.ts';
 
 // The insider with the SQLite file in hand (docs/audit.md#threat-model): one SQL statement
@@ -180,17 +180,10 @@ export const tamperedStore: Scenario = {
       }
       checks[`random byte or deletion found at its position (${randomFound}/${samples.length})`] = randomFound === samples.length;
       const events = Number(lab.total);
-      return {
-        scenario: this.name,
-        faults: this.faults,
-        sent: events,
-        confirmed: events,
-        stored: events,
-        lost: 0,
-        duplicated: 0,
-        hostileTried: tried,
-        hostileAppended: missed,
-        recoverMs: null,
+      return auditScenarioResult(this, {
+        events,
+        tried,
+        missed,
         notes: [
           `seed ${seed}`,
           `${events} events written through the store's appends; each tampering on a fresh copy, checked by the audit verification (converge audit verify)`,
@@ -198,7 +191,7 @@ export const tamperedStore: Scenario = {
           'no recovery: a tampered store is reported, not repaired',
         ],
         checks,
-      };
+      });
     } finally {
       lab.remove();
     }
