@@ -14,7 +14,7 @@ import type { SimulatedNode } from '../../src/simulation/simulatedNode.ts';
 import { replayStore } from '../../src/readModel/replay.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
-import { killHard, startFaultChild } from '../support/faults/faultChild.ts';
+import { killHard, startFaultChild, stopGently } from '../support/faults/faultChild.ts';
 import { logger } from '../support/logger.ts';
 import { sleep, until } from '../support/until.ts';
 import { faultSeed, withNodes } from './scenarios.ts';
@@ -176,12 +176,7 @@ export const rollbackSigkill: Scenario = {
         return result;
       } finally {
         killsDone();
-        if (child.exitCode === null && child.signalCode === null) {
-          await new Promise<void>((resolve) => {
-            child.once('exit', () => resolve());
-            child.kill('SIGTERM');
-          });
-        }
+        await stopGently(child);
         await Promise.all(nodes.map((n) => n.stop().catch(() => undefined)));
         await consuming;
         await reader.close();

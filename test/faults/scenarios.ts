@@ -23,7 +23,7 @@ import type { InboundKind, NodeLink } from '../../src/transport/port.ts';
 import { encodeReport } from '../../src/core/wire/index.ts';
 import { createBrokerLab, defaultBroker, describeOnBroker } from '../support/broker.ts';
 import type { BrokerLab } from '../support/broker.ts';
-import { killHard, startFaultChild } from '../support/faults/faultChild.ts';
+import { killHard, startFaultChild, stopGently } from '../support/faults/faultChild.ts';
 import { logger } from '../support/logger.ts';
 import { sleep, until } from '../support/until.ts';
 
@@ -613,12 +613,7 @@ export const engineSigkill: Scenario = {
           },
         });
       } finally {
-        if (child.exitCode === null && child.signalCode === null) {
-          await new Promise<void>((resolve) => {
-            child.once('exit', () => resolve());
-            child.kill('SIGTERM');
-          });
-        }
+        await stopGently(child);
         await reader.close();
       }
     }),

@@ -23,3 +23,12 @@ export const killHard = (child: ChildProcess): Promise<void> =>
     child.once('exit', () => resolve());
     child.kill('SIGKILL');
   });
+
+/** SIGTERM unless it has exited already; resolved once it has. */
+export const stopGently = async (child: ChildProcess): Promise<void> => {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+};
