@@ -1,8 +1,8 @@
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
 import { checkRows } from '../../core/audit/verifyLog.ts';
 import type { CheckedPage, Finding, StoredLeaf } from '../../core/audit/verifyLog.ts';
 import { ConvergeError } from '../../core/errors.ts';
+import { startThread } from '../startThread.ts';
 import type { VerifyRangeReply, VerifyRangeRequest, VerifyThreadData } from './verifyThread.ts';
 
 // `converge audit verify` on every core (docs/audit.md#verifying-a-store): reading the rows and
@@ -22,13 +22,6 @@ export type VerifyPoolOptions = Readonly<{
   rangeSize?: number;
 }>;
 
-// The thread's JavaScript from dist/ (tsc's output, or the bundle's entry beside its chunk), or
-// its source through tsx when this file runs from src/ (tests, benches), as sqliteWriterClient.ts does.
-const fromSource = import.meta.url.endsWith('.ts');
-const threadUrl = new URL(fromSource ? './verifyThread.ts' : './verifyThread.js', import.meta.url);
-const threadEntry = (): URL | string =>
-  fromSource ? `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(threadUrl.href)}); });` : threadUrl;
-
 const pageOf = (reply: Extract<VerifyRangeReply, { positions: BigInt64Array }>): CheckedPage => ({
   positions: reply.positions,
   leaves: reply.leaves,
@@ -46,9 +39,8 @@ export async function* pooledCheckedPages(options: VerifyPoolOptions): AsyncGene
   const threads = Math.max(1, options.threads ?? availableParallelism());
   const rangeSize = options.rangeSize ?? 4_096;
   const last = options.last ?? 0n;
-  const workers = Array.from(
-    { length: threads },
-    () => new Worker(threadEntry(), { eval: fromSource, workerData: { url: options.url } satisfies VerifyThreadData }),
+  const workers = Array.from({ length: threads }, () =>
+    startThread(import.meta.url, 'verifyThread', { workerData: { url: options.url } satisfies VerifyThreadData }),
   );
   const waiting = new Map<number, (reply: VerifyRangeReply) => void>();
   let failure: Error | null = null;

@@ -1,6 +1,7 @@
-import { MessageChannel, Worker } from 'node:worker_threads';
+import { MessageChannel } from 'node:worker_threads';
 import { ConvergeError } from '../../core/errors.ts';
 import type { EncodedWrite } from '../appendRules.ts';
+import { startThread } from '../startThread.ts';
 import { packWrites } from './sqliteWriter.ts';
 import type { Written } from './sqliteWriter.ts';
 import type { WriterError, WriterReply, WriterRequest, WriterThreadData } from './sqliteWriterThread.ts';
@@ -19,22 +20,12 @@ export type WriterClient = Readonly<{
   close: () => Promise<void>;
 }>;
 
-// From dist/ (tsc's output, or the bundle, where scripts/bundle.mjs builds it as an entry beside
-// the chunk that holds this file) the thread's JavaScript. From src/ (tsx: the tests, the
-// benches) its source, through tsx registered in the thread: a worker does not inherit the
-// parent's module hooks.
-const fromSource = import.meta.url.endsWith('.ts');
-const threadUrl = new URL(fromSource ? './sqliteWriterThread.ts' : './sqliteWriterThread.js', import.meta.url);
-const threadEntry = (): URL | string =>
-  fromSource ? `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(threadUrl.href)}); });` : threadUrl;
-
 const errorFrom = (e: WriterError): ConvergeError =>
   new ConvergeError(e.code, e.message, e.details === undefined ? undefined : { details: { ...e.details } });
 
 export function startWriterThread(options: Readonly<{ path: string; busyTimeoutMs: number; auditTree?: boolean }>): WriterClient {
   const { port1, port2 } = new MessageChannel();
-  const worker = new Worker(threadEntry(), {
-    eval: fromSource,
+  const worker = startThread(import.meta.url, 'sqliteWriterThread', {
     workerData: {
       path: options.path,
       busyTimeoutMs: options.busyTimeoutMs,
