@@ -109,7 +109,7 @@ export function nodeTopology(node: string, kind: InboxKind = 'classic'): Topolog
 }
 
 const isPreconditionFailed = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 406;
-const isNotFound = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 404;
+export const isNotFound = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 404;
 
 const conflict = (kind: string, name: string, cause: unknown): ConvergeError =>
   new ConvergeError(

@@ -9,6 +9,7 @@ import { createManagementClient, seg } from '../../src/brokerAdmin/managementCli
 import pino from 'pino';
 import { createBrokerLab, describeOnBroker } from '../support/broker.ts';
 import { logger } from '../support/logger.ts';
+import { until } from '../support/until.ts';
 import type { BrokerLab } from '../support/broker.ts';
 
 // docs/design.md §1 declarations out: mandatory, on a confirm channel. RabbitMQ answers an unroutable
@@ -44,6 +45,37 @@ describeOnBroker('declaration publisher over RabbitMQ', () => {
     } finally {
       await ch.close().catch(() => undefined);
       await publisher.close();
+      await conn.close();
+    }
+  });
+
+  test('a restarted publisher spends no declaration budget on inboxes that exist, and still declares a missing one', async () => {
+    const conn = await connectAmqp({ url: lab.engineUrl, logger, topology: meshTopology() });
+    const nodes = Array.from({ length: 20 }, (_, i) => `r${i}`);
+    const first = createAmqpDeclarationPublisher(conn, { logger, inboxDeclareRate: 1000 });
+    for (const n of nodes) await first.publish(declaration(n, '1'.repeat(64)));
+    await first.close();
+    // The engine restarted: a new publisher whose bucket holds one token and refills one in 100 s.
+    // Twenty existing inboxes must not wait for twenty tokens (at 100 a second, 100,000 nodes wait 17 minutes).
+    const restarted = createAmqpDeclarationPublisher(conn, { logger, inboxDeclareRate: 0.01 });
+    const ch = await conn.createChannel();
+    try {
+      let published = 0;
+      const all = (async () => {
+        for (const n of nodes) {
+          await restarted.publish(declaration(n, '2'.repeat(64)));
+          published++;
+        }
+      })();
+      await until(`the 20 existing inboxes published to (${published} so far)`, () => published === nodes.length, 60_000);
+      await all;
+      for (const n of nodes) assert.equal((await ch.checkQueue(nodeQueueOf(n))).messageCount, 1, `${n} holds its latest declaration`);
+      // A node never seen takes the one token: its inbox is made and bound before the publish.
+      await restarted.publish(declaration('r-new', '3'.repeat(64)));
+      assert.equal((await ch.checkQueue(nodeQueueOf('r-new'))).messageCount, 1, 'the new inbox holds its declaration');
+    } finally {
+      await ch.close().catch(() => undefined);
+      await restarted.close();
       await conn.close();
     }
   });
