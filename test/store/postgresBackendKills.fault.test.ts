@@ -25,7 +25,9 @@ describeOnPostgres('PostgreSQL store while its backends are terminated', () => {
       const crashes: unknown[] = [];
       const onUncaught = (err: unknown): void => void crashes.push(err);
       process.on('uncaughtException', onUncaught);
-      const store = createPostgresEventStore(scratch.url, { pollMs: 200 });
+      // Its own application name, so the kills reach this test's connections only, never another's.
+      const applicationName = `converge-kills-${process.pid}`;
+      const store = createPostgresEventStore(scratch.url, { pollMs: 200, applicationName });
       const admin = new pg.Client({ connectionString: postgresTestUrl });
       admin.on('error', () => undefined);
       await admin.connect();
@@ -48,13 +50,20 @@ describeOnPostgres('PostgreSQL store while its backends are terminated', () => {
         }
       })();
       try {
+        let terminated = 0;
         for (let i = 0; i < kills; i++) {
           await sleep(20 + ((i * 37) % 60));
-          await admin.query(
-            `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'converge' AND pid <> pg_backend_pid() AND datname = current_database()`,
-          );
+          terminated +=
+            (
+              await admin.query(
+                `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid() AND datname = current_database()`,
+                [applicationName],
+              )
+            ).rowCount ?? 0;
         }
         stop = true;
+        assert.ok(terminated > 0, "the kills reached the store's connections (by their application name)");
+        process.stdout.write(`# ${terminated} backends terminated in ${kills} rounds\n`);
         await appender;
         assert.deepEqual(crashes, [], 'no unhandled error from a terminated connection');
         // The load ran across every kill: the appender stops only now, and an append after the last kill succeeds.

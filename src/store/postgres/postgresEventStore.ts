@@ -35,6 +35,8 @@ export type PostgresEventStoreOptions = Readonly<{
   /** Connections in the pool (the LISTEN connection is one more, and each lease held one more). */
   poolSize?: number;
   lease?: LeaseOptions;
+  /** `application_name` of every connection (default `converge`): what pg_stat_activity shows an operator. */
+  applicationName?: string;
 }>;
 
 /** `postgres://…?schema=name` → the connection string without `schema`, and the schema. */
@@ -85,7 +87,7 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
   // server kept choosing custom plans for it.
   const clientConfig: ClientConfig = {
     connectionString: parsed.connectionString,
-    application_name: 'converge',
+    application_name: options.applicationName ?? 'converge',
     types,
     options: '-c plan_cache_mode=force_generic_plan',
   };
