@@ -76,6 +76,25 @@ test('check: a forged event is exit 1 with its position and kind; the wrong key 
   assert.equal(check('missing.json').status, 2);
 });
 
+test('--at checkpoint: the last event the newest checkpoint covers, the same bundle as --at that position', () => {
+  const base = ['audit', 'export', 'web-003', '--store', `sqlite:${path}`, '--audit-pub', 'audit.pub', '--json'];
+  const byCheckpoint = converge(...base, '--at', 'checkpoint', '--out', 'cp.json');
+  assert.equal(byCheckpoint.status, 0, byCheckpoint.stderr);
+  const bundle = JSON.parse(readFileSync(join(dir, 'cp.json'), 'utf8'));
+  assert.equal(bundle.signed, true);
+  assert.equal(bundle.tree.size, bundle.latest.checkpoint.size, 'proven against the newest checkpoint');
+  assert.match(bundle.at, /^[0-9]+$/, 'the moment is made a position');
+  const byPosition = converge(...base, '--at', bundle.at, '--out', 'pos.json');
+  assert.equal(byPosition.status, 0, byPosition.stderr);
+  const same = JSON.parse(readFileSync(join(dir, 'pos.json'), 'utf8'));
+  assert.deepEqual(
+    { ...bundle, exportedAt: null },
+    { ...same, exportedAt: null },
+    'the same events, proofs and answer as asking for that position',
+  );
+  assert.equal(check('cp.json', '--audit-pub', 'audit.pub').status, 0);
+});
+
 test('a moment no checkpoint covers: export refuses unless --unsigned; check accepts that only with --unsigned', async () => {
   const store = createSqliteEventStore(path);
   await writeHistory(store, nodes, rounds);

@@ -49,23 +49,30 @@ async function checkpointsOf(store: EventStore, key: KeyObject | null): Promise<
   return all.filter((c) => c.checkpoint.keyId === keyId).sort((a, b) => a.size - b.size);
 }
 
-type Walked = Readonly<{ hashes: Hash[]; kept: (StoredRecord & { leafIndex: number })[] }>;
+type Walked = Readonly<{ hashes: Hash[]; kept: (StoredRecord & { leafIndex: number })[]; positions: bigint[] }>;
 
-/** The first `size` rows of the log: every leaf hash, and the rows of the streams the bundle holds. */
-async function walk(store: EventStore, size: number, keep: (r: StoredRecord) => boolean): Promise<Walked> {
+/** The first `size` rows of the log: every leaf hash, the rows `keep` wants, and the positions of the leaves asked for by index. */
+async function walk(
+  store: EventStore,
+  size: number,
+  keep: (r: StoredRecord) => boolean,
+  positionsOf: readonly number[] = [],
+): Promise<Walked> {
   const hashes: Hash[] = [];
   const kept: (StoredRecord & { leafIndex: number })[] = [];
+  const positions: bigint[] = [];
   let after: bigint | null = null;
   while (hashes.length < size) {
     const page = await store.readStored({ after, limit: Math.min(1_000, size - hashes.length) });
     if (page.length === 0) break;
     for (const r of page) {
+      if (positionsOf.includes(hashes.length)) positions.push(r.position);
       if (keep(r)) kept.push({ ...r, leafIndex: hashes.length });
       hashes.push(eventLeafHash(r));
     }
     after = page.at(-1)!.position;
   }
-  return { hashes, kept };
+  return { hashes, kept, positions };
 }
 
 const hex = (h: Hash): string => h.toString('hex');
@@ -85,40 +92,42 @@ const keyOf = (k: KeyObject | null): EvidenceBundle['keys']['audit'] =>
 /** `--at checkpoint`: the moment the newest signed checkpoint proves, the position of the last event it covers. */
 export const newestCheckpoint = 'checkpoint';
 
-/** The position of the `index`th stored row (from 0), walking the log: only for `--at checkpoint`. */
-async function positionOfLeaf(store: EventStore, index: number): Promise<bigint | null> {
-  let after: bigint | null = null;
-  let seen = 0;
-  for (;;) {
-    const page = await store.readStored({ after, limit: 1_000 });
-    if (page.length === 0) return null;
-    if (seen + page.length > index) return page[index - seen]!.position;
-    seen += page.length;
-    after = page.at(-1)!.position;
+/**
+ * The node's stream, the request's moment (`--at checkpoint` made the position of the last event
+ * the newest checkpoint covers), and the log walked once up to what the proofs need.
+ */
+async function gather(store: EventStore, request: EvidenceRequest, latest: Signed | null) {
+  const own = streamOf(request.node);
+  const keep = (r: StoredRecord): boolean => r.stream === own || r.stream === observationStream;
+  if (request.atText !== newestCheckpoint) {
+    const stream = await readNodeStream(store, request.node);
+    // Read after the stream: the head covers every event the stream read returned.
+    const head = request.unsigned ? await store.auditHead() : null;
+    const size = Math.max(latest?.size ?? 0, head === null ? 0 : Number(head.size));
+    return { q: request, stream, head, walked: await walk(store, size, keep) };
   }
-}
-
-/** The request with `--at checkpoint` made a position: the last event the newest signed checkpoint covers. */
-async function resolvedMoment(store: EventStore, q: EvidenceRequest, checkpoints: readonly Signed[]): Promise<EvidenceRequest> {
-  if (q.atText !== newestCheckpoint) return q;
-  const latest = checkpoints.at(-1);
-  const position = latest === undefined ? null : await positionOfLeaf(store, latest.size - 1);
-  if (position === null)
+  if (latest === null)
     throw new ConvergeError('CONVERGE_ERR_EVIDENCE_UNSIGNED', `--at ${newestCheckpoint}: the log holds no signed checkpoint yet`);
-  return { ...q, at: { kind: 'position', position }, atText: position.toString() };
+  // The moment is found in the same walk: the stream read after it holds every event up to it.
+  const head = request.unsigned ? await store.auditHead() : null;
+  const walked = await walk(store, Math.max(latest.size, head === null ? 0 : Number(head.size)), keep, [latest.size - 1]);
+  const position = walked.positions[0];
+  if (position === undefined)
+    throw new ConvergeError(
+      'CONVERGE_ERR_EVIDENCE_LOG_CHANGED',
+      `the log holds fewer than the ${latest.size} events the checkpoint at position ${latest.position} signed: run converge audit verify`,
+    );
+  const q: EvidenceRequest = { ...request, at: { kind: 'position', position }, atText: position.toString() };
+  return { q, stream: await readNodeStream(store, request.node), head, walked };
 }
 
 export async function buildEvidence(store: EventStore, request: EvidenceRequest): Promise<EvidenceBundle> {
   const own = streamOf(request.node);
   const checkpoints = await checkpointsOf(store, request.auditKey);
-  const q = await resolvedMoment(store, request, checkpoints);
-  const stream = await readNodeStream(store, q.node);
-  const needed = new Set(stream.slice(0, stateAt(q.node, stream, q.at).folded).map((e) => e.position));
   const latest = checkpoints.at(-1) ?? null;
-  // Read after the stream: the head covers every event the stream read returned.
-  const head = q.unsigned ? await store.auditHead() : null;
-  const size = Math.max(latest?.size ?? 0, head === null ? 0 : Number(head.size));
-  const walked = await walk(store, size, (r) => (r.stream === own && needed.has(r.position)) || r.stream === observationStream);
+  const { q, stream, head, walked: all } = await gather(store, request, latest);
+  const needed = new Set(stream.slice(0, stateAt(q.node, stream, q.at).folded).map((e) => e.position));
+  const walked = { ...all, kept: all.kept.filter((r) => r.stream !== own || needed.has(r.position)) };
   const tree = createProofTree(walked.hashes);
   const nodeRows = walked.kept.filter((r) => r.stream === own);
   const lastLeaf = nodeRows.length < needed.size ? Infinity : (nodeRows.at(-1)?.leafIndex ?? -1);
