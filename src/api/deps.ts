@@ -59,6 +59,8 @@ export type PipelineHealth = Readonly<{ ingest: ComponentHealth | null; relay: C
 export type ApiDeps = Readonly<{
   readModel: ReadModel;
   store: EventStore;
+  /** Reads of the past (state as of, history, timeline, evidence, a send's asOf): the store, or it with its archive (src/app/pastReads.ts). Default: `store`. */
+  pastReads?: () => Promise<EventStore>;
   logger: Logger;
   tokens: TokenTable;
   projections?: ProjectionStatus;

@@ -31,6 +31,7 @@ import { createAuditCheckpoints } from '../engine/auditCheckpoints.ts';
 import type { AuditCheckpoints, Witness } from '../engine/auditCheckpoints.ts';
 import { createFolderWitness, createWebhookWitness } from '../engine/auditWitness.ts';
 import { startTracing, stopTracing, tracesEndpoint } from '../tracing/index.ts';
+import { pastReadsOf } from './pastReads.ts';
 
 // `converge serve` as a value (docs/design.md §6): store → projections → API, plus ingest and relay
 // when a transport is given. Start order matters: the API's plugins and socket first (probes are
@@ -225,6 +226,7 @@ export function createServer(options: ServerOptions): Server {
     rollouts: runner.rollouts,
     rolloutCommands: rolloutCommandsOn(rolloutDeps),
     store,
+    pastReads: pastReadsOf(store, config.archiveDir),
     logger,
     tokens: config.apiTokens,
     projections: {

@@ -38,7 +38,9 @@ export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app
       // The sender validates the spec (and the node id), as it does for the CLI and the bulk route.
       // asOf: the exact resources of the node's latest send at or before that time, signed anew.
       const resources =
-        body.asOf !== undefined ? (await specAsOf(deps.store, params.node, new Date(body.asOf))).resources : (body.resources ?? []);
+        body.asOf !== undefined
+          ? (await specAsOf(await (deps.pastReads?.() ?? deps.store), params.node, new Date(body.asOf))).resources
+          : (body.resources ?? []);
       // A pinned node keeps its spec: refused with 409 unless the body says force (docs/design.md §8).
       const r = await traceDeclarations(
         'POST /v1/nodes/:node/declarations',

@@ -44,7 +44,7 @@ export const evidenceRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, {
       const at = parseAt(atText);
       if (at === null) throw bad(query.at === undefined ? 'to' : 'at', atText);
       if (query.from !== undefined && parseAt(query.from) === null) throw bad('from', query.from);
-      const bundle = await buildEvidence(store, {
+      const bundle = await buildEvidence(await (deps.pastReads?.() ?? store), {
         node: params.node,
         at,
         atText,

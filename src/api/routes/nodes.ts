@@ -12,6 +12,7 @@ import * as s from '../schemas.ts';
 
 export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps, views }) => {
   const { readModel, store, graceMs } = deps;
+  const past = deps.pastReads ?? (() => Promise.resolve(store));
 
   // Answered from the read model's index of nodes (readModel.page): filters, cursor and total there.
   app.get(
@@ -78,7 +79,8 @@ export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { dep
       response: { 200: json('a page of events; pass `next` as `before` for the following page', s.history) },
       errors: { 404: 'no such node' },
     }),
-    async ({ params, query }) => historyPage(store, params.node, query.limit, query.before === undefined ? null : BigInt(query.before)),
+    async ({ params, query }) =>
+      historyPage(await past(), params.node, query.limit, query.before === undefined ? null : BigInt(query.before)),
   );
 
   app.get(
@@ -98,7 +100,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { dep
           'CONVERGE_ERR_BAD_REQUEST',
           `query.at: ${JSON.stringify(query.at)} is neither an ISO 8601 time nor a decimal position`,
         );
-      const r = await stateAsOf(store, params.node, at, graceMs);
+      const r = await stateAsOf(await past(), params.node, at, graceMs);
       return { at: query.at, folded: r.folded, state: r.state };
     },
   );

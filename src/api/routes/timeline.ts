@@ -18,6 +18,12 @@ export const timelineRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, {
       errors: { 404: 'no such node' },
     }),
     async ({ params, query }) =>
-      timelinePage(deps.store, params.node, query.limit, query.before === undefined ? null : BigInt(query.before), deps.graceMs),
+      timelinePage(
+        await (deps.pastReads?.() ?? deps.store),
+        params.node,
+        query.limit,
+        query.before === undefined ? null : BigInt(query.before),
+        deps.graceMs,
+      ),
   );
 };

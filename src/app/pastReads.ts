@@ -1,0 +1,29 @@
+import type { EventStore } from '../store/index.ts';
+
+// The API's reads of the past — a node's state as of a moment, its history, its timeline, an
+// evidence bundle, a send's `asOf` — over the archive as well when serve has `--archive-dir`
+// (docs/operations.md "Retention and archive"), so a move changes no answer. The merged view is
+// made again when the store's manifest names another last segment (retention archived while the
+// engine runs), and not at all while nothing is archived. Everything else reads the hot store.
+
+/** What the API's past reads use: `store` itself, or `store` with its archive merged in. */
+export type PastReads = () => Promise<EventStore>;
+
+export function pastReadsOf(store: EventStore, archiveDir: string | null): PastReads {
+  if (archiveDir === null || store.archiveManifest === undefined) return () => Promise.resolve(store);
+  let view: { key: string; store: Promise<EventStore> } | null = null;
+  return async () => {
+    const manifest = await store.archiveManifest!();
+    const last = manifest.segments.at(-1);
+    if (last === undefined) return store;
+    const key = `${manifest.segments.length}:${last.to}`;
+    if (view === null || view.key !== key) {
+      const made = import('../store/archive/withArchive.ts').then((m) => m.withArchive(store, archiveDir));
+      view = { key, store: made };
+      made.catch(() => {
+        if (view?.store === made) view = null;
+      });
+    }
+    return view.store;
+  };
+}
