@@ -75,7 +75,8 @@ test('through ingest and the fold: a report naming archived d2 is stale, one nam
     const broker = createInProcessBroker();
     const ingest = createIngest({ store, source: broker.ingestSource(), logger, flushMs: 1, knownSends: () => undefined });
     await ingest.start();
-    const report = (declared: string): Buffer => encodeReport({ node: 'slow', applied: [], failed: {}, refused: '', carried: [], declared });
+    const report = (declared: string): Buffer =>
+      encodeReport({ node: 'slow', applied: [], failed: {}, refused: '', carried: [], declared });
     broker.inject('report', report(digests[1]!), { messageId: 'm1', userId: 'slow' });
     broker.inject('report', report(never), { messageId: 'm2', userId: 'slow' });
     const reports = async () => (await store.readStream(streamOf('slow'))).filter((e) => e.type === 'ReportReceived');
@@ -91,5 +92,33 @@ test('through ingest and the fold: a report naming archived d2 is stale, one nam
     );
   } finally {
     await store.close();
+  }
+});
+
+test('a v6 store with segments already archived: findSend refuses a miss until the next archive run indexes them', async () => {
+  const path = join(dir, 'v6.db');
+  const { digests, archive } = await fiveSends(path);
+  // Back to v6 as a store archived by the Converge before v7 was: no archived_sends, no `sends`.
+  const db = new Database(path);
+  db.exec('DROP TABLE archived_sends; ALTER TABLE archive_segments DROP COLUMN sends');
+  db.pragma('user_version = 6');
+  db.close();
+
+  const store = createSqliteEventStore(path);
+  try {
+    assert.equal((await store.findSend('slow', digests[3]!))?.serial, 4, 'a hot send is found as before');
+    await assert.rejects(store.findSend('slow', digests[1]!), /not indexed yet/, 'a miss is not "never sent" while segments are unindexed');
+  } finally {
+    await store.close();
+  }
+  const r = await archiveSqliteStore(path, { dir: archive, before: new Date(Date.now() - 30 * dayMs).toISOString(), belowPosition: 1n });
+  assert.equal(r.events, 0);
+  assert.equal(r.indexedSends.length, 1, 'the one old segment indexed');
+  const again = createSqliteEventStore(path);
+  try {
+    assert.equal((await again.findSend('slow', digests[1]!))?.serial, 2);
+    assert.equal(await again.findSend('slow', never), null);
+  } finally {
+    await again.close();
   }
 });
