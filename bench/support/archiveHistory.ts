@@ -78,5 +78,15 @@ export async function archiveHistory(
   } finally {
     await store.close();
   }
-  return { events: r.events, segments: r.segments.length, blocks, bytes: r.bytes, rawBytes: r.rawBytes, byType, codecs, asOfArchived, archiveS };
+  return {
+    events: r.events,
+    segments: r.segments.length,
+    blocks,
+    bytes: r.bytes,
+    rawBytes: r.rawBytes,
+    byType,
+    codecs,
+    asOfArchived,
+    archiveS,
+  };
 }

@@ -63,7 +63,10 @@ test('v2: rows come back in position order; a stream is read from its own blocks
     spoiled.streamRows('node-n00'),
     rows.filter((r) => r.stream === 'node-n00'),
   );
-  assert.throws(() => spoiled.rows(), (err: unknown) => err instanceof SegmentError && err.problem === 'changed');
+  assert.throws(
+    () => spoiled.rows(),
+    (err: unknown) => err instanceof SegmentError && err.problem === 'changed',
+  );
   assert.throws(
     () => openSegment(path, seg.name, { sha256: 'f'.repeat(64), count: rows.length }),
     /the store's manifest says/,
@@ -78,7 +81,15 @@ test('v1 and v2 segments side by side: the reader answers by stream and in posit
   const v2 = await encodeSegment('store-1', rows.slice(300), 4096);
   writeSegmentFile(sub, v1);
   writeSegmentFile(sub, v2);
-  const segment = (s: typeof v1, n: number) => ({ file: s.name, from: BigInt(s.header.from), to: BigInt(s.header.to), events: n, sha256: s.header.sha256, bytes: s.bytes.length, rawBytes: s.rawBytes });
+  const segment = (s: typeof v1, n: number) => ({
+    file: s.name,
+    from: BigInt(s.header.from),
+    to: BigInt(s.header.to),
+    events: n,
+    sha256: s.header.sha256,
+    bytes: s.bytes.length,
+    rawBytes: s.rawBytes,
+  });
   const reader = createArchiveReader(sub, { store: 'store-1', segments: [segment(v1, 300), segment(v2, 300)] });
   assert.deepEqual(
     reader.streamRows('node-n05'),
@@ -98,7 +109,10 @@ test('a store archived in format v1 reads as before once a later run adds v2 seg
   await archiveSqliteStore(path, { dir: archive, before: cutoff(60), belowPosition: snapshotPosition });
   const db = new Database(path);
   for (const { file } of db.prepare('SELECT file FROM archive_segments').all() as { file: string }[]) {
-    const v1 = encodeSegmentV1(db.prepare('SELECT identity FROM store_identity').pluck().get() as string, readSegmentFile(join(archive, file), file).rows);
+    const v1 = encodeSegmentV1(
+      db.prepare('SELECT identity FROM store_identity').pluck().get() as string,
+      readSegmentFile(join(archive, file), file).rows,
+    );
     writeSegmentFile(archive, v1);
     db.prepare('UPDATE archive_segments SET sha256 = ?, bytes = ? WHERE file = ?').run(v1.header.sha256, v1.bytes.length, file);
   }

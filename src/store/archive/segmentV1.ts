@@ -1,6 +1,15 @@
 import { createHash } from 'node:crypto';
 import { brotliCompressSync, brotliDecompressSync } from 'node:zlib';
-import { SegmentError, brotliParams, checkedRows, parseRowLine, rowLine, segmentFileName, segmentFormat, timeRange } from './segmentFormat.ts';
+import {
+  SegmentError,
+  brotliParams,
+  checkedRows,
+  parseRowLine,
+  rowLine,
+  segmentFileName,
+  segmentFormat,
+  timeRange,
+} from './segmentFormat.ts';
 import type { ArchivedRow, EncodedSegment, SegmentExpect, SegmentHeaderBase } from './segmentFormat.ts';
 
 // Segment format v1, what Converge wrote before v2 (segmentV2.ts) and still reads: the whole file
@@ -25,7 +34,12 @@ export function encodeSegmentV1(store: string, rows: readonly ArchivedRow[]): En
     sha256: createHash('sha256').update(body).digest('hex'),
   };
   const raw = Buffer.from(`${JSON.stringify(header)}\n${body}`, 'utf8');
-  return { name: segmentFileName(first.position, last.position), header, bytes: brotliCompressSync(raw, brotliParams(raw.length)), rawBytes: raw.length };
+  return {
+    name: segmentFileName(first.position, last.position),
+    header,
+    bytes: brotliCompressSync(raw, brotliParams(raw.length)),
+    rawBytes: raw.length,
+  };
 }
 
 /** A v1 file's rows, checked (header, body sha256, count, positions rising, and `expect`). */
@@ -48,7 +62,11 @@ export function decodeSegmentV1(
     throw new SegmentError(name, 'changed', 'its header line is not JSON');
   }
   if (header.format !== segmentFormat || header.version !== segmentV1)
-    throw new SegmentError(name, 'changed', `format ${String(header.format)} v${String(header.version)}, not ${segmentFormat} v${segmentV1}`);
+    throw new SegmentError(
+      name,
+      'changed',
+      `format ${String(header.format)} v${String(header.version)}, not ${segmentFormat} v${segmentV1}`,
+    );
   const body = text.slice(nl + 1);
   const sha = createHash('sha256').update(body).digest('hex');
   if (sha !== header.sha256) throw new SegmentError(name, 'changed', `its body's sha256 is ${sha}, its header says ${header.sha256}`);
