@@ -54,6 +54,15 @@ const manifestFiles = (path: string): { file: string; sha256: string; events: nu
   }
 };
 
+const archivedSendPositions = (path: string): bigint[] => {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare('SELECT position FROM archived_sends ORDER BY position').pluck().safeIntegers().all() as bigint[];
+  } finally {
+    db.close();
+  }
+};
+
 const segmentPositions = (archive: string, file: string): bigint[] =>
   readSegmentFile(join(archive, file), file).rows.map((r) => r.position);
 
@@ -79,11 +88,19 @@ function assertEachEventOnce(path: string, archive: string): { archived: bigint[
   const hot = new Set(hotPositions(path));
   const named = manifestFiles(path);
   const archived: bigint[] = [];
+  const sends: bigint[] = [];
   for (const m of named) {
-    const positions = segmentPositions(archive, m.file);
-    assert.equal(positions.length, m.events);
-    archived.push(...positions);
+    const rows = readSegmentFile(join(archive, m.file), m.file).rows;
+    assert.equal(rows.length, m.events);
+    archived.push(...rows.map((r) => r.position));
+    sends.push(...rows.filter((r) => r.type === 'DeclarationSent').map((r) => r.position));
   }
+  // findSend's archived sends (schema v7) moved with their segment, in its transaction.
+  assert.deepEqual(
+    archivedSendPositions(path),
+    sends.sort((a, b) => (a < b ? -1 : 1)),
+    'archived_sends names the archived sends',
+  );
   for (const p of archived) assert.ok(!hot.has(p), `position ${p} is both in the store and in a segment the manifest names`);
   assert.deepEqual(
     [...hot, ...archived].sort((a, b) => (a < b ? -1 : 1)),

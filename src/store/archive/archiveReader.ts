@@ -1,10 +1,11 @@
 import { join } from 'node:path';
 import type { ArchiveManifest, ArchiveSegment } from '../port.ts';
-import { SegmentError, readSegmentFile } from './segment.ts';
-import type { ArchivedRow } from './segment.ts';
+import { SegmentError, openSegment } from './segment.ts';
+import type { ArchivedRow, SegmentFile } from './segment.ts';
 
 // Reads archive segments back, in position order or by stream, for the reads that answer over
-// archived ranges (withArchive.ts). Only the segments the store's manifest names are read: a
+// archived ranges (withArchive.ts). By stream, a v2 segment is read only in the blocks that hold
+// the stream (segmentV2.ts); a walk in position order decodes whole segments, a few kept. Only the segments the store's manifest names are read: a
 // segment a crashed move left behind is not history yet (its rows are still in the store).
 // Segments may overlap in range (a row the store kept at first, its stream's last send say, is
 // archived later into a newer segment), so rows are merged across segments, never concatenated.
@@ -24,20 +25,36 @@ export type ArchiveReader = Readonly<{
 export function createArchiveReader(dir: string, manifest: ArchiveManifest): ArchiveReader {
   const segments = [...manifest.segments].sort((a, b) => (a.from < b.from ? -1 : a.from > b.from ? 1 : 0));
   const cache = new Map<string, ArchivedRow[]>();
+  // v2 segments opened: their headers (block tables) checked once, their blocks read on demand.
+  const handles = new Map<string, SegmentFile>();
+
+  const remember = (file: string, rows: ArchivedRow[]): void => {
+    cache.delete(file);
+    cache.set(file, rows);
+    if (cache.size > cachedSegments) cache.delete(cache.keys().next().value!);
+  };
+
+  function open(s: ArchiveSegment): SegmentFile {
+    const held = handles.get(s.file);
+    if (held !== undefined) return held;
+    const f = openSegment(join(dir, s.file), s.file, { sha256: s.sha256, count: s.events });
+    if (f.header.store !== manifest.store)
+      throw new SegmentError(s.file, 'changed', `it names store ${f.header.store}, not ${manifest.store}`);
+    // A v1 file was decoded whole to open it: keep its rows as a walk's would be kept, not the handle.
+    if (f.header.version === 1) remember(s.file, f.rows());
+    else handles.set(s.file, f);
+    return f;
+  }
 
   function load(s: ArchiveSegment): ArchivedRow[] {
     const held = cache.get(s.file);
     if (held !== undefined) {
-      cache.delete(s.file);
-      cache.set(s.file, held);
+      remember(s.file, held);
       return held;
     }
-    const d = readSegmentFile(join(dir, s.file), s.file, { sha256: s.sha256, count: s.events });
-    if (d.header.store !== manifest.store)
-      throw new SegmentError(s.file, 'changed', `it names store ${d.header.store}, not ${manifest.store}`);
-    cache.set(s.file, d.rows);
-    if (cache.size > cachedSegments) cache.delete(cache.keys().next().value!);
-    return d.rows;
+    const rows = open(s).rows();
+    remember(s.file, rows);
+    return rows;
   }
 
   /** The index of the first row past `after` (rows in position order). */
@@ -74,7 +91,10 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest): Arc
     rowsAfter,
     streamRows(stream) {
       const rows: ArchivedRow[] = [];
-      for (const s of segments) for (const r of load(s)) if (r.stream === stream) rows.push(r);
+      for (const s of segments) {
+        const held = cache.get(s.file);
+        rows.push(...(held !== undefined ? held.filter((r) => r.stream === stream) : open(s).streamRows(stream)));
+      }
       return rows.sort((a, b) => (a.revision < b.revision ? -1 : a.revision > b.revision ? 1 : 0));
     },
     check() {

@@ -1,95 +1,25 @@
-import { createHash } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, readSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { brotliCompress, brotliDecompressSync, constants as z } from 'node:zlib';
-import { ConvergeError } from '../../core/errors.ts';
+import { SegmentError, checkedRows, segmentFormat } from './segmentFormat.ts';
+import type { ArchivedRow, EncodedSegment, SegmentExpect, SegmentHeaderBase } from './segmentFormat.ts';
+import { decodeSegmentV1 } from './segmentV1.ts';
+import { encodeSegmentV2, openSegmentV2, segmentV2 } from './segmentV2.ts';
 
-// An archive segment (docs/operations.md "Retention and archive"): one brotli-compressed file of
-// events moved out of the hot store, self-describing so it can be checked without the store. A
-// header line (JSON) says what it holds and the sha256 of everything after it; then one line per
-// event, a JSON array of the row exactly as stored (data and metadata as their stored text, the
-// leaf hash as hex), so `converge audit verify` recomputes each leaf from the archive alone.
+// An archive segment (docs/operations.md "Retention and archive"): events moved out of the hot
+// store, in a file that is self-describing so it can be checked without the store, and holds each
+// row exactly as stored (data and metadata as their stored text, the leaf hash as hex), so `converge
+// audit verify` recomputes each leaf from the archive alone. Written as v2 (segmentV2.ts: blocks,
+// a stream read from its own block); v1 files (segmentV1.ts: one brotli stream) are still read.
 
-export const segmentFormat = 'converge-archive-segment';
-export const segmentVersion = 1;
+export { SegmentError, segmentFileName, segmentFilePattern, segmentFormat, rowLine } from './segmentFormat.ts';
+export type { ArchivedRow, EncodedSegment, SegmentHeaderBase as SegmentHeader, SegmentProblem } from './segmentFormat.ts';
 
-/** One event as the store held it. Positions and revisions are decimal strings in the file, bigints here. */
-export type ArchivedRow = Readonly<{
-  position: bigint;
-  id: string;
-  stream: string;
-  revision: bigint;
-  type: string;
-  /** The stored JSON text of the data and the metadata. */
-  data: string;
-  metadata: string;
-  /** The time the event carries (eventTimeField), as stored; null if it carries none. */
-  time: string | null;
-  /** The leaf hash stored beside the row, hex; null if the row had none. */
-  leaf: string | null;
-}>;
-
-export type SegmentHeader = Readonly<{
-  format: typeof segmentFormat;
-  version: number;
-  /** The store's identity (SQLite: store_identity, made by the schema v6 migration). */
-  store: string;
-  from: string;
-  to: string;
-  count: number;
-  firstTime: string | null;
-  lastTime: string | null;
-  /** sha256 of the uncompressed body: every byte after the header line's newline. */
-  sha256: string;
-}>;
-
-/**
- * Brotli quality 4: on bench/history's segments (73 MB of lines) it was the smallest of the fast
- * settings (16.5 MB in 2.7 s, where gzip -6 gave 18.1 MB in 1.8 s and quality 5 17.1 MB in 12 s);
- * quality 11 saves another 13 % at 160 times the time (docs/operations.md "Retention and archive").
- */
-export const brotliQuality = 4;
-
-const pad = (p: bigint): string => p.toString().padStart(16, '0');
-/** `events-<from>-<to>.ndjson.br`, positions zero-padded so names sort as their ranges do. */
-export const segmentFileName = (from: bigint, to: bigint): string => `events-${pad(from)}-${pad(to)}.ndjson.br`;
-export const segmentFilePattern = /^events-(\d{16})-(\d{16})\.ndjson\.br$/;
-
-const rowLine = (r: ArchivedRow): string =>
-  JSON.stringify([r.position.toString(), r.stream, r.revision.toString(), r.type, r.data, r.metadata, r.time, r.id, r.leaf]);
-
-export type EncodedSegment = Readonly<{ name: string; header: SegmentHeader; bytes: Buffer; rawBytes: number }>;
+/** The version `encodeSegment` writes. */
+export const segmentVersion = segmentV2;
 
 /** The segment's bytes, compressed. Rows in position order, at least one. */
-export async function encodeSegment(store: string, rows: readonly ArchivedRow[]): Promise<EncodedSegment> {
-  const first = rows[0]!;
-  const last = rows[rows.length - 1]!;
-  const body = rows.map((r) => `${rowLine(r)}\n`).join('');
-  let firstTime: string | null = null;
-  let lastTime: string | null = null;
-  for (const r of rows) {
-    if (r.time === null) continue;
-    if (firstTime === null || r.time < firstTime) firstTime = r.time;
-    if (lastTime === null || r.time > lastTime) lastTime = r.time;
-  }
-  const header: SegmentHeader = {
-    format: segmentFormat,
-    version: segmentVersion,
-    store,
-    from: first.position.toString(),
-    to: last.position.toString(),
-    count: rows.length,
-    firstTime,
-    lastTime,
-    sha256: createHash('sha256').update(body).digest('hex'),
-  };
-  const raw = Buffer.from(`${JSON.stringify(header)}\n${body}`, 'utf8');
-  const bytes = await promisify(brotliCompress)(raw, {
-    params: { [z.BROTLI_PARAM_QUALITY]: brotliQuality, [z.BROTLI_PARAM_SIZE_HINT]: raw.length, [z.BROTLI_PARAM_MODE]: z.BROTLI_MODE_TEXT },
-  });
-  return { name: segmentFileName(first.position, last.position), header, bytes, rawBytes: raw.length };
-}
+export const encodeSegment = (store: string, rows: readonly ArchivedRow[], blockBytes?: number): Promise<EncodedSegment> =>
+  encodeSegmentV2(store, rows, blockBytes);
 
 /** Test hook (CONVERGE_TEST_ARCHIVE_PAUSE): the archive crash test stops a move here and SIGKILLs it. */
 export type PauseAt = (phase: string) => void;
@@ -124,78 +54,60 @@ export function syncDir(dir: string): void {
   }
 }
 
-/** What is wrong with a segment file: gone, or its bytes are not what was archived. */
-export type SegmentProblem = 'missing' | 'changed';
+/** A segment opened for reading; a v1 file is decoded whole when opened, a v2 file block by block. */
+export type SegmentFile = Readonly<{
+  header: SegmentHeaderBase;
+  /** The segment's uncompressed bytes (header and lines). */
+  rawBytes: number;
+  /** The rows of `stream`, in position order. */
+  streamRows: (stream: string) => ArchivedRow[];
+  /** Every row, in position order, checked (count, no position twice). */
+  rows: () => ArchivedRow[];
+}>;
 
-export class SegmentError extends ConvergeError {
-  constructor(
-    readonly file: string,
-    readonly problem: SegmentProblem,
-    why: string,
-  ) {
-    super('CONVERGE_ERR_STORE_UNAVAILABLE', `archive segment ${file} is ${problem}: ${why}`, { details: { file, problem } });
+/** A v2 file begins with its header in plain JSON; a v1 file with brotli's bytes. */
+const plainHeader = Buffer.from(`{"format":"${segmentFormat}",`, 'utf8');
+
+/** Open and check a segment's header against `expect` (the store's manifest row). Throws SegmentError. */
+export function openSegment(path: string, name: string, expect?: SegmentExpect): SegmentFile {
+  const head = Buffer.alloc(plainHeader.length);
+  let n: number;
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      n = readSync(fd, head, 0, head.length, 0);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (err) {
+    throw new SegmentError(name, 'missing', (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message);
   }
+  if (n === head.length && head.equals(plainHeader)) {
+    const f = openSegmentV2(path, name, expect);
+    const byPosition = (a: ArchivedRow, b: ArchivedRow): number => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0);
+    return {
+      header: f.header,
+      rawBytes: f.rawBytes,
+      streamRows: (stream) => f.streamRows(stream),
+      rows: () => checkedRows(name, f.allRows().sort(byPosition), f.header, expect),
+    };
+  }
+  const d = decodeSegmentV1(readFileSync(path), name, expect);
+  return {
+    header: d.header,
+    rawBytes: d.rawBytes,
+    streamRows: (stream) => d.rows.filter((r) => r.stream === stream),
+    rows: () => d.rows,
+  };
 }
 
-export type DecodedSegment = Readonly<{ header: SegmentHeader; rows: ArchivedRow[]; rawBytes: number }>;
+export type DecodedSegment = Readonly<{ header: SegmentHeaderBase; rows: ArchivedRow[]; rawBytes: number }>;
 
 /**
- * Read and check a segment: its header, the sha256 of its body, its count and that positions rise.
- * `expect` (the store's manifest row) must match too. Throws SegmentError.
+ * Read and check a whole segment, either version: its header, its sha256 (v1 of the body, v2 of the
+ * block table and each block), its count, no position twice; `expect` must match too. Throws SegmentError.
  */
-export function readSegmentFile(path: string, name: string, expect?: Readonly<{ sha256: string; count: number }>): DecodedSegment {
-  let compressed: Buffer;
-  try {
-    compressed = readFileSync(path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new SegmentError(name, 'missing', 'no such file');
-    throw new SegmentError(name, 'missing', (err as Error).message);
-  }
-  let text: string;
-  try {
-    text = brotliDecompressSync(compressed).toString('utf8');
-  } catch (err) {
-    throw new SegmentError(name, 'changed', `not brotli: ${(err as Error).message}`);
-  }
-  const nl = text.indexOf('\n');
-  let header: SegmentHeader;
-  try {
-    header = JSON.parse(text.slice(0, nl)) as SegmentHeader;
-  } catch {
-    throw new SegmentError(name, 'changed', 'its header line is not JSON');
-  }
-  if (header.format !== segmentFormat || header.version !== segmentVersion)
-    throw new SegmentError(
-      name,
-      'changed',
-      `format ${String(header.format)} v${String(header.version)}, not ${segmentFormat} v${segmentVersion}`,
-    );
-  const body = text.slice(nl + 1);
-  const sha = createHash('sha256').update(body).digest('hex');
-  if (sha !== header.sha256) throw new SegmentError(name, 'changed', `its body's sha256 is ${sha}, its header says ${header.sha256}`);
-  if (expect !== undefined && expect.sha256 !== sha)
-    throw new SegmentError(name, 'changed', `sha256 ${sha}, the store's manifest says ${expect.sha256}`);
-  const rows: ArchivedRow[] = [];
-  for (const line of body.split('\n')) {
-    if (line === '') continue;
-    const [position, stream, revision, type, data, metadata, time, id, leaf] = JSON.parse(line) as [
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-      string | null,
-      string,
-      string | null,
-    ];
-    rows.push({ position: BigInt(position), stream, revision: BigInt(revision), type, data, metadata, time, id, leaf });
-  }
-  const count = expect?.count ?? header.count;
-  if (rows.length !== header.count || rows.length !== count)
-    throw new SegmentError(name, 'changed', `${rows.length} events, header ${header.count}, manifest ${count}`);
-  for (let i = 1; i < rows.length; i++)
-    if (rows[i]!.position <= rows[i - 1]!.position)
-      throw new SegmentError(name, 'changed', `positions out of order at ${rows[i]!.position}`);
-  return { header, rows, rawBytes: Buffer.byteLength(text, 'utf8') };
+export function readSegmentFile(path: string, name: string, expect?: SegmentExpect): DecodedSegment {
+  const f = openSegment(path, name, expect);
+  return { header: f.header, rows: f.rows(), rawBytes: f.rawBytes };
 }

@@ -6,6 +6,7 @@ import { encodeSegment, segmentFilePattern, syncDir, writeSegmentFile } from '..
 import type { ArchivedRow, PauseAt } from '../archive/segment.ts';
 import type { ArchiveManifest } from '../port.ts';
 import { timeSql } from '../storeStats.ts';
+import { indexArchivedSends, prepareRecordSends } from './sqliteArchivedSends.ts';
 import { migrate } from './sqliteSchema.ts';
 
 // Retention that archives, never deletes (docs/operations.md "Retention and archive"): closed
@@ -48,6 +49,8 @@ export type ArchiveSummary = Readonly<{
   removedLeftovers: readonly string[];
   /** How far this run looked: the next batch may start after it. */
   scannedTo: bigint;
+  /** Segments archived before store schema v7 whose sends this run indexed (sqliteArchivedSends.ts). */
+  indexedSends: readonly string[];
 }>;
 
 /** Rows read per query while looking for closed events. */
@@ -87,6 +90,8 @@ export async function archiveSqliteStore(path: string, options: ArchiveOptions):
     migrate(db, path);
     const manifest = readManifest(db);
     const removedLeftovers = removeLeftovers(options.dir, new Set(manifest.segments.map((s) => s.file)));
+    // Segments archived before schema v7: their sends, for findSend, before anything moves.
+    const indexedSends = indexArchivedSends(db, options.dir, manifest);
     const q = {
       page: db
         .prepare(
@@ -105,8 +110,9 @@ export async function archiveSqliteStore(path: string, options: ArchiveOptions):
         .pluck()
         .safeIntegers(),
       record: db.prepare(
-        'INSERT INTO archive_segments (file, from_position, to_position, events, sha256, bytes, raw_bytes, archived_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO archive_segments (file, from_position, to_position, events, sha256, bytes, raw_bytes, archived_at, sends) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
+      recordSends: prepareRecordSends(db),
       remove: db.prepare('DELETE FROM events WHERE position = ?').safeIntegers(),
     };
     const pinnedOf = new Map<string, ReadonlySet<bigint>>();
@@ -122,7 +128,19 @@ export async function archiveSqliteStore(path: string, options: ArchiveOptions):
     };
 
     const commit = db.transaction((file: string, rows: readonly ArchivedRow[], sha: string, bytes: number, rawBytes: number) => {
-      q.record.run(file, rows[0]!.position, rows[rows.length - 1]!.position, rows.length, sha, bytes, rawBytes, new Date().toISOString());
+      // The segment's sends, in the transaction that moves them: findSend never misses one.
+      const sends = q.recordSends(rows);
+      q.record.run(
+        file,
+        rows[0]!.position,
+        rows[rows.length - 1]!.position,
+        rows.length,
+        sha,
+        bytes,
+        rawBytes,
+        new Date().toISOString(),
+        sends,
+      );
       for (const r of rows) {
         if (q.remove.run(r.position).changes !== 1) throw new Error(`position ${r.position} left the store during the move`);
       }
@@ -178,7 +196,7 @@ export async function archiveSqliteStore(path: string, options: ArchiveOptions):
       await new Promise((r) => setImmediate(r));
     }
     if (segments.length < maxSegments) await flush();
-    return { segments, events, storedBytes, rawBytes, bytes, removedLeftovers, scannedTo: after };
+    return { segments, events, storedBytes, rawBytes, bytes, removedLeftovers, scannedTo: after, indexedSends };
   } finally {
     db.close();
     lock.release();

@@ -15,6 +15,8 @@ import { createSqliteStats } from './sqliteStats.ts';
 import { createRowDecoder, prepareReadQueries } from './sqliteRows.ts';
 import { migrate } from './sqliteSchema.ts';
 import { readManifest } from './sqliteArchive.ts';
+import { prepareArchivedSendQueries } from './sqliteArchivedSends.ts';
+import type { ArchivedSendQueries } from './sqliteArchivedSends.ts';
 import { createAppendTail } from './sqliteTail.ts';
 import { startWriterThread } from './sqliteWriterClient.ts';
 import type { WriterClient } from './sqliteWriterClient.ts';
@@ -120,6 +122,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     if (closed) throw storeClosed('sqlite');
   };
   const q = prepareReadQueries(conn);
+  let archivedSends: ArchivedSendQueries | null = null;
   const decoder = createRowDecoder();
   const tail = createAppendTail(() => q.head.get() as bigint | null);
   const reads = createSqliteReads({ conn, q, decoder, durability, tail, thread, open, readBatchSize, readBatchBytes });
@@ -151,7 +154,9 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       const limit = durability.readLimit();
       try {
         const row = q.findSend.get(streamOf(node), digest, limit === null ? Number.MAX_SAFE_INTEGER : limit) as SendFound | undefined;
-        return row === undefined ? null : { serial: Number(row.serial), sentAt: row.sentAt };
+        if (row !== undefined) return { serial: Number(row.serial), sentAt: row.sentAt };
+        // Not in `events`: perhaps moved to the archive (schema v7, sqliteArchivedSends.ts).
+        return (archivedSends ??= prepareArchivedSendQueries(conn)).find(streamOf(node), digest);
       } catch (err) {
         throw sqliteError(err, 'find a send in sqlite store');
       }

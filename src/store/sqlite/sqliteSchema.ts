@@ -9,7 +9,7 @@ import type { AuditMigrationProgress } from './sqliteAudit.ts';
 // file or a foreign SQLite file is refused, never altered.
 
 /** Bump with a migration in `migrations` below whenever the schema changes. */
-export const sqliteSchemaVersion = 6;
+export const sqliteSchemaVersion = 7;
 /** 'CNVG': marks the file as a Converge store, so a foreign SQLite file is refused, not altered. */
 const applicationId = 0x434e5647;
 
@@ -64,6 +64,14 @@ CREATE TABLE last_seen_flushes (engine TEXT PRIMARY KEY, ms INTEGER NOT NULL) WI
     db.exec(archiveSchemaV6);
     db.prepare('INSERT OR IGNORE INTO store_identity (id, identity) VALUES (1, ?)').run(randomUUID());
   },
+  // v7: the archived sends (sqliteArchivedSends.ts): findSend's answer for a send moved out of
+  // `events`. Segments archived before it have `sends` NULL until the next archive run, which knows
+  // the archive folder, indexes them; a v6 store with no segment has nothing to fill.
+  6: (db) => {
+    db.exec(archivedSendsSchemaV7);
+    const cols = db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('archive_segments') as string[];
+    if (!cols.includes('sends')) db.exec('ALTER TABLE archive_segments ADD COLUMN sends INTEGER');
+  },
 };
 
 const archiveSchemaV6 = `
@@ -78,6 +86,18 @@ CREATE TABLE IF NOT EXISTS archive_segments (
   archived_at   TEXT    NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS store_identity (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL);
+`;
+
+/** One row per DeclarationSent in a segment; findSend asks it on a miss in `events`. */
+const archivedSendsSchemaV7 = `
+CREATE TABLE IF NOT EXISTS archived_sends (
+  stream   TEXT    NOT NULL,
+  digest   TEXT    NOT NULL,
+  position INTEGER NOT NULL,
+  serial   INTEGER NOT NULL,
+  sent_at  TEXT    NOT NULL,
+  PRIMARY KEY (stream, digest, position)
+) WITHOUT ROWID;
 `;
 
 /** Used by findSend's query, whose WHERE must repeat the expression and the type to use it. */
