@@ -35,6 +35,9 @@ export async function specAsOf(store: EventStore, node: string, asOf: Date): Pro
 /** A moment in the store's history: a time, or a store position. */
 export type Moment = Readonly<{ at: Date } | { position: bigint }>;
 
+/** `--as-of` / `asOf` as written: all digits, a store position; anything else, a time (an invalid one is refused where it is planned). */
+export const parseMoment = (text: string): Moment => (/^\d{1,20}$/.test(text) ? { position: BigInt(text) } : { at: new Date(text) });
+
 export const describeMoment = (m: Moment): string => ('at' in m ? m.at.toISOString() : `position ${m.position}`);
 
 /**
