@@ -26,6 +26,8 @@ export type ExplainEntry = Readonly<
         startedBy: string;
         specDigest: string;
         selection: RolloutState['started']['selection'];
+        /** Each node's own spec as of this moment instead of one (docs/design.md §8); absent: one spec. */
+        asOf?: RolloutState['started']['asOf'];
       }
     | {
         kind: 'waveOpened';
@@ -206,6 +208,7 @@ export function explainEvents(id: string, events: readonly Recorded[]): RolloutE
         startedBy: d.startedBy,
         specDigest: d.specDigest,
         selection: d.selection,
+        ...(d.asOf === undefined ? {} : { asOf: d.asOf }),
       });
       continue;
     }
@@ -341,7 +344,7 @@ export function explainLine(e: ExplainEntry): string {
   const when = e.at;
   switch (e.kind) {
     case 'started':
-      return `${when}  started by ${e.startedBy}: spec ${short(e.specDigest)} to ${e.targets} node(s) (${describeSelection(e.selection)}), waves ${e.asGiven.waves} = ${e.waves.join(', ')} cumulative, ${e.asGiven.abortOn === undefined ? `failures allowed ${e.maxFailures} (${e.asGiven.maxFailures})` : `abort on ${e.asGiven.abortOn}`}, wave timeout ${ms(e.waveTimeoutMs)}${e.pauseMs > 0 ? `, pause ${ms(e.pauseMs)} between waves` : ''}`;
+      return `${when}  started by ${e.startedBy}: ${e.asOf === undefined ? `spec ${short(e.specDigest)}` : `each node's own spec as of ${e.asOf.at ?? `position ${e.asOf.position ?? ''}`} (history up to position ${e.asOf.upTo})`} to ${e.targets} node(s) (${describeSelection(e.selection)}), waves ${e.asGiven.waves} = ${e.waves.join(', ')} cumulative, ${e.asGiven.abortOn === undefined ? `failures allowed ${e.maxFailures} (${e.asGiven.maxFailures})` : `abort on ${e.asGiven.abortOn}`}, wave timeout ${ms(e.waveTimeoutMs)}${e.pauseMs > 0 ? `, pause ${ms(e.pauseMs)} between waves` : ''}`;
     case 'waveOpened': {
       const nodes = e.to - e.from === 1 ? `1 node, target ${e.to}` : `${e.to - e.from} nodes, targets ${e.from + 1}–${e.to}`;
       if (e.because === null) return `${when}  wave ${e.wave} opened (${nodes}): the first wave`;

@@ -95,6 +95,7 @@ test('as of a time: each target gets the exact spec it had then; nodes with noth
     assert.equal(s.waves.length, 2, 'waves as any rollout');
     const story = (await explainRollout(f.store, id)).entries.map(explainLine).join('\n');
     assert.match(story, /c: had been sent nothing/);
+    assert.match(story, new RegExp(`started by test: each node's own spec as of ${at.toISOString()} \\(history up to position \\d+\\)`));
   } finally {
     await f.stop();
   }
