@@ -153,3 +153,33 @@ test('a plan as of a time to come, a position past the head, or with a spec too 
     await f.stop();
   }
 });
+
+test('budgets and rollback as in any rollout: a refusal halts it, and each node gets back the spec it had before', async () => {
+  const f = await rolloutFleet();
+  try {
+    const { at } = await history(f);
+    f.behave('b', 'refuse');
+    const id = await f.start({
+      rollout: 'halts',
+      resources: [],
+      asOf: { at },
+      selection: { kind: 'nodes', nodes: ['a', 'b'] },
+      waves: '100%',
+      maxFailures: '0',
+      rollbackOnHalt: 'all',
+    });
+    await until('the rollback to end', async () => (await f.rollout(id)).status === 'rolledBack');
+    const s = await f.rollout(id);
+    assert.equal(s.halted?.wave, 1);
+    assert.deepEqual(
+      s.halted?.failed.map((x) => [x.node, x.reason]),
+      [['b', 'refused']],
+    );
+    // The rollback restores what each node had before this rollout's send: v2, sent after the moment.
+    const back = (await f.sentTo('a')).at(-1)!;
+    assert.equal(back.data.rollout?.rollback, true);
+    assert.deepEqual(readDeclaration(Buffer.from(back.data.declaration, 'base64')).resources, v2);
+  } finally {
+    await f.stop();
+  }
+});
