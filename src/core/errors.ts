@@ -70,7 +70,8 @@ export const errorCodes = {
   },
   CONVERGE_ERR_ROLLOUT_PLAN: {
     http: 400,
-    summary: 'the rollout cannot be planned: bad id, waves, failure budget or timeout, no target, or the id is taken',
+    summary:
+      'the rollout cannot be planned: bad id, waves, failure budget, timeout or moment to restore (asOf), no target, or the id is taken',
   },
 
   // operator interfaces (docs/design.md §7)

@@ -150,7 +150,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
         options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
         options.metrics?.eventsAppended.inc({ type: 'RollbackSent' });
       } else if (d.kind === 'send') {
-        const sent = await sendWave({ sender, now, holds }, s, d.wave, d.nodes.slice(0, batchSize));
+        const sent = await sendWave({ store, sender, now, holds }, s, d.wave, d.nodes.slice(0, batchSize));
         options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
         options.metrics?.eventsAppended.inc({ type: 'RolloutSent' });
       } else {

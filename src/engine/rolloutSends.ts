@@ -7,7 +7,8 @@ import type { EventStore } from '../store/port.ts';
 import type { BatchItem, BatchSender } from './sendBatch.ts';
 import type { HoldsReader } from './holds.ts';
 import type { Holds } from '../../projections/index.ts';
-import { specBeforeRollout } from './specAsOf.ts';
+import { describeMoment, specAt, specBeforeRollout } from './specAsOf.ts';
+import type { Moment } from './specAsOf.ts';
 
 // A batch of a wave's sends: every node the rollout's spec, and the RolloutSent that lists them,
 // in one append call at the revision the driver decided on (docs/design.md §8, "The driver").
@@ -44,50 +45,85 @@ function operatorSkips(h: Holds, nodes: readonly string[]): Map<string, Skip> {
   return out;
 }
 
-/** Send `nodes` of `wave` the rollout's spec; resolves with how many were sent. */
+type Restores = RollbackSentData['sends'][number]['restores'];
+
+/**
+ * What each node of a batch is sent: the rollout's spec, or under `asOf` the node's own spec as of
+ * that moment (docs/design.md §8, "A rollout as of a moment"); a node sent nothing by then is skipped.
+ */
+async function waveItems(
+  store: EventStore,
+  s: RolloutState,
+  nodes: readonly string[],
+): Promise<{ items: BatchItem[]; restores: Map<string, Restores>; skipped: Skip[] }> {
+  const asOf = s.started.asOf;
+  if (asOf === undefined)
+    return { items: nodes.map((node) => ({ node, resources: s.started.resources })), restores: new Map(), skipped: [] };
+  const moment: Moment = asOf.at !== undefined ? { at: new Date(asOf.at) } : { position: BigInt(asOf.position!) };
+  const upTo = BigInt(asOf.upTo);
+  const items: BatchItem[] = [];
+  const restores = new Map<string, Restores>();
+  const skipped: Skip[] = [];
+  for (const node of nodes) {
+    const was = await specAt(store, node, moment, upTo);
+    if (was === null) {
+      skipped.push({ node, code: 'noneAsOf', reason: `had been sent nothing at or before ${describeMoment(moment)}: nothing to restore` });
+      continue;
+    }
+    items.push({ node, resources: was.resources });
+    restores.set(node, { serial: was.serial, digest: was.digest, specDigest: was.specDigest });
+  }
+  return { items, restores, skipped };
+}
+
+/** Send `nodes` of `wave` the rollout's spec (or each its own, under asOf); resolves with how many were sent. */
 export async function sendWave(
-  deps: Pick<RollbackSendDeps, 'sender' | 'now' | 'holds'>,
+  deps: Pick<RollbackSendDeps, 'store' | 'sender' | 'now' | 'holds'>,
   s: RolloutState,
   wave: number,
   nodes: readonly string[],
 ): Promise<number> {
-  const resources = s.started.resources;
   const skips = operatorSkips(await deps.holds.refresh(), nodes);
-  const at = deps.now();
-  const r = await deps.sender.sendMany(
-    nodes.filter((node) => !skips.has(node)).map((node) => ({ node, resources })),
-    {
-      rollout: { id: s.id, wave },
-      now: at,
-      extra: (sent, refused) => [
-        {
-          stream: rolloutStreamOf(s.id),
-          expected: s.revision,
-          events: [
-            makeRolloutEvent(
-              'RolloutSent',
-              {
-                rollout: s.id,
-                wave,
-                sends: sent.map((x) => ({ node: x.node, serial: x.serial, digest: x.digest })),
-                skipped: [
-                  ...skips.values(),
-                  ...refused.map((x) => ({ node: x.node, code: x.ok ? '' : x.code, reason: x.ok ? '' : x.message })),
-                ],
-                sentAt: at.toISOString(),
-              },
-              { revision: s.revision },
-            ),
-          ],
-        },
-      ],
-    },
+  const { items, restores, skipped } = await waveItems(
+    deps.store,
+    s,
+    nodes.filter((node) => !skips.has(node)),
   );
+  const at = deps.now();
+  const r = await deps.sender.sendMany(items, {
+    rollout: { id: s.id, wave },
+    now: at,
+    extra: (sent, refused) => [
+      {
+        stream: rolloutStreamOf(s.id),
+        expected: s.revision,
+        events: [
+          makeRolloutEvent(
+            'RolloutSent',
+            {
+              rollout: s.id,
+              wave,
+              sends: sent.map((x) => {
+                const was = restores.get(x.node);
+                return { node: x.node, serial: x.serial, digest: x.digest, ...(was === undefined ? {} : { restores: was }) };
+              }),
+              skipped: [
+                ...skips.values(),
+                ...skipped,
+                ...refused.map((x) => ({ node: x.node, code: x.ok ? '' : x.code, reason: x.ok ? '' : x.message })),
+              ],
+              sentAt: at.toISOString(),
+            },
+            { revision: s.revision },
+          ),
+        ],
+      },
+    ],
+  });
   return r.outcomes.filter((o) => o.ok).length;
 }
 
 type Skipped = RollbackSentData['skipped'][number];
-type Restores = RollbackSentData['sends'][number]['restores'];
 
 /** Send `nodes` (a batch the driver decided on) their previous specs; resolves with how many were sent. */
 export async function sendRollback(deps: RollbackSendDeps, s: RolloutState, nodes: readonly string[]): Promise<number> {

@@ -24,18 +24,39 @@ export type SpecAsOf = Readonly<{
 export async function specAsOf(store: EventStore, node: string, asOf: Date): Promise<SpecAsOf> {
   const at = asOf.getTime();
   if (Number.isNaN(at)) throw new ConvergeError('CONVERGE_ERR_BAD_REQUEST', 'the time to restore is not a valid time');
+  const chosen = await specAt(store, node, { at: asOf });
+  if (chosen === null)
+    throw new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `${node} had been sent no declaration at or before ${asOf.toISOString()}`, {
+      details: { node, asOf: asOf.toISOString() },
+    });
+  return chosen;
+}
+
+/** A moment in the store's history: a time, or a store position. */
+export type Moment = Readonly<{ at: Date } | { position: bigint }>;
+
+/** `--as-of` / `asOf` as written: all digits, a store position; anything else, a time (an invalid one is refused where it is planned). */
+export const parseMoment = (text: string): Moment => (/^\d{1,20}$/.test(text) ? { position: BigInt(text) } : { at: new Date(text) });
+
+export const describeMoment = (m: Moment): string => ('at' in m ? m.at.toISOString() : `position ${m.position}`);
+
+/**
+ * The spec a node had been sent at a moment, or null if it had been sent nothing by then. At a
+ * position: its latest send stored at or before it. At a time: as specAsOf walks. Sends stored past
+ * `upTo` are not looked at (a rollout as of a moment bounds its history by the head it started at).
+ */
+export async function specAt(store: EventStore, node: string, moment: Moment, upTo?: bigint): Promise<SpecAsOf | null> {
+  const limit = 'position' in moment ? moment.position : upTo;
+  const at = 'at' in moment ? moment.at.getTime() : Number.POSITIVE_INFINITY;
   let chosen: Recorded<DeclarationSent> | null = null;
   for (const e of await store.readStream(streamOf(node))) {
+    if (limit !== undefined && e.position > limit) break;
     if (e.type !== 'DeclarationSent') continue;
     const sent = e as Recorded<DeclarationSent>;
     if (Date.parse(sent.data.sentAt) > at) break;
     chosen = sent;
   }
-  if (chosen === null)
-    throw new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `${node} had been sent no declaration at or before ${asOf.toISOString()}`, {
-      details: { node, asOf: asOf.toISOString() },
-    });
-  return specOfSend(chosen);
+  return chosen === null ? null : specOfSend(chosen);
 }
 
 /** The spec a recorded send carried. */

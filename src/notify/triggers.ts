@@ -21,6 +21,10 @@ export const triggerSeverity = {
   'rollout.halted': 'critical',
   'rollout.completed': 'info',
   'rollout.aborted': 'warning',
+  // A rollback answers trouble; one that ends with a node not back on its previous spec needs a person.
+  'rollout.rollback.started': 'warning',
+  'rollout.rollback.completed': 'info',
+  'rollout.rollback.failed': 'critical',
   'projection.failed': 'critical',
   // On time alone and on health, from a timer (watch.ts): a threshold passed, once per episode.
   'node.behind': 'warning',
@@ -130,7 +134,10 @@ export function nodeTriggers(previous: NodeState | undefined, state: NodeState, 
   return out;
 }
 
-/** The notification a rollout event gives, if any: a wave started or completed, the rollout halted, completed or aborted. */
+/**
+ * The notification a rollout event gives, if any: a wave started or completed, the rollout halted,
+ * completed or aborted, a rollback started, or ended (completed, or failed when a node failed it).
+ */
 export function rolloutTrigger(event: Recorded<RolloutEvent>): Notification | null {
   const base = { node: null, specDigest: null, time: eventTime(event) };
   switch (event.type) {
@@ -183,6 +190,26 @@ export function rolloutTrigger(event: Recorded<RolloutEvent>): Notification | nu
         rollout: d.rollout,
         summary: `rollout ${d.rollout} aborted by ${d.by}: ${d.reason}`,
         facts: { by: d.by, reason: d.reason },
+      });
+    }
+    case 'RollbackStarted': {
+      const d = event.data;
+      const what = d.scope === 'wave' ? `wave ${d.wave}` : 'every node sent';
+      return make('rollout.rollback.started', event, {
+        ...base,
+        rollout: d.rollout,
+        summary: `rollout ${d.rollout}: rollback of ${what} started by ${d.by}: ${d.reason}`,
+        facts: { scope: d.scope, wave: d.wave, by: d.by, reason: d.reason },
+      });
+    }
+    case 'RollbackCompleted': {
+      const d = event.data;
+      const counts = `${d.done} rolled back, ${d.failed} failed, ${d.skipped} skipped`;
+      return make(d.failed > 0 ? 'rollout.rollback.failed' : 'rollout.rollback.completed', event, {
+        ...base,
+        rollout: d.rollout,
+        summary: `rollout ${d.rollout}: rollback ${d.failed > 0 ? 'ended with failures' : 'completed'}: ${counts}`,
+        facts: { done: d.done, failed: d.failed, skipped: d.skipped, failures: d.failures.slice(0, 20) },
       });
     }
     default:

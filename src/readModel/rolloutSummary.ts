@@ -104,6 +104,7 @@ export function summaryOf(r: Tracked, now: number, lookup: Lookup): RolloutSumma
     rollout: s.id,
     status: s.status,
     specDigest: s.started.specDigest,
+    asOf: s.started.asOf === undefined ? null : { at: s.started.asOf.at ?? null, position: s.started.asOf.position ?? null },
     selection: s.started.selection,
     targets: s.started.targets,
     asGiven: s.started.asGiven,

@@ -37,6 +37,8 @@ export type RolloutSummary = Readonly<{
   rollout: string;
   status: RolloutStatus;
   specDigest: string;
+  /** Each target's spec as of this time or store position instead of one spec (docs/design.md §8); null: one spec. */
+  asOf: Readonly<{ at: string | null; position: string | null }> | null;
   selection: RolloutState['started']['selection'];
   targets: number;
   asGiven: RolloutState['started']['asGiven'];

@@ -1,63 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { makeRolloutEvent, rolloutStreamOf } from '../../src/core/events/index.ts';
-import { createNotifier, parseNotifyConfig, verifySignature, signatureHeader, timestampHeader } from '../../src/notify/index.ts';
-import type { Notifier } from '../../src/notify/index.ts';
-import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
-import type { ProjectionRunner } from '../../src/readModel/projectionRunner.ts';
-import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
+import { verifySignature, signatureHeader, timestampHeader } from '../../src/notify/index.ts';
 import type { EventStore } from '../../src/store/index.ts';
-import { historyInStore } from '../support/history.ts';
-import { logger } from '../support/logger.ts';
+import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { until } from '../support/until.ts';
-import { startReceiver } from './receiver.ts';
-import type { Receiver } from './receiver.ts';
+import { ids, rig, secret } from './rig.ts';
 
 // Notifications delivered to a real HTTP receiver by an engine's read side on a memory store:
 // signed CloudEvents, order kept through an outage, a slow receiver that holds nothing else up,
 // and a status flip of many nodes coalesced.
-
-const secret = 'shh-test-secret';
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanup.reverse()) await c();
-});
-
-type Rig = { store: EventStore; runner: ProjectionRunner; notifier: Notifier; receiver: Receiver; h: ReturnType<typeof historyInStore> };
-
-async function rig(destination: Record<string, unknown> = {}, store: EventStore = createMemoryEventStore()): Promise<Rig> {
-  const receiver = await startReceiver();
-  const config = parseNotifyConfig(
-    JSON.stringify({
-      destinations: [
-        {
-          name: 'hook',
-          kind: 'webhook',
-          url: receiver.url,
-          secret: { env: 'TEST_NOTIFY_SECRET' },
-          retry: { minMs: 10, maxMs: 100 },
-          ...destination,
-        },
-      ],
-    }),
-    'test.json',
-    { TEST_NOTIFY_SECRET: secret },
-  );
-  const runner = createProjectionRunner({ store, logger });
-  const notifier = createNotifier({ config, store, readModel: runner.readModel, logger });
-  await notifier.prepare();
-  await runner.start();
-  await notifier.begin();
-  await runner.caughtUp();
-  cleanup.push(async () => {
-    await notifier.stop();
-    await runner.stop();
-    await receiver.close();
-  });
-  return { store, runner, notifier, receiver, h: historyInStore(store) };
-}
-
-const ids = (r: Receiver): string[] => r.received.flatMap((m) => m.json.data.notifications.map((n) => `${n.trigger}:${n.node ?? ''}`));
 
 test('a refused node and a halted rollout arrive as signed CloudEvents; the wrong secret does not verify', async () => {
   const { store, receiver, h } = await rig();

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { RolloutState } from '../../core/rollout/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { RolloutView } from '../../readModel/rollouts.ts';
+import { parseMoment } from '../../engine/specAsOf.ts';
 import { authorize } from '../auth.ts';
 import type { RolloutCommands } from '../deps.ts';
 import type { RouteContext } from '../routeContext.ts';
@@ -124,7 +125,8 @@ export const rolloutRoutes: FastifyPluginAsyncZod<RolloutRouteContext> = async (
       const { selection } = body;
       const r = await commands().start({
         ...(body.rollout === undefined ? {} : { rollout: body.rollout }),
-        resources: body.resources,
+        resources: body.resources ?? [],
+        ...(body.asOf === undefined ? {} : { asOf: parseMoment(body.asOf) }),
         selection: selection.kind === 'nodes' ? { kind: 'nodes', nodes: selection.nodes ?? [] } : selection,
         waves: body.waves,
         ...(body.maxFailures === undefined ? {} : { maxFailures: body.maxFailures }),

@@ -67,7 +67,11 @@ export const rolloutSummary = named(
   z.object({
     rollout: z.string(),
     status: rolloutStatusEnum,
-    specDigest: digest,
+    specDigest: digest.describe("the spec's digest; under asOf, the empty spec's (each node is sent its own)"),
+    asOf: z
+      .object({ at: iso.nullable(), position: position.nullable() })
+      .nullable()
+      .describe('each target is sent the spec it had been sent at this time or store position; null: the one spec'),
     selection: rolloutSelection,
     targets: count,
     asGiven: z.object({ waves: z.string(), maxFailures: z.string(), abortOn: z.string().optional() }),
@@ -203,44 +207,56 @@ export const rolloutNodes = named(
 
 export const rolloutStartBody = named(
   'RolloutStart',
-  z.object({
-    rollout: z.string().regex(rolloutIdPattern).optional().describe('the id (default: made from the time and 6 random hex digits)'),
-    resources: z.array(resource).max(10_000),
-    selection: rolloutSelection,
-    waves: z.string().min(1).max(200).describe('cumulative counts or percentages of the targets: `1,10%,50%,100%`'),
-    maxFailures: z
-      .string()
-      .min(1)
-      .max(20)
-      .optional()
-      .describe('`3` or `5%` of the targets: failures of any class beyond it halt the rollout (default `0`; not with `abortOn`)'),
-    abortOn: z
-      .string()
-      .min(1)
-      .max(500)
-      .optional()
-      .describe(
-        'abort criteria by failure class, `refused+degraded:2,silent:10%@5`: a count, or a percentage of the nodes settled (rounded down) once `@n` have settled (not with `maxFailures`)',
-      ),
-    waveTimeoutMs: z.number().int().min(1).max(maxRolloutDurationMs).describe('at most 30 days (2592000000)'),
-    pauseMs: z.number().int().min(0).max(maxRolloutDurationMs).optional().describe('at most 30 days (2592000000)'),
-    onSuperseded: z
-      .enum(onSupersededPolicies)
-      .optional()
-      .describe(
-        "a node sent a newer declaration from elsewhere: 'fail' counts it against the budget (default), 'hold' keeps its wave open",
-      ),
-    rollbackOnHalt: z
-      .enum(rollbackPolicies)
-      .optional()
-      .describe("on a halt, send the nodes sent this spec their previous one: 'none' (default), 'wave' (the halted wave's), 'all'"),
-    rate: rolloutRate.optional().describe('metered sends: at most perMinute nodes a minute over the whole rollout'),
-    ramp: rolloutRamp.optional().describe('a rising meter: base a minute, times factor every everyMs, up to cap a minute (not with rate)'),
-    gate: rolloutGate
-      .optional()
-      .describe('before each wave after the first, POST {rollout, wave, counts} to url: only a 2xx within timeoutMs opens the wave'),
-  }),
-  'A spec to roll out, to which nodes, in which waves, with which failure budget',
+  z
+    .object({
+      rollout: z.string().regex(rolloutIdPattern).optional().describe('the id (default: made from the time and 6 random hex digits)'),
+      resources: z.array(resource).max(10_000).optional().describe('the spec to send every target (give this or asOf)'),
+      asOf: z
+        .string()
+        .min(1)
+        .max(64)
+        .optional()
+        .describe(
+          'restore from history: a time (ISO 8601) or a store position (all digits); each target is sent the exact spec it had been sent then, a target sent nothing by then is skipped (noneAsOf). Give this or resources',
+        ),
+      selection: rolloutSelection,
+      waves: z.string().min(1).max(200).describe('cumulative counts or percentages of the targets: `1,10%,50%,100%`'),
+      maxFailures: z
+        .string()
+        .min(1)
+        .max(20)
+        .optional()
+        .describe('`3` or `5%` of the targets: failures of any class beyond it halt the rollout (default `0`; not with `abortOn`)'),
+      abortOn: z
+        .string()
+        .min(1)
+        .max(500)
+        .optional()
+        .describe(
+          'abort criteria by failure class, `refused+degraded:2,silent:10%@5`: a count, or a percentage of the nodes settled (rounded down) once `@n` have settled (not with `maxFailures`)',
+        ),
+      waveTimeoutMs: z.number().int().min(1).max(maxRolloutDurationMs).describe('at most 30 days (2592000000)'),
+      pauseMs: z.number().int().min(0).max(maxRolloutDurationMs).optional().describe('at most 30 days (2592000000)'),
+      onSuperseded: z
+        .enum(onSupersededPolicies)
+        .optional()
+        .describe(
+          "a node sent a newer declaration from elsewhere: 'fail' counts it against the budget (default), 'hold' keeps its wave open",
+        ),
+      rollbackOnHalt: z
+        .enum(rollbackPolicies)
+        .optional()
+        .describe("on a halt, send the nodes sent this spec their previous one: 'none' (default), 'wave' (the halted wave's), 'all'"),
+      rate: rolloutRate.optional().describe('metered sends: at most perMinute nodes a minute over the whole rollout'),
+      ramp: rolloutRamp
+        .optional()
+        .describe('a rising meter: base a minute, times factor every everyMs, up to cap a minute (not with rate)'),
+      gate: rolloutGate
+        .optional()
+        .describe('before each wave after the first, POST {rollout, wave, counts} to url: only a 2xx within timeoutMs opens the wave'),
+    })
+    .refine((b) => (b.resources === undefined) !== (b.asOf === undefined), 'give resources or asOf, exactly one'),
+  'A spec to roll out (or a moment whose specs to restore), to which nodes, in which waves, with which failure budget',
 );
 
 export const rolloutStarted = named(

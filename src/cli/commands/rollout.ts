@@ -5,6 +5,8 @@ import type { TargetSelection } from '../../core/rollout/index.ts';
 import { abortRollout, pauseRollout, resumeRollout, rollbackRollout, startRollout } from '../../engine/rolloutCommands.ts';
 import type { StartRolloutInput } from '../../engine/rolloutCommands.ts';
 import { ConvergeError } from '../../core/errors.ts';
+import { parseMoment } from '../../engine/specAsOf.ts';
+import type { Moment } from '../../engine/specAsOf.ts';
 import { explainLine, explainRollout } from '../../readModel/rolloutExplain.ts';
 import type { EventStore } from '../../store/index.ts';
 import type { Context, Run } from '../command.ts';
@@ -83,7 +85,24 @@ function readSpec(io: Context['io'], file: string, stdin: () => Promise<Buffer>)
   }
 }
 
-async function start(ctx: Context, file: string): Promise<number> {
+/** The spec every target is sent: read from a file (or stdin), or under --as-of each node's own then. */
+async function resourcesOf(ctx: Context, file: string): Promise<unknown[]> {
+  const text = await readSpec(ctx.io, file, ctx.io.readStdin);
+  let spec: unknown;
+  try {
+    spec = JSON.parse(text);
+  } catch (e) {
+    throw new ConvergeError(
+      'CONVERGE_ERR_SPEC_INVALID',
+      `${file === '-' ? 'stdin' : file} is not JSON: ${(e as Error).message.replace(/\s+/g, ' ')}`,
+    );
+  }
+  const resources = (spec as { resources?: unknown } | null)?.resources;
+  if (!Array.isArray(resources)) throw new ConvergeError('CONVERGE_ERR_SPEC_INVALID', `${file} has no "resources" list`);
+  return resources;
+}
+
+async function start(ctx: Context, what: Readonly<{ file: string } | { asOf: Moment }>): Promise<number> {
   const { values, io, config, json } = ctx;
   const selection = selectionOf(values);
   const waves = str(values.waves) ?? '100%';
@@ -103,18 +122,7 @@ async function start(ctx: Context, file: string): Promise<number> {
   const rollbackOnHalt = str(values['rollback-on-halt']);
   if (rollbackOnHalt !== undefined && rollbackOnHalt !== 'none' && rollbackOnHalt !== 'wave' && rollbackOnHalt !== 'all')
     throw usage(`--rollback-on-halt is none, wave or all (got ${JSON.stringify(rollbackOnHalt)})`);
-  const text = await readSpec(io, file, io.readStdin);
-  let spec: unknown;
-  try {
-    spec = JSON.parse(text);
-  } catch (e) {
-    throw new ConvergeError(
-      'CONVERGE_ERR_SPEC_INVALID',
-      `${file === '-' ? 'stdin' : file} is not JSON: ${(e as Error).message.replace(/\s+/g, ' ')}`,
-    );
-  }
-  const resources = (spec as { resources?: unknown } | null)?.resources;
-  if (!Array.isArray(resources)) throw new ConvergeError('CONVERGE_ERR_SPEC_INVALID', `${file} has no "resources" list`);
+  const resources = 'file' in what ? await resourcesOf(ctx, what.file) : [];
   const store = await openStore(config, io);
   try {
     // The selections taken from node states need the fleet: fold the store (an explicit list does not).
@@ -125,6 +133,7 @@ async function start(ctx: Context, file: string): Promise<number> {
       {
         ...(id === undefined ? {} : { rollout: id }),
         resources,
+        ...('asOf' in what ? { asOf: what.asOf } : {}),
         selection,
         waves,
         ...(abortOn === undefined ? { maxFailures: maxFailures ?? '0' } : { abortOn }),
@@ -206,9 +215,18 @@ async function status(ctx: Context, store: EventStore, id: string): Promise<numb
 }
 
 export const run: Run = async (ctx) => {
-  const [verb, arg] = ctx.positionals as [string, string];
+  const [verb, given] = ctx.positionals as [string, string | undefined];
   if (!(verbs as readonly string[]).includes(verb)) throw usage(`rollout takes ${verbs.join(', ')}, not ${JSON.stringify(verb)}`);
   const v = verb as Verb;
+  // Only `start --as-of` goes without its argument (it restores specs instead of reading one).
+  const asOf = str(ctx.values['as-of']);
+  if (v === 'start' && asOf !== undefined) {
+    if (given !== undefined) throw usage('rollout start takes a spec file or --as-of <time|position>, not both');
+  } else if (given === undefined)
+    throw usage(
+      v === 'start' ? 'rollout start needs a spec file (or - for stdin), or --as-of <time|position>' : `rollout ${v} needs a rollout id`,
+    );
+  const arg = given ?? '';
   if (v !== 'start') {
     for (const f of [
       'nodes',
@@ -223,6 +241,7 @@ export const run: Run = async (ctx) => {
       'on-superseded',
       'rollback-on-halt',
       'id',
+      'as-of',
     ])
       if (ctx.values[f] !== undefined && ctx.values[f] !== false) throw usage(`--${f} is for rollout start`);
   }
@@ -234,7 +253,7 @@ export const run: Run = async (ctx) => {
   if (scope !== undefined && scope !== 'all' && scope !== 'wave') throw usage(`--scope is all or wave (got ${JSON.stringify(scope)})`);
   if (v !== 'status' && v !== 'explain' && ctx.output !== 'text' && ctx.output !== 'json')
     throw usage(`-o ${ctx.output} is for rollout status and explain (the others take --json)`);
-  if (v === 'start') return start(ctx, arg);
+  if (v === 'start') return start(ctx, asOf === undefined ? { file: arg } : { asOf: parseMoment(asOf) });
   const { io, config, json } = ctx;
   return withStore(config, io, async (store) => {
     if (v === 'status') return status(ctx, store, arg);

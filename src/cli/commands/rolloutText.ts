@@ -61,7 +61,12 @@ export function rolloutDetail(r: RolloutSummary, failing: readonly FailedNode[],
             : '-';
   const head = pairs([
     ['rollout', `${r.rollout}  ${r.status}  (${ofWaves(r)})`],
-    ['spec', `${short(r.specDigest)} to ${r.targets} node(s): ${describeSelection(r.selection)}`],
+    [
+      'spec',
+      r.asOf === null
+        ? `${short(r.specDigest)} to ${r.targets} node(s): ${describeSelection(r.selection)}`
+        : `each node's own as of ${r.asOf.at ?? `position ${r.asOf.position ?? ''}`}, to ${r.targets} node(s): ${describeSelection(r.selection)}`,
+    ],
     [
       'plan',
       `waves ${r.asGiven.waves} = ${r.waves.map((w) => w.to).join(', ')}; ${r.asGiven.abortOn === undefined ? `failures allowed ${r.maxFailures} (${r.asGiven.maxFailures})` : `abort on ${r.asGiven.abortOn}`}; wave timeout ${durationText(r.waveTimeoutMs)}${r.pauseMs > 0 ? `; pause ${durationText(r.pauseMs)}` : ''}`,

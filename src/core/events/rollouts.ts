@@ -85,9 +85,25 @@ export const rolloutRamp = z
   })
   .refine((r) => r.cap >= r.base, 'the cap is at least the base');
 
+const position = z.string().regex(/^\d{1,20}$/);
+
+/**
+ * A rollout as of a moment (docs/design.md §8, "A rollout as of a moment"): each target is sent the
+ * exact spec it had been sent at a time (`at`) or a store position (`position`), not one spec for
+ * all. `upTo` is the store's head when it started: sends stored after it are not history, so every
+ * read of a node's spec then gives the same answer however late the driver comes to it.
+ */
+export const rolloutAsOf = z
+  .object({ at: iso.optional(), position: position.optional(), upTo: position })
+  .refine((a) => (a.at === undefined) !== (a.position === undefined), 'as of a time or a position, exactly one');
+export type RolloutAsOf = z.infer<typeof rolloutAsOf>;
+
 export const rolloutStartedData = z.object({
   rollout: rolloutId,
-  /** The spec sent to every target, as given (each node's declaration wraps it with its own node, serial, time). */
+  /**
+   * The spec sent to every target, as given (each node's declaration wraps it with its own node,
+   * serial, time). Empty under `asOf`, whose spec is each node's own; `specDigest` is then the empty spec's.
+   */
   resources: z.array(z.looseObject({ id: z.string().min(1) })),
   specDigest: digest,
   selection: rolloutSelection,
@@ -128,6 +144,8 @@ export const rolloutStartedData = z.object({
   rate: rolloutRate.optional(),
   /** A rising meter: `base` a minute, times `factor` every `everyMs`, up to `cap` a minute (not with `rate`). */
   ramp: rolloutRamp.optional(),
+  /** Each target's spec as of a moment instead of `resources`. Absent: the one spec. */
+  asOf: rolloutAsOf.optional(),
   startedBy: z.string(),
   startedAt: iso,
 });
@@ -152,9 +170,22 @@ export const waveStartedData = z.object({
 export const rolloutSentData = z.object({
   rollout: rolloutId,
   wave: z.number().int().min(1),
-  /** Declarations recorded in the same store call, one per node. */
-  sends: z.array(z.object({ node: z.string().min(1), serial: z.number().int().min(1), digest })),
-  /** Nodes the engine could not send the spec to (a carried port), with the error's code and message. */
+  /**
+   * Declarations recorded in the same store call, one per node; under `asOf`, `restores` names the
+   * node's send whose spec it carries again (absent otherwise).
+   */
+  sends: z.array(
+    z.object({
+      node: z.string().min(1),
+      serial: z.number().int().min(1),
+      digest,
+      restores: z.object({ serial: z.number().int().min(1), digest, specDigest: digest }).optional(),
+    }),
+  ),
+  /**
+   * Nodes not sent to: a carried port (the error's code and message), held or pinned, or under
+   * `asOf` sent nothing by then (`noneAsOf`).
+   */
   skipped: z.array(z.object({ node: z.string().min(1), code: z.string(), reason: z.string() })),
   sentAt: iso,
 });

@@ -9,12 +9,13 @@ export type NodeOutcome = (typeof nodeOutcomes)[number];
 export const isFailure = (o: NodeOutcome): boolean => o === 'refused' || o === 'degraded' || o === 'unsendable';
 
 /**
- * The codes a rollout lists a node it did not send to under because an operator said so
- * (docs/design.md §8 "Holds and pins"): such a node is 'skipped', neither done nor failed, and
- * spends no budget. Any other code is a refused send ('unsendable', a failure).
+ * The codes a rollout lists a node it did not send to by intent: an operator's hold or pin
+ * (docs/design.md §8 "Holds and pins"), or under `asOf` a node sent nothing by then (nothing to
+ * restore). Such a node is 'skipped', neither done nor failed, and spends no budget. Any other
+ * code is a refused send ('unsendable', a failure).
  */
-export const operatorSkipCodes = ['held', 'pinned'] as const;
-export const isOperatorSkip = (code: string): boolean => code === 'held' || code === 'pinned';
+export const operatorSkipCodes = ['held', 'pinned', 'noneAsOf'] as const;
+export const isOperatorSkip = (code: string): boolean => (operatorSkipCodes as readonly string[]).includes(code);
 
 /**
  * A node is done when its latest report names the digest of the declaration this rollout sent
