@@ -85,6 +85,11 @@ const awkwardStrings = fc.oneof(
 );
 const corpus = fc.oneof(values, unicodeValues, awkwardStrings, fc.dictionary(awkwardStrings, awkwardStrings), fc.array(awkwardStrings));
 
+test('a key named __proto__ is read back as a key, as JSON.parse reads it (found by the property below, seed 226482908)', () => {
+  const v = JSON.parse('{"__proto__":"","a":{"__proto__":{"b":1}}}') as unknown;
+  assert.deepEqual(readYaml(toYaml(v)), v);
+});
+
 test('property: the minimal reader reads toYaml(v) back as v', () => {
   fc.assert(
     fc.property(corpus, (v) => {

@@ -114,7 +114,13 @@ export function readYaml(text: string): Json {
       }
       if (line !== '' && !line.startsWith(' ')) throw new Error(`reader: line ${i}: no space after a colon`);
       if (Object.hasOwn(map, key)) throw new Error(`reader: duplicate key ${key}`);
-      map[key] = valueAfter(line.trimStart(), indent);
+      // As JSON.parse does: `__proto__` is a key like any other, not the object's prototype.
+      Object.defineProperty(map, key, {
+        value: valueAfter(line.trimStart(), indent),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return map;
   };
