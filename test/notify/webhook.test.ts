@@ -16,8 +16,8 @@ import { startReceiver } from './receiver.ts';
 import type { Received, Receiver } from './receiver.ts';
 
 // Notifications delivered to a real HTTP receiver by an engine's read side on a memory store:
-// signed CloudEvents, order kept through an outage, a slow receiver that holds nothing else up,
-// and a status flip of many nodes coalesced.
+// signed CloudEvents, order kept through an outage, a status flip of many nodes coalesced, and the
+// cursor's pace. A slow receiver: slowReceiver.test.ts.
 
 const secret = 'shh-test-secret';
 const cleanup: (() => Promise<void>)[] = [];
@@ -189,25 +189,6 @@ function attemptsWithin(ms: number, minMs: number, maxMs: number, jitter: number
   };
   return [count(1 + jitter), count(1 - jitter)];
 }
-
-test('a receiver that does not answer holds up neither the fold nor the appends', async () => {
-  const { store, runner, notifier, receiver, h } = await rig({ timeoutMs: 60_000, coalesce: { windowMs: 100 } });
-  receiver.hold = true;
-  const { digest } = await h.send('s0');
-  await h.report('s0', { declared: digest, refused: 'no' });
-  await until('the first request held', () => receiver.attempts >= 1);
-  for (let i = 1; i <= 50; i++) {
-    const sent = await h.send(`s${i}`);
-    await h.report(`s${i}`, { declared: sent.digest, refused: 'no' });
-  }
-  const headAt = await store.headPosition();
-  await until('the fold past every append', () => runner.readModel.position() === headAt);
-  assert.equal(receiver.received.length, 0, 'still held');
-  assert.ok(notifier.destinations[0]!.stats().queued >= 50, 'queued meanwhile');
-  receiver.hold = false;
-  receiver.release();
-  await until('all delivered', () => receiver.received.reduce((a, m) => a + m.json.data.count, 0) >= 51);
-});
 
 test('a status flip of 2,000 nodes arrives as a bounded number of messages counting them all', async () => {
   const { store, receiver, h } = await rig({ coalesce: { windowMs: 200, maxPerWindow: 3, firstNodes: 5 } });
