@@ -68,6 +68,12 @@ export function createDestination(options: DestinationOptions): Destination {
   let head = 0;
   const overflow = new Map<TriggerName, { first: Notification[]; count: number; last: Notification }>();
   let overflowed = 0;
+  /**
+   * The first position of a spill's summary being delivered: taken out of `overflow` when it is
+   * made, so what spills meanwhile starts a new count instead of being deleted with it, and held
+   * here so the cursor stays before it until it is delivered.
+   */
+  let sending: bigint | null = null;
   let seen: bigint | null = null;
   let saved: bigint | null = null;
   /** When the cursor was last written (monotonic ms). */
@@ -109,7 +115,9 @@ export function createDestination(options: DestinationOptions): Destination {
 
   /** The position before the oldest notification not delivered, or the last position offered. */
   function cursorNow(): bigint | null {
-    const pending = [queue[head]?.position, ...[...overflow.values()].map((o) => o.first[0]!.position)].filter((p) => p !== undefined);
+    const pending = [queue[head]?.position, sending ?? undefined, ...[...overflow.values()].map((o) => o.first[0]!.position)].filter(
+      (p) => p !== undefined,
+    );
     if (pending.length === 0) return seen;
     return pending.reduce((a, b) => (a < b ? a : b)) - 1n;
   }
@@ -132,7 +140,14 @@ export function createDestination(options: DestinationOptions): Destination {
     if (first === undefined) {
       const [trigger, o] = overflow.entries().next().value ?? [];
       if (trigger === undefined || o === undefined) return null;
-      return { message: summary(o.first, config.coalesce.firstNodes, o.count, o.last), take: () => overflow.delete(trigger) };
+      overflow.delete(trigger);
+      sending = o.first[0]!.position;
+      return {
+        message: summary(o.first, config.coalesce.firstNodes, o.count, o.last),
+        take: () => {
+          sending = null;
+        },
+      };
     }
     const { windowMs, maxPerWindow, firstNodes } = config.coalesce;
     let w = windows.get(first.trigger);

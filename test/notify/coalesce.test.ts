@@ -105,3 +105,38 @@ test('a flip of 100,000 nodes over five minutes is maxPerWindow messages, then a
   );
   assert.equal(d.stats().queued, 0);
 });
+
+test('notifications that spill while the spill summary is in flight are kept, not deleted with it', async () => {
+  const receiver = await startReceiver();
+  receiver.hold = true;
+  const clock = createVirtualClock();
+  const config = parseNotifyConfig(
+    JSON.stringify({ destinations: [{ name: 'hook', kind: 'webhook', url: receiver.url, queueLimit: 1 }] }),
+    't.json',
+  ).destinations[0]!;
+  const d = createDestination({ config, store: createMemoryEventStore(), logger, clock });
+  await d.load(0n);
+  d.start();
+  cleanup.push(async () => {
+    await d.stop();
+    await receiver.close();
+  });
+  const flip = flips();
+  const offer = (i: number): void => {
+    for (const note of flip(i)) d.offer(note);
+  };
+  offer(0); // queued
+  offer(1); // the queue is full: spilled
+  await until('the first message held', () => receiver.waiting === 1);
+  receiver.release();
+  await until('the spill summary held', () => receiver.waiting === 1 && receiver.attempts === 2);
+  offer(2); // spills again while the spill's summary is in flight
+  receiver.hold = false;
+  receiver.release();
+  const total = (): number => receiver.received.reduce((a, m) => a + m.json.data.count, 0);
+  await until('the loop idle', async () => {
+    await new Promise((resolve) => setImmediate(resolve));
+    return receiver.waiting === 0 && clock.pending() > 0 && d.stats().queued === 0;
+  });
+  assert.equal(total(), 3, 'every notification delivered');
+});
