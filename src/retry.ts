@@ -57,10 +57,23 @@ export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
     signal?.addEventListener('abort', done, { once: true });
   });
 
+/**
+ * Time for a loop that waits: monotonic ms and a sleep that ends early on abort. The real one by
+ * default; a test hands in a virtual one to live through a minute of backoff in no real time.
+ */
+export type Clock = Readonly<{
+  now: () => number;
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+}>;
+
+export const realClock: Clock = { now: () => performance.now(), sleep: (ms, signal) => sleep(ms, signal) };
+
 export type RetryOptions = BackoffOptions &
   Readonly<{
     /** Stop retrying (and stop waiting) when this aborts. */
     signal: AbortSignal;
+    /** How the delays are waited (default: real timers). */
+    sleep?: Clock['sleep'];
     /**
      * Told of each failure before the wait; `true` retries, `false` gives up (an error no retry
      * can fix, or a caller that no longer needs the result). Without it every failure retries.
@@ -76,6 +89,7 @@ export type RetryResult<T> =
 /** Call `fn` until it resolves, waiting a backoff delay after each failure; ends early when stopped or told to give up. */
 export async function retry<T>(fn: () => Promise<T>, options: RetryOptions): Promise<RetryResult<T>> {
   const { signal, onError } = options;
+  const wait = options.sleep ?? sleep;
   const delays = createBackoff(options);
   let error: unknown = undefined;
   for (let attempt = 1; !signal.aborted; attempt++) {
@@ -84,7 +98,7 @@ export async function retry<T>(fn: () => Promise<T>, options: RetryOptions): Pro
     } catch (err) {
       error = err;
       if (onError?.(err, attempt) === false || signal.aborted) break;
-      await sleep(delays.next(), signal);
+      await wait(delays.next(), signal);
     }
   }
   return { ok: false, error };

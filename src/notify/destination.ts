@@ -1,6 +1,6 @@
-import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { retry, sleep } from '../retry.ts';
+import { realClock, retry } from '../retry.ts';
+import type { Clock } from '../retry.ts';
 import type { EventStore } from '../store/index.ts';
 import { cloudEvent, sign, signatureHeader, single, slackBody, summary, timestampHeader } from './message.ts';
 import type { Message } from './message.ts';
@@ -47,7 +47,10 @@ export type DestinationOptions = Readonly<{
   store: EventStore;
   logger: Logger;
   fetch?: Fetch;
+  /** Wall-clock ms for a signature's timestamp. */
   now?: () => number;
+  /** Monotonic time and sleep for the backoff, the coalescing windows and the cursor's pace (default: the real ones). */
+  clock?: Clock;
 }>;
 
 const idleSaveMs = 1000;
@@ -58,12 +61,19 @@ export function createDestination(options: DestinationOptions): Destination {
   const { config, store } = options;
   const doFetch = options.fetch ?? fetch;
   const now = options.now ?? Date.now;
+  const clock = options.clock ?? realClock;
   const log = options.logger.child({ component: 'notify', destination: config.name });
   const checkpoint = checkpointOf(config.name);
   let queue: Notification[] = [];
   let head = 0;
   const overflow = new Map<TriggerName, { first: Notification[]; count: number; last: Notification }>();
   let overflowed = 0;
+  /**
+   * The first position of a spill's summary being delivered: taken out of `overflow` when it is
+   * made, so what spills meanwhile starts a new count instead of being deleted with it, and held
+   * here so the cursor stays before it until it is delivered.
+   */
+  let sending: bigint | null = null;
   let seen: bigint | null = null;
   let saved: bigint | null = null;
   /** When the cursor was last written (monotonic ms). */
@@ -89,6 +99,7 @@ export function createDestination(options: DestinationOptions): Destination {
       maxMs: Math.max(config.retry.minMs, config.retry.maxMs),
       jitter: 0.2,
       signal: stopper.signal,
+      sleep: clock.sleep,
       onError: (err, attempt) => {
         failures++;
         // The URL may carry a token (Slack's do): only its origin is logged.
@@ -104,7 +115,9 @@ export function createDestination(options: DestinationOptions): Destination {
 
   /** The position before the oldest notification not delivered, or the last position offered. */
   function cursorNow(): bigint | null {
-    const pending = [queue[head]?.position, ...[...overflow.values()].map((o) => o.first[0]!.position)].filter((p) => p !== undefined);
+    const pending = [queue[head]?.position, sending ?? undefined, ...[...overflow.values()].map((o) => o.first[0]!.position)].filter(
+      (p) => p !== undefined,
+    );
     if (pending.length === 0) return seen;
     return pending.reduce((a, b) => (a < b ? a : b)) - 1n;
   }
@@ -113,7 +126,7 @@ export function createDestination(options: DestinationOptions): Destination {
     const c = cursorNow();
     if (c === null || (saved !== null && c <= saved)) return;
     try {
-      savedAt = performance.now();
+      savedAt = clock.now();
       await store.setCheckpoint(checkpoint, c);
       saved = c;
     } catch (err) {
@@ -127,11 +140,19 @@ export function createDestination(options: DestinationOptions): Destination {
     if (first === undefined) {
       const [trigger, o] = overflow.entries().next().value ?? [];
       if (trigger === undefined || o === undefined) return null;
-      return { message: summary(o.first, config.coalesce.firstNodes, o.count, o.last), take: () => overflow.delete(trigger) };
+      overflow.delete(trigger);
+      sending = o.first[0]!.position;
+      return {
+        message: summary(o.first, config.coalesce.firstNodes, o.count, o.last),
+        take: () => {
+          sending = null;
+        },
+      };
     }
     const { windowMs, maxPerWindow, firstNodes } = config.coalesce;
     let w = windows.get(first.trigger);
-    if (w === undefined || now() - w.start >= windowMs) windows.set(first.trigger, (w = { start: now(), sent: 0 }));
+    const t = clock.now();
+    if (w === undefined || t - w.start >= windowMs) windows.set(first.trigger, (w = { start: t, sent: 0 }));
     if (w.sent < maxPerWindow) {
       const win = w;
       return {
@@ -143,7 +164,7 @@ export function createDestination(options: DestinationOptions): Destination {
         },
       };
     }
-    await sleep(Math.max(0, w.start + windowMs - now()), stopper.signal);
+    await clock.sleep(Math.max(0, w.start + windowMs - clock.now()), stopper.signal);
     if (stopper.signal.aborted) return null;
     const all = queue.slice(head).filter((n) => n.trigger === first.trigger);
     return {
@@ -152,7 +173,7 @@ export function createDestination(options: DestinationOptions): Destination {
         const taken = new Set(all);
         queue = queue.slice(head).filter((n) => !taken.has(n));
         head = 0;
-        windows.set(first.trigger, { start: now(), sent: maxPerWindow });
+        windows.set(first.trigger, { start: clock.now(), sent: maxPerWindow });
       },
     };
   }
@@ -164,6 +185,15 @@ export function createDestination(options: DestinationOptions): Destination {
     }
   }
 
+  /** Until an offer wakes the loop or a second has passed; the timer is cleared on wake, so none is left behind. */
+  async function idle(): Promise<void> {
+    const woken = new AbortController();
+    // stop() pokes too, so the loop's own signal is not needed here.
+    const timer = clock.sleep(idleSaveMs, woken.signal);
+    await Promise.race([new Promise<void>((resolve) => (wake = resolve)), timer]);
+    woken.abort();
+  }
+
   async function run(): Promise<void> {
     while (!stopper.signal.aborted) {
       const step = await next();
@@ -171,8 +201,7 @@ export function createDestination(options: DestinationOptions): Destination {
         await save();
         if (stopper.signal.aborted) break;
         // Idle: the cursor follows what was offered at most once a second (a store write per event was too many).
-        if (queued() === 0 && overflow.size === 0)
-          await Promise.race([new Promise<void>((resolve) => (wake = resolve)), sleep(idleSaveMs, stopper.signal)]);
+        if (queued() === 0 && overflow.size === 0) await idle();
         continue;
       }
       if (!(await deliver(step.message))) break;
@@ -182,7 +211,7 @@ export function createDestination(options: DestinationOptions): Destination {
       // Busy: the cursor moves at most once a second too. A write per delivery (a commit, an fsync
       // on SQLite) capped a destination below 200 messages/s on a loaded disk and the queue grew;
       // a crash now re-sends at most a second of deliveries, each with its own id.
-      if (performance.now() - savedAt >= idleSaveMs) await save();
+      if (clock.now() - savedAt >= idleSaveMs) await save();
     }
   }
 

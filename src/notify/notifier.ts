@@ -4,6 +4,7 @@ import type { NodeState } from '../../projections/index.ts';
 import { isNodeEvent, rolloutEventTypes, streamOf } from '../core/events/index.ts';
 import type { Recorded, RolloutEvent } from '../core/events/index.ts';
 import type { FoldFailure, NodeChange, ReadModel } from '../readModel/readModelTypes.ts';
+import type { Clock } from '../retry.ts';
 import type { EventStore } from '../store/index.ts';
 import { createDestination } from './destination.ts';
 import type { Destination, Fetch } from './destination.ts';
@@ -45,6 +46,8 @@ export type NotifierOptions = Readonly<{
   graceMs?: number;
   /** Monotonic ms for the time triggers (tests). */
   mono?: () => number;
+  /** Each destination's time: its backoff, coalescing windows and cursor pace (tests; default the real clock). */
+  clock?: Clock;
 }>;
 
 export function createNotifier(options: NotifierOptions): Notifier {
@@ -57,6 +60,7 @@ export function createNotifier(options: NotifierOptions): Notifier {
       logger: options.logger,
       ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
       ...(options.now === undefined ? {} : { now: options.now }),
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
     }),
     c,
   ]);

@@ -1,6 +1,7 @@
 import { after } from 'node:test';
 import { createNotifier, parseNotifyConfig } from '../../src/notify/index.ts';
-import type { Notifier } from '../../src/notify/index.ts';
+import type { Fetch, Notifier } from '../../src/notify/index.ts';
+import type { Clock } from '../../src/retry.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import type { ProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
@@ -27,7 +28,11 @@ export type Rig = {
   h: ReturnType<typeof historyInStore>;
 };
 
-export async function rig(destination: Record<string, unknown> = {}, store: EventStore = createMemoryEventStore()): Promise<Rig> {
+export async function rig(
+  destination: Record<string, unknown> = {},
+  store: EventStore = createMemoryEventStore(),
+  extra: Readonly<{ clock?: Clock; fetch?: Fetch }> = {},
+): Promise<Rig> {
   const receiver = await startReceiver();
   const config = parseNotifyConfig(
     JSON.stringify({
@@ -46,7 +51,7 @@ export async function rig(destination: Record<string, unknown> = {}, store: Even
     { TEST_NOTIFY_SECRET: secret },
   );
   const runner = createProjectionRunner({ store, logger });
-  const notifier = createNotifier({ config, store, readModel: runner.readModel, logger });
+  const notifier = createNotifier({ config, store, readModel: runner.readModel, logger, ...extra });
   await notifier.prepare();
   await runner.start();
   await notifier.begin();

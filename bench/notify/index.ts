@@ -4,18 +4,23 @@
 // that each is sent alone). Against the floor in the same run: a bare fetch POST of a body of the
 // same size to the same receiver, timed from just before the call. Both sides in this process on
 // one clock (performance.now); passes alternate.
-// Run: npm run bench -- notify   (BENCH_NOTIFY_RATE=200 notifications/s, CONVERGE_BENCH_SCALE=0.1 for a quick look)
+// And ingest with a receiver that takes 10 s to answer: reports through the engine's ingest
+// (in-process broker, SQLite), acked and folded, with a webhook destination whose every request is
+// held 10 s, against the same ingest with no notifications, passes alternating (ingest.ts).
+// Run: npm run bench -- notify   (BENCH_NOTIFY_RATE=200 notifications/s, BENCH_NOTIFY_INGEST=20000 reports,
+// CONVERGE_BENCH_SCALE=0.1 for a quick look)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
-import { createNotifier, parseNotifyConfig } from '../src/notify/index.ts';
-import { createProjectionRunner } from '../src/readModel/projectionRunner.ts';
-import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
-import { historyInStore } from '../test/support/history.ts';
-import { createBenchReport } from './support/report.ts';
+import { createNotifier, parseNotifyConfig } from '../../src/notify/index.ts';
+import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
+import { historyInStore } from '../../test/support/history.ts';
+import { createBenchReport } from '../support/report.ts';
+import { ingestPass, startSlowReceiver } from './ingest.ts';
 
 const scale = Number(process.env['CONVERGE_BENCH_SCALE'] ?? 1);
 const count = Math.max(100, Math.round(2_000 * scale));
@@ -172,6 +177,39 @@ try {
   }
   report.note(
     `Per pass: appended → folded p50 ${foldP50.map((x) => x.toFixed(1)).join(', ')} ms; appends reached ${achieved.map((x) => x.toFixed(0)).join(', ')}/s.`,
+  );
+  const slow = await startSlowReceiver(10_000);
+  const reports = Number(process.env['BENCH_NOTIFY_INGEST'] ?? Math.max(2_000, Math.round(20_000 * scale)));
+  const withSlow: number[] = [];
+  const without: number[] = [];
+  let held = 0;
+  for (let pass = 0; pass < passes; pass++) {
+    const one = async (notify: boolean): Promise<void> => {
+      const before = slow.requests();
+      const r = await ingestPass({ dir, pass, reports, logger, ...(notify ? { url: slow.url } : {}) });
+      (notify ? withSlow : without).push(r.rate);
+      if (notify) held = Math.max(held, slow.requests() - before);
+    };
+    if (pass % 2 === 0) {
+      await one(false);
+      await one(true);
+    } else {
+      await one(true);
+      await one(false);
+    }
+  }
+  await slow.close();
+  report.row({
+    name: 'ingest, reports acked and folded, receiver answering in 10 s',
+    unit: 'reports/s',
+    converge: withSlow,
+    baseline: without,
+    goal: { ratioAtLeast: 0.9 },
+    notes: `per pass ${withSlow.map((x) => x.toFixed(0)).join(', ')}/s; baseline: the same ingest with no notifications, ${without.map((x) => x.toFixed(0)).join(', ')}/s`,
+    headline: false,
+  });
+  report.note(
+    `Ingest rows: ${reports.toLocaleString('en-US')} reports through the in-process broker into SQLite (--sqlite-sync thread), half of them a refusal (one \`node.refused\` each), timed from the first delivery to every report acked and folded; the receiver holds each request 10 s (${held} requests at most reached it during a pass), so the destination's queue fills and spills while ingest runs.`,
   );
   report.note(
     `Body ${bodyBytes} bytes. The latency includes the fold (the projection's subscription hears the append), the trigger, the destination's queue, HMAC signing and the POST; SQLite written as serve writes it (--sqlite-sync thread). The receiver runs in the bench's process.`,
