@@ -123,33 +123,41 @@ async function assertStoppedBefore(r: ReturnType<typeof runnerOn>, at: bigint): 
   assert.equal(stopped.length, 1, `one error log names the event: ${JSON.stringify(r.errors())}`);
 }
 
-test('a cold start over an unknown event folds what is before it and stops there: not ready, projection_failed 1, one error naming it', { timeout: 60_000 }, async (t) => {
-  const store = createMemoryEventStore({ readBatchSize: 4 });
-  const h = historyInStore(store);
-  for (let i = 0; i < 6; i++) await h.alive(`n${i}`);
-  const at = await appendUnknown(store, 'n1');
-  await h.alive('after');
-  const r = runnerOn(store);
-  t.after(() => r.runner.stop());
-  await r.runner.start();
-  await assert.rejects(r.runner.caughtUp(), /NodeTeleported/);
-  await assertStoppedBefore(r, at);
-});
+test(
+  'a cold start over an unknown event folds what is before it and stops there: not ready, projection_failed 1, one error naming it',
+  { timeout: 60_000 },
+  async (t) => {
+    const store = createMemoryEventStore({ readBatchSize: 4 });
+    const h = historyInStore(store);
+    for (let i = 0; i < 6; i++) await h.alive(`n${i}`);
+    const at = await appendUnknown(store, 'n1');
+    await h.alive('after');
+    const r = runnerOn(store);
+    t.after(() => r.runner.stop());
+    await r.runner.start();
+    await assert.rejects(r.runner.caughtUp(), /NodeTeleported/);
+    await assertStoppedBefore(r, at);
+  },
+);
 
-test('a live engine meeting an unknown event stops there instead of saying ready while the store moves on', { timeout: 60_000 }, async (t) => {
-  const store = createMemoryEventStore();
-  const h = historyInStore(store);
-  await h.alive('n1');
-  const r = runnerOn(store);
-  t.after(() => r.runner.stop());
-  await r.runner.start();
-  await r.runner.caughtUp();
-  assert.equal(r.runner.isReady(), true);
-  await h.alive('n2');
-  const at = await appendUnknown(store, 'n1');
-  await h.alive('after');
-  await assertStoppedBefore(r, at);
-});
+test(
+  'a live engine meeting an unknown event stops there instead of saying ready while the store moves on',
+  { timeout: 60_000 },
+  async (t) => {
+    const store = createMemoryEventStore();
+    const h = historyInStore(store);
+    await h.alive('n1');
+    const r = runnerOn(store);
+    t.after(() => r.runner.stop());
+    await r.runner.start();
+    await r.runner.caughtUp();
+    assert.equal(r.runner.isReady(), true);
+    await h.alive('n2');
+    const at = await appendUnknown(store, 'n1');
+    await h.alive('after');
+    await assertStoppedBefore(r, at);
+  },
+);
 
 test('/readyz answers 503 CONVERGE_ERR_PROJECTION_FAILED naming the unknown type and its position', { timeout: 60_000 }, async (t) => {
   const h = await apiHarness();
@@ -163,5 +171,5 @@ test('/readyz answers 503 CONVERGE_ERR_PROJECTION_FAILED naming the unknown type
   assert.equal(ready.json().code, 'CONVERGE_ERR_PROJECTION_FAILED');
   assert.equal(ready.json().details.position, at.toString());
   assert.equal(ready.json().details.type, madeUp);
-  assert.match(ready.json().message, /NodeTeleported/);
+  assert.match(ready.json().detail, /NodeTeleported/);
 });
