@@ -56,7 +56,12 @@ async function storedReportCounts(store: EventStore): Promise<Map<string, number
 const health = async (base: string): Promise<{ position: string | null }> =>
   (await (await fetch(`${base}/healthz`)).json()) as { position: string | null };
 
-export async function runUpgrade(release: PreviousRelease, lab: BrokerLab): Promise<UpgradeResult> {
+/** `progress` hears each step as it starts (a slow machine's log says where the time went). */
+export async function runUpgrade(
+  release: PreviousRelease,
+  lab: BrokerLab,
+  progress: (step: string) => void = () => {},
+): Promise<UpgradeResult> {
   const scratch = scratchSchema('converge_upgrade');
   const key = generateSigningKey();
   const keyPath = join(lab.dir, 'signing.pem');
@@ -86,6 +91,11 @@ export async function runUpgrade(release: PreviousRelease, lab: BrokerLab): Prom
   const reader = createPostgresEventStore(scratch.url);
   const notes: string[] = [];
   const checks: Record<string, boolean> = {};
+  const t0 = Date.now();
+  const untilSaid: typeof until = (what, ...rest) => {
+    progress(`${Date.now() - t0} ms: waiting for ${what}`);
+    return until(what, ...rest);
+  };
   let loading = false;
   let declaring = false;
   try {
@@ -106,7 +116,7 @@ export async function runUpgrade(release: PreviousRelease, lab: BrokerLab): Prom
     // The previous release first: it takes mesh.reports and the relay lease. Then this one.
     const old1 = serve('old1', release.bin);
     const urlOld1 = await old1.url;
-    await until('the old engine to take the relay lease', () => old1.logged(/relay lease taken/), 60_000);
+    await untilSaid('the old engine to take the relay lease', () => old1.logged(/relay lease taken/), 60_000);
     const new1 = serve('new1', thisBin);
     const urlNew1 = await new1.url;
 
@@ -160,7 +170,7 @@ export async function runUpgrade(release: PreviousRelease, lab: BrokerLab): Prom
     const received = (digest: string): boolean => receipts.some((r) => r.digest === digest);
     const deliveredVia = (via: string, from = 0): boolean => accepted.slice(from).some((d) => d.via === via && received(d.digest));
 
-    await until(
+    await untilSaid(
       'reports and declarations through both releases',
       () => confirmed().size >= 150 && deliveredVia('old1') && deliveredVia('new1'),
       60_000,
@@ -172,8 +182,8 @@ export async function runUpgrade(release: PreviousRelease, lab: BrokerLab): Prom
     const acceptedBeforeStop = accepted.length;
     const confirmedBeforeStop = confirmed();
     checks['oldStoppedCleanly'] = (await old1.stop()) === 0;
-    await until('the new engine to take the relay lease', () => new1.logged(/relay lease taken/, stoppedAt), 60_000);
-    await until(
+    await untilSaid('the new engine to take the relay lease', () => new1.logged(/relay lease taken/, stoppedAt), 60_000);
+    await untilSaid(
       'reports after the stop stored and a declaration after it delivered',
       async () => {
         const counts = await storedReportCounts(reader);
@@ -194,12 +204,12 @@ export async function runUpgrade(release: PreviousRelease, lab: BrokerLab): Prom
       { name: 'new1', url: urlNew1 },
     ];
     const acceptedBeforeJoin = accepted.length;
-    await until('declarations through the old engine that joined', () => deliveredVia('old2', acceptedBeforeJoin), 60_000);
+    await untilSaid('declarations through the old engine that joined', () => deliveredVia('old2', acceptedBeforeJoin), 60_000);
     declaring = false;
     await declarer;
     loading = false;
     await load;
-    checks['everyReportStoredOnce'] = await until(
+    checks['everyReportStoredOnce'] = await untilSaid(
       'every confirmed report stored',
       async () => {
         const counts = await storedReportCounts(reader);
@@ -210,7 +220,7 @@ export async function runUpgrade(release: PreviousRelease, lab: BrokerLab): Prom
       () => true,
       () => false,
     );
-    checks['everyDeclarationReceived'] = await until(
+    checks['everyDeclarationReceived'] = await untilSaid(
       'every accepted declaration received',
       () => accepted.every((d) => received(d.digest)),
       60_000,
@@ -218,9 +228,9 @@ export async function runUpgrade(release: PreviousRelease, lab: BrokerLab): Prom
       () => true,
       () => false,
     );
-    await until('the nodes to report what they applied', () => sims.every((s) => s.confirmedReports().length > 0), 60_000);
+    await untilSaid('the nodes to report what they applied', () => sims.every((s) => s.confirmedReports().length > 0), 60_000);
     const head = String(await reader.headPosition());
-    await until(
+    await untilSaid(
       'both releases at the store head',
       async () => (await health(urlOld2)).position === head && (await health(urlNew1)).position === head,
       60_000,
@@ -231,7 +241,7 @@ export async function runUpgrade(release: PreviousRelease, lab: BrokerLab): Prom
 
     const stoppedNewAt = Date.now();
     checks['newStoppedCleanly'] = (await new1.stop()) === 0;
-    await until('the old engine to take the relay lease', () => old2.logged(/relay lease taken/, stoppedNewAt), 60_000);
+    await untilSaid('the old engine to take the relay lease', () => old2.logged(/relay lease taken/, stoppedNewAt), 60_000);
     const lastReports = await Promise.all(sims.map((s) => s.report({ applied: ['after-the-new-stopped'] })));
     const res = await fetch(`${urlOld2}/v1/nodes/${ids[0]}/declarations`, {
       method: 'POST',
@@ -239,7 +249,7 @@ export async function runUpgrade(release: PreviousRelease, lab: BrokerLab): Prom
       body: JSON.stringify({ resources: [{ id: 'web', image: 'web:last' }] }),
     });
     const last = ((await res.json()) as { digest: string }).digest;
-    await until(
+    await untilSaid(
       'the old engine to store the last reports and deliver the last declaration',
       async () => {
         const counts = await storedReportCounts(reader);
@@ -248,9 +258,9 @@ export async function runUpgrade(release: PreviousRelease, lab: BrokerLab): Prom
       60_000,
     );
     checks['oldTookOverAfterTheNew'] = true;
-    await until('the nodes to report the last declaration', () => sims[0]!.confirmedReports().some((r) => r.declared === last), 60_000);
+    await untilSaid('the nodes to report the last declaration', () => sims[0]!.confirmedReports().some((r) => r.declared === last), 60_000);
     const finalHead = String(await reader.headPosition());
-    await until('the old engine at the head', async () => (await health(urlOld2)).position === finalHead, 60_000);
+    await untilSaid('the old engine at the head', async () => (await health(urlOld2)).position === finalHead, 60_000);
     checks['oldStoppedCleanlyAgain'] = (await old2.stop()) === 0;
     const totalReports = [...(await storedReportCounts(reader)).values()].reduce((a, b) => a + b, 0);
     notes.push(
@@ -294,7 +304,7 @@ export async function runUpgrade(release: PreviousRelease, lab: BrokerLab): Prom
       const r = await fetch(`${base}/readyz`);
       return { status: r.status, body: (await r.json()) as { code?: string } };
     };
-    await until(
+    await untilSaid(
       'both warm starts ready',
       async () => (await readyz(urlNew2)).status === 200 && (await readyz(urlOld3)).status === 200,
       60_000,
@@ -308,7 +318,7 @@ export async function runUpgrade(release: PreviousRelease, lab: BrokerLab): Prom
       events: [{ id: crypto.randomUUID(), type: madeUp, data: { node: ids[1] } }],
     };
     const at = (await reader.append([write as unknown as StreamWrite])).position!;
-    const refusedNew = await until(
+    const refusedNew = await untilSaid(
       'this release to refuse the made-up event',
       async () => {
         const r = await readyz(urlNew2);
@@ -320,7 +330,7 @@ export async function runUpgrade(release: PreviousRelease, lab: BrokerLab): Prom
       refusedNew.details?.['position'] === String(at) &&
       refusedNew.details['type'] === madeUp &&
       (await health(urlNew2)).position === String(at - 1n);
-    const oldSaw = await until(
+    const oldSaw = await untilSaid(
       'the old release to meet the made-up event',
       () => old3.logged(new RegExp(madeUp)) ?? old3.lines().find((l) => l.raw.includes(madeUp)),
       60_000,
@@ -342,16 +352,30 @@ export async function runUpgrade(release: PreviousRelease, lab: BrokerLab): Prom
     } finally {
       await client.end();
     }
-    const old4 = serve('old4', release.bin, false);
-    const exit = await old4.exited;
-    const said =
-      old4
-        .stderr()
-        .split('\n')
-        .find((l) => /CONVERGE_ERR_STORE_SCHEMA|newer Converge/.test(l)) ?? old4.stderr().slice(-300);
-    checks['oldRefusesANewerSchema'] = exit.code !== 0 && /newer Converge/.test(said);
+    // Each release started on it: it must exit (status 1) rather than serve; one that listens is asked for /readyz.
+    const refusal = async (name: string, bin: string, broker: boolean): Promise<{ exited: boolean; said: string }> => {
+      const e = serve(name, bin, broker);
+      let listening = false;
+      e.url.then(() => (listening = true)).catch(() => undefined);
+      await untilSaid(`${name} to exit or listen`, () => e.child.exitCode !== null || listening, 60_000);
+      const said =
+        e
+          .stderr()
+          .split('\n')
+          .find((l) => /newer Converge/.test(l)) ?? e.stderr().slice(-300);
+      if (e.child.exitCode !== null) return { exited: e.child.exitCode !== 0, said: `exited ${e.child.exitCode}: ${said.slice(0, 200)}` };
+      const r = await fetch(`${await e.url}/readyz`);
+      const body = await r.text();
+      await e.kill();
+      return { exited: false, said: `listening, /readyz ${r.status} ${body.slice(0, 200)}` };
+    };
+    const oldWithBroker = await refusal('old4', release.bin, true);
+    const oldApiOnly = await refusal('old5', release.bin, false);
+    const newApiOnly = await refusal('new3', thisBin, false);
+    checks['oldRefusesANewerSchema'] = oldWithBroker.exited && /newer Converge/.test(oldWithBroker.said);
+    checks['newServeExitsOnANewerSchema'] = newApiOnly.exited && /newer Converge/.test(newApiOnly.said);
     notes.push(
-      `a store at schema v${postgresSchemaVersion + 1}: the old release's serve exited ${exit.code ?? exit.signal}: ${said.slice(0, 240)}`,
+      `a store at schema v${postgresSchemaVersion + 1}: the old release's serve with a broker ${oldWithBroker.said}; without one ${oldApiOnly.said}; this release's without one ${newApiOnly.said}`,
     );
     return { notes, checks };
   } finally {
