@@ -30,7 +30,14 @@ export function buildPreviousRelease(commit = previousRelease): PreviousRelease 
   if (given !== undefined && given !== '') return { commit, bin: join(given, 'bin/converge.js'), dir: given, builtNow: false, buildMs: 0 };
   const dir = join(tmpdir(), `converge-release-${commit.slice(0, 12)}`);
   const done = join(dir, '.built');
-  if (existsSync(done)) return { commit, bin: join(dir, 'bin/converge.js'), dir, builtNow: false, buildMs: 0 };
+  if (existsSync(done)) {
+    // The checkout that built it may be gone: borrow this one's node_modules (same lock file, checked then).
+    if (!existsSync(join(dir, 'node_modules/pg'))) {
+      rmSync(join(dir, 'node_modules'), { force: true });
+      symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+    }
+    return { commit, bin: join(dir, 'bin/converge.js'), dir, builtNow: false, buildMs: 0 };
+  }
 
   try {
     git(['cat-file', '-e', `${commit}^{commit}`]);
