@@ -33,7 +33,10 @@ export const errorCodes = {
   },
 
   // events and store (docs/design.md §2, §5)
-  CONVERGE_ERR_EVENT_INVALID: { http: 500, summary: 'a stored event does not match its schema' },
+  CONVERGE_ERR_EVENT_INVALID: {
+    http: 500,
+    summary: 'a stored event cannot be read: a type or version this Converge does not know, or data that does not match its schema',
+  },
   CONVERGE_ERR_WRONG_EXPECTED_REVISION: { http: 409, summary: 'stream is not at the expected revision' },
   CONVERGE_ERR_EVENT_TOO_LARGE: { http: 413, summary: 'event exceeds the store size limit' },
   CONVERGE_ERR_STORE_UNAVAILABLE: { http: 503, summary: 'event store cannot be reached or written' },

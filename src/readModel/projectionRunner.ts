@@ -3,6 +3,8 @@ import { ConvergeError } from '../core/errors.ts';
 import type { Logger } from 'pino';
 import { livenessStates, nodeStatuses } from '../../projections/index.ts';
 import { readNodeColumns } from '../store/index.ts';
+import { unreadableEventOf } from '../store/decodeStored.ts';
+import type { UnreadableEvent } from '../store/decodeStored.ts';
 import type { EventStore, Subscription } from '../store/index.ts';
 import type { Metrics } from '../metrics.ts';
 import { createReadModel } from './readModel.ts';
@@ -12,6 +14,7 @@ import type { RolloutView } from './rollouts.ts';
 import { foldVersion, rejectionOf, snapshotFormat, writeSnapshot } from './snapshot/snapshotFile.ts';
 import type { SnapshotRejection } from './snapshot/snapshotFile.ts';
 import { trustedSnapshot } from './snapshot/trust.ts';
+import { nodeOfStream } from '../core/events/index.ts';
 import type { Recorded } from '../core/events/index.ts';
 import { attr, eventKey, tracer } from '../tracing/index.ts';
 import type { Span } from '../tracing/index.ts';
@@ -114,6 +117,8 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
   });
   // A caller that never awaits caughtUp must not see an unhandled rejection.
   caughtUpPromise.catch(() => undefined);
+  /** The failed fold was said (log, metric): once. */
+  let stoppedOnFailure = false;
   let lastSnapshotAt: bigint | null = null;
   let writing: Promise<void> | null = null;
   /** Id of the last event folded: stored in a snapshot to tie it to this store. */
@@ -218,7 +223,8 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
    */
   function stopOnFailure(err: unknown): void {
     const f = readModel.failure();
-    if (f === null || subscription === null) return;
+    if (f === null || stoppedOnFailure) return;
+    stoppedOnFailure = true;
     const s = subscription;
     subscription = null;
     metrics?.projectionFailed.set(1);
@@ -227,7 +233,41 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
       'projections stopped: the fold failed on this event; nothing after it is folded until it is fixed',
     );
     rejectCaughtUp(err);
-    void s.stop();
+    if (s !== null) void s.stop();
+  }
+
+  /**
+   * An event the store cannot read (a type this Converge does not know, docs/operations.md
+   * "Upgrades") stops the projection as a failed fold does: a retry reads the same bytes, and
+   * stepping over it would serve states the release that wrote it disagrees with. The batch it
+   * was in failed whole, so the events before it are folded first: the model stops right before it.
+   */
+  async function stopOnUnreadable(bad: UnreadableEvent, err: unknown): Promise<void> {
+    const s = subscription;
+    if (s === null) return;
+    subscription = null;
+    await s.stop();
+    const from = readModel.position() ?? 0n;
+    try {
+      if (bad.position - 1n > from)
+        for await (const batch of store.readAll({ after: from, limit: Number(bad.position - 1n - from) })) {
+          readModel.apply(batch);
+          const last = batch[batch.length - 1];
+          if (last !== undefined) lastEventId = last.id;
+        }
+    } catch (e) {
+      // A fold that failed there stopped the model itself; a read that failed leaves it a little earlier.
+      if (readModel.failure() !== null) return stopOnFailure(e);
+    }
+    if (stoppedOnFailure) return;
+    stoppedOnFailure = true;
+    readModel.refuse({ position: bad.position, id: bad.id, type: bad.type, node: nodeOfStream(bad.stream) ?? '', message: bad.message });
+    metrics?.projectionFailed.set(1);
+    log.error(
+      { err, position: bad.position.toString(), id: bad.id, type: bad.type, stream: bad.stream },
+      `projections stopped: the event at position ${bad.position} (${bad.type}) cannot be read by this Converge; nothing after it is folded until a release that reads it runs`,
+    );
+    rejectCaughtUp(err);
   }
 
   /**
@@ -371,7 +411,10 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
         resolveCaughtUp();
       },
       onError: (err) => {
-        if (readModel.failure() === null) log.error({ err }, 'projection subscription error; retrying');
+        if (readModel.failure() !== null) return;
+        const bad = unreadableEventOf(err);
+        if (bad === null) log.error({ err }, 'projection subscription error; retrying');
+        else void stopOnUnreadable(bad, err);
       },
     });
   }

@@ -102,6 +102,18 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
   let failed: FoldFailure | null = null;
   const failureListeners = new Set<(f: FoldFailure) => void>();
 
+  /** Stop before the event `f` names, and say so to whoever waits. */
+  function stopAt(f: FoldFailure): void {
+    failed = f;
+    for (const l of [...failureListeners]) {
+      try {
+        l(f);
+      } catch {
+        // a waiter must not hide the failure from the caller
+      }
+    }
+  }
+
   /** Put a node's new state in place and keep the counters in step with it. */
   function place(slot: number, previous: NodeState | undefined, state: NodeState): void {
     states[slot] = state;
@@ -265,15 +277,8 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
         try {
           state = foldNode(previous ?? initialNodeState(node), e.type === 'DeclarationSent' ? interned(e) : e);
         } catch (err) {
-          failed = { position: e.position, id: e.id, type: e.type, node, message: err instanceof Error ? err.message : String(err) };
-          for (const l of [...failureListeners]) {
-            try {
-              l(failed);
-            } catch {
-              // a waiter must not hide the failure from the caller
-            }
-          }
-          throw failedError(failed, err);
+          stopAt({ position: e.position, id: e.id, type: e.type, node, message: err instanceof Error ? err.message : String(err) });
+          throw failedError(failed!, err);
         }
         position = e.position;
         if (state !== previous) place(known ?? slotFor(node), previous, state);
@@ -290,6 +295,9 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       }
     },
     failure: () => failed,
+    refuse(f) {
+      if (failed === null) stopAt(f);
+    },
     onRolloutEvent(listener) {
       rolloutListeners.add(listener);
       return () => {

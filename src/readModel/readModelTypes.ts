@@ -20,8 +20,11 @@ export type ChangeListenerOptions = Readonly<{
 /** Hears each rollout event in its place among the node changes: src/readModel/rollouts.ts folds them. */
 export type RolloutEventListener = (event: Recorded<RolloutEvent>) => void;
 
-/** The event a fold threw on: the read model stopped before it. */
-export type FoldFailure = Readonly<{ position: bigint; id: string; type: Recorded['type']; node: string; message: string }>;
+/**
+ * The event a fold threw on, or one the store could not read (a type this Converge does not
+ * know: `type` is then any string): the read model stopped before it.
+ */
+export type FoldFailure = Readonly<{ position: bigint; id: string; type: string; node: string; message: string }>;
 
 export type ReadModelOptions = Readonly<{
   /** Silence after which a node is disconnected (docs/design.md; default 60 s). */
@@ -62,6 +65,11 @@ export type ReadModel = Readonly<{
   apply: (events: readonly Recorded[]) => void;
   /** The event the fold failed on, or null. */
   failure: () => FoldFailure | null;
+  /**
+   * Stop before an event the store cannot read, as before one whose fold threw: `apply` folds
+   * nothing from now on, and the failure listeners hear it. No-op once stopped.
+   */
+  refuse: (f: FoldFailure) => void;
   /** Hear the failure once it happens (waiters stop waiting for what will not come). */
   onFailure: (listener: (f: FoldFailure) => void) => () => void;
   /** Hear every change (see ChangeListenerOptions for a bulk catch-up); returns the unsubscribe function. */

@@ -1,5 +1,6 @@
 import type { Recorded } from '../core/events/index.ts';
-import { decodeEvent } from '../core/events/index.ts';
+import type { ConvergeEvent } from '../core/events/index.ts';
+import { decodeStoredData } from './decodeStored.ts';
 import { ConvergeError } from '../core/errors.ts';
 import { defaultMaxEventBytes, encodeWrites, expectedRevisionHolds, storeClosed, wrongExpectedRevision, recorded } from './appendRules.ts';
 import type { EncodedEvent } from './appendRules.ts';
@@ -41,7 +42,13 @@ export function createMemoryEventStore(options: MemoryEventStoreOptions = {}): E
     if (closed) throw storeClosed('memory');
   };
   const decode = (r: Row): Recorded =>
-    recorded(decodeEvent(r.type, JSON.parse(r.data), JSON.parse(r.metadata)), r.id, r.stream, r.revision, r.position);
+    recorded(
+      { type: r.type, data: decodeStoredData(r.type, JSON.parse(r.data), JSON.parse(r.metadata), r) } as ConvergeEvent,
+      r.id,
+      r.stream,
+      r.revision,
+      r.position,
+    );
   const revisionOf = (stream: string): bigint => BigInt((streams.get(stream)?.length ?? 0) - 1);
 
   function readAfter(after: bigint | null, limit: number, types: ReadonlySet<string> | null): Recorded[] {

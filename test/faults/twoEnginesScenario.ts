@@ -49,12 +49,12 @@ const RELAY_BATCH = 100;
 export const twoEnginesFaults =
   'two `converge serve` on one PostgreSQL store and one broker; the active one (ingest + relay lease) SIGKILLed under report load and declarations POSTed to both, then restarted';
 
-type Receipt = { digest: string; node: string; at: number };
+export type Receipt = { digest: string; node: string; at: number };
 /** `at`: when the POST was sent; `answeredAt`: when its 202 came. */
 type Accepted = { digest: string; node: string; via: string; at: number; answeredAt: number };
 
 /** The node's inbox, recording every declaration it receives (digest and when) before the node handles it. */
-function recordingLink(link: NodeLink, receipts: Receipt[]): NodeLink {
+export function recordingLink(link: NodeLink, receipts: Receipt[]): NodeLink {
   return {
     node: link.node,
     consume: (onMessage) =>

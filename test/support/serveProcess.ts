@@ -6,7 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 // JSON log lines (stderr) are kept with the moment each arrived, so a test can wait for one
 // ("relay lease taken") and tell when it came.
 
-const bin = new URL('../../bin/converge.js', import.meta.url).pathname;
+export const thisBin = new URL('../../bin/converge.js', import.meta.url).pathname;
 
 export type LogLine = Readonly<{ at: number; msg: string; raw: string }>;
 
@@ -28,8 +28,11 @@ export type ServeProcess = Readonly<{
   stop: () => Promise<number | null>;
 }>;
 
-/** Start `converge <args>` (normally `serve …`) with `env` over a clean copy of this process's. */
-export function startServe(args: readonly string[], env: Readonly<Record<string, string>> = {}): ServeProcess {
+/**
+ * Start `converge <args>` (normally `serve …`) with `env` over a clean copy of this process's;
+ * `bin` runs another build (an earlier release's, ./previousRelease.ts) instead of this one's.
+ */
+export function startServe(args: readonly string[], env: Readonly<Record<string, string>> = {}, bin = thisBin): ServeProcess {
   const base: NodeJS.ProcessEnv = { ...process.env };
   // The caller says what this engine uses; nothing leaks in from the shell that runs the tests.
   for (const k of Object.keys(base)) if (k.startsWith('CONVERGE_') && k !== 'CONVERGE_DEBUG') delete base[k];

@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Retention } from '../../app/retention.ts';
 import type { Config } from '../../app/config.ts';
-import { toConvergeError } from '../../core/errors.ts';
+import { isConvergeError, toConvergeError } from '../../core/errors.ts';
 import { storeIdentity } from '../../engine/storeIdentity.ts';
 import type { EventStore } from '../../store/index.ts';
 import { redactUrl } from '../../transport/amqpUrls.ts';
@@ -55,6 +55,7 @@ async function serve({
   // relay, the one reader that publishes, is in this process and reads nothing not yet synced.
   // Other commands write inline at FULL, so another process never reads a row before it is on disk.
   const store = await openStore(config, io, { create: true, sqlite: { sync: config.sqliteSync } });
+  await refuseNewerSchema(store);
   let amqp: Awaited<ReturnType<typeof connectServerTransport>> | null = null;
   let transport: ServerTransport | undefined;
   if (config.role === 'api') {
@@ -102,6 +103,33 @@ async function serve({
   }
   await stopWithin(stop, config.stopTimeoutMs, logger);
   return 0;
+}
+
+/**
+ * A store of a newer schema (docs/operations.md "Upgrades") stops serve at start, exit 1, with or
+ * without a broker; an API-only serve otherwise stayed up answering CONVERGE_ERR_STORE_SCHEMA to
+ * every request. Any other failure is left to the engine, which starts and retries a store it
+ * cannot reach yet.
+ */
+async function refuseNewerSchema(store: EventStore): Promise<void> {
+  // A store that does not answer within a few seconds is the engine's to wait for, as before.
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, 5_000);
+    timer.unref();
+  });
+  try {
+    const head = store.headPosition();
+    head.catch(() => undefined); // past the wait, its failure is the engine's to meet
+    await Promise.race([head, waited]);
+  } catch (err) {
+    if (isConvergeError(err, 'CONVERGE_ERR_STORE_SCHEMA')) {
+      await store.close().catch(() => undefined);
+      throw err;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** One store per vhost (src/transport/vhostOwner.ts): refuse to start on another store's vhost. */

@@ -77,7 +77,11 @@ export function decodeEvent(type: string, data: unknown, metadata?: unknown): Co
  * object itself; anything else goes through the upcasters and zod, which name what is wrong.
  */
 export function decodeEventData(type: string, data: unknown, metadata?: unknown): ConvergeEvent['data'] {
-  if (!isEventType(type)) throw new ConvergeError('CONVERGE_ERR_EVENT_INVALID', `unknown event type ${JSON.stringify(type)}`);
+  if (!isEventType(type))
+    throw new ConvergeError(
+      'CONVERGE_ERR_EVENT_INVALID',
+      `unknown event type ${JSON.stringify(type)}: this Converge does not know it (a newer release, or another writer, stored it)`,
+    );
   let v =
     typeof metadata === 'object' && metadata !== null && typeof (metadata as { v?: unknown }).v === 'number'
       ? (metadata as { v: number }).v

@@ -1,5 +1,5 @@
 import type { Recorded } from '../../core/events/index.ts';
-import { decodeEventData } from '../../core/events/index.ts';
+import { decodeStoredData } from '../decodeStored.ts';
 import { columnsFromReadAll } from '../nodeColumns.ts';
 import { createNotifier } from '../notifier.ts';
 import { createPollingSubscription } from '../pollingSubscription.ts';
@@ -29,7 +29,7 @@ export async function withArchive(store: EventStore, dir: string): Promise<Archi
   const recorded = (r: ArchivedRow): Recorded =>
     ({
       type: r.type,
-      data: decodeEventData(r.type, JSON.parse(r.data), JSON.parse(r.metadata)),
+      data: decodeStoredData(r.type, JSON.parse(r.data), JSON.parse(r.metadata), r),
       id: r.id,
       stream: r.stream,
       revision: r.revision,

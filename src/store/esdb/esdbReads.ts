@@ -1,20 +1,30 @@
 import { BACKWARDS, END, FORWARDS, START, StreamNotFoundError } from '@eventstore/db-client';
 import type { AllStreamRecordedEvent, Position, RecordedEvent } from '@eventstore/db-client';
 import type { Recorded } from '../../core/events/index.ts';
-import { decodeEvent, isEventType } from '../../core/events/index.ts';
+import { isEventType } from '../../core/events/index.ts';
+import type { ConvergeEvent } from '../../core/events/index.ts';
+import { decodeStoredData } from '../decodeStored.ts';
 import { recorded } from '../appendRules.ts';
 import type { ReadAllOptions, ReadStreamOptions } from '../port.ts';
 import type { EsdbClient } from './esdbClient.ts';
 import { esdbError } from './esdbErrors.ts';
 
 // The EventStoreDB store's reads: of one stream, of $all, and its head. Events in $all that are
-// not Converge events (system events, other applications) are skipped.
+// not Converge events (system events, other applications) are skipped — and so, on this store
+// alone, is an event of a type a newer Converge added (docs/operations.md "Upgrades").
 
 export const toPosition = (p: bigint): Position => ({ commit: p, prepare: p });
 
 export function toRecorded(e: RecordedEvent | AllStreamRecordedEvent): Recorded | null {
   if (!isEventType(e.type) || !e.isJson || e.position === undefined) return null;
-  return recorded(decodeEvent(e.type, e.data, e.metadata), e.id, e.streamId, e.revision, e.position.commit);
+  const at = { position: e.position.commit, stream: e.streamId, id: e.id };
+  return recorded(
+    { type: e.type, data: decodeStoredData(e.type, e.data, e.metadata, at) } as ConvergeEvent,
+    e.id,
+    e.streamId,
+    e.revision,
+    e.position.commit,
+  );
 }
 
 export type EsdbReadDeps = Readonly<{

@@ -2,7 +2,9 @@ import pg from 'pg';
 import type { ClientConfig, CustomTypesConfig, Pool, PoolClient, QueryConfig } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Recorded } from '../../core/events/index.ts';
-import { decodeEvent, isEventType, streamOf } from '../../core/events/index.ts';
+import { isEventType, streamOf } from '../../core/events/index.ts';
+import type { ConvergeEvent } from '../../core/events/index.ts';
+import { decodeStoredData } from '../decodeStored.ts';
 import { defaultMaxEventBytes, encodeWrites, recorded, storeClosed } from '../appendRules.ts';
 import { createNotifier } from '../notifier.ts';
 import { columnsFromReadAll } from '../nodeColumns.ts';
@@ -192,7 +194,8 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
       meta = JSON.parse(r[6]) as unknown;
       if (metadataCache.size < 64) metadataCache.set(r[6], meta);
     }
-    return recorded(decodeEvent(r[4], JSON.parse(r[5]), meta), r[1], r[2], r[3], r[0]);
+    const at = { position: r[0], stream: r[2], id: r[1] };
+    return recorded({ type: r[4], data: decodeStoredData(r[4], JSON.parse(r[5]), meta, at) } as ConvergeEvent, r[1], r[2], r[3], r[0]);
   };
   const decodeAll = (rows: unknown[][]): Recorded[] => (rows as Row[]).map(decode);
 

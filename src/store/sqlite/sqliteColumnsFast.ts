@@ -1,4 +1,5 @@
-import { decodeEventData, exactNumber } from '../../core/events/index.ts';
+import { exactNumber } from '../../core/events/index.ts';
+import { decodeStoredData } from '../decodeStored.ts';
 import { metadataJson } from '../appendRules.ts';
 import { createNodeColumns, eventKind, kindOfType, putEvent, putFastData, streamNodeOf } from '../nodeColumns.ts';
 import type { NodeColumns, ReadColumnsOptions } from '../port.ts';
@@ -69,7 +70,7 @@ export function createSqliteColumnsReader(deps: SqliteColumnsDeps): (opts?: Read
   /** The row at `position`, read again whole and decoded as readAll decodes it, into entry i. */
   function putSlowRow(c: NodeColumns, i: number, position: number): void {
     const [type, text, metadata, id, stream, revision] = q.row.get(position) as [string, string, string, string, string, number];
-    const data = decodeEventData(type, JSON.parse(text), decoder.metadataOf(metadata));
+    const data = decodeStoredData(type, JSON.parse(text), decoder.metadataOf(metadata), { position, stream, id });
     putEvent(c, i, kindOfType(type), position, revision, stream, id, data);
   }
 

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Recorded } from '../../core/events/index.ts';
-import { decodeEventData } from '../../core/events/index.ts';
+import { decodeStoredData } from '../decodeStored.ts';
 import { metadataJson } from '../appendRules.ts';
 import { eventKind } from '../nodeColumns.ts';
 
@@ -105,7 +105,11 @@ export function createRowDecoder(): RowDecoder {
     const type = typeof code === 'number' ? typeNames[code]! : code;
     return {
       type,
-      data: decodeEventData(type, JSON.parse(r[at.data]), metadataOf(r[at.metadata])),
+      data: decodeStoredData(type, JSON.parse(r[at.data]), metadataOf(r[at.metadata]), {
+        position: r[at.position],
+        stream: r[at.stream],
+        id: r[at.id],
+      }),
       id: r[at.id],
       stream: r[at.stream],
       revision: r[at.revision],

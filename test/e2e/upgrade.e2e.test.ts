@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createBrokerLab, describeOnBroker } from '../support/broker.ts';
+import { describeOnPostgres } from '../support/postgres.ts';
+import { buildPreviousRelease } from '../support/previousRelease.ts';
+import { runUpgrade } from './upgradeScenario.ts';
+
+// docs/operations.md "Upgrades": the previous release and this one side by side on one
+// PostgreSQL store and one broker, in both orders, and how each refuses what it cannot read.
+// Needs RabbitMQ, PostgreSQL, this checkout's build (npm run build) and git history holding the
+// previous release, which the test builds once and keeps under the OS temp dir.
+
+describeOnBroker('upgrade from the previous release', () => {
+  describeOnPostgres('upgrade on one PostgreSQL store', () => {
+    test(
+      'old and new side by side, old stopped, then new and old, new stopped: nothing lost, each reads the other, refusals are loud',
+      { timeout: 300_000 },
+      async (t) => {
+        const release = buildPreviousRelease();
+        t.diagnostic(
+          `previous release ${release.commit.slice(0, 12)} ${release.builtNow ? `built in ${release.buildMs} ms` : 'from the cache'} (${release.dir})`,
+        );
+        const lab = await createBrokerLab('converge-upgrade');
+        try {
+          const r = await runUpgrade(release, lab);
+          t.diagnostic(r.notes.join('; '));
+          for (const [check, held] of Object.entries(r.checks)) assert.equal(held, true, `${check} did not hold; ${r.notes.join('; ')}`);
+        } finally {
+          await lab.remove();
+        }
+      },
+    );
+  });
+});
