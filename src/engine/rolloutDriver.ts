@@ -7,7 +7,6 @@ import {
   isTerminal,
   owesRollback,
   rollbackProgress,
-  waveProgress,
 } from '../core/rollout/index.ts';
 import type { Decision, RolloutState, WaveProgress } from '../core/rollout/index.ts';
 import { isConvergeError } from '../core/errors.ts';
@@ -22,6 +21,8 @@ import { createBatchSender } from './sendBatch.ts';
 import type { RolloutDriverOptions } from './rolloutDriverOptions.ts';
 import { createHoldsReader } from './holds.ts';
 import { createGateKeeper } from './rolloutGate.ts';
+import { openWaveProgress } from './rolloutProgressAhead.ts';
+import type { DrivenLog } from './rolloutProgressAhead.ts';
 import type { BatchSender } from './sendBatch.ts';
 
 // The rollout driver, a process manager. It keeps no state of its own that a
@@ -58,6 +59,13 @@ export type RolloutDriver = Readonly<{
   nextRound: () => Promise<void>;
 }>;
 
+type Driven = DrivenLog & { state: RolloutState | null; startedAt: bigint };
+
+/** Rollout events kept for progressAhead: a few batches' worth while the view catches up. */
+const maxLog = 64;
+
+const yieldTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 /** Checkpoint below which every rollout has finished: a restart looks for rollouts from here. */
 export const rolloutDriverCheckpoint = 'rollout-driver';
 
@@ -71,10 +79,8 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   const pollMs = options.pollMs ?? 1_000;
   const minIntervalMs = options.minIntervalMs ?? 20;
   const checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
-  const progressOf = (s: RolloutState, wave: number): WaveProgress | null => {
-    const counted = options.progress?.(s, wave);
-    return counted !== undefined ? counted : waveProgress(s, wave, nodeOf, listLimit, options.graceMs);
-  };
+  const progressOf = (s: RolloutState, wave: number): WaveProgress | null =>
+    openWaveProgress({ ...options, graceMs: options.graceMs ?? defaultSilentGraceMs }, rollouts.get(s.id), s, wave);
   const holds = createHoldsReader(store);
   const gates = createGateKeeper({ ...options.gate, monotonic, now, wake: () => wake() });
   const sender: BatchSender = createBatchSender({
@@ -89,8 +95,13 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
       }),
   });
 
-  /** Rollouts to drive, by id: their fold (null until first read) and where their stream starts. */
-  const rollouts = new Map<string, { state: RolloutState | null; startedAt: bigint }>();
+  /**
+   * Rollouts to drive, by id: their fold (null until first read), where their stream starts, the
+   * events read since the read side's view last caught up (progressAhead), and where the open
+   * wave's unsent nodes begin.
+   */
+  const rollouts = new Map<string, Driven>();
+  const driven = (startedAt: bigint): Driven => ({ state: null, startedAt, log: [], cursor: { wave: 0, index: 0 } });
   let running = false;
   let leased = false;
   let sub: Subscription | null = null;
@@ -114,7 +125,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   };
 
   /** Read what the stream holds past the fold, and fold it. */
-  async function refresh(id: string, s: RolloutState | null): Promise<RolloutState | null> {
+  async function refresh(entry: Driven, id: string, s: RolloutState | null): Promise<RolloutState | null> {
     const events = (await store.readStream(
       rolloutStreamOf(id),
       s === null ? {} : { fromRevision: s.revision + 1n },
@@ -122,6 +133,11 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     if (s === null) return foldRolloutEvents(events);
     let next = s;
     for (const e of events) next = foldRollout(next, e);
+    // Kept only while the view lags (progressOf trims it); bounded in case it never catches up.
+    if (options.progressFolded !== undefined) {
+      entry.log.push(...events);
+      if (entry.log.length > maxLog) entry.log.splice(0, entry.log.length - maxLog);
+    }
     return next;
   }
 
@@ -180,7 +196,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     const entry = rollouts.get(id);
     if (entry === undefined) return null;
     for (let round = 0; round < 1_000 && running && leased; round++) {
-      const s = await refresh(id, entry.state);
+      const s = await refresh(entry, id, entry.state);
       entry.state = s;
       if (s === null) return null;
       if (isTerminal(s.status) && !owesRollback(s)) {
@@ -193,6 +209,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
         const d = await rollbackStep(s);
         if (typeof d === 'number' || d === null) return d;
         await act(s, d);
+        if (d.kind === 'rollbackSend') await yieldTurn();
         continue;
       }
       const progress = s.current === 0 ? null : progressOf(s, s.current);
@@ -217,6 +234,9 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
         continue;
       }
       await act(s, d);
+      // One batch a turn: on a store whose appends resolve in the same turn, a wave's sends would
+      // otherwise hold the event loop from the API, ingest and the projections until all were sent.
+      if (d.kind === 'send') await yieldTurn();
     }
     return 0;
   }
@@ -249,7 +269,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
           if (id === null) continue;
           // A rollout's end removes it once its fold says so (step); any other event of one not
           // known yet (its start is before the checkpoint only if it was already running) adds it.
-          if (!rollouts.has(id) && !isTerminal(endStatus(e))) rollouts.set(id, { state: null, startedAt: e.position });
+          if (!rollouts.has(id) && !isTerminal(endStatus(e))) rollouts.set(id, driven(e.position));
         }
         wake();
       },
