@@ -119,7 +119,7 @@ for (let p = 0; p < passes; p++) {
 // ------------------------------------------------------------------ the rollout
 
 type Phase = Readonly<{ nodes: number; sendingMs: number; convergingMs: number }>;
-type Latency = Readonly<{ idle: readonly number[]; during: readonly number[] }>;
+type Latency = Readonly<{ idle: readonly number[]; during: readonly number[]; failed: number }>;
 
 // Whose CPU the main thread spent during the rollout (support/cpuByStack.ts): the driver is its
 // files and what they call (deciding, folding its stream, the bulk sender's building, signing and
@@ -201,13 +201,14 @@ async function rollout(): Promise<{
   // Stopped last: handing the profile over holds the loop, and no read may wait on that.
   const cpu = await profiler.stop();
   // A 404 is a read before the node or the rollout was folded: not the same answer, not counted.
-  const failed = samples.filter((x) => x.status !== 200 && x.status !== 404);
-  if (failed.length > 0) throw new Error(`${failed.length} API reads failed (first: HTTP ${failed[0]!.status})`);
+  // Any other answer (or none: a reset socket) is counted as failed, shown beside the figures.
+  const failedReads = samples.filter((x) => x.status !== 200 && x.status !== 404).length;
   const latency = (route: string): Latency => {
     const of = samples.filter((x) => x.status === 200 && paths[x.path]!.startsWith(route));
     return {
       during: of.filter((x) => x.at >= startedAtMs && x.at <= endedAtMs).map((x) => x.ms),
       idle: of.filter((x) => x.at >= endedAtMs + 1_000).map((x) => x.ms),
+      failed: failedReads,
     };
   };
   const s = await readRollout(store, id);
@@ -320,7 +321,7 @@ for (const [route, l] of [
     baseline: p99(l.idle),
     better: 'lower',
     goal: { ratioAtMost: 2 },
-    notes: `${l.during.length.toLocaleString('en-US')} reads during, ${l.idle.length.toLocaleString('en-US')} idle (the ${idleMs / 1000} s after it ended, same nodes, same server); p50 ${percentile(l.during, 50).toFixed(1)} ms vs ${percentile(l.idle, 50).toFixed(1)} ms; max ${Math.max(...l.during).toFixed(0)} ms. A worker thread sends a GET every 10 ms whatever came back (open loop)`,
+    notes: `${l.during.length.toLocaleString('en-US')} reads during (${l.failed} reads of either route failed), ${l.idle.length.toLocaleString('en-US')} idle (the ${idleMs / 1000} s after it ended, same nodes, same server); p50 ${percentile(l.during, 50).toFixed(1)} ms vs ${percentile(l.idle, 50).toFixed(1)} ms; max ${Math.max(...l.during).toFixed(0)} ms. A worker thread sends a GET every 10 ms whatever came back (open loop)`,
   });
 }
 report.note(

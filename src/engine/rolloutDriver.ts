@@ -22,7 +22,8 @@ import type { RolloutDriverOptions } from './rolloutDriverOptions.ts';
 import { createHoldsReader } from './holds.ts';
 import { createGateKeeper } from './rolloutGate.ts';
 import { openWaveProgress } from './rolloutProgressAhead.ts';
-import type { DrivenLog } from './rolloutProgressAhead.ts';
+import { driven, endStatus, maxLog, yieldTurn } from './rolloutDriven.ts';
+import type { Driven } from './rolloutDriven.ts';
 import type { BatchSender } from './sendBatch.ts';
 
 // The rollout driver, a process manager. It keeps no state of its own that a
@@ -59,13 +60,6 @@ export type RolloutDriver = Readonly<{
   nextRound: () => Promise<void>;
 }>;
 
-type Driven = DrivenLog & { state: RolloutState | null; startedAt: bigint };
-
-/** Rollout events kept for progressAhead: a few batches' worth while the view catches up. */
-const maxLog = 64;
-
-const yieldTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 /** Checkpoint below which every rollout has finished: a restart looks for rollouts from here. */
 export const rolloutDriverCheckpoint = 'rollout-driver';
 
@@ -101,7 +95,6 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
    * wave's unsent nodes begin.
    */
   const rollouts = new Map<string, Driven>();
-  const driven = (startedAt: bigint): Driven => ({ state: null, startedAt, log: [], cursor: { wave: 0, index: 0 } });
   let running = false;
   let leased = false;
   let sub: Subscription | null = null;
@@ -117,15 +110,23 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   let started = 0;
   let roundWaiters: { after: number; resolve: () => void }[] = [];
 
-  const wake = (): void => {
+  /** Set by anything but a node change: the next round reads every rollout's stream again. */
+  let reread = true;
+  const wakeNodes = (): void => {
     woken = true;
     const w = wakeUp;
     wakeUp = null;
     w?.();
   };
+  const wake = (): void => {
+    reread = true;
+    wakeNodes();
+  };
 
   /** Read what the stream holds past the fold, and fold it. */
   async function refresh(entry: Driven, id: string, s: RolloutState | null): Promise<RolloutState | null> {
+    if (s !== null && !entry.moved) return s;
+    entry.moved = false;
     const events = (await store.readStream(
       rolloutStreamOf(id),
       s === null ? {} : { fromRevision: s.revision + 1n },
@@ -160,6 +161,9 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     d: Exclude<Decision, { kind: 'wait' } | { kind: 'gate' }> | Readonly<{ kind: 'gated'; event: WithId<RolloutEvent> }>,
   ): Promise<void> {
     const stream = rolloutStreamOf(s.id);
+    // Whatever the outcome (recorded, or lost to another writer), the stream is read again.
+    const entry = rollouts.get(s.id);
+    if (entry !== undefined) entry.moved = true;
     try {
       if (d.kind === 'rollbackSend') {
         const sent = await sendRollback({ store, sender, nodeOf, now, holds }, s, d.nodes.slice(0, batchSize));
@@ -269,7 +273,9 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
           if (id === null) continue;
           // A rollout's end removes it once its fold says so (step); any other event of one not
           // known yet (its start is before the checkpoint only if it was already running) adds it.
-          if (!rollouts.has(id) && !isTerminal(endStatus(e))) rollouts.set(id, driven(e.position));
+          const known = rollouts.get(id);
+          if (known !== undefined) known.moved = true;
+          else if (!isTerminal(endStatus(e))) rollouts.set(id, driven(e.position));
         }
         wake();
       },
@@ -300,9 +306,13 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     const from = await store.getCheckpoint(rolloutDriverCheckpoint);
     savedLow = from;
     sub = follow(from);
-    unlisten = options.onNodeChange?.(() => wake()) ?? null;
+    unlisten = options.onNodeChange?.(() => wakeNodes()) ?? null;
     try {
       while (!signal.aborted) {
+        // A round only node changes woke decides on the folds it has; any other (a timer, a
+        // command, the follow subscription, the first) reads the streams again.
+        if (reread || !woken) for (const r of rollouts.values()) r.moved = true;
+        reread = false;
         woken = false;
         started = rounds;
         // When to look again, on the monotonic clock: a step of the wall clock moves no wait.
@@ -397,16 +407,3 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
       }),
   };
 }
-
-/**
- * The status an end event leaves a rollout in ('running' for any other event). A halt is not an
- * end here: under rollbackOnHalt the rollback follows it, and the fold says which (step).
- */
-const endStatus = (e: Recorded): RolloutState['status'] =>
-  e.type === 'RolloutCompleted'
-    ? 'completed'
-    : e.type === 'RolloutAborted'
-      ? 'aborted'
-      : e.type === 'RollbackCompleted'
-        ? 'rolledBack'
-        : 'running';
