@@ -32,6 +32,9 @@ import { makeDeclarationSent, streamOf } from '../src/core/events/index.ts';
 import { createSimulatedNode } from '../src/simulation/simulatedNode.ts';
 import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
 import { createInProcessBroker } from '../src/transport/inProcess.ts';
+import { percentile, startApiProbe } from './support/apiProbe.ts';
+import { startCpuShares } from './support/cpuByStack.ts';
+import type { CpuShares } from './support/cpuByStack.ts';
 import { createBenchReport } from './support/report.ts';
 
 const scale = Number(process.env['CONVERGE_BENCH_SCALE'] ?? 1);
@@ -116,8 +119,40 @@ for (let p = 0; p < passes; p++) {
 // ------------------------------------------------------------------ the rollout
 
 type Phase = Readonly<{ nodes: number; sendingMs: number; convergingMs: number }>;
+type Latency = Readonly<{ idle: readonly number[]; during: readonly number[]; failed: number }>;
 
-async function rollout(): Promise<{ wallMs: number; waveCount: number; events: number; decisions: number; phases: readonly Phase[] }> {
+// Whose CPU the main thread spent during the rollout (support/cpuByStack.ts): the driver is its
+// files and what they call (deciding, folding its stream, the bulk sender's building, signing and
+// store append); its sends are the bulk sender's share of that, which the floor already counts.
+const shares = {
+  driver: [
+    '/src/engine/rolloutDriver.ts',
+    '/src/engine/rolloutSends.ts',
+    '/src/engine/rolloutProgressAhead.ts',
+    '/src/engine/rolloutGate.ts',
+    '/src/engine/rolloutClock.ts',
+    '/src/engine/holds.ts',
+    '/src/engine/sendBatch.ts',
+    '/src/engine/sendView.ts',
+  ],
+  driverSends: ['/src/engine/sendBatch.ts', '/src/engine/sendView.ts'],
+  nodes: ['/src/simulation/', '/src/transport/inProcess.ts'],
+  ingest: ['/src/engine/ingest/'],
+  projections: ['/src/readModel/', '/projections/'],
+  relay: ['/src/engine/relay.ts'],
+} as const;
+const idleMs = 5_000;
+
+async function rollout(): Promise<{
+  wallMs: number;
+  waveCount: number;
+  events: number;
+  decisions: number;
+  phases: readonly Phase[];
+  cpu: CpuShares;
+  nodeApi: Latency;
+  rolloutApi: Latency;
+}> {
   const path = join(dir, 'rollout.db');
   const store = createSqliteEventStore(path);
   const config = loadConfig({ flags: { store: `sqlite:${path}`, port: '0', host: '127.0.0.1' }, env: {} });
@@ -134,10 +169,16 @@ async function rollout(): Promise<{ wallMs: number; waveCount: number; events: n
   const nodes = ids.map((id) =>
     createSimulatedNode({ link: broker.nodeLink(id), verifyingKey: key, logger, applyDelayMs: applyMs, aliveEveryMs: 0 }),
   );
-  await server.start();
+  const url = await server.start();
   await Promise.all(nodes.map((n) => n.start()));
   const head = (await store.headPosition()) ?? 0n;
+  // Two nodes of the first waves (a node is known once it was sent something) and the rollout
+  // itself, read all along; idle is after the rollout, same server, same nodes.
+  const paths = [`/v1/nodes/${ids[0]}`, '/v1/rollouts/bench', `/v1/nodes/${ids[Math.floor(ids.length * 0.005)]}`, '/v1/rollouts/bench'];
+  const probe = await startApiProbe(url, paths);
+  const profiler = await startCpuShares(shares);
   const t = performance.now();
+  const startedAtMs = Date.now();
   const { rollout: id, waves: plan } = await startRollout(server.rolloutDeps, {
     rollout: 'bench',
     resources,
@@ -154,6 +195,22 @@ async function rollout(): Promise<{ wallMs: number; waveCount: number; events: n
   while (!driving()) await new Promise((r) => setTimeout(r, 1));
   while (driving()) await new Promise((r) => setTimeout(r, 5));
   const wallMs = performance.now() - t;
+  const endedAtMs = Date.now();
+  await new Promise((r) => setTimeout(r, 1_000 + idleMs));
+  const samples = await probe.stop();
+  // Stopped last: handing the profile over holds the loop, and no read may wait on that.
+  const cpu = await profiler.stop();
+  // A 404 is a read before the node or the rollout was folded: not the same answer, not counted.
+  // Any other answer (or none: a reset socket) is counted as failed, shown beside the figures.
+  const failedReads = samples.filter((x) => x.status !== 200 && x.status !== 404).length;
+  const latency = (route: string): Latency => {
+    const of = samples.filter((x) => x.status === 200 && paths[x.path]!.startsWith(route));
+    return {
+      during: of.filter((x) => x.at >= startedAtMs && x.at <= endedAtMs).map((x) => x.ms),
+      idle: of.filter((x) => x.at >= endedAtMs + 1_000).map((x) => x.ms),
+      failed: failedReads,
+    };
+  };
   const s = await readRollout(store, id);
   if (s?.status !== 'completed' || s.completed?.done !== rolloutNodes)
     throw new Error(`rollout ended ${s?.status ?? 'unknown'}: ${JSON.stringify(s?.completed ?? s?.halted)}`);
@@ -170,7 +227,16 @@ async function rollout(): Promise<{ wallMs: number; waveCount: number; events: n
   await Promise.all(nodes.map((n) => n.stop()));
   await server.stop();
   await store.close();
-  return { wallMs, waveCount: plan.length, events, decisions, phases };
+  return {
+    wallMs,
+    waveCount: plan.length,
+    events,
+    decisions,
+    phases,
+    cpu,
+    nodeApi: latency('/v1/nodes/'),
+    rolloutApi: latency('/v1/rollouts/'),
+  };
 }
 
 const r = await rollout();
@@ -222,6 +288,42 @@ report.row({
   baseline: Math.max(...rawRates),
   notes: `${r.events.toLocaleString('en-US')} events (declarations, reports, ${r.decisions} of the rollout's own) in ${(r.wallMs / 1000).toFixed(2)} s; baseline: the raw batch append rate above`,
 });
+// The driver's CPU, per node the rollout reached: deciding (its own code, the fold of its stream,
+// the wave's counts) against the goal, and with its sends, against what the bulk send alone costs.
+const perNode = (ms: number): number => ms / rolloutNodes;
+const sendsMs = r.cpu.ms['driverSends'] ?? 0;
+const driverMs = r.cpu.ms['driver'] ?? 0;
+report.row({
+  name: 'driver CPU per node, its sends excluded (deciding, folding its stream, counting the wave)',
+  unit: 'ms',
+  converge: perNode(driverMs - sendsMs),
+  better: 'lower',
+  goal: { atMost: 0.1 },
+  notes: `V8's sampling profiler on the main thread over the rollout, a sample counted to the driver when its stack holds a driver file (src/engine/rollout*.ts, holds.ts, sendBatch.ts, sendView.ts): ${(driverMs / 1000).toFixed(2)} s in all, ${(sendsMs / 1000).toFixed(2)} s of it the bulk sender's; the main thread was busy ${(r.cpu.busyMs / 1000).toFixed(1)} s, of which the simulated nodes ${((r.cpu.ms['nodes'] ?? 0) / 1000).toFixed(1)} s, ingest ${((r.cpu.ms['ingest'] ?? 0) / 1000).toFixed(1)} s, the projections ${((r.cpu.ms['projections'] ?? 0) / 1000).toFixed(1)} s, the relay ${((r.cpu.ms['relay'] ?? 0) / 1000).toFixed(1)} s`,
+});
+report.row({
+  name: 'driver CPU per node, its sends included, vs the bulk send alone',
+  unit: 'ms',
+  converge: perNode(driverMs),
+  baseline: 1000 / Math.max(...bulkRates),
+  better: 'lower',
+  notes: 'baseline: wall time per node of the bulk send measured above (building, signing, appending 500 a call)',
+});
+const p99 = (xs: readonly number[]): number => percentile(xs, 99);
+for (const [route, l] of [
+  ['GET /v1/nodes/:node', r.nodeApi],
+  ['GET /v1/rollouts/:id', r.rolloutApi],
+] as const) {
+  report.row({
+    name: `API p99, ${route}, while the ${rolloutNodes.toLocaleString('en-US')}-node rollout runs vs idle`,
+    unit: 'ms',
+    converge: p99(l.during),
+    baseline: p99(l.idle),
+    better: 'lower',
+    goal: { ratioAtMost: 2 },
+    notes: `${l.during.length.toLocaleString('en-US')} reads during (${l.failed} reads of either route failed), ${l.idle.length.toLocaleString('en-US')} idle (the ${idleMs / 1000} s after it ended, same nodes, same server); p50 ${percentile(l.during, 50).toFixed(1)} ms vs ${percentile(l.idle, 50).toFixed(1)} ms; max ${Math.max(...l.during).toFixed(0)} ms. A worker thread sends a GET every 10 ms whatever came back (open loop)`,
+  });
+}
 report.note(
   `Each wave of the rollout, from its events (nodes: opening → last send recorded; last send → every matching report folded): ${r.phases
     .map((p) => `${p.nodes.toLocaleString('en-US')}: ${p.sendingMs} ms; ${p.convergingMs} ms`)

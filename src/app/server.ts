@@ -156,6 +156,7 @@ export function createServer(options: ServerOptions): Server {
           loadNode,
           nodeOf: (node) => runner.readModel.get(node),
           progress: (s) => runner.rollouts.progressAt(s),
+          progressFolded: (id) => runner.rollouts.progressFolded(id),
           readModelPosition: () => runner.readModel.position(),
           // The driver decides again on its own rounds too: a cold start's bulk catch-up need not wake it.
           onNodeChange: (listener) => runner.readModel.onChange((c) => listener(c.node), { bulk: () => {} }),

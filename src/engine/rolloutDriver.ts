@@ -7,7 +7,6 @@ import {
   isTerminal,
   owesRollback,
   rollbackProgress,
-  waveProgress,
 } from '../core/rollout/index.ts';
 import type { Decision, RolloutState, WaveProgress } from '../core/rollout/index.ts';
 import { isConvergeError } from '../core/errors.ts';
@@ -22,6 +21,9 @@ import { createBatchSender } from './sendBatch.ts';
 import type { RolloutDriverOptions } from './rolloutDriverOptions.ts';
 import { createHoldsReader } from './holds.ts';
 import { createGateKeeper } from './rolloutGate.ts';
+import { openWaveProgress } from './rolloutProgressAhead.ts';
+import { driven, endStatus, maxLog, yieldTurn } from './rolloutDriven.ts';
+import type { Driven } from './rolloutDriven.ts';
 import type { BatchSender } from './sendBatch.ts';
 
 // The rollout driver, a process manager. It keeps no state of its own that a
@@ -71,10 +73,8 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   const pollMs = options.pollMs ?? 1_000;
   const minIntervalMs = options.minIntervalMs ?? 20;
   const checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
-  const progressOf = (s: RolloutState, wave: number): WaveProgress | null => {
-    const counted = options.progress?.(s, wave);
-    return counted !== undefined ? counted : waveProgress(s, wave, nodeOf, listLimit, options.graceMs);
-  };
+  const progressOf = (s: RolloutState, wave: number): WaveProgress | null =>
+    openWaveProgress({ ...options, graceMs: options.graceMs ?? defaultSilentGraceMs }, rollouts.get(s.id), s, wave);
   const holds = createHoldsReader(store);
   const gates = createGateKeeper({ ...options.gate, monotonic, now, wake: () => wake() });
   const sender: BatchSender = createBatchSender({
@@ -89,8 +89,12 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
       }),
   });
 
-  /** Rollouts to drive, by id: their fold (null until first read) and where their stream starts. */
-  const rollouts = new Map<string, { state: RolloutState | null; startedAt: bigint }>();
+  /**
+   * Rollouts to drive, by id: their fold (null until first read), where their stream starts, the
+   * events read since the read side's view last caught up (progressAhead), and where the open
+   * wave's unsent nodes begin.
+   */
+  const rollouts = new Map<string, Driven>();
   let running = false;
   let leased = false;
   let sub: Subscription | null = null;
@@ -106,15 +110,23 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   let started = 0;
   let roundWaiters: { after: number; resolve: () => void }[] = [];
 
-  const wake = (): void => {
+  /** Set by anything but a node change: the next round reads every rollout's stream again. */
+  let reread = true;
+  const wakeNodes = (): void => {
     woken = true;
     const w = wakeUp;
     wakeUp = null;
     w?.();
   };
+  const wake = (): void => {
+    reread = true;
+    wakeNodes();
+  };
 
   /** Read what the stream holds past the fold, and fold it. */
-  async function refresh(id: string, s: RolloutState | null): Promise<RolloutState | null> {
+  async function refresh(entry: Driven, id: string, s: RolloutState | null): Promise<RolloutState | null> {
+    if (s !== null && !entry.moved) return s;
+    entry.moved = false;
     const events = (await store.readStream(
       rolloutStreamOf(id),
       s === null ? {} : { fromRevision: s.revision + 1n },
@@ -122,6 +134,11 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     if (s === null) return foldRolloutEvents(events);
     let next = s;
     for (const e of events) next = foldRollout(next, e);
+    // Kept only while the view lags (progressOf trims it); bounded in case it never catches up.
+    if (options.progressFolded !== undefined) {
+      entry.log.push(...events);
+      if (entry.log.length > maxLog) entry.log.splice(0, entry.log.length - maxLog);
+    }
     return next;
   }
 
@@ -144,6 +161,9 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     d: Exclude<Decision, { kind: 'wait' } | { kind: 'gate' }> | Readonly<{ kind: 'gated'; event: WithId<RolloutEvent> }>,
   ): Promise<void> {
     const stream = rolloutStreamOf(s.id);
+    // Whatever the outcome (recorded, or lost to another writer), the stream is read again.
+    const entry = rollouts.get(s.id);
+    if (entry !== undefined) entry.moved = true;
     try {
       if (d.kind === 'rollbackSend') {
         const sent = await sendRollback({ store, sender, nodeOf, now, holds }, s, d.nodes.slice(0, batchSize));
@@ -180,7 +200,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     const entry = rollouts.get(id);
     if (entry === undefined) return null;
     for (let round = 0; round < 1_000 && running && leased; round++) {
-      const s = await refresh(id, entry.state);
+      const s = await refresh(entry, id, entry.state);
       entry.state = s;
       if (s === null) return null;
       if (isTerminal(s.status) && !owesRollback(s)) {
@@ -193,6 +213,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
         const d = await rollbackStep(s);
         if (typeof d === 'number' || d === null) return d;
         await act(s, d);
+        if (d.kind === 'rollbackSend') await yieldTurn();
         continue;
       }
       const progress = s.current === 0 ? null : progressOf(s, s.current);
@@ -217,6 +238,9 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
         continue;
       }
       await act(s, d);
+      // One batch a turn: on a store whose appends resolve in the same turn, a wave's sends would
+      // otherwise hold the event loop from the API, ingest and the projections until all were sent.
+      if (d.kind === 'send') await yieldTurn();
     }
     return 0;
   }
@@ -249,7 +273,9 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
           if (id === null) continue;
           // A rollout's end removes it once its fold says so (step); any other event of one not
           // known yet (its start is before the checkpoint only if it was already running) adds it.
-          if (!rollouts.has(id) && !isTerminal(endStatus(e))) rollouts.set(id, { state: null, startedAt: e.position });
+          const known = rollouts.get(id);
+          if (known !== undefined) known.moved = true;
+          else if (!isTerminal(endStatus(e))) rollouts.set(id, driven(e.position));
         }
         wake();
       },
@@ -280,9 +306,13 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     const from = await store.getCheckpoint(rolloutDriverCheckpoint);
     savedLow = from;
     sub = follow(from);
-    unlisten = options.onNodeChange?.(() => wake()) ?? null;
+    unlisten = options.onNodeChange?.(() => wakeNodes()) ?? null;
     try {
       while (!signal.aborted) {
+        // A round only node changes woke decides on the folds it has; any other (a timer, a
+        // command, the follow subscription, the first) reads the streams again.
+        if (reread || !woken) for (const r of rollouts.values()) r.moved = true;
+        reread = false;
         woken = false;
         started = rounds;
         // When to look again, on the monotonic clock: a step of the wall clock moves no wait.
@@ -377,16 +407,3 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
       }),
   };
 }
-
-/**
- * The status an end event leaves a rollout in ('running' for any other event). A halt is not an
- * end here: under rollbackOnHalt the rollback follows it, and the fold says which (step).
- */
-const endStatus = (e: Recorded): RolloutState['status'] =>
-  e.type === 'RolloutCompleted'
-    ? 'completed'
-    : e.type === 'RolloutAborted'
-      ? 'aborted'
-      : e.type === 'RollbackCompleted'
-        ? 'rolledBack'
-        : 'running';

@@ -6,6 +6,7 @@ import type { Metrics } from '../metrics.ts';
 import type { EventStore } from '../store/port.ts';
 import type { GateKeeperOptions } from './rolloutGate.ts';
 import type { LoadNode } from './sendView.ts';
+import type { ProgressFolded } from './rolloutProgressAhead.ts';
 
 // What the rollout driver (rolloutDriver.ts) is given: the store and key it sends with, the read
 // side it decides on, its clocks, and how often it looks again.
@@ -27,6 +28,11 @@ export type RolloutDriverOptions = Readonly<{
    * wave from `nodeOf` (projections/rollout.ts).
    */
   progress?: (s: RolloutState, wave: number) => WaveProgress | null | undefined;
+  /**
+   * The same view's progress as folded so far, when it has not folded the rollout to `s` yet: the
+   * driver adds the sends it read since (rolloutProgressAhead.ts) rather than count the wave.
+   */
+  progressFolded?: (rollout: string) => ProgressFolded | undefined;
   /** Node revisions, carried ports and latest serials for sends; default: from `nodeOf`, the store when that lags. */
   loadNode?: LoadNode;
   /** The wall clock: the times recorded in events. */

@@ -143,12 +143,25 @@ export type RolloutView = Readonly<{
   progress: (id: string, limit?: number) => WaveProgress | null;
   /** `progress` of `s`'s rollout when this view has folded its stream to `s.revision`, as the driver did; else undefined. */
   progressAt: (s: RolloutState, limit?: number) => WaveProgress | null | undefined;
+  /**
+   * `progress` as this view has folded the rollout so far, whatever the driver read since: the
+   * revision and open wave it folded to, and whether it tracks a node (listed by a RolloutSent it
+   * folded). The driver adds the sends it recorded since (src/engine/rolloutProgressAhead.ts).
+   */
+  progressFolded: (id: string, limit?: number) => ProgressFolded | undefined;
   onChange: (listener: RolloutChangeListener) => () => void;
   /** Fold the rollout streams up to `upTo` (after a snapshot restore: the read model skipped them). */
   load: (store: EventStore, upTo: bigint | null) => Promise<void>;
   /** Rollouts tracked, and nodes sent to by one (for tests and the bench). */
   size: () => Readonly<{ rollouts: number; sends: number }>;
   stop: () => void;
+}>;
+
+export type ProgressFolded = Readonly<{
+  revision: bigint;
+  current: number;
+  progress: WaveProgress | null;
+  tracks: (node: string) => boolean;
 }>;
 
 /** A node this rollout sent to (or could not), with its outcome as last counted. */

@@ -10,7 +10,7 @@ import { nodesPage } from './rolloutNodes.ts';
 import { progressOf } from './rolloutProgress.ts';
 import { summaryOf } from './rolloutSummary.ts';
 import { countable, zero } from './rolloutViewTypes.ts';
-import type { Entry, Lookup, RolloutChangeListener, RolloutView, Tracked } from './rolloutViewTypes.ts';
+import type { Entry, Lookup, ProgressFolded, RolloutChangeListener, RolloutView, Tracked } from './rolloutViewTypes.ts';
 
 export type {
   WaveCounts,
@@ -21,6 +21,7 @@ export type {
   RolloutChange,
   RolloutChangeListener,
   RolloutView,
+  ProgressFolded,
 } from './rolloutViewTypes.ts';
 
 // The live view of every rollout: each `rollout-<id>` stream folded with
@@ -166,6 +167,17 @@ export function createRolloutView(readModel: ReadModel, options: Readonly<{ grac
     return rollouts.get(s.id)?.state.revision === s.revision ? progress(s.id, limit) : undefined;
   }
 
+  function progressFolded(id: string, limit?: number): ProgressFolded | undefined {
+    const r = rollouts.get(id);
+    if (r === undefined) return undefined;
+    return {
+      revision: r.state.revision,
+      current: r.state.current,
+      progress: progressOf(r, lookup, graceMs, limit),
+      tracks: (node) => entryOf(r, node) !== undefined,
+    };
+  }
+
   async function load(store: EventStore, upTo: bigint | null): Promise<void> {
     if (upTo === null) return;
     for await (const batch of store.readAll({ streamPrefix: rolloutStreamPrefix })) {
@@ -188,6 +200,7 @@ export function createRolloutView(readModel: ReadModel, options: Readonly<{ grac
     nodes,
     progress,
     progressAt,
+    progressFolded,
     onChange(listener) {
       listeners.add(listener);
       return () => {
