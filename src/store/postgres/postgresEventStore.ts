@@ -15,6 +15,7 @@ import { auditHeadSql, readStoredSql } from './audit.ts';
 import { postgresStats, statsSql, storageSql } from './stats.ts';
 import { channelOf, checkSchemaName, migrate, statementName } from './schema.ts';
 import { listenForAppends } from './wakeups.ts';
+import { clientFor } from './hosts.ts';
 import type { Wakeups } from './wakeups.ts';
 
 // The PostgreSQL adapter: a store several engines can share. node-postgres (`pg`):
@@ -89,7 +90,9 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
     types,
     options: '-c plan_cache_mode=force_generic_plan',
   };
-  const pool: Pool = new pg.Pool({ ...clientConfig, max: options.poolSize ?? 4 });
+  // One host, or a primary and its standbys (./hosts.ts): every connection goes to the writable one.
+  const Client = clientFor(clientConfig);
+  const pool: Pool = new pg.Pool({ ...clientConfig, Client, max: options.poolSize ?? 4 });
   // An idle pooled connection that breaks (server restart) is dropped by the pool and reported
   // here; the next query opens a new one, and a failing query reports STORE_UNAVAILABLE itself.
   pool.on('error', () => undefined);
@@ -325,7 +328,7 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
 
     subscribe(opts: SubscribeOptions) {
       if (closed) throw storeClosed('postgres');
-      wakeups ??= listenForAppends(clientConfig, channelOf(s), notifier, (err) => {
+      wakeups ??= listenForAppends(Client, clientConfig, channelOf(s), notifier, (err) => {
         const e = pgError(err, 'LISTEN for appends (subscriptions fall back to polling until it is back)');
         for (const report of reporters) report(e);
       });
@@ -364,7 +367,7 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
       await open();
       // A store closing gives up whatever it holds or waits for.
       const stop = AbortSignal.any([signal, closing.signal]);
-      const hold = await acquirePostgresLease(clientConfig, s, name, stop, options.lease);
+      const hold = await acquirePostgresLease(Client, clientConfig, s, name, stop, options.lease);
       if (hold !== null && closed) {
         // close() ran while the lock was being taken: it has already released what it knew of.
         await hold.release();
