@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
 import { clientFor, splitHosts } from '../../src/store/postgres/hosts.ts';
+import { parsePostgresUrl } from '../../src/store/postgres/postgresEventStore.ts';
 
 // libpq's multi-host URL (src/store/postgres/hosts.ts): one connection string per host, the rest
 // of the URL kept. The failover itself runs in test/faults/postgresFailover.fault.test.ts.
@@ -32,4 +33,13 @@ test('a multi-host store connects to the first host that is writable, and says s
   const c = new Client({ connectionString: 'postgres://u@127.0.0.1:1,127.0.0.1:2/db' });
   c.on('error', () => undefined);
   await assert.rejects(c.connect(), /no writable PostgreSQL among 2 hosts/);
+});
+
+test('the store URL keeps its hosts and gives its schema', () => {
+  assert.deepEqual(parsePostgresUrl('postgres://u:pw@a:5432,b:5433/db?schema=s&x=1'), {
+    connectionString: 'postgres://u:pw@a:5432,b:5433/db?x=1',
+    schema: 's',
+  });
+  assert.deepEqual(parsePostgresUrl('postgres://u@a:5432/db'), { connectionString: 'postgres://u@a:5432/db', schema: null });
+  assert.throws(() => parsePostgresUrl('postgres://u@a:5432,b:x/db'), { code: 'CONVERGE_ERR_CONFIG_INVALID' });
 });

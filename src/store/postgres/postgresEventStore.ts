@@ -15,7 +15,7 @@ import { auditHeadSql, readStoredSql } from './audit.ts';
 import { postgresStats, statsSql, storageSql } from './stats.ts';
 import { channelOf, checkSchemaName, migrate, statementName } from './schema.ts';
 import { listenForAppends } from './wakeups.ts';
-import { clientFor } from './hosts.ts';
+import { clientFor, splitHosts } from './hosts.ts';
 import type { Wakeups } from './wakeups.ts';
 
 // The PostgreSQL adapter: a store several engines can share. node-postgres (`pg`):
@@ -38,20 +38,30 @@ export type PostgresEventStoreOptions = Readonly<{
   lease?: LeaseOptions;
 }>;
 
-/** `postgres://…?schema=name` → the connection string without `schema`, and the schema. */
+/**
+ * `postgres://…?schema=name` → the connection string without `schema`, and the schema. Several
+ * hosts (`postgres://u@h1:5432,h2:5433/db`, libpq's form, ./hosts.ts) are checked one by one.
+ */
 export function parsePostgresUrl(url: string): { connectionString: string; schema: string | null } {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} is not a valid postgres:// URL`);
-  }
-  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
-    throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} is not a postgres:// URL`);
-  }
-  const schema = u.searchParams.get('schema');
-  u.searchParams.delete('schema');
-  return { connectionString: u.toString(), schema };
+  const parsed = splitHosts(url).map((one) => {
+    let u: URL;
+    try {
+      u = new URL(one);
+    } catch {
+      throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} is not a valid postgres:// URL`);
+    }
+    if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
+      throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} is not a postgres:// URL`);
+    }
+    return u;
+  });
+  const first = parsed[0]!;
+  const schema = first.searchParams.get('schema');
+  for (const u of parsed) u.searchParams.delete('schema');
+  if (parsed.length === 1) return { connectionString: first.toString(), schema };
+  const user = first.username === '' ? '' : `${first.username}${first.password === '' ? '' : `:${first.password}`}@`;
+  const hosts = parsed.map((u) => u.host).join(',');
+  return { connectionString: `${first.protocol}//${user}${hosts}${first.pathname}${first.search}`, schema };
 }
 
 // int8 as bigint (positions, revisions), json left as text: decoded once per event below, with
