@@ -113,7 +113,11 @@ export async function startPgFleet(
     for (const id of ids) {
       const conn = await connectAmqp({ url: await lab.enroll(id), logger, connectionName: `pg-fault-${id}`, heartbeatSeconds: 2 });
       conns.push(conn);
-      const sim = createSimulatedNode({ link: recordingLink(createAmqpNodeLink(conn, { node: id, logger }), receipts), verifyingKey: key, logger });
+      const sim = createSimulatedNode({
+        link: recordingLink(createAmqpNodeLink(conn, { node: id, logger }), receipts),
+        verifyingKey: key,
+        logger,
+      });
       await sim.start();
       sims.push(sim);
     }
@@ -162,7 +166,11 @@ export async function startPgFleet(
           });
           if (res.status === 202)
             accepted.push({ digest: ((await res.json()) as { digest: string }).digest, node, via: e.name, at, answeredAt: Date.now() });
-          else refused.push({ at, what: `${e.name}: ${res.status} ${((await res.json().catch(() => ({}))) as { code?: string }).code ?? ''}` });
+          else
+            refused.push({
+              at,
+              what: `${e.name}: ${res.status} ${((await res.json().catch(() => ({}))) as { code?: string }).code ?? ''}`,
+            });
         } catch (err) {
           refused.push({ at, what: `${e.name}: ${(err as Error).message}` });
         }

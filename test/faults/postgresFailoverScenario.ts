@@ -54,14 +54,11 @@ async function storedDeclarations(store: EventStore): Promise<Set<string>> {
   return out;
 }
 
-const waited = <T>(p: Promise<T>): Promise<T | null> => p.then(
-  (v) => v,
-  () => null,
-);
-
-const step = (what: string): void => {
-  if (process.env['PGF_TRACE']) process.stderr.write(`pgf ${new Date().toISOString()} ${what}\n`);
-};
+const waited = <T>(p: Promise<T>): Promise<T | null> =>
+  p.then(
+    (v) => v,
+    () => null,
+  );
 
 export async function runPostgresFault(lab: FaultLab, scenario: Scenario, fault: PgFault, engineCount: 1 | 2): Promise<ScenarioResult> {
   const pgLab = createPgLab(fault);
@@ -69,7 +66,6 @@ export async function runPostgresFault(lab: FaultLab, scenario: Scenario, fault:
   let reader: EventStore | null = null;
   try {
     const primary = await pgLab.primary(fault === 'promote' ? { synchronousStandby: STANDBY } : {});
-    step('const standby = fault ===');
     const standby = fault === 'promote' ? await pgLab.standby(primary, STANDBY) : null;
     let syncState = 'none (no standby)';
     if (standby !== null) {
@@ -77,9 +73,9 @@ export async function runPostgresFault(lab: FaultLab, scenario: Scenario, fault:
       const row = await until(
         'the standby to stream as the synchronous standby',
         async () =>
-          (await primary.query<{ s: string }>(`SELECT sync_state AS s FROM pg_stat_replication WHERE application_name = '${STANDBY}'`)).find(
-            (r) => r.s === 'sync',
-          ),
+          (
+            await primary.query<{ s: string }>(`SELECT sync_state AS s FROM pg_stat_replication WHERE application_name = '${STANDBY}'`)
+          ).find((r) => r.s === 'sync'),
         60_000,
       );
       syncState = row.s;
@@ -88,25 +84,25 @@ export async function runPostgresFault(lab: FaultLab, scenario: Scenario, fault:
     const hosts = [primary, ...(standby === null ? [] : [standby])].map((c) => `127.0.0.1:${c.port}`).join(',');
     const storeUrl = `postgres://postgres@${hosts}/postgres?schema=${schema}`;
 
-    step('fleet = await startPgFleet');
     fleet = await startPgFleet(lab, { storeUrl, engines: engineCount, nodes: 8, paceMs: 40, declareEveryMs: 150 });
     const f = fleet;
     reader = createPostgresEventStore(storeUrl);
     const store = reader;
 
-    step("await until('load to flow");
-    await until('load to flow and declarations to reach their nodes', () => f.load.confirmed().size >= 300 && f.receipts.length >= 4, 60_000);
+    await until(
+      'load to flow and declarations to reach their nodes',
+      () => f.load.confirmed().size >= 300 && f.receipts.length >= 4,
+      60_000,
+    );
     const generationBefore = await relayGeneration(primary, schema);
     const confirmedBefore = f.load.confirmed();
     const acceptedBefore = [...f.accepted];
-    const commitSetting = (await primary.query<{ s: string }>('SHOW synchronous_commit'))[0]?.s ?? '?';
+    const commitSetting = (await primary.query<{ s: string }>("SELECT current_setting('synchronous_commit') AS s"))[0]?.s ?? '?';
 
     // The fault.
-    step('const stopAt = Date.now();');
     const stopAt = Date.now();
     await primary.crash();
     const downAt = Date.now();
-    step("if (fault === 'restart') await primary.s");
     if (fault === 'restart') await primary.start();
     else await standby!.promote();
     const upAt = Date.now();
@@ -139,17 +135,15 @@ export async function runPostgresFault(lab: FaultLab, scenario: Scenario, fault:
         { timeoutMs: 90_000, everyMs: 20 },
       ).then((d) => Math.min(...f.receipts.filter((r) => r.digest === d.digest).map((r) => r.at)) - stopAt),
     );
-    step('const [ingestMs, leaseTaken');
     const [ingestMs, leaseTaken, deliveryMs] = [await ingest, await lease, await delivery];
 
     // More load after recovery, then settle.
-    step('const acceptedAfterRecovery');
     const acceptedAfterRecovery = f.accepted.length;
-    await until('declarations accepted after recovery', () => f.accepted.length >= acceptedAfterRecovery + 4, 60_000).catch(() => undefined);
-    step('await f.stopDeclaring();');
+    await until('declarations accepted after recovery', () => f.accepted.length >= acceptedAfterRecovery + 4, 60_000).catch(
+      () => undefined,
+    );
     await f.stopDeclaring();
     f.load.finish();
-    step('await f.load.done;');
     await f.load.done;
     const everyReportStored = await waited(
       until(
@@ -161,7 +155,6 @@ export async function runPostgresFault(lab: FaultLab, scenario: Scenario, fault:
         { timeoutMs: 60_000, everyMs: 200 },
       ),
     );
-    step('const everyDeclarationReceived');
     const everyDeclarationReceived = await waited(
       until('every accepted declaration to reach its node', () => f.accepted.every((d) => f.received(d.digest) > 0), 60_000),
     );
@@ -173,17 +166,19 @@ export async function runPostgresFault(lab: FaultLab, scenario: Scenario, fault:
       },
       { timeoutMs: 30_000, everyMs: 200 },
     ).catch(() => undefined);
-    step('const head = await');
     const head = await store.headPosition();
     const positionOf = async (base: string): Promise<string | null> =>
       ((await (await fetch(`${base}/healthz`)).json()) as { position: string | null }).position;
     const readModelsAtHead = await waited(
-      until('every read model at the store head', async () => {
-        for (const e of f.engines) if ((await positionOf(e.url)) !== String(head)) return false;
-        return true;
-      }, 60_000),
+      until(
+        'every read model at the store head',
+        async () => {
+          for (const e of f.engines) if ((await positionOf(e.url)) !== String(head)) return false;
+          return true;
+        },
+        60_000,
+      ),
     );
-    step('const declarations = await');
     const declarations = await storedDeclarations(store);
     const beforeStillStored = acceptedBefore.filter((d) => declarations.has(d.digest)).length;
     const generationAfter = await relayGeneration(live, schema);
@@ -199,13 +194,11 @@ export async function runPostgresFault(lab: FaultLab, scenario: Scenario, fault:
     const refusedBefore = f.refused.filter((r) => r.at < stopAt);
     const codes = [...new Set(refusedDuring.map((r) => r.what))].slice(0, 4).join(' / ');
 
-    step('const exits:');
-    if (process.env['PGF_TRACE']) for (const e of f.engines) (await import('node:fs')).writeFileSync(`/tmp/pgfail-scratch/${e.name}.log`, e.serve.stderr());
     const exits: (number | null)[] = [];
     for (const e of f.engines) exits.push(await e.serve.stop());
-    const recoverMs = ingestMs === null || leaseTaken === null || deliveryMs === null ? null : Math.max(ingestMs, leaseTaken.ms, deliveryMs);
+    const recoverMs =
+      ingestMs === null || leaseTaken === null || deliveryMs === null ? null : Math.max(ingestMs, leaseTaken.ms, deliveryMs);
 
-    step('return await tally');
     return await tally(scenario, store, f.load, recoverMs, {
       notes: [
         fault === 'restart'
@@ -213,7 +206,7 @@ export async function runPostgresFault(lab: FaultLab, scenario: Scenario, fault:
           : `synchronous_commit ${commitSetting}, standby sync_state ${syncState} before the stop; primary gone ${downAt - stopAt} ms after the stop began, standby promoted ${upAt - stopAt} ms after it; the old primary never restarted`,
         `recovery after the stop (after the server was back): ingest ${ingestMs ?? '—'} ms${ingestMs === null ? '' : ` (${ingestMs - (upAt - stopAt)} ms)`} (every report confirmed before the stop stored and one confirmed once the server was down), relay lease taken again by ${leaseTaken === null ? '—' : `${leaseTaken.name} after ${leaseTaken.ms} ms (${leaseTaken.ms - (upAt - stopAt)} ms)`} (generation ${generationBefore} → ${generationAfter}), first declaration accepted after the fault at its node ${deliveryMs === null ? '—' : `${deliveryMs} ms (${deliveryMs - (upAt - stopAt)} ms)`}; time to recover = the largest`,
         `${confirmedBefore.size} reports confirmed and ${acceptedBefore.length} declarations accepted before the stop: ${beforeStillStored} of those declarations in the store after it`,
-        `${f.accepted.length} declarations accepted in all (${f.engines.map((e) => `${f.accepted.filter((d) => d.via === e.name).length} via ${e.name}`).join(', ')}); ${refusedDuring.length} POSTs refused or unanswered from the stop on (${codes || 'none'}), ${refusedBefore.length} before it${refusedBefore.length === 0 ? '' : ` (${[...new Set(refusedBefore.map((r) => r.what))].join(' / ')})`}; the nodes received ${f.receipts.length} publishes of ${perDigest.size} digests, ${repeated.length} twice`,
+        `${f.accepted.length} declarations accepted in all (${f.engines.map((e) => `${f.accepted.filter((d) => d.via === e.name).length} via ${e.name}`).join(', ')}); ${refusedDuring.length} POSTs sent from the stop on refused or unanswered (${codes || 'none'}), ${refusedBefore.length} before it${refusedBefore.length === 0 ? '' : ` (${[...new Set(refusedBefore.map((r) => r.what))].join(' / ')})`}; the nodes received ${f.receipts.length} publishes of ${perDigest.size} digests, ${repeated.length} twice`,
         `engine connections on the ${fault === 'restart' ? 'restarted server' : 'promoted standby'} at the end: ${connectionsOnLive}; every read model at the store head ${String(head)}: ${readModelsAtHead !== null}`,
       ],
       checks: {
@@ -229,10 +222,8 @@ export async function runPostgresFault(lab: FaultLab, scenario: Scenario, fault:
       },
     });
   } finally {
-    step('await fleet?.close();');
     await fleet?.close();
     await reader?.close().catch(() => undefined);
-    step('await pgLab.remove();');
     await pgLab.remove();
   }
 }

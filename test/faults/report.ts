@@ -22,6 +22,7 @@ import { rewrittenLog } from './rewrittenLogScenario.ts';
 import { forgedEvidence } from './forgedEvidenceScenario.ts';
 import { twoEngines } from './twoEnginesScenario.ts';
 import { frozenLeader } from './frozenLeaderScenario.ts';
+import { postgresFault } from './postgresFailoverScenario.ts';
 
 const { values } = parseArgs({ options: { report: { type: 'boolean' }, only: { type: 'string' } } });
 const probe = await probeBroker();
@@ -46,6 +47,9 @@ const every = [
   clusterFailover('kill'),
   twoEngines,
   frozenLeader,
+  postgresFault('restart', 1),
+  postgresFault('restart', 2),
+  postgresFault('promote', 2),
   rolloutSigkill,
   rollbackSigkill,
 ];

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { ClientConfig } from 'pg';
 import { createBackoff, sleep } from '../../retry.ts';
 import type { LeaseHold } from '../port.ts';

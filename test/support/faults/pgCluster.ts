@@ -52,7 +52,7 @@ async function pgRun(bin: string, args: readonly string[]): Promise<string> {
     return `${stdout}${stderr}`;
   } catch (e) {
     const err = e as Error & { stdout?: string; stderr?: string };
-    throw new Error(`${bin} ${args.join(' ')} failed: ${err.message}\n${err.stdout ?? ''}${err.stderr ?? ''}`);
+    throw new Error(`${bin} ${args.join(' ')} failed: ${err.message}\n${err.stdout ?? ''}${err.stderr ?? ''}`, { cause: e });
   }
 }
 
@@ -179,8 +179,24 @@ export function createPgLab(tag: string): PgLab {
     standby: async (of, name) => {
       const port = await freePort();
       const c = cluster(`standby-${port}`, port);
-      await pgRun('pg_basebackup', ['-h', '127.0.0.1', '-p', String(of.port), '-U', 'postgres', '-D', c.dir, '-R', '-X', 'stream', '-c', 'fast']);
-      configure(c.dir, port, [`cluster_name = '${name}'`, 'hot_standby = on']);
+      await pgRun('pg_basebackup', [
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(of.port),
+        '-U',
+        'postgres',
+        '-D',
+        c.dir,
+        '-R',
+        '-X',
+        'stream',
+        '-c',
+        'fast',
+      ]);
+      // pg_basebackup copied the primary's synchronous_standby_names: promoted with it and no standby of
+      // its own, every commit would wait for ever (docs/operations.md, "PostgreSQL restart and failover").
+      configure(c.dir, port, [`cluster_name = '${name}'`, 'hot_standby = on', "synchronous_standby_names = ''"]);
       await c.start();
       return c;
     },
