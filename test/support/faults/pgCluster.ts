@@ -109,8 +109,15 @@ export function createPgLab(tag: string): PgLab {
       }
     }
   };
-  // A test process that dies on its way out still stops its servers.
+  // A test process that exits, or is ended by a signal (the test runner's timeout), still stops its servers.
+  const onSignal = (signal: NodeJS.Signals): void => {
+    stopAllNow();
+    rmSync(base, { recursive: true, force: true });
+    process.kill(process.pid, signal);
+  };
   process.once('exit', stopAllNow);
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
 
   const cluster = (name: string, port: number): PgCluster => {
     const dir = join(base, name);
@@ -202,6 +209,8 @@ export function createPgLab(tag: string): PgLab {
     },
     remove: async () => {
       process.removeListener('exit', stopAllNow);
+      process.removeListener('SIGTERM', onSignal);
+      process.removeListener('SIGINT', onSignal);
       stopAllNow();
       rmSync(base, { recursive: true, force: true });
     },
