@@ -187,9 +187,12 @@ export async function runPostgresFault(lab: FaultLab, scenario: Scenario, fault:
     const perDigest = new Map<string, number>();
     for (const r of f.receipts) perDigest.set(r.digest, (perDigest.get(r.digest) ?? 0) + 1);
     const repeated = [...perDigest].filter(([, n]) => n > 1);
-    const acceptedAt = new Map(f.accepted.map((d) => [d.digest, d.at]));
+    // The at-least-once window: a declaration recorded before the server went down may have been
+    // published with the relay's checkpoint then lost with its connection, so it goes out again.
+    // Recorded before then = POSTed before the stop command returned (the server took POSTs until it died).
+    const postedAt = new Map(f.accepted.map((d) => [d.digest, d.at]));
     const repeatsInWindow =
-      repeated.every(([digest, n]) => n === 2 && (acceptedAt.get(digest) ?? -Infinity) < stopAt) && repeated.length <= RELAY_BATCH;
+      repeated.every(([digest, n]) => n === 2 && (postedAt.get(digest) ?? -Infinity) < downAt) && repeated.length <= RELAY_BATCH;
     const refusedDuring = f.refused.filter((r) => r.at >= stopAt);
     const refusedBefore = f.refused.filter((r) => r.at < stopAt);
     const codes = [...new Set(refusedDuring.map((r) => r.what))].slice(0, 4).join(' / ');
@@ -206,7 +209,7 @@ export async function runPostgresFault(lab: FaultLab, scenario: Scenario, fault:
           : `synchronous_commit ${commitSetting}, standby sync_state ${syncState} before the stop; primary gone ${downAt - stopAt} ms after the stop began, standby promoted ${upAt - stopAt} ms after it; the old primary never restarted`,
         `recovery after the stop (after the server was back): ingest ${ingestMs ?? '—'} ms${ingestMs === null ? '' : ` (${ingestMs - (upAt - stopAt)} ms)`} (every report confirmed before the stop stored and one confirmed once the server was down), relay lease taken again by ${leaseTaken === null ? '—' : `${leaseTaken.name} after ${leaseTaken.ms} ms (${leaseTaken.ms - (upAt - stopAt)} ms)`} (generation ${generationBefore} → ${generationAfter}), first declaration accepted after the fault at its node ${deliveryMs === null ? '—' : `${deliveryMs} ms (${deliveryMs - (upAt - stopAt)} ms)`}; time to recover = the largest`,
         `${confirmedBefore.size} reports confirmed and ${acceptedBefore.length} declarations accepted before the stop: ${beforeStillStored} of those declarations in the store after it`,
-        `${f.accepted.length} declarations accepted in all (${f.engines.map((e) => `${f.accepted.filter((d) => d.via === e.name).length} via ${e.name}`).join(', ')}); ${refusedDuring.length} POSTs sent from the stop on refused or unanswered (${codes || 'none'}), ${refusedBefore.length} before it${refusedBefore.length === 0 ? '' : ` (${[...new Set(refusedBefore.map((r) => r.what))].join(' / ')})`}; the nodes received ${f.receipts.length} publishes of ${perDigest.size} digests, ${repeated.length} twice`,
+        `${f.accepted.length} declarations accepted in all (${f.engines.map((e) => `${f.accepted.filter((d) => d.via === e.name).length} via ${e.name}`).join(', ')}); ${refusedDuring.length} POSTs sent from the stop on refused or unanswered (${codes || 'none'}), ${refusedBefore.length} before it${refusedBefore.length === 0 ? '' : ` (${[...new Set(refusedBefore.map((r) => r.what))].join(' / ')})`}; the nodes received ${f.receipts.length} publishes of ${perDigest.size} digests, ${repeated.length} twice (all POSTed before the server was down: ${repeatsInWindow})`,
         `engine connections on the ${fault === 'restart' ? 'restarted server' : 'promoted standby'} at the end: ${connectionsOnLive}; every read model at the store head ${String(head)}: ${readModelsAtHead !== null}`,
       ],
       checks: {

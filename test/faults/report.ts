@@ -246,7 +246,8 @@ ${table}
   (\`synchronous_standby_names\`, \`synchronous_commit = on\`), the engines given both hosts in one multi-host URL
   (\`src/store/postgres/hosts.ts\`); the primary stopped the same way for good and the standby promoted. Every report
   the broker confirmed must be stored once, every declaration accepted before the stop still be in the store after it,
-  every accepted declaration reach its node (twice only if accepted before the stop), the relay lease be taken again
+  every accepted declaration reach its node (twice only if POSTed before the server was down: the relay's
+  at-least-once window), the relay lease be taken again
   (a new generation), a declaration accepted after the fault be delivered, and every engine's read model reach the
   store's head. Time to recover: from the stop until every report confirmed before it and one confirmed once the server
   was down are stored, the lease is taken again and a declaration accepted after the fault is delivered, whichever is
