@@ -179,6 +179,7 @@ export async function runPostgresFault(lab: FaultLab, scenario: Scenario, fault:
         60_000,
       ),
     );
+    const positions = (await Promise.all(f.engines.map(async (e) => `${e.name} ${await positionOf(e.url).catch(() => '?')}`))).join(', ');
     const declarations = await storedDeclarations(store);
     const beforeStillStored = acceptedBefore.filter((d) => declarations.has(d.digest)).length;
     const generationAfter = await relayGeneration(live, schema);
@@ -210,7 +211,7 @@ export async function runPostgresFault(lab: FaultLab, scenario: Scenario, fault:
         `recovery after the stop (after the server was back): ingest ${ingestMs ?? '—'} ms${ingestMs === null ? '' : ` (${ingestMs - (upAt - stopAt)} ms)`} (every report confirmed before the stop stored and one confirmed once the server was down), relay lease taken again by ${leaseTaken === null ? '—' : `${leaseTaken.name} after ${leaseTaken.ms} ms (${leaseTaken.ms - (upAt - stopAt)} ms)`} (generation ${generationBefore} → ${generationAfter}), first declaration accepted after the fault at its node ${deliveryMs === null ? '—' : `${deliveryMs} ms (${deliveryMs - (upAt - stopAt)} ms)`}; time to recover = the largest`,
         `${confirmedBefore.size} reports confirmed and ${acceptedBefore.length} declarations accepted before the stop: ${beforeStillStored} of those declarations in the store after it`,
         `${f.accepted.length} declarations accepted in all (${f.engines.map((e) => `${f.accepted.filter((d) => d.via === e.name).length} via ${e.name}`).join(', ')}); ${refusedDuring.length} POSTs sent from the stop on refused or unanswered (${codes || 'none'}), ${refusedBefore.length} before it${refusedBefore.length === 0 ? '' : ` (${[...new Set(refusedBefore.map((r) => r.what))].join(' / ')})`}; the nodes received ${f.receipts.length} publishes of ${perDigest.size} digests, ${repeated.length} twice (all POSTed before the server was down: ${repeatsInWindow})`,
-        `engine connections on the ${fault === 'restart' ? 'restarted server' : 'promoted standby'} at the end: ${connectionsOnLive}; every read model at the store head ${String(head)}: ${readModelsAtHead !== null}`,
+        `engine connections on the ${fault === 'restart' ? 'restarted server' : 'promoted standby'} at the end: ${connectionsOnLive}; every read model at the store head ${String(head)}: ${readModelsAtHead !== null}${readModelsAtHead === null ? ` (${positions})` : ''}`,
       ],
       checks: {
         everyReportStored: everyReportStored !== null,
