@@ -41,9 +41,11 @@ export function createHoldsReader(store: EventStore): HoldsReader {
     refresh: () => {
       const after = (reading ?? Promise.resolve(holds)).then(read, read);
       reading = after;
-      void after.finally(() => {
+      // Both outcomes clear it; a failed read is the caller's to handle, not an unhandled rejection here.
+      const settled = (): void => {
         if (reading === after) reading = null;
-      });
+      };
+      after.then(settled, settled);
       return after;
     },
     latest: () => holds,

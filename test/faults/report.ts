@@ -22,6 +22,7 @@ import { rewrittenLog } from './rewrittenLogScenario.ts';
 import { forgedEvidence } from './forgedEvidenceScenario.ts';
 import { twoEngines } from './twoEnginesScenario.ts';
 import { frozenLeader } from './frozenLeaderScenario.ts';
+import { postgresFault } from './postgresFailoverScenario.ts';
 
 const { values } = parseArgs({ options: { report: { type: 'boolean' }, only: { type: 'string' } } });
 const probe = await probeBroker();
@@ -46,6 +47,9 @@ const every = [
   clusterFailover('kill'),
   twoEngines,
   frozenLeader,
+  postgresFault('restart', 1),
+  postgresFault('restart', 2),
+  postgresFault('promote', 2),
   rolloutSigkill,
   rollbackSigkill,
 ];
@@ -233,6 +237,22 @@ ${table}
   may arrive twice, and A must publish nothing once thawed (its \`converge_relay_published_total\`). Time to recover is
   from the SIGSTOP to the first delivery of a declaration POSTed during the freeze. Also in \`npm test\`
   (\`test/faults/frozenLeader.fault.test.ts\`).
+- **PostgreSQL restart / failover** — \`test/faults/postgresFailoverScenario.ts\`: PostgreSQL clusters of the
+  scenario's own (\`test/support/faults/pgCluster.ts\`: initdb, pg_ctl and pg_basebackup on free loopback ports, as the
+  \`postgres\` user when run as root; the shared server is never touched, and the clusters are removed afterwards),
+  one or two \`converge serve\` (the built CLI) on them, eight nodes reporting every 40 ms and declarations POSTed to the
+  engines' APIs in turn every 150 ms. Restart: the server stopped with \`pg_ctl stop -m immediate\` (every backend
+  killed, crash recovery at start) and started again. Failover: a primary with a synchronous streaming standby
+  (\`synchronous_standby_names\`, \`synchronous_commit = on\`), the engines given both hosts in one multi-host URL
+  (\`src/store/postgres/hosts.ts\`); the primary stopped the same way for good and the standby promoted. Every report
+  the broker confirmed must be stored once, every declaration accepted before the stop still be in the store after it,
+  every accepted declaration reach its node (twice only if POSTed before the server was down: the relay's
+  at-least-once window), the relay lease be taken again
+  (a new generation), a declaration accepted after the fault be delivered, and every engine's read model reach the
+  store's head. Time to recover: from the stop until every report confirmed before it and one confirmed once the server
+  was down are stored, the lease is taken again and a declaration accepted after the fault is delivered, whichever is
+  last (each also from the moment the server was back, in the notes). Also in \`npm test\`
+  (\`test/faults/postgresFailover.fault.test.ts\`).
 - **tampered declarations** — \`test/faults/tamperingScenario.ts\`: after an untampered control declaration converges, each
   declaration is recorded, tampered and published to \`node.<id>\` as the relay publishes: a bit flipped at a random
   position (fast-check) in the declaration bytes or in the signature, the same JSON re-encoded, a signature by another

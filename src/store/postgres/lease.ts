@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { ClientConfig } from 'pg';
 import { createBackoff, sleep } from '../../retry.ts';
 import type { LeaseHold } from '../port.ts';
@@ -32,6 +32,7 @@ export const defaultLeaseTtlMs = 10_000;
 type Row = { generation: string; beat: string; free: boolean; gone: boolean };
 
 export function acquirePostgresLease(
+  Client: typeof pg.Client,
   config: ClientConfig,
   schema: string,
   name: string,
@@ -45,7 +46,7 @@ export function acquirePostgresLease(
   const table = `${schema}.leases`;
   return (async () => {
     while (!signal.aborted) {
-      const client = new pg.Client({ ...config, keepAlive: true, keepAliveInitialDelayMillis: 5_000 });
+      const client = new Client({ ...config, keepAlive: true, keepAliveInitialDelayMillis: 5_000 });
       let gone: () => void = () => undefined;
       const lost = new Promise<void>((resolve) => (gone = resolve));
       client.on('error', () => gone());

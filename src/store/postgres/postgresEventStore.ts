@@ -17,6 +17,7 @@ import { auditHeadSql, readStoredSql } from './audit.ts';
 import { postgresStats, statsSql, storageSql } from './stats.ts';
 import { channelOf, checkSchemaName, migrate, statementName } from './schema.ts';
 import { listenForAppends } from './wakeups.ts';
+import { clientFor, splitHosts } from './hosts.ts';
 import type { Wakeups } from './wakeups.ts';
 
 // The PostgreSQL adapter: a store several engines can share. node-postgres (`pg`):
@@ -41,20 +42,30 @@ export type PostgresEventStoreOptions = Readonly<{
   applicationName?: string;
 }>;
 
-/** `postgres://…?schema=name` → the connection string without `schema`, and the schema. */
+/**
+ * `postgres://…?schema=name` → the connection string without `schema`, and the schema. Several
+ * hosts (`postgres://u@h1:5432,h2:5433/db`, libpq's form, ./hosts.ts) are checked one by one.
+ */
 export function parsePostgresUrl(url: string): { connectionString: string; schema: string | null } {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} is not a valid postgres:// URL`);
-  }
-  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
-    throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} is not a postgres:// URL`);
-  }
-  const schema = u.searchParams.get('schema');
-  u.searchParams.delete('schema');
-  return { connectionString: u.toString(), schema };
+  const parsed = splitHosts(url).map((one) => {
+    let u: URL;
+    try {
+      u = new URL(one);
+    } catch {
+      throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} is not a valid postgres:// URL`);
+    }
+    if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
+      throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} is not a postgres:// URL`);
+    }
+    return u;
+  });
+  const first = parsed[0]!;
+  const schema = first.searchParams.get('schema');
+  for (const u of parsed) u.searchParams.delete('schema');
+  if (parsed.length === 1) return { connectionString: first.toString(), schema };
+  const user = first.username === '' ? '' : `${first.username}${first.password === '' ? '' : `:${first.password}`}@`;
+  const hosts = parsed.map((u) => u.host).join(',');
+  return { connectionString: `${first.protocol}//${user}${hosts}${first.pathname}${first.search}`, schema };
 }
 
 // int8 as bigint (positions, revisions), json left as text: decoded once per event below, with
@@ -93,7 +104,9 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
     types,
     options: '-c plan_cache_mode=force_generic_plan',
   };
-  const pool: Pool = new pg.Pool({ ...clientConfig, max: options.poolSize ?? 4 });
+  // One host, or a primary and its standbys (./hosts.ts): every connection goes to the writable one.
+  const Client = clientFor(clientConfig);
+  const pool: Pool = new pg.Pool({ ...clientConfig, Client, max: options.poolSize ?? 4 });
   // An idle pooled connection that breaks (server restart) is dropped by the pool and reported
   // here; the next query opens a new one, and a failing query reports STORE_UNAVAILABLE itself.
   pool.on('error', () => undefined);
@@ -330,7 +343,7 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
 
     subscribe(opts: SubscribeOptions) {
       if (closed) throw storeClosed('postgres');
-      wakeups ??= listenForAppends(clientConfig, channelOf(s), notifier, (err) => {
+      wakeups ??= listenForAppends(Client, clientConfig, channelOf(s), notifier, (err) => {
         const e = pgError(err, 'LISTEN for appends (subscriptions fall back to polling until it is back)');
         for (const report of reporters) report(e);
       });
@@ -369,7 +382,7 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
       await open();
       // A store closing gives up whatever it holds or waits for.
       const stop = AbortSignal.any([signal, closing.signal]);
-      const hold = await acquirePostgresLease(clientConfig, s, name, stop, options.lease);
+      const hold = await acquirePostgresLease(Client, clientConfig, s, name, stop, options.lease);
       if (hold !== null && closed) {
         // close() ran while the lock was being taken: it has already released what it knew of.
         await hold.release();

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { ClientConfig } from 'pg';
 import { createBackoff, sleep } from '../../retry.ts';
 import type { BackoffOptions } from '../../retry.ts';
@@ -13,6 +13,7 @@ import type { Notifier } from '../notifier.ts';
 export type Wakeups = Readonly<{ stop: () => Promise<void> }>;
 
 export function listenForAppends(
+  Client: typeof pg.Client,
   config: ClientConfig,
   channel: string,
   notifier: Notifier,
@@ -26,7 +27,7 @@ export function listenForAppends(
   async function run(): Promise<void> {
     const backoff = createBackoff(backoffOptions);
     while (!abort.signal.aborted) {
-      const c = new pg.Client(config);
+      const c = new Client(config);
       // `on`, not `once`: a dying connection can emit several errors, and any without a listener ends the process.
       const lost = new Promise<unknown>((resolve) => {
         c.on('error', resolve);
