@@ -12,20 +12,31 @@ const DECLARE_EVERY_MS = 150;
 /** A POST to an engine cut from its store hangs: give up on it after this long (it may still be recorded later). */
 const POST_TIMEOUT_MS = 4_000;
 
-export type ReportLoad = Load & { confirmedAt: () => ReadonlyMap<string, number> };
+export type ReportLoad = Load & {
+  /** Message id → when its report was first published (the first attempt). */
+  sentAt: () => ReadonlyMap<string, number>;
+};
+
+/** With CONVERGE_FAULT_TRACE set, each step of a scenario on stderr with the time since `t0`. */
+export const tracer =
+  (t0: number) =>
+  (what: string): void => {
+    if (process.env['CONVERGE_FAULT_TRACE'] !== undefined) process.stderr.write(`  [${((Date.now() - t0) / 1000).toFixed(1)} s] ${what}\n`);
+  };
 
 /** Each node reports one after another, every report retried until the broker confirms it. */
 export function startReportLoad(sims: readonly SimulatedNode[]): ReportLoad {
   let finished = false;
   let stopped = false;
   let sent = 0;
-  const confirmedAt = new Map<string, number>();
+  const sentAt = new Map<string, number>();
   const done = Promise.all(
     sims.map(async (sim, k) => {
       for (let i = 0; !finished && !stopped; i++) {
         sent++;
+        const at = Date.now();
         const c = await sim.report({ applied: [`load-${k}-${i}`] }).catch(() => null);
-        if (c !== null) confirmedAt.set(c.messageId, Date.now());
+        if (c !== null) sentAt.set(c.messageId, at);
         await sleep(PACE_MS);
       }
     }),
@@ -35,7 +46,7 @@ export function startReportLoad(sims: readonly SimulatedNode[]): ReportLoad {
     // The load's reports, and the reports the nodes made of the declarations they applied.
     sent: () => sent + sims.reduce((n, s) => n + s.confirmedReports().filter((r) => r.declared !== null).length, 0),
     confirmed: () => new Set(sims.flatMap((s) => s.confirmedReports().map((r) => r.messageId))),
-    confirmedAt: () => confirmedAt,
+    sentAt: () => sentAt,
     stop: () => {
       stopped = true;
     },

@@ -19,7 +19,7 @@ import type { ServeProcess } from '../support/serveProcess.ts';
 import { until } from '../support/until.ts';
 import { countLedger, recordingLink } from './declarationLedger.ts';
 import type { Accepted, Receipt } from './declarationLedger.ts';
-import { startDeclarer, startReportLoad, watchCounters } from './partitionLoad.ts';
+import { startDeclarer, startReportLoad, tracer, watchCounters } from './partitionLoad.ts';
 import type { Api } from './partitionLoad.ts';
 import { readStored, tally } from './scenarios.ts';
 import type { FaultLab, Scenario, ScenarioResult } from './scenarios.ts';
@@ -56,6 +56,7 @@ export const partitionFaults = (cut: Cut): string =>
 const ms = (v: number | null): string => (v === null ? '—' : `${v} ms`);
 
 export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario): Promise<ScenarioResult> {
+  const step = tracer(Date.now());
   const unavailable = await netnsUnavailable();
   if (unavailable !== null) throw new Error(`cannot put engines in network namespaces: ${unavailable}`);
   const scratch = scratchSchema('converge_part');
@@ -89,6 +90,7 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
         },
         host.exec,
       );
+    step('creating the namespaces');
     const hostA = await createEngineHost('a');
     hosts.push(hostA);
     const hostB = await createEngineHost('b');
@@ -103,14 +105,17 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
     };
     await (await connectAmqp({ url: lab.engineUrl, logger, topology })).close();
 
+    step('starting A');
     const a = serve('a', hostA);
     engines.push(a);
     const urlA = await a.url;
     await until('A to take the relay lease', () => a.logged(/relay lease taken/), 30_000);
+    step('starting B');
     const b = serve('b', hostB);
     engines.push(b);
     const urlB = await b.url;
 
+    step('enrolling the nodes');
     const receipts: Receipt[] = [];
     for (const id of ids) {
       const conn = await connectAmqp({ url: await lab.enroll(id), logger, connectionName: `partition-${id}`, heartbeatSeconds: 2 });
@@ -131,6 +136,7 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
     stops.push(declarer.stop);
     const accepted: readonly Accepted[] = declarer.accepted;
     const received = (digest: string): boolean => receipts.some((r) => r.digest === digest);
+    step('load started');
     await until('load to flow and declarations to reach their nodes', () => load.confirmed().size >= 300 && receipts.length >= 4, 60_000);
 
     // A's and B's counters, polled through their APIs (the API links are never cut).
@@ -142,6 +148,7 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
     // The cut. A's API cannot record a declaration without its store: POSTs go to B until the heal.
     declarer.use([apiB]);
     const confirmedBefore = load.confirmed();
+    step(`cutting A from ${cutNames[cut]}`);
     const cutAt = Date.now();
     await hostA.cut(linksOf[cut]);
     const stored = new Map<string, number>();
@@ -152,11 +159,11 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
     // Service back, by a takeover or by the heal: reports (every one confirmed before the cut
     // stored, and one confirmed after it) and declarations (one POSTed after the cut received).
     const ingestBack = until(
-      'ingest to run again',
+      'a report published after the cut stored',
       async () => {
         const s = await storedNow();
         for (const id of confirmedBefore) if (!s.has(id)) return false;
-        return [...load.confirmedAt()].some(([id, at]) => at > cutAt && s.has(id));
+        return [...load.sentAt()].some(([id, at]) => at > cutAt && s.has(id));
       },
       { timeoutMs: 120_000, everyMs: 200 },
     ).then(
@@ -176,6 +183,7 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
     );
 
     // Hold the partition until what this case expects has happened (each bounded), then heal.
+    step('waiting for the relay lease');
     const relayTaken = await until('B to take the relay lease', () => b.logged(/relay lease taken/, cutAt), {
       // Cut from the broker only, A keeps the lease (its store link is fine): give B the same span to show it does not.
       timeoutMs: cut === 'broker' ? defaultLeaseTtlMs + 2_000 : leaseBoundMs,
@@ -202,11 +210,13 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
         30_000,
       ).catch(() => undefined);
     const aAtHeal = counters.a.now()!;
+    step('healing');
     const healAt = Date.now();
     await hostA.heal();
     declarer.use([apiA, apiB]);
 
     // After the heal: A says it lost the lease (if B took it), its API records again, the load goes on.
+    step('healed');
     const lostLogged =
       relayTaken === null
         ? null
@@ -214,12 +224,14 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
             (l) => l.at,
             () => null,
           );
+    step('declarations after the heal');
     const acceptedAtHeal = accepted.length;
     await until(
       'declarations through A and B after the heal',
       () => accepted.slice(acceptedAtHeal).filter((d) => d.via === 'A').length >= 2 && accepted.length >= acceptedAtHeal + 6,
       60_000,
     );
+    step('waiting for service back');
     const ingestMs = await ingestBack;
     const deliveryMs = await deliveryBack;
     declarer.use([]);
@@ -228,6 +240,7 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
     await load.done;
 
     // Settle: every confirmed report stored, every accepted declaration received (or replaced by a later one that was).
+    step('settling');
     const everyReportStored = await until(
       'every confirmed report stored',
       async () => {
@@ -260,6 +273,7 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
     const apisAgree = atHead && (await view(urlA)) === (await view(urlB));
     const end = { a: counters.a.now()!, b: counters.b.now()! };
 
+    step('counting');
     const ledger = countLedger(accepted, receipts);
     const acceptedAt = new Map(accepted.map((d) => [d.digest, d.at]));
     const repeatsInWindow =

@@ -22,6 +22,7 @@ import { rewrittenLog } from './rewrittenLogScenario.ts';
 import { forgedEvidence } from './forgedEvidenceScenario.ts';
 import { twoEngines } from './twoEnginesScenario.ts';
 import { frozenLeader } from './frozenLeaderScenario.ts';
+import { partitionScenarios } from './partitionScenario.ts';
 
 const { values } = parseArgs({ options: { report: { type: 'boolean' }, only: { type: 'string' } } });
 const probe = await probeBroker();
@@ -46,6 +47,7 @@ const every = [
   clusterFailover('kill'),
   twoEngines,
   frozenLeader,
+  ...partitionScenarios,
   rolloutSigkill,
   rollbackSigkill,
 ];
