@@ -9,6 +9,7 @@ import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import type { AmqpConnection } from '../../src/transport/amqpConnection.ts';
 import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
 import { meshTopology, nodeTopology } from '../../src/transport/topology.ts';
+import { createManagementClient, seg } from '../../src/brokerAdmin/managementClient.ts';
 import { defaultBroker, uniqueTag } from '../support/broker.ts';
 import { logger } from '../support/logger.ts';
 import { createEngineHost, netnsUnavailable } from '../support/netns.ts';
@@ -149,8 +150,9 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
     declarer.use([apiB]);
     const confirmedBefore = load.confirmed();
     step(`cutting A from ${cutNames[cut]}`);
-    const cutAt = Date.now();
     await hostA.cut(linksOf[cut]);
+    // From when every packet is dropped (the tc commands take a while on a busy machine).
+    const cutAt = Date.now();
     const stored = new Map<string, number>();
     const storedNow = async (): Promise<Map<string, number>> => {
       for (const [id, n] of (await readStored(reader)).reports) stored.set(id, n);
@@ -272,6 +274,7 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
       JSON.stringify(await (await fetch(`${base}/v1/nodes?prefix=part-${tag}-`, { headers: auth })).json());
     const apisAgree = atHead && (await view(urlA)) === (await view(urlB));
     const end = { a: counters.a.now()!, b: counters.b.now()! };
+    const missing = [...load.confirmed()].filter((id) => !stored.has(id));
 
     step('counting');
     const ledger = countLedger(accepted, receipts);
@@ -290,6 +293,14 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
       `A appended ${end.a.reports - before.a.reports} reports and published ${end.a.published - before.a.published} after the counters were first read (${aAtHeal.published - before.a.published} by the heal), B ${end.b.reports - before.b.reports} and ${end.b.published - before.b.published}`,
       `${accepted.length} declarations accepted (${byVia('A')} via A, ${byVia('B')} via B), ${declarer.unanswered.length} POSTs unanswered, ${declarer.conflicts.length} refused 409, ${declarer.otherRefusals.length} refused otherwise${declarer.otherRefusals.length > 0 ? ` (${declarer.otherRefusals.slice(0, 2).join(' / ')})` : ''}; ${receipts.length} receipts: ${ledger.received} received, ${ledger.superseded} replaced in the inbox by a later one that was received, ${ledger.undelivered.length} undelivered${ledger.undelivered.length > 0 ? ` (${ledger.undelivered.slice(0, 3).join(', ')})` : ''}; ${ledger.repeated.length} received twice (all POSTed before the cut: ${repeatsInWindow}), ${ledger.repeatsAfterNewer} of those repeats after a newer one; ${ledger.outOfOrder.length} out of order`,
       `both APIs at the store head ${String(head)} with the same nodes: ${apisAgree}`,
+      ...(missing.length === 0
+        ? []
+        : [
+            `missing from the store: ${missing.slice(0, 3).join(', ')} (sent ${missing
+              .slice(0, 3)
+              .map((id) => (load.sentAt().get(id) ?? 0) - cutAt)
+              .join(', ')} ms after the cut); ${await queueDepths(lab)}`,
+          ]),
     ];
     const relayChecks: Record<string, boolean> =
       cut === 'broker'
@@ -325,6 +336,18 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
     await reader.close().catch(() => undefined);
     await scratch.drop().catch(() => undefined);
   }
+}
+
+/** mesh.reports' and mesh.dead's messages (ready, unacked) and consumers, for a note when a report is missing. */
+async function queueDepths(lab: FaultLab): Promise<string> {
+  const admin = createManagementClient({ managementUrl: lab.scratch.managementUrl });
+  const parts: string[] = [];
+  for (const q of ['mesh.reports', 'mesh.dead']) {
+    const r = await admin.request('GET', `/queues/${seg(lab.scratch.vhost)}/${seg(q)}`).catch(() => null);
+    const b = (r?.body ?? {}) as { messages_ready?: number; messages_unacknowledged?: number; consumers?: number };
+    parts.push(`${q}: ${b.messages_ready ?? '?'} ready, ${b.messages_unacknowledged ?? '?'} unacked, ${b.consumers ?? '?'} consumers`);
+  }
+  return parts.join(', ');
 }
 
 export const partitionScenario = (cut: Cut): Scenario => {
