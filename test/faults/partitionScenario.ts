@@ -228,10 +228,13 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
           );
     step('declarations after the heal');
     const acceptedAtHeal = accepted.length;
-    await until(
+    const aRecordsAgain = await until(
       'declarations through A and B after the heal',
       () => accepted.slice(acceptedAtHeal).filter((d) => d.via === 'A').length >= 2 && accepted.length >= acceptedAtHeal + 6,
       60_000,
+    ).then(
+      () => true,
+      () => false,
     );
     step('waiting for service back');
     const ingestMs = await ingestBack;
@@ -285,13 +288,15 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
     const aLastPublish = counters.a.lastChange('published', cutAt, healAt);
     const relayMs = relayTaken === null ? null : relayTaken - cutAt;
     const ingestMovedMs = ingestMoved === null ? null : ingestMoved - cutAt;
+    // An engine cut off mid-append holds the store's append lock until the server ends its session.
+    const duringCut = accepted.filter((d) => d.via === 'B' && d.at > cutAt && d.answeredAt < healAt).length;
     const byVia = (v: string): number => accepted.filter((d) => d.via === v).length;
     const notes = [
       `A cut from ${cutNames[cut]} for ${healAt - cutAt} ms (held until the takeover this case expects, each wait bounded)`,
       `relay lease: ${relayMs === null ? `stayed with A (B did not take it in ${cut === 'broker' ? defaultLeaseTtlMs + 2_000 : leaseBoundMs} ms)` : `taken by B ${relayMs} ms after the cut (ttl ${defaultLeaseTtlMs} ms); A's last publish seen ${aLastPublish === null ? 'before the cut' : `${aLastPublish - cutAt} ms after the cut`}, ${relayTaken! - Math.max(aLastPublish ?? cutAt, cutAt)} ms before B took the lease; A said it lost it ${lostLogged === null ? 'never' : `${lostLogged - cutAt} ms after the cut`}`}`,
       `ingest: ${ingestMovedMs === null ? 'stayed with A (it keeps mesh.reports while its broker link lives)' : `moved to B ${ingestMovedMs} ms after the cut`}; reports flowing into the store again ${ms(ingestMs)} after the cut, declarations POSTed after the cut received ${ms(deliveryMs)} after it; healed ${healAt - cutAt} ms after the cut`,
       `A appended ${end.a.reports - before.a.reports} reports and published ${end.a.published - before.a.published} after the counters were first read (${aAtHeal.published - before.a.published} by the heal), B ${end.b.reports - before.b.reports} and ${end.b.published - before.b.published}`,
-      `${accepted.length} declarations accepted (${byVia('A')} via A, ${byVia('B')} via B), ${declarer.unanswered.length} POSTs unanswered, ${declarer.conflicts.length} refused 409, ${declarer.otherRefusals.length} refused otherwise${declarer.otherRefusals.length > 0 ? ` (${declarer.otherRefusals.slice(0, 2).join(' / ')})` : ''}; ${receipts.length} receipts: ${ledger.received} received, ${ledger.superseded} replaced in the inbox by a later one that was received, ${ledger.undelivered.length} undelivered${ledger.undelivered.length > 0 ? ` (${ledger.undelivered.slice(0, 3).join(', ')})` : ''}; ${ledger.repeated.length} received twice (all POSTed before the cut: ${repeatsInWindow}), ${ledger.repeatsAfterNewer} of those repeats after a newer one; ${ledger.outOfOrder.length} out of order`,
+      `${accepted.length} declarations accepted (${byVia('A')} via A, ${byVia('B')} via B, ${duringCut} of those via B during the partition), ${declarer.unanswered.length} POSTs unanswered, ${declarer.conflicts.length} refused 409, ${declarer.otherRefusals.length} refused otherwise${declarer.otherRefusals.length > 0 ? ` (${declarer.otherRefusals.slice(0, 2).join(' / ')})` : ''}; ${receipts.length} receipts: ${ledger.received} received, ${ledger.superseded} replaced in the inbox by a later one that was received, ${ledger.undelivered.length} undelivered${ledger.undelivered.length > 0 ? ` (${ledger.undelivered.slice(0, 3).join(', ')})` : ''}; ${ledger.repeated.length} received twice (all POSTed before the cut: ${repeatsInWindow}), ${ledger.repeatsAfterNewer} of those repeats after a newer one; ${ledger.outOfOrder.length} out of order`,
       `both APIs at the store head ${String(head)} with the same nodes: ${apisAgree}`,
       ...(missing.length === 0
         ? []
@@ -320,6 +325,8 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
         ...relayChecks,
         ...ingestChecks,
         'every confirmed report stored': everyReportStored,
+        "A's API recorded declarations again after the heal": aRecordsAgain,
+        ...(cut === 'broker' ? {} : { "B's API recorded declarations while A was cut from the store": duringCut > 0 }),
         'every accepted declaration received or replaced by a later one': ledger.undelivered.length === 0,
         'none received twice unless POSTed before the cut': repeatsInWindow,
         'none out of order per node': ledger.outOfOrder.length === 0,
