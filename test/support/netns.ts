@@ -17,6 +17,14 @@ const run = promisify(execFile);
 const ip = (...args: string[]): Promise<unknown> => run('ip', args);
 const inNs = (ns: string, ...cmd: string[]): Promise<unknown> => run('ip', ['netns', 'exec', ns, ...cmd]);
 
+/** Run `ip [options] -batch -` over these commands. */
+function batch(options: readonly string[], commands: readonly string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('ip', [...options, '-batch', '-'], (err) => (err === null ? resolve() : reject(err)));
+    child.stdin!.end(`${commands.join('\n')}\n`);
+  });
+}
+
 export type Link = 'store' | 'broker';
 
 export type EngineHost = Readonly<{
@@ -115,14 +123,20 @@ export async function createEngineHost(label: string): Promise<EngineHost> {
     await ip('netns', 'del', ns).catch(() => undefined);
   };
   try {
-    await inNs(ns, 'ip', 'link', 'set', 'lo', 'up');
-    for (const l of [links.store, links.broker, api]) {
-      await ip('link', 'add', l.root, 'type', 'veth', 'peer', 'name', l.inner, 'netns', ns);
-      await ip('addr', 'add', `${net(l.base + 1)}/30`, 'dev', l.root);
-      await ip('link', 'set', l.root, 'up');
-      await inNs(ns, 'ip', 'addr', 'add', `${net(l.base + 2)}/30`, 'dev', l.inner);
-      await inNs(ns, 'ip', 'link', 'set', l.inner, 'up');
-    }
+    // Two `ip -batch` runs, not a process per command: each costs a second or more on a busy machine.
+    const all = [links.store, links.broker, api];
+    await batch(
+      [],
+      [
+        ...all.map((l) => `link add ${l.root} type veth peer name ${l.inner} netns ${ns}`),
+        ...all.map((l) => `addr add ${net(l.base + 1)}/30 dev ${l.root}`),
+        ...all.map((l) => `link set ${l.root} up`),
+      ],
+    );
+    await batch(
+      ['-n', ns],
+      ['link set lo up', ...all.map((l) => `addr add ${net(l.base + 2)}/30 dev ${l.inner}`), ...all.map((l) => `link set ${l.inner} up`)],
+    );
     const pg = await forward(net(1), 5432);
     const amqp = await forward(net(5), 5672);
     const management = await forward(net(5), 15672);
