@@ -15,7 +15,7 @@ const unavailable = await netnsUnavailable();
 describeOnBroker('engines on separate hosts, partitioned', () => {
   describeOnPostgres('engines on separate hosts on a PostgreSQL store', () => {
     for (const s of partitionScenarios) {
-      test(`${s.name} (${s.faults}): nothing lost or doubled, the lease fenced, declarations in order`, { timeout: 180_000 }, async (t) => {
+      test(`${s.name} (${s.faults}): nothing lost or doubled, the lease fenced, declarations in order`, { timeout: 300_000 }, async (t) => {
         if (unavailable !== null) {
           const why = `engines in network namespaces: ${unavailable}`;
           if (process.getuid?.() === 0) assert.fail(why);

@@ -123,6 +123,8 @@ export type CounterWatch = Readonly<{
   now: () => Counters | null;
   /** When `key` was first seen higher than at the first read (null: not yet). */
   changedAt: (key: Key) => number | null;
+  /** When `key` was first seen rising at or after `from` (null: not yet). */
+  firstChange: (key: Key, from: number) => number | null;
   /** When `key` was last seen rising within [from, to] (null: it did not). */
   lastChange: (key: Key, from: number, to: number) => number | null;
   stop: () => void;
@@ -159,6 +161,7 @@ export function watchCounters(base: string): CounterWatch {
   return {
     now: () => latest,
     changedAt: (key) => rises.find((r) => r.key === key)?.at ?? null,
+    firstChange: (key, from) => rises.find((r) => r.key === key && r.at >= from)?.at ?? null,
     lastChange: (key, from, to) => rises.filter((r) => r.key === key && r.at >= from && r.at <= to).pop()?.at ?? null,
     stop: () => {
       running = false;
