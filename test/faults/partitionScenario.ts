@@ -138,7 +138,7 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
     const accepted: readonly Accepted[] = declarer.accepted;
     const received = (digest: string): boolean => receipts.some((r) => r.digest === digest);
     step('load started');
-    await until('load to flow and declarations to reach their nodes', () => load.confirmed().size >= 300 && receipts.length >= 4, 60_000);
+    await until('load to flow and declarations to reach their nodes', () => load.confirmed().size >= 300 && receipts.length >= 4, 120_000);
 
     // A's and B's counters, polled through their APIs (the API links are never cut).
     const counters = { a: watchCounters(urlA), b: watchCounters(urlB) };
