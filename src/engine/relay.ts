@@ -66,7 +66,8 @@ export function createRelay(options: RelayOptions): Relay {
   /**
    * Fencing: a holder frozen past its lease (SIGSTOP, a paused VM) wakes still subscribed, while
    * another engine publishes. It publishes nothing once its lease's bound has passed (checked
-   * before each publish, on its monotonic clock), and a batch counts as published — its checkpoint
+   * before each publish, on its monotonic clock, and again by the publisher right before the
+   * message is written, after any wait for a channel), and a batch counts as published — its checkpoint
    * saved — only if the store still names its generation the holder.
    */
   const fenced = (hold: LeaseHold | undefined): Error | null =>
@@ -78,9 +79,11 @@ export function createRelay(options: RelayOptions): Relay {
    * One declaration to the broker. With tracing on, a span in the send's trace (found by digest,
    * when this engine recorded the send) whose context travels in the message's `traceparent`.
    */
-  async function publish(e: Recorded<DeclarationSent>): Promise<void> {
+  async function publish(e: Recorded<DeclarationSent>, hold: LeaseHold | undefined): Promise<void> {
+    const fence = hold?.valid;
+    const out = fence === undefined ? outboundOf(e) : { ...outboundOf(e), fence };
     const t = tracer();
-    if (!t.enabled) return publisher.publish(outboundOf(e));
+    if (!t.enabled) return publisher.publish(out);
     const span = t.start('converge.relay.publish', {
       kind: 'producer',
       parent: digestKey(e.data.digest),
@@ -92,7 +95,7 @@ export function createRelay(options: RelayOptions): Relay {
       },
     });
     try {
-      await publisher.publish({ ...outboundOf(e), traceparent: span.traceparent()! });
+      await publisher.publish({ ...out, traceparent: span.traceparent()! });
       span.end();
     } catch (err) {
       span.end(err);
@@ -123,7 +126,7 @@ export function createRelay(options: RelayOptions): Relay {
               for (const e of list) {
                 const stop = fenced(hold);
                 if (stop !== null) throw stop;
-                await publish(e);
+                await publish(e, hold);
                 metrics?.relayPublished.inc();
               }
             }),

@@ -50,6 +50,7 @@ export function createAmqpDeclarationPublisher(conn: AmqpConnection, options: Am
     async publish(d) {
       const ch = await channel.current();
       await inboxes.declare(d.node);
+      if (d.fence !== undefined && !d.fence()) throw new Error(`declaration ${d.digest} not published: the relay lease is past its bound`);
       try {
         await publishConfirmed(
           ch,

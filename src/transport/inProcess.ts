@@ -139,6 +139,8 @@ export function createInProcessBroker(): InProcessBroker {
 
     declarationPublisher: () => ({
       async publish(d: OutboundDeclaration) {
+        if (d.fence !== undefined && !d.fence())
+          throw new Error(`declaration ${d.digest} not published: the relay lease is past its bound`);
         const box = inbox(d.node);
         box.messages.push(d.body);
         feed(box);

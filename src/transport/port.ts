@@ -56,6 +56,12 @@ export type OutboundDeclaration = Readonly<{
   body: Buffer;
   /** The W3C trace context of the relay's publish, sent as the `traceparent` header (a node ignores it). */
   traceparent?: string;
+  /**
+   * Checked immediately before the message is written, after any wait for a channel: false refuses
+   * the publish. The relay's lease bound (docs/operations.md, "Fencing the relay"): checked only
+   * before the call, a publish that waited out a partition for a channel went out after the bound.
+   */
+  fence?: () => boolean;
 }>;
 
 export interface DeclarationPublisher {

@@ -79,3 +79,46 @@ test('the relay publishes no declaration before the WAL sync covering its Declar
   await relay.stop();
   await store.close();
 });
+
+// Fencing (docs/operations.md, "Fencing the relay"): the relay checks its lease's bound before each
+// publish, but a publish may then wait for a channel — the whole partition, when the broker link is
+// cut too — and went out after the bound once the link came back. The publisher checks again right
+// before it writes, with the fence the relay hands it.
+test('a publish that waited past the lease bound is refused where it is written', async () => {
+  const store = createMemoryEventStore();
+  const now = new Date('2026-12-02T12:00:00Z');
+  const e = makeDeclarationSent({ node: 'a', serial: 1, resources: [{ id: 'r1' }], key: testKey, now });
+  await store.append([{ stream: streamOf('a'), expected: 'any', events: [e] }]);
+  let holder = true;
+  const leased = Object.assign(Object.create(store) as typeof store, {
+    acquireLease: async () => ({
+      lost: new Promise<void>(() => undefined),
+      release: async () => undefined,
+      generation: 1n,
+      valid: () => holder,
+    }),
+  });
+  let open!: () => void;
+  const channel = new Promise<void>((r) => (open = r));
+  const fences: boolean[] = [];
+  const publisher: DeclarationPublisher = {
+    async publish(d) {
+      await channel; // waiting for a channel, as the AMQP publisher does while its connection is down
+      fences.push(d.fence?.() ?? true);
+      if (d.fence !== undefined && !d.fence()) throw new Error('fenced');
+    },
+    close: async () => undefined,
+  };
+  const relay = createRelay({ store: leased, publisher, logger: pino({ level: 'silent' }) });
+  relay.start();
+  try {
+    await until('the relay to begin a publish', () => relay.active(), 5_000);
+    await new Promise((r) => setTimeout(r, 20));
+    holder = false; // the bound passes while the publish waits
+    open();
+    await until('the publisher to check its fence', () => fences.length > 0, 5_000);
+    assert.deepEqual(fences, [false], 'the publisher saw the lease past its bound');
+  } finally {
+    await relay.stop();
+  }
+});

@@ -23,6 +23,7 @@ import { forgedEvidence } from './forgedEvidenceScenario.ts';
 import { twoEngines } from './twoEnginesScenario.ts';
 import { frozenLeader } from './frozenLeaderScenario.ts';
 import { postgresFault } from './postgresFailoverScenario.ts';
+import { partitionScenarios } from './partitionScenario.ts';
 
 const { values } = parseArgs({ options: { report: { type: 'boolean' }, only: { type: 'string' } } });
 const probe = await probeBroker();
@@ -50,6 +51,7 @@ const every = [
   postgresFault('restart', 1),
   postgresFault('restart', 2),
   postgresFault('promote', 2),
+  ...partitionScenarios,
   rolloutSigkill,
   rollbackSigkill,
 ];
@@ -253,6 +255,23 @@ ${table}
   was down are stored, the lease is taken again and a declaration accepted after the fault is delivered, whichever is
   last (each also from the moment the server was back, in the notes). Also in \`npm test\`
   (\`test/faults/postgresFailover.fault.test.ts\`).
+- **engine partitioned from PostgreSQL / RabbitMQ / PostgreSQL and RabbitMQ** — \`test/faults/partitionScenario.ts\`:
+  two \`converge serve\` (the built CLI) on one PostgreSQL store, each in a network namespace of its own
+  (\`test/support/netns.ts\`: \`ip netns\`, veth pairs in 10.213.x.0/30 ranges made and removed by the test, TCP
+  forwarders on the root side to PostgreSQL and RabbitMQ on loopback; needs root). A starts first, so it ingests and
+  holds the relay lease; B stands by; 8 simulated nodes report and declarations are POSTed through both APIs (to B
+  only while A is cut). A's link to PostgreSQL, to RabbitMQ, or both is cut by a \`blackhole\` qdisc on both ends of its
+  veth (every packet dropped: a partition, not a reset), held until the takeover the case expects happened (each wait
+  bounded), then healed. Store cut: the relay lease must move to B within its bound and A's last publish (its
+  \`converge_relay_published_total\`, polled) must come before B took the lease, and none after; B's API must record
+  declarations during the cut. Broker cut: \`mesh.reports\` must move to B (the broker ends A's connection on missed
+  heartbeats); the relay lease stays with A, so delivery waits for the heal. Both: both must move. Every confirmed
+  report stored once; every accepted declaration received by its node, or replaced in its one-message inbox by a later
+  one that was; none twice unless POSTed before the cut (the at-least-once window: the batch in flight); none out of
+  order per node (a first receipt with a serial below one its node already had); both APIs at the store head with the
+  same nodes. Time to recover: from the cut until a report published after it is stored and a declaration POSTed
+  after it is received (by the takeover or after the heal); the takeover times are in the notes. Also in \`npm test\`
+  (\`test/faults/partition.fault.test.ts\`).
 - **tampered declarations** — \`test/faults/tamperingScenario.ts\`: after an untampered control declaration converges, each
   declaration is recorded, tampered and published to \`node.<id>\` as the relay publishes: a bit flipped at a random
   position (fast-check) in the declaration bytes or in the signature, the same JSON re-encoded, a signature by another

@@ -30,13 +30,20 @@ export type ServeProcess = Readonly<{
 
 /**
  * Start `converge <args>` (normally `serve …`) with `env` over a clean copy of this process's;
- * `bin` runs another build (an earlier release's, ./previousRelease.ts) instead of this one's.
+ * `bin` runs another build (an earlier release's, ./previousRelease.ts) instead of this one's; `prefix` runs it
+ * through a command that execs it (`ip netns exec <ns>`: the pid stays node's).
  */
-export function startServe(args: readonly string[], env: Readonly<Record<string, string>> = {}, bin = thisBin): ServeProcess {
+export function startServe(
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+  bin = thisBin,
+  prefix: readonly string[] = [],
+): ServeProcess {
   const base: NodeJS.ProcessEnv = { ...process.env };
   // The caller says what this engine uses; nothing leaks in from the shell that runs the tests.
   for (const k of Object.keys(base)) if (k.startsWith('CONVERGE_') && k !== 'CONVERGE_DEBUG') delete base[k];
-  const child = spawn(process.execPath, [bin, ...args], { env: { ...base, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const [command, ...rest] = [...prefix, process.execPath, bin, ...args];
+  const child = spawn(command!, rest, { env: { ...base, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   const lines: LogLine[] = [];
   let text = '';
   let partial = '';

@@ -87,6 +87,9 @@ const pgError = (err: unknown, what: string): ConvergeError => {
   return new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', message, { cause: err });
 };
 
+/** How long the server lets a store session sit idle inside a transaction before ending it (ms). */
+export const idleInTransactionMs = 5_000;
+
 type Row = [position: bigint, id: string, stream: string, revision: bigint, type: string, data: string, metadata: string];
 
 export function createPostgresEventStore(url: string, options: PostgresEventStoreOptions = {}): EventStore {
@@ -98,11 +101,16 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
   // Generic plans for every prepared statement: they are all simple, and the append's custom
   // plan cost ~0.1–0.5 ms of planning on every call (EXPLAIN ANALYZE, batches of 100), since the
   // server kept choosing custom plans for it.
+  // An append holds the position counter's row lock from BEGIN to COMMIT over several round trips:
+  // an engine cut off mid-append (a partition: no FIN, no RST) would hold it, and every engine's
+  // appends, until the server noticed the session was dead — TCP keepalive, hours by default. The
+  // server ends a session idle inside a transaction past this bound instead (docs/operations.md,
+  // "Scaling out").
   const clientConfig: ClientConfig = {
     connectionString: parsed.connectionString,
     application_name: options.applicationName ?? 'converge',
     types,
-    options: '-c plan_cache_mode=force_generic_plan',
+    options: `-c plan_cache_mode=force_generic_plan -c idle_in_transaction_session_timeout=${idleInTransactionMs}`,
   };
   // One host, or a primary and its standbys (./hosts.ts): every connection goes to the writable one.
   const Client = clientFor(clientConfig);

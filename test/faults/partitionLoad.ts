@@ -1,0 +1,170 @@
+import type { SimulatedNode } from '../../src/simulation/simulatedNode.ts';
+import { sleep } from '../support/until.ts';
+import type { Accepted } from './declarationLedger.ts';
+import type { Load } from './scenarios.ts';
+
+// The load of the partition scenarios (test/faults/partitionScenario.ts): reports from simulated
+// nodes, declarations POSTed through the engines' APIs, and the engines' counters read from their
+// /metrics while it runs.
+
+const PACE_MS = 50;
+const DECLARE_EVERY_MS = 150;
+/** A POST to an engine cut from its store hangs: give up on it after this long (it may still be recorded later). */
+const POST_TIMEOUT_MS = 4_000;
+
+export type ReportLoad = Load & {
+  /** Message id → when its report was first published (the first attempt). */
+  sentAt: () => ReadonlyMap<string, number>;
+};
+
+/** With CONVERGE_FAULT_TRACE set, each step of a scenario on stderr with the time since `t0`. */
+export const tracer =
+  (t0: number) =>
+  (what: string): void => {
+    if (process.env['CONVERGE_FAULT_TRACE'] !== undefined) process.stderr.write(`  [${((Date.now() - t0) / 1000).toFixed(1)} s] ${what}\n`);
+  };
+
+/** Each node reports one after another, every report retried until the broker confirms it. */
+export function startReportLoad(sims: readonly SimulatedNode[]): ReportLoad {
+  let finished = false;
+  let stopped = false;
+  let sent = 0;
+  const sentAt = new Map<string, number>();
+  const done = Promise.all(
+    sims.map(async (sim, k) => {
+      for (let i = 0; !finished && !stopped; i++) {
+        sent++;
+        const at = Date.now();
+        const c = await sim.report({ applied: [`load-${k}-${i}`] }).catch(() => null);
+        if (c !== null) sentAt.set(c.messageId, at);
+        await sleep(PACE_MS);
+      }
+    }),
+  ).then(() => undefined);
+  return {
+    done,
+    // The load's reports, and the reports the nodes made of the declarations they applied.
+    sent: () => sent + sims.reduce((n, s) => n + s.confirmedReports().filter((r) => r.declared !== null).length, 0),
+    confirmed: () => new Set(sims.flatMap((s) => s.confirmedReports().map((r) => r.messageId))),
+    sentAt: () => sentAt,
+    stop: () => {
+      stopped = true;
+    },
+    finish: () => {
+      finished = true;
+    },
+  };
+}
+
+export type Api = Readonly<{ name: string; url: string }>;
+
+export type Declarer = Readonly<{
+  accepted: readonly Accepted[];
+  /** POSTs not answered 202: unanswered (timed out or reset), 409, other. */
+  unanswered: readonly string[];
+  conflicts: readonly string[];
+  otherRefusals: readonly string[];
+  /** POST through these APIs in turn from now on (none: pause). */
+  use: (apis: readonly Api[]) => void;
+  stop: () => Promise<void>;
+}>;
+
+/** One declaration at a time, each to the next node, through the APIs in turn. */
+export function startDeclarer(nodes: readonly string[], auth: Readonly<Record<string, string>>, initial: readonly Api[]): Declarer {
+  const accepted: Accepted[] = [];
+  const unanswered: string[] = [];
+  const conflicts: string[] = [];
+  const otherRefusals: string[] = [];
+  let apis = initial;
+  let running = true;
+  const loop = (async () => {
+    for (let i = 0; running; i++) {
+      const api = apis[i % Math.max(1, apis.length)];
+      if (api !== undefined) {
+        const node = nodes[i % nodes.length]!;
+        const at = Date.now();
+        try {
+          const res = await fetch(`${api.url}/v1/nodes/${node}/declarations`, {
+            method: 'POST',
+            headers: { ...auth, 'content-type': 'application/json' },
+            body: JSON.stringify({ resources: [{ id: 'web', image: `web:${i}` }] }),
+            signal: AbortSignal.timeout(POST_TIMEOUT_MS),
+          });
+          if (res.status === 202)
+            accepted.push({ digest: ((await res.json()) as { digest: string }).digest, node, via: api.name, at, answeredAt: Date.now() });
+          else (res.status === 409 ? conflicts : otherRefusals).push(`${api.name}: ${res.status} ${await res.text()}`);
+        } catch (e) {
+          unanswered.push(`${api.name}: ${(e as Error).message}`);
+        }
+      }
+      await sleep(DECLARE_EVERY_MS);
+    }
+  })();
+  return {
+    accepted,
+    unanswered,
+    conflicts,
+    otherRefusals,
+    use: (next) => {
+      apis = next;
+    },
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
+}
+
+export type Counters = Readonly<{ reports: number; published: number }>;
+type Key = keyof Counters;
+
+export type CounterWatch = Readonly<{
+  /** The latest values read (null before the first). */
+  now: () => Counters | null;
+  /** When `key` was first seen higher than at the first read (null: not yet). */
+  changedAt: (key: Key) => number | null;
+  /** When `key` was first seen rising at or after `from` (null: not yet). */
+  firstChange: (key: Key, from: number) => number | null;
+  /** When `key` was last seen rising within [from, to] (null: it did not). */
+  lastChange: (key: Key, from: number, to: number) => number | null;
+  stop: () => void;
+}>;
+
+const series: Record<Key, RegExp> = {
+  reports: /^converge_events_appended_total\{type="ReportReceived"\} /,
+  published: /^converge_relay_published_total /,
+};
+
+/** Read an engine's /metrics every 50 ms. A rise is seen at most a poll late, so "seen before t" means "happened before t". */
+export function watchCounters(base: string): CounterWatch {
+  let latest: Counters | null = null;
+  const rises: { key: Key; at: number }[] = [];
+  let running = true;
+  void (async () => {
+    while (running) {
+      try {
+        const text = await (await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(2_000) })).text();
+        const read = (k: Key): number => {
+          const line = text.split('\n').find((l) => series[k].test(l));
+          return line === undefined ? 0 : Number(line.split(' ').pop());
+        };
+        const next = { reports: read('reports'), published: read('published') };
+        const at = Date.now();
+        if (latest !== null) for (const k of ['reports', 'published'] as const) if (next[k] > latest[k]) rises.push({ key: k, at });
+        latest = next;
+      } catch {
+        // the engine is busy or stopping: read again
+      }
+      await sleep(50);
+    }
+  })();
+  return {
+    now: () => latest,
+    changedAt: (key) => rises.find((r) => r.key === key)?.at ?? null,
+    firstChange: (key, from) => rises.find((r) => r.key === key && r.at >= from)?.at ?? null,
+    lastChange: (key, from, to) => rises.filter((r) => r.key === key && r.at >= from && r.at <= to).pop()?.at ?? null,
+    stop: () => {
+      running = false;
+    },
+  };
+}
