@@ -253,8 +253,8 @@ ${table}
   (a new generation), a declaration accepted after the fault be delivered, and every engine's read model reach the
   store's head. Time to recover: from the stop until every report confirmed before it and one confirmed once the server
   was down are stored, the lease is taken again and a declaration accepted after the fault is delivered, whichever is
-  last (each also from the moment the server was back, in the notes). Also in \`npm test\`
-  (\`test/faults/postgresFailover.fault.test.ts\`).
+  last (each also from the moment the server was back, in the notes). Run by \`npm run faults\` only, not yet in
+  \`npm test\`: its failover case failed one run in three on a machine at load 30, not yet diagnosed.
 - **engine partitioned from PostgreSQL / RabbitMQ / PostgreSQL and RabbitMQ** — \`test/faults/partitionScenario.ts\`:
   two \`converge serve\` (the built CLI) on one PostgreSQL store, each in a network namespace of its own
   (\`test/support/netns.ts\`: \`ip netns\`, veth pairs in 10.213.x.0/30 ranges made and removed by the test, TCP
@@ -270,8 +270,8 @@ ${table}
   one that was; none twice unless POSTed before the cut (the at-least-once window: the batch in flight); none out of
   order per node (a first receipt with a serial below one its node already had); both APIs at the store head with the
   same nodes. Time to recover: from the cut until a report published after it is stored and a declaration POSTed
-  after it is received (by the takeover or after the heal); the takeover times are in the notes. Also in \`npm test\`
-  (\`test/faults/partition.fault.test.ts\`).
+  after it is received (by the takeover or after the heal); the takeover times are in the notes. Run by \`npm run faults\` only, not yet in
+  \`npm test\`: its last run, at load 20–27, failed checks (the rows above), not yet rerun on a quiet machine.
 - **tampered declarations** — \`test/faults/tamperingScenario.ts\`: after an untampered control declaration converges, each
   declaration is recorded, tampered and published to \`node.<id>\` as the relay publishes: a bit flipped at a random
   position (fast-check) in the declaration bytes or in the signature, the same JSON re-encoded, a signature by another

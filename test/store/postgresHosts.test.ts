@@ -5,7 +5,7 @@ import { clientFor, splitHosts } from '../../src/store/postgres/hosts.ts';
 import { parsePostgresUrl } from '../../src/store/postgres/postgresEventStore.ts';
 
 // libpq's multi-host URL (src/store/postgres/hosts.ts): one connection string per host, the rest
-// of the URL kept. The failover itself runs in test/faults/postgresFailover.fault.test.ts.
+// of the URL kept. The failover itself runs in test/faults/postgresFailoverScenario.ts (npm run faults).
 
 test('a URL with one host is kept as it is, and its connections are plain pg clients', () => {
   const url = 'postgres://u:p@db:5432/x?schema=s';
