@@ -56,6 +56,8 @@ export type Demo = Readonly<{
    */
   rollout: (round: number, plan?: Readonly<{ waves?: string; maxFailures?: string; waveTimeoutMs?: number }>) => Promise<StartedRollout>;
   summary: () => DemoSummary;
+  /** Every node but the silent one has answered the latest round sent (no node is `behind`). */
+  settled: () => boolean;
   /** The silent node's status and liveness, for the last line. */
   silentState: () => { status: NodeStatus; liveness: LivenessState } | null;
   stop: () => Promise<void>;
@@ -167,6 +169,10 @@ export async function createDemo(options: DemoOptions): Promise<Demo> {
       const states = [...server.runner.readModel.nodes()].map((s) => withExactLastSeen(s, exact(s.node)));
       const f = summarizeFleet(states, Date.now(), config.graceMs);
       return { ...f.byStatus, ...f.byLiveness, races, p50Ms: f.convergence.p50Ms, p99Ms: f.convergence.p99Ms };
+    },
+    settled() {
+      const answered = new Set<string | undefined>(['converged', 'refused', 'degraded']);
+      return ids.every((id) => id === cast.silent || answered.has(server.runner.readModel.get(id)?.status));
     },
     silentState() {
       const s = server.runner.readModel.get(cast.silent);

@@ -110,8 +110,12 @@ export const run: Run = async ({ io, values, config: given, json }) => {
       await demo.sendRound(round);
       await sleep(intervalMs, stopping.signal);
     }
-    // Let the last round land (the slow nodes need 1.5 intervals) unless the user stopped us.
+    // Let the last round land (the slow nodes need 1.5 intervals) unless the user stopped us: then
+    // until every node but the silent one has answered it, for at most a minute more, so the
+    // summary counts the same on a loaded machine as on a quiet one.
     if (!stopping.signal.aborted) await sleep(intervalMs * 2, stopping.signal);
+    const settleBy = Date.now() + 60_000;
+    while (rounds !== null && !stopping.signal.aborted && !demo.settled() && Date.now() < settleBy) await sleep(100, stopping.signal);
     clearInterval(ticker);
     const final = summary();
     if (json) printJson(io, { final: true, ...final, elapsedMs: Date.now() - started });
