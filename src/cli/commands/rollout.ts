@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { isTerminal } from '../../core/rollout/index.ts';
 import type { TargetSelection } from '../../core/rollout/index.ts';
 import { abortRollout, pauseRollout, resumeRollout, rollbackRollout, startRollout } from '../../engine/rolloutCommands.ts';
@@ -14,6 +12,7 @@ import { openStore, withStore } from '../command.ts';
 import { parseDuration } from '../duration.ts';
 import { who } from '../operator.ts';
 import { printJson, printList, printOne } from '../output.ts';
+import { readSpecJson } from '../specFile.ts';
 import { foldStore } from './readModelFromStore.ts';
 import { foldRollouts } from './rolloutViewFromStore.ts';
 import type { FoldedRollouts } from './rolloutViewFromStore.ts';
@@ -73,30 +72,9 @@ function selectionOf(values: Context['values']): TargetSelection {
   }
 }
 
-function readSpec(io: Context['io'], file: string, stdin: () => Promise<Buffer>): Promise<string> {
-  if (file === '-') return stdin().then((b) => b.toString('utf8'));
-  try {
-    return Promise.resolve(readFileSync(resolve(io.cwd, file), 'utf8'));
-  } catch (e) {
-    throw new ConvergeError(
-      'CONVERGE_ERR_SPEC_INVALID',
-      `cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
-    );
-  }
-}
-
 /** The spec every target is sent: read from a file (or stdin), or under --as-of each node's own then. */
 async function resourcesOf(ctx: Context, file: string): Promise<unknown[]> {
-  const text = await readSpec(ctx.io, file, ctx.io.readStdin);
-  let spec: unknown;
-  try {
-    spec = JSON.parse(text);
-  } catch (e) {
-    throw new ConvergeError(
-      'CONVERGE_ERR_SPEC_INVALID',
-      `${file === '-' ? 'stdin' : file} is not JSON: ${(e as Error).message.replace(/\s+/g, ' ')}`,
-    );
-  }
+  const spec = await readSpecJson(ctx.io, file);
   const resources = (spec as { resources?: unknown } | null)?.resources;
   if (!Array.isArray(resources)) throw new ConvergeError('CONVERGE_ERR_SPEC_INVALID', `${file} has no "resources" list`);
   return resources;

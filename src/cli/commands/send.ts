@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { validateSpec } from '../../core/declaration/index.ts';
 import { createSender } from '../../engine/send.ts';
 import { specAsOf } from '../../engine/specAsOf.ts';
@@ -7,6 +5,7 @@ import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, openStore } from '../command.ts';
 import { printJson } from '../output.ts';
+import { readSpecJson } from '../specFile.ts';
 
 // Send = record (docs/design.md §2: the store is the outbox). The CLI appends the DeclarationSent; the
 // relay of a running `serve` on the same store publishes it. Prints the digest.
@@ -42,18 +41,7 @@ export const run: Run = async ({ io, positionals, config, json, values }) => {
       await store.close();
     }
   }
-  const path = file ?? '-';
-  const text = path === '-' ? (await io.readStdin()).toString('utf8') : readSpec(resolve(io.cwd, path));
-  let spec: unknown;
-  try {
-    spec = JSON.parse(text);
-  } catch (e) {
-    // JSON.parse quotes the input, newlines included; the reason must stay one line.
-    throw new ConvergeError(
-      'CONVERGE_ERR_SPEC_INVALID',
-      `${file === '-' ? 'stdin' : file} is not JSON: ${(e as Error).message.replace(/\s+/g, ' ')}`,
-    );
-  }
+  const spec = await readSpecJson(io, file ?? '-');
   // The whole file is checked, so a field the spec does not have is refused, not dropped.
   const { resources } = validateSpec(spec);
   const store = await openStore(config, io);
@@ -66,14 +54,3 @@ export const run: Run = async ({ io, positionals, config, json, values }) => {
     await store.close();
   }
 };
-
-function readSpec(path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new ConvergeError(
-      'CONVERGE_ERR_SPEC_INVALID',
-      `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
-    );
-  }
-}
