@@ -15,8 +15,10 @@
 //
 //   npm run bench -- engine          BENCH_REPORTS=50000 BENCH_PASSES=3 BENCH_RATE=1000 BENCH_SECONDS=10
 //   BENCH_TRACING=1: also serve --tracing on (spans to a local OTLP sink), read against serve with tracing off
+//   BENCH_BEFORE_ROOT=<checkout>: also serve from another built checkout (say, the commit before a
+//   change), read against this one: a change's cost measured in one run, passes alternating
 //   (`npm run build` first: the engine runs from dist/, as `converge serve` does)
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -204,12 +206,13 @@ function startServe(
   perNode: number,
   sqliteSync: 'thread' | 'group' | 'full' = 'thread',
   tracing = false,
+  from = root,
 ): Child & { url: Promise<string> } {
   const c = startChild(
     [
       // e.g. BENCH_SERVE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to see where serve's time goes
       ...(process.env['BENCH_SERVE_NODE_ARGS']?.split(' ').filter((a) => a !== '') ?? []),
-      'bin/converge.js',
+      join(from, 'bin/converge.js'),
       'serve',
       '--store',
       `sqlite:${storePath}`,
@@ -275,6 +278,7 @@ async function drain(kind: Side, scenario: Scenario, pass: number): Promise<Drai
       Math.ceil(total / scenario.nodes.length),
       kind === 'engine-group' ? 'group' : 'thread',
       kind === 'engine-traced',
+      kind === 'engine-before' ? beforeRoot! : root,
     );
     child = serve;
     const target = head + BigInt(total);
@@ -376,12 +380,15 @@ async function drainScenario(scenario: Scenario): Promise<void> {
   const sides: Side[] = process.env['BENCH_SYNC_GROUP'] === '0' ? ['baseline', 'engine'] : ['baseline', 'engine', 'engine-group'];
   // BENCH_TRACING=1: a fourth side, serve --tracing on exporting to a local sink, read against serve with it off.
   if (tracingToo) sides.push('engine-traced');
+  if (beforeRoot !== undefined) sides.push('engine-before');
   const traced: Drain[] = [];
+  const before: Drain[] = [];
   for (let pass = 0; pass < passes; pass++) {
     const order = pass % 2 === 0 ? sides : [...sides].reverse();
     for (const side of order) {
       const d = await drain(side, scenario, pass);
-      (side === 'engine' ? engine : side === 'baseline' ? baseline : side === 'engine-traced' ? traced : group).push(d);
+      const into = { engine, baseline, 'engine-traced': traced, 'engine-before': before, 'engine-group': group };
+      into[side].push(d);
     }
   }
   const rateOf = (d: Drain): number => total / d.seconds;
@@ -414,6 +421,24 @@ async function drainScenario(scenario: Scenario): Promise<void> {
       converge: traced.map(rateOf),
       baseline: engine.map(rateOf),
       notes: `baseline here is serve with tracing off (the no-op path); spans exported over OTLP/HTTP JSON to a sink in the bench's process, ${sinkSpans()} spans received; ratio per pass ${Math.min(...tracedRatios).toFixed(2)}–${Math.max(...tracedRatios).toFixed(2)}`,
+    });
+  }
+  if (before.length > 0) {
+    const beforeRatios = engine.map((e, i) => rateOf(e) / rateOf(before[i]!));
+    report.row({
+      name: `drain, ${scenario.name}, serve against serve at ${beforeCommit}`,
+      unit: 'reports/s',
+      converge: engine.map(rateOf),
+      baseline: before.map(rateOf),
+      notes: `baseline here is serve built from ${beforeCommit} (BENCH_BEFORE_ROOT), on a store this bench wrote; ratio per pass ${Math.min(...beforeRatios).toFixed(2)}–${Math.max(...beforeRatios).toFixed(2)}`,
+    });
+    report.row({
+      name: `CPU per report, ${scenario.name}, serve against serve at ${beforeCommit}`,
+      unit: 'µs',
+      better: 'lower',
+      converge: engine.map((d) => d.cpuPerReport),
+      baseline: before.map((d) => d.cpuPerReport),
+      notes: "the process's utime + stime over the drain: steadier than the rate on a shared machine",
     });
   }
   report.row({
@@ -564,7 +589,11 @@ async function latency(): Promise<void> {
   report.row({ name: `await wake-up p99, ${under}`, unit: 'ms', better: 'lower', converge: pct(awaits, 99) });
 }
 
-type Side = 'engine' | 'engine-group' | 'engine-traced' | 'baseline';
+type Side = 'engine' | 'engine-group' | 'engine-traced' | 'engine-before' | 'baseline';
+const beforeRoot = process.env['BENCH_BEFORE_ROOT'];
+/** The commit the other checkout is at, named in the row. */
+const beforeCommit =
+  beforeRoot === undefined ? '' : execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: beforeRoot, encoding: 'utf8' }).trim();
 const tracingToo = process.env['BENCH_TRACING'] === '1';
 /** The OTLP/HTTP sink a traced serve exports to: it counts the spans (roughly, by name fields) and drops them. */
 let sinkCount = 0;
