@@ -51,14 +51,18 @@ export function createManagementClient(options: ManagementOptions): ManagementCl
   return {
     baseUrl,
     async request(method, path, body, headers) {
-      let res: Response;
-      try {
-        res = await fetch(`${baseUrl}/api${path}`, {
+      const send = (): Promise<Response> =>
+        fetch(`${baseUrl}/api${path}`, {
           method,
           headers: { ...headers, authorization, 'content-type': 'application/json', accept: 'application/json' },
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
           signal: AbortSignal.timeout(timeoutMs),
         });
+      let res: Response;
+      try {
+        // A kept-alive connection the broker closed while this process was busy fails at the
+        // socket before any answer; every management call is idempotent, so try once more.
+        res = await send().catch((e: unknown) => (droppedConnection(e) ? send() : Promise.reject(e)));
       } catch (cause) {
         throw new ConvergeError(
           'CONVERGE_ERR_BROKER_ADMIN',
@@ -81,6 +85,12 @@ export function createManagementClient(options: ManagementOptions): ManagementCl
       return { status: res.status, body: parsed };
     },
   };
+}
+
+/** fetch's failure when the connection broke before an answer (not a timeout, not a refusal). */
+function droppedConnection(e: unknown): boolean {
+  const code = ((e as { cause?: { code?: unknown } }).cause?.code ?? '') as string;
+  return ['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET'].includes(code);
 }
 
 /**

@@ -3,10 +3,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
-import { run } from '../../src/cli/main.ts';
-import type { CliIo } from '../../src/cli/io.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
+import { cliIn } from '../support/cliInProcess.ts';
+import type { CliResult } from '../support/cliInProcess.ts';
 import { historyInStore } from '../support/history.ts';
 import type { StoreHistory } from '../support/history.ts';
 import { rolloutInStore } from '../support/rolloutInStore.ts';
@@ -14,26 +14,10 @@ import { rolloutInStore } from '../support/rolloutInStore.ts';
 // `converge rollout …` and `converge rollouts` on a SQLite store, in process.
 // No engine runs: the waves are opened and sent by rolloutInStore, as the driver would.
 
-type Result = { code: number; stdout: string; stderr: string };
-
 let dir: string;
 let env: Record<string, string>;
 
-async function cli(args: readonly string[]): Promise<Result> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = {
-    stdout: (t) => void (stdout += t),
-    stderr: (t) => void (stderr += t),
-    env: { ...env, USER: 'ops' },
-    stderrIsTTY: false,
-    readStdin: async () => Buffer.from(''),
-    cwd: dir,
-    interrupted: new Promise(() => {}),
-  };
-  const code = await run(args, io);
-  return { code, stdout, stderr };
-}
+const cli = (args: readonly string[]): Promise<CliResult> => cliIn(dir, args, { ...env, USER: 'ops' });
 
 let store: EventStore;
 let h: StoreHistory;

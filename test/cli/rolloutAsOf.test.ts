@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { readDeclaration } from '../../src/core/declaration/index.ts';
-import { run } from '../../src/cli/main.ts';
-import type { CliIo } from '../../src/cli/io.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
+import { cliIn } from '../support/cliInProcess.ts';
+import type { CliResult } from '../support/cliInProcess.ts';
 import { historyInStore } from '../support/history.ts';
 import { rolloutFleet } from '../support/rolloutFleet.ts';
 import { until } from '../support/until.ts';
@@ -15,25 +15,10 @@ import { until } from '../support/until.ts';
 // `converge rollout start --as-of <time|position>` on a SQLite store, in process: the plan is
 // recorded by the CLI, and the engine's driver (on the same store) sends each node its spec then.
 
-type Result = { code: number; stdout: string; stderr: string };
 let dir: string;
 let env: Record<string, string>;
 
-async function cli(args: readonly string[]): Promise<Result> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = {
-    stdout: (t) => void (stdout += t),
-    stderr: (t) => void (stderr += t),
-    env: { ...env, USER: 'ops' },
-    stderrIsTTY: false,
-    readStdin: async () => Buffer.from(''),
-    cwd: dir,
-    interrupted: new Promise(() => {}),
-  };
-  const code = await run(args, io);
-  return { code, stdout, stderr };
-}
+const cli = (args: readonly string[]): Promise<CliResult> => cliIn(dir, args, { ...env, USER: 'ops' });
 
 const v1 = [{ id: 'web', image: 'nginx:1.26' }];
 let store: EventStore;

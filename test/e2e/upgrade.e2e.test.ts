@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { before, test } from 'node:test';
 import { createBrokerLab, describeOnBroker } from '../support/broker.ts';
 import { describeOnPostgres } from '../support/postgres.ts';
 import { buildPreviousRelease } from '../support/previousRelease.ts';
+import type { PreviousRelease } from '../support/previousRelease.ts';
 import { runUpgrade } from './upgradeScenario.ts';
 
 // docs/operations.md "Upgrades": the previous release and this one side by side on one
@@ -12,11 +13,19 @@ import { runUpgrade } from './upgradeScenario.ts';
 
 describeOnBroker('upgrade from the previous release', () => {
   describeOnPostgres('upgrade on one PostgreSQL store', () => {
+    // Building the release takes minutes on a loaded machine when no cached build exists: it
+    // gets a budget of its own, apart from the test's.
+    let release: PreviousRelease;
+    before(
+      () => {
+        release = buildPreviousRelease();
+      },
+      { timeout: 1_200_000 },
+    );
     test(
       'old and new side by side, old stopped, then new and old, new stopped: nothing lost, each reads the other, refusals are loud',
       { timeout: 300_000 },
       async (t) => {
-        const release = buildPreviousRelease();
         t.diagnostic(
           `previous release ${release.commit.slice(0, 12)} ${release.builtNow ? `built in ${release.buildMs} ms` : 'from the cache'} (${release.dir})`,
         );

@@ -4,19 +4,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { generateSigningKey, signingKeyToPem } from '../../src/core/declaration/index.ts';
-import { createSimulatedNode } from '../../src/simulation/simulatedNode.ts';
 import type { SimulatedNode } from '../../src/simulation/simulatedNode.ts';
 import { createPostgresEventStore, postgresSchemaVersion } from '../../src/store/postgres/index.ts';
 import type { EventStore, StreamWrite } from '../../src/store/index.ts';
-import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import type { AmqpConnection } from '../../src/transport/amqpConnection.ts';
-import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
-import { meshTopology, nodeTopology } from '../../src/transport/topology.ts';
-import { recordingLink } from '../faults/twoEnginesScenario.ts';
-import type { Receipt } from '../faults/twoEnginesScenario.ts';
 import { defaultBroker, uniqueTag } from '../support/broker.ts';
+import { declareMesh, enrollSimulatedNodes, startReportLoad } from '../support/faults/simulatedFleet.ts';
+import type { Receipt } from '../support/faults/simulatedFleet.ts';
 import type { BrokerLab } from '../support/broker.ts';
-import { logger } from '../support/logger.ts';
 import { postgresTestUrl, scratchSchema } from '../support/postgres.ts';
 import type { PreviousRelease } from '../support/previousRelease.ts';
 import { startServe, thisBin } from '../support/serveProcess.ts';
@@ -96,22 +91,10 @@ export async function runUpgrade(
     progress(`${Date.now() - t0} ms: waiting for ${what}`);
     return until(what, ...rest);
   };
-  let loading = false;
+  let stopLoad = (): void => undefined;
   let declaring = false;
   try {
-    const mesh = meshTopology();
-    const inboxes = ids.map((id) => nodeTopology(id));
-    await (
-      await connectAmqp({
-        url: lab.engineUrl,
-        logger,
-        topology: {
-          exchanges: mesh.exchanges,
-          queues: [...mesh.queues, ...inboxes.flatMap((t) => t.queues)],
-          bindings: [...mesh.bindings, ...inboxes.flatMap((t) => t.bindings)],
-        },
-      })
-    ).close();
+    await declareMesh(lab.engineUrl, ids);
 
     // The previous release first: it takes mesh.reports and the relay lease. Then this one.
     const old1 = serve('old1', release.bin);
@@ -121,27 +104,10 @@ export async function runUpgrade(
     const urlNew1 = await new1.url;
 
     const receipts: Receipt[] = [];
-    for (const id of ids) {
-      const conn = await connectAmqp({ url: await lab.enroll(id), logger, connectionName: `upgrade-${id}`, heartbeatSeconds: 2 });
-      conns.push(conn);
-      const sim = createSimulatedNode({
-        link: recordingLink(createAmqpNodeLink(conn, { node: id, logger }), receipts),
-        verifyingKey: key,
-        logger,
-      });
-      await sim.start();
-      sims.push(sim);
-    }
-    const confirmed = (): Set<string> => new Set(sims.flatMap((s) => s.confirmedReports().map((r) => r.messageId)));
-    loading = true;
-    const load = Promise.all(
-      sims.map(async (sim, k) => {
-        for (let i = 0; loading; i++) {
-          await sim.report({ applied: [`load-${k}-${i}`] }).catch(() => null);
-          await sleep(PACE_MS);
-        }
-      }),
-    );
+    await enrollSimulatedNodes({ enroll: (id) => lab.enroll(id), ids, key, tag: 'upgrade', receipts, sims, conns });
+    const load = startReportLoad(sims, PACE_MS);
+    stopLoad = load.stop;
+    const confirmed = load.confirmed;
     const accepted: Accepted[] = [];
     const refused: string[] = [];
     let apis = [
@@ -207,8 +173,8 @@ export async function runUpgrade(
     await untilSaid('declarations through the old engine that joined', () => deliveredVia('old2', acceptedBeforeJoin), 60_000);
     declaring = false;
     await declarer;
-    loading = false;
-    await load;
+    load.finish();
+    await load.done;
     checks['everyReportStoredOnce'] = await untilSaid(
       'every confirmed report stored',
       async () => {
@@ -379,7 +345,7 @@ export async function runUpgrade(
     );
     return { notes, checks };
   } finally {
-    loading = false;
+    stopLoad();
     declaring = false;
     for (const s of sims) await s.stop().catch(() => undefined);
     for (const c of conns) await c.close().catch(() => undefined);

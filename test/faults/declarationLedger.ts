@@ -1,29 +1,9 @@
-import { digestOf, readDeclaration } from '../../src/core/declaration/index.ts';
-import { parseSigned } from '../../src/core/wire/index.ts';
-import type { NodeLink } from '../../src/transport/port.ts';
+import type { Accepted, Receipt } from '../support/faults/simulatedFleet.ts';
 
 // What the nodes received of what the APIs accepted, for the fault scenarios that run engines as
 // processes: every declaration a node takes from its inbox is recorded (digest, serial, when)
-// before the node handles it, and the counts below are taken from those records.
-
-export type Receipt = Readonly<{ node: string; digest: string; serial: number; at: number }>;
-/** `at`: when the POST was sent; `answeredAt`: when its 202 came. */
-export type Accepted = Readonly<{ digest: string; node: string; via: string; at: number; answeredAt: number }>;
-
-/** The node's inbox, recording every declaration it receives before the node handles it. */
-export function recordingLink(link: NodeLink, receipts: Receipt[]): NodeLink {
-  return {
-    node: link.node,
-    consume: (onMessage) =>
-      link.consume(async (body) => {
-        const { declaration } = parseSigned(body);
-        receipts.push({ node: link.node, digest: digestOf(declaration), serial: readDeclaration(declaration).serial, at: Date.now() });
-        await onMessage(body);
-      }),
-    publish: (key, body, messageId) => link.publish(key, body, messageId),
-    close: () => link.close(),
-  };
-}
+// before the node handles it (test/support/faults/simulatedFleet.ts), and the counts below are
+// taken from those records.
 
 export type LedgerCounts = Readonly<{
   /** Accepted declarations received at least once. */

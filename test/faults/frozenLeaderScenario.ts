@@ -1,16 +1,16 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { digestOf, generateSigningKey, signingKeyToPem } from '../../src/core/declaration/index.ts';
-import { parseSigned } from '../../src/core/wire/index.ts';
+import { generateSigningKey, signingKeyToPem } from '../../src/core/declaration/index.ts';
 import { createSimulatedNode } from '../../src/simulation/simulatedNode.ts';
 import type { SimulatedNode } from '../../src/simulation/simulatedNode.ts';
 import { defaultLeaseTtlMs } from '../../src/store/postgres/lease.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import type { AmqpConnection } from '../../src/transport/amqpConnection.ts';
 import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
-import type { NodeLink } from '../../src/transport/port.ts';
 import { meshTopology, nodeTopology } from '../../src/transport/topology.ts';
 import { defaultBroker, uniqueTag } from '../support/broker.ts';
+import { recordingLink } from '../support/faults/simulatedFleet.ts';
+import type { Receipt } from '../support/faults/simulatedFleet.ts';
 import { logger } from '../support/logger.ts';
 import { scratchSchema } from '../support/postgres.ts';
 import { startServe } from '../support/serveProcess.ts';
@@ -31,26 +31,11 @@ export const frozenLeaderFaults =
 /** The bound B is given to take over: the lease's ttl, a standby's read interval and a margin for two busy cores. */
 const takeoverBoundMs = defaultLeaseTtlMs + 10_000;
 
-type Receipt = { digest: string; at: number };
-
 /** converge_relay_published_total from an engine's /metrics (0 before the series appears). */
 async function relayPublished(base: string): Promise<number> {
   const text = await (await fetch(`${base}/metrics`)).text();
   const line = text.split('\n').find((l) => /^converge_relay_published_total /.test(l));
   return line === undefined ? 0 : Number(line.split(' ').pop());
-}
-
-function recordingLink(link: NodeLink, receipts: Receipt[]): NodeLink {
-  return {
-    node: link.node,
-    consume: (onMessage) =>
-      link.consume(async (body) => {
-        receipts.push({ digest: digestOf(parseSigned(body).declaration), at: Date.now() });
-        await onMessage(body);
-      }),
-    publish: (key, body, messageId) => link.publish(key, body, messageId),
-    close: () => link.close(),
-  };
 }
 
 export async function runFrozenLeader(lab: FaultLab): Promise<ScenarioResult> {

@@ -1,21 +1,13 @@
-import type { SimulatedNode } from '../../src/simulation/simulatedNode.ts';
 import { sleep } from '../support/until.ts';
-import type { Accepted } from './declarationLedger.ts';
-import type { Load } from './scenarios.ts';
+import type { Accepted } from '../support/faults/simulatedFleet.ts';
 
 // The load of the partition scenarios (test/faults/partitionScenario.ts): reports from simulated
 // nodes, declarations POSTed through the engines' APIs, and the engines' counters read from their
 // /metrics while it runs.
 
-const PACE_MS = 50;
 const DECLARE_EVERY_MS = 150;
 /** A POST to an engine cut from its store hangs: give up on it after this long (it may still be recorded later). */
 const POST_TIMEOUT_MS = 4_000;
-
-export type ReportLoad = Load & {
-  /** Message id → when its report was first published (the first attempt). */
-  sentAt: () => ReadonlyMap<string, number>;
-};
 
 /** With CONVERGE_FAULT_TRACE set, each step of a scenario on stderr with the time since `t0`. */
 export const tracer =
@@ -23,38 +15,6 @@ export const tracer =
   (what: string): void => {
     if (process.env['CONVERGE_FAULT_TRACE'] !== undefined) process.stderr.write(`  [${((Date.now() - t0) / 1000).toFixed(1)} s] ${what}\n`);
   };
-
-/** Each node reports one after another, every report retried until the broker confirms it. */
-export function startReportLoad(sims: readonly SimulatedNode[]): ReportLoad {
-  let finished = false;
-  let stopped = false;
-  let sent = 0;
-  const sentAt = new Map<string, number>();
-  const done = Promise.all(
-    sims.map(async (sim, k) => {
-      for (let i = 0; !finished && !stopped; i++) {
-        sent++;
-        const at = Date.now();
-        const c = await sim.report({ applied: [`load-${k}-${i}`] }).catch(() => null);
-        if (c !== null) sentAt.set(c.messageId, at);
-        await sleep(PACE_MS);
-      }
-    }),
-  ).then(() => undefined);
-  return {
-    done,
-    // The load's reports, and the reports the nodes made of the declarations they applied.
-    sent: () => sent + sims.reduce((n, s) => n + s.confirmedReports().filter((r) => r.declared !== null).length, 0),
-    confirmed: () => new Set(sims.flatMap((s) => s.confirmedReports().map((r) => r.messageId))),
-    sentAt: () => sentAt,
-    stop: () => {
-      stopped = true;
-    },
-    finish: () => {
-      finished = true;
-    },
-  };
-}
 
 export type Api = Readonly<{ name: string; url: string }>;
 

@@ -1,13 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateSigningKey, signingKeyToPem } from '../../src/core/declaration/index.ts';
-import { createSimulatedNode } from '../../src/simulation/simulatedNode.ts';
 import type { SimulatedNode } from '../../src/simulation/simulatedNode.ts';
 import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import { defaultLeaseTtlMs } from '../../src/store/postgres/lease.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import type { AmqpConnection } from '../../src/transport/amqpConnection.ts';
-import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
 import { meshTopology, nodeTopology } from '../../src/transport/topology.ts';
 import { createManagementClient, seg } from '../../src/brokerAdmin/managementClient.ts';
 import { defaultBroker, uniqueTag } from '../support/broker.ts';
@@ -18,9 +16,10 @@ import { scratchSchema } from '../support/postgres.ts';
 import { startServe } from '../support/serveProcess.ts';
 import type { ServeProcess } from '../support/serveProcess.ts';
 import { until } from '../support/until.ts';
-import { countLedger, recordingLink } from './declarationLedger.ts';
-import type { Accepted, Receipt } from './declarationLedger.ts';
-import { startDeclarer, startReportLoad, tracer, watchCounters } from './partitionLoad.ts';
+import { countLedger } from './declarationLedger.ts';
+import { enrollSimulatedNodes, startReportLoad } from '../support/faults/simulatedFleet.ts';
+import type { Accepted, Receipt } from '../support/faults/simulatedFleet.ts';
+import { startDeclarer, tracer, watchCounters } from './partitionLoad.ts';
 import type { Api } from './partitionLoad.ts';
 import { readStored, tally } from './scenarios.ts';
 import type { FaultLab, Scenario, ScenarioResult } from './scenarios.ts';
@@ -47,6 +46,7 @@ const linksOf: Record<Cut, Link[]> = { store: ['store'], broker: ['broker'], bot
 const cutNames: Record<Cut, string> = { store: 'PostgreSQL', broker: 'RabbitMQ', both: 'PostgreSQL and RabbitMQ' };
 
 const NODES = 8;
+const PACE_MS = 50;
 const RELAY_BATCH = 100;
 /** Bound given to B to take the relay lease after the cut: ttl, a read interval, and a margin for two busy cores. */
 const leaseBoundMs = defaultLeaseTtlMs + 10_000;
@@ -119,18 +119,8 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
 
     step('enrolling the nodes');
     const receipts: Receipt[] = [];
-    for (const id of ids) {
-      const conn = await connectAmqp({ url: await lab.enroll(id), logger, connectionName: `partition-${id}`, heartbeatSeconds: 2 });
-      conns.push(conn);
-      const sim = createSimulatedNode({
-        link: recordingLink(createAmqpNodeLink(conn, { node: id, logger }), receipts),
-        verifyingKey: key,
-        logger,
-      });
-      await sim.start();
-      sims.push(sim);
-    }
-    const load = startReportLoad(sims);
+    await enrollSimulatedNodes({ enroll: (id) => lab.enroll(id), ids, key, tag: 'partition', receipts, sims, conns });
+    const load = startReportLoad(sims, PACE_MS);
     stops.push(load.stop);
     const apiA: Api = { name: 'A', url: urlA };
     const apiB: Api = { name: 'B', url: urlB };

@@ -1,16 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { digestOf, generateSigningKey, signingKeyToPem } from '../../src/core/declaration/index.ts';
-import { parseSigned } from '../../src/core/wire/index.ts';
-import { createSimulatedNode } from '../../src/simulation/simulatedNode.ts';
+import { generateSigningKey, signingKeyToPem } from '../../src/core/declaration/index.ts';
 import type { SimulatedNode } from '../../src/simulation/simulatedNode.ts';
-import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import type { AmqpConnection } from '../../src/transport/amqpConnection.ts';
-import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
-import type { NodeLink } from '../../src/transport/port.ts';
-import { meshTopology, nodeTopology } from '../../src/transport/topology.ts';
 import { defaultBroker, uniqueTag } from '../support/broker.ts';
-import { logger } from '../support/logger.ts';
+import { declareMesh, enrollSimulatedNodes, startReportLoad } from '../support/faults/simulatedFleet.ts';
+import type { Accepted, Receipt } from '../support/faults/simulatedFleet.ts';
 import { startServe } from '../support/serveProcess.ts';
 import type { ServeProcess } from '../support/serveProcess.ts';
 import { sleep, until } from '../support/until.ts';
@@ -20,10 +15,6 @@ import type { FaultLab, Load } from './scenarios.ts';
 // `converge serve` (the built CLI) on one store URL and one broker vhost, simulated nodes
 // (src/simulation/) reporting under load with each report retried until confirmed, and an
 // operator POSTing declarations to the engines' APIs in turn, recording what each answered.
-
-export type Receipt = Readonly<{ digest: string; node: string; at: number }>;
-/** A declaration an API accepted: `at` when the POST was sent, `answeredAt` when its 202 came. */
-export type Accepted = Readonly<{ digest: string; node: string; via: string; at: number; answeredAt: number }>;
 
 export type PgFleet = Readonly<{
   engines: readonly { name: string; serve: ServeProcess; url: string }[];
@@ -38,19 +29,6 @@ export type PgFleet = Readonly<{
   stopDeclaring: () => Promise<void>;
   close: () => Promise<void>;
 }>;
-
-function recordingLink(link: NodeLink, receipts: Receipt[]): NodeLink {
-  return {
-    node: link.node,
-    consume: (onMessage) =>
-      link.consume(async (body) => {
-        receipts.push({ digest: digestOf(parseSigned(body).declaration), node: link.node, at: Date.now() });
-        await onMessage(body);
-      }),
-    publish: (key, body, messageId) => link.publish(key, body, messageId),
-    close: () => link.close(),
-  };
-}
 
 export async function startPgFleet(
   lab: FaultLab,
@@ -87,19 +65,7 @@ export async function startPgFleet(
     for (const e of engines) await e.serve.kill();
   };
   try {
-    const mesh = meshTopology();
-    const inboxes = ids.map((id) => nodeTopology(id));
-    await (
-      await connectAmqp({
-        url: lab.engineUrl,
-        logger,
-        topology: {
-          exchanges: mesh.exchanges,
-          queues: [...mesh.queues, ...inboxes.flatMap((t) => t.queues)],
-          bindings: [...mesh.bindings, ...inboxes.flatMap((t) => t.bindings)],
-        },
-      })
-    ).close();
+    await declareMesh(lab.engineUrl, ids);
 
     // A first, so it holds mesh.reports and the relay lease; then B, standing by.
     for (const name of o.engines === 1 ? ['A'] : ['A', 'B']) {
@@ -110,45 +76,9 @@ export async function startPgFleet(
     }
 
     const receipts: Receipt[] = [];
-    for (const id of ids) {
-      const conn = await connectAmqp({ url: await lab.enroll(id), logger, connectionName: `pg-fault-${id}`, heartbeatSeconds: 2 });
-      conns.push(conn);
-      const sim = createSimulatedNode({
-        link: recordingLink(createAmqpNodeLink(conn, { node: id, logger }), receipts),
-        verifyingKey: key,
-        logger,
-      });
-      await sim.start();
-      sims.push(sim);
-    }
-
-    let finished = false;
-    let stopped = false;
-    let sent = 0;
-    stopLoad = () => {
-      stopped = true;
-    };
-    const confirmedAt = new Map<string, number>();
-    const done = Promise.all(
-      sims.map(async (sim, k) => {
-        for (let i = 0; !finished && !stopped; i++) {
-          sent++;
-          const c = await sim.report({ applied: [`load-${k}-${i}`] }).catch(() => null);
-          if (c !== null) confirmedAt.set(c.messageId, Date.now());
-          await sleep(o.paceMs);
-        }
-      }),
-    ).then(() => undefined);
-    const load: Load = {
-      done,
-      // The load's reports, and those the nodes made of the declarations they applied.
-      sent: () => sent + sims.reduce((n, s) => n + s.confirmedReports().filter((r) => r.declared !== null).length, 0),
-      confirmed: () => new Set(sims.flatMap((s) => s.confirmedReports().map((r) => r.messageId))),
-      stop: () => stopLoad(),
-      finish: () => {
-        finished = true;
-      },
-    };
+    await enrollSimulatedNodes({ enroll: (id) => lab.enroll(id), ids, key, tag: 'pg-fault', receipts, sims, conns });
+    const load = startReportLoad(sims, o.paceMs);
+    stopLoad = load.stop;
 
     const accepted: Accepted[] = [];
     const refused: { at: number; what: string }[] = [];
@@ -181,7 +111,7 @@ export async function startPgFleet(
     return {
       engines,
       load,
-      confirmedAt,
+      confirmedAt: load.confirmedAt(),
       receipts,
       accepted,
       refused,

@@ -2,26 +2,20 @@ import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { digestOf, generateSigningKey, signingKeyToPem } from '../../src/core/declaration/index.ts';
-import { createSimulatedNode } from '../../src/simulation/simulatedNode.ts';
+import { generateSigningKey, signingKeyToPem } from '../../src/core/declaration/index.ts';
 import type { SimulatedNode } from '../../src/simulation/simulatedNode.ts';
 import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import type { EventStore } from '../../src/store/index.ts';
-import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import type { AmqpConnection } from '../../src/transport/amqpConnection.ts';
-import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
-import type { NodeLink } from '../../src/transport/port.ts';
-import { meshTopology, nodeTopology } from '../../src/transport/topology.ts';
-import type { Topology } from '../../src/transport/topology.ts';
-import { parseSigned } from '../../src/core/wire/index.ts';
 import { defaultBroker, uniqueTag } from '../support/broker.ts';
-import { logger } from '../support/logger.ts';
 import { scratchSchema } from '../support/postgres.ts';
 import { startServe } from '../support/serveProcess.ts';
 import type { ServeProcess } from '../support/serveProcess.ts';
 import { sleep, until } from '../support/until.ts';
 import { tally } from './scenarios.ts';
-import type { FaultLab, Load, Scenario, ScenarioResult } from './scenarios.ts';
+import type { FaultLab, Scenario, ScenarioResult } from './scenarios.ts';
+import { declareMesh, enrollSimulatedNodes, startReportLoad } from '../support/faults/simulatedFleet.ts';
+import type { Accepted, Receipt } from '../support/faults/simulatedFleet.ts';
 
 // End to end: two `converge serve` processes (the built CLI) on one PostgreSQL store
 // (a scratch schema) and one broker (a scratch vhost). A starts first, so it is the single active
@@ -48,24 +42,6 @@ const RELAY_BATCH = 100;
 
 export const twoEnginesFaults =
   'two `converge serve` on one PostgreSQL store and one broker; the active one (ingest + relay lease) SIGKILLed under report load and declarations POSTed to both, then restarted';
-
-export type Receipt = { digest: string; node: string; at: number };
-/** `at`: when the POST was sent; `answeredAt`: when its 202 came. */
-type Accepted = { digest: string; node: string; via: string; at: number; answeredAt: number };
-
-/** The node's inbox, recording every declaration it receives (digest and when) before the node handles it. */
-export function recordingLink(link: NodeLink, receipts: Receipt[]): NodeLink {
-  return {
-    node: link.node,
-    consume: (onMessage) =>
-      link.consume(async (body) => {
-        receipts.push({ digest: digestOf(parseSigned(body).declaration), node: link.node, at: Date.now() });
-        await onMessage(body);
-      }),
-    publish: (key, body, messageId) => link.publish(key, body, messageId),
-    close: () => link.close(),
-  };
-}
 
 /** A counter from /metrics, 0 when its series has not appeared yet. */
 async function counter(base: string, series: RegExp): Promise<number> {
@@ -124,14 +100,7 @@ export async function runTwoEngines(lab: FaultLab): Promise<ScenarioResult> {
   let stopLoad = (): void => undefined;
   try {
     // The topology and the nodes' inboxes first, so nodes consume and publish before any engine is up.
-    const mesh = meshTopology();
-    const inboxes = ids.map((id) => nodeTopology(id));
-    const topology: Topology = {
-      exchanges: mesh.exchanges,
-      queues: [...mesh.queues, ...inboxes.flatMap((t) => t.queues)],
-      bindings: [...mesh.bindings, ...inboxes.flatMap((t) => t.bindings)],
-    };
-    await (await connectAmqp({ url: lab.engineUrl, logger, topology })).close();
+    await declareMesh(lab.engineUrl, ids);
 
     // A first: it becomes mesh.reports' active consumer and takes the relay lease; then B.
     const a = serve('a');
@@ -143,47 +112,11 @@ export async function runTwoEngines(lab: FaultLab): Promise<ScenarioResult> {
     const urlB = await b.url;
 
     const receipts: Receipt[] = [];
-    for (const id of ids) {
-      const conn = await connectAmqp({ url: await lab.enroll(id), logger, connectionName: `two-engines-${id}`, heartbeatSeconds: 2 });
-      conns.push(conn);
-      const sim = createSimulatedNode({
-        link: recordingLink(createAmqpNodeLink(conn, { node: id, logger }), receipts),
-        verifyingKey: key,
-        logger,
-      });
-      await sim.start();
-      sims.push(sim);
-    }
+    await enrollSimulatedNodes({ enroll: (id) => lab.enroll(id), ids, key, tag: 'two-engines', receipts, sims, conns });
 
     // Report load: each node reports one after another, each report retried until confirmed.
-    let finished = false;
-    let stopped = false;
-    let sent = 0;
-    stopLoad = () => {
-      stopped = true;
-    };
-    const confirmedAt = new Map<string, number>();
-    const loadDone = Promise.all(
-      sims.map(async (sim, k) => {
-        for (let i = 0; !finished && !stopped; i++) {
-          sent++;
-          const c = await sim.report({ applied: [`load-${k}-${i}`] }).catch(() => null);
-          if (c !== null) confirmedAt.set(c.messageId, Date.now());
-          await sleep(PACE_MS);
-        }
-      }),
-    ).then(() => undefined);
-    const confirmedIds = (): Set<string> => new Set(sims.flatMap((s) => s.confirmedReports().map((r) => r.messageId)));
-    const load: Load = {
-      done: loadDone,
-      // The load's reports, and the reports the nodes made of the declarations they applied.
-      sent: () => sent + sims.reduce((n, s) => n + s.confirmedReports().filter((r) => r.declared !== null).length, 0),
-      confirmed: confirmedIds,
-      stop: stopLoad,
-      finish: () => {
-        finished = true;
-      },
-    };
+    const load = startReportLoad(sims, PACE_MS);
+    stopLoad = load.stop;
 
     // Declarations through the APIs in turn, one at a time (each to the next node).
     const accepted: Accepted[] = [];
@@ -221,7 +154,7 @@ export async function runTwoEngines(lab: FaultLab): Promise<ScenarioResult> {
 
     await until(
       'load to flow and declarations to reach their nodes through A',
-      () => confirmedIds().size >= 600 && receipts.length >= 6,
+      () => load.confirmed().size >= 600 && receipts.length >= 6,
       60_000,
     );
     const beforeKill = {
@@ -233,7 +166,7 @@ export async function runTwoEngines(lab: FaultLab): Promise<ScenarioResult> {
 
     // SIGKILL the active engine; from now on declarations go to B only.
     apis = [{ name: 'B', url: urlB }];
-    const confirmedBefore = confirmedIds();
+    const confirmedBefore = load.confirmed();
     const killAt = Date.now();
     await a.kill();
     const stored = storedReports(reader);
@@ -242,7 +175,7 @@ export async function runTwoEngines(lab: FaultLab): Promise<ScenarioResult> {
       async () => {
         const counts = await stored.refresh();
         for (const id of confirmedBefore) if (!counts.has(id)) return false;
-        for (const [id, at] of confirmedAt) if (at > killAt && counts.has(id)) return true;
+        for (const [id, at] of load.confirmedAt()) if (at > killAt && counts.has(id)) return true;
         return false;
       },
       { timeoutMs: 60_000, everyMs: 25 },
@@ -296,7 +229,7 @@ export async function runTwoEngines(lab: FaultLab): Promise<ScenarioResult> {
       'every confirmed report stored',
       async () => {
         const counts = await stored.refresh();
-        for (const id of confirmedIds()) if (!counts.has(id)) return false;
+        for (const id of load.confirmed()) if (!counts.has(id)) return false;
         return true;
       },
       { timeoutMs: 60_000, everyMs: 100 },
@@ -325,7 +258,7 @@ export async function runTwoEngines(lab: FaultLab): Promise<ScenarioResult> {
       'every confirmed report stored',
       async () => {
         const counts = await stored.refresh();
-        return [...confirmedIds()].every((id) => counts.has(id));
+        return [...load.confirmed()].every((id) => counts.has(id));
       },
       60_000,
     ).catch(() => undefined);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 // this checkout's, which holds only when both package-lock.json files are the same.
 
 /** The commit that last landed before this release: bump it when a release lands. */
-export const previousRelease = '7326d46159018dfaa44acee6374bb57a481d943f';
+export const previousRelease = 'a029dd8f647d20ede327ad391ec4508db40d3ed4';
 
 const root = new URL('../../', import.meta.url).pathname;
 
