@@ -127,7 +127,7 @@ export async function moveClosedHistory(
     const rows = pending;
     pending = [];
     const seg = await encodeSegment(source.store, rows);
-    const file = writeSegmentFile(options.dir, seg, pause);
+    const file = await writeSegmentFile(options.dir, seg, pause);
     try {
       await source.commit({ file: seg.name, rows, sha256: seg.header.sha256, bytes: seg.bytes.length, rawBytes: seg.rawBytes }, pause);
     } catch (err) {
