@@ -290,6 +290,11 @@ export function loadConfig(
   const auditKey = readAuditKey(raw, lines);
   if (r.success && r.data.retain !== null && r.data.archiveDir === null)
     lines.push('--retain / CONVERGE_RETAIN: needs --archive-dir / CONVERGE_ARCHIVE_DIR (history is archived, never deleted)');
+  // Only history below the engine's own snapshot moves; a SQLite file has one beside it by default.
+  if (r.success && r.data.retain !== null && r.data.snapshotPath === null && /^postgres(ql)?:\/\//.test(r.data.store))
+    lines.push(
+      '--retain / CONVERGE_RETAIN: on a postgres:// store needs --snapshot / CONVERGE_SNAPSHOT (only history below the snapshot is archived)',
+    );
   // docs/design.md §3: a crash loses at most one flush of last-seen times; a flush as long as the
   // grace would let a crash hide a whole silence.
   if (r.success && used.has('lastSeenFlushMs') && r.data.lastSeenFlushMs >= r.data.graceMs) {

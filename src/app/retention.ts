@@ -1,15 +1,27 @@
 import type { Logger } from 'pino';
+import { isConvergeError } from '../core/errors.ts';
 import { openSnapshot } from '../readModel/snapshot/snapshotFile.ts';
-import { archiveSqliteStore } from '../store/sqlite/sqliteArchive.ts';
+import type { ArchiveOptions, ArchiveSummary } from '../store/archive/archiveMove.ts';
 
 // `serve --retain 30d --archive-dir <dir>` (docs/operations.md "Retention and archive"): the move of
 // `converge store archive`, run by the engine in bounded batches, one segment of at most
 // `segmentEvents` at a time with a pause between, so ingest's appends never wait long on its
 // transaction; once nothing is left to move, again every `everyMs`. Only below the snapshot the
 // engine itself last wrote (and checked when it read it), so a restart never needs the archive.
+// On PostgreSQL each engine with --retain runs this; the store's archive lock lets one move at a
+// time, and the others find it taken and try again at their next turn.
+
+/** A store that archives: a SQLite file, or a PostgreSQL store by its URL. */
+export type ArchiveTarget = Readonly<{ kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string }>;
+
+/** One archive run on `target` (the move's module loaded only when used). */
+export async function archiveStore(target: ArchiveTarget, options: ArchiveOptions): Promise<ArchiveSummary> {
+  if (target.kind === 'sqlite') return (await import('../store/sqlite/sqliteArchive.ts')).archiveSqliteStore(target.path, options);
+  return (await import('../store/postgres/postgresArchive.ts')).archivePostgresStore(target.url, options);
+}
 
 export type RetentionOptions = Readonly<{
-  storePath: string;
+  store: ArchiveTarget;
   archiveDir: string;
   retainMs: number;
   snapshotPath: string;
@@ -41,7 +53,7 @@ export function startRetention(o: RetentionOptions): Retention {
   async function step(): Promise<number> {
     const snap = await openSnapshot(o.snapshotPath);
     if (snap === null) return 0;
-    const r = await archiveSqliteStore(o.storePath, {
+    const r = await archiveStore(o.store, {
       dir: o.archiveDir,
       before: new Date(now() - o.retainMs).toISOString(),
       belowPosition: snap.position,
@@ -65,7 +77,9 @@ export function startRetention(o: RetentionOptions): Retention {
           schedule(moved > 0 ? pauseMs : everyMs);
         },
         (err: unknown) => {
-          o.logger.warn({ err }, 'archiving closed history failed; trying again later');
+          if (isConvergeError(err, 'CONVERGE_ERR_STORE_IN_USE'))
+            o.logger.info({}, 'another archive run holds the store; trying again later');
+          else o.logger.warn({ err }, 'archiving closed history failed; trying again later');
           schedule(everyMs);
         },
       );

@@ -268,7 +268,7 @@ export interface EventStore {
   stats?(options: StoreStatsOptions): Promise<StoreStats>;
   /**
    * The archive manifest (docs/operations.md "Retention and archive"): the segments the store's
-   * closed history was moved to. Only SQLite archives; the others leave it out.
+   * closed history was moved to. SQLite and PostgreSQL archive; the others leave it out.
    */
   archiveManifest?(): Promise<ArchiveManifest>;
   close(): Promise<void>;

@@ -31,7 +31,7 @@ test('serve --retain moves, segment by segment, what one store archive run moves
   });
 
   const retention = startRetention({
-    storePath: path,
+    store: { kind: 'sqlite', path },
     archiveDir: join(dir, 'batched'),
     retainMs: 30 * dayMs,
     snapshotPath: `${path}.snapshot`,

@@ -90,14 +90,14 @@ test('history, state --at, forensics, replay --verify, audit verify and status a
   assert.equal(JSON.parse(changed.stdout).archive[0].problem, 'changed');
 });
 
-test('store archive refuses a store without a snapshot and a store that is not SQLite, saying why', async () => {
+test('store archive refuses a store without a snapshot and a store that does not archive, saying why', async () => {
   const path = join(dir, 'nosnap.db');
   await archivableFleet(path);
   rmSync(`${path}.snapshot`);
   const r = await cliIn(dir, ['store', 'archive', '--older-than', '30d', '--archive-dir', join(dir, 'a2'), '--store', `sqlite:${path}`]);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /no snapshot/);
-  const pg = await cliIn(dir, [
+  const esdb = await cliIn(dir, [
     'store',
     'archive',
     '--older-than',
@@ -105,8 +105,8 @@ test('store archive refuses a store without a snapshot and a store that is not S
     '--archive-dir',
     join(dir, 'a3'),
     '--store',
-    'postgres://127.0.0.1/x',
+    'esdb://127.0.0.1:1?tls=false',
   ]);
-  assert.equal(pg.code, 2);
-  assert.match(pg.stderr, /not yet supported for a postgres store; only SQLite/);
+  assert.equal(esdb.code, 2);
+  assert.match(esdb.stderr, /not supported for a esdb store; SQLite and PostgreSQL/);
 });

@@ -42,7 +42,7 @@ test('v2: rows come back in position order; a stream is read from its own blocks
   assert.match(seg.bytes.subarray(0, 60).toString(), /^\{"format":"converge-archive-segment","version":2,/, 'the header is plain JSON');
   const sub = join(dir, 'v2');
   mkdirSync(sub);
-  const path = writeSegmentFile(sub, seg);
+  const path = await writeSegmentFile(sub, seg);
   const expect = { sha256: seg.header.sha256, count: rows.length };
   assert.deepEqual(readSegmentFile(path, seg.name, expect).rows, rows);
   const f = openSegment(path, seg.name, expect);
@@ -79,8 +79,8 @@ test('v1 and v2 segments side by side: the reader answers by stream and in posit
   mkdirSync(sub);
   const v1 = encodeSegmentV1('store-1', rows.slice(0, 300));
   const v2 = await encodeSegment('store-1', rows.slice(300), 4096);
-  writeSegmentFile(sub, v1);
-  writeSegmentFile(sub, v2);
+  await writeSegmentFile(sub, v1);
+  await writeSegmentFile(sub, v2);
   const segment = (s: typeof v1, n: number) => ({
     file: s.name,
     from: BigInt(s.header.from),
@@ -113,7 +113,7 @@ test('a store archived in format v1 reads as before once a later run adds v2 seg
       db.prepare('SELECT identity FROM store_identity').pluck().get() as string,
       readSegmentFile(join(archive, file), file).rows,
     );
-    writeSegmentFile(archive, v1);
+    await writeSegmentFile(archive, v1);
     db.prepare('UPDATE archive_segments SET sha256 = ?, bytes = ? WHERE file = ?').run(v1.header.sha256, v1.bytes.length, file);
   }
   db.close();

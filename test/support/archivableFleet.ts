@@ -1,16 +1,21 @@
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
+import type { EventStore } from '../../src/store/port.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { historyInStore } from './history.ts';
 import { logger } from './logger.ts';
 
-// A SQLite store with closed history to archive (docs/operations.md "Retention and archive"):
+// A store (SQLite unless given one) with closed history to archive (docs/operations.md "Retention and archive"):
 // three nodes over the 80 days up to ten days ago (sends, reports, alives, a silence and its end),
 // a snapshot at `<store>.snapshot` as serve writes it, and a few events after the snapshot.
 
 export const dayMs = 86_400_000;
 
-export async function archivableFleet(path: string): Promise<{ snapshotPosition: bigint; head: bigint }> {
-  const store = createSqliteEventStore(path);
+export function archivableFleet(path: string): Promise<{ snapshotPosition: bigint; head: bigint }> {
+  return archivableFleetIn(createSqliteEventStore(path), `${path}.snapshot`);
+}
+
+/** The same fleet in any store (closed at the end), its snapshot at `snapshotPath`. */
+export async function archivableFleetIn(store: EventStore, snapshotPath: string): Promise<{ snapshotPosition: bigint; head: bigint }> {
   const h = historyInStore(store, Date.now() - 90 * dayMs);
   const nodes = ['n1', 'n2', 'n3'];
   for (let round = 0; round < 20; round++) {
@@ -33,7 +38,7 @@ export async function archivableFleet(path: string): Promise<{ snapshotPosition:
       h.tick((4 * dayMs) / nodes.length);
     }
   }
-  const runner = createProjectionRunner({ store, logger, snapshot: { path: `${path}.snapshot`, everyEvents: 1_000_000 } });
+  const runner = createProjectionRunner({ store, logger, snapshot: { path: snapshotPath, everyEvents: 1_000_000 } });
   await runner.start();
   await runner.caughtUp();
   await runner.writeSnapshot();

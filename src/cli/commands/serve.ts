@@ -23,8 +23,10 @@ export const run: Run = async ({ io, config }) => {
   // One engine per SQLite file (an SQLite store has no relay lease): a second serve is refused
   // before it opens anything (src/store/sqlite/sqliteEngineLock.ts).
   const file = sqliteFileOf(config, io);
-  if (config.retain !== null && file === null)
-    throw (await import('./storeArchive.ts')).archiveUnsupported(config.store.split(':')[0] ?? config.store);
+  if (config.retain !== null) {
+    const { archiveTargetOf, archiveUnsupported } = await import('./storeArchive.ts');
+    if (archiveTargetOf(config, io) === null) throw archiveUnsupported(config.store.split(':')[0] ?? config.store);
+  }
   let lock: EngineLock | null = null;
   if (file !== null) {
     try {
@@ -37,18 +39,13 @@ export const run: Run = async ({ io, config }) => {
     }
   }
   try {
-    return await serve({ io, config, logger, file });
+    return await serve({ io, config, logger });
   } finally {
     lock?.release();
   }
 };
 
-async function serve({
-  io,
-  config,
-  logger,
-  file,
-}: Pick<Parameters<Run>[0], 'io' | 'config'> & { logger: Logger; file: string | null }): Promise<number> {
+async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'config'> & { logger: Logger }): Promise<number> {
   // The writer thread (src/store/sqlite/sqliteWriterThread.ts, default) and group commit (walSync.ts) only
   // here: a long-running engine, where a thread's start is paid once and the event loop's time
   // goes to ingest and the API. Group commit is safe because serve holds the engine lock, so its
@@ -84,9 +81,10 @@ async function serve({
   };
   try {
     const url = await engine.start();
-    if (config.retain !== null && file !== null && config.archiveDir !== null && config.snapshotPath !== null) {
+    const target = config.retain === null ? null : (await import('./storeArchive.ts')).archiveTargetOf(config, io);
+    if (config.retain !== null && target !== null && config.archiveDir !== null && config.snapshotPath !== null) {
       retention = (await import('../../app/retention.ts')).startRetention({
-        storePath: file,
+        store: target,
         archiveDir: resolve(io.cwd, config.archiveDir),
         retainMs: config.retain,
         snapshotPath: resolve(io.cwd, config.snapshotPath),

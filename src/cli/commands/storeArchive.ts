@@ -1,23 +1,35 @@
 import { resolve } from 'node:path';
+import type { Config } from '../../app/config.ts';
 import { retainMs } from '../../app/config.ts';
+import type { ArchiveTarget } from '../../app/retention.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import { openSnapshot } from '../../readModel/snapshot/snapshotFile.ts';
+import { redactUrl } from '../../transport/amqpUrls.ts';
+import type { CliIo } from '../io.ts';
 import type { Context } from '../command.ts';
 import { openStore, sqliteFileOf } from '../command.ts';
 import { printOne, progress } from '../output.ts';
 
 // `converge store archive --older-than 30d --archive-dir <dir>` (docs/operations.md "Retention and
 // archive"): one run of the move serve --retain makes every 10 minutes, to the end: closed history
-// of a SQLite store moved to compressed segments, never deleted.
+// of a SQLite or PostgreSQL store moved to compressed segments, never deleted.
 
 const n = (x: number): string => x.toLocaleString('en-US');
 
-/** Why a store other than SQLite is refused: said plainly, with where it is documented. */
+/** Why a store other than SQLite and PostgreSQL is refused: said plainly, with where it is documented. */
 export const archiveUnsupported = (kind: string): ConvergeError =>
   new ConvergeError(
     'CONVERGE_ERR_USAGE',
-    `store archive: not yet supported for a ${kind} store; only SQLite moves closed history to an archive so far (docs/operations.md "Retention and archive")`,
+    `store archive: not supported for a ${kind} store; SQLite and PostgreSQL move closed history to an archive (docs/operations.md "Retention and archive")`,
   );
+
+/** The configured store as the move takes it; null for a store that does not archive. */
+export function archiveTargetOf(config: Config, io: CliIo): ArchiveTarget | null {
+  const file = sqliteFileOf(config, io);
+  if (file !== null) return { kind: 'sqlite', path: file };
+  if (/^postgres(ql)?:\/\//.test(config.store)) return { kind: 'postgres', url: config.store };
+  return null;
+}
 
 export async function runArchive({ io, values, config, output }: Context): Promise<number> {
   const olderThan = values['older-than'];
@@ -28,9 +40,9 @@ export async function runArchive({ io, values, config, output }: Context): Promi
     );
   if (config.archiveDir === null)
     throw new ConvergeError('CONVERGE_ERR_USAGE', 'store archive needs --archive-dir <dir> (or CONVERGE_ARCHIVE_DIR)');
-  const file = sqliteFileOf(config, io);
-  if (file === null) throw archiveUnsupported(config.store.split(':')[0] ?? config.store);
-  // Opening it first migrates an older file to the schema with the manifest (v6), and names a missing file.
+  const target = archiveTargetOf(config, io);
+  if (target === null) throw archiveUnsupported(config.store.split(':')[0] ?? config.store);
+  // Opening it first migrates an older store to the schema with the manifest, and names a missing file.
   await (await openStore(config, io)).close();
   const snap =
     config.snapshotPath === null
@@ -47,9 +59,9 @@ export async function runArchive({ io, values, config, output }: Context): Promi
   const now = Date.now();
   const before = new Date(now - retainMs(olderThan)).toISOString();
   const dir = resolve(io.cwd, config.archiveDir);
-  const { archiveSqliteStore } = await import('../../store/sqlite/sqliteArchive.ts');
+  const { archiveStore } = await import('../../app/retention.ts');
   const p = progress(io, 'store archive: positions');
-  const r = await archiveSqliteStore(file, {
+  const r = await archiveStore(target, {
     dir,
     before,
     belowPosition: snap.position,
@@ -57,7 +69,7 @@ export async function runArchive({ io, values, config, output }: Context): Promi
   });
   p.done();
   const summary = {
-    store: `sqlite:${file}`,
+    store: target.kind === 'sqlite' ? `sqlite:${target.path}` : redactUrl(target.url),
     archiveDir: dir,
     before,
     belowPosition: snap.position.toString(),

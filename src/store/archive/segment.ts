@@ -1,4 +1,5 @@
-import { closeSync, fsyncSync, openSync, readFileSync, readSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, readSync } from 'node:fs';
+import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SegmentError, checkedRows, segmentFormat } from './segmentFormat.ts';
 import type { ArchivedRow, EncodedSegment, SegmentExpect, SegmentHeaderBase } from './segmentFormat.ts';
@@ -26,21 +27,27 @@ export type PauseAt = (phase: string) => void;
 
 /**
  * Put the segment in `dir` whole or not at all: a temporary name, fsync, rename, fsync of the
- * folder, so after a crash the file under its own name is complete and on disk.
+ * folder, so after a crash the file under its own name is complete and on disk. Off the event
+ * loop: under serve --retain an fsync of a large file held ingest and the API for its duration.
  */
-export function writeSegmentFile(dir: string, seg: EncodedSegment, pause: PauseAt = () => {}): string {
+export async function writeSegmentFile(dir: string, seg: EncodedSegment, pause: PauseAt = () => {}): Promise<string> {
   const path = join(dir, seg.name);
   const tmp = `${path}.tmp`;
-  writeFileSync(tmp, seg.bytes);
-  const fd = openSync(tmp, 'r');
+  const fh = await open(tmp, 'w');
   try {
-    fsyncSync(fd);
+    await fh.writeFile(seg.bytes);
+    await fh.sync();
   } finally {
-    closeSync(fd);
+    await fh.close();
   }
   pause('temp-written');
-  renameSync(tmp, path);
-  syncDir(dir);
+  await rename(tmp, path);
+  const d = await open(dir, 'r');
+  try {
+    await d.sync();
+  } finally {
+    await d.close();
+  }
   pause('renamed');
   return path;
 }

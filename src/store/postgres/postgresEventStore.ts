@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { ClientConfig, CustomTypesConfig, Pool, PoolClient, QueryConfig } from 'pg';
+import type { Pool, PoolClient, QueryConfig } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Recorded } from '../../core/events/index.ts';
 import { isEventType, streamOf } from '../../core/events/index.ts';
@@ -15,10 +15,14 @@ import { acquirePostgresLease } from './lease.ts';
 import type { LeaseOptions } from './lease.ts';
 import { auditHeadSql, readStoredSql } from './audit.ts';
 import { postgresStats, statsSql, storageSql } from './stats.ts';
-import { channelOf, checkSchemaName, migrate, statementName } from './schema.ts';
+import { channelOf, migrate, statementName } from './schema.ts';
 import { listenForAppends } from './wakeups.ts';
-import { clientFor, splitHosts } from './hosts.ts';
+import { clientFor } from './hosts.ts';
+import { findSendSql, manifestSql, readPostgresManifest } from './archived.ts';
+import { pgError, postgresConnection } from './connection.ts';
 import type { Wakeups } from './wakeups.ts';
+
+export { parsePostgresUrl } from './connection.ts';
 
 // The PostgreSQL adapter: a store several engines can share. node-postgres (`pg`):
 // named prepared statements, a pool, and a plain Client for LISTEN. Appends are one statement
@@ -42,76 +46,13 @@ export type PostgresEventStoreOptions = Readonly<{
   applicationName?: string;
 }>;
 
-/**
- * `postgres://…?schema=name` → the connection string without `schema`, and the schema. Several
- * hosts (`postgres://u@h1:5432,h2:5433/db`, libpq's form, ./hosts.ts) are checked one by one.
- */
-export function parsePostgresUrl(url: string): { connectionString: string; schema: string | null } {
-  const parsed = splitHosts(url).map((one) => {
-    let u: URL;
-    try {
-      u = new URL(one);
-    } catch {
-      throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} is not a valid postgres:// URL`);
-    }
-    if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
-      throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} is not a postgres:// URL`);
-    }
-    return u;
-  });
-  const first = parsed[0]!;
-  const schema = first.searchParams.get('schema');
-  for (const u of parsed) u.searchParams.delete('schema');
-  if (parsed.length === 1) return { connectionString: first.toString(), schema };
-  const user = first.username === '' ? '' : `${first.username}${first.password === '' ? '' : `:${first.password}`}@`;
-  const hosts = parsed.map((u) => u.host).join(',');
-  return { connectionString: `${first.protocol}//${user}${hosts}${first.pathname}${first.search}`, schema };
-}
-
-// int8 as bigint (positions, revisions), json left as text: decoded once per event below, with
-// the metadata parsed once per distinct text.
-const types: CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
-    if (oid === 20) return (v: string) => BigInt(v);
-    if (oid === 114) return (v: string) => v;
-    return pg.types.getTypeParser(oid, format);
-  }) as CustomTypesConfig['getTypeParser'],
-};
-
-const pgError = (err: unknown, what: string): ConvergeError => {
-  if (err instanceof ConvergeError) return err;
-  const code = (err as { code?: unknown }).code;
-  const message = `${what}: ${err instanceof Error ? err.message : String(err)}`;
-  // invalid text for a column type: an event id that is not a UUID (docs/design.md#2-events-the-system-of-record makes them UUIDs).
-  if (code === '22P02') return new ConvergeError('CONVERGE_ERR_BAD_REQUEST', message, { cause: err });
-  return new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', message, { cause: err });
-};
-
-/** How long the server lets a store session sit idle inside a transaction before ending it (ms). */
-export const idleInTransactionMs = 5_000;
-
 type Row = [position: bigint, id: string, stream: string, revision: bigint, type: string, data: string, metadata: string];
 
 export function createPostgresEventStore(url: string, options: PostgresEventStoreOptions = {}): EventStore {
-  const parsed = parsePostgresUrl(url);
-  const schema = checkSchemaName(options.schema ?? parsed.schema ?? 'converge');
+  const { schema, clientConfig } = postgresConnection(url, options);
   const maxEventBytes = options.maxEventBytes ?? defaultMaxEventBytes;
   const readBatchSize = options.readBatchSize ?? 1000;
   const pollMs = options.pollMs ?? 2_000;
-  // Generic plans for every prepared statement: they are all simple, and the append's custom
-  // plan cost ~0.1–0.5 ms of planning on every call (EXPLAIN ANALYZE, batches of 100), since the
-  // server kept choosing custom plans for it.
-  // An append holds the position counter's row lock from BEGIN to COMMIT over several round trips:
-  // an engine cut off mid-append (a partition: no FIN, no RST) would hold it, and every engine's
-  // appends, until the server noticed the session was dead — TCP keepalive, hours by default. The
-  // server ends a session idle inside a transaction past this bound instead (docs/operations.md,
-  // "Scaling out").
-  const clientConfig: ClientConfig = {
-    connectionString: parsed.connectionString,
-    application_name: options.applicationName ?? 'converge',
-    types,
-    options: `-c plan_cache_mode=force_generic_plan -c idle_in_transaction_session_timeout=${idleInTransactionMs}`,
-  };
   // One host, or a primary and its standbys (./hosts.ts): every connection goes to the writable one.
   const Client = clientFor(clientConfig);
   const pool: Pool = new pg.Pool({ ...clientConfig, Client, max: options.poolSize ?? 4 });
@@ -145,11 +86,9 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
       `SELECT ${cols} FROM ${s}.events WHERE stream = $1 AND revision <= $2 ORDER BY revision DESC LIMIT $3`,
     ),
     head: statement('head', `SELECT position FROM ${s}.head`),
-    // EventStore.findSend, through the events_sent_digest index (schema.ts, v2).
-    findSend: statement(
-      'find_send',
-      `SELECT data->>'serial', data->>'sentAt' FROM ${s}.events WHERE type = 'DeclarationSent' AND stream = $1 AND data->>'digest' = $2 ORDER BY position DESC LIMIT 1`,
-    ),
+    // EventStore.findSend, hot or archived (./archived.ts).
+    findSend: statement('find_send', findSendSql(s)),
+    manifest: statement('archive_manifest', manifestSql(s)),
     auditHead: statement('audit_head', auditHeadSql(s)),
     readStored: statement('read_stored', readStoredSql(s)),
     // One statement per flush: the nodes as two arrays, each time only moving forward.
@@ -302,6 +241,8 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
         const row = (await run(q.findSend(streamOf(node), digest))).rows[0] as [string, string] | undefined;
         return row === undefined ? null : { serial: Number(row[0]), sentAt: row[1] };
       }),
+
+    archiveManifest: () => use('read the archive manifest of the postgres store', () => readPostgresManifest(run, q.manifest())),
 
     auditHead: () =>
       use('read postgres audit head', async () => {

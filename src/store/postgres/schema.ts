@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
-import type { PoolClient } from 'pg';
+import { createHash, randomUUID } from 'node:crypto';
+import type { ClientBase } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
 import { auditSchemaV2 } from './audit.ts';
 
@@ -7,7 +7,7 @@ import { auditSchemaV2 } from './audit.ts';
 // stores can share a database and a test can drop its own. Bump `postgresSchemaVersion` with a
 // step in `migrations` whenever they change; a newer schema is refused, as SQLite's is.
 
-export const postgresSchemaVersion = 5;
+export const postgresSchemaVersion = 6;
 
 /** A plain lower-case identifier: it is interpolated into DDL and into a NOTIFY channel (≤ 63 bytes). */
 const schemaName = /^[a-z_][a-z0-9_]{0,49}$/;
@@ -106,13 +106,37 @@ CREATE TABLE ${s}.last_seen_flushes (
   engine text   PRIMARY KEY,
   ms     bigint NOT NULL
 );`,
+  // v6: retention (./postgresArchive.ts, docs/operations.md "Retention and archive"), as SQLite's
+  // v6 and v7 in one step: the manifest of archive segments, the archived sends findSend asks on
+  // a miss in `events`, and the store's identity that each segment names. No row is touched.
+  5: (s) => `
+CREATE TABLE ${s}.archive_segments (
+  file          text        PRIMARY KEY,
+  from_position bigint      NOT NULL,
+  to_position   bigint      NOT NULL,
+  events        integer     NOT NULL,
+  sha256        text        NOT NULL,
+  bytes         bigint      NOT NULL,
+  raw_bytes     bigint      NOT NULL,
+  archived_at   timestamptz NOT NULL DEFAULT now(),
+  sends         integer     NOT NULL
+);
+CREATE TABLE ${s}.archived_sends (
+  stream   text    NOT NULL,
+  digest   text    NOT NULL,
+  position bigint  NOT NULL,
+  serial   integer NOT NULL,
+  sent_at  text    NOT NULL,
+  PRIMARY KEY (stream, digest, position)
+);
+INSERT INTO ${s}.meta (key, value) VALUES ('identity', '${randomUUID()}');`,
 };
 
 /**
  * Create the schema on first use, or check and upgrade it. Engines starting together take turns
  * on a transaction-scoped advisory lock named after the schema.
  */
-export async function migrate(client: PoolClient, schema: string): Promise<void> {
+export async function migrate(client: ClientBase, schema: string): Promise<void> {
   const where = `postgres schema ${schema}`;
   await client.query('BEGIN');
   try {

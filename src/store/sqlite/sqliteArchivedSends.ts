@@ -4,21 +4,13 @@ import { ConvergeError } from '../../core/errors.ts';
 import { SegmentError, readSegmentFile } from '../archive/segment.ts';
 import type { ArchivedRow } from '../archive/segment.ts';
 import type { ArchiveManifest, SendFound } from '../port.ts';
+import { sendOf } from '../archive/archiveMove.ts';
 
 // The archived sends (schema v7, docs/operations.md "Retention and archive"): one small row per
 // DeclarationSent moved to the archive, written in the move's own transaction, so findSend still
 // tells a send made long ago (a stale report) from a digest never sent to the node (unknown).
 // Segments archived before v7 (`archive_segments.sends` NULL) are indexed by the next archive run,
 // the first thing that knows the archive folder; until then findSend refuses to answer a miss.
-
-type SendRow = readonly [stream: string, digest: string, position: bigint, serial: number, sentAt: string];
-
-/** A segment row's send, as `archived_sends` keeps it; null for any other event. */
-export function sendOf(r: ArchivedRow): SendRow | null {
-  if (r.type !== 'DeclarationSent') return null;
-  const d = JSON.parse(r.data) as { digest: string; serial: number; sentAt: string };
-  return [r.stream, d.digest, r.position, d.serial, d.sentAt];
-}
 
 /** Record `rows`' sends; call inside the transaction that records their segment. Returns how many. */
 export function prepareRecordSends(db: Database.Database): (rows: readonly ArchivedRow[]) => number {

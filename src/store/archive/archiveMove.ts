@@ -1,0 +1,169 @@
+import { mkdirSync, readdirSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { encodeSegment, segmentFilePattern, syncDir, writeSegmentFile } from './segment.ts';
+import type { ArchivedRow, PauseAt } from './segment.ts';
+
+// The move of closed history to segments (docs/operations.md "Retention and archive"), the same
+// for every store that archives (SQLite: ../sqlite/sqliteArchive.ts, PostgreSQL:
+// ../postgres/postgresArchive.ts). Each segment is written whole (temp file, fsync, rename, fsync
+// of the folder) before ONE transaction of the store records it in its manifest, records its
+// sends and deletes its rows; a crash between the two leaves the rows in the store and a segment
+// the manifest does not name, which the next run removes.
+//
+// Closed: a node stream's event recorded before the cutoff, at a position below the latest
+// snapshot's (start-up never needs it), and not one the engine reads from the hot store alone:
+// each node stream keeps its last event (its revision), its last DeclarationSent (the serial and
+// digest a send and findSend go on from) and its last ReportReceived (what it carries).
+
+export type ArchiveOptions = Readonly<{
+  dir: string;
+  /** Events whose recorded time is before this ISO time are old enough. */
+  before: string;
+  /** Only positions below this one: the latest snapshot's. */
+  belowPosition: bigint;
+  /** Events per segment at most (default 100,000). */
+  segmentEvents?: number;
+  /** Stop after this many segments (serve's bounded batches); default no bound. */
+  maxSegments?: number;
+  /** Look only past this position (where the run before stopped, in serve's batches); default the start. */
+  after?: bigint;
+  onProgress?: (p: Readonly<{ position: bigint; upTo: bigint; segments: number; events: number }>) => void;
+  /** Test hook; default: CONVERGE_TEST_ARCHIVE_PAUSE (the archive crash tests). */
+  pause?: PauseAt;
+}>;
+
+export type ArchiveSummary = Readonly<{
+  segments: readonly string[];
+  events: number;
+  /** Stored data and metadata of the events moved (as `store stats` counts bytes). */
+  storedBytes: number;
+  /** The segments: uncompressed, and on disk. */
+  rawBytes: number;
+  bytes: number;
+  /** Files of an interrupted run the manifest did not name, removed (their rows were still in the store). */
+  removedLeftovers: readonly string[];
+  /** How far this run looked: the next batch may start after it. */
+  scannedTo: bigint;
+  /** Segments archived before SQLite store schema v7 whose sends this run indexed (../sqlite/sqliteArchivedSends.ts). */
+  indexedSends: readonly string[];
+}>;
+
+/** A segment ready to be recorded: what the store's one transaction needs. */
+export type SegmentToRecord = Readonly<{ file: string; rows: readonly ArchivedRow[]; sha256: string; bytes: number; rawBytes: number }>;
+
+/** What the move needs of a store; it calls one method at a time, never two at once. */
+export type ArchiveSource = Readonly<{
+  /** The store's identity, which each segment names. */
+  store: string;
+  /** Up to `limit` rows with `after < position < below`, in position order. */
+  page: (after: bigint, below: bigint, limit: number) => Promise<readonly ArchivedRow[]>;
+  /** The positions each of `streams` keeps hot (its last event, last send, last report). */
+  pinned: (streams: readonly string[]) => Promise<ReadonlyMap<string, ReadonlySet<bigint>>>;
+  /**
+   * In one transaction: record the segment in the manifest, record its sends, delete its rows
+   * (failing if one is gone), and call `pause('before-commit')` before committing.
+   */
+  commit: (segment: SegmentToRecord, pause: PauseAt) => Promise<void>;
+}>;
+
+/** A segment row's send, as the store's `archived_sends` keeps it; null for any other event. */
+export function sendOf(r: ArchivedRow): readonly [stream: string, digest: string, position: bigint, serial: number, sentAt: string] | null {
+  if (r.type !== 'DeclarationSent') return null;
+  const d = JSON.parse(r.data) as { digest: string; serial: number; sentAt: string };
+  return [r.stream, d.digest, r.position, d.serial, d.sentAt];
+}
+
+/** Rows read per query while looking for closed events. */
+const scanPage = 5_000;
+
+/**
+ * CONVERGE_TEST_ARCHIVE_PAUSE=<phase>[:<k>]: at the k-th time (default the first) the move reaches
+ * `phase`, print `paused <phase>` and block, so the archive crash tests SIGKILL it exactly there.
+ * Phases: temp-written, renamed, before-commit (inside the transaction), committed.
+ */
+export function pauseFromEnv(): PauseAt {
+  const spec = process.env['CONVERGE_TEST_ARCHIVE_PAUSE'];
+  if (spec === undefined || spec === '') return () => {};
+  const [want, nth] = spec.split(':');
+  let seen = 0;
+  return (phase) => {
+    if (phase !== want || ++seen < Number(nth ?? 1)) return;
+    writeSync(1, `paused ${phase}\n`);
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+  };
+}
+
+/** Make the archive folder, and remove what an interrupted run left there: call holding the store's archive lock. */
+export function prepareArchiveDir(dir: string, named: ReadonlySet<string>): string[] {
+  mkdirSync(dir, { recursive: true });
+  const removed: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const temp = name.endsWith('.ndjson.br.tmp');
+    if (!temp && !(segmentFilePattern.test(name) && !named.has(name))) continue;
+    rmSync(join(dir, name), { force: true });
+    removed.push(name);
+  }
+  if (removed.length > 0) syncDir(dir);
+  return removed;
+}
+
+/** Move `source`'s closed history to segments in `options.dir`; the caller holds the store's archive lock. */
+export async function moveClosedHistory(
+  source: ArchiveSource,
+  options: ArchiveOptions,
+): Promise<Omit<ArchiveSummary, 'removedLeftovers' | 'indexedSends'>> {
+  const pause = options.pause ?? pauseFromEnv();
+  const segmentEvents = options.segmentEvents ?? 100_000;
+  const maxSegments = options.maxSegments ?? Infinity;
+  const segments: string[] = [];
+  let events = 0;
+  let storedBytes = 0;
+  let rawBytes = 0;
+  let bytes = 0;
+  let pending: ArchivedRow[] = [];
+
+  const flush = async (): Promise<void> => {
+    if (pending.length === 0) return;
+    const rows = pending;
+    pending = [];
+    const seg = await encodeSegment(source.store, rows);
+    const file = await writeSegmentFile(options.dir, seg, pause);
+    try {
+      await source.commit({ file: seg.name, rows, sha256: seg.header.sha256, bytes: seg.bytes.length, rawBytes: seg.rawBytes }, pause);
+    } catch (err) {
+      rmSync(file, { force: true });
+      throw err;
+    }
+    pause('committed');
+    segments.push(seg.name);
+    events += rows.length;
+    rawBytes += seg.rawBytes;
+    bytes += seg.bytes.length;
+    for (const r of rows) storedBytes += Buffer.byteLength(r.data, 'utf8') + Buffer.byteLength(r.metadata, 'utf8');
+  };
+
+  let after = options.after ?? 0n;
+  for (;;) {
+    if (segments.length >= maxSegments) break;
+    const page = await source.page(after, options.belowPosition, scanPage);
+    if (page.length === 0) break;
+    const old = page.filter((r) => r.stream.startsWith('node-') && r.time !== null && r.time < options.before);
+    // A page's pins hold for the whole page: appends only add newer rows, and a move never takes a pinned one.
+    const pins = old.length === 0 ? new Map<string, ReadonlySet<bigint>>() : await source.pinned([...new Set(old.map((r) => r.stream))]);
+    const oldAt = new Set(old.map((r) => r.position));
+    for (const r of page) {
+      after = r.position;
+      if (!oldAt.has(r.position) || pins.get(r.stream)?.has(r.position) === true) continue;
+      pending.push(r);
+      if (pending.length >= segmentEvents) {
+        await flush();
+        if (segments.length >= maxSegments) break;
+      }
+    }
+    options.onProgress?.({ position: after, upTo: options.belowPosition, segments: segments.length, events: events + pending.length });
+    // Let the event loop run between pages (serve's requests, a progress line).
+    await new Promise((r) => setImmediate(r));
+  }
+  if (segments.length < maxSegments) await flush();
+  return { segments, events, storedBytes, rawBytes, bytes, scannedTo: after };
+}

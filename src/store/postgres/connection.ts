@@ -1,0 +1,81 @@
+import pg from 'pg';
+import type { ClientConfig, CustomTypesConfig } from 'pg';
+import { ConvergeError } from '../../core/errors.ts';
+import { splitHosts } from './hosts.ts';
+import { checkSchemaName } from './schema.ts';
+
+// How the PostgreSQL adapter connects (./postgresEventStore.ts), shared with the archive move
+// (./postgresArchive.ts), which opens connections of its own: the URL and its schema, the type
+// parsers, the session settings, and the store's error codes for the server's failures.
+
+/**
+ * `postgres://…?schema=name` → the connection string without `schema`, and the schema. Several
+ * hosts (`postgres://u@h1:5432,h2:5433/db`, libpq's form, ./hosts.ts) are checked one by one.
+ */
+export function parsePostgresUrl(url: string): { connectionString: string; schema: string | null } {
+  const parsed = splitHosts(url).map((one) => {
+    let u: URL;
+    try {
+      u = new URL(one);
+    } catch {
+      throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} is not a valid postgres:// URL`);
+    }
+    if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
+      throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `store url ${JSON.stringify(url)} is not a postgres:// URL`);
+    }
+    return u;
+  });
+  const first = parsed[0]!;
+  const schema = first.searchParams.get('schema');
+  for (const u of parsed) u.searchParams.delete('schema');
+  if (parsed.length === 1) return { connectionString: first.toString(), schema };
+  const user = first.username === '' ? '' : `${first.username}${first.password === '' ? '' : `:${first.password}`}@`;
+  const hosts = parsed.map((u) => u.host).join(',');
+  return { connectionString: `${first.protocol}//${user}${hosts}${first.pathname}${first.search}`, schema };
+}
+
+// int8 as bigint (positions, revisions), json left as text: decoded once per event below, with
+// the metadata parsed once per distinct text.
+export const types: CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (oid === 20) return (v: string) => BigInt(v);
+    if (oid === 114) return (v: string) => v;
+    return pg.types.getTypeParser(oid, format);
+  }) as CustomTypesConfig['getTypeParser'],
+};
+
+export const pgError = (err: unknown, what: string): ConvergeError => {
+  if (err instanceof ConvergeError) return err;
+  const code = (err as { code?: unknown }).code;
+  const message = `${what}: ${err instanceof Error ? err.message : String(err)}`;
+  // invalid text for a column type: an event id that is not a UUID (docs/design.md#2-events-the-system-of-record makes them UUIDs).
+  if (code === '22P02') return new ConvergeError('CONVERGE_ERR_BAD_REQUEST', message, { cause: err });
+  return new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', message, { cause: err });
+};
+
+/** How long the server lets a store session sit idle inside a transaction before ending it (ms). */
+export const idleInTransactionMs = 5_000;
+
+/** The schema a store URL (and options) name, and the config every connection to it is made with. */
+export function postgresConnection(
+  url: string,
+  options: Readonly<{ schema?: string; applicationName?: string }> = {},
+): { schema: string; clientConfig: ClientConfig } {
+  const parsed = parsePostgresUrl(url);
+  const schema = checkSchemaName(options.schema ?? parsed.schema ?? 'converge');
+  // Generic plans for every prepared statement: they are all simple, and the append's custom
+  // plan cost ~0.1–0.5 ms of planning on every call (EXPLAIN ANALYZE, batches of 100), since the
+  // server kept choosing custom plans for it.
+  // An append holds the position counter's row lock from BEGIN to COMMIT over several round trips:
+  // an engine cut off mid-append (a partition: no FIN, no RST) would hold it, and every engine's
+  // appends, until the server noticed the session was dead — TCP keepalive, hours by default. The
+  // server ends a session idle inside a transaction past this bound instead (docs/operations.md,
+  // "Scaling out").
+  const clientConfig: ClientConfig = {
+    connectionString: parsed.connectionString,
+    application_name: options.applicationName ?? 'converge',
+    types,
+    options: `-c plan_cache_mode=force_generic_plan -c idle_in_transaction_session_timeout=${idleInTransactionMs}`,
+  };
+  return { schema, clientConfig };
+}
