@@ -34,6 +34,17 @@ describeOnPostgres('archived sends on a PostgreSQL store', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  async function schemaVersion(schema: string): Promise<string | undefined> {
+    const client = new pg.Client({ connectionString: postgresTestUrl });
+    await client.connect();
+    try {
+      const r = await client.query<{ value: string }>(`SELECT value FROM ${schema}.meta WHERE key = 'schema_version'`);
+      return r.rows[0]?.value;
+    } finally {
+      await client.end();
+    }
+  }
+
   /** d1..d5 to node `slow`: d1..d3 sixty days ago (archived), d4 and d5 a day ago (hot). */
   async function fiveSends(): Promise<{ url: string; digests: string[] }> {
     const scratch = scratchSchema('converge_pgarchive_sends');
@@ -50,12 +61,14 @@ describeOnPostgres('archived sends on a PostgreSQL store', () => {
     }
     const below = (await store.headPosition())! + 1n;
     await store.close();
+    assert.equal(await schemaVersion(scratch.schema), '5', 'a store never archived stays v5: the release before reads it');
     const r = await archivePostgresStore(scratch.url, {
       dir: join(dir, scratch.schema),
       before: new Date(Date.now() - 30 * dayMs).toISOString(),
       belowPosition: below,
     });
     assert.ok(r.events >= 3, 'the three old sends left the hot store');
+    assert.equal(await schemaVersion(scratch.schema), '6', 'the first move writes v6: the release before refuses it');
     const client = new pg.Client({ connectionString: postgresTestUrl });
     await client.connect();
     try {

@@ -7,7 +7,7 @@ import { timeSql } from '../storeStats.ts';
 import { manifestSql, readPostgresManifest } from './archived.ts';
 import { pgError, postgresConnection } from './connection.ts';
 import { clientFor } from './hosts.ts';
-import { migrate } from './schema.ts';
+import { markArchived, migrate } from './schema.ts';
 
 // Retention on PostgreSQL (docs/operations.md "Retention and archive"): the move of
 // ../archive/archiveMove.ts, its reads and its one transaction on a connection of its own.
@@ -104,6 +104,7 @@ function postgresSource(client: ClientBase, s: string, store: string): ArchiveSo
             sends.length,
           ],
         );
+        await client.query(markArchived(s));
         // The segment's sends, in the transaction that moves them: findSend never misses one.
         if (sends.length > 0)
           await client.query(

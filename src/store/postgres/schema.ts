@@ -108,9 +108,11 @@ CREATE TABLE ${s}.last_seen_flushes (
 );`,
   // v6: retention (./postgresArchive.ts, docs/operations.md "Retention and archive"), as SQLite's
   // v6 and v7 in one step: the manifest of archive segments, the archived sends findSend asks on
-  // a miss in `events`, and the store's identity that each segment names. No row is touched.
+  // a miss in `events`, and the store's identity that each segment names. No row is touched, and
+  // the step is deferred (see `deferredStep`): the tables are made at open, the version is written
+  // by the first archive move.
   5: (s) => `
-CREATE TABLE ${s}.archive_segments (
+CREATE TABLE IF NOT EXISTS ${s}.archive_segments (
   file          text        PRIMARY KEY,
   from_position bigint      NOT NULL,
   to_position   bigint      NOT NULL,
@@ -121,7 +123,7 @@ CREATE TABLE ${s}.archive_segments (
   archived_at   timestamptz NOT NULL DEFAULT now(),
   sends         integer     NOT NULL
 );
-CREATE TABLE ${s}.archived_sends (
+CREATE TABLE IF NOT EXISTS ${s}.archived_sends (
   stream   text    NOT NULL,
   digest   text    NOT NULL,
   position bigint  NOT NULL,
@@ -129,8 +131,20 @@ CREATE TABLE ${s}.archived_sends (
   sent_at  text    NOT NULL,
   PRIMARY KEY (stream, digest, position)
 );
-INSERT INTO ${s}.meta (key, value) VALUES ('identity', '${randomUUID()}');`,
+INSERT INTO ${s}.meta (key, value) VALUES ('identity', '${randomUUID()}') ON CONFLICT (key) DO NOTHING;`,
 };
+
+/**
+ * The step whose tables a v5 store gets at open while its version stays 5, until the first
+ * archive move writes 6 in its own transaction (`markArchived`). Its tables are new and only this
+ * release reads them, so the previous release keeps running side by side on the store until it
+ * holds archived history, which that release could not read (docs/operations.md "Upgrades").
+ */
+const deferredStep = 5;
+
+/** In the archive move's transaction: the store now holds archived history (schema v6). */
+export const markArchived = (schema: string): string =>
+  `UPDATE ${schema}.meta SET value = '${deferredStep + 1}' WHERE key = 'schema_version' AND value = '${deferredStep}'`;
 
 /**
  * Create the schema on first use, or check and upgrade it. Engines starting together take turns
@@ -179,6 +193,7 @@ export async function migrate(client: ClientBase, schema: string): Promise<void>
         );
       }
       await client.query(step(schema));
+      if (v === deferredStep) break;
       await client.query(`UPDATE ${schema}.meta SET value = $1 WHERE key = 'schema_version'`, [String(v + 1)]);
     }
     await client.query('COMMIT');
