@@ -8,6 +8,7 @@ import type { ArchiveManifest } from '../port.ts';
 import { timeSql } from '../storeStats.ts';
 import { indexArchivedSends, prepareRecordSends } from './sqliteArchivedSends.ts';
 import { migrate } from './sqliteSchema.ts';
+import { prepareRecordStreamFilter } from './sqliteStreamFilter.ts';
 
 // Retention that archives, never deletes (docs/operations.md "Retention and archive"): closed
 // history moves from the hot `events` table to compressed segments in an archive folder. Each
@@ -113,6 +114,7 @@ export async function archiveSqliteStore(path: string, options: ArchiveOptions):
         'INSERT INTO archive_segments (file, from_position, to_position, events, sha256, bytes, raw_bytes, archived_at, sends) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       recordSends: prepareRecordSends(db),
+      recordFilter: prepareRecordStreamFilter(db),
       remove: db.prepare('DELETE FROM events WHERE position = ?').safeIntegers(),
     };
     const pinnedOf = new Map<string, ReadonlySet<bigint>>();
@@ -141,6 +143,7 @@ export async function archiveSqliteStore(path: string, options: ArchiveOptions):
         new Date().toISOString(),
         sends,
       );
+      q.recordFilter(file, rows);
       for (const r of rows) {
         if (q.remove.run(r.position).changes !== 1) throw new Error(`position ${r.position} left the store during the move`);
       }
