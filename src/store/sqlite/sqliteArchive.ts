@@ -8,7 +8,7 @@ import type { ArchiveManifest } from '../port.ts';
 import { timeSql } from '../storeStats.ts';
 import { indexArchivedSends, prepareRecordSends } from './sqliteArchivedSends.ts';
 import { migrate } from './sqliteSchema.ts';
-import { prepareRecordStreamFilter } from './sqliteStreamFilter.ts';
+import { fillStreamFilters, prepareRecordStreamFilter } from './sqliteStreamFilter.ts';
 
 // Retention that archives, never deletes (docs/operations.md "Retention and archive"): closed
 // history moves from the hot `events` table to compressed segments in an archive folder. Each
@@ -93,6 +93,8 @@ export async function archiveSqliteStore(path: string, options: ArchiveOptions):
     const removedLeftovers = removeLeftovers(options.dir, new Set(manifest.segments.map((s) => s.file)));
     // Segments archived before schema v7: their sends, for findSend, before anything moves.
     const indexedSends = indexArchivedSends(db, options.dir, manifest);
+    // Segments archived before schema v8: their stream filters, so reads stop opening them.
+    await fillStreamFilters(db, options.dir, manifest);
     const q = {
       page: db
         .prepare(
