@@ -169,7 +169,6 @@ try {
     converge: pick(runs.after, (r) => r.firstMs),
     baseline: pick(runs.before, (r) => r.firstMs),
     goal: { atMost: 1000 },
-    headline: true,
     notes:
       `segments opened: ${fmt(runs.after[0]!.opened)} with filters, ${fmt(runs.before[0]!.opened)} without; ` +
       `the node's stream ${fmt(runs.after[0]!.events)} events`,
