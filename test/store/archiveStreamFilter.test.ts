@@ -158,3 +158,36 @@ test('a read of a stream no segment holds opens no segment; a second read reopen
     await plain.close();
   }
 });
+
+test('a view made after another segment was archived takes over the block tables the last view read', async () => {
+  const path = join(dir, 'previous.db');
+  const archive = join(dir, 'previous-archive');
+  const { head } = await randomFleet(path, 5);
+  const cutoff = (days: number): string => new Date(Date.now() - days * 86_400_000).toISOString();
+  const before = await streams(createSqliteEventStore(path), ['n0', 'n1']);
+  const first = await archiveSqliteStore(path, { dir: archive, before: cutoff(60), belowPosition: head, segmentEvents: 50 });
+
+  const opened: string[] = [];
+  const one = await withArchive(createSqliteEventStore(path), archive, { onOpen: (f) => opened.push(f) });
+  const n0 = await one.readStream(streamOf('n0'));
+  assert.ok(opened.length > 0 && opened.every((f) => first.segments.includes(f)));
+  const second = await archiveSqliteStore(path, { dir: archive, before: cutoff(0), belowPosition: head, segmentEvents: 50 });
+  assert.ok(second.segments.length > 0);
+
+  const reopened: string[] = [];
+  const two = await withArchive(createSqliteEventStore(path), archive, { onOpen: (f) => reopened.push(f), previous: one.archive });
+  try {
+    assert.deepEqual(await two.readStream(streamOf('n0')), before.get('n0'), 'the same events, the later segments included');
+    assert.deepEqual(n0, before.get('n0'), 'and the first view gave them too');
+    assert.ok(reopened.length > 0, 'n0 is in the new segments too');
+    assert.deepEqual(
+      reopened.filter((f) => opened.includes(f)),
+      [],
+      'no segment the last view opened is opened again',
+    );
+    assert.deepEqual(await two.readStream(streamOf('n1')), before.get('n1'));
+  } finally {
+    await one.close();
+    await two.close();
+  }
+});

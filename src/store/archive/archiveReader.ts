@@ -23,11 +23,18 @@ export type ArchiveReader = Readonly<{
   streamRows: (stream: string, without?: ReadonlySet<string>) => ArchivedRow[];
   /** Read and check every segment (sha256, count, store identity); the first problem of each. */
   check: () => { segment: ArchiveSegment; error: SegmentError }[];
+  /** The v2 segments opened so far, by manifest row: a later reader of the same folder starts from them. */
+  opened: () => ReadonlyMap<ArchiveSegment, SegmentFile>;
 }>;
 
 export type ArchiveReaderHooks = Readonly<{
   /** Called each time a segment file is opened (its header read); tests count them. */
   onOpen?: (file: string) => void;
+  /**
+   * A reader of the same folder over an older manifest (the API's, remade when a segment is
+   * archived): the segments it opened are taken over where the manifest's row is the same.
+   */
+  previous?: ArchiveReader;
 }>;
 
 export function createArchiveReader(dir: string, manifest: ArchiveManifest, hooks: ArchiveReaderHooks = {}): ArchiveReader {
@@ -35,6 +42,12 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest, hook
   const cache = new Map<string, ArchivedRow[]>();
   // v2 segments opened: their headers (block tables) checked once, their blocks read on demand.
   const handles = new Map<string, SegmentFile>();
+  const same = (a: ArchiveSegment, b: ArchiveSegment): boolean => a.file === b.file && a.sha256 === b.sha256 && a.events === b.events;
+  const rows = new Map(segments.map((s) => [s.file, s]));
+  for (const [s, f] of hooks.previous?.opened() ?? []) {
+    const now = rows.get(s.file);
+    if (now !== undefined && same(now, s) && f.header.store === manifest.store) handles.set(s.file, f);
+  }
 
   const remember = (file: string, rows: ArchivedRow[]): void => {
     cache.delete(file);
@@ -107,6 +120,7 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest, hook
       }
       return rows.sort((a, b) => (a.revision < b.revision ? -1 : a.revision > b.revision ? 1 : 0));
     },
+    opened: () => new Map([...handles].flatMap(([file, f]) => (rows.has(file) ? [[rows.get(file)!, f] as const] : []))),
     check() {
       const problems: { segment: ArchiveSegment; error: SegmentError }[] = [];
       for (const s of segments) {
