@@ -1,3 +1,4 @@
+import type { ArchivedStore } from '../store/archive/withArchive.ts';
 import type { EventStore } from '../store/index.ts';
 
 // The API's reads of the past — a node's state as of a moment, its history, its timeline, an
@@ -11,14 +12,19 @@ export type PastReads = () => Promise<EventStore>;
 
 export function pastReadsOf(store: EventStore, archiveDir: string | null): PastReads {
   if (archiveDir === null || store.archiveManifest === undefined) return () => Promise.resolve(store);
-  let view: { key: string; store: Promise<EventStore> } | null = null;
+  let view: { key: string; store: Promise<ArchivedStore> } | null = null;
   return async () => {
     const manifest = await store.archiveManifest!();
     const last = manifest.segments.at(-1);
     if (last === undefined) return store;
     const key = `${manifest.segments.length}:${last.to}`;
     if (view === null || view.key !== key) {
-      const made = import('../store/archive/withArchive.ts').then((m) => m.withArchive(store, archiveDir));
+      // The block tables the last view read are kept: a segment archived since does not make every read cold again.
+      const previous = view?.store.then((v) => v.archive).catch(() => undefined);
+      const made = import('../store/archive/withArchive.ts').then(async (m) => {
+        const before = await previous;
+        return m.withArchive(store, archiveDir, before === undefined ? {} : { previous: before });
+      });
       view = { key, store: made };
       made.catch(() => {
         if (view?.store === made) view = null;

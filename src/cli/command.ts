@@ -112,10 +112,15 @@ export async function openStore(config: Config, io: CliIo, { create = false, ...
 export async function withStore<T>(config: Config, io: CliIo, fn: (store: EventStore) => Promise<T>): Promise<T> {
   const store = await openStore(config, io);
   try {
-    if (config.archiveDir === null) return await fn(store);
-    const { withArchive } = await import('../store/archive/withArchive.ts');
-    return await fn(await withArchive(store, resolve(io.cwd, config.archiveDir)));
+    return await fn(await overArchive(config, io, store));
   } finally {
     await store.close();
   }
+}
+
+/** `store` itself, or with `--archive-dir` the same store whose reads answer over the archive too (its writes are the store's). */
+export async function overArchive(config: Config, io: CliIo, store: EventStore): Promise<EventStore> {
+  if (config.archiveDir === null) return store;
+  const { withArchive } = await import('../store/archive/withArchive.ts');
+  return withArchive(store, resolve(io.cwd, config.archiveDir));
 }

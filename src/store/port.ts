@@ -271,5 +271,11 @@ export interface EventStore {
    * closed history was moved to. SQLite and PostgreSQL archive; the others leave it out.
    */
   archiveManifest?(): Promise<ArchiveManifest>;
+  /**
+   * The manifest's segments whose stream filter says they do not hold `stream`
+   * (src/store/archive/streamFilter.ts), so a read of it skips them unopened. A segment with no
+   * filter (archived before there were any) is never in it.
+   */
+  archiveSegmentsWithout?(stream: string): Promise<ReadonlySet<string>>;
   close(): Promise<void>;
 }

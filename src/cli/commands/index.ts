@@ -117,7 +117,7 @@ export const commands: readonly CommandSpec[] = [
   },
   {
     name: 'send',
-    usage: 'converge send <node> (<spec.json|-> | --as-of <time>) [--json]',
+    usage: 'converge send <node> (<spec.json|-> | --as-of <time> [--archive-dir <dir>]) [--json]',
     summary: 'sign and record a declaration for a node; prints its digest',
     flags: {
       'as-of': {
@@ -128,7 +128,7 @@ export const commands: readonly CommandSpec[] = [
       force: { type: 'boolean', help: 'send to a pinned node too (without it a pinned node refuses the send)' },
     },
     args: [1, 2],
-    settings: ['store', 'signingKeyPath'],
+    settings: ['store', 'signingKeyPath', 'archiveDir'],
     load: () => import('./send.ts'),
   },
   {

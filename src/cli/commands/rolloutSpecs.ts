@@ -15,7 +15,7 @@ export const rolloutCommands: readonly CommandSpec[] = [
       '       converge rollout pause|abort <id> [--reason <text>] [--json]',
       '       converge rollout rollback <id> [--scope all|wave] [--reason <text>] [--json]',
       '       converge rollout resume <id> [--json]',
-      '       converge rollout explain <id> [--json]',
+      '       converge rollout explain <id> [--archive-dir <dir>] [--json]',
     ].join('\n'),
     summary:
       'roll one spec out to many nodes in waves gated by digests; watch it; pause, resume, abort, roll back; explain it from its events',
@@ -74,7 +74,7 @@ export const rolloutCommands: readonly CommandSpec[] = [
       reason: { type: 'string', value: '<text>', help: 'pause, abort, rollback: why, for the record' },
     },
     args: [1, 2],
-    settings: ['store', 'snapshotPath'],
+    settings: ['store', 'snapshotPath', 'archiveDir'],
     load: () => import('./rollout.ts'),
   },
   {

@@ -3,7 +3,7 @@ import { createSender } from '../../engine/send.ts';
 import { specAsOf } from '../../engine/specAsOf.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
-import { nodeArgument, openStore } from '../command.ts';
+import { nodeArgument, openStore, overArchive } from '../command.ts';
 import { printJson } from '../output.ts';
 import { readSpecJson } from '../specFile.ts';
 
@@ -25,7 +25,8 @@ export const run: Run = async ({ io, positionals, config, json, values }) => {
       throw new ConvergeError('CONVERGE_ERR_USAGE', `--as-of ${JSON.stringify(asOf)} is not an ISO 8601 time (like 2026-11-30T14:00:00Z)`);
     const store = await openStore(config, io);
     try {
-      const was = await specAsOf(store, node, at);
+      // The spec may have been sent before retention moved it: read it over the archive when given one.
+      const was = await specAsOf(await overArchive(config, io, store), node, at);
       const r = await createSender({ store, key: config.signingKey }).send(node, was.resources, { force });
       if (json)
         printJson(io, {

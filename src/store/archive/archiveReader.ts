@@ -16,17 +16,38 @@ const cachedSegments = 4;
 export type ArchiveReader = Readonly<{
   /** Up to `limit` archived rows past `after`, in position order. */
   rowsAfter: (after: bigint, limit: number) => ArchivedRow[];
-  /** Every archived row of `stream`, in revision order. */
-  streamRows: (stream: string) => ArchivedRow[];
+  /**
+   * Every archived row of `stream`, in revision order. `without`: segments known not to hold it
+   * (their stream filter says so, streamFilter.ts), not opened.
+   */
+  streamRows: (stream: string, without?: ReadonlySet<string>) => ArchivedRow[];
   /** Read and check every segment (sha256, count, store identity); the first problem of each. */
   check: () => { segment: ArchiveSegment; error: SegmentError }[];
+  /** The v2 segments opened so far, by manifest row: a later reader of the same folder starts from them. */
+  opened: () => ReadonlyMap<ArchiveSegment, SegmentFile>;
 }>;
 
-export function createArchiveReader(dir: string, manifest: ArchiveManifest): ArchiveReader {
+export type ArchiveReaderHooks = Readonly<{
+  /** Called each time a segment file is opened (its header read); tests count them. */
+  onOpen?: (file: string) => void;
+  /**
+   * A reader of the same folder over an older manifest (the API's, remade when a segment is
+   * archived): the segments it opened are taken over where the manifest's row is the same.
+   */
+  previous?: ArchiveReader;
+}>;
+
+export function createArchiveReader(dir: string, manifest: ArchiveManifest, hooks: ArchiveReaderHooks = {}): ArchiveReader {
   const segments = [...manifest.segments].sort((a, b) => (a.from < b.from ? -1 : a.from > b.from ? 1 : 0));
   const cache = new Map<string, ArchivedRow[]>();
   // v2 segments opened: their headers (block tables) checked once, their blocks read on demand.
   const handles = new Map<string, SegmentFile>();
+  const same = (a: ArchiveSegment, b: ArchiveSegment): boolean => a.file === b.file && a.sha256 === b.sha256 && a.events === b.events;
+  const rows = new Map(segments.map((s) => [s.file, s]));
+  for (const [s, f] of hooks.previous?.opened() ?? []) {
+    const now = rows.get(s.file);
+    if (now !== undefined && same(now, s) && f.header.store === manifest.store) handles.set(s.file, f);
+  }
 
   const remember = (file: string, rows: ArchivedRow[]): void => {
     cache.delete(file);
@@ -37,6 +58,7 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest): Arc
   function open(s: ArchiveSegment): SegmentFile {
     const held = handles.get(s.file);
     if (held !== undefined) return held;
+    hooks.onOpen?.(s.file);
     const f = openSegment(join(dir, s.file), s.file, { sha256: s.sha256, count: s.events });
     if (f.header.store !== manifest.store)
       throw new SegmentError(s.file, 'changed', `it names store ${f.header.store}, not ${manifest.store}`);
@@ -89,14 +111,16 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest): Arc
 
   return {
     rowsAfter,
-    streamRows(stream) {
+    streamRows(stream, without) {
       const rows: ArchivedRow[] = [];
       for (const s of segments) {
+        if (without?.has(s.file) === true) continue;
         const held = cache.get(s.file);
         rows.push(...(held !== undefined ? held.filter((r) => r.stream === stream) : open(s).streamRows(stream)));
       }
       return rows.sort((a, b) => (a.revision < b.revision ? -1 : a.revision > b.revision ? 1 : 0));
     },
+    opened: () => new Map([...handles].flatMap(([file, f]) => (rows.has(file) ? [[rows.get(file)!, f] as const] : []))),
     check() {
       const problems: { segment: ArchiveSegment; error: SegmentError }[] = [];
       for (const s of segments) {

@@ -5,7 +5,7 @@ import { createNotifier } from '../notifier.ts';
 import { createPollingSubscription } from '../pollingSubscription.ts';
 import type { ArchiveManifest, EventStore, ReadAllOptions, ReadStreamOptions, StoredRecord, SubscribeOptions } from '../port.ts';
 import { createArchiveReader } from './archiveReader.ts';
-import type { ArchiveReader } from './archiveReader.ts';
+import type { ArchiveReader, ArchiveReaderHooks } from './archiveReader.ts';
 import type { ArchivedRow } from './segment.ts';
 
 // A store's reads answered over its archive too (docs/operations.md "Retention and archive"):
@@ -21,10 +21,12 @@ const batch = 1000;
 export type ArchivedStore = EventStore & Readonly<{ archive: ArchiveReader; manifest: ArchiveManifest }>;
 
 /** `store` with its archive in `dir` merged into its reads; the manifest is read once, now. */
-export async function withArchive(store: EventStore, dir: string): Promise<ArchivedStore> {
+export async function withArchive(store: EventStore, dir: string, hooks: ArchiveReaderHooks = {}): Promise<ArchivedStore> {
   const manifest: ArchiveManifest = store.archiveManifest === undefined ? { store: '', segments: [] } : await store.archiveManifest();
-  const archive = createArchiveReader(dir, manifest);
+  const archive = createArchiveReader(dir, manifest, hooks);
   const none = manifest.segments.length === 0;
+  // The last stream read from the archive: `history` pages back through one stream a call at a time.
+  let lastStream: { stream: string; rows: Promise<readonly Recorded[]> } | null = null;
 
   const recorded = (r: ArchivedRow): Recorded =>
     ({
@@ -108,7 +110,7 @@ export async function withArchive(store: EventStore, dir: string): Promise<Archi
     if (none) return store.readStream(stream, opts);
     const hot = await store.readStream(stream);
     const byRevision = new Map<bigint, Recorded>();
-    for (const r of archive.streamRows(stream)) byRevision.set(r.revision, recorded(r));
+    for (const r of await archivedStream(stream)) byRevision.set(r.revision, r);
     for (const e of hot) byRevision.set(e.revision, e);
     let events = [...byRevision.values()].sort((a, b) => (a.revision < b.revision ? -1 : 1));
     if (opts.direction === 'backwards') {
@@ -116,6 +118,20 @@ export async function withArchive(store: EventStore, dir: string): Promise<Archi
       if (opts.fromRevision !== undefined) events = events.filter((e) => e.revision <= opts.fromRevision!);
     } else if (opts.fromRevision !== undefined) events = events.filter((e) => e.revision >= opts.fromRevision!);
     return opts.limit === undefined ? events : events.slice(0, opts.limit);
+  }
+
+  /** `stream`'s archived rows, from the segments its filter does not rule out (streamFilter.ts). */
+  function archivedStream(stream: string): Promise<readonly Recorded[]> {
+    if (lastStream?.stream === stream) return lastStream.rows;
+    const rows = (async () => {
+      const without = (await store.archiveSegmentsWithout?.(stream)) ?? new Set<string>();
+      return archive.streamRows(stream, without).map(recorded);
+    })();
+    lastStream = { stream, rows };
+    rows.catch(() => {
+      if (lastStream?.rows === rows) lastStream = null;
+    });
+    return rows;
   }
 
   async function readStored(opts: Readonly<{ after?: bigint | null; limit?: number }> = {}): Promise<readonly StoredRecord[]> {

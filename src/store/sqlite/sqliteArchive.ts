@@ -8,6 +8,7 @@ import type { ArchiveManifest } from '../port.ts';
 import { timeSql } from '../storeStats.ts';
 import { indexArchivedSends, prepareRecordSends } from './sqliteArchivedSends.ts';
 import { migrate } from './sqliteSchema.ts';
+import { fillStreamFilters, prepareRecordStreamFilter } from './sqliteStreamFilter.ts';
 
 // Retention on SQLite (docs/operations.md "Retention and archive"): the move of
 // ../archive/archiveMove.ts, its reads and its one transaction on the store file, under a lock
@@ -32,6 +33,8 @@ export async function archiveSqliteStore(path: string, options: ArchiveOptions):
     const removedLeftovers = prepareArchiveDir(options.dir, new Set(manifest.segments.map((s) => s.file)));
     // Segments archived before schema v7: their sends, for findSend, before anything moves.
     const indexedSends = indexArchivedSends(db, options.dir, manifest);
+    // Segments archived before schema v8: their stream filters, so reads stop opening them.
+    await fillStreamFilters(db, options.dir, manifest);
     const moved = await moveClosedHistory(sqliteSource(db, manifest.store), options);
     return { ...moved, removedLeftovers, indexedSends };
   } finally {
@@ -63,6 +66,7 @@ function sqliteSource(db: Database.Database, store: string): ArchiveSource {
       'INSERT INTO archive_segments (file, from_position, to_position, events, sha256, bytes, raw_bytes, archived_at, sends) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ),
     recordSends: prepareRecordSends(db),
+    recordFilter: prepareRecordStreamFilter(db),
     remove: db.prepare('DELETE FROM events WHERE position = ?').safeIntegers(),
   };
   const commit = db.transaction((seg: SegmentToRecord, pause: PauseAt) => {
@@ -80,6 +84,7 @@ function sqliteSource(db: Database.Database, store: string): ArchiveSource {
       new Date().toISOString(),
       sends,
     );
+    q.recordFilter(seg.file, rows);
     for (const r of rows) {
       if (q.remove.run(r.position).changes !== 1) throw new Error(`position ${r.position} left the store during the move`);
     }

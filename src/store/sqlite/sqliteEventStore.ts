@@ -17,6 +17,7 @@ import { migrate } from './sqliteSchema.ts';
 import { readManifest } from './sqliteArchive.ts';
 import { prepareArchivedSendQueries } from './sqliteArchivedSends.ts';
 import type { ArchivedSendQueries } from './sqliteArchivedSends.ts';
+import { prepareStreamFilterQuery } from './sqliteStreamFilter.ts';
 import { createAppendTail } from './sqliteTail.ts';
 import { startWriterThread } from './sqliteWriterClient.ts';
 import type { WriterClient } from './sqliteWriterClient.ts';
@@ -123,6 +124,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   };
   const q = prepareReadQueries(conn);
   let archivedSends: ArchivedSendQueries | null = null;
+  let segmentsWithout: ((stream: string) => Set<string>) | null = null;
   const decoder = createRowDecoder();
   const tail = createAppendTail(() => q.head.get() as bigint | null);
   const reads = createSqliteReads({ conn, q, decoder, durability, tail, thread, open, readBatchSize, readBatchBytes });
@@ -195,6 +197,15 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
         return readManifest(conn);
       } catch (err) {
         throw sqliteError(err, 'read the archive manifest');
+      }
+    },
+
+    async archiveSegmentsWithout(stream) {
+      open();
+      try {
+        return (segmentsWithout ??= prepareStreamFilterQuery(conn))(stream);
+      } catch (err) {
+        throw sqliteError(err, 'read the archive stream filters');
       }
     },
 

@@ -9,7 +9,7 @@ import type { AuditMigrationProgress } from './sqliteAudit.ts';
 // file or a foreign SQLite file is refused, never altered.
 
 /** Bump with a migration in `migrations` below whenever the schema changes. */
-export const sqliteSchemaVersion = 7;
+export const sqliteSchemaVersion = 8;
 /** 'CNVG': marks the file as a Converge store, so a foreign SQLite file is refused, not altered. */
 const applicationId = 0x434e5647;
 
@@ -72,6 +72,9 @@ CREATE TABLE last_seen_flushes (engine TEXT PRIMARY KEY, ms INTEGER NOT NULL) WI
     const cols = db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('archive_segments') as string[];
     if (!cols.includes('sends')) db.exec('ALTER TABLE archive_segments ADD COLUMN sends INTEGER');
   },
+  // v8: the segments' stream filters (sqliteStreamFilter.ts): a read of one node skips the segments
+  // that cannot hold it. Segments archived before it have none and are opened, as before.
+  7: (db) => db.exec(streamFilterSchemaV8),
 };
 
 const archiveSchemaV6 = `
@@ -97,6 +100,16 @@ CREATE TABLE IF NOT EXISTS archived_sends (
   serial   INTEGER NOT NULL,
   sent_at  TEXT    NOT NULL,
   PRIMARY KEY (stream, digest, position)
+) WITHOUT ROWID;
+`;
+
+/** A segment's stream filter, one row per bucket; a stream's read reads its bucket's rows only. */
+const streamFilterSchemaV8 = `
+CREATE TABLE IF NOT EXISTS archive_stream_filter (
+  bucket INTEGER NOT NULL,
+  file   TEXT    NOT NULL,
+  bits   BLOB    NOT NULL,
+  PRIMARY KEY (bucket, file)
 ) WITHOUT ROWID;
 `;
 

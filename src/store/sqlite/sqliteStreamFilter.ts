@@ -1,0 +1,56 @@
+import { join } from 'node:path';
+import type Database from 'better-sqlite3';
+import { SegmentError, readSegmentFile } from '../archive/segment.ts';
+import type { ArchivedRow } from '../archive/segment.ts';
+import { bucketOf, buildStreamFilter, partMayHold } from '../archive/streamFilter.ts';
+import type { ArchiveManifest } from '../port.ts';
+
+// The segments' stream filters in the manifest (schema v8, docs/operations.md "Retention and
+// archive"): `archive_stream_filter` holds each segment's filter (src/store/archive/streamFilter.ts)
+// as one row per bucket, written in the move's own transaction. A read of one stream reads the rows
+// of its bucket only. A segment archived before v8 has no rows, and is opened, until the next archive
+// run (`store archive`, `serve --retain`) reads it and writes its filter.
+
+/** Record a segment's filter; call inside the transaction that records the segment. */
+export function prepareRecordStreamFilter(db: Database.Database): (file: string, rows: readonly ArchivedRow[]) => void {
+  const insert = db.prepare('INSERT OR REPLACE INTO archive_stream_filter (bucket, file, bits) VALUES (?, ?, ?)');
+  return (file, rows) => buildStreamFilter(rows.map((r) => r.stream)).forEach((part, bucket) => insert.run(bucket, file, part));
+}
+
+/** The manifest's segments whose filter says they do not hold `stream`. */
+export function prepareStreamFilterQuery(conn: Database.Database): (stream: string) => Set<string> {
+  const parts = conn.prepare('SELECT file, bits FROM archive_stream_filter WHERE bucket = ?').raw();
+  return (stream) => {
+    const without = new Set<string>();
+    for (const [file, bits] of parts.all(bucketOf(stream)) as [string, Buffer][]) if (!partMayHold(bits, stream)) without.add(file);
+    return without;
+  };
+}
+
+/**
+ * Give the manifest's segments archived before v8 their filters: each read whole and checked as the
+ * reader checks it, one transaction a segment (a crash leaves the rest for the next run), the event
+ * loop let run between them. Returns the segments filtered.
+ */
+export async function fillStreamFilters(db: Database.Database, dir: string, manifest: ArchiveManifest): Promise<string[]> {
+  const pending = db
+    .prepare(
+      'SELECT file FROM archive_segments WHERE file NOT IN (SELECT file FROM archive_stream_filter WHERE bucket = 0) ORDER BY from_position',
+    )
+    .pluck()
+    .all() as string[];
+  const record = prepareRecordStreamFilter(db);
+  const byFile = new Map(manifest.segments.map((s) => [s.file, s]));
+  const done: string[] = [];
+  for (const file of pending) {
+    const s = byFile.get(file);
+    if (s === undefined) continue;
+    const d = readSegmentFile(join(dir, file), file, { sha256: s.sha256, count: s.events });
+    if (d.header.store !== manifest.store)
+      throw new SegmentError(file, 'changed', `it names store ${d.header.store}, not ${manifest.store}`);
+    db.transaction(() => record(file, d.rows)).immediate();
+    done.push(file);
+    await new Promise((r) => setImmediate(r));
+  }
+  return done;
+}
