@@ -15,13 +15,12 @@ export type FleetSettings = Readonly<{ nodes: readonly string[]; applyMs: number
 export type FleetIn =
   Readonly<{ kind: 'declarations'; declarations: readonly Readonly<{ node: string; body: Uint8Array }>[] }> | Readonly<{ kind: 'stop' }>;
 
+type FleetMessage = Readonly<{ kind: InboundKind; body: Uint8Array; messageId: string | null; userId: string | null }>;
+
 export type FleetOut =
   | Readonly<{ kind: 'ready'; tid: number }>
   | Readonly<{ kind: 'stopped' }>
-  | Readonly<{
-      kind: 'published';
-      messages: readonly Readonly<{ kind: InboundKind; body: Uint8Array; messageId: string | null; userId: string | null }>[];
-    }>;
+  | Readonly<{ kind: 'published'; messages: readonly FleetMessage[] }>;
 
 export type RemoteFleet = Readonly<{
   publisher: DeclarationPublisher;
@@ -48,17 +47,39 @@ export async function startRemoteFleet(broker: InProcessBroker, settings: FleetS
   let pending: { node: string; body: Uint8Array }[] = [];
   let scheduled = false;
   let onStopped: (() => void) | null = null;
+  // What the nodes published, handed to the engine's broker at most `perTurn` a turn: a socket
+  // hands a consumer what one read brought, not a whole backlog, and the in-process broker
+  // delivers all it holds in one turn.
+  const perTurn = 256;
+  let inbound: FleetMessage[] = [];
+  let next = 0;
+  let injecting = false;
+  const inject = (): void => {
+    const end = Math.min(inbound.length, next + perTurn);
+    for (; next < end; next++) {
+      const x = inbound[next]!;
+      broker.inject(x.kind, Buffer.from(x.body.buffer, x.body.byteOffset, x.body.byteLength), { messageId: x.messageId, userId: x.userId });
+    }
+    if (next < inbound.length) {
+      setImmediate(inject);
+      return;
+    }
+    inbound = [];
+    next = 0;
+    injecting = false;
+  };
   const tid = await new Promise<number>((resolve, reject) => {
     worker.once('error', reject);
     worker.on('message', (m: FleetOut) => {
       if (m.kind === 'ready') resolve(m.tid);
       else if (m.kind === 'stopped') onStopped?.();
-      else
-        for (const x of m.messages)
-          broker.inject(x.kind, Buffer.from(x.body.buffer, x.body.byteOffset, x.body.byteLength), {
-            messageId: x.messageId,
-            userId: x.userId,
-          });
+      else {
+        inbound.push(...m.messages);
+        if (!injecting) {
+          injecting = true;
+          setImmediate(inject);
+        }
+      }
     });
   });
   return {
