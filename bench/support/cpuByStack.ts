@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 
 // Whose CPU is it: V8's sampling profiler on this thread, each sample counted to a share when a
@@ -18,6 +19,8 @@ type Profile = { nodes: Node[]; samples: number[]; timeDeltas: number[] };
 export async function startCpuShares(
   shares: Readonly<Record<string, readonly string[]>>,
   intervalUs = 1_000,
+  /** Also write the whole profile here (a .cpuprofile Chrome's DevTools opens), to see more than the shares. */
+  savePath: string | null = null,
 ): Promise<{ stop: () => Promise<CpuShares> }> {
   const session = new Session();
   session.connect();
@@ -28,6 +31,7 @@ export async function startCpuShares(
     async stop() {
       const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: Profile };
       session.disconnect();
+      if (savePath !== null) writeFileSync(savePath, JSON.stringify(profile));
       return attribute(profile, shares);
     },
   };

@@ -1,29 +1,17 @@
-import { foldRollout, foldRolloutEvents } from '../../projections/index.ts';
-import {
-  decide,
-  decideRollback,
-  defaultSilentGraceMs,
-  eventOfDecision,
-  isTerminal,
-  owesRollback,
-  rollbackProgress,
-} from '../core/rollout/index.ts';
-import type { Decision, RolloutState, WaveProgress } from '../core/rollout/index.ts';
-import { isConvergeError } from '../core/errors.ts';
-import { listLimit, rolloutEventTypes, rolloutOfStream, rolloutStreamOf } from '../core/events/index.ts';
-import type { Recorded, RolloutEvent, WithId } from '../core/events/index.ts';
+import { isTerminal } from '../core/rollout/index.ts';
+import type { RolloutState } from '../core/rollout/index.ts';
+import { rolloutEventTypes, rolloutOfStream } from '../core/events/index.ts';
 import { sleep } from '../retry.ts';
 import type { Subscription } from '../store/port.ts';
 import { whileLeased } from '../store/whileLeased.ts';
-import { sendRollback, sendWave } from './rolloutSends.ts';
 import { createRolloutClock } from './rolloutClock.ts';
 import { createBatchSender } from './sendBatch.ts';
 import type { RolloutDriverOptions } from './rolloutDriverOptions.ts';
 import { createHoldsReader } from './holds.ts';
 import { createGateKeeper } from './rolloutGate.ts';
-import { openWaveProgress } from './rolloutProgressAhead.ts';
-import { driven, endStatus, maxLog, yieldTurn } from './rolloutDriven.ts';
+import { driven, endStatus } from './rolloutDriven.ts';
 import type { Driven } from './rolloutDriven.ts';
+import { createRolloutStepper } from './rolloutDriverStep.ts';
 import type { BatchSender } from './sendBatch.ts';
 
 // The rollout driver, a process manager. It keeps no state of its own that a
@@ -43,7 +31,9 @@ import type { BatchSender } from './sendBatch.ts';
 //     so a report already stored is never counted as missing.
 //
 // One driver acts at a time: on a store several engines share it holds the store's
-// `rollouts` lease (as the relay holds `relay`); SQLite is one engine's.
+// `rollouts` lease (as the relay holds `relay`); SQLite is one engine's. This file is the loop
+// (rounds, waking, following, the checkpoint, the lease); one rollout's turn in a round, from
+// reading its stream to recording a decision, is rolloutDriverStep.ts.
 
 export type { RolloutDriverOptions } from './rolloutDriverOptions.ts';
 
@@ -69,12 +59,9 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   const now = options.now ?? (() => new Date());
   const monotonic = options.monotonic ?? (() => performance.now());
   const clock = createRolloutClock(() => now().getTime(), monotonic);
-  const batchSize = Math.max(1, Math.min(options.batchSize ?? 500, listLimit));
   const pollMs = options.pollMs ?? 1_000;
   const minIntervalMs = options.minIntervalMs ?? 20;
   const checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
-  const progressOf = (s: RolloutState, wave: number): WaveProgress | null =>
-    openWaveProgress({ ...options, graceMs: options.graceMs ?? defaultSilentGraceMs }, rollouts.get(s.id), s, wave);
   const holds = createHoldsReader(store);
   const gates = createGateKeeper({ ...options.gate, monotonic, now, wake: () => wake() });
   const sender: BatchSender = createBatchSender({
@@ -122,144 +109,17 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     reread = true;
     wakeNodes();
   };
-
-  /** Read what the stream holds past the fold, and fold it. */
-  async function refresh(entry: Driven, id: string, s: RolloutState | null): Promise<RolloutState | null> {
-    if (s !== null && !entry.moved) return s;
-    entry.moved = false;
-    const events = (await store.readStream(
-      rolloutStreamOf(id),
-      s === null ? {} : { fromRevision: s.revision + 1n },
-    )) as Recorded<RolloutEvent>[];
-    if (s === null) return foldRolloutEvents(events);
-    let next = s;
-    for (const e of events) next = foldRollout(next, e);
-    // Kept only while the view lags (progressOf trims it); bounded in case it never catches up.
-    if (options.progressFolded !== undefined) {
-      entry.log.push(...events);
-      if (entry.log.length > maxLog) entry.log.splice(0, entry.log.length - maxLog);
-    }
-    return next;
-  }
-
-  /** Whether the read model has folded everything the store holds now (waiting a little for it). */
-  async function readModelCurrent(): Promise<boolean> {
-    const position = options.readModelPosition;
-    if (position === undefined) return true;
-    const head = await store.headPosition();
-    if (head === null) return true;
-    for (let i = 0; i < 50; i++) {
-      if ((position() ?? -1n) >= head) return true;
-      await sleep(10);
-    }
-    return false;
-  }
-
-  /** Carry out one decision; resolves once it is recorded (or another writer's record made it moot). */
-  async function act(
-    s: RolloutState,
-    d: Exclude<Decision, { kind: 'wait' } | { kind: 'gate' }> | Readonly<{ kind: 'gated'; event: WithId<RolloutEvent> }>,
-  ): Promise<void> {
-    const stream = rolloutStreamOf(s.id);
-    // Whatever the outcome (recorded, or lost to another writer), the stream is read again.
-    const entry = rollouts.get(s.id);
-    if (entry !== undefined) entry.moved = true;
-    try {
-      if (d.kind === 'rollbackSend') {
-        const sent = await sendRollback({ store, sender, nodeOf, now, holds }, s, d.nodes.slice(0, batchSize));
-        options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
-        options.metrics?.eventsAppended.inc({ type: 'RollbackSent' });
-      } else if (d.kind === 'send') {
-        const sent = await sendWave({ store, sender, now, holds }, s, d.wave, d.nodes.slice(0, batchSize));
-        options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
-        options.metrics?.eventsAppended.inc({ type: 'RolloutSent' });
-      } else {
-        const event = d.kind === 'gated' ? d.event : eventOfDecision(s, d, now().toISOString());
-        await store.append([{ stream, expected: s.revision, events: [event] }]);
-        options.metrics?.eventsAppended.inc({ type: event.type });
-      }
-      if (d.kind !== 'gated') options.onDecision?.(s.id, d);
-      logger.info(
-        {
-          rollout: s.id,
-          decision: d.kind,
-          ...('wave' in d ? { wave: d.wave } : {}),
-          ...(d.kind === 'send' || d.kind === 'rollbackSend' ? { nodes: Math.min(d.nodes.length, batchSize) } : {}),
-        },
-        'rollout decision recorded',
-      );
-    } catch (err) {
-      // The stream moved since the fold (an operator's pause, another driver): read and decide again.
-      if (isConvergeError(err, 'CONVERGE_ERR_WRONG_EXPECTED_REVISION') && err.details?.['stream'] === stream) return;
-      throw err;
-    }
-  }
-
-  /** Drive one rollout as far as it goes now; resolves with how long until it looks again (ms; null: on an event). */
-  async function step(id: string): Promise<number | null> {
-    const entry = rollouts.get(id);
-    if (entry === undefined) return null;
-    for (let round = 0; round < 1_000 && running && leased; round++) {
-      const s = await refresh(entry, id, entry.state);
-      entry.state = s;
-      if (s === null) return null;
-      if (isTerminal(s.status) && !owesRollback(s)) {
-        rollouts.delete(id);
-        clock.forget(id);
-        gates.forget(id);
-        return null;
-      }
-      if (s.rollback !== null) {
-        const d = await rollbackStep(s);
-        if (typeof d === 'number' || d === null) return d;
-        await act(s, d);
-        if (d.kind === 'rollbackSend') await yieldTurn();
-        continue;
-      }
-      const progress = s.current === 0 ? null : progressOf(s, s.current);
-      const nowMs = clock.nowMs(s);
-      const d = decide(s, progress, nowMs, listLimit);
-      if (d.kind === 'wait') return d.untilMs === null ? null : Math.max(0, d.untilMs - nowMs);
-      // The gate is asked off the loop (rolloutGate.ts): its answer, once in, is recorded here.
-      const gated = d.kind === 'gate' ? gates.step(s, d.wave) : null;
-      if (typeof gated === 'number') return gated;
-      if (gated !== null) {
-        await act(s, { kind: 'gated', event: gated });
-        continue;
-      }
-      if (d.kind === 'gate') continue;
-      if ((d.kind === 'completeWave' || d.kind === 'halt') && !(await readModelCurrent())) return pollMs;
-      if (d.kind === 'completeWave' || d.kind === 'halt') {
-        // Decided on a read model that may have moved while it caught up: decide again on the
-        // current one, and act only if the answer stands.
-        const again = decide(s, s.current === 0 ? null : progressOf(s, s.current), clock.nowMs(s), listLimit);
-        if (again.kind !== d.kind) continue;
-        await act(s, again);
-        continue;
-      }
-      await act(s, d);
-      // One batch a turn: on a store whose appends resolve in the same turn, a wave's sends would
-      // otherwise hold the event loop from the API, ingest and the projections until all were sent.
-      if (d.kind === 'send') await yieldTurn();
-    }
-    return 0;
-  }
-
-  /**
-   * A rollback's next step (rollback.ts), or how long until it looks again. Its end counts the
-   * nodes still behind as failed only once the read model has folded what the store holds.
-   */
-  async function rollbackStep(s: RolloutState): Promise<Exclude<Decision, { kind: 'wait' } | { kind: 'gate' }> | number | null> {
-    const graceMs = options.graceMs ?? defaultSilentGraceMs;
-    const decideNow = (): Decision => decideRollback(s, rollbackProgress(s, nodeOf, listLimit), clock.nowMs(s), nodeOf, graceMs, listLimit);
-    const d = decideNow();
-    if (d.kind === 'wait') return d.untilMs === null ? null : Math.max(0, d.untilMs - clock.nowMs(s));
-    if (d.kind === 'gate') return pollMs; // no gate in a rollback
-    if (d.kind !== 'completeRollback') return d;
-    if (!(await readModelCurrent())) return pollMs;
-    const again = decideNow();
-    return again.kind === 'wait' || again.kind === 'gate' ? 0 : again;
-  }
+  const { step } = createRolloutStepper({
+    options,
+    logger,
+    now,
+    clock,
+    holds,
+    gates,
+    sender,
+    rollouts,
+    acting: () => running && leased,
+  });
 
   /** Rollouts are found by following their events; only the positions of unfinished ones are kept. */
   function follow(from: bigint | null): Subscription {

@@ -80,6 +80,8 @@ export type BatchSenderOptions = Readonly<{
   maxAttempts?: number;
   /** Append calls made again because only the nodes' own reports and alives moved their streams. */
   maxMoves?: number;
+  /** Declarations built and signed per turn of the event loop (default 100). */
+  signPerTurn?: number;
 }>;
 
 export type BatchSender = Readonly<{
@@ -95,6 +97,8 @@ export type RecordResult = Readonly<{ outcomes: readonly RecordedOutcome[]; posi
 
 /** Validate, sign and append each item's declaration, all in one append call (made again while streams moved). */
 export type RecordDeclarations = (items: readonly BatchItem[], options?: SendManyOptions) => Promise<RecordResult>;
+
+const yieldTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** An item that passed validation, with its index among the items. */
 type Todo = { i: number; node: string; spec: Spec; specDigest: string };
@@ -200,6 +204,7 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
   const maxMoves = options.maxMoves ?? 100;
   const loadView = sendViewLoader(store, options.loadNode);
   const holds = options.holds ?? createHoldsReader(store);
+  const signPerTurn = Math.max(1, options.signPerTurn ?? 100);
 
   return async function record(items, opts = {}) {
     const outcomes: (RecordedOutcome | null)[] = items.map(() => null);
@@ -225,13 +230,20 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
     let pending = todo;
     const done = (): RecordResult => ({ outcomes: outcomes as RecordedOutcome[], position, appends });
 
-    /** The call's writes for `pending`: a node whose newest report carries a port the spec asks for is refused here. */
-    const build = () => {
+    /**
+     * The call's writes for `pending`: a node whose newest report carries a port the spec asks for
+     * is refused here. Signing is most of a send's CPU (an Ed25519 signature each): a batch is
+     * signed `signPerTurn` at a time, giving the loop back between, so a wave's 500-node batches
+     * do not hold the API, ingest and the projections for the whole batch.
+     */
+    const build = async () => {
       const writes: StreamWrite[] = [];
       const sent: { node: string; serial: number; digest: string }[] = [];
       const refused: BatchOutcome[] = [];
       const made = new Map<number, WithId<DeclarationSent>>();
+      let n = 0;
       for (const t of pending) {
+        if (++n % signPerTurn === 0) await yieldTurn();
         const v = views.get(t.node)!;
         try {
           checkCarriedPorts(t.spec, v.carried);
@@ -292,7 +304,7 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
     };
 
     for (;;) {
-      const { writes, sent, refused, made } = build();
+      const { writes, sent, refused, made } = await build();
       // The extra writes go with the first call that writes; a later call only retries lost nodes.
       const extra = pending === todo ? (opts.extra?.(sent, refused) ?? []) : [];
       if (writes.length === 0 && extra.length === 0) return done();
