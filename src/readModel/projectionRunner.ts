@@ -1,4 +1,3 @@
-import { rm } from 'node:fs/promises';
 import { ConvergeError } from '../core/errors.ts';
 import type { Logger } from 'pino';
 import { livenessStates, nodeStatuses } from '../../projections/index.ts';
@@ -11,9 +10,8 @@ import { createReadModel } from './readModel.ts';
 import type { FoldFailure, ReadModel } from './readModel.ts';
 import { createRolloutView } from './rollouts.ts';
 import type { RolloutView } from './rollouts.ts';
-import { foldVersion, rejectionOf, snapshotFormat, writeSnapshot } from './snapshot/snapshotFile.ts';
-import type { SnapshotRejection } from './snapshot/snapshotFile.ts';
-import { trustedSnapshot } from './snapshot/trust.ts';
+import { createSnapshotKeeper } from './snapshotKeeper.ts';
+import type { SnapshotOptions } from './snapshotKeeper.ts';
 import { nodeOfStream } from '../core/events/index.ts';
 import type { Recorded } from '../core/events/index.ts';
 import { attr, eventKey, tracer } from '../tracing/index.ts';
@@ -23,24 +21,6 @@ import type { Span } from '../tracing/index.ts';
 // subscription. The read model lives in memory, so the subscription's resume point is the
 // snapshot's position (or zero), not a store checkpoint: a checkpoint saved without the state it
 // stands for would make a restarted engine skip events it no longer holds.
-
-export type SnapshotOptions = Readonly<{
-  path: string;
-  /**
-   * Read at start when `path` does not exist (the default snapshot's name in earlier engines:
-   * `<sqlite file>.snapshot.json`), and deleted once a snapshot is written to `path`.
-   */
-  formerPath?: string;
-  /** Events folded between two snapshots, at least. */
-  everyEvents: number;
-  /**
-   * And at least this many events per node in the read model (default 0: `everyEvents` alone).
-   * Writing a snapshot costs in proportion to the nodes; an interval that grows with them keeps
-   * its cost per event folded the same at any fleet size (at 10,000 nodes a fixed
-   * 10,000 wrote every node once per 10,000 events, ~8% of a drain's time in serve).
-   */
-  everyEventsPerNode?: number;
-}>;
 
 export type ProjectionRunnerOptions = Readonly<{
   store: EventStore;
@@ -104,6 +84,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
   // Listens to the read model from here on, so it sees every event the runner folds.
   const rollouts = createRolloutView(readModel, options.graceMs === undefined ? {} : { graceMs: options.graceMs });
   const log = logger.child({ component: 'projections' });
+  const snapshots = createSnapshotKeeper({ store, readModel, rollouts, log, metrics, snapshot: options.snapshot });
   let subscription: Subscription | null = null;
   let ready = false;
   let stopping = false;
@@ -119,10 +100,6 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
   caughtUpPromise.catch(() => undefined);
   /** The failed fold was said (log, metric): once. */
   let stoppedOnFailure = false;
-  let lastSnapshotAt: bigint | null = null;
-  let writing: Promise<void> | null = null;
-  /** Id of the last event folded: stored in a snapshot to tie it to this store. */
-  let lastEventId: string | null = null;
 
   // docs/design.md §7: the convergence histogram counts acknowledgements as they happen. While catching
   // up, the folded acknowledgements are history (already counted by whoever was live then).
@@ -139,81 +116,6 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
       },
       { bulk: () => {} },
     );
-
-  /** Why a snapshot is not used, said once: a warn log with the reason (info for an expected upgrade) and the metric. */
-  function discard(path: string, err: unknown): void {
-    const reason: SnapshotRejection = rejectionOf(err);
-    metrics?.snapshotRejected.inc({ reason });
-    const message = err instanceof Error ? err.message : String(err);
-    // A snapshot of another format or fold is what an upgrade leaves: expected, not alarming.
-    const level = reason === 'format' || reason === 'fold-version' ? 'info' : 'warn';
-    log[level]({ path, reason, detail: message }, `snapshot not used (${reason}): folding from zero`);
-  }
-
-  async function restore(): Promise<void> {
-    const opts = options.snapshot;
-    if (opts === undefined) return;
-    const t0 = performance.now();
-    const outcome = await trustedSnapshot(store, opts.path, opts.formerPath);
-    if (outcome.kind === 'rejected') discard(outcome.path, outcome.err);
-    if (outcome.kind !== 'trusted') return;
-    const snap = outcome.snap;
-    readModel.restore(snap.states, snap.position);
-    // A snapshot holds node states only: the rollouts it stands for are folded from their streams.
-    await rollouts.load(store, snap.position);
-    lastSnapshotAt = snap.position;
-    lastEventId = snap.eventId;
-    log.info(
-      { path: snap.path, position: snap.position.toString(), nodes: snap.states.length, ms: Math.round(performance.now() - t0) },
-      'restored read model from snapshot',
-    );
-  }
-
-  function snapshotNow(): Promise<void> {
-    const opts = options.snapshot;
-    const position = readModel.position();
-    if (opts === undefined || position === null || position === lastSnapshotAt) return Promise.resolve();
-    if (writing !== null) return writing;
-    const eventId = lastEventId;
-    if (eventId === null) return Promise.resolve();
-    // States are immutable values: the array taken now is the model at `position`, however far
-    // the fold moves while the writer encodes it a slice at a time (snapshot.ts).
-    const states = [...readModel.nodes()];
-    lastSnapshotAt = position;
-    const t0 = performance.now();
-    writing = writeSnapshot(opts.path, {
-      format: snapshotFormat,
-      foldVersion,
-      position,
-      eventId,
-      writtenAt: new Date().toISOString(),
-      states,
-    })
-      .then(async ({ bytes }) => {
-        log.debug({ position: position.toString(), bytes, ms: Math.round(performance.now() - t0) }, 'snapshot written');
-        // The snapshot under its former name is stale from now on: gone, so deleting the new one is still always safe.
-        if (opts.formerPath !== undefined && opts.formerPath !== opts.path) await rm(opts.formerPath, { force: true });
-      })
-      .catch((err: unknown) => log.warn({ err, path: opts.path }, 'snapshot write failed; will retry at the next interval'))
-      .finally(() => {
-        writing = null;
-      });
-    return writing;
-  }
-
-  const every = options.snapshot === undefined ? null : BigInt(Math.max(1, options.snapshot.everyEvents));
-  const perNode = BigInt(Math.max(0, options.snapshot?.everyEventsPerNode ?? 0));
-  /** Events between two snapshots now: the larger of the fixed interval and perNode × nodes. */
-  const interval = (): bigint | null => {
-    if (every === null) return null;
-    const scaled = perNode * BigInt(readModel.size());
-    return scaled > every ? scaled : every;
-  };
-  /** A snapshot once the interval has passed since the last one, the model now at `position`. */
-  function snapshotIfDue(position: bigint): void {
-    const n = interval();
-    if (n !== null && (lastSnapshotAt === null ? position : position - lastSnapshotAt) >= n) void snapshotNow();
-  }
 
   /**
    * A fold that throws stops the projection where it is, loudly — not ready
@@ -253,7 +155,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
         for await (const batch of store.readAll({ after: from, limit: Number(bad.position - 1n - from) })) {
           readModel.apply(batch);
           const last = batch[batch.length - 1];
-          if (last !== undefined) lastEventId = last.id;
+          if (last !== undefined) snapshots.folded(last.id);
         }
     } catch (e) {
       // A fold that failed there stopped the model itself; a read that failed leaves it a little earlier.
@@ -302,7 +204,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     try {
       if (at !== null)
         for await (const batch of store.readAll({ after: at - 1n, limit: 1 })) {
-          if (batch[0]?.position === at) lastEventId = batch[0].id;
+          if (batch[0]?.position === at) snapshots.folded(batch[0].id);
           break;
         }
     } catch (err) {
@@ -310,7 +212,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     }
     log.debug({ position: at?.toString() ?? null, ms: Math.round(performance.now() - t0) }, 'bulk catch-up done');
     // As the subscription would have on the way: a snapshot once the interval is passed.
-    if (at !== null) snapshotIfDue(at);
+    if (at !== null) snapshots.ifDue(at);
   }
 
   /** Where a fold from zero reads: the store, or with archived history the store and its archive. */
@@ -348,7 +250,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     async start() {
       if (subscription !== null || following !== null) return;
       stopping = false;
-      await restore();
+      await snapshots.restore();
       // The bulk catch-up and then the subscription run behind start(), as the subscription's own
       // catch-up always did: `serve` starts ingest and opens the API meanwhile (/readyz 503).
       following = catchUpInBulk()
@@ -368,17 +270,14 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     failure: () => readModel.failure(),
     lag,
     refreshMetrics,
-    writeSnapshot: async () => {
-      if (writing !== null) await writing;
-      await snapshotNow();
-    },
+    writeSnapshot: () => snapshots.writeNow(),
     async stop() {
       stopping = true;
       if (following !== null) await following;
       const s = subscription;
       subscription = null;
       if (s !== null) await s.stop();
-      if (writing !== null) await writing;
+      await snapshots.settled();
     },
   };
 
@@ -399,9 +298,9 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
         }
         for (const f of folds ?? []) f.end();
         const last = events[events.length - 1];
-        if (last !== undefined) lastEventId = last.id;
+        if (last !== undefined) snapshots.folded(last.id);
         if (last !== undefined) {
-          snapshotIfDue(last.position);
+          snapshots.ifDue(last.position);
         }
         if (metrics !== undefined && ready) metrics.projectionLag.set(0);
       },
