@@ -147,7 +147,9 @@ export async function runUpgrade(
     const stoppedAt = Date.now();
     const acceptedBeforeStop = accepted.length;
     const confirmedBeforeStop = confirmed();
-    checks['oldStoppedCleanly'] = (await old1.stop()) === 0;
+    const old1Code = await old1.stop();
+    checks['oldStoppedCleanly'] = old1Code === 0;
+    if (old1Code !== 0) notes.push(`the old engine exited ${old1Code} on SIGTERM: ${old1.stderr().slice(-1500)}`);
     await untilSaid('the new engine to take the relay lease', () => new1.logged(/relay lease taken/, stoppedAt), 60_000);
     await untilSaid(
       'reports after the stop stored and a declaration after it delivered',
