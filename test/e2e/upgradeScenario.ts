@@ -74,6 +74,8 @@ export async function runUpgrade(
     CONVERGE_SNAPSHOT: snapshotOf(name),
     CONVERGE_ENGINE_ID: name,
     CONVERGE_LOG_LEVEL: 'info',
+    // A clean stop is checked, not its speed: the default 10 s bound can pass on a loaded machine.
+    CONVERGE_STOP_TIMEOUT_MS: '60000',
   });
   const engines: ServeProcess[] = [];
   const serve = (name: string, bin: string, broker = true): ServeProcess => {
