@@ -11,13 +11,31 @@ export type Hash = Buffer;
  * SHA-256 of `bytes` in one call. Node's one-shot hash (20.12+) makes no Hash object and crosses
  * into C++ once; each createHash, update and digest crosses on its own, and at two or three hashes
  * per event those crossings, not the hashing, were most of an append's and a verify's cost. The
- * digest comes back as a latin1 ('binary') string and is copied into Buffer's shared pool: a 'buffer' digest
- * is an ArrayBuffer of its own per hash, which cost the collector more than the hash.
+ * digest comes back as a latin1 ('binary') string: a 'buffer' digest is an ArrayBuffer of its own
+ * per hash, and Buffer.from(digest, 'latin1') a second crossing; 32 characters copied in a loop
+ * into a slab of our own cost less than either (docs/audit.md#what-the-tree-costs-an-append).
  */
 export const sha256: (bytes: Uint8Array) => Hash =
   typeof crypto.hash === 'function'
-    ? (bytes) => Buffer.from(crypto.hash('sha256', bytes, 'binary'), 'latin1')
+    ? (bytes) => digestBytes(crypto.hash('sha256', bytes, 'binary'))
     : (bytes) => crypto.createHash('sha256').update(bytes).digest();
+
+/** Hashes handed out per slab: a slab is freed once none of its hashes is held. */
+const slabHashes = 512;
+let slab = Buffer.allocUnsafe(32 * slabHashes);
+let slabAt = 0;
+
+/** A latin1 digest string's 32 bytes, as a Buffer of its own 32 bytes in the current slab. */
+function digestBytes(digest: string): Hash {
+  if (slabAt === slab.length) {
+    slab = Buffer.allocUnsafe(32 * slabHashes);
+    slabAt = 0;
+  }
+  const out = slab.subarray(slabAt, slabAt + 32);
+  slabAt += 32;
+  for (let i = 0; i < 32; i++) out[i] = digest.charCodeAt(i);
+  return out;
+}
 
 /** MTH({}) = SHA-256 of the empty string: the root of a tree of no leaves. */
 export const EMPTY_ROOT: Hash = crypto.createHash('sha256').digest();

@@ -8,38 +8,74 @@ import type { CompactRange, Hash, TreeBuilder } from '../../core/audit/merkle.ts
 
 const utf8 = (text: string): Buffer => Buffer.from(text, 'utf8');
 
+// The leaf's bytes are written into this buffer, hashed and forgotten (hashing is synchronous), so
+// one buffer serves every event; a fresh one per event was garbage for every append.
+let scratch = Buffer.allocUnsafe(16 * 1024);
+
 /**
  * The leaf hash of an event as an adapter stores it: data and metadata as the exact JSON text it
- * writes. Every append runs it for every event, so it writes the leaf's bytes (leaf.ts's layout)
- * straight from the strings into one buffer, instead of encoding each string first; a string
- * that leafBytes would refuse (a lone surrogate) takes leaf.ts's own path, which refuses it.
+ * writes. Every append runs it for every event (docs/audit.md#what-the-tree-costs-an-append), so it
+ * writes the leaf's bytes (leaf.ts's layout, after the 0x00 prefix of RFC 9162) straight from the
+ * strings into one reused buffer, each length after its text is written (no separate count), and
+ * positions as numbers. Anything outside that fast path (a position past 2^53, a lone surrogate in
+ * stream or type, which leafBytes refuses) takes leaf.ts's own path, which encodes or refuses it.
  */
 export function storedLeafHash(position: bigint, stream: string, revision: bigint, type: string, data: string, metadata: string): Hash {
-  if (surrogate.test(stream) || surrogate.test(type) || position < 0n || revision < 0n || position > u64Max || revision > u64Max) {
+  const p = Number(position);
+  const r = Number(revision);
+  const bound = 38 + 3 * (stream.length + type.length + data.length + metadata.length);
+  if (!(p >= 0 && p <= Number.MAX_SAFE_INTEGER && r >= 0 && r <= Number.MAX_SAFE_INTEGER) || bound > maxScratch) {
     return eventLeafHash({ position, stream, revision, type, data: utf8(data), metadata: utf8(metadata) });
   }
-  const s = Buffer.byteLength(stream, 'utf8');
-  const t = Buffer.byteLength(type, 'utf8');
-  const d = Buffer.byteLength(data, 'utf8');
-  const m = Buffer.byteLength(metadata, 'utf8');
-  const out = Buffer.allocUnsafe(1 + 1 + 8 + 4 + s + 8 + 4 + t + 4 + d + 4 + m);
-  let at = out.writeUInt8(0, 0); // the leaf prefix of RFC 9162, so the buffer is hashed whole
-  at = out.writeUInt8(LEAF_FORMAT_VERSION, at);
-  at = out.writeBigUInt64BE(position, at);
-  at = out.writeUInt32BE(s, at);
-  at += out.write(stream, at, 'utf8');
-  at = out.writeBigUInt64BE(revision, at);
-  at = out.writeUInt32BE(t, at);
-  at += out.write(type, at, 'utf8');
-  at = out.writeUInt32BE(d, at);
-  at += out.write(data, at, 'utf8');
-  at = out.writeUInt32BE(m, at);
-  out.write(metadata, at, 'utf8');
-  return sha256(out);
+  if (bound > scratch.length) scratch = Buffer.allocUnsafe(Math.min(maxScratch, bound * 2));
+  const out = scratch;
+  out[0] = 0x00; // the leaf prefix of RFC 9162, so the buffer is hashed whole
+  out[1] = LEAF_FORMAT_VERSION;
+  writeU64(out, p, 2);
+  const s = writeText(out, stream, 14);
+  out.writeUInt32BE(s, 10);
+  let at = 14 + s;
+  writeU64(out, r, at);
+  const t = writeText(out, type, at + 12);
+  out.writeUInt32BE(t, at + 8);
+  at += 12 + t;
+  const d = writeText(out, data, at + 4);
+  out.writeUInt32BE(d, at);
+  at += 4 + d;
+  const m = writeText(out, metadata, at + 4);
+  out.writeUInt32BE(m, at);
+  at += 4 + m;
+  // More bytes than characters means some were not ASCII, the only strings that may hold a surrogate.
+  if ((s !== stream.length && surrogate.test(stream)) || (t !== type.length && surrogate.test(type))) {
+    return eventLeafHash({ position, stream, revision, type, data: utf8(data), metadata: utf8(metadata) });
+  }
+  return sha256(out.subarray(0, at));
 }
 
 const surrogate = /[\ud800-\udfff]/;
-const u64Max = 2n ** 64n - 1n;
+/** Leaves past this many bytes are encoded by leaf.ts into a buffer of their own. */
+const maxScratch = 1 << 22;
+
+/** An integer below 2^53 as an unsigned 64-bit big-endian number at `at`. */
+function writeU64(out: Buffer, value: number, at: number): void {
+  out.writeUInt32BE(Math.floor(value / 0x1_0000_0000), at);
+  out.writeUInt32BE(value >>> 0, at + 4);
+}
+
+/**
+ * `text` as UTF-8 at `at`; returns the bytes written. Short ASCII text (every stream and type, most
+ * metadata) is copied a character at a time: cheaper than a call into C++ for a few dozen bytes.
+ */
+function writeText(out: Buffer, text: string, at: number): number {
+  const n = text.length;
+  if (n > 96) return out.write(text, at, 'utf8');
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0x7f) return out.write(text, at, 'utf8');
+    out[at + i] = c;
+  }
+  return n;
+}
 
 /** A compact range's hashes, largest subtree first, one after the other (32 bytes each). */
 export const frontierBytes = (range: CompactRange): Buffer => Buffer.concat(range.hashes as Hash[]);
