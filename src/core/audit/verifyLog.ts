@@ -191,7 +191,7 @@ export async function verifyLog(source: VerifySource, options: VerifyOptions = {
       }
       const finding = gapBefore(position, previous, head) ?? (page.bad?.index === i ? page.bad.finding : null);
       if (finding !== null) return result(finding);
-      tree.appendLeafHash(Buffer.from(page.leaves.buffer, page.leaves.byteOffset + i * 32, 32));
+      tree.appendLeafHash(page.leaves, i * 32);
       if (rootsAt.has(tree.size)) roots.set(tree.size, tree.root().toString('hex'));
       previous = position;
       if (tree.size === headSize) rootAtHead = tree.root().toString('hex');
