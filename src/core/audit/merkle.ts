@@ -17,11 +17,10 @@ export type Hash = Buffer;
  */
 export const sha256 = (bytes: Uint8Array): Hash => digestBytes(sha256Latin1(bytes));
 
-/** SHA-256 of `bytes` written into the first 32 bytes of `out`, which is returned: for a hash used once and dropped. */
-export function sha256Into(bytes: Uint8Array, out: Buffer): Buffer {
+/** SHA-256 of `bytes` written into `out` at `at`: for a hash kept beside others, or used once and dropped. */
+export function sha256Into(bytes: Uint8Array, out: Uint8Array, at = 0): void {
   const digest = sha256Latin1(bytes);
-  for (let i = 0; i < 32; i++) out[i] = digest.charCodeAt(i);
-  return out;
+  for (let i = 0; i < 32; i++) out[at + i] = digest.charCodeAt(i);
 }
 
 /** SHA-256 of `bytes` as a latin1 string of 32 characters, one a byte. */
