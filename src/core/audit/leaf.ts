@@ -1,4 +1,4 @@
-import { sha256 } from './merkle.ts';
+import { sha256, sha256Into } from './merkle.ts';
 import type { Hash } from './merkle.ts';
 
 // The canonical bytes of one stored event as a leaf of the audit tree (docs/audit.md#the-leaf).
@@ -57,10 +57,6 @@ function checkLength(length: number, name: string): number {
  */
 export const leafBytes = (event: LeafFields): Buffer => encodeLeaf(event, 0, null);
 
-// eventLeafHash's buffer, reused: the bytes are hashed and dropped at once (hashing is synchronous),
-// and a fresh buffer per event was a good part of what verify's walk left to the collector.
-let scratch = Buffer.allocUnsafe(4096);
-
 /** The leaf's bytes after `skip` bytes left for the caller (the hash's 0x00 prefix), in `into` when it is given and large enough. */
 function encodeLeaf(event: LeafFields, skip: number, into: Buffer | null): Buffer {
   checkU64(event.position, 'position');
@@ -86,10 +82,95 @@ function encodeLeaf(event: LeafFields, skip: number, into: Buffer | null): Buffe
   return out;
 }
 
-/** The leaf's hash in the audit tree: SHA-256(0x00 || leafBytes), encoded straight after its prefix and hashed in one call. */
-export function eventLeafHash(event: LeafFields): Hash {
-  const prefixed = encodeLeaf(event, 1, scratch);
-  if (prefixed.length > scratch.length && prefixed.length <= 1 << 20) scratch = Buffer.allocUnsafe(prefixed.length * 2);
-  prefixed[0] = 0x00;
-  return sha256(prefixed);
+// The prefixed leaf (0x00 || leafBytes) of every event hashed is written into this one buffer,
+// hashed and forgotten: hashing is synchronous. Appends and verify's walk run it for every event
+// (docs/audit.md#what-the-tree-costs-an-append), so its fast path writes lengths after the text
+// (no separate count), positions as numbers, and short ASCII text a character at a time.
+let scratch = Buffer.allocUnsafe(16 * 1024);
+/** Leaves past this many bytes are encoded by encodeLeaf into a buffer of their own. */
+const maxScratch = 1 << 22;
+/** views[n]: the scratch's first n bytes, made when first needed; a subarray per event cost a tenth of a leaf. */
+const views: (Buffer | undefined)[] = new Array<Buffer | undefined>(2048);
+
+/**
+ * The scratch, at least `bound` bytes long, for the prefixed leaf's bytes; null when `bound` is past
+ * what it keeps (the caller takes encodeLeaf's path). Valid until the next call.
+ */
+export function leafScratch(bound: number): Buffer | null {
+  if (bound > maxScratch) return null;
+  if (bound > scratch.length) {
+    scratch = Buffer.allocUnsafe(Math.min(maxScratch, bound * 2));
+    views.fill(undefined);
+  }
+  return scratch;
 }
+
+/** The scratch's first `length` bytes. */
+export const leafScratchView = (length: number): Buffer =>
+  length < views.length ? (views[length] ??= scratch.subarray(0, length)) : scratch.subarray(0, length);
+
+/** An integer below 2^53 as an unsigned 64-bit big-endian number at `at`. */
+export function writeU64(out: Buffer, value: number, at: number): void {
+  out.writeUInt32BE(Math.floor(value / 0x1_0000_0000), at);
+  out.writeUInt32BE(value >>> 0, at + 4);
+}
+
+/**
+ * `text` as UTF-8 at `at`; returns the bytes written. Short ASCII text (every stream and type, most
+ * metadata) is copied a character at a time: cheaper than a call into C++ for a few dozen bytes.
+ * More bytes than characters means some were not ASCII: the only text that may hold a surrogate.
+ */
+export function writeText(out: Buffer, text: string, at: number): number {
+  const n = text.length;
+  if (n > 96) return out.write(text, at, 'utf8');
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0x7f) return out.write(text, at, 'utf8');
+    out[at + i] = c;
+  }
+  return n;
+}
+
+export const surrogate = /[\ud800-\udfff]/;
+
+/** Both are integers from 0 to 2^53 - 1: the positions the fast paths write as numbers. */
+export const bothSafe = (p: number, r: number): boolean => p >= 0 && p <= Number.MAX_SAFE_INTEGER && r >= 0 && r <= Number.MAX_SAFE_INTEGER;
+
+/** 0x00 || leafBytes(event), in the scratch when it can be; encodeLeaf (which refuses what it must) otherwise. */
+function prefixedLeaf(event: LeafFields): Buffer {
+  const { stream, type, data, metadata } = event;
+  const p = Number(event.position);
+  const r = Number(event.revision);
+  const out = bothSafe(p, r) ? leafScratch(38 + 3 * (stream.length + type.length) + data.length + metadata.length) : null;
+  if (out === null) return slowPrefixedLeaf(event);
+  out[0] = 0x00;
+  out[1] = LEAF_FORMAT_VERSION;
+  writeU64(out, p, 2);
+  const s = writeText(out, stream, 14);
+  out.writeUInt32BE(s, 10);
+  let at = 14 + s;
+  writeU64(out, r, at);
+  const t = writeText(out, type, at + 12);
+  out.writeUInt32BE(t, at + 8);
+  at += 12 + t;
+  out.writeUInt32BE(data.length, at);
+  out.set(data, at + 4);
+  at += 4 + data.length;
+  out.writeUInt32BE(metadata.length, at);
+  out.set(metadata, at + 4);
+  at += 4 + metadata.length;
+  if ((s !== stream.length && surrogate.test(stream)) || (t !== type.length && surrogate.test(type))) return slowPrefixedLeaf(event);
+  return leafScratchView(at);
+}
+
+function slowPrefixedLeaf(event: LeafFields): Buffer {
+  const prefixed = encodeLeaf(event, 1, null);
+  prefixed[0] = 0x00;
+  return prefixed;
+}
+
+/** The leaf's hash in the audit tree: SHA-256(0x00 || leafBytes), encoded straight after its prefix and hashed in one call. */
+export const eventLeafHash = (event: LeafFields): Hash => sha256(prefixedLeaf(event));
+
+/** eventLeafHash written into `out` at `at`, for a caller that keeps the hashes side by side. */
+export const eventLeafHashInto = (event: LeafFields, out: Uint8Array, at: number): void => sha256Into(prefixedLeaf(event), out, at);

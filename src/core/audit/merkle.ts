@@ -11,13 +11,40 @@ export type Hash = Buffer;
  * SHA-256 of `bytes` in one call. Node's one-shot hash (20.12+) makes no Hash object and crosses
  * into C++ once; each createHash, update and digest crosses on its own, and at two or three hashes
  * per event those crossings, not the hashing, were most of an append's and a verify's cost. The
- * digest comes back as a latin1 ('binary') string and is copied into Buffer's shared pool: a 'buffer' digest
- * is an ArrayBuffer of its own per hash, which cost the collector more than the hash.
+ * digest comes back as a latin1 ('binary') string: a 'buffer' digest is an ArrayBuffer of its own
+ * per hash, and Buffer.from(digest, 'latin1') a second crossing; 32 characters copied in a loop
+ * into a slab of our own cost less than either (docs/audit.md#what-the-tree-costs-an-append).
  */
-export const sha256: (bytes: Uint8Array) => Hash =
+export const sha256 = (bytes: Uint8Array): Hash => digestBytes(sha256Latin1(bytes));
+
+/** SHA-256 of `bytes` written into `out` at `at`: for a hash kept beside others, or used once and dropped. */
+export function sha256Into(bytes: Uint8Array, out: Uint8Array, at = 0): void {
+  const digest = sha256Latin1(bytes);
+  for (let i = 0; i < 32; i++) out[at + i] = digest.charCodeAt(i);
+}
+
+/** SHA-256 of `bytes` as a latin1 string of 32 characters, one a byte. */
+const sha256Latin1: (bytes: Uint8Array) => string =
   typeof crypto.hash === 'function'
-    ? (bytes) => Buffer.from(crypto.hash('sha256', bytes, 'binary'), 'latin1')
-    : (bytes) => crypto.createHash('sha256').update(bytes).digest();
+    ? (bytes) => crypto.hash('sha256', bytes, 'binary')
+    : (bytes) => crypto.createHash('sha256').update(bytes).digest('binary');
+
+/** Hashes handed out per slab: a slab is freed once none of its hashes is held. */
+const slabHashes = 512;
+let slab = Buffer.allocUnsafe(32 * slabHashes);
+let slabAt = 0;
+
+/** A latin1 digest string's 32 bytes, as a Buffer of its own 32 bytes in the current slab. */
+function digestBytes(digest: string): Hash {
+  if (slabAt === slab.length) {
+    slab = Buffer.allocUnsafe(32 * slabHashes);
+    slabAt = 0;
+  }
+  const out = slab.subarray(slabAt, slabAt + 32);
+  slabAt += 32;
+  for (let i = 0; i < 32; i++) out[i] = digest.charCodeAt(i);
+  return out;
+}
 
 /** MTH({}) = SHA-256 of the empty string: the root of a tree of no leaves. */
 export const EMPTY_ROOT: Hash = crypto.createHash('sha256').digest();
@@ -80,7 +107,8 @@ export type TreeBuilder = {
   /** Leaves appended so far. */
   readonly size: number;
   append(leaf: Uint8Array): void;
-  appendLeafHash(hash: Hash): void;
+  /** The 32 bytes of `hash` from `at` (0) are the next leaf's hash; they are copied. */
+  appendLeafHash(hash: Uint8Array, at?: number): void;
   /** MTH of the leaves so far: EMPTY_ROOT before the first. */
   root(): Hash;
   /** The subtree roots, largest (leftmost) first: enough to resume with `createTreeBuilder`. */
@@ -91,26 +119,46 @@ export type CompactRange = Readonly<{ size: number; hashes: readonly Hash[] }>;
 
 export function createTreeBuilder(from: CompactRange = { size: 0, hashes: [] }): TreeBuilder {
   if (!isSize(from.size)) throw new RangeError(`a tree size is a non-negative safe integer, got ${from.size}`);
-  // byLevel[i] is the root of the perfect subtree of 2^i leaves when bit i of size is set.
-  const byLevel: (Hash | undefined)[] = [];
   let size = from.size;
-  const levels: number[] = [];
-  for (let i = 0, rest = size; rest > 0; i++, rest = half(rest)) if (isOdd(rest)) levels.push(i);
-  if (levels.length !== from.hashes.length) {
-    throw new RangeError(`a compact range of size ${size} holds ${levels.length} hashes, got ${from.hashes.length}`);
+  const bits: number[] = [];
+  for (let i = 0, rest = size; rest > 0; i++, rest = half(rest)) if (isOdd(rest)) bits.push(i);
+  if (bits.length !== from.hashes.length) {
+    throw new RangeError(`a compact range of size ${size} holds ${bits.length} hashes, got ${from.hashes.length}`);
   }
-  levels.reverse().forEach((level, i) => (byLevel[level] = Buffer.from(from.hashes[i]!)));
+  // Level i's 32 bytes hold the root of the perfect subtree of 2^i leaves while bit i of size is
+  // set, written in place: appending makes about one inner node per leaf, and a Buffer object for
+  // each was a good part of what the tree cost an append (docs/audit.md#what-the-tree-costs-an-append).
+  // One buffer, an inner node's input (0x01 || left || right) and then the levels: a left input is
+  // copied within it, and the carry climbing the levels lives in `right`.
+  const work = Buffer.alloc(65 + 32 * maxLevels);
+  const input = work.subarray(0, 65);
+  work[0] = 0x01;
+  bits.reverse().forEach((level, i) => {
+    const hash = from.hashes[i]!;
+    if (!isHash(hash)) throw new RangeError(`a compact range holds hashes of 32 bytes, got ${hash.length}`);
+    work.set(hash, 65 + 32 * level);
+  });
 
-  const appendLeafHash = (hash: Hash): void => {
-    let carry = hash;
+  const appendLeafHash = (hash: Uint8Array, at = 0): void => {
+    if (at < 0 || at + 32 > hash.length) throw new RangeError(`a leaf hash is 32 bytes, got ${hash.length - at}`);
+    for (let b = 0; b < 32; b++) work[33 + b] = hash[at + b]!;
     let level = 0;
     // Adding one to the size carries through its low set bits: each carry merges two equal subtrees.
     for (let rest = size; isOdd(rest); rest = half(rest), level++) {
-      carry = nodeHash(byLevel[level]!, carry);
-      byLevel[level] = undefined;
+      work.copyWithin(1, 65 + 32 * level, 97 + 32 * level);
+      const digest = sha256Latin1(input);
+      for (let b = 0; b < 32; b++) work[33 + b] = digest.charCodeAt(b);
     }
-    byLevel[level] = carry;
+    work.copyWithin(65 + 32 * level, 33, 65);
     size += 1;
+  };
+  /** The set levels' roots, smallest subtree first. */
+  const subtrees = (): Hash[] => {
+    const out: Hash[] = [];
+    for (let level = 0, rest = size; rest > 0; level++, rest = half(rest)) {
+      if (isOdd(rest)) out.push(Buffer.from(work.subarray(65 + 32 * level, 97 + 32 * level)));
+    }
+    return out;
   };
   return {
     get size() {
@@ -121,12 +169,15 @@ export function createTreeBuilder(from: CompactRange = { size: 0, hashes: [] }):
     root() {
       // The split at the largest power of two puts the biggest subtree left: fold from the smallest.
       let root: Hash | undefined;
-      for (const subtree of byLevel) if (subtree !== undefined) root = root === undefined ? subtree : nodeHash(subtree, root);
+      for (const subtree of subtrees()) root = root === undefined ? subtree : nodeHash(subtree, root);
       return root ?? EMPTY_ROOT;
     },
-    compactRange: () => ({ size, hashes: byLevel.filter((h): h is Hash => h !== undefined).reverse() }),
+    compactRange: () => ({ size, hashes: subtrees().reverse() }),
   };
 }
+
+/** Levels a tree of up to 2^53 leaves can have set. */
+const maxLevels = 54;
 
 /** PATH(m, D[n]) of §2.1.3.1: the inclusion proof of leaf `index` in the tree of these leaf hashes. */
 export function inclusionProof(hashes: readonly Hash[], index: number): Hash[] {

@@ -1,5 +1,15 @@
-import { LEAF_FORMAT_VERSION, eventLeafHash } from '../../core/audit/leaf.ts';
-import { createTreeBuilder, sha256 } from '../../core/audit/merkle.ts';
+import {
+  LEAF_FORMAT_VERSION,
+  bothSafe,
+  eventLeafHash,
+  eventLeafHashInto,
+  leafScratch,
+  leafScratchView,
+  surrogate,
+  writeText,
+  writeU64,
+} from '../../core/audit/leaf.ts';
+import { createTreeBuilder, sha256, sha256Into } from '../../core/audit/merkle.ts';
 import type { CompactRange, Hash, TreeBuilder } from '../../core/audit/merkle.ts';
 
 // What every adapter shares to keep the audit tree (docs/audit.md) beside its rows: the leaf hash
@@ -10,36 +20,63 @@ const utf8 = (text: string): Buffer => Buffer.from(text, 'utf8');
 
 /**
  * The leaf hash of an event as an adapter stores it: data and metadata as the exact JSON text it
- * writes. Every append runs it for every event, so it writes the leaf's bytes (leaf.ts's layout)
- * straight from the strings into one buffer, instead of encoding each string first; a string
- * that leafBytes would refuse (a lone surrogate) takes leaf.ts's own path, which refuses it.
+ * writes. Every append runs it for every event (docs/audit.md#what-the-tree-costs-an-append), so it
+ * writes the leaf's bytes (leaf.ts's layout, after the 0x00 prefix of RFC 9162) straight from the
+ * strings into leaf.ts's scratch, each length after its text (no separate count). Anything outside
+ * that path (a position past 2^53, a lone surrogate in stream or type, which leafBytes refuses)
+ * takes leaf.ts's own, which encodes or refuses it. With `into`, the hash is written there.
  */
-export function storedLeafHash(position: bigint, stream: string, revision: bigint, type: string, data: string, metadata: string): Hash {
-  if (surrogate.test(stream) || surrogate.test(type) || position < 0n || revision < 0n || position > u64Max || revision > u64Max) {
-    return eventLeafHash({ position, stream, revision, type, data: utf8(data), metadata: utf8(metadata) });
+export function storedLeafHash(
+  position: bigint,
+  stream: string,
+  revision: bigint,
+  type: string,
+  data: string,
+  metadata: string,
+  into?: Buffer,
+): Hash {
+  const p = Number(position);
+  const r = Number(revision);
+  const out = bothSafe(p, r) ? leafScratch(38 + 3 * (stream.length + type.length + data.length + metadata.length)) : null;
+  if (out === null) return slowLeafHash(position, stream, revision, type, data, metadata, into);
+  out[0] = 0x00; // the leaf prefix of RFC 9162, so the buffer is hashed whole
+  out[1] = LEAF_FORMAT_VERSION;
+  writeU64(out, p, 2);
+  const s = writeText(out, stream, 14);
+  out.writeUInt32BE(s, 10);
+  let at = 14 + s;
+  writeU64(out, r, at);
+  const t = writeText(out, type, at + 12);
+  out.writeUInt32BE(t, at + 8);
+  at += 12 + t;
+  const d = writeText(out, data, at + 4);
+  out.writeUInt32BE(d, at);
+  at += 4 + d;
+  const m = writeText(out, metadata, at + 4);
+  out.writeUInt32BE(m, at);
+  at += 4 + m;
+  if ((s !== stream.length && surrogate.test(stream)) || (t !== type.length && surrogate.test(type))) {
+    return slowLeafHash(position, stream, revision, type, data, metadata, into);
   }
-  const s = Buffer.byteLength(stream, 'utf8');
-  const t = Buffer.byteLength(type, 'utf8');
-  const d = Buffer.byteLength(data, 'utf8');
-  const m = Buffer.byteLength(metadata, 'utf8');
-  const out = Buffer.allocUnsafe(1 + 1 + 8 + 4 + s + 8 + 4 + t + 4 + d + 4 + m);
-  let at = out.writeUInt8(0, 0); // the leaf prefix of RFC 9162, so the buffer is hashed whole
-  at = out.writeUInt8(LEAF_FORMAT_VERSION, at);
-  at = out.writeBigUInt64BE(position, at);
-  at = out.writeUInt32BE(s, at);
-  at += out.write(stream, at, 'utf8');
-  at = out.writeBigUInt64BE(revision, at);
-  at = out.writeUInt32BE(t, at);
-  at += out.write(type, at, 'utf8');
-  at = out.writeUInt32BE(d, at);
-  at += out.write(data, at, 'utf8');
-  at = out.writeUInt32BE(m, at);
-  out.write(metadata, at, 'utf8');
-  return sha256(out);
+  if (into === undefined) return sha256(leafScratchView(at));
+  sha256Into(leafScratchView(at), into);
+  return into;
 }
 
-const surrogate = /[\ud800-\udfff]/;
-const u64Max = 2n ** 64n - 1n;
+function slowLeafHash(
+  position: bigint,
+  stream: string,
+  revision: bigint,
+  type: string,
+  data: string,
+  metadata: string,
+  into?: Buffer,
+): Hash {
+  const event = { position, stream, revision, type, data: utf8(data), metadata: utf8(metadata) };
+  if (into === undefined) return eventLeafHash(event);
+  eventLeafHashInto(event, into, 0);
+  return into;
+}
 
 /** A compact range's hashes, largest subtree first, one after the other (32 bytes each). */
 export const frontierBytes = (range: CompactRange): Buffer => Buffer.concat(range.hashes as Hash[]);

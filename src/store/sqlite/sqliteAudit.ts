@@ -39,12 +39,13 @@ export function migrateAuditTree(db: Database.Database, onProgress?: AuditMigrat
     .safeIntegers();
   const setLeaf = db.prepare('UPDATE events SET leaf = ? WHERE position = ?');
   const tree = createTreeBuilder();
+  const leaf = Buffer.alloc(32);
   let after = 0n;
   for (;;) {
     const rows = page.all(after, migratePage) as [bigint, string, bigint, string, string, string][];
     if (rows.length === 0) break;
     for (const [position, stream, revision, type, data, metadata] of rows) {
-      const leaf = storedLeafHash(position, stream, revision, type, data, metadata);
+      storedLeafHash(position, stream, revision, type, data, metadata, leaf);
       tree.appendLeafHash(leaf);
       setLeaf.run(leaf, position);
       after = position;
@@ -78,7 +79,10 @@ export type SqliteAuditWriter = Readonly<{
   load: (fresh: boolean) => void;
   /** The position the next inserted row takes. */
   nextPosition: () => bigint;
-  /** The leaf of a row about to be inserted at nextPosition(); `take` it once the insert wrote a row. */
+  /**
+   * The leaf of a row about to be inserted at nextPosition(); `take` it once the insert wrote a row.
+   * One buffer, written again by the next call: the insert copies it, and so does the tree.
+   */
   leafOf: (stream: string, revision: bigint, type: string, data: string, metadata: string) => Buffer | null;
   take: (leaf: Buffer | null) => void;
   /** Where the call started, to go back to if it fails (its savepoint rolls the rows back). */
@@ -95,6 +99,7 @@ export function createSqliteAuditWriter(conn: Database.Database, keepTree = true
     save: conn.prepare('UPDATE audit_head SET size = ?, root = ?, frontier = ? WHERE id = 1'),
   };
   let tree: TreeBuilder | null = null;
+  const leaf = Buffer.alloc(32);
   let loaded = false;
   let next = 0n;
   return {
@@ -109,9 +114,10 @@ export function createSqliteAuditWriter(conn: Database.Database, keepTree = true
       loaded = true;
     },
     nextPosition: () => next,
-    leafOf: (stream, revision, type, data, metadata) => (keepTree ? storedLeafHash(next, stream, revision, type, data, metadata) : null),
-    take(leaf) {
-      if (leaf !== null) tree!.appendLeafHash(leaf);
+    leafOf: (stream, revision, type, data, metadata) =>
+      keepTree ? storedLeafHash(next, stream, revision, type, data, metadata, leaf) : null,
+    take(hash) {
+      if (hash !== null) tree!.appendLeafHash(hash);
       next += 1n;
     },
     mark() {
