@@ -4,20 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import pg from 'pg';
-import { timeline } from '../../projections/index.ts';
 import { isConvergeError } from '../../src/core/errors.ts';
-import { streamOf } from '../../src/core/events/index.ts';
-import { encodeReport } from '../../src/core/wire/index.ts';
-import { createIngest } from '../../src/engine/ingest/index.ts';
 import { archivePostgresStore } from '../../src/store/postgres/postgresArchive.ts';
 import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
-import { createInProcessBroker } from '../../src/transport/inProcess.ts';
 import { dayMs } from '../support/archivableFleet.ts';
+import { classesOfReports } from '../support/archivedSendReports.ts';
 import { historyInStore } from '../support/history.ts';
-import { logger } from '../support/logger.ts';
 import { describeOnPostgres, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
 import type { ScratchSchema } from '../support/postgres.ts';
-import { until } from '../support/until.ts';
 
 // findSend over archived history on PostgreSQL (docs/operations.md "Retention and archive"): a send
 // moved to the archive was still sent, so a report naming it is stale, never unknown; the move
@@ -101,24 +95,10 @@ describeOnPostgres('archived sends on a PostgreSQL store', () => {
     const { url, digests } = await fiveSends();
     const store = createPostgresEventStore(url);
     try {
-      const broker = createInProcessBroker();
-      const ingest = createIngest({ store, source: broker.ingestSource(), logger, flushMs: 1, knownSends: () => undefined });
-      await ingest.start();
-      const report = (declared: string): Buffer =>
-        encodeReport({ node: 'slow', applied: [], failed: {}, refused: '', carried: [], declared });
-      broker.inject('report', report(digests[1]!), { messageId: 'm1', userId: 'slow' });
-      broker.inject('report', report(never), { messageId: 'm2', userId: 'slow' });
-      const reports = async () => (await store.readStream(streamOf('slow'))).filter((e) => e.type === 'ReportReceived');
-      await until('two reports stored', async () => (await reports()).length === 2);
-      await ingest.stop();
-      const t = timeline('slow', await store.readStream(streamOf('slow'))).entries.filter((e) => e.type === 'ReportReceived');
-      assert.deepEqual(
-        t.map((e) => [e.class, e.serial]),
-        [
-          ['stale', 2],
-          ['unknown', null],
-        ],
-      );
+      assert.deepEqual(await classesOfReports(store, 'slow', [digests[1]!, never]), [
+        ['stale', 2],
+        ['unknown', null],
+      ]);
     } finally {
       await store.close();
     }
