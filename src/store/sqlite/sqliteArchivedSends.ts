@@ -37,15 +37,12 @@ export function indexArchivedSends(db: Database.Database, dir: string, manifest:
   if (pending.length === 0) return [];
   const record = prepareRecordSends(db);
   const mark = db.prepare('UPDATE archive_segments SET sends = ? WHERE file = ?');
-  const byFile = new Map(manifest.segments.map((s) => [s.file, s]));
+  const rowsOf = listedSegmentRows(dir, manifest);
   const done: string[] = [];
   for (const file of pending) {
-    const s = byFile.get(file);
-    if (s === undefined) continue;
-    const d = readSegmentFile(join(dir, file), file, { sha256: s.sha256, count: s.events });
-    if (d.header.store !== manifest.store)
-      throw new SegmentError(file, 'changed', `it names store ${d.header.store}, not ${manifest.store}`);
-    db.transaction(() => mark.run(record(d.rows), file)).immediate();
+    const rows = rowsOf(file);
+    if (rows === null) continue;
+    db.transaction(() => mark.run(record(rows), file)).immediate();
     done.push(file);
   }
   return done;
@@ -74,5 +71,22 @@ export function prepareArchivedSendQueries(conn: Database.Database): ArchivedSen
         );
       return null;
     },
+  };
+}
+
+/**
+ * The rows of a segment the manifest lists, read whole and checked against its manifest row and
+ * the store's identity (null for a file the manifest does not list): what each back-fill of
+ * segments archived before a schema step reads.
+ */
+export function listedSegmentRows(dir: string, manifest: ArchiveManifest): (file: string) => readonly ArchivedRow[] | null {
+  const byFile = new Map(manifest.segments.map((s) => [s.file, s]));
+  return (file) => {
+    const s = byFile.get(file);
+    if (s === undefined) return null;
+    const d = readSegmentFile(join(dir, file), file, { sha256: s.sha256, count: s.events });
+    if (d.header.store !== manifest.store)
+      throw new SegmentError(file, 'changed', `it names store ${d.header.store}, not ${manifest.store}`);
+    return d.rows;
   };
 }

@@ -1,9 +1,8 @@
-import { join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { SegmentError, readSegmentFile } from '../archive/segment.ts';
 import type { ArchivedRow } from '../archive/segment.ts';
 import { bucketOf, buildStreamFilter, partMayHold } from '../archive/streamFilter.ts';
 import type { ArchiveManifest } from '../port.ts';
+import { listedSegmentRows } from './sqliteArchivedSends.ts';
 
 // The segments' stream filters in the manifest (schema v8, docs/operations.md "Retention and
 // archive"): `archive_stream_filter` holds each segment's filter (src/store/archive/streamFilter.ts)
@@ -40,15 +39,12 @@ export async function fillStreamFilters(db: Database.Database, dir: string, mani
     .pluck()
     .all() as string[];
   const record = prepareRecordStreamFilter(db);
-  const byFile = new Map(manifest.segments.map((s) => [s.file, s]));
+  const rowsOf = listedSegmentRows(dir, manifest);
   const done: string[] = [];
   for (const file of pending) {
-    const s = byFile.get(file);
-    if (s === undefined) continue;
-    const d = readSegmentFile(join(dir, file), file, { sha256: s.sha256, count: s.events });
-    if (d.header.store !== manifest.store)
-      throw new SegmentError(file, 'changed', `it names store ${d.header.store}, not ${manifest.store}`);
-    db.transaction(() => record(file, d.rows)).immediate();
+    const rows = rowsOf(file);
+    if (rows === null) continue;
+    db.transaction(() => record(file, rows)).immediate();
     done.push(file);
     await new Promise((r) => setImmediate(r));
   }
