@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { ClientBase } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
 import { auditSchemaV2 } from './audit.ts';
+import { streamFilterTableSql } from './streamFilter.ts';
 
 // The tables behind the PostgreSQL adapter, all in one schema (default `converge`) so several
 // stores can share a database and a test can drop its own. Bump `postgresSchemaVersion` with a
@@ -196,6 +197,9 @@ export async function migrate(client: ClientBase, schema: string): Promise<void>
       if (v === deferredStep) break;
       await client.query(`UPDATE ${schema}.meta SET value = $1 WHERE key = 'schema_version'`, [String(v + 1)]);
     }
+    // Additive, at every open, whatever the version: a store archived by the release before (v6)
+    // gets it too, and that release, which never reads it, keeps running (./streamFilter.ts).
+    await client.query(streamFilterTableSql(schema));
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
