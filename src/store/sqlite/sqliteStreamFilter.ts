@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type Database from 'better-sqlite3';
 import type { ArchivedRow } from '../archive/segment.ts';
 import { bucketOf, buildStreamFilter, partMayHold } from '../archive/streamFilter.ts';
@@ -46,7 +47,7 @@ export async function fillStreamFilters(db: Database.Database, dir: string, mani
     if (rows === null) continue;
     db.transaction(() => record(file, rows)).immediate();
     done.push(file);
-    await new Promise((r) => setImmediate(r));
+    await nextTurn();
   }
   return done;
 }
