@@ -222,13 +222,13 @@ test('rollout status and rollouts answer as the API does, from the rollouts and 
 
   for (const id of ids) {
     const c = counting(store);
-    const slice = await foldRollouts(c.store, io, id);
+    const slice = await foldRollouts(c.store, io, { snapshotPath: null }, id);
     assert.deepEqual(answer(slice.rollouts, id, now), answer(api, id, now), `rollout status ${id}`);
     assert.equal(c.fullReads(), 0, `rollout status ${id} read the whole store`);
     assert.ok(c.events() < total / 2, `rollout status ${id} read ${c.events()} of the store's ${total} events`);
   }
   const c = counting(store);
-  const all = await foldRollouts(c.store, io, null);
+  const all = await foldRollouts(c.store, io, { snapshotPath: null }, null);
   assert.deepEqual(all.rollouts.list(), api.list());
   for (const id of ids) assert.deepEqual(answer(all.rollouts, id, now), answer(api, id, now), `rollouts: ${id}`);
   assert.equal(c.fullReads(), 0, 'rollouts read the whole store');
