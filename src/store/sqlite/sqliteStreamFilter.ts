@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import type { ArchivedRow } from '../archive/segment.ts';
 import { bucketOf, buildStreamFilter, partMayHold } from '../archive/streamFilter.ts';
 import type { ArchiveManifest } from '../port.ts';
-import { listedSegmentRows } from './sqliteArchivedSends.ts';
+import { listedSegmentRows } from '../archive/segment.ts';
 
 // The segments' stream filters in the manifest (schema v8, docs/operations.md "Retention and
 // archive"): `archive_stream_filter` holds each segment's filter (src/store/archive/streamFilter.ts)
