@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { ClientBase } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
+import { segmentTimesSql } from './archived.ts';
 import { auditSchemaV2 } from './audit.ts';
 
 // The tables behind the PostgreSQL adapter, all in one schema (default `converge`) so several
@@ -196,6 +197,9 @@ export async function migrate(client: ClientBase, schema: string): Promise<void>
       if (v === deferredStep) break;
       await client.query(`UPDATE ${schema}.meta SET value = $1 WHERE key = 'schema_version'`, [String(v + 1)]);
     }
+    // Added at open with no version of its own, so the release before keeps opening the store (docs/store.md).
+    const times = await client.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [`${schema}.archive_segment_times`]);
+    if (times.rows[0]?.found === null) await client.query(segmentTimesSql(schema));
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
