@@ -12,6 +12,7 @@ import type {
   StreamMoment,
   SubscribeOptions,
 } from '../port.ts';
+import { archivedStreamPrefix } from './archiveMove.ts';
 import { createArchiveReader } from './archiveReader.ts';
 import type { ArchiveReader, ArchiveReaderHooks } from './archiveReader.ts';
 import type { ArchivedRow } from './segment.ts';
@@ -116,7 +117,8 @@ export async function withArchive(store: EventStore, dir: string, hooks: Archive
   }
 
   async function readStream(stream: string, opts: ReadStreamOptions = {}): Promise<readonly Recorded[]> {
-    if (none) return store.readStream(stream, opts);
+    // The observation stream, a rollout's: never archived, so no segment is opened for them (PostgreSQL has no stream filters).
+    if (none || !stream.startsWith(archivedStreamPrefix)) return store.readStream(stream, opts);
     const hot = await store.readStream(stream);
     const archived =
       opts.asOf === undefined || opts.direction === 'backwards' ? archivedStream(stream) : archivedAsOf(stream, hot, opts.asOf);
