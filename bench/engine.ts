@@ -15,6 +15,9 @@
 //
 //   npm run bench -- engine          BENCH_REPORTS=50000 BENCH_PASSES=3 BENCH_RATE=1000 BENCH_SECONDS=10
 //   BENCH_TRACING=1: also serve --tracing on (spans to a local OTLP sink), read against serve with tracing off
+//   BENCH_WITHOUT_AUDIT_TREE=1 (bench only): also serve with its SQLite store appending without the audit
+//   tree (a one-line module preloaded into that serve alone sets withoutAuditTreeKey), read as serve with
+//   the tree against without: what the tree costs ingest (docs/audit.md#what-the-tree-costs-an-append)
 //   BENCH_BEFORE_ROOT=<checkout>: also serve from another built checkout (say, the commit before a
 //   change), read against this one: a change's cost measured in one run, passes alternating
 //   (`npm run build` first: the engine runs from dist/, as `converge serve` does)
@@ -32,7 +35,7 @@ import pino from 'pino';
 import { createManagementClient, seg } from '../src/brokerAdmin/managementClient.ts';
 import { generateSigningKey, signingKeyToPem } from '../src/core/declaration/index.ts';
 import { makeDeclarationSent, streamOf } from '../src/core/events/index.ts';
-import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
+import { createSqliteEventStore, withoutAuditTreeKey } from '../src/store/sqlite/sqliteEventStore.ts';
 import type { StreamWrite } from '../src/store/index.ts';
 import { connectAmqp } from '../src/transport/amqpConnection.ts';
 import { meshTopology } from '../src/transport/topology.ts';
@@ -207,11 +210,13 @@ function startServe(
   sqliteSync: 'thread' | 'group' | 'full' = 'thread',
   tracing = false,
   from = root,
+  withoutTree = false,
 ): Child & { url: Promise<string> } {
   const c = startChild(
     [
       // e.g. BENCH_SERVE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to see where serve's time goes
       ...(process.env['BENCH_SERVE_NODE_ARGS']?.split(' ').filter((a) => a !== '') ?? []),
+      ...(withoutTree ? [`--import=${withoutTreePreload}`] : []),
       join(from, 'bin/converge.js'),
       'serve',
       '--store',
@@ -279,6 +284,7 @@ async function drain(kind: Side, scenario: Scenario, pass: number): Promise<Drai
       kind === 'engine-group' ? 'group' : 'thread',
       kind === 'engine-traced',
       kind === 'engine-before' ? beforeRoot! : root,
+      kind === 'engine-untreed',
     );
     child = serve;
     const target = head + BigInt(total);
@@ -381,13 +387,15 @@ async function drainScenario(scenario: Scenario): Promise<void> {
   // BENCH_TRACING=1: a fourth side, serve --tracing on exporting to a local sink, read against serve with it off.
   if (tracingToo) sides.push('engine-traced');
   if (beforeRoot !== undefined) sides.push('engine-before');
+  if (withoutTreeToo) sides.push('engine-untreed');
   const traced: Drain[] = [];
   const before: Drain[] = [];
+  const untreed: Drain[] = [];
   for (let pass = 0; pass < passes; pass++) {
     const order = pass % 2 === 0 ? sides : [...sides].reverse();
     for (const side of order) {
       const d = await drain(side, scenario, pass);
-      const into = { engine, baseline, 'engine-traced': traced, 'engine-before': before, 'engine-group': group };
+      const into = { engine, baseline, 'engine-traced': traced, 'engine-before': before, 'engine-group': group, 'engine-untreed': untreed };
       into[side].push(d);
     }
   }
@@ -421,6 +429,25 @@ async function drainScenario(scenario: Scenario): Promise<void> {
       converge: traced.map(rateOf),
       baseline: engine.map(rateOf),
       notes: `baseline here is serve with tracing off (the no-op path); spans exported over OTLP/HTTP JSON to a sink in the bench's process, ${sinkSpans()} spans received; ratio per pass ${Math.min(...tracedRatios).toFixed(2)}–${Math.max(...tracedRatios).toFixed(2)}`,
+    });
+  }
+  if (untreed.length > 0) {
+    const treeRatios = engine.map((e, i) => rateOf(e) / rateOf(untreed[i]!));
+    report.row({
+      name: `drain, ${scenario.name}, serve with the audit tree against without (bench only)`,
+      unit: 'reports/s',
+      converge: engine.map(rateOf),
+      baseline: untreed.map(rateOf),
+      goal: { ratioAtLeast: 0.95 },
+      notes: `baseline here is the same serve with its store appending no leaf hashes and no head (BENCH_WITHOUT_AUDIT_TREE: a preloaded module sets withoutAuditTreeKey); ratio per pass ${Math.min(...treeRatios).toFixed(2)}–${Math.max(...treeRatios).toFixed(2)}`,
+    });
+    report.row({
+      name: `CPU per report, ${scenario.name}, serve with the audit tree against without (bench only)`,
+      unit: 'µs',
+      better: 'lower',
+      converge: engine.map((d) => d.cpuPerReport),
+      baseline: untreed.map((d) => d.cpuPerReport),
+      notes: "the process's utime + stime over the drain, all its threads (the tree is built on the writer thread)",
     });
   }
   if (before.length > 0) {
@@ -589,12 +616,15 @@ async function latency(): Promise<void> {
   report.row({ name: `await wake-up p99, ${under}`, unit: 'ms', better: 'lower', converge: pct(awaits, 99) });
 }
 
-type Side = 'engine' | 'engine-group' | 'engine-traced' | 'engine-before' | 'baseline';
+type Side = 'engine' | 'engine-group' | 'engine-traced' | 'engine-before' | 'engine-untreed' | 'baseline';
 const beforeRoot = process.env['BENCH_BEFORE_ROOT'];
 /** The commit the other checkout is at, named in the row. */
 const beforeCommit =
   beforeRoot === undefined ? '' : execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: beforeRoot, encoding: 'utf8' }).trim();
 const tracingToo = process.env['BENCH_TRACING'] === '1';
+/** Bench only: a side whose serve appends without the audit tree, set by a module preloaded into it alone. */
+const withoutTreeToo = process.env['BENCH_WITHOUT_AUDIT_TREE'] === '1';
+const withoutTreePreload = `data:text/javascript,${encodeURIComponent(`globalThis[Symbol.for(${JSON.stringify(withoutAuditTreeKey.description)})] = true;`)}`;
 /** The OTLP/HTTP sink a traced serve exports to: it counts the spans (roughly, by name fields) and drops them. */
 let sinkCount = 0;
 const sinkSpans = (): string => fmt(sinkCount);

@@ -6,7 +6,6 @@
 // model holds per 10,000 nodes.
 // Run: npm run bench -- replay   (CONVERGE_BENCH_SCALE=0.1 for a quick look; BENCH_REPLAY_PASSES, default 2;
 // BENCH_REPLAY_STORE=<path> keeps the filled store there and reuses it on the next run at the same scale)
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +21,7 @@ import { aliveSeenId, declarationSentId, reportReceivedId, streamOf } from '../s
 import type { NodeEvent } from '../src/core/events/index.ts';
 import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
+import { cliBuilt, cliReplayVerify, replayVerifyArchived } from './support/cliReplay.ts';
 import { createBenchReport } from './support/report.ts';
 
 setFlagsFromString('--expose-gc');
@@ -84,6 +84,21 @@ function eventAt(k: number): NewEvent<NodeEvent> {
 }
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+/**
+ * The whole year's `replay --verify` at the measured rate. bench/history's ordinary day is 5.98
+ * events a node (a send, its report, two outages as NodeSilent and NodeHeard); the replay reads
+ * and folds each of them, so what bounds it is the year's event count over this rate.
+ */
+const yearEvents = (sec: number): { events: number; perNodeDay: number; text: string } => {
+  const perNodeDay = 5.98;
+  const events = 100_000 * 365 * perNodeDay;
+  const min = ((sec / total) * events) / 60;
+  return {
+    events,
+    perNodeDay,
+    text: `${fmt(min)} min`,
+  };
+};
 const dir = mkdtempSync(join(tmpdir(), 'converge-bench-replay-'));
 const keep = process.env['BENCH_REPLAY_STORE'];
 const path = keep ?? join(dir, 'replay.db');
@@ -183,22 +198,10 @@ try {
   // `converge replay --verify` as a person runs it: the built CLI over the same file (no snapshot,
   // so against the live projection path: the store folded twice, the replay on a worker thread
   // beside the runner's catch-up), its time, CPU and peak RSS.
-  const bin = new URL('../bin/converge.js', import.meta.url).pathname;
-  const dist = new URL('../dist/src/cli/main.js', import.meta.url).pathname;
-  let cli: { sec: number; cpuUs: number; rssMiB: number } | null = null;
-  if (existsSync(dist)) {
-    const usage = 'data:text/javascript,process.on("exit",()=>process.stderr.write("\\nrusage "+JSON.stringify(process.resourceUsage())))';
-    const start = performance.now();
-    const r = spawnSync(process.execPath, ['--import', usage, bin, 'replay', '--verify', '--store', `sqlite:${path}`], {
-      encoding: 'utf8',
-      env: { ...process.env, CONVERGE_LOG_LEVEL: 'warn' },
-    });
-    const sec = (performance.now() - start) / 1000;
-    const line = /rusage (\{.*\})/.exec(r.stderr ?? '');
-    if (r.status !== 0 || line === null) throw new Error(`converge replay --verify failed (${r.status}): ${r.stderr}`);
-    const u = JSON.parse(line[1]!) as { maxRSS: number; userCPUTime: number; systemCPUTime: number };
-    cli = { sec, cpuUs: (u.userCPUTime + u.systemCPUTime) / total, rssMiB: u.maxRSS / 1024 };
-  }
+  const cli = cliBuilt() ? cliReplayVerify(path) : null;
+  // The same after the history went to the archive (a long-lived store under serve --retain): the
+  // replay then reads nearly every event from segments.
+  const archived = cli === null ? null : await replayVerifyArchived(path, join(dir, 'archived.db'), join(dir, 'archive'));
 
   // Memory: the read model of 10,000 nodes (each sent 1..25 declarations, reporting and alive),
   // measured as heap growth after a full GC, beside the heap of the same count of empty objects.
@@ -267,7 +270,7 @@ try {
       converge: passes.map((x) => x.cpuUs),
       baseline: raw.map((x) => x.cpuUs),
     });
-  if (cli !== null) {
+  if (cli !== null && archived !== null) {
     report.row({
       name: '`converge replay --verify` (CLI, no snapshot: folds twice, on two threads), per 1,000,000 events',
       unit: 's',
@@ -275,7 +278,19 @@ try {
       converge: perMillion(cli.sec),
       baseline: Math.min(...raw.map((x) => perMillion(x.sec))),
       goal: { atMost: 6 },
-      notes: `CPU ${cli.cpuUs.toFixed(1)} µs/event; peak RSS ${cli.rssMiB.toFixed(0)} MiB; baseline: the raw read's best pass`,
+      notes: `CPU ${((cli.cpuSec * 1e6) / total).toFixed(1)} µs/event; peak RSS ${cli.rssMiB.toFixed(0)} MiB; baseline: the raw read's best pass`,
+    });
+    const year = yearEvents(archived.sec);
+    report.row({
+      name: '`converge replay --verify` over the archive (a snapshot, the history archived), per 1,000,000 events, against all hot',
+      unit: 's',
+      better: 'lower',
+      converge: perMillion(archived.sec),
+      baseline: perMillion(cli.sec),
+      notes:
+        `${fmt(archived.archived)} of ${fmt(total)} events in ${archived.segments} segments (moved in ${archived.archiveSec.toFixed(1)} s); ` +
+        `CPU ${((archived.cpuSec * 1e6) / total).toFixed(1)} µs/event; peak RSS ${archived.rssMiB.toFixed(0)} MiB. ` +
+        `A year of 100,000 nodes (${fmt(year.events / 1e6)} M events at bench/history's ${year.perNodeDay} a node a day) at this rate: ${year.text}`,
     });
   } else {
     report.note('`converge replay --verify` not measured: dist/ is missing (npm run build).');

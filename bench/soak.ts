@@ -66,8 +66,14 @@ async function newVhost(): Promise<string> {
   const vhost = `bench-soak-${randomBytes(4).toString('hex')}`;
   if ((await admin.request('PUT', `/vhosts/${seg(vhost)}`, {})).status >= 300) throw new Error(`cannot create vhost ${vhost}`);
   cleanups.push(async () => {
-    const r = await admin.request('DELETE', `/vhosts/${seg(vhost)}`).catch(() => ({ status: 0 }));
-    if (r.status !== 204) console.error(`bench/soak: could not delete vhost ${vhost}; delete it by hand (HTTP ${r.status})`);
+    // The broker may still be closing the vhost's connections: a first call can fail or time out.
+    let r = { status: 0 };
+    for (let attempt = 0; attempt < 3 && r.status !== 204 && r.status !== 404; attempt++) {
+      if (attempt > 0) await new Promise((done) => setTimeout(done, 2_000));
+      r = await admin.request('DELETE', `/vhosts/${seg(vhost)}`).catch(() => ({ status: 0 }));
+    }
+    if (r.status !== 204 && r.status !== 404)
+      console.error(`bench/soak: could not delete vhost ${vhost}; delete it by hand (HTTP ${r.status})`);
   });
   await admin.request('PUT', `/permissions/${seg(vhost)}/guest`, { configure: '.*', write: '.*', read: '.*' });
   return vhost;

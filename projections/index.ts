@@ -11,17 +11,10 @@ export {
   reportClasses,
 } from './node/nodeState.ts';
 export type { NodeState, NodeStatus, ReportClass, SentSummary, ReportedSummary, Anomalies, EarlierSend } from './node/nodeState.ts';
-export {
-  createNodeDraft,
-  draftOf,
-  draftAlive,
-  draftReport,
-  draftRetire,
-  draftSend,
-  foldIntoDraft,
-  publishDraft,
-} from './node/nodeStateFast.ts';
-export type { NodeDraft } from './node/nodeStateFast.ts';
+export { createNodeDraft } from './node/nodeDraft.ts';
+export type { NodeDraft } from './node/nodeDraft.ts';
+export { draftAlive, draftReport, draftRetire, draftSend, foldIntoDraft } from './node/nodeStateFast.ts';
+export { draftOf, publishDraft } from './node/publishDraft.ts';
 export { livenessAt, defaultGraceMs, newerLastSeen, livenessStates } from './node/liveness.ts';
 export { isObserved, observedSpans, recordedLivenessAt } from './node/recordedLiveness.ts';
 export type { ObservedSpan } from './node/recordedLiveness.ts';

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createBackoff, retry, sleep } from '../src/retry.ts';
@@ -84,10 +85,10 @@ test('an abort during the wait ends retry at once instead of after the delay', a
     },
     { minMs: 60_000, maxMs: 60_000, signal: abort.signal },
   ).finally(() => (settled = true));
-  await new Promise((r) => setImmediate(r));
+  await nextTurn();
   assert.equal(settled, false, 'waiting out the delay');
   abort.abort();
-  await new Promise((r) => setImmediate(r));
+  await nextTurn();
   assert.equal(settled, true, 'ended by the abort, not by the 60 s delay');
   assert.deepEqual(await done, { ok: false, error: new Error('down') });
   assert.equal(calls, 1);
@@ -106,12 +107,12 @@ test('sleep resolves early when its signal aborts, and at once when it already h
   const abort = new AbortController();
   let settled = false;
   const s = sleep(60_000, abort.signal).then(() => (settled = true));
-  await new Promise((r) => setImmediate(r));
+  await nextTurn();
   assert.equal(settled, false);
   abort.abort();
   await s;
   let again = false;
   void sleep(60_000, abort.signal).then(() => (again = true));
-  await new Promise((r) => setImmediate(r));
+  await nextTurn();
   assert.equal(again, true);
 });

@@ -66,8 +66,8 @@ function bareSha256Pass(path: string, expected: number): number {
 
 /**
  * `converge audit verify`'s walk (src/cli/commands/audit.ts), in process: the store opened, verifyLog
- * over readStored on this thread, or with `threads` > 1 over pages read and checked by the pool
- * (src/store/audit/verifyPool.ts), as the command does by default. Seconds.
+ * over readStored on this thread, as the command does by default, or with `threads` > 1 over pages read
+ * and checked by the pool (src/store/audit/verifyPool.ts), as `--threads` asks. Seconds.
  */
 async function verifyPass(path: string, expected: number, threads: number): Promise<number> {
   const t = performance.now();
@@ -103,7 +103,7 @@ export async function storeRows(report: BenchReport, dir: string, sizes: StoreSi
   }
   const n = events.toLocaleString('en-US');
   report.row({
-    name: `audit verify's walk on one thread, ${n} events`,
+    name: `audit verify's walk on one thread (the default), ${n} events`,
     unit: 's',
     better: 'lower',
     converge: walk,
@@ -113,7 +113,7 @@ export async function storeRows(report: BenchReport, dir: string, sizes: StoreSi
   });
   if (threads > 1) {
     report.row({
-      name: `audit verify's walk on ${threads} threads (the default here), ${n} events`,
+      name: `audit verify's walk on ${threads} threads (--threads ${threads}), ${n} events`,
       unit: 's',
       better: 'lower',
       converge: pooled,

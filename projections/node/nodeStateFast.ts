@@ -1,190 +1,27 @@
 import type { Recorded } from '../../src/core/events/index.ts';
 import { exactNumber, isoMs, isoText } from '../../src/core/events/index.ts';
-import { later, noAnomalies, noConvergence, noFailures, none, sendHistoryLimit, recentLatencyLimit, statusOf } from './nodeState.ts';
-import type { Anomalies, EarlierSend, NodeState, ReportClass, ReportedSummary, SentSummary } from './nodeState.ts';
+import { later, noFailures, none, sendHistoryLimit, recentLatencyLimit } from './nodeState.ts';
+import type { ReportClass } from './nodeState.ts';
+import type { NodeDraft } from './nodeDraft.ts';
 
-// One file, past the usual size, because it mirrors nodeState.ts's fold case by case and the two
-// are read side by side. The fold of nodeState.ts on a private, mutable working state, for the paths that fold many
-// events before anyone reads the result: a replay from zero (`replay --verify`), a catch-up.
+// The fold of nodeState.ts on a private, mutable working state (nodeDraft.ts), for the paths that
+// fold many events before anyone reads the result: a replay from zero (`replay --verify`), a
+// catch-up. It mirrors nodeState.ts's fold case by case, and the two are read side by side.
 // foldNode builds a new state per event (and a new summary per report), which on a 1,000,000-event
 // replay meant a young-generation GC every ~8,000 events and ~1 µs of fold per event
 // (bench/replay.ts). A draft takes each event in place and builds the immutable NodeState only
-// when asked (`publishDraft`), so a replay allocates states per node, not per event.
-//
-// Nor does a draft hold the event's own objects where a number or an object it already holds will
-// do: positions and revisions are numbers (exact below 2^53), times are the milliseconds of their
-// text when Date#toISOString writes that text back (isoTimeFast.ts; other text is kept as it is), a send's
-// fields and a report's are fields of the draft, and a spec digest or id list equal to the one held
-// is not replaced. Every young-generation GC copies what the working states point to that is new
-// since the last one: with each event's time string, bigints and summary object held, that was
-// ~0.6 s of a 1,000,000-event replay over 10,000 nodes, against ~0.1 s for reading the same events.
+// when asked (`publishDraft`, publishDraft.ts), so a replay allocates states per node, not per event.
 //
 // The contract is foldNode's: for every history, publishDraft of the drafted fold is deep-equal
 // to foldNodeEvents of the same events (test/projections/node/nodeStateFast.property.test.ts holds the two
 // equal on arbitrary histories, duplicates and out-of-order positions included). It changes no
-// result, so foldVersion stays. Status, caughtUp, missing and carried are functions of the latest
-// send and report alone (statusOf), so the draft computes them once, when it publishes.
+// result, so foldVersion stays.
 //
 // Events come in two ways: as Recorded (foldIntoDraft) or as typed fields (draftSend, draftReport,
 // draftAlive: a columnar read, src/store/nodeColumns.ts). foldIntoDraft is those three on the event's fields.
 
-/**
- * A node's working state. Owned by one fold: never hand it out, publish it. A time is two fields:
- * the milliseconds of its text (`…Ms`, the text null) when isoMs reads it, or the text itself (`…Ms`
- * NaN); both NaN and null: none.
- */
-export type NodeDraft = {
-  readonly node: string;
-  /** The latest send's digest (null: nothing sent yet) and its other fields. */
-  sentDigest: string | null;
-  sentSpec: string;
-  sentSerial: number;
-  sentAtMs: number;
-  sentAtText: string | null;
-  sentIds: readonly string[];
-  /** When the first report naming the latest send came while it was the latest: none yet, NaN and null. */
-  ackMs: number;
-  ackText: string | null;
-  /** Digests and serials of the sends before the latest, oldest first (at most sendHistoryLimit − 1). */
-  earlierDigests: string[];
-  earlierSerials: number[];
-  /** The latest report's fields (reported: none yet). */
-  reported: boolean;
-  reportDeclared: string | null;
-  reportMs: number;
-  reportText: string | null;
-  reportApplied: readonly string[];
-  reportFailed: Readonly<Record<string, string>>;
-  reportRefused: string;
-  reportCarried: readonly number[];
-  reportClass: ReportClass;
-  seenMs: number;
-  seenText: string | null;
-  /** NodeState.retiredAt, as its text: rare, so kept as the event wrote it. */
-  retiredAt: string | null;
-  stale: number;
-  unknown: number;
-  undeclared: number;
-  lastLatencyMs: number | null;
-  latencies: number[];
-  acknowledged: number;
-  superseded: number;
-  reports: number;
-  lastReportId: string | null;
-  position: number;
-  revision: number;
-  /** The state last published, while nothing has changed since (publishing again hands it back). */
-  published: NodeState | null;
-  /** Published parts still current: the same objects are handed out again, as foldNode shares them. */
-  sentSummary: SentSummary | null;
-  reportedSummary: ReportedSummary | null;
-  earlierSends: readonly EarlierSend[] | null;
-  convergence: NodeState['convergence'] | null;
-  anomalies: Anomalies | null;
-};
-
-/** A draft at the initial state of `node` (initialNodeState). */
-export function createNodeDraft(node: string): NodeDraft {
-  return {
-    node,
-    sentDigest: null,
-    sentSpec: '',
-    sentSerial: 0,
-    sentAtMs: NaN,
-    sentAtText: null,
-    sentIds: none,
-    ackMs: NaN,
-    ackText: null,
-    earlierDigests: [],
-    earlierSerials: [],
-    reported: false,
-    reportDeclared: null,
-    reportMs: NaN,
-    reportText: null,
-    reportApplied: none,
-    reportFailed: noFailures,
-    reportRefused: '',
-    reportCarried: none,
-    reportClass: 'undeclared',
-    seenMs: NaN,
-    seenText: null,
-    retiredAt: null,
-    stale: 0,
-    unknown: 0,
-    undeclared: 0,
-    lastLatencyMs: null,
-    latencies: [],
-    acknowledged: 0,
-    superseded: 0,
-    reports: 0,
-    lastReportId: null,
-    position: -1,
-    revision: -1,
-    published: null,
-    sentSummary: null,
-    reportedSummary: null,
-    earlierSends: none,
-    convergence: noConvergence,
-    anomalies: noAnomalies,
-  };
-}
-
-/** `text` as a held time: [ms, null] when isoMs reads it, else [NaN, text]; null: none. */
-const msOf = (text: string | null): number => (text === null ? NaN : isoMs(text));
-const textUnlessMs = (text: string | null, ms: number): string | null => (ms === ms ? null : text);
-
-/** A draft that continues from `state` (a snapshot, a published checkpoint). */
-export function draftOf(state: NodeState): NodeDraft {
-  const c = state.convergence;
-  const s = state.sent;
-  const r = state.reported;
-  const sentAtMs = msOf(s?.sentAt ?? null);
-  const ackMs = msOf(s?.acknowledgedAt ?? null);
-  const reportMs = msOf(r?.receivedAt ?? null);
-  const seenMs = msOf(state.lastSeenAt);
-  return {
-    node: state.node,
-    sentDigest: s?.digest ?? null,
-    sentSpec: s?.specDigest ?? '',
-    sentSerial: s?.serial ?? 0,
-    sentAtMs,
-    sentAtText: textUnlessMs(s?.sentAt ?? null, sentAtMs),
-    sentIds: s?.resourceIds ?? none,
-    ackMs,
-    ackText: textUnlessMs(s?.acknowledgedAt ?? null, ackMs),
-    earlierDigests: state.earlierSends.map((e) => e[0]),
-    earlierSerials: state.earlierSends.map((e) => e[1]),
-    reported: r !== null,
-    reportDeclared: r?.declared ?? null,
-    reportMs,
-    reportText: textUnlessMs(r?.receivedAt ?? null, reportMs),
-    reportApplied: r?.applied ?? none,
-    reportFailed: r?.failed ?? noFailures,
-    reportRefused: r?.refused ?? '',
-    reportCarried: r?.carried ?? none,
-    reportClass: r?.class ?? 'undeclared',
-    seenMs,
-    seenText: textUnlessMs(state.lastSeenAt, seenMs),
-    retiredAt: state.retiredAt,
-    stale: state.anomalies.stale,
-    unknown: state.anomalies.unknown,
-    undeclared: state.anomalies.undeclared,
-    lastLatencyMs: c.lastLatencyMs,
-    latencies: [...c.recentLatenciesMs],
-    acknowledged: c.acknowledged,
-    superseded: c.superseded,
-    reports: state.reports,
-    lastReportId: state.lastReportId,
-    position: exactNumber(state.position),
-    revision: exactNumber(state.revision),
-    published: state,
-    sentSummary: state.sent,
-    reportedSummary: state.reported,
-    earlierSends: state.earlierSends,
-    convergence: c,
-    anomalies: state.anomalies,
-  };
-}
+/** `text` as a held time, given isoMs's reading of it (`ms`): null when that reading stands for it, else the text. */
+export const textUnlessMs = (text: string | null, ms: number): string | null => (ms === ms ? null : text);
 
 /**
  * Is the time (bMs, bText) what `later(a, b)` (nodeState.ts) keeps over the held (aMs, aText)?
@@ -397,96 +234,11 @@ function draftSeen(d: NodeDraft, event: Recorded, at: string): void {
   draftAlive(d, exactNumber(event.position), exactNumber(event.revision), ms, textUnlessMs(at, ms));
 }
 
-const sameItems = <T>(a: readonly T[], b: readonly T[] | undefined): boolean => {
+export const sameItems = <T>(a: readonly T[], b: readonly T[] | undefined): boolean => {
   if (b === undefined || a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 };
-
-// The text of the last time published: a report's time is usually also its node's last-seen
-// time and acknowledgement, so one string serves the three (as the event's one string did).
-let textMs = NaN;
-let textOfMs = '';
-function timeText(ms: number, text: string | null): string | null {
-  if (text !== null) return text;
-  if (ms !== ms) return null;
-  if (ms !== textMs) {
-    textOfMs = isoText(ms);
-    textMs = ms;
-  }
-  return textOfMs;
-}
-
-/** The immutable state the draft stands for: deep-equal to what foldNode would have returned. */
-export function publishDraft(d: NodeDraft): NodeState {
-  if (d.published !== null) return d.published;
-  let sent = d.sentSummary;
-  if (sent === null && d.sentDigest !== null) {
-    sent = {
-      digest: d.sentDigest,
-      specDigest: d.sentSpec,
-      serial: d.sentSerial,
-      sentAt: timeText(d.sentAtMs, d.sentAtText)!,
-      resourceIds: d.sentIds,
-      acknowledgedAt: timeText(d.ackMs, d.ackText),
-    };
-    d.sentSummary = sent;
-  }
-  let reported = d.reportedSummary;
-  if (reported === null && d.reported) {
-    // foldNode shares arrays the state already holds when a report repeats them: equal values.
-    const sentIds = sent?.resourceIds;
-    reported = {
-      declared: d.reportDeclared,
-      receivedAt: timeText(d.reportMs, d.reportText)!,
-      applied: sentIds !== undefined && sameItems(d.reportApplied, sentIds) ? sentIds : d.reportApplied,
-      failed: d.reportFailed,
-      refused: d.reportRefused,
-      carried: d.reportCarried,
-      class: d.reportClass,
-    };
-    d.reportedSummary = reported;
-  }
-  let earlierSends = d.earlierSends;
-  if (earlierSends === null) {
-    const n = d.earlierDigests.length;
-    const out = new Array<EarlierSend>(n);
-    for (let i = 0; i < n; i++) out[i] = [d.earlierDigests[i]!, d.earlierSerials[i]!] as const;
-    earlierSends = d.earlierSends = out;
-  }
-  let convergence = d.convergence;
-  if (convergence === null) {
-    convergence = d.convergence = {
-      lastLatencyMs: d.lastLatencyMs,
-      recentLatenciesMs: d.latencies.length === 0 ? none : d.latencies.slice(),
-      acknowledged: d.acknowledged,
-      superseded: d.superseded,
-    };
-  }
-  let anomalies = d.anomalies;
-  if (anomalies === null) anomalies = d.anomalies = { stale: d.stale, unknown: d.unknown, undeclared: d.undeclared };
-  const { status, caughtUp, missing } = statusOf(sent, reported);
-  const state: NodeState = {
-    node: d.node,
-    status,
-    caughtUp,
-    sent,
-    reported,
-    missing,
-    carried: reported === null ? none : reported.carried,
-    lastSeenAt: timeText(d.seenMs, d.seenText),
-    retiredAt: d.retiredAt,
-    anomalies,
-    convergence,
-    earlierSends,
-    reports: d.reports,
-    lastReportId: d.lastReportId,
-    position: BigInt(d.position),
-    revision: BigInt(d.revision),
-  };
-  d.published = state;
-  return state;
-}
 
 function hasKeys(o: Readonly<Record<string, string>>): boolean {
   for (const k in o) if (Object.hasOwn(o, k)) return true;

@@ -17,6 +17,15 @@ import { amqpUrlListProblems, redactUrl, splitAmqpUrls } from '../transport/amqp
 import { configKeys, defaultStore, settings } from './settings.ts';
 import type { ConfigKey } from './settings.ts';
 
+/**
+ * The shortest retention policy: an event id stops blocking a retried append once its event is
+ * archived, and the engine's own retries (a report redelivered after a dropped connection, a
+ * resumed send) come within minutes, so a policy of an hour or more keeps every such retry's first
+ * copy hot (docs/operations.md "Retention and archive").
+ */
+export const minRetainMs = 3_600_000;
+export const retainFloorMessage = 'must be at least 1h: a retried append is recognised by its event id only while the first copy is hot';
+
 // Configuration (docs/design.md §6): flags override CONVERGE_* environment variables; everything is
 // validated once, here, at start, and the result is frozen. A mistake is reported as one line
 // naming the flag and the variable, all mistakes at once, so an operator fixes them in one go.
@@ -220,6 +229,7 @@ const schema = z.object({
     .string()
     .regex(/^\d+(ms|s|m|h|d)$/, 'must be a duration like 30d, 12h or 90m')
     .transform((t) => retainMs(t))
+    .refine((ms) => ms >= minRetainMs, retainFloorMessage)
     .nullable()
     .default(null),
   witnessUrl: z

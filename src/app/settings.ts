@@ -340,7 +340,7 @@ export const settings = {
     env: 'CONVERGE_RETAIN',
     value: '<30d>',
     default: null,
-    help: 'serve, with --archive-dir: move node events older than this (and below the latest snapshot) to the archive, in bounded batches, every 10 minutes',
+    help: 'serve, with --archive-dir: move node events older than this (at least 1h; and below the latest snapshot) to the archive, in bounded batches, every 10 minutes',
   },
   tracing: {
     flag: 'tracing',

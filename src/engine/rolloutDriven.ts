@@ -14,8 +14,6 @@ export type Driven = DrivenLog & { state: RolloutState | null; startedAt: bigint
 /** Rollout events kept for progressAhead: a few batches' worth while the view catches up. */
 export const maxLog = 64;
 
-export const yieldTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 export const driven = (startedAt: bigint): Driven => ({ state: null, startedAt, log: [], cursor: { wave: 0, index: 0 }, moved: true });
 
 /**

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { foldRollout, foldRolloutEvents } from '../../projections/index.ts';
 import {
   decide,
@@ -20,7 +21,7 @@ import type { RolloutDriverOptions } from './rolloutDriverOptions.ts';
 import type { HoldsReader } from './holds.ts';
 import type { GateKeeper } from './rolloutGate.ts';
 import { openWaveProgress } from './rolloutProgressAhead.ts';
-import { maxLog, yieldTurn } from './rolloutDriven.ts';
+import { maxLog } from './rolloutDriven.ts';
 import type { Driven } from './rolloutDriven.ts';
 import type { BatchSender } from './sendBatch.ts';
 
@@ -159,7 +160,7 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
         const d = await rollbackStep(s);
         if (typeof d === 'number' || d === null) return d;
         await act(s, d);
-        if (d.kind === 'rollbackSend') await yieldTurn();
+        if (d.kind === 'rollbackSend') await nextTurn();
         continue;
       }
       const progress = s.current === 0 ? null : progressOf(s, s.current);
@@ -186,7 +187,7 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
       await act(s, d);
       // One batch a turn: on a store whose appends resolve in the same turn, a wave's sends would
       // otherwise hold the event loop from the API, ingest and the projections until all were sent.
-      if (d.kind === 'send') await yieldTurn();
+      if (d.kind === 'send') await nextTurn();
     }
     return 0;
   }

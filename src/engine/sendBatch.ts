@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { checkCarriedPorts, specDigestOf, validateSpec } from '../core/declaration/index.ts';
 import type { SigningKey, Spec } from '../core/declaration/index.ts';
 import { ConvergeError, isConvergeError, toConvergeError } from '../core/errors.ts';
@@ -97,8 +98,6 @@ export type RecordResult = Readonly<{ outcomes: readonly RecordedOutcome[]; posi
 
 /** Validate, sign and append each item's declaration, all in one append call (made again while streams moved). */
 export type RecordDeclarations = (items: readonly BatchItem[], options?: SendManyOptions) => Promise<RecordResult>;
-
-const yieldTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** An item that passed validation, with its index among the items. */
 type Todo = { i: number; node: string; spec: Spec; specDigest: string };
@@ -243,7 +242,7 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
       const made = new Map<number, WithId<DeclarationSent>>();
       let n = 0;
       for (const t of pending) {
-        if (++n % signPerTurn === 0) await yieldTurn();
+        if (++n % signPerTurn === 0) await nextTurn();
         const v = views.get(t.node)!;
         try {
           checkCarriedPorts(t.spec, v.carried);

@@ -1,11 +1,13 @@
 import { createFleetTally, eventTime, isObserved, nodeStatuses, recentLatencyLimit } from '../../projections/index.ts';
 import type { At, FleetSummary, FleetSummaryOptions, LivenessState, NodeState, NodeStatus, ObservedSpan } from '../../projections/index.ts';
 import type { Recorded } from '../core/events/index.ts';
+import { FleetPresence } from './fleetPresence.ts';
 import { createIsoParser } from './isoTime.ts';
+import { bytesOf, grown } from './typedColumns.ts';
 
 // The fleet's history as typed arrays (fleetHistory.ts says what is kept and why): rows of what
-// the fleet summary reads of each node's state as it changed, presence intervals, and (position,
-// time) samples; and the fleet summary as of a position or a time, made from them.
+// the fleet summary reads of each node's state as it changed, presence intervals (fleetPresence.ts),
+// and (position, time) samples; and the fleet summary as of a position or a time, made from them.
 
 export type FleetAsOf = FleetSummary &
   Readonly<{
@@ -22,15 +24,6 @@ const caughtUpBit = 8;
 const retiredBit = 16;
 const sampleEveryMs = 1_000;
 const countsPerRow = 5; // stale, unknown, undeclared, acknowledged, superseded
-
-type Column = BigInt64Array | Int32Array | Float64Array | Uint8Array;
-const grown = <T extends Column>(a: T, size: number, fill?: number): T => {
-  const b = new (a.constructor as new (n: number) => T)(size);
-  if (fill !== undefined) (b as Int32Array).fill(fill);
-  b.set(a as never);
-  return b;
-};
-const bytesOf = (cols: readonly Column[]): number => cols.reduce((n, c) => n + c.byteLength, 0);
 
 const parseIso = createIsoParser();
 
@@ -75,27 +68,13 @@ export class FleetCountLog {
   /** The newest row at or before this one, of the same node, that acknowledged a declaration (-1: none). */
   private rowLastLatency = new Int32Array(this.rowCap);
 
-  // Presence intervals: consecutive sightings at most graceMs apart; a longer silence starts a new one.
-  private ivCap = 1024;
-  private intervals = 0;
-  private ivPrev = new Int32Array(this.ivCap);
-  private ivStart = new Float64Array(this.ivCap);
-  private ivEnd = new Float64Array(this.ivCap);
-  /**
-   * How long after its end an interval still counts as connected: the reader's grace for
-   * sightings (AliveSeen, reports), Infinity once a NodeHeard opened it, and up to when the engine
-   * observed the silence once a NodeSilent closed it (docs/design.md §3 "Liveness as recorded").
-   */
-  private ivGrace = new Float64Array(this.ivCap);
-  private ivStartPosition = new BigInt64Array(this.ivCap);
+  private readonly presence: FleetPresence;
 
-  // Per node: newest row, newest interval, latest sighting.
+  // Per node: newest row.
   private readonly nodeIds: string[] = [];
   private readonly nodeIndex = new Map<string, number>();
   private nodeCap = 1024;
   private rowHead = new Int32Array(this.nodeCap).fill(-1);
-  private ivHead = new Int32Array(this.nodeCap).fill(-1);
-  private nodeSeen = new Float64Array(this.nodeCap).fill(NaN);
 
   private readonly specIds: string[] = [];
   private readonly specIndex = new Map<string, number>();
@@ -108,7 +87,9 @@ export class FleetCountLog {
   private head: bigint | null = null;
   private first: bigint | null = null;
 
-  constructor(private readonly graceMs: number) {}
+  constructor(graceMs: number) {
+    this.presence = new FleetPresence(graceMs);
+  }
 
   firstPosition(): bigint | null {
     return this.first;
@@ -118,7 +99,7 @@ export class FleetCountLog {
   stats(): { rows: number; intervals: number; bytes: number } {
     return {
       rows: this.rows,
-      intervals: this.intervals,
+      intervals: this.presence.intervals(),
       bytes: bytesOf([
         this.rowPosition,
         this.rowPrev,
@@ -128,14 +109,8 @@ export class FleetCountLog {
         this.rowCounts,
         this.rowLatency,
         this.rowLastLatency,
-        this.ivPrev,
-        this.ivStart,
-        this.ivEnd,
-        this.ivGrace,
-        this.ivStartPosition,
         this.rowHead,
-        this.ivHead,
-        this.nodeSeen,
+        ...this.presence.columns(),
         this.samplePosition,
         this.sampleTime,
       ]),
@@ -148,19 +123,12 @@ export class FleetCountLog {
     const t = parseIso(eventTime(e));
     this.first ??= e.position;
     this.head = e.position;
-    if (e.type === 'NodeHeard') this.transition(n, parseIso(e.data.at), Infinity, e.position);
+    if (e.type === 'NodeHeard') this.presence.transition(n, parseIso(e.data.at), Infinity, e.position);
     else if (e.type === 'NodeSilent') {
       const last = parseIso(e.data.lastSeenAt);
-      this.transition(n, last, Math.max(0, parseIso(e.data.observedAt) - last), e.position);
+      this.presence.transition(n, last, Math.max(0, parseIso(e.data.observedAt) - last), e.position);
     }
-    if (s.lastSeenAt !== null) {
-      const seen = parseIso(s.lastSeenAt);
-      const before = this.nodeSeen[n]!;
-      if (Number.isNaN(before) || seen > before) {
-        this.nodeSeen[n] = seen;
-        this.sight(n, seen, e.position);
-      }
-    }
+    if (s.lastSeenAt !== null) this.presence.lastSeen(n, parseIso(s.lastSeenAt), e.position);
     const status = statusCode.get(s.status)! | (s.caughtUp ? caughtUpBit : 0) | (s.retiredAt !== null ? retiredBit : 0);
     const spec = s.sent === null ? -1 : this.specIdx(s.sent.specDigest);
     const head = this.rowHead[n]!;
@@ -205,7 +173,7 @@ export class FleetCountLog {
       const r = byPosition ? this.rowAtPosition(n, p) : this.rowAtTime(n, T);
       if (r < 0) continue; // every node's first event leaves a row: no row, no node yet
       if ((this.rowStatus[r]! & retiredBit) !== 0) continue; // retired as of then: not in the fleet
-      byLiveness[observed ? this.livenessOf(n, byPosition, p, T, moment) : 'not-observed']++;
+      byLiveness[observed ? this.presence.livenessOf(n, byPosition, p, T, moment) : 'not-observed']++;
       tally.add(this.stateOfRow(r, row));
     }
     const position = byPosition ? asOf : this.lastSampleAtOrBeforeTime(T);
@@ -228,30 +196,6 @@ export class FleetCountLog {
     let r = this.rowHead[n]!;
     while (r >= 0 && this.rowTime[r]! > T) r = this.rowPrev[r]!;
     return r;
-  }
-
-  private livenessOf(n: number, byPosition: boolean, p: bigint, T: number, moment: number): LivenessState {
-    let i = this.ivHead[n]!;
-    if (byPosition) while (i >= 0 && this.ivStartPosition[i]! > p) i = this.ivPrev[i]!;
-    else while (i >= 0 && this.ivStart[i]! > T) i = this.ivPrev[i]!;
-    if (i < 0) return 'never-seen';
-    // After the interval its end is the last sighting. Inside it the last sighting is at most graceMs old by
-    // construction, and so is the end or the end lies ahead: connected either way.
-    return moment - this.ivEnd[i]! <= this.ivGrace[i]! ? 'connected' : 'disconnected';
-  }
-
-  /**
-   * A recorded transition: the node heard at `at` (grace Infinity: connected until a NodeSilent
-   * says otherwise), or silent since `at` (grace: until the engine observed it). Extends the
-   * newest interval when the node was still connected by it, else starts one.
-   */
-  private transition(n: number, at: number, grace: number, position: bigint): void {
-    const h = this.ivHead[n]!;
-    if (h < 0 || at - this.ivEnd[h]! > this.ivGrace[h]!) this.sight(n, at, position);
-    const i = this.ivHead[n]!;
-    if (at > this.ivEnd[i]!) this.ivEnd[i] = at;
-    this.ivGrace[i] = grace;
-    if (at > this.nodeSeen[n]! || Number.isNaN(this.nodeSeen[n]!)) this.nodeSeen[n] = at;
   }
 
   /**
@@ -295,8 +239,7 @@ export class FleetCountLog {
     if (n >= this.nodeCap) {
       this.nodeCap *= 2;
       this.rowHead = grown(this.rowHead, this.nodeCap, -1);
-      this.ivHead = grown(this.ivHead, this.nodeCap, -1);
-      this.nodeSeen = grown(this.nodeSeen, this.nodeCap, NaN);
+      this.presence.addNodes(this.nodeCap);
     }
     return n;
   }
@@ -309,28 +252,6 @@ export class FleetCountLog {
       this.specIndex.set(digest, i);
     }
     return i;
-  }
-
-  private sight(n: number, at: number, position: bigint): void {
-    const h = this.ivHead[n]!;
-    if (h >= 0 && at - this.ivEnd[h]! <= this.ivGrace[h]!) {
-      if (at > this.ivEnd[h]!) this.ivEnd[h] = at;
-      return;
-    }
-    if (this.intervals === this.ivCap) {
-      this.ivCap *= 2;
-      this.ivPrev = grown(this.ivPrev, this.ivCap);
-      this.ivStart = grown(this.ivStart, this.ivCap);
-      this.ivEnd = grown(this.ivEnd, this.ivCap);
-      this.ivGrace = grown(this.ivGrace, this.ivCap);
-      this.ivStartPosition = grown(this.ivStartPosition, this.ivCap);
-    }
-    const i = this.intervals++;
-    this.ivPrev[i] = h;
-    this.ivStart[i] = this.ivEnd[i] = at;
-    this.ivGrace[i] = this.graceMs;
-    this.ivStartPosition[i] = position;
-    this.ivHead[n] = i;
   }
 
   private addRow(n: number, position: bigint, s: NodeState, status: number, spec: number, t: number): void {

@@ -27,8 +27,9 @@ export type { FleetAsOf } from './fleetCountLog.ts';
 // only what came after it, so the first question then folds the store once from zero up to the
 // read model's position (live changes meanwhile are buffered and appended after).
 //
-// The history itself, its rows and the summary made from them, is fleetCountLog.ts; this file
-// keeps it in step with the read model and folds it again when it must.
+// The history itself, its rows and the summary made from them, is fleetCountLog.ts (its presence
+// intervals fleetPresence.ts); this file keeps it in step with the read model and folds it again
+// when it must.
 
 export type FleetHistory = Readonly<{
   at: (at: At, options?: FleetSummaryOptions) => Promise<FleetAsOf>;

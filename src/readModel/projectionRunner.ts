@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ConvergeError } from '../core/errors.ts';
 import type { Logger } from 'pino';
 import { livenessStates, nodeStatuses } from '../../projections/index.ts';
@@ -190,7 +191,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
       for await (const page of readNodeColumns(source)) {
         if (!readModel.catchUpColumns(page, until) || stopping) break;
         // One event-loop turn per batch, as the subscription takes (pollingSubscription.ts).
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        await nextTurn();
       }
     } catch (err) {
       // The subscription reads the hot store alone: it cannot go on through archived history.

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isConvergeError } from '../core/errors.ts';
 import type { Recorded } from '../core/events/index.ts';
 import { retry } from '../retry.ts';
@@ -25,8 +26,6 @@ export type PollingSource = Readonly<{
 }>;
 
 const backoff = { minMs: 50, maxMs: 5_000 } as const;
-
-const yieldTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export function createPollingSubscription(source: PollingSource, options: SubscribeOptions): Subscription {
   const abort = new AbortController();
@@ -119,7 +118,7 @@ export function createPollingSubscription(source: PollingSource, options: Subscr
       // Reads and handlers settle as microtasks, so catching up would otherwise run batch after
       // batch in one event-loop turn: 1.9 s behind wide reports, with no timer, socket
       // or request served meanwhile. One turn per batch.
-      await yieldTurn();
+      await nextTurn();
     }
   }
 

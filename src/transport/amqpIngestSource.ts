@@ -33,7 +33,7 @@ export type AmqpIngestSourceOptions = Readonly<{
  * 10,000 nodes: 0.65 → 0.86 of the baseline with 2,000). The bound on what a consumer holds is
  * this many bodies: at the wire limit (256 KiB) 512 MiB, at a routine report's size about 1 MiB.
  */
-const defaultPrefetch = 2000;
+export const defaultPrefetch = 2000;
 
 /** Tells a returned dead letter from the others on its channel (message ids may be absent or repeated). */
 const deadLetterIdHeader = 'x-converge-dead-letter-id';

@@ -1,11 +1,13 @@
 import type { ErrorCode } from '../core/errors.ts';
+import { defaultPrefetch } from './amqpIngestSource.ts';
 import { inboundKinds, nodeQueueOf, queueOfKind } from './brokerNames.ts';
 import type { DeclarationPublisher, Delivery, InboundKind, IngestSource, NodeLink, OutboundDeclaration } from './port.ts';
 
 // The transport without a broker: the same ports as the AMQP side (port.ts), backed by arrays
 // in this process. For `converge demo` without a RabbitMQ URL and for unit tests. It keeps the
 // properties ingest relies on — a delivery stays unacked until acked, unacked deliveries are
-// redelivered (flagged) when the consumer stops, a node inbox holds messages until consumed —
+// redelivered (flagged) when the consumer stops, in their order and ahead of the rest, a consumer
+// holds at most `prefetch` unacked deliveries per queue, a node inbox holds messages until consumed —
 // and none of the ones it does not (durability, user_id validation: a link's userId is
 // whatever the caller says).
 
@@ -40,9 +42,16 @@ export type InProcessBroker = Readonly<{
 
 type Inbox = { messages: Buffer[]; consumer: ((body: Buffer) => Promise<void>) | null; busy: boolean };
 
-export function createInProcessBroker(): InProcessBroker {
+export type InProcessBrokerOptions = Readonly<{
+  /** Unacked deliveries per queue (mesh.reports, mesh.alive), as the AMQP consumer's basic.qos. */
+  prefetch?: number;
+}>;
+
+export function createInProcessBroker(options: InProcessBrokerOptions = {}): InProcessBroker {
+  const prefetch = options.prefetch ?? defaultPrefetch;
   const queues: Record<InboundKind, Message[]> = { report: [], alive: [] };
   const unacked = new Map<number, { kind: InboundKind; message: Message }>();
+  const out: Record<InboundKind, number> = { report: 0, alive: 0 };
   const dead: DeadLetter[] = [];
   const inboxes = new Map<string, Inbox>();
   let consumer: ((d: Delivery) => void) | null = null;
@@ -59,9 +68,10 @@ export function createInProcessBroker(): InProcessBroker {
       scheduled = false;
       if (consumer === null || paused) return;
       for (const kind of inboundKinds) {
-        for (const message of queues[kind].splice(0)) {
+        for (const message of queues[kind].splice(0, Math.max(0, prefetch - out[kind]))) {
           const handle: Handle = { seq: ++seq, generation };
           unacked.set(handle.seq, { kind, message });
+          out[kind]++;
           consumer({ kind, ...message, handle });
         }
       }
@@ -97,6 +107,15 @@ export function createInProcessBroker(): InProcessBroker {
   }
 
   const live = (d: Delivery): boolean => (d.handle as Handle).generation === generation && unacked.has((d.handle as Handle).seq);
+  /** A delivery acked, nacked or dead-lettered: its place in the window goes to the next message. */
+  const settle = (d: Delivery): void => {
+    const seqOf = (d.handle as Handle).seq;
+    const u = unacked.get(seqOf);
+    if (u === undefined) return;
+    unacked.delete(seqOf);
+    out[u.kind]--;
+    if (queues[u.kind].length > 0) pump();
+  };
 
   return {
     ingestSource: () => {
@@ -108,19 +127,19 @@ export function createInProcessBroker(): InProcessBroker {
           pump();
         },
         ack(deliveries) {
-          for (const d of deliveries) if (live(d)) unacked.delete((d.handle as Handle).seq);
+          for (const d of deliveries) if (live(d)) settle(d);
         },
         isLive: live,
         async deadLetter(d, code, reason) {
           if (!live(d)) return;
           dead.push({ kind: d.kind, body: d.body, messageId: d.messageId, userId: d.userId, code, reason });
-          unacked.delete((d.handle as Handle).seq);
+          settle(d);
         },
         reject(d, code) {
           if (!live(d)) return;
           // The queue's own dead-lettering: the body and sender as sent, no reason text.
           dead.push({ kind: d.kind, body: d.body, messageId: d.messageId, userId: d.userId, code, reason: '' });
-          unacked.delete((d.handle as Handle).seq);
+          settle(d);
         },
         async pause() {
           paused = true;
@@ -128,10 +147,14 @@ export function createInProcessBroker(): InProcessBroker {
         async stop() {
           consumer = null;
           generation++;
-          // Like a closed channel: whatever was not acked goes back, flagged redelivered.
-          const back = [...unacked.values()];
+          // Like a closed channel: whatever was not acked goes back, flagged redelivered, ahead of
+          // what was never delivered and in the order it was delivered.
+          for (const kind of inboundKinds) {
+            const back = [...unacked.values()].filter((u) => u.kind === kind).map((u) => ({ ...u.message, redelivered: true }));
+            queues[kind].unshift(...back);
+            out[kind] = 0;
+          }
           unacked.clear();
-          for (const { kind, message } of back) queues[kind].unshift({ ...message, redelivered: true });
         },
       };
       return source;

@@ -48,3 +48,15 @@ test('--max-rollout-targets and --max-open-rollouts are read, with defaults of 1
   assert.deepEqual([c.maxRolloutTargets, c.maxOpenRollouts], [500, 3]);
   assert.throws(() => loadConfig({ flags: { 'max-open-rollouts': '0' }, env: {} }), /--max-open-rollouts/);
 });
+
+// docs/operations.md "Retention and archive": a retried append is recognised by its event id only
+// while the first copy is hot, so a policy shorter than the retry window is refused.
+test('--retain below one hour is refused, naming the floor; one hour and more is read', () => {
+  const flags = { ...base, 'archive-dir': '/tmp/a', retain: '59m' };
+  assert.throws(
+    () => loadConfig({ flags, env: {} }),
+    (e: unknown) => isConvergeError(e) && /--retain \/ CONVERGE_RETAIN: .*at least 1h/.test(e.message),
+  );
+  assert.equal(loadConfig({ flags: { ...flags, retain: '1h' }, env: {} }).retain, 3_600_000);
+  assert.equal(loadConfig({ flags: { ...flags, retain: '30d' }, env: {} }).retain, 30 * 86_400_000);
+});

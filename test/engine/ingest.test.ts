@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -212,7 +213,6 @@ test('wide reports delivered in one burst are parsed at most parseBytesPerTurn o
   const failed = Object.fromEntries(Array.from({ length: 6_000 }, (_, i) => [`resource-${i}`, 'pull denied']));
   const wide = (node: string): Buffer => reportOf(node, { failed });
   assert.ok(wide('a').length > 100_000);
-  const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
   deliver('a', wide('a'));
   deliver('b', wide('b'));
@@ -222,9 +222,9 @@ test('wide reports delivered in one burst are parsed at most parseBytesPerTurn o
   const seen = (): string[] => ['a', 'b', 'c', 'v'].filter((n) => ingest.lastSeenAt(n) !== null);
   assert.deepEqual(seen(), ['a', 'v'], 'the first is parsed at once, the wide rest wait for a later turn');
   assert.equal(ingest.stats().pending, 5, 'waiting deliveries count as pending');
-  await turn();
+  await nextTurn();
   assert.deepEqual(seen(), ['a', 'b', 'v']);
-  await turn();
+  await nextTurn();
   assert.deepEqual(seen(), ['a', 'b', 'c', 'v']);
   await settle(ingest, () => ingest.stats().acked === 5);
   const stored: string[] = [];

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
@@ -29,7 +30,7 @@ describeOnBroker('many supervised channels on one connection', () => {
         superviseChannel({ open: () => conn.createChannel(), setup: async () => {}, logger, name: `ch-${i}`, until: conn.closed }),
       );
       await Promise.all(channels.map((c) => c.current()));
-      await new Promise((r) => setImmediate(r));
+      await nextTurn();
       await Promise.all(channels.map((c) => c.stop()));
     } finally {
       await conn.close();

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { foldNode, initialNodeState } from '../../projections/index.ts';
@@ -63,7 +64,7 @@ test('a flip of 100,000 nodes over five minutes is maxPerWindow messages, then a
   const asleep = (): boolean => clock.pending() > 0 && receiver.waiting === 0;
   /** Past the microtasks an offer starts (an idle loop woken clears its timer), then until the loop sleeps. */
   const sleeping = async (): Promise<number> => {
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
     await until('the loop asleep', asleep);
     return clock.nextAt() ?? sleeping();
   };
@@ -135,7 +136,7 @@ test('notifications that spill while the spill summary is in flight are kept, no
   receiver.release();
   const total = (): number => receiver.received.reduce((a, m) => a + m.json.data.count, 0);
   await until('the loop idle', async () => {
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
     return receiver.waiting === 0 && clock.pending() > 0 && d.stats().queued === 0;
   });
   assert.equal(total(), 3, 'every notification delivered');

@@ -4,13 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { makeAliveSeen, streamOf } from '../../src/core/events/index.ts';
-import type { Recorded } from '../../src/core/events/index.ts';
+import { streamOf } from '../../src/core/events/index.ts';
 import { buildStreamFilter, bucketOf, filterBuckets, partMayHold } from '../../src/store/archive/streamFilter.ts';
 import { withArchive } from '../../src/store/archive/withArchive.ts';
-import type { EventStore } from '../../src/store/port.ts';
 import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
+import { randomFleet, streams, unfiltered } from '../support/randomArchiveFleet.ts';
 
 // The segments' stream filters (docs/operations.md "Retention and archive"): a read of one stream
 // skips the segments whose filter rules it out, and gives exactly the events an unfiltered read
@@ -18,18 +17,6 @@ import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.
 
 const dir = mkdtempSync(join(tmpdir(), 'converge-stream-filter-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-/** A small seeded PRNG: the same history every run. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 test('the filter holds every stream put in it and rules out nearly all others', () => {
   const held = Array.from({ length: 10_000 }, (_, i) => `node-h${i}`);
@@ -46,51 +33,11 @@ test('the filter holds every stream put in it and rules out nearly all others', 
   assert.equal(partMayHold(Buffer.from([99, 0, 0]), 'node-x'), true, 'a part of an unknown version is read as "may hold"');
 });
 
-/**
- * A store of 40 nodes' AliveSeen over the 120 days to about a week ago, interleaved at random (some nodes far more often
- * than others), plus nodes seen three times in a row only (their archived events in one segment).
- */
-async function randomFleet(path: string, seed: number): Promise<{ nodes: string[]; head: bigint }> {
-  const store = createSqliteEventStore(path);
-  const rand = prng(seed);
-  const nodes = Array.from({ length: 40 }, (_, i) => `n${i}`);
-  const solos = Array.from({ length: 6 }, (_, i) => `solo${i}`);
-  let t = Date.now() - 120 * 86_400_000;
-  const append = async (node: string): Promise<void> => {
-    t += 60_000 + Math.floor(rand() * 6 * 3_600_000);
-    await store.append([{ stream: streamOf(node), expected: 'any', events: [makeAliveSeen({ node }, t)] }]);
-  };
-  for (let i = 0; i < 900; i++) {
-    if (i % 150 === 75) for (let k = 0; k < 3; k++) await append(solos[i / 150 - 0.5]!);
-    // Squared: low-numbered nodes far more often, the high ones a few times in all.
-    await append(nodes[Math.floor(rand() * rand() * nodes.length)]!);
-  }
-  const head = (await store.headPosition())!;
-  await store.close();
-  return { nodes: [...nodes, ...solos, 'never-seen'], head };
-}
-
-/** The same store, with no stream filter: every segment is opened, as before v8. */
-function unfiltered(store: EventStore): EventStore {
-  (store as { archiveSegmentsWithout?: unknown }).archiveSegmentsWithout = undefined;
-  return store;
-}
-
-async function streams(store: EventStore, nodes: readonly string[]): Promise<Map<string, readonly Recorded[]>> {
-  const out = new Map<string, readonly Recorded[]>();
-  try {
-    for (const n of nodes) out.set(n, await store.readStream(streamOf(n)));
-  } finally {
-    await store.close();
-  }
-  return out;
-}
-
 for (const seed of [1, 2, 3]) {
   test(`seed ${seed}: a filtered read gives exactly the unfiltered read's events, segments from before v8 included`, async () => {
     const path = join(dir, `fleet-${seed}.db`);
     const archive = join(dir, `archive-${seed}`);
-    const { nodes, head } = await randomFleet(path, seed);
+    const { nodes, head } = await randomFleet(createSqliteEventStore(path), seed);
     const before = await streams(createSqliteEventStore(path), nodes);
     const cutoff = (days: number): string => new Date(Date.now() - days * 86_400_000).toISOString();
     // The older Converge's run: its segments, then the store taken back to v7 (no filters).
@@ -124,7 +71,7 @@ for (const seed of [1, 2, 3]) {
 test('a read of a stream no segment holds opens no segment; a second read reopens none', async () => {
   const path = join(dir, 'absent.db');
   const archive = join(dir, 'absent-archive');
-  const { head } = await randomFleet(path, 9);
+  const { head } = await randomFleet(createSqliteEventStore(path), 9);
   const r = await archiveSqliteStore(path, { dir: archive, before: new Date().toISOString(), belowPosition: head, segmentEvents: 50 });
   assert.ok(r.segments.length >= 10, `${r.segments.length} segments`);
 
@@ -162,7 +109,7 @@ test('a read of a stream no segment holds opens no segment; a second read reopen
 test('a view made after another segment was archived takes over the block tables the last view read', async () => {
   const path = join(dir, 'previous.db');
   const archive = join(dir, 'previous-archive');
-  const { head } = await randomFleet(path, 5);
+  const { head } = await randomFleet(createSqliteEventStore(path), 5);
   const cutoff = (days: number): string => new Date(Date.now() - days * 86_400_000).toISOString();
   const before = await streams(createSqliteEventStore(path), ['n0', 'n1']);
   const first = await archiveSqliteStore(path, { dir: archive, before: cutoff(60), belowPosition: head, segmentEvents: 50 });

@@ -10,7 +10,7 @@ import { eventLeafHash, eventLeafHashInto, leafBytes } from '../../src/core/audi
 import { createTreeBuilder } from '../../src/core/audit/merkle.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
-import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
+import { createSqliteEventStore, withoutAuditTreeKey } from '../../src/store/sqlite/sqliteEventStore.ts';
 import type { EventStore } from '../../src/store/port.ts';
 import { verifyStore, writeHistory } from '../support/auditHistory.ts';
 import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
@@ -221,4 +221,28 @@ test("the fast leaf encodings (append's from text, verify's into a page) hash le
     .update(leafBytes({ position: 1n, stream: 's', revision: 0n, type: 't', data: Buffer.from(big), metadata: Buffer.from('m') }))
     .digest();
   assert.ok(storedLeafHash(1n, 's', 0n, 't', big, 'm').equals(want));
+});
+
+// bench/engine.ts measures ingest without the tree by preloading a module that sets this global into
+// one serve (BENCH_WITHOUT_AUDIT_TREE); nothing else reaches it, and a store opened without it keeps the tree.
+test('sqlite: the bench-only global turns the tree off for stores opened while it is set, and only then', async () => {
+  const key = withoutAuditTreeKey;
+  const g = globalThis as Record<symbol, unknown>;
+  g[key] = true;
+  const without = fresh();
+  try {
+    const store = createSqliteEventStore(without, { sync: 'thread' });
+    await writeHistory(store, 2);
+    assert.equal((await store.auditHead()).size, 0n);
+    assert.equal((await store.readStored({ after: null, limit: 10 }))[0]!.leafHash, null);
+    await store.close();
+  } finally {
+    delete g[key];
+  }
+  const store = createSqliteEventStore(fresh(), { sync: 'thread' });
+  await writeHistory(store, 2);
+  const head = await store.auditHead();
+  assert.equal(head.size, 6n);
+  assert.deepEqual(await recomputed(store), { size: head.size, root: head.root, leavesMatch: true });
+  await store.close();
 });

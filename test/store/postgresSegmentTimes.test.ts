@@ -14,7 +14,6 @@ import { answers, moments, prng, randomFleet, untimed } from '../support/stepped
 
 // The segments' time ranges on PostgreSQL (docs/store.md "Segment time ranges"): recorded by the
 // move, filled in for segments archived without one, and a read as of a moment answers as before.
-// PostgreSQL keeps no stream filters: without the ranges a read opens every segment.
 
 describeOnPostgres('segment time ranges on a PostgreSQL store', () => {
   const dir = mkdtempSync(join(tmpdir(), 'converge-pg-segment-times-'));

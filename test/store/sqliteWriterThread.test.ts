@@ -1,5 +1,6 @@
 // The SQLite store's writer thread (sync: 'thread', serve's default; src/store/sqlite/sqliteWriterThread.ts)
 // and EventStore.pipeline on every SQLite mode: what the store contract cannot see from outside.
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -95,7 +96,7 @@ test("a live subscription gets every event, another handle's among this one's, w
     for (let i = 0; i < 40; i++) {
       mine.push(store.append([write('mine', 'any', i)]));
       if (i % 10 === 5) await other.append([write(`theirs${i}`, 'any', 0)]);
-      if (i % 3 === 0) await new Promise((r) => setImmediate(r));
+      if (i % 3 === 0) await nextTurn();
     }
     await Promise.all(mine);
     for (let i = 0; i < 400 && seen.length < 44; i++) await new Promise((r) => setTimeout(r, 5));

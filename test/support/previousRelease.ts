@@ -12,7 +12,7 @@ import { join } from 'node:path';
 // this checkout's, which holds only when both package-lock.json files are the same.
 
 /** The commit that last landed before this release: bump it when a release lands. */
-export const previousRelease = 'a029dd8f647d20ede327ad391ec4508db40d3ed4';
+export const previousRelease = '19640242eba72a1b41fd8cc7f857413080e3e188';
 
 const root = new URL('../../', import.meta.url).pathname;
 

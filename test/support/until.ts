@@ -1,5 +1,6 @@
 // The one way a test waits for something to happen: poll until it is true, give up after a bound
 // generous enough that only a bug reaches it (a test never asserts a wall-clock time).
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { sleep } from '../../src/retry.ts';
 
 export type UntilOptions = Readonly<{
@@ -28,6 +29,6 @@ export async function until<T>(
     const v = await f();
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await (everyMs === 0 ? new Promise((r) => setImmediate(r)) : sleep(everyMs));
+    await (everyMs === 0 ? nextTurn() : sleep(everyMs));
   }
 }

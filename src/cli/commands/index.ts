@@ -218,7 +218,7 @@ export const commands: readonly CommandSpec[] = [
       threads: {
         type: 'string',
         value: '<n>',
-        help: "verify: threads that read the log and recompute its leaves (SQLite, PostgreSQL; default: one per core; 1: on the command's own thread)",
+        help: "verify: threads that read the log and recompute its leaves (SQLite, PostgreSQL; default 1: the command's own thread)",
       },
       'audit-pub': {
         type: 'string',

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import type { Config } from '../../app/config.ts';
-import { retainMs } from '../../app/config.ts';
+import { minRetainMs, retainFloorMessage, retainMs } from '../../app/config.ts';
 import type { ArchiveTarget } from '../../app/retention.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import { openSnapshot } from '../../readModel/snapshot/snapshotFile.ts';
@@ -38,6 +38,8 @@ export async function runArchive({ io, values, config, output }: Context): Promi
       'CONVERGE_ERR_USAGE',
       `store archive needs --older-than <duration> (30d, 12h, 90m), got ${JSON.stringify(olderThan ?? '')}`,
     );
+  if (retainMs(olderThan) < minRetainMs)
+    throw new ConvergeError('CONVERGE_ERR_USAGE', `store archive --older-than ${olderThan}: ${retainFloorMessage}`);
   if (config.archiveDir === null)
     throw new ConvergeError('CONVERGE_ERR_USAGE', 'store archive needs --archive-dir <dir> (or CONVERGE_ARCHIVE_DIR)');
   const target = archiveTargetOf(config, io);

@@ -109,10 +109,21 @@ export function leafScratch(bound: number): Buffer | null {
 export const leafScratchView = (length: number): Buffer =>
   length < views.length ? (views[length] ??= scratch.subarray(0, length)) : scratch.subarray(0, length);
 
+/**
+ * An integer from 0 to 2^32 - 1 as a big-endian u32 at `at`, a byte at a time: Buffer#writeUInt32BE
+ * checks its arguments on every call, and a leaf writes six of these (docs/audit.md#what-the-tree-costs-an-append).
+ */
+export function writeU32(out: Uint8Array, value: number, at: number): void {
+  out[at] = value >>> 24;
+  out[at + 1] = value >>> 16;
+  out[at + 2] = value >>> 8;
+  out[at + 3] = value;
+}
+
 /** An integer below 2^53 as an unsigned 64-bit big-endian number at `at`. */
-export function writeU64(out: Buffer, value: number, at: number): void {
-  out.writeUInt32BE(Math.floor(value / 0x1_0000_0000), at);
-  out.writeUInt32BE(value >>> 0, at + 4);
+export function writeU64(out: Uint8Array, value: number, at: number): void {
+  writeU32(out, Math.floor(value / 0x1_0000_0000), at);
+  writeU32(out, value >>> 0, at + 4);
 }
 
 /**
@@ -147,16 +158,16 @@ function prefixedLeaf(event: LeafFields): Buffer {
   out[1] = LEAF_FORMAT_VERSION;
   writeU64(out, p, 2);
   const s = writeText(out, stream, 14);
-  out.writeUInt32BE(s, 10);
+  writeU32(out, s, 10);
   let at = 14 + s;
   writeU64(out, r, at);
   const t = writeText(out, type, at + 12);
-  out.writeUInt32BE(t, at + 8);
+  writeU32(out, t, at + 8);
   at += 12 + t;
-  out.writeUInt32BE(data.length, at);
+  writeU32(out, data.length, at);
   out.set(data, at + 4);
   at += 4 + data.length;
-  out.writeUInt32BE(metadata.length, at);
+  writeU32(out, metadata.length, at);
   out.set(metadata, at + 4);
   at += 4 + metadata.length;
   if ((s !== stream.length && surrogate.test(stream)) || (t !== type.length && surrogate.test(type))) return slowPrefixedLeaf(event);

@@ -125,38 +125,45 @@ export function createTreeBuilder(from: CompactRange = { size: 0, hashes: [] }):
   if (bits.length !== from.hashes.length) {
     throw new RangeError(`a compact range of size ${size} holds ${bits.length} hashes, got ${from.hashes.length}`);
   }
-  // Level i's 32 bytes hold the root of the perfect subtree of 2^i leaves while bit i of size is
-  // set, written in place: appending makes about one inner node per leaf, and a Buffer object for
-  // each was a good part of what the tree cost an append (docs/audit.md#what-the-tree-costs-an-append).
-  // One buffer, an inner node's input (0x01 || left || right) and then the levels: a left input is
-  // copied within it, and the carry climbing the levels lives in `right`.
-  const work = Buffer.alloc(65 + 32 * maxLevels);
-  const input = work.subarray(0, 65);
-  work[0] = 0x01;
+  // Level i has 65 bytes of its own, laid out as an inner node's input: 0x01 ‖ left ‖ right. While
+  // bit i of size is set, `left` holds the root of the perfect subtree of 2^i leaves; a carry that
+  // climbs to a set level is written into its `right`, so the slot is hashed as it stands and each
+  // digest is written straight where it goes next. No bytes move between levels and no Buffer is
+  // made per inner node: appending makes about one inner node per leaf, on every append and in
+  // verify's walk (docs/audit.md#what-the-tree-costs-an-append).
+  const work = Buffer.alloc(slot * maxLevels);
+  const inputs: Buffer[] = [];
+  for (let level = 0; level < maxLevels; level++) {
+    work[slot * level] = 0x01;
+    inputs.push(work.subarray(slot * level, slot * (level + 1)));
+  }
   bits.reverse().forEach((level, i) => {
     const hash = from.hashes[i]!;
     if (!isHash(hash)) throw new RangeError(`a compact range holds hashes of 32 bytes, got ${hash.length}`);
-    work.set(hash, 65 + 32 * level);
+    work.set(hash, slot * level + 1);
   });
 
   const appendLeafHash = (hash: Uint8Array, at = 0): void => {
     if (at < 0 || at + 32 > hash.length) throw new RangeError(`a leaf hash is 32 bytes, got ${hash.length - at}`);
-    for (let b = 0; b < 32; b++) work[33 + b] = hash[at + b]!;
-    let level = 0;
     // Adding one to the size carries through its low set bits: each carry merges two equal subtrees.
-    for (let rest = size; isOdd(rest); rest = half(rest), level++) {
-      work.copyWithin(1, 65 + 32 * level, 97 + 32 * level);
-      const digest = sha256Latin1(input);
-      for (let b = 0; b < 32; b++) work[33 + b] = digest.charCodeAt(b);
+    let rest = size;
+    let level = 0;
+    let to = isOdd(rest) ? 33 : 1;
+    for (let b = 0; b < 32; b++) work[to + b] = hash[at + b]!;
+    while (isOdd(rest)) {
+      const digest = sha256Latin1(inputs[level]!);
+      rest = (rest - 1) / 2;
+      level += 1;
+      to = slot * level + (isOdd(rest) ? 33 : 1);
+      for (let b = 0; b < 32; b++) work[to + b] = digest.charCodeAt(b);
     }
-    work.copyWithin(65 + 32 * level, 33, 65);
     size += 1;
   };
   /** The set levels' roots, smallest subtree first. */
   const subtrees = (): Hash[] => {
     const out: Hash[] = [];
     for (let level = 0, rest = size; rest > 0; level++, rest = half(rest)) {
-      if (isOdd(rest)) out.push(Buffer.from(work.subarray(65 + 32 * level, 97 + 32 * level)));
+      if (isOdd(rest)) out.push(Buffer.from(work.subarray(slot * level + 1, slot * level + 33)));
     }
     return out;
   };
@@ -176,8 +183,9 @@ export function createTreeBuilder(from: CompactRange = { size: 0, hashes: [] }):
   };
 }
 
-/** Levels a tree of up to 2^53 leaves can have set. */
+/** Levels a tree of up to 2^53 leaves can have set, and the bytes each keeps (0x01 ‖ left ‖ right). */
 const maxLevels = 54;
+const slot = 65;
 
 /** PATH(m, D[n]) of §2.1.3.1: the inclusion proof of leaf `index` in the tree of these leaf hashes. */
 export function inclusionProof(hashes: readonly Hash[], index: number): Hash[] {

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Pending } from './committer.ts';
 
 // Deliveries parsed and waiting for an append, gathered into batches: one store call per batch,
@@ -65,7 +66,7 @@ export function createBatcher(options: BatcherOptions): Batcher {
       if (!(await write(batch))) return;
       // An append settles as a microtask: without a turn between batches a backlog is written
       // in one event-loop turn, deliveries and timers waiting behind it.
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextTurn();
     }
   }
 

@@ -2,7 +2,6 @@ import { closeSync, fsyncSync, openSync, readFileSync, readSync } from 'node:fs'
 import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SegmentError, checkedRows, segmentFormat } from './segmentFormat.ts';
-import type { ArchiveManifest } from '../port.ts';
 import type { ArchivedRow, EncodedSegment, SegmentExpect, SegmentHeaderBase } from './segmentFormat.ts';
 import { decodeSegmentV1 } from './segmentV1.ts';
 import { encodeSegmentV2, openSegmentV2, segmentV2 } from './segmentV2.ts';
@@ -118,21 +117,4 @@ export type DecodedSegment = Readonly<{ header: SegmentHeaderBase; rows: Archive
 export function readSegmentFile(path: string, name: string, expect?: SegmentExpect): DecodedSegment {
   const f = openSegment(path, name, expect);
   return { header: f.header, rows: f.rows(), rawBytes: f.rawBytes };
-}
-
-/**
- * The rows of a segment the manifest lists, read whole and checked against its manifest row and
- * the store's identity (null for a file the manifest does not list): what each back-fill of
- * segments archived before a schema step reads.
- */
-export function listedSegmentRows(dir: string, manifest: ArchiveManifest): (file: string) => readonly ArchivedRow[] | null {
-  const byFile = new Map(manifest.segments.map((s) => [s.file, s]));
-  return (file) => {
-    const s = byFile.get(file);
-    if (s === undefined) return null;
-    const d = readSegmentFile(join(dir, file), file, { sha256: s.sha256, count: s.events });
-    if (d.header.store !== manifest.store)
-      throw new SegmentError(file, 'changed', `it names store ${d.header.store}, not ${manifest.store}`);
-    return d.rows;
-  };
 }

@@ -117,7 +117,7 @@ export async function withArchive(store: EventStore, dir: string, hooks: Archive
   }
 
   async function readStream(stream: string, opts: ReadStreamOptions = {}): Promise<readonly Recorded[]> {
-    // The observation stream, a rollout's: never archived, so no segment is opened for them (PostgreSQL has no stream filters).
+    // The observation stream, a rollout's: never archived, so no segment is opened for them, filters or none.
     if (none || !stream.startsWith(archivedStreamPrefix)) return store.readStream(stream, opts);
     const hot = await store.readStream(stream);
     const archived =

@@ -7,6 +7,7 @@ import {
   leafScratchView,
   surrogate,
   writeText,
+  writeU32,
   writeU64,
 } from '../../core/audit/leaf.ts';
 import { createTreeBuilder, sha256, sha256Into } from '../../core/audit/merkle.ts';
@@ -43,17 +44,17 @@ export function storedLeafHash(
   out[1] = LEAF_FORMAT_VERSION;
   writeU64(out, p, 2);
   const s = writeText(out, stream, 14);
-  out.writeUInt32BE(s, 10);
+  writeU32(out, s, 10);
   let at = 14 + s;
   writeU64(out, r, at);
   const t = writeText(out, type, at + 12);
-  out.writeUInt32BE(t, at + 8);
+  writeU32(out, t, at + 8);
   at += 12 + t;
   const d = writeText(out, data, at + 4);
-  out.writeUInt32BE(d, at);
+  writeU32(out, d, at);
   at += 4 + d;
   const m = writeText(out, metadata, at + 4);
-  out.writeUInt32BE(m, at);
+  writeU32(out, m, at);
   at += 4 + m;
   if ((s !== stream.length && surrogate.test(stream)) || (t !== type.length && surrogate.test(type))) {
     return slowLeafHash(position, stream, revision, type, data, metadata, into);

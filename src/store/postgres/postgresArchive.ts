@@ -2,7 +2,7 @@ import type { ClientBase } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
 import { moveClosedHistory, prepareArchiveDir, sendOf } from '../archive/archiveMove.ts';
 import type { ArchiveOptions, ArchiveSource, ArchiveSummary } from '../archive/archiveMove.ts';
-import { listedSegmentRows } from '../archive/segment.ts';
+import { listedSegmentRows } from '../archive/listedSegments.ts';
 import type { ArchivedRow } from '../archive/segment.ts';
 import { timeRangeOf } from '../archive/segmentTimes.ts';
 import type { ArchiveManifest } from '../port.ts';
@@ -11,6 +11,7 @@ import { manifestSql, readPostgresManifest } from './archived.ts';
 import { pgError, postgresConnection } from './connection.ts';
 import { clientFor } from './hosts.ts';
 import { markArchived, migrate } from './schema.ts';
+import { fillStreamFilters, recordStreamFilter } from './streamFilter.ts';
 
 // Retention on PostgreSQL (docs/operations.md "Retention and archive"): the move of
 // ../archive/archiveMove.ts, its reads and its one transaction on a connection of its own.
@@ -43,6 +44,8 @@ export async function archivePostgresStore(url: string, options: ArchiveOptions)
     try {
       const manifest = await readPostgresManifest((q) => client.query({ ...q, rowMode: 'array' }), { text: manifestSql(schema) });
       const removedLeftovers = prepareArchiveDir(options.dir, new Set(manifest.segments.map((s) => s.file)));
+      // Segments the release before archived: their stream filters, so reads stop opening them.
+      await fillStreamFilters(client, schema, options.dir, manifest);
       // Segments archived with no time range (before it was kept, or by the release before): theirs.
       await fillSegmentTimes(client, schema, options.dir, manifest);
       const moved = await moveClosedHistory(postgresSource(client, schema, manifest.store), options);
@@ -122,6 +125,7 @@ function postgresSource(client: ClientBase, s: string, store: string): ArchiveSo
              SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[], $5::text[])`,
             [0, 1, 2, 3, 4].map((i) => sends.map((x) => (i === 2 ? String(x[i]) : x[i]))),
           );
+        await recordStreamFilter(client, s, seg.file, seg.rows);
         const gone = await client.query(`DELETE FROM ${s}.events WHERE position = ANY($1::bigint[])`, [
           seg.rows.map((r) => String(r.position)),
         ]);

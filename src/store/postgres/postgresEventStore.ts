@@ -18,7 +18,9 @@ import { postgresStats, statsSql, storageSql } from './stats.ts';
 import { channelOf, migrate, statementName } from './schema.ts';
 import { listenForAppends } from './wakeups.ts';
 import { clientFor } from './hosts.ts';
+import { bucketOf } from '../archive/streamFilter.ts';
 import { findSendSql, manifestSql, readPostgresManifest } from './archived.ts';
+import { segmentsWithout, streamFilterPartsSql } from './streamFilter.ts';
 import { pgError, postgresConnection } from './connection.ts';
 import type { Wakeups } from './wakeups.ts';
 
@@ -89,6 +91,7 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
     // EventStore.findSend, hot or archived (./archived.ts).
     findSend: statement('find_send', findSendSql(s)),
     manifest: statement('archive_manifest', manifestSql(s)),
+    filterParts: statement('archive_filter_parts', streamFilterPartsSql(s)),
     auditHead: statement('audit_head', auditHeadSql(s)),
     readStored: statement('read_stored', readStoredSql(s)),
     // One statement per flush: the nodes as two arrays, each time only moving forward.
@@ -243,6 +246,11 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
       }),
 
     archiveManifest: () => use('read the archive manifest of the postgres store', () => readPostgresManifest(run, q.manifest())),
+
+    archiveSegmentsWithout: (stream) =>
+      use('read the archive stream filters of the postgres store', async () =>
+        segmentsWithout((await run(q.filterParts(bucketOf(stream)))).rows, stream),
+      ),
 
     auditHead: () =>
       use('read postgres audit head', async () => {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { ConvergeError } from '../../core/errors.ts';
-import { listedSegmentRows } from '../archive/segment.ts';
+import { listedSegmentRows } from '../archive/listedSegments.ts';
 import type { ArchivedRow } from '../archive/segment.ts';
 import type { ArchiveManifest, SendFound } from '../port.ts';
 import { sendOf } from '../archive/archiveMove.ts';

@@ -74,11 +74,20 @@ export type SqliteEventStoreOptions = Readonly<{
   onAuditMigration?: AuditMigrationProgress;
   /**
    * False: appends write no leaf hash and no audit head, so the store is not tamper-evident and
-   * `converge audit verify` reports its first row `unhashed`. Only bench/audit sets it, to
-   * measure what the tree costs an append; no URL or setting reaches it.
+   * `converge audit verify` reports its first row `unhashed`. Only the benches set it, to
+   * measure what the tree costs an append (bench/audit) and ingest (bench/engine, through
+   * `withoutAuditTreeKey`); no URL, flag, setting or environment variable reaches it.
    */
   auditTree?: boolean;
 }>;
+
+/**
+ * Bench only: bench/engine.ts (BENCH_WITHOUT_AUDIT_TREE=1) preloads a module that sets this global into
+ * one `converge serve` it starts, so ingest is measured without the tree in the same run. Only code
+ * already running inside the process can set it, and such code could write the file directly.
+ */
+export const withoutAuditTreeKey = Symbol.for('converge.bench.withoutAuditTree');
+const auditTreeDefault = (): boolean => (globalThis as Record<symbol, unknown>)[withoutAuditTreeKey] !== true;
 
 type Opened = { conn: Database.Database; group: boolean; threaded: boolean };
 
@@ -106,11 +115,10 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   const readBatchBytes = options.readBatchBytes ?? 256 * 1024;
   const pollMs = options.pollMs ?? 200;
   const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
+  const auditTree = options.auditTree ?? auditTreeDefault();
   const { conn, group, threaded } = openFile(path, options, busyTimeoutMs);
   // `thread`: this connection only reads from here on; the writer thread has its own.
-  const thread: WriterClient | null = threaded
-    ? startWriterThread({ path: resolve(path), busyTimeoutMs, auditTree: options.auditTree ?? true })
-    : null;
+  const thread: WriterClient | null = threaded ? startWriterThread({ path: resolve(path), busyTimeoutMs, auditTree }) : null;
   const durability = joinFile({
     key: path === ':memory:' ? `:memory:${Math.random()}` : resolve(path),
     walPath: group ? `${resolve(path)}-wal` : null,
@@ -139,7 +147,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     open,
     isClosed: () => closed,
     maxEventBytes: options.maxEventBytes ?? defaultMaxEventBytes,
-    auditTree: options.auditTree ?? true,
+    auditTree,
   });
 
   const store: EventStore = {

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import type { ArchivedRow } from '../archive/segment.ts';
 import { timeRangeOf } from '../archive/segmentTimes.ts';
 import type { ArchiveManifest } from '../port.ts';
-import { listedSegmentRows } from '../archive/segment.ts';
+import { listedSegmentRows } from '../archive/listedSegments.ts';
 
 // The segments' time ranges in the manifest (docs/store.md "Segment time ranges"): one row a
 // segment in `archive_segment_times`, written in the move's own transaction, NULLs when a row has

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type Database from 'better-sqlite3';
@@ -31,7 +32,7 @@ export function createSqliteStats(conn: Database.Database, path: string): (optio
       addCells(cells, cellsIn.all(bounds.day, bounds.week, bounds.month, after, upTo) as StatsCell[]);
       onProgress?.(upTo < last ? upTo : last, last);
       // Let the event loop run between windows (a serve's requests, a progress line).
-      await new Promise((r) => setImmediate(r));
+      await nextTurn();
     }
     return { cells: [...cells.values()], storage: storageOf(path) };
   };

@@ -1,8 +1,9 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type Database from 'better-sqlite3';
 import type { ArchivedRow } from '../archive/segment.ts';
 import { bucketOf, buildStreamFilter, partMayHold } from '../archive/streamFilter.ts';
 import type { ArchiveManifest } from '../port.ts';
-import { listedSegmentRows } from '../archive/segment.ts';
+import { listedSegmentRows } from '../archive/listedSegments.ts';
 
 // The segments' stream filters in the manifest (schema v8, docs/operations.md "Retention and
 // archive"): `archive_stream_filter` holds each segment's filter (src/store/archive/streamFilter.ts)
@@ -46,7 +47,7 @@ export async function fillStreamFilters(db: Database.Database, dir: string, mani
     if (rows === null) continue;
     db.transaction(() => record(file, rows)).immediate();
     done.push(file);
-    await new Promise((r) => setImmediate(r));
+    await nextTurn();
   }
   return done;
 }

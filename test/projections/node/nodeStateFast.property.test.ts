@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { createNodeDraft, draftOf, foldIntoDraft, publishDraft } from '../../../projections/node/nodeStateFast.ts';
+import { createNodeDraft } from '../../../projections/node/nodeDraft.ts';
+import { foldIntoDraft } from '../../../projections/node/nodeStateFast.ts';
+import { draftOf, publishDraft } from '../../../projections/node/publishDraft.ts';
 import { foldNode, foldNodeEvents, initialNodeState, recentLatencyLimit, sendHistoryLimit } from '../../../projections/index.ts';
 import type { NodeState } from '../../../projections/index.ts';
 import type { Recorded } from '../../../src/core/events/index.ts';
