@@ -163,7 +163,7 @@ const notFound = (id: string): ConvergeError =>
 
 async function status(ctx: Context, store: EventStore, id: string): Promise<number> {
   const { io, json, output } = ctx;
-  const folded = await foldRollouts(store, io, ctx.config);
+  const folded = await foldRollouts(store, io, ctx.config, id);
   const print = (): boolean => {
     const now = Date.now();
     const r = folded.rollouts.summary(id, now);

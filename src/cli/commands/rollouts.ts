@@ -12,7 +12,7 @@ export const run: Run = ({ io, values, config, output }) => {
   if (wanted !== undefined && !(rolloutStatuses as readonly unknown[]).includes(wanted))
     throw new ConvergeError('CONVERGE_ERR_USAGE', `--status must be one of ${rolloutStatuses.join(', ')}, got ${JSON.stringify(wanted)}`);
   return withStore(config, io, async (store) => {
-    const { rollouts } = await foldRollouts(store, io, config);
+    const { rollouts } = await foldRollouts(store, io, config, null);
     const now = Date.now();
     const shown = rollouts
       .list()
