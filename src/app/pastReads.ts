@@ -17,7 +17,8 @@ export function pastReadsOf(store: EventStore, archiveDir: string | null): PastR
     const manifest = await store.archiveManifest!();
     const last = manifest.segments.at(-1);
     if (last === undefined) return store;
-    const key = `${manifest.segments.length}:${last.to}`;
+    // Time ranges an archive run filled in for older segments count too: a view with them skips more.
+    const key = `${manifest.segments.length}:${last.to}:${manifest.segments.filter((s) => s.minTime !== undefined).length}`;
     if (view === null || view.key !== key) {
       // The block tables the last view read are kept: a segment archived since does not make every read cold again.
       const previous = view?.store.then((v) => v.archive).catch(() => undefined);

@@ -48,12 +48,17 @@ export async function readObservedSpans(store: EventStore): Promise<ObservedSpan
  * `graceMs` counts only for a history recorded before transitions.
  */
 export async function stateAsOf(store: EventStore, node: string, at: At, graceMs?: number): Promise<StateAsOf> {
-  const events = await readNodeStream(store, node);
+  // Events past the moment may be left out (an archive's later segments): the fold stops before them.
+  const asOf = at.kind === 'time' ? { time: at.time } : { position: at.position };
+  const events = await store.readStream(streamOf(node), { asOf });
+  if (events.length === 0) throw nodeNotFound(node);
   const r = stateAt(node, events, at);
   const moment = at.kind === 'time' ? at.time : r.lastEventAt === null ? 0 : Date.parse(r.lastEventAt);
   const folded = events.slice(0, r.folded);
   const liveness = recordedLivenessAt(folded, moment, await readObservedSpans(store), graceMs);
-  return { folded: r.folded, total: events.length, state: nodeView(r.state, moment, graceMs, liveness) };
+  // Revisions count from 0 with no gap and the stream's last event is always read: it tells the total.
+  const total = Number(events[events.length - 1]!.revision) + 1;
+  return { folded: r.folded, total, state: nodeView(r.state, moment, graceMs, liveness) };
 }
 
 export type HistoryEntry = Readonly<{

@@ -38,7 +38,17 @@ export type ReadStreamOptions = Readonly<{
   /** Start at this revision, inclusive (forwards default 0n; backwards default the end). */
   fromRevision?: bigint;
   limit?: number;
+  /**
+   * The caller folds only up to the stream's last event within this moment ("state as of",
+   * docs/design.md §3): a store may leave out events that come after that one (an archived store
+   * skips the segments that hold only such events, docs/store.md "Segment time ranges"). The
+   * stream's last event is always given. Forwards reads only.
+   */
+  asOf?: StreamMoment;
 }>;
+
+/** A moment of ReadStreamOptions.asOf: a position, or a recorded time in ms since the epoch. */
+export type StreamMoment = Readonly<{ position: bigint }> | Readonly<{ time: number }>;
 
 export type ReadAllOptions = Readonly<{
   /** Exclusive: events with position > after. Default: from the beginning. */
@@ -192,6 +202,12 @@ export type ArchiveSegment = Readonly<{
   /** The compressed file, and its uncompressed bytes. */
   bytes: number;
   rawBytes: number;
+  /**
+   * The smallest and largest time its events were recorded at, in ms (segmentTimes.ts); absent for
+   * a segment archived before they were kept, or by a release that does not keep them.
+   */
+  minTime?: number;
+  maxTime?: number;
 }>;
 
 /** The store's archive manifest: the segments whose events it no longer holds, and its identity. */

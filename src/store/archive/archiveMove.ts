@@ -73,6 +73,9 @@ export function sendOf(r: ArchivedRow): readonly [stream: string, digest: string
   return [r.stream, d.digest, r.position, d.serial, d.sentAt];
 }
 
+/** Only node streams are ever moved (so since the first move): a read of any other stream needs no segment. */
+export const archivedStreamPrefix = 'node-';
+
 /** Rows read per query while looking for closed events. */
 const scanPage = 5_000;
 
@@ -147,7 +150,7 @@ export async function moveClosedHistory(
     if (segments.length >= maxSegments) break;
     const page = await source.page(after, options.belowPosition, scanPage);
     if (page.length === 0) break;
-    const old = page.filter((r) => r.stream.startsWith('node-') && r.time !== null && r.time < options.before);
+    const old = page.filter((r) => r.stream.startsWith(archivedStreamPrefix) && r.time !== null && r.time < options.before);
     // A page's pins hold for the whole page: appends only add newer rows, and a move never takes a pinned one.
     const pins = old.length === 0 ? new Map<string, ReadonlySet<bigint>>() : await source.pinned([...new Set(old.map((r) => r.stream))]);
     const oldAt = new Set(old.map((r) => r.position));

@@ -3,10 +3,20 @@ import { decodeStoredData } from '../decodeStored.ts';
 import { columnsFromReadAll } from '../nodeColumns.ts';
 import { createNotifier } from '../notifier.ts';
 import { createPollingSubscription } from '../pollingSubscription.ts';
-import type { ArchiveManifest, EventStore, ReadAllOptions, ReadStreamOptions, StoredRecord, SubscribeOptions } from '../port.ts';
+import type {
+  ArchiveManifest,
+  EventStore,
+  ReadAllOptions,
+  ReadStreamOptions,
+  StoredRecord,
+  StreamMoment,
+  SubscribeOptions,
+} from '../port.ts';
+import { archivedStreamPrefix } from './archiveMove.ts';
 import { createArchiveReader } from './archiveReader.ts';
 import type { ArchiveReader, ArchiveReaderHooks } from './archiveReader.ts';
 import type { ArchivedRow } from './segment.ts';
+import { segmentsPast } from './segmentTimes.ts';
 
 // A store's reads answered over its archive too (docs/operations.md "Retention and archive"):
 // readAll, readColumns, readStream and readStored merge the segments the manifest names with the
@@ -107,10 +117,13 @@ export async function withArchive(store: EventStore, dir: string, hooks: Archive
   }
 
   async function readStream(stream: string, opts: ReadStreamOptions = {}): Promise<readonly Recorded[]> {
-    if (none) return store.readStream(stream, opts);
+    // The observation stream, a rollout's: never archived, so no segment is opened for them, filters or none.
+    if (none || !stream.startsWith(archivedStreamPrefix)) return store.readStream(stream, opts);
     const hot = await store.readStream(stream);
+    const archived =
+      opts.asOf === undefined || opts.direction === 'backwards' ? archivedStream(stream) : archivedAsOf(stream, hot, opts.asOf);
     const byRevision = new Map<bigint, Recorded>();
-    for (const r of await archivedStream(stream)) byRevision.set(r.revision, r);
+    for (const r of await archived) byRevision.set(r.revision, r);
     for (const e of hot) byRevision.set(e.revision, e);
     let events = [...byRevision.values()].sort((a, b) => (a.revision < b.revision ? -1 : 1));
     if (opts.direction === 'backwards') {
@@ -132,6 +145,21 @@ export async function withArchive(store: EventStore, dir: string, hooks: Archive
       if (lastStream?.rows === rows) lastStream = null;
     });
     return rows;
+  }
+
+  /**
+   * `stream`'s archived rows the fold as of `at` may need: the segments past it (segmentTimes.ts)
+   * are left out as well. The rows read last for the whole stream serve, being a superset.
+   */
+  async function archivedAsOf(stream: string, hot: readonly Recorded[], at: StreamMoment): Promise<readonly Recorded[]> {
+    if (lastStream?.stream === stream) return lastStream.rows;
+    const without = (await store.archiveSegmentsWithout?.(stream)) ?? new Set<string>();
+    const past = segmentsPast(
+      manifest.segments.filter((s) => !without.has(s.file)),
+      hot,
+      at,
+    );
+    return archive.streamRows(stream, new Set([...without, ...past])).map(recorded);
   }
 
   async function readStored(opts: Readonly<{ after?: bigint | null; limit?: number }> = {}): Promise<readonly StoredRecord[]> {

@@ -2,7 +2,10 @@ import type { ClientBase } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
 import { moveClosedHistory, prepareArchiveDir, sendOf } from '../archive/archiveMove.ts';
 import type { ArchiveOptions, ArchiveSource, ArchiveSummary } from '../archive/archiveMove.ts';
+import { listedSegmentRows } from '../archive/listedSegments.ts';
 import type { ArchivedRow } from '../archive/segment.ts';
+import { timeRangeOf } from '../archive/segmentTimes.ts';
+import type { ArchiveManifest } from '../port.ts';
 import { timeSql } from '../storeStats.ts';
 import { manifestSql, readPostgresManifest } from './archived.ts';
 import { pgError, postgresConnection } from './connection.ts';
@@ -43,6 +46,8 @@ export async function archivePostgresStore(url: string, options: ArchiveOptions)
       const removedLeftovers = prepareArchiveDir(options.dir, new Set(manifest.segments.map((s) => s.file)));
       // Segments the release before archived: their stream filters, so reads stop opening them.
       await fillStreamFilters(client, schema, options.dir, manifest);
+      // Segments archived with no time range (before it was kept, or by the release before): theirs.
+      await fillSegmentTimes(client, schema, options.dir, manifest);
       const moved = await moveClosedHistory(postgresSource(client, schema, manifest.store), options);
       return { ...moved, removedLeftovers, indexedSends: [] };
     } finally {
@@ -108,6 +113,11 @@ function postgresSource(client: ClientBase, s: string, store: string): ArchiveSo
           ],
         );
         await client.query(markArchived(s));
+        const range = timeRangeOf(seg.rows);
+        await client.query(
+          `INSERT INTO ${s}.archive_segment_times (file, min_ms, max_ms) VALUES ($1, $2, $3) ON CONFLICT (file) DO NOTHING`,
+          [seg.file, range === null ? null : String(range.min), range === null ? null : String(range.max)],
+        );
         // The segment's sends, in the transaction that moves them: findSend never misses one.
         if (sends.length > 0)
           await client.query(
@@ -129,4 +139,22 @@ function postgresSource(client: ClientBase, s: string, store: string): ArchiveSo
       }
     },
   };
+}
+
+/** Give the manifest's segments with no time range theirs: each read whole, one statement a segment. */
+async function fillSegmentTimes(client: ClientBase, s: string, dir: string, manifest: ArchiveManifest): Promise<void> {
+  const rowsOf = listedSegmentRows(dir, manifest);
+  for (const seg of manifest.segments) {
+    if (seg.minTime !== undefined) continue;
+    const known = await client.query(`SELECT 1 FROM ${s}.archive_segment_times WHERE file = $1`, [seg.file]);
+    if ((known.rowCount ?? 0) > 0) continue;
+    const rows = rowsOf(seg.file);
+    if (rows === null) continue;
+    const range = timeRangeOf(rows);
+    await client.query(`INSERT INTO ${s}.archive_segment_times (file, min_ms, max_ms) VALUES ($1, $2, $3) ON CONFLICT (file) DO NOTHING`, [
+      seg.file,
+      range === null ? null : String(range.min),
+      range === null ? null : String(range.max),
+    ]);
+  }
 }

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { ClientBase } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
+import { segmentTimesSql } from './archived.ts';
 import { auditSchemaV2 } from './audit.ts';
 import { streamFilterTableSql } from './streamFilter.ts';
 
@@ -200,6 +201,9 @@ export async function migrate(client: ClientBase, schema: string): Promise<void>
     // Additive, at every open, whatever the version: a store archived by the release before (v6)
     // gets it too, and that release, which never reads it, keeps running (./streamFilter.ts).
     await client.query(streamFilterTableSql(schema));
+    // Added at open with no version of its own, so the release before keeps opening the store (docs/store.md).
+    const times = await client.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [`${schema}.archive_segment_times`]);
+    if (times.rows[0]?.found === null) await client.query(segmentTimesSql(schema));
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);

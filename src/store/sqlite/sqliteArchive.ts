@@ -8,6 +8,7 @@ import type { ArchiveManifest } from '../port.ts';
 import { timeSql } from '../storeStats.ts';
 import { indexArchivedSends, prepareRecordSends } from './sqliteArchivedSends.ts';
 import { migrate } from './sqliteSchema.ts';
+import { fillSegmentTimes, prepareRecordSegmentTimes } from './sqliteSegmentTimes.ts';
 import { fillStreamFilters, prepareRecordStreamFilter } from './sqliteStreamFilter.ts';
 
 // Retention on SQLite (docs/operations.md "Retention and archive"): the move of
@@ -35,6 +36,8 @@ export async function archiveSqliteStore(path: string, options: ArchiveOptions):
     const indexedSends = indexArchivedSends(db, options.dir, manifest);
     // Segments archived before schema v8: their stream filters, so reads stop opening them.
     await fillStreamFilters(db, options.dir, manifest);
+    // Segments archived with no time range (before it was kept, or by the release before): theirs.
+    await fillSegmentTimes(db, options.dir, manifest);
     const moved = await moveClosedHistory(sqliteSource(db, manifest.store), options);
     return { ...moved, removedLeftovers, indexedSends };
   } finally {
@@ -67,6 +70,7 @@ function sqliteSource(db: Database.Database, store: string): ArchiveSource {
     ),
     recordSends: prepareRecordSends(db),
     recordFilter: prepareRecordStreamFilter(db),
+    recordTimes: prepareRecordSegmentTimes(db),
     remove: db.prepare('DELETE FROM events WHERE position = ?').safeIntegers(),
   };
   const commit = db.transaction((seg: SegmentToRecord, pause: PauseAt) => {
@@ -85,6 +89,7 @@ function sqliteSource(db: Database.Database, store: string): ArchiveSource {
       sends,
     );
     q.recordFilter(seg.file, rows);
+    q.recordTimes(seg.file, rows);
     for (const r of rows) {
       if (q.remove.run(r.position).changes !== 1) throw new Error(`position ${r.position} left the store during the move`);
     }
@@ -119,13 +124,16 @@ function sqliteSource(db: Database.Database, store: string): ArchiveSource {
 export function readManifest(db: Database.Database): ArchiveManifest {
   const identity = db.prepare('SELECT identity FROM store_identity WHERE id = 1').pluck().get() as string | undefined;
   const rows = db
-    .prepare('SELECT file, from_position, to_position, events, sha256, bytes, raw_bytes FROM archive_segments ORDER BY from_position, file')
+    .prepare(
+      'SELECT s.file, from_position, to_position, events, sha256, bytes, raw_bytes, min_ms, max_ms ' +
+        'FROM archive_segments s LEFT JOIN archive_segment_times t ON t.file = s.file ORDER BY from_position, s.file',
+    )
     .raw()
     .safeIntegers()
-    .all() as [string, bigint, bigint, bigint, string, bigint, bigint][];
+    .all() as [string, bigint, bigint, bigint, string, bigint, bigint, bigint | null, bigint | null][];
   return {
     store: identity ?? '',
-    segments: rows.map(([file, from, to, events, sha256, bytes, raw]) => ({
+    segments: rows.map(([file, from, to, events, sha256, bytes, raw, min, max]) => ({
       file,
       from,
       to,
@@ -133,6 +141,7 @@ export function readManifest(db: Database.Database): ArchiveManifest {
       sha256,
       bytes: Number(bytes),
       rawBytes: Number(raw),
+      ...(min === null || max === null ? {} : { minTime: Number(min), maxTime: Number(max) }),
     })),
   };
 }

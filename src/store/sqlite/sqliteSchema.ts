@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { ConvergeError } from '../../core/errors.ts';
 import { migrateAuditTree } from './sqliteAudit.ts';
+import { ensureSegmentTimes } from './sqliteSegmentTimes.ts';
 import type { AuditMigrationProgress } from './sqliteAudit.ts';
 
 // The SQLite store's tables and how a file of an older schema is brought up to this one. A file
@@ -160,4 +161,6 @@ export function migrate(db: Database.Database, path: string, onProgress?: AuditM
       db.pragma(`user_version = ${v + 1}`);
     }).immediate();
   }
+  // Added at open with no version of its own, so the release before keeps opening the file (docs/store.md).
+  ensureSegmentTimes(db);
 }
