@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { mkdirSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeSegment, segmentFilePattern, syncDir, writeSegmentFile } from './segment.ts';
@@ -165,7 +166,7 @@ export async function moveClosedHistory(
     }
     options.onProgress?.({ position: after, upTo: options.belowPosition, segments: segments.length, events: events + pending.length });
     // Let the event loop run between pages (serve's requests, a progress line).
-    await new Promise((r) => setImmediate(r));
+    await nextTurn();
   }
   if (segments.length < maxSegments) await flush();
   return { segments, events, storedBytes, rawBytes, bytes, scannedTo: after };

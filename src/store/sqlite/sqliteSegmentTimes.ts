@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type Database from 'better-sqlite3';
 import type { ArchivedRow } from '../archive/segment.ts';
 import { timeRangeOf } from '../archive/segmentTimes.ts';
@@ -51,7 +52,7 @@ export async function fillSegmentTimes(db: Database.Database, dir: string, manif
     if (rows === null) continue;
     db.transaction(() => record(file, rows)).immediate();
     done.push(file);
-    await new Promise((r) => setImmediate(r));
+    await nextTurn();
   }
   return done;
 }
