@@ -17,7 +17,7 @@ import { archivableFleet, archivableFleetIn, dayMs } from '../support/archivable
 import { describeOnPostgres, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
 import type { ScratchSchema } from '../support/postgres.ts';
 import { until } from '../support/until.ts';
-import { prng } from './fixtures/killMidRun.ts';
+import { prng } from '../support/prng.ts';
 
 // docs/operations.md "Retention and archive", the crash guarantee, on SQLite and on PostgreSQL
 // alike: a move SIGKILLed at any of its steps leaves every event in exactly one of the store and

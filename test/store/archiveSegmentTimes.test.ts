@@ -12,7 +12,8 @@ import { withArchive } from '../../src/store/archive/withArchive.ts';
 import type { EventStore } from '../../src/store/port.ts';
 import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
-import { answers, dayMs, moments, prng, randomFleet, untimed } from '../support/steppedFleet.ts';
+import { prng } from '../support/prng.ts';
+import { answers, dayMs, moments, randomFleet, untimed } from '../support/steppedFleet.ts';
 
 // The segments' time ranges (docs/store.md "Segment time ranges"): a read as of a moment leaves out
 // the segments past it, and answers exactly as a read of every segment and as the store before any

@@ -2,7 +2,8 @@ import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
-import { assertEveryReportedBatchOnce, prng, runAndKill } from './fixtures/killMidRun.ts';
+import { prng } from '../support/prng.ts';
+import { assertEveryReportedBatchOnce, runAndKill } from './fixtures/killMidRun.ts';
 
 // As test/store/sqliteCrash.test.ts, against PostgreSQL. A child appends many-stream
 // batches and reports each one only after append() resolved; it is SIGKILLed at seeded random

@@ -3,14 +3,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import pg from 'pg';
 import type { At } from '../../projections/index.ts';
 import { withArchive } from '../../src/store/archive/withArchive.ts';
 import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import { archivePostgresStore } from '../../src/store/postgres/postgresArchive.ts';
-import { describeOnPostgres, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
+import { describeOnPostgres, runSql, scratchSchema } from '../support/postgres.ts';
 import type { ScratchSchema } from '../support/postgres.ts';
-import { answers, moments, prng, randomFleet, untimed } from '../support/steppedFleet.ts';
+import { prng } from '../support/prng.ts';
+import { answers, moments, randomFleet, untimed } from '../support/steppedFleet.ts';
 
 // The segments' time ranges on PostgreSQL (docs/store.md "Segment time ranges"): recorded by the
 // move, filled in for segments archived without one, and a read as of a moment answers as before.
@@ -22,16 +22,6 @@ describeOnPostgres('segment time ranges on a PostgreSQL store', () => {
     for (const s of scratches) await s.drop();
     rmSync(dir, { recursive: true, force: true });
   });
-
-  async function sql(text: string): Promise<void> {
-    const client = new pg.Client({ connectionString: postgresTestUrl });
-    await client.connect();
-    try {
-      await client.query(text);
-    } finally {
-      await client.end();
-    }
-  }
 
   test('state as of many moments is the same with the time ranges, without them, and before any move', async () => {
     const scratch = scratchSchema('converge_pg_segment_times');
@@ -47,7 +37,7 @@ describeOnPostgres('segment time ranges on a PostgreSQL store', () => {
     const second = await archivePostgresStore(scratch.url, { dir: archive, before: now, belowPosition: f.head, segmentEvents: 29 });
     assert.ok(first.segments.length >= 3 && second.segments.length >= 5, `${first.segments.length} + ${second.segments.length} segments`);
     // The first run's segments as the release before leaves them: no time range.
-    await sql(`DELETE FROM ${scratch.schema}.archive_segment_times WHERE file IN (${first.segments.map((f) => `'${f}'`).join(', ')})`);
+    await runSql(`DELETE FROM ${scratch.schema}.archive_segment_times WHERE file IN (${first.segments.map((f) => `'${f}'`).join(', ')})`);
 
     const before = await (async () => {
       const s = createPostgresEventStore(scratch.url);

@@ -3,12 +3,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import pg from 'pg';
 import { streamOf } from '../../src/core/events/index.ts';
 import { withArchive } from '../../src/store/archive/withArchive.ts';
 import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import { archivePostgresStore } from '../../src/store/postgres/postgresArchive.ts';
-import { describeOnPostgres, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
+import { describeOnPostgres, runSql, scratchSchema } from '../support/postgres.ts';
 import type { ScratchSchema } from '../support/postgres.ts';
 import { randomFleet, streams, unfiltered } from '../support/randomArchiveFleet.ts';
 
@@ -25,16 +24,6 @@ describeOnPostgres('stream filters on a PostgreSQL store', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function sql(text: string): Promise<void> {
-    const client = new pg.Client({ connectionString: postgresTestUrl });
-    await client.connect();
-    try {
-      await client.query(text);
-    } finally {
-      await client.end();
-    }
-  }
-
   test('filtered reads equal unfiltered ones and the original store; unfiltered segments are opened, then filtered', async () => {
     const scratch = scratchSchema('converge_pg_filter');
     scratches.push(scratch);
@@ -44,11 +33,11 @@ describeOnPostgres('stream filters on a PostgreSQL store', () => {
     const cutoff = (days: number): string => new Date(Date.now() - days * 86_400_000).toISOString();
     const first = await archivePostgresStore(scratch.url, { dir: archive, before: cutoff(60), belowPosition: head, segmentEvents: 37 });
     // As the release before left them: segments with no filter rows.
-    await sql(`DELETE FROM ${scratch.schema}.archive_stream_filter`);
+    await runSql(`DELETE FROM ${scratch.schema}.archive_stream_filter`);
     const second = await archivePostgresStore(scratch.url, { dir: archive, before: cutoff(0), belowPosition: head, segmentEvents: 37 });
     assert.ok(first.segments.length >= 3 && second.segments.length >= 5, `${first.segments.length} + ${second.segments.length} segments`);
     // The second run back-filled the first run's segments; take them back out to read them unfiltered.
-    await sql(`DELETE FROM ${scratch.schema}.archive_stream_filter WHERE file IN (${first.segments.map((f) => `'${f}'`).join(', ')})`);
+    await runSql(`DELETE FROM ${scratch.schema}.archive_stream_filter WHERE file IN (${first.segments.map((f) => `'${f}'`).join(', ')})`);
 
     const opened: string[] = [];
     const filtered = await streams(

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
-import { assertEveryReportedBatchOnce, prng, runAndKill } from './fixtures/killMidRun.ts';
+import { prng } from '../support/prng.ts';
+import { assertEveryReportedBatchOnce, runAndKill } from './fixtures/killMidRun.ts';
 
 // docs/design.md §5: an acknowledged append survives the process dying at any instant, and a
 // many-stream append is one transaction. A child appends multi-stream batches and reports each

@@ -50,3 +50,14 @@ export function scratchSchema(prefix = 'converge_test'): ScratchSchema {
     },
   };
 }
+
+/** Run one statement on the test database on a connection of its own (a test's surgery on a store). */
+export async function runSql(text: string): Promise<void> {
+  const client = new pg.Client({ connectionString: postgresTestUrl });
+  await client.connect();
+  try {
+    await client.query(text);
+  } finally {
+    await client.end();
+  }
+}

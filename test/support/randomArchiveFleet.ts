@@ -1,21 +1,10 @@
 import { makeAliveSeen, streamOf } from '../../src/core/events/index.ts';
 import type { Recorded } from '../../src/core/events/index.ts';
 import type { EventStore } from '../../src/store/port.ts';
+import { prng } from './prng.ts';
 
 // A small archivable history for the stream-filter tests (test/store/archiveStreamFilter.test.ts
 // on SQLite, postgresStreamFilter.test.ts): nodes seen at random over 120 days, the same every run.
-
-/** A small seeded PRNG: the same history every run. */
-export function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Into `store` (closed at the end): 40 nodes' AliveSeen over the 120 days to about a week ago, interleaved at random (some nodes far more often

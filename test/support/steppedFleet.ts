@@ -4,23 +4,12 @@ import type { ConvergeEvent, WithId } from '../../src/core/events/index.ts';
 import { stateAsOf } from '../../src/readModel/queries.ts';
 import type { StateAsOf } from '../../src/readModel/queries.ts';
 import type { EventStore } from '../../src/store/port.ts';
+import { prng } from './prng.ts';
 
 // A fleet whose engine clock steps back now and then, and the reads "as of" a moment over it, for
 // the tests of the archive segments' time ranges (docs/store.md "Segment time ranges") on both stores.
 
 export const dayMs = 86_400_000;
-
-/** A small seeded PRNG: the same history every run. */
-export function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export type Fleet = { nodes: string[]; head: bigint; start: number; end: number };
 

@@ -2,7 +2,8 @@ import type { ClientBase } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
 import { moveClosedHistory, prepareArchiveDir, sendOf } from '../archive/archiveMove.ts';
 import type { ArchiveOptions, ArchiveSource, ArchiveSummary } from '../archive/archiveMove.ts';
-import { listedSegmentRows } from '../archive/listedSegments.ts';
+import { backfillSegments } from '../archive/listedSegments.ts';
+import type { SegmentBackfill } from '../archive/listedSegments.ts';
 import type { ArchivedRow } from '../archive/segment.ts';
 import { timeRangeOf } from '../archive/segmentTimes.ts';
 import type { ArchiveManifest } from '../port.ts';
@@ -11,7 +12,7 @@ import { manifestSql, readPostgresManifest } from './archived.ts';
 import { pgError, postgresConnection } from './connection.ts';
 import { clientFor } from './hosts.ts';
 import { markArchived, migrate } from './schema.ts';
-import { fillStreamFilters, recordStreamFilter } from './streamFilter.ts';
+import { recordStreamFilter, streamFilterBackfill } from './streamFilter.ts';
 
 // Retention on PostgreSQL (docs/operations.md "Retention and archive"): the move of
 // ../archive/archiveMove.ts, its reads and its one transaction on a connection of its own.
@@ -44,10 +45,10 @@ export async function archivePostgresStore(url: string, options: ArchiveOptions)
     try {
       const manifest = await readPostgresManifest((q) => client.query({ ...q, rowMode: 'array' }), { text: manifestSql(schema) });
       const removedLeftovers = prepareArchiveDir(options.dir, new Set(manifest.segments.map((s) => s.file)));
-      // Segments the release before archived: their stream filters, so reads stop opening them.
-      await fillStreamFilters(client, schema, options.dir, manifest);
-      // Segments archived with no time range (before it was kept, or by the release before): theirs.
-      await fillSegmentTimes(client, schema, options.dir, manifest);
+      // Segments the release before archived (no stream filter, no time range): theirs, so reads
+      // stop opening them; each read once.
+      const fills = [await streamFilterBackfill(client, schema), await segmentTimesBackfill(client, schema, manifest)];
+      await backfillSegments(options.dir, manifest, fills);
       const moved = await moveClosedHistory(postgresSource(client, schema, manifest.store), options);
       return { ...moved, removedLeftovers, indexedSends: [] };
     } finally {
@@ -141,20 +142,19 @@ function postgresSource(client: ClientBase, s: string, store: string): ArchiveSo
   };
 }
 
-/** Give the manifest's segments with no time range theirs: each read whole, one statement a segment. */
-async function fillSegmentTimes(client: ClientBase, s: string, dir: string, manifest: ArchiveManifest): Promise<void> {
-  const rowsOf = listedSegmentRows(dir, manifest);
-  for (const seg of manifest.segments) {
-    if (seg.minTime !== undefined) continue;
-    const known = await client.query(`SELECT 1 FROM ${s}.archive_segment_times WHERE file = $1`, [seg.file]);
-    if ((known.rowCount ?? 0) > 0) continue;
-    const rows = rowsOf(seg.file);
-    if (rows === null) continue;
-    const range = timeRangeOf(rows);
-    await client.query(`INSERT INTO ${s}.archive_segment_times (file, min_ms, max_ms) VALUES ($1, $2, $3) ON CONFLICT (file) DO NOTHING`, [
-      seg.file,
-      range === null ? null : String(range.min),
-      range === null ? null : String(range.max),
-    ]);
-  }
+/** The segments with no time range (archived before it was kept, or by the release before). */
+async function segmentTimesBackfill(client: ClientBase, s: string, manifest: ArchiveManifest): Promise<SegmentBackfill> {
+  const known = await client.query<{ file: string }>(`SELECT file FROM ${s}.archive_segment_times`);
+  const have = new Set(known.rows.map((r) => r.file));
+  const pending = manifest.segments.filter((seg) => seg.minTime === undefined && !have.has(seg.file)).map((seg) => seg.file);
+  return {
+    pending: new Set(pending),
+    record: async (file, rows) => {
+      const range = timeRangeOf(rows);
+      await client.query(
+        `INSERT INTO ${s}.archive_segment_times (file, min_ms, max_ms) VALUES ($1, $2, $3) ON CONFLICT (file) DO NOTHING`,
+        [file, range === null ? null : String(range.min), range === null ? null : String(range.max)],
+      );
+    },
+  };
 }

@@ -1,8 +1,7 @@
 import type { ClientBase } from 'pg';
-import { listedSegmentRows } from '../archive/listedSegments.ts';
+import type { SegmentBackfill } from '../archive/listedSegments.ts';
 import type { ArchivedRow } from '../archive/segment.ts';
 import { buildStreamFilter, filterBuckets, partMayHold } from '../archive/streamFilter.ts';
-import type { ArchiveManifest } from '../port.ts';
 
 // The segments' stream filters on PostgreSQL, as SQLite keeps them (../sqlite/sqliteStreamFilter.ts,
 // docs/operations.md "Retention and archive"): one row per segment and bucket, written in the
@@ -40,23 +39,12 @@ export async function recordStreamFilter(client: ClientBase, s: string, file: st
 }
 
 /**
- * Give the manifest's segments without a filter (archived by the release before) their filters:
- * each read whole and checked as the reader checks it, one transaction a segment, so a run that
- * dies leaves the rest for the next. Returns the segments filtered.
+ * The segments without a filter (archived by the release before): the next archive run reads each
+ * whole, checked as the reader checks it, and writes its filter in one statement (backfillSegments).
  */
-export async function fillStreamFilters(client: ClientBase, s: string, dir: string, manifest: ArchiveManifest): Promise<string[]> {
-  const pending = (
-    await client.query<{ file: string }>(
-      `SELECT file FROM ${s}.archive_segments WHERE file NOT IN (SELECT file FROM ${s}.archive_stream_filter WHERE bucket = 0) ORDER BY from_position`,
-    )
-  ).rows.map((r) => r.file);
-  const rowsOf = listedSegmentRows(dir, manifest);
-  const done: string[] = [];
-  for (const file of pending) {
-    const rows = rowsOf(file);
-    if (rows === null) continue;
-    await recordStreamFilter(client, s, file, rows);
-    done.push(file);
-  }
-  return done;
+export async function streamFilterBackfill(client: ClientBase, s: string): Promise<SegmentBackfill> {
+  const pending = await client.query<{ file: string }>(
+    `SELECT file FROM ${s}.archive_segments WHERE file NOT IN (SELECT file FROM ${s}.archive_stream_filter WHERE bucket = 0)`,
+  );
+  return { pending: new Set(pending.rows.map((r) => r.file)), record: (file, rows) => recordStreamFilter(client, s, file, rows) };
 }

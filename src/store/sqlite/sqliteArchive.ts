@@ -8,8 +8,9 @@ import type { ArchiveManifest } from '../port.ts';
 import { timeSql } from '../storeStats.ts';
 import { indexArchivedSends, prepareRecordSends } from './sqliteArchivedSends.ts';
 import { migrate } from './sqliteSchema.ts';
-import { fillSegmentTimes, prepareRecordSegmentTimes } from './sqliteSegmentTimes.ts';
-import { fillStreamFilters, prepareRecordStreamFilter } from './sqliteStreamFilter.ts';
+import { prepareRecordSegmentTimes, segmentTimesBackfill } from './sqliteSegmentTimes.ts';
+import { prepareRecordStreamFilter, streamFilterBackfill } from './sqliteStreamFilter.ts';
+import { backfillSegments } from '../archive/listedSegments.ts';
 
 // Retention on SQLite (docs/operations.md "Retention and archive"): the move of
 // ../archive/archiveMove.ts, its reads and its one transaction on the store file, under a lock
@@ -34,10 +35,9 @@ export async function archiveSqliteStore(path: string, options: ArchiveOptions):
     const removedLeftovers = prepareArchiveDir(options.dir, new Set(manifest.segments.map((s) => s.file)));
     // Segments archived before schema v7: their sends, for findSend, before anything moves.
     const indexedSends = indexArchivedSends(db, options.dir, manifest);
-    // Segments archived before schema v8: their stream filters, so reads stop opening them.
-    await fillStreamFilters(db, options.dir, manifest);
-    // Segments archived with no time range (before it was kept, or by the release before): theirs.
-    await fillSegmentTimes(db, options.dir, manifest);
+    // Segments archived before schema v8 (no stream filter) or with no time range (before it was
+    // kept, or by the release before): theirs, so reads stop opening them; each read once.
+    await backfillSegments(options.dir, manifest, [streamFilterBackfill(db), segmentTimesBackfill(db)]);
     const moved = await moveClosedHistory(sqliteSource(db, manifest.store), options);
     return { ...moved, removedLeftovers, indexedSends };
   } finally {

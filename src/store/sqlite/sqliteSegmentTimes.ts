@@ -1,9 +1,7 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import type Database from 'better-sqlite3';
 import type { ArchivedRow } from '../archive/segment.ts';
 import { timeRangeOf } from '../archive/segmentTimes.ts';
-import type { ArchiveManifest } from '../port.ts';
-import { listedSegmentRows } from '../archive/listedSegments.ts';
+import type { SegmentBackfill } from '../archive/listedSegments.ts';
 
 // The segments' time ranges in the manifest (docs/store.md "Segment time ranges"): one row a
 // segment in `archive_segment_times`, written in the move's own transaction, NULLs when a row has
@@ -35,24 +33,14 @@ export function prepareRecordSegmentTimes(db: Database.Database): (file: string,
 }
 
 /**
- * Give the manifest's segments with no row theirs (archived before this table, or by an older
- * release): each read whole, one transaction a segment, the event loop let run between them.
- * Returns the segments done.
+ * The segments with no row (archived before this table, or by an older release): the next archive
+ * run reads each whole and writes its row in a transaction of its own (backfillSegments).
  */
-export async function fillSegmentTimes(db: Database.Database, dir: string, manifest: ArchiveManifest): Promise<string[]> {
+export function segmentTimesBackfill(db: Database.Database): SegmentBackfill {
   const pending = db
     .prepare('SELECT file FROM archive_segments WHERE file NOT IN (SELECT file FROM archive_segment_times) ORDER BY from_position')
     .pluck()
     .all() as string[];
   const record = prepareRecordSegmentTimes(db);
-  const rowsOf = listedSegmentRows(dir, manifest);
-  const done: string[] = [];
-  for (const file of pending) {
-    const rows = rowsOf(file);
-    if (rows === null) continue;
-    db.transaction(() => record(file, rows)).immediate();
-    done.push(file);
-    await nextTurn();
-  }
-  return done;
+  return { pending: new Set(pending), record: (file, rows) => db.transaction(() => record(file, rows)).immediate() };
 }

@@ -1,9 +1,7 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import type Database from 'better-sqlite3';
 import type { ArchivedRow } from '../archive/segment.ts';
 import { bucketOf, buildStreamFilter, partMayHold } from '../archive/streamFilter.ts';
-import type { ArchiveManifest } from '../port.ts';
-import { listedSegmentRows } from '../archive/listedSegments.ts';
+import type { SegmentBackfill } from '../archive/listedSegments.ts';
 
 // The segments' stream filters in the manifest (schema v8, docs/operations.md "Retention and
 // archive"): `archive_stream_filter` holds each segment's filter (src/store/archive/streamFilter.ts)
@@ -28,11 +26,10 @@ export function prepareStreamFilterQuery(conn: Database.Database): (stream: stri
 }
 
 /**
- * Give the manifest's segments archived before v8 their filters: each read whole and checked as the
- * reader checks it, one transaction a segment (a crash leaves the rest for the next run), the event
- * loop let run between them. Returns the segments filtered.
+ * The segments archived before v8, with no filter: the next archive run reads each whole, checked
+ * as the reader checks it, and writes its filter in a transaction of its own (backfillSegments).
  */
-export async function fillStreamFilters(db: Database.Database, dir: string, manifest: ArchiveManifest): Promise<string[]> {
+export function streamFilterBackfill(db: Database.Database): SegmentBackfill {
   const pending = db
     .prepare(
       'SELECT file FROM archive_segments WHERE file NOT IN (SELECT file FROM archive_stream_filter WHERE bucket = 0) ORDER BY from_position',
@@ -40,14 +37,5 @@ export async function fillStreamFilters(db: Database.Database, dir: string, mani
     .pluck()
     .all() as string[];
   const record = prepareRecordStreamFilter(db);
-  const rowsOf = listedSegmentRows(dir, manifest);
-  const done: string[] = [];
-  for (const file of pending) {
-    const rows = rowsOf(file);
-    if (rows === null) continue;
-    db.transaction(() => record(file, rows)).immediate();
-    done.push(file);
-    await nextTurn();
-  }
-  return done;
+  return { pending: new Set(pending), record: (file, rows) => db.transaction(() => record(file, rows)).immediate() };
 }
