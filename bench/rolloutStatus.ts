@@ -21,6 +21,7 @@ import {
 import { encodeReport } from '../src/core/wire/index.ts';
 import { createProjectionRunner } from '../src/readModel/projectionRunner.ts';
 import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
+import { createBenchReport } from './support/report.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -230,3 +231,25 @@ for (const [label] of commands)
     const answers = new Set(roots.map((tree) => shape(outputs.get(`${label}|${snap}|${tree}`) ?? '')));
     console.log(`${label} (${snap}): ${answers.size === 1 ? 'the same answer from every tree' : 'ANSWERS DIFFER'}`);
   }
+
+// BENCHMARKS.md: this checkout's (the first root's) CPU per command, without a snapshot (the
+// rollout's streams and its targets' read, src/readModel/rolloutSlice.ts) against with one.
+const report = createBenchReport(
+  'Rollout reads from the CLI',
+  `\`converge rollout status <id>\` and \`converge rollouts\` over a SQLite store of ${nodeCount.toLocaleString('en-US')} nodes with one rollout over all of them ` +
+    `(${history} extra send/report rounds a node), each a fresh process (tsx) timed from spawn to exit: without a snapshot (the rollouts' streams and each target's stream from the end, docs/cli.md "Rollout reads") ` +
+    `against with the engine's snapshot beside the store, ${passes} alternating passes. CPU time, since the machine is shared.`,
+);
+for (const [label] of commands) {
+  const cpuOf = (snap: string): number[] => (cpus.get(`${label}|${snap}|${roots[0]}`) ?? []).map((ms) => ms / 1000);
+  const wallOf = (snap: string): number => median(times.get(`${label}|${snap}|${roots[0]}`) ?? []) / 1000;
+  report.row({
+    name: `${label}: no snapshot, against a trusted snapshot`,
+    unit: 's',
+    better: 'lower',
+    converge: cpuOf('no snapshot'),
+    baseline: cpuOf('snapshot'),
+    notes: `CPU seconds; wall median ${wallOf('no snapshot').toFixed(1)} s against ${wallOf('snapshot').toFixed(1)} s`,
+  });
+}
+report.end();
