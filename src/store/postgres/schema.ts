@@ -198,12 +198,16 @@ export async function migrate(client: ClientBase, schema: string): Promise<void>
       if (v === deferredStep) break;
       await client.query(`UPDATE ${schema}.meta SET value = $1 WHERE key = 'schema_version'`, [String(v + 1)]);
     }
-    // Additive, at every open, whatever the version: a store archived by the release before (v6)
-    // gets it too, and that release, which never reads it, keeps running (./streamFilter.ts).
-    await client.query(streamFilterTableSql(schema));
-    // Added at open with no version of its own, so the release before keeps opening the store (docs/store.md).
-    const times = await client.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [`${schema}.archive_segment_times`]);
-    if (times.rows[0]?.found === null) await client.query(segmentTimesSql(schema));
+    // Added at open with no version of their own, whatever the version: a store archived by the
+    // release before (v6) gets them too, and that release, which never reads them, keeps opening the
+    // store (docs/store.md). Made only when missing, so an open that finds them writes nothing.
+    for (const [table, sql] of [
+      ['archive_stream_filter', streamFilterTableSql],
+      ['archive_segment_times', segmentTimesSql],
+    ] as const) {
+      const found = await client.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [`${schema}.${table}`]);
+      if (found.rows[0]?.found === null) await client.query(sql(schema));
+    }
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
