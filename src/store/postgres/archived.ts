@@ -1,4 +1,6 @@
-import type { QueryConfig } from 'pg';
+import type { ClientBase, QueryConfig } from 'pg';
+import type { ArchivedRow } from '../archive/segment.ts';
+import { timeRangeOf } from '../archive/segmentTimes.ts';
 import type { ArchiveManifest } from '../port.ts';
 
 // What the PostgreSQL store reads of its archive (schema v6, ./postgresArchive.ts moves it): the
@@ -66,3 +68,13 @@ CREATE TABLE IF NOT EXISTS ${s}.archive_segment_times (
   min_ms bigint,
   max_ms bigint
 )`;
+
+/** Record a segment's time range (NULLs when a row has no readable time); in the move's transaction, or alone for a back-fill. */
+export async function recordSegmentTimes(client: ClientBase, s: string, file: string, rows: readonly ArchivedRow[]): Promise<void> {
+  const range = timeRangeOf(rows);
+  await client.query(`INSERT INTO ${s}.archive_segment_times (file, min_ms, max_ms) VALUES ($1, $2, $3) ON CONFLICT (file) DO NOTHING`, [
+    file,
+    range === null ? null : String(range.min),
+    range === null ? null : String(range.max),
+  ]);
+}

@@ -5,10 +5,9 @@ import type { ArchiveOptions, ArchiveSource, ArchiveSummary } from '../archive/a
 import { backfillSegments } from '../archive/listedSegments.ts';
 import type { SegmentBackfill } from '../archive/listedSegments.ts';
 import type { ArchivedRow } from '../archive/segment.ts';
-import { timeRangeOf } from '../archive/segmentTimes.ts';
 import type { ArchiveManifest } from '../port.ts';
 import { timeSql } from '../storeStats.ts';
-import { manifestSql, readPostgresManifest } from './archived.ts';
+import { manifestSql, readPostgresManifest, recordSegmentTimes } from './archived.ts';
 import { pgError, postgresConnection } from './connection.ts';
 import { clientFor } from './hosts.ts';
 import { markArchived, migrate } from './schema.ts';
@@ -114,11 +113,7 @@ function postgresSource(client: ClientBase, s: string, store: string): ArchiveSo
           ],
         );
         await client.query(markArchived(s));
-        const range = timeRangeOf(seg.rows);
-        await client.query(
-          `INSERT INTO ${s}.archive_segment_times (file, min_ms, max_ms) VALUES ($1, $2, $3) ON CONFLICT (file) DO NOTHING`,
-          [seg.file, range === null ? null : String(range.min), range === null ? null : String(range.max)],
-        );
+        await recordSegmentTimes(client, s, seg.file, seg.rows);
         // The segment's sends, in the transaction that moves them: findSend never misses one.
         if (sends.length > 0)
           await client.query(
@@ -149,12 +144,6 @@ async function segmentTimesBackfill(client: ClientBase, s: string, manifest: Arc
   const pending = manifest.segments.filter((seg) => seg.minTime === undefined && !have.has(seg.file)).map((seg) => seg.file);
   return {
     pending: new Set(pending),
-    record: async (file, rows) => {
-      const range = timeRangeOf(rows);
-      await client.query(
-        `INSERT INTO ${s}.archive_segment_times (file, min_ms, max_ms) VALUES ($1, $2, $3) ON CONFLICT (file) DO NOTHING`,
-        [file, range === null ? null : String(range.min), range === null ? null : String(range.max)],
-      );
-    },
+    record: (file, rows) => recordSegmentTimes(client, s, file, rows),
   };
 }

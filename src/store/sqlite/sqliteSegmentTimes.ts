@@ -38,7 +38,7 @@ export function prepareRecordSegmentTimes(db: Database.Database): (file: string,
  */
 export function segmentTimesBackfill(db: Database.Database): SegmentBackfill {
   const pending = db
-    .prepare('SELECT file FROM archive_segments WHERE file NOT IN (SELECT file FROM archive_segment_times) ORDER BY from_position')
+    .prepare('SELECT file FROM archive_segments WHERE file NOT IN (SELECT file FROM archive_segment_times)')
     .pluck()
     .all() as string[];
   const record = prepareRecordSegmentTimes(db);

@@ -31,9 +31,7 @@ export function prepareStreamFilterQuery(conn: Database.Database): (stream: stri
  */
 export function streamFilterBackfill(db: Database.Database): SegmentBackfill {
   const pending = db
-    .prepare(
-      'SELECT file FROM archive_segments WHERE file NOT IN (SELECT file FROM archive_stream_filter WHERE bucket = 0) ORDER BY from_position',
-    )
+    .prepare('SELECT file FROM archive_segments WHERE file NOT IN (SELECT file FROM archive_stream_filter WHERE bucket = 0)')
     .pluck()
     .all() as string[];
   const record = prepareRecordStreamFilter(db);
