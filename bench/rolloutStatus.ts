@@ -8,7 +8,6 @@ import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
 import { generateSigningKey } from '../src/core/declaration/index.ts';
 import {
   makeAliveSeen,
@@ -19,9 +18,9 @@ import {
   streamOf,
 } from '../src/core/events/index.ts';
 import { encodeReport } from '../src/core/wire/index.ts';
-import { createProjectionRunner } from '../src/readModel/projectionRunner.ts';
 import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
 import { createBenchReport } from './support/report.ts';
+import { writeServeSnapshot } from './support/serveSnapshot.ts';
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -135,17 +134,6 @@ async function build(path: string): Promise<void> {
   await store.close();
 }
 
-/** The engine's snapshot of the store, written as `serve` writes it at stop. */
-async function snapshot(storePath: string, snapshotPath: string): Promise<void> {
-  const store = createSqliteEventStore(storePath);
-  const runner = createProjectionRunner({ store, logger: pino({ level: 'silent' }), snapshot: { path: snapshotPath, everyEvents: 1e12 } });
-  await runner.start();
-  await runner.caughtUp();
-  await runner.writeSnapshot();
-  await runner.stop();
-  await store.close();
-}
-
 /** A CLI command from `tree`'s src/ over the store, timed from spawn to exit; its CPU time (user + system) as /usr/bin/time counts it. */
 async function cli(
   tree: string,
@@ -186,7 +174,7 @@ if (!existsSync(storePath)) {
   console.error(`built ${storePath} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
 }
 const snapPath = join(dir, 'engine.snapshot');
-await snapshot(storePath, snapPath);
+await writeServeSnapshot(storePath, snapPath);
 const commands: [string, string[]][] = [
   ['rollout status', ['rollout', 'status', rollout]],
   ['rollouts', ['rollouts']],

@@ -2,10 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
-import pino from 'pino';
-import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
-import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
+import { writeServeSnapshot } from './serveSnapshot.ts';
 
 // `converge replay --verify` as a person runs it, for bench/replay: the built CLI (a child process)
 // over a SQLite file, its time, CPU and peak RSS; and the same over a copy of the file whose history
@@ -45,18 +43,7 @@ export async function replayVerifyArchived(path: string, copy: string, archiveDi
   const db = new Database(path, { readonly: true });
   db.prepare('VACUUM INTO ?').run(copy);
   db.close();
-  const store = createSqliteEventStore(copy);
-  const runner = createProjectionRunner({
-    store,
-    logger: pino({ level: 'silent' }),
-    snapshot: { path: `${copy}.snapshot`, everyEvents: 1e12 },
-  });
-  await runner.start();
-  await runner.caughtUp();
-  await runner.writeSnapshot();
-  await runner.stop();
-  const below = (await store.headPosition())!;
-  await store.close();
+  const below = (await writeServeSnapshot(copy, `${copy}.snapshot`))!;
   const t = performance.now();
   const moved = await archiveSqliteStore(copy, { dir: archiveDir, before: new Date().toISOString(), belowPosition: below });
   const archiveSec = (performance.now() - t) / 1000;
