@@ -60,11 +60,17 @@ test("every command of the README's tour runs as written against the demo", { ti
   let err = '';
   demo.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
   demo.stdout.resume();
+  // A demo that exits (dist/ missing, a port taken) fails the wait at once with what it printed.
+  let exited: string | null = null;
+  demo.on('exit', (code, signal) => (exited = `the demo exited (${code ?? signal}) before the tour ran: ${err.trim()}`));
+  const demoUp = (): void => {
+    if (exited !== null) throw new Error(exited);
+  };
   t.after(() => {
     demo.kill('SIGKILL');
     rmSync(work, { recursive: true, force: true });
   });
-  await until('the demo to print its API, token and store', () => /store sqlite:\S+/.test(err) && /Bearer \S+\)/.test(err), {
+  await until('the demo to print its API, token and store', () => (demoUp(), /store sqlite:\S+/.test(err) && /Bearer \S+\)/.test(err)), {
     timeoutMs: 60_000,
   });
   const url = /API (http:\/\/\S+)/.exec(err)![1]!;
