@@ -39,7 +39,19 @@ const logger = pino({ level: 'silent' });
 const bin = new URL('../bin/converge.js', import.meta.url).pathname;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-type Sample = { minute: number; rssMiB: number; heapMiB: number; openFiles: number; loopP99Ms: number; storeMiB: number };
+type Sample = {
+  minute: number;
+  rssMiB: number;
+  /** RSS by kind (/proc status: anonymous, file-backed, shared memory such as SQLite's -shm) and V8's external (Buffers). */
+  rssAnonMiB: number;
+  rssFileMiB: number;
+  rssShmemMiB: number;
+  externalMiB: number;
+  heapMiB: number;
+  openFiles: number;
+  loopP99Ms: number;
+  storeMiB: number;
+};
 
 const cleanups: (() => Promise<void> | void)[] = [];
 let cleaning: Promise<void> | null = null;
@@ -120,12 +132,16 @@ const fileBytes = (path: string): number => {
 
 async function sample(pid: number, url: string, storePath: string, minute: number): Promise<Sample> {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const rssKiB = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? Number.NaN);
+  const statusMiB = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? Number.NaN) / 1024;
   const metrics = await (await fetch(`${url}/metrics`)).text();
   const mib = (b: number): number => b / 2 ** 20;
   return {
     minute,
-    rssMiB: rssKiB / 1024,
+    rssMiB: statusMiB('VmRSS'),
+    rssAnonMiB: statusMiB('RssAnon'),
+    rssFileMiB: statusMiB('RssFile'),
+    rssShmemMiB: statusMiB('RssShmem'),
+    externalMiB: mib(metricOf(metrics, 'nodejs_external_memory_bytes')),
     heapMiB: mib(metricOf(metrics, 'nodejs_heap_size_used_bytes')),
     openFiles: readdirSync(`/proc/${pid}/fd`).length,
     // prom-client's p99 of the event loop's delay since the scrape before (its histogram is reset on each).
@@ -268,7 +284,7 @@ async function main(): Promise<void> {
     const s = await sample(serve.pid, url, storePath, m);
     samples.push(s);
     console.log(
-      `  min ${m}: rss ${s.rssMiB.toFixed(1)} MiB, heap ${s.heapMiB.toFixed(1)} MiB, files ${s.openFiles}, loop p99 ${s.loopP99Ms.toFixed(1)} ms, store ${s.storeMiB.toFixed(1)} MiB; reports ${traffic.reports}, rollouts ${traffic.rollouts}, reads ${traffic.reads}, sse events ${traffic.sseEvents}`,
+      `  min ${m}: rss ${s.rssMiB.toFixed(1)} MiB (anon ${s.rssAnonMiB.toFixed(1)}, file ${s.rssFileMiB.toFixed(1)}, shmem ${s.rssShmemMiB.toFixed(1)}), external ${s.externalMiB.toFixed(1)} MiB, heap ${s.heapMiB.toFixed(1)} MiB, files ${s.openFiles}, loop p99 ${s.loopP99Ms.toFixed(1)} ms, store ${s.storeMiB.toFixed(1)} MiB; reports ${traffic.reports}, rollouts ${traffic.rollouts}, reads ${traffic.reads}, sse events ${traffic.sseEvents}`,
     );
   }
   stop.abort();
@@ -309,6 +325,15 @@ function summarize(samples: readonly Sample[], traffic: Traffic, exitCode: numbe
           : `${flat.flat ? 'flat' : 'NOT flat'}: ${flat.growth.toFixed(1)} ${unit} over the window against noise ${flat.noise.toFixed(1)} (goal: flat within noise)`,
     });
   }
+  // Where RSS went, when it moves: the growth of each kind over the same window.
+  const growth = (k: keyof Sample): string => {
+    const first = window[0];
+    const last = window[window.length - 1];
+    return first === undefined || last === undefined ? 'n/a' : `${(last[k] - first[k]).toFixed(1)}`;
+  };
+  report.note(
+    `RSS over the window by kind (MiB): anonymous ${growth('rssAnonMiB')}, file-backed ${growth('rssFileMiB')}, shared memory ${growth('rssShmemMiB')}; V8 external (Buffers) ${growth('externalMiB')}, heap used ${growth('heapMiB')}.`,
+  );
   const worstP99 = Math.max(...samples.slice(1).map((s) => s.loopP99Ms));
   console.log(`event loop p99 (ms): ${samples.map((s) => s.loopP99Ms.toFixed(1)).join(', ')}`);
   report.row({ name: 'event loop delay p99, worst minute', unit: 'ms', converge: worstP99, better: 'lower', goal: { atMost: 50 } });
