@@ -13,6 +13,7 @@ export type Metrics = Readonly<{
   nodes: Gauge<'status' | 'liveness'>;
   convergenceSeconds: Histogram;
   relayPublished: Counter;
+  relayIssued: Counter;
   ingestHealthy: Gauge;
   ingestPending: Gauge;
   ingestLastAppendAge: Gauge;
@@ -71,6 +72,11 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     relayPublished: new Counter({
       name: 'converge_relay_published_total',
       help: 'Declarations confirmed by the broker',
+      registers: [registry],
+    }),
+    relayIssued: new Counter({
+      name: 'converge_relay_issued_total',
+      help: 'Declarations written to the broker, counted as written (a confirm may come much later)',
       registers: [registry],
     }),
     // With SQLite full, nothing here said ingest was failing.

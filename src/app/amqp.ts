@@ -1,6 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { boundDeadLetterQueue, deadLetterPolicyName, vhostOfAmqpUrl } from '../brokerAdmin/deadLetterPolicy.ts';
+import { closeOtherEngineConnections, engineConnectionPrefix, fenceClient } from '../brokerAdmin/engineFence.ts';
 import { toConvergeError } from '../core/errors.ts';
+import { sleep } from '../retry.ts';
+import { defaultHeartbeatSeconds } from '../transport/amqpConnection.ts';
 import type { Config } from './config.ts';
 import type { AmqpConnection } from '../transport/amqpConnection.ts';
 import { createAmqpTransport } from '../transport/amqpTransport.ts';
@@ -11,18 +15,28 @@ import type { ServerTransport } from './server.ts';
 // `demo --amqp`: createAmqpTransport connects and asserts docs/design.md §1's topology (a conflicting
 // broker fails the start); this only shapes it as the engine's port.
 
-export type AmqpServerTransport = Readonly<{ connection: AmqpConnection; transport: ServerTransport; close: () => Promise<void> }>;
+export type AmqpServerTransport = Readonly<{
+  connection: AmqpConnection;
+  /** The connection's client-provided name, unique to this process (the relay's fence spares it). */
+  connectionName: string;
+  transport: ServerTransport;
+  close: () => Promise<void>;
+}>;
+
+/** `converge-engine <instance>`: the broker lists each engine apart, and a fence knows its own. */
+export const engineConnectionName = (): string => `${engineConnectionPrefix} ${randomBytes(4).toString('hex')}`;
 
 export async function connectServerTransport(
   url: string,
   logger: Logger,
-  connectionName = 'converge-engine',
+  connectionName = engineConnectionName(),
   options: Omit<AmqpTransportOptions, 'url' | 'logger' | 'connectionName'> = {},
 ): Promise<AmqpServerTransport> {
   const amqp = await createAmqpTransport({ ...options, url, logger, connectionName });
   const transport: ServerTransport = { ingestSource: amqp.ingestSource(), publisher: amqp.declarationPublisher() };
   return {
     connection: amqp.connection,
+    connectionName,
     transport,
     close: async () => {
       await transport.publisher.close();
@@ -51,4 +65,33 @@ export async function boundDeadLetters(config: Config, amqpUrl: string, logger: 
       'mesh.dead is NOT bounded: set --management-url to an administrator of this vhost, or set the operator policy yourself and --dead-letter-max-length 0 (docs/operations.md)',
     );
   }
+}
+
+/**
+ * The relay's broker fence for serve (docs/operations.md "Fencing the relay"): close the other
+ * engines' connections on the vhost through the management API. When the API cannot, wait out the
+ * broker's heartbeat bound instead (three heartbeats: by then the broker has closed a connection
+ * it stopped hearing from, or its frames have landed), logged as an error that says what to do.
+ */
+export function relayBrokerFence(
+  managementUrl: string,
+  amqpUrl: string,
+  own: string,
+  logger: Logger,
+): (signal: AbortSignal) => Promise<void> {
+  const vhost = vhostOfAmqpUrl(amqpUrl.split(',')[0]!.trim());
+  const client = fenceClient(managementUrl);
+  return async (signal) => {
+    try {
+      const closed = await closeOtherEngineConnections({ client, vhost, own });
+      logger.info({ vhost, closed: closed.length }, "relay fence: the other engines' broker connections are closed");
+    } catch (err) {
+      const waitMs = 3 * defaultHeartbeatSeconds * 1000;
+      logger.error(
+        { err: (err as Error).message, vhost, waitMs },
+        "relay fence: could not close the other engines' broker connections (set --management-url to an administrator of this vhost); waiting out the broker's heartbeat bound before publishing",
+      );
+      await sleep(waitMs, signal);
+    }
+  };
 }

@@ -39,7 +39,12 @@ import { pastReadsOf } from './pastReads.ts';
 // (it publishes what the store already holds), then ingest.
 // Stop runs the other way so nothing is acked after the store is closed.
 
-export type ServerTransport = Readonly<{ ingestSource: IngestSource; publisher: DeclarationPublisher }>;
+export type ServerTransport = Readonly<{
+  ingestSource: IngestSource;
+  publisher: DeclarationPublisher;
+  /** Before the relay publishes on a lease taken from a holder that did not give it up (relay.ts). */
+  fenceBroker?: (signal: AbortSignal) => Promise<void>;
+}>;
 
 export type ServerOptions = Readonly<{
   config: Config;
@@ -201,7 +206,16 @@ export function createServer(options: ServerOptions): Server {
           knownSends: (node) => runner.readModel.get(node),
           ...(config.nodeReportRate === 0 ? {} : { nodeBudget: { ratePerSecond: config.nodeReportRate, burst: config.nodeReportBurst } }),
         });
-  const relay = transport === undefined ? null : createRelay({ store, publisher: transport.publisher, logger, metrics });
+  const relay =
+    transport === undefined
+      ? null
+      : createRelay({
+          store,
+          publisher: transport.publisher,
+          logger,
+          metrics,
+          ...(transport.fenceBroker === undefined ? {} : { fenceBroker: transport.fenceBroker }),
+        });
   const notify =
     options.notify === undefined ? (config.notifyConfig === null ? null : loadNotifyConfig(config.notifyConfig)) : options.notify;
   const notifier =

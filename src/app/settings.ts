@@ -141,7 +141,7 @@ export const settings = {
     env: 'CONVERGE_MANAGEMENT_URL',
     value: '<url>',
     default: 'http://guest:guest@127.0.0.1:15672',
-    help: 'RabbitMQ management API, for node accounts',
+    help: "RabbitMQ management API: node accounts, the mesh.dead bound, the relay's fence",
   },
   nodeReportRate: {
     flag: 'node-report-rate',

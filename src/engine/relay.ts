@@ -30,6 +30,13 @@ export type RelayOptions = Readonly<{
   checkpoint?: string;
   /** Declarations published (and confirmed) per batch, concurrently. */
   batchSize?: number;
+  /**
+   * Run before the first publish of a lease taken from a holder that did not give it up (its
+   * session died, or its beat stopped): makes sure nothing that holder issued can still reach the
+   * broker (docs/operations.md "Fencing the relay"). serve closes the other engines' broker
+   * connections; without it the relay publishes at once.
+   */
+  fenceBroker?: (signal: AbortSignal) => Promise<void>;
 }>;
 
 export type Relay = Readonly<{
@@ -80,8 +87,13 @@ export function createRelay(options: RelayOptions): Relay {
    * when this engine recorded the send) whose context travels in the message's `traceparent`.
    */
   async function publish(e: Recorded<DeclarationSent>, hold: LeaseHold | undefined): Promise<void> {
-    const fence = hold?.valid;
-    const out = fence === undefined ? outboundOf(e) : { ...outboundOf(e), fence };
+    // The publisher asks right before it writes: the lease's bound, and the moment counted as issued.
+    const fence = (): boolean => {
+      if (hold?.valid !== undefined && !hold.valid()) return false;
+      metrics?.relayIssued.inc();
+      return true;
+    };
+    const out = { ...outboundOf(e), fence };
     const t = tracer();
     if (!t.enabled) return publisher.publish(out);
     const span = t.start('converge.relay.publish', {
@@ -165,6 +177,11 @@ export function createRelay(options: RelayOptions): Relay {
       taken: 'relay lease taken: this engine publishes declarations',
       lost: 'relay lease lost: another engine may publish now; waiting to take it again',
       run: async (held, hold) => {
+        if (options.fenceBroker !== undefined && (hold?.takenFrom === 'gone' || hold?.takenFrom === 'stale')) {
+          logger.info({ takenFrom: hold.takenFrom }, 'relay lease taken from a holder that did not give it up: fencing the broker first');
+          await options.fenceBroker(held);
+          if (held.aborted) return;
+        }
         sub = subscribe(hold);
         await stopped(held);
         await sub.stop();

@@ -109,6 +109,12 @@ export type LeaseHold = Readonly<{
   valid?: () => boolean;
   /** Whether the store still names this generation the holder (a round trip): check before what must not be done twice. */
   current?: () => Promise<boolean>;
+  /**
+   * How the lease came to this process: `free` (never held, or given up by its holder), `gone`
+   * (its holder's session had ended) or `stale` (its holder's beat had stopped: frozen or cut off,
+   * and perhaps still running). From `gone` or `stale`, the old holder may have had work in flight.
+   */
+  takenFrom?: 'free' | 'gone' | 'stale';
 }>;
 
 // The bulk folds' columnar read (EventStore.readColumns; made and read in nodeColumns.ts).

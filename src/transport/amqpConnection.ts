@@ -17,6 +17,9 @@ import type { Topology } from './topology.ts';
 //
 // Hand-written rather than amqplib's `recovery` option: that one reconnects to a single URL only.
 
+/** The AMQP heartbeat when none is given (seconds). */
+export const defaultHeartbeatSeconds = 5;
+
 export type AmqpConnectionOptions = Readonly<{
   /** One URL, or a cluster's nodes: a list, or one string of URLs separated by commas (as `--amqp` takes them). */
   url: string | readonly string[];
@@ -89,7 +92,7 @@ export async function connectAmqp(options: AmqpConnectionOptions): Promise<AmqpC
   if (problems.length > 0) {
     throw new ConvergeError('CONVERGE_ERR_BROKER_UNAVAILABLE', `cannot connect to RabbitMQ: the URL list ${problems.join('; ')}`);
   }
-  const targets = urls.map((u) => Object.freeze({ url: withHeartbeat(u, options.heartbeatSeconds ?? 5), shown: redactUrl(u) }));
+  const targets = urls.map((u) => Object.freeze({ url: withHeartbeat(u, options.heartbeatSeconds ?? defaultHeartbeatSeconds), shown: redactUrl(u) }));
   const logger = options.logger.child({ amqp: targets.length === 1 ? targets[0]!.shown : targets.map((t) => t.shown) });
   const topology = options.topology ?? null;
   const closing = new AbortController();

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
 import { createRelay } from '../../src/engine/relay.ts';
+import { createMetrics } from '../../src/metrics.ts';
 import { makeDeclarationSent, streamOf } from '../../src/core/events/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
@@ -118,6 +119,36 @@ test('a publish that waited past the lease bound is refused where it is written'
     open();
     await until('the publisher to check its fence', () => fences.length > 0, 5_000);
     assert.deepEqual(fences, [false], 'the publisher saw the lease past its bound');
+  } finally {
+    await relay.stop();
+  }
+});
+
+test('the relay counts a declaration issued when it is written, and published when the broker confirms it', async () => {
+  // Apart, because a confirm can come long after its message landed (a link that stalled both ways
+  // delivers it once it heals): the fault scenarios judge who wrote what, and when, by `issued`.
+  const store = createMemoryEventStore();
+  const e = makeDeclarationSent({ node: 'a', serial: 1, resources: [{ id: 'r1' }], key: testKey, now: new Date() });
+  await store.append([{ stream: streamOf('a'), expected: 'any', events: [e] }]);
+  const metrics = createMetrics();
+  const count = async (name: string): Promise<number> => (await metrics.registry.getSingleMetric(name)!.get()).values[0]?.value ?? 0;
+  let confirm!: () => void;
+  const confirmed = new Promise<void>((r) => (confirm = r));
+  const publisher: DeclarationPublisher = {
+    async publish(d) {
+      if (d.fence !== undefined && !d.fence()) throw new Error('fenced');
+      await confirmed;
+    },
+    close: async () => undefined,
+  };
+  const relay = createRelay({ store, publisher, logger: pino({ level: 'silent' }), metrics });
+  relay.start();
+  try {
+    await until('the declaration to be issued', async () => (await count('converge_relay_issued_total')) === 1, 5_000);
+    assert.equal(await count('converge_relay_published_total'), 0, 'not confirmed yet');
+    confirm();
+    await until('the confirm to count', async () => (await count('converge_relay_published_total')) === 1, 5_000);
+    assert.equal(await count('converge_relay_issued_total'), 1, 'written once');
   } finally {
     await relay.stop();
   }

@@ -63,7 +63,8 @@ describeOnPostgres('relay lease on a PostgreSQL store', () => {
     const relayA = createRelay({ store: storeA, publisher: recording(byA), logger });
     relayA.start();
     await until('A to hold the lease', () => relayA.active());
-    const relayB = createRelay({ store: storeB, publisher: recording(byB), logger });
+    let fencedBy = 0;
+    const relayB = createRelay({ store: storeB, publisher: recording(byB), logger, fenceBroker: async () => void fencedBy++ });
     relayB.start();
     try {
       const first = await send(storeA, 5);
@@ -80,6 +81,7 @@ describeOnPostgres('relay lease on a PostgreSQL store', () => {
       await relayA.stop();
       await closingA;
       await until('B to take the lease', () => relayB.active());
+      assert.equal(fencedBy, 1, 'B fenced the broker once: the lease came from a holder whose session died, not one that gave it up');
 
       const second = await send(storeB, 5);
       await until('B to publish the next five', () => byB.length >= 5);
@@ -100,21 +102,69 @@ describeOnPostgres('relay lease on a PostgreSQL store', () => {
     }
   });
 
-  test('a relay that stops gives the lease up at once to the one waiting', async () => {
+  test('a relay that stops gives the lease up at once to the one waiting, which fences nothing', async () => {
     const storeA = createPostgresEventStore(scratch.url, { lease });
     const storeB = createPostgresEventStore(scratch.url, { lease });
+    const fences: string[] = [];
     const relayA = createRelay({ store: storeA, publisher: recording([]), logger, checkpoint: 'relay-handover' });
-    const relayB = createRelay({ store: storeB, publisher: recording([]), logger, checkpoint: 'relay-handover' });
+    const relayB = createRelay({
+      store: storeB,
+      publisher: recording([]),
+      logger,
+      checkpoint: 'relay-handover',
+      fenceBroker: async () => void fences.push('B'),
+    });
     try {
       relayA.start();
       await until('A to hold the lease', () => relayA.active());
       relayB.start();
       await relayA.stop();
       await until('B to take the lease', () => relayB.active());
+      assert.deepEqual(fences, [], 'a lease given up needs no fence: its holder published nothing it had not seen confirmed');
     } finally {
       await relayA.stop();
       await relayB.stop();
       await Promise.all([storeA.close(), storeB.close()]);
+    }
+  });
+  test('a relay that takes the lease from a holder that did not give it up fences the broker before its first publish', async () => {
+    // The holder's engine is gone (its session ended) or silent (its beat stopped): a publish it
+    // issued may still be on the wire to the broker, so the new holder closes the way first.
+    const storeB = createPostgresEventStore(scratch.url, { lease, pollMs: 60_000 });
+    const order: string[] = [];
+    const publisher: DeclarationPublisher = { publish: async (d) => void order.push(`publish ${d.digest}`), close: async () => undefined };
+    const relayB = createRelay({
+      store: storeB,
+      publisher,
+      logger,
+      checkpoint: 'relay-fenced',
+      fenceBroker: async () => void order.push('fence'),
+    });
+    // A silent holder: a live backend named in the row, whose beat never moves.
+    const silent = new pg.Client({ connectionString: postgresTestUrl });
+    await silent.connect();
+    try {
+      await storeB.headPosition();
+      await silent.query(
+        `INSERT INTO ${scratch.schema}.leases (name, generation, beat) VALUES ('relay', 0, 0) ON CONFLICT (name) DO NOTHING`,
+      );
+      await silent.query(
+        `UPDATE ${scratch.schema}.leases SET generation = generation + 1, beat = 0, holder_pid = pg_backend_pid(),
+                holder_start = (SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()) WHERE name = 'relay'`,
+      );
+      const [digest] = await send(storeB, 1);
+      relayB.start();
+      await until('B to take the lease from the silent holder and publish', () => order.includes(`publish ${digest}`), 30_000);
+      assert.equal(
+        order[0],
+        'fence',
+        "fenced before the first publish (the relay resumes from the start: earlier tests' declarations go out too)",
+      );
+      assert.equal(order.filter((o) => o === 'fence').length, 1, 'fenced once');
+    } finally {
+      await relayB.stop();
+      await silent.end();
+      await storeB.close();
     }
   });
 });

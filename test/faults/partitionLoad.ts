@@ -75,7 +75,8 @@ export function startDeclarer(nodes: readonly string[], auth: Readonly<Record<st
   };
 }
 
-export type Counters = Readonly<{ reports: number; published: number }>;
+/** Reports appended; declarations the broker confirmed; declarations written (a confirm can come long after its write). */
+export type Counters = Readonly<{ reports: number; published: number; issued: number }>;
 type Key = keyof Counters;
 
 export type CounterWatch = Readonly<{
@@ -93,6 +94,7 @@ export type CounterWatch = Readonly<{
 const series: Record<Key, RegExp> = {
   reports: /^converge_events_appended_total\{type="ReportReceived"\} /,
   published: /^converge_relay_published_total /,
+  issued: /^converge_relay_issued_total /,
 };
 
 /** Read an engine's /metrics every 50 ms. A rise is seen at most a poll late, so "seen before t" means "happened before t". */
@@ -108,9 +110,10 @@ export function watchCounters(base: string): CounterWatch {
           const line = text.split('\n').find((l) => series[k].test(l));
           return line === undefined ? 0 : Number(line.split(' ').pop());
         };
-        const next = { reports: read('reports'), published: read('published') };
+        const next = { reports: read('reports'), published: read('published'), issued: read('issued') };
         const at = Date.now();
-        if (latest !== null) for (const k of ['reports', 'published'] as const) if (next[k] > latest[k]) rises.push({ key: k, at });
+        if (latest !== null)
+          for (const k of ['reports', 'published', 'issued'] as const) if (next[k] > latest[k]) rises.push({ key: k, at });
         latest = next;
       } catch {
         // the engine is busy or stopping: read again

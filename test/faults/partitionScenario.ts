@@ -295,9 +295,12 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
     const repeatsInWindow =
       ledger.repeated.every(([digest, n]) => n <= 1 + handovers.length && (acceptedAt.get(digest) ?? Infinity) < lastHandover) &&
       ledger.repeated.length <= RELAY_BATCH * handovers.length;
-    const aAfterHeal = counters.a.firstChange('published', healAt);
+    // Who wrote what, and when, is judged by `issued` (counted as a publish is written): a confirm can
+    // reach A long after its message landed — the broker sends it once the link heals, even on a
+    // connection it has since closed — so `published` may rise after the heal for a write before the cut.
+    const aAfterHeal = counters.a.firstChange('issued', healAt);
     const aRetook = a.logged(/relay lease taken/, healAt);
-    const aLastPublish = counters.a.lastChange('published', cutAt, healAt);
+    const aLastPublish = counters.a.lastChange('issued', cutAt, healAt);
     const relayMs = relayTaken === null ? null : relayTaken - cutAt;
     const ingestMovedMs = ingestMoved === null ? null : ingestMoved - cutAt;
     // An engine cut off mid-append holds the store's append lock until the server ends its session.
@@ -307,7 +310,7 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
       `A cut from ${cutNames[cut]} for ${healAt - cutAt} ms (held until the takeover this case expects, each wait bounded)`,
       `relay lease: ${relayMs === null ? `stayed with A (B did not take it in ${cut === 'broker' ? defaultLeaseTtlMs + 2_000 : leaseBoundMs} ms)` : `taken by B ${relayMs} ms after the cut (ttl ${defaultLeaseTtlMs} ms); A's last publish seen ${aLastPublish === null ? 'before the cut' : `${aLastPublish - cutAt} ms after the cut`}, ${relayTaken! - Math.max(aLastPublish ?? cutAt, cutAt)} ms before B took the lease; A said it lost it ${lostLogged === null ? 'never' : `${lostLogged - cutAt} ms after the cut`}`}`,
       `ingest: ${ingestMovedMs === null ? 'stayed with A (it keeps mesh.reports while its broker link lives)' : `moved to B ${ingestMovedMs} ms after the cut`}; reports flowing into the store again ${ms(ingestMs)} after the cut, declarations POSTed after the cut received ${ms(deliveryMs)} after it; healed ${healAt - cutAt} ms after the cut`,
-      `A appended ${end.a.reports - before.a.reports} reports and published ${end.a.published - before.a.published} after the counters were first read (${aAtHeal.published - before.a.published} by the heal), B ${end.b.reports - before.b.reports} and ${end.b.published - before.b.published}`,
+      `A appended ${end.a.reports - before.a.reports} reports, issued ${end.a.issued - before.a.issued} declarations and saw ${end.a.published - before.a.published} confirmed after the counters were first read (${aAtHeal.issued - before.a.issued} and ${aAtHeal.published - before.a.published} by the heal), B ${end.b.reports - before.b.reports}, ${end.b.issued - before.b.issued} and ${end.b.published - before.b.published}`,
       `${accepted.length} declarations accepted (${byVia('A')} via A, ${byVia('B')} via B, ${duringCut} of those via B during the partition), ${declarer.unanswered.length} POSTs unanswered, ${declarer.conflicts.length} refused 409, ${declarer.otherRefusals.length} refused otherwise${declarer.otherRefusals.length > 0 ? ` (${declarer.otherRefusals.slice(0, 2).join(' / ')})` : ''}; ${receipts.length} receipts: ${ledger.received} received, ${ledger.superseded} replaced in the inbox by a later one that was received, ${ledger.undelivered.length} undelivered${ledger.undelivered.length > 0 ? ` (${ledger.undelivered.slice(0, 3).join(', ')})` : ''}; ${ledger.repeated.length} received twice (${handovers.length} handover(s) of the relay lease or failed batches; all recorded before the last: ${repeatsInWindow}), ${ledger.repeatsAfterNewer} of those repeats after a newer one; ${ledger.outOfOrder.length} out of order`,
       `both APIs at the store head ${String(head)} with the same nodes: ${apisAgree}`,
       ...(missing.length === 0
@@ -326,7 +329,7 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
             'the relay lease moved to B within its bound': relayTaken !== null,
             "A's last publish came before B took the lease": relayTaken !== null && (aLastPublish ?? cutAt) < relayTaken,
             'A published nothing from B taking the lease to the heal':
-              relayTaken !== null && counters.a.lastChange('published', relayTaken, healAt) === null,
+              relayTaken !== null && counters.a.lastChange('issued', relayTaken, healAt) === null,
             // After the heal A may publish again only as the holder (B may lose the lease on a busy machine).
             'A published after the heal only once it held the lease again':
               aAfterHeal === null || (aRetook !== undefined && aRetook.at < aAfterHeal),

@@ -263,15 +263,16 @@ ${table}
   only while A is cut). A's link to PostgreSQL, to RabbitMQ, or both is cut by a \`blackhole\` qdisc on both ends of its
   veth (every packet dropped: a partition, not a reset), held until the takeover the case expects happened (each wait
   bounded), then healed. Store cut: the relay lease must move to B within its bound and A's last publish (its
-  \`converge_relay_published_total\`, polled) must come before B took the lease, and none after; B's API must record
-  declarations during the cut. Broker cut: \`mesh.reports\` must move to B (the broker ends A's connection on missed
+  \`converge_relay_issued_total\`, polled: counted as written, since a confirm can arrive long after its write) must
+  come before B took the lease, and none after; B takes it over only after closing A's broker connection (the relay's
+  fence, docs/operations.md "Fencing the relay"); B's API must record declarations during the cut. Broker cut: \`mesh.reports\` must move to B (the broker ends A's connection on missed
   heartbeats); the relay lease stays with A, so delivery waits for the heal. Both: both must move. Every confirmed
   report stored once; every accepted declaration received by its node, or replaced in its one-message inbox by a later
   one that was; none twice unless POSTed before the cut (the at-least-once window: the batch in flight); none out of
   order per node (a first receipt with a serial below one its node already had); both APIs at the store head with the
   same nodes. Time to recover: from the cut until a report published after it is stored and a declaration POSTed
-  after it is received (by the takeover or after the heal); the takeover times are in the notes. Run by \`npm run faults\` only, not yet in
-  \`npm test\`: its last run, at load 20–27, failed checks (the rows above), not yet rerun on a quiet machine.
+  after it is received (by the takeover or after the heal); the takeover times are in the notes. Also in \`npm test\`
+  (\`test/faults/partition.fault.test.ts\`).
 - **tampered declarations** — \`test/faults/tamperingScenario.ts\`: after an untampered control declaration converges, each
   declaration is recorded, tampered and published to \`node.<id>\` as the relay publishes: a bit flipped at a random
   position (fast-check) in the declaration bytes or in the signature, the same JSON re-encoded, a signature by another

@@ -1,6 +1,6 @@
 import { createServer } from '../../app/server.ts';
 import type { ServerTransport } from '../../app/server.ts';
-import { boundDeadLetters, connectServerTransport } from '../../app/amqp.ts';
+import { boundDeadLetters, connectServerTransport, relayBrokerFence } from '../../app/amqp.ts';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Retention } from '../../app/retention.ts';
@@ -64,7 +64,7 @@ async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'co
       inbox: config.inboxQueue,
       inboxDeclareRate: config.inboxDeclareRate,
     });
-    transport = amqp.transport;
+    transport = { ...amqp.transport, fenceBroker: relayBrokerFence(config.managementUrl, config.amqpUrl, amqp.connectionName, logger) };
     await claimVhostForStore(amqp, store, config, logger);
     await boundDeadLetters(config, config.amqpUrl, logger);
   } else {

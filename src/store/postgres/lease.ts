@@ -77,7 +77,8 @@ export function acquirePostgresLease(
               [name, row.generation, row.beat],
             );
             const generation = taken.rows[0]?.generation;
-            if (generation !== undefined) return hold(client, table, name, BigInt(generation), lost, gone, ttlMs, monotonic, t);
+            const takenFrom = row.free ? 'free' : row.gone ? 'gone' : 'stale';
+            if (generation !== undefined) return hold(client, table, name, BigInt(generation), lost, gone, ttlMs, monotonic, t, takenFrom);
             seen = null;
           }
           await Promise.race([sleep(retryMs, signal), lost]);
@@ -102,6 +103,7 @@ function hold(
   ttlMs: number,
   monotonic: () => number,
   takenAt: number,
+  takenFrom: 'free' | 'gone' | 'stale',
 ): LeaseHold {
   let released = false;
   let ended = false;
@@ -151,6 +153,7 @@ function hold(
   return {
     lost: lost.then(() => (released ? new Promise<void>(() => undefined) : undefined)),
     generation,
+    takenFrom,
     valid,
     current: async () => {
       if (!valid()) return false;
