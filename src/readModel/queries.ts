@@ -3,7 +3,7 @@ import type { At, NodeState, NodeView, ObservedSpan } from '../../projections/in
 import { ConvergeError } from '../core/errors.ts';
 import type { NodeEvent, Recorded } from '../core/events/index.ts';
 import { isNodeEvent, observationStream, streamOf } from '../core/events/index.ts';
-import type { EventStore } from '../store/index.ts';
+import type { EventStore, StreamMoment } from '../store/index.ts';
 
 // Questions about one node that the API and the CLI both answer, answered one way. Each reads
 // the node's own stream (never the whole store), so its cost is the node's history, not the
@@ -19,6 +19,20 @@ export async function readNodeStream(store: EventStore, node: string): Promise<r
   if (events.length === 0) throw nodeNotFound(node);
   return events;
 }
+
+/**
+ * A node's stream as it stood at `to`: its events up to the last one within it (docs/design.md §3,
+ * "As of a time"), the same prefix the whole stream gives. Read as of `to`, so the archive's
+ * segments past it are left out (docs/store.md "Segment time ranges").
+ */
+export async function readNodeStreamAsOf(store: EventStore, node: string, to: At): Promise<readonly Recorded[]> {
+  const events = await store.readStream(streamOf(node), { asOf: momentOf(to) });
+  if (events.length === 0) throw nodeNotFound(node);
+  return events.slice(0, stateAt(node, events, to).folded);
+}
+
+/** The store's moment (ReadStreamOptions.asOf) for a fold's `at`. */
+export const momentOf = (at: At): StreamMoment => (at.kind === 'time' ? { time: at.time } : { position: at.position });
 
 /**
  * The folded last-seen time, or the exact one the ingest holds in memory if newer (alive is
@@ -49,8 +63,7 @@ export async function readObservedSpans(store: EventStore): Promise<ObservedSpan
  */
 export async function stateAsOf(store: EventStore, node: string, at: At, graceMs?: number): Promise<StateAsOf> {
   // Events past the moment may be left out (an archive's later segments): the fold stops before them.
-  const asOf = at.kind === 'time' ? { time: at.time } : { position: at.position };
-  const events = await store.readStream(streamOf(node), { asOf });
+  const events = await store.readStream(streamOf(node), { asOf: momentOf(at) });
   if (events.length === 0) throw nodeNotFound(node);
   const r = stateAt(node, events, at);
   const moment = at.kind === 'time' ? at.time : r.lastEventAt === null ? 0 : Date.parse(r.lastEventAt);

@@ -1,6 +1,7 @@
-import { timeline } from '../../../projections/index.ts';
+import { parseAt, timeline } from '../../../projections/index.ts';
+import type { At } from '../../../projections/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
-import { readNodeStream } from '../../readModel/queries.ts';
+import { readNodeStream, readNodeStreamAsOf } from '../../readModel/queries.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';
 import { printList, short, table } from '../output.ts';
@@ -12,13 +13,18 @@ export const run: Run = ({ io, values, positionals, config, output }) => {
     throw new ConvergeError('CONVERGE_ERR_USAGE', `--limit must be a whole number ≥ 1, got ${JSON.stringify(values.limit)}`);
   }
   const limit = values.limit === undefined ? Infinity : Number(values.limit);
+  const from = moment('from', values.from);
+  const to = moment('to', values.to);
   return withStore(config, io, async (store) => {
-    const events = await readNodeStream(store, node);
+    // To `--to`, the history as it stood then: the archive's segments past it are not read. Every
+    // event before `--from` is: each entry is classified by the fold from the stream's first event.
+    const events = to === null ? await readNodeStream(store, node) : await readNodeStreamAsOf(store, node, to);
     const t = timeline(node, events);
-    const entries = limit === Infinity ? t.entries : t.entries.slice(-limit);
-    // With --limit, the declarations those events name (sent, or reported on), not every one ever sent.
+    const windowed = from === null ? t.entries : t.entries.filter((e) => !before(e, from));
+    const entries = limit === Infinity ? windowed : windowed.slice(-limit);
+    // With --limit or --from, the declarations those events name (sent, or reported on), not every one ever sent.
     const named = new Set(entries.map((e) => e.digest));
-    const declarations = limit === Infinity ? t.declarations : t.declarations.filter((d) => named.has(d.digest));
+    const declarations = limit === Infinity && from === null ? t.declarations : t.declarations.filter((d) => named.has(d.digest));
     // -o wide: the digests whole.
     const digest = output === 'wide' ? (d: string | null): string => d ?? '-' : short;
     printList(io, output, entries, {
@@ -52,3 +58,16 @@ export const run: Run = ({ io, values, positionals, config, output }) => {
     return 0;
   });
 };
+
+/** `--from` / `--to`: an ISO 8601 time or a store position; null when not given. */
+function moment(flag: string, value: unknown): At | null {
+  if (value === undefined) return null;
+  const at = typeof value === 'string' ? parseAt(value) : null;
+  if (at === null)
+    throw new ConvergeError('CONVERGE_ERR_USAGE', `--${flag} ${JSON.stringify(value)} is neither an ISO 8601 time nor a decimal position`);
+  return at;
+}
+
+/** An entry before `from`: recorded before its time, or stored before its position. */
+const before = (e: Readonly<{ at: string; position: bigint }>, from: At): boolean =>
+  from.kind === 'time' ? Date.parse(e.at) < from.time : e.position < from.position;

@@ -165,9 +165,17 @@ export const commands: readonly CommandSpec[] = [
   {
     name: 'history',
     output: true,
-    usage: 'converge history <node> [--limit <n>] [--json]',
+    usage: 'converge history <node> [--from <time|position>] [--to <time|position>] [--limit <n>] [--json]',
     summary: "a node's events, oldest first, each report classified, each declaration's latency",
-    flags: { limit: { type: 'string', value: '<n>', help: 'only the latest n events, and the declarations they name' } },
+    flags: {
+      from: { type: 'string', value: '<time|position>', help: 'only the events from this moment on, and the declarations they name' },
+      to: {
+        type: 'string',
+        value: '<time|position>',
+        help: 'the history as it stood at this moment (archive segments past it are not read)',
+      },
+      limit: { type: 'string', value: '<n>', help: 'only the latest n events, and the declarations they name' },
+    },
     args: [1, 1],
     settings: ['store', 'archiveDir'],
     load: () => import('./history.ts'),

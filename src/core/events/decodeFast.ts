@@ -1,6 +1,7 @@
-// The fast version of the zod decode of the three node events (upcasters.ts decodeEventData):
-// it must equal the schemas in events.ts (declarationSentData, reportReceivedData,
-// aliveSeenData), which stay the one definition of a valid stored event. It serves the paths that
+// The fast version of the zod decode of the node events (upcasters.ts decodeEventData):
+// it must equal the schemas in events.ts and liveness.ts (declarationSentData, reportReceivedData,
+// aliveSeenData, nodeHeardData, nodeSilentData), which stay the one definition of a valid stored
+// event. Liveness transitions are most of a long history's events (docs/design.md §3). It serves the paths that
 // decode the whole log (replay, a cold start, the projections), where zod's safeParse was a large
 // share of each event's cost, mostly copying objects that were already exactly right. For an input
 // it accepts it returns data deep-equal to zod's — the parsed object itself, not a copy, so only
@@ -10,6 +11,7 @@
 // holds the two equal on generated and broken data.
 
 import type { AliveSeenData, DeclarationSentData, ReportReceivedData } from './events.ts';
+import type { NodeHeardData, NodeSilentData } from './liveness.ts';
 import { rolloutIdPattern } from './rollouts.ts';
 
 type Plain = Record<string, unknown>;
@@ -171,9 +173,27 @@ export function fastAliveSeen(v: unknown): AliveSeenData | null {
   return isNodeName(v.node) && isIso(v.seenAt) && keyCount(v) === 2 ? (v as AliveSeenData) : null;
 }
 
+/** The zod output of nodeHeardData for `v`, or null to let zod decide. */
+export function fastNodeHeard(v: unknown): NodeHeardData | null {
+  if (!isPlainObject(v)) return null;
+  return isNodeName(v.node) && isIso(v.at) && (v.lastSeenBefore === null || isIso(v.lastSeenBefore)) && keyCount(v) === 3
+    ? (v as NodeHeardData)
+    : null;
+}
+
+/** The zod output of nodeSilentData for `v`, or null to let zod decide. */
+export function fastNodeSilent(v: unknown): NodeSilentData | null {
+  if (!isPlainObject(v)) return null;
+  return isNodeName(v.node) && isIso(v.lastSeenAt) && isIso(v.observedAt) && isCount(v.graceMs) && keyCount(v) === 4
+    ? (v as NodeSilentData)
+    : null;
+}
+
 /** The fast check for a type, if it has one. */
 export const fastDecoders: Readonly<Record<string, ((v: unknown) => unknown) | undefined>> = {
   DeclarationSent: fastDeclarationSent,
   ReportReceived: fastReportReceived,
   AliveSeen: fastAliveSeen,
+  NodeHeard: fastNodeHeard,
+  NodeSilent: fastNodeSilent,
 };

@@ -11,7 +11,7 @@ import type { ProofTree } from '../../core/audit/proofTree.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import { auditStream, observationStream, signedCheckpointOf, streamOf } from '../../core/events/index.ts';
 import type { EventStore, StoredRecord } from '../../store/index.ts';
-import { readNodeStream } from '../queries.ts';
+import { readNodeStream, readNodeStreamAsOf } from '../queries.ts';
 import { decodeEvidence, evidenceAnswer } from './answer.ts';
 
 // An evidence bundle built from a store (docs/audit.md#evidence-bundles-how-an-auditor-checks-one-with-nothing-but-converge),
@@ -100,7 +100,9 @@ async function gather(store: EventStore, request: EvidenceRequest, latest: Signe
   const own = streamOf(request.node);
   const keep = (r: StoredRecord): boolean => r.stream === own || r.stream === observationStream;
   if (request.atText !== newestCheckpoint) {
-    const stream = await readNodeStream(store, request.node);
+    // Up to the moment only: the archive's segments past it are not read for the stream (the walk
+    // below still reads every row, archived or not: each proof needs every leaf hash of its tree).
+    const stream = await readNodeStreamAsOf(store, request.node, request.at);
     // Read after the stream: the head covers every event the stream read returned.
     const head = request.unsigned ? await store.auditHead() : null;
     const size = Math.max(latest?.size ?? 0, head === null ? 0 : Number(head.size));

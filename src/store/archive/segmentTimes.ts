@@ -1,5 +1,5 @@
 import type { Recorded } from '../../core/events/index.ts';
-import { eventTimeField } from '../../core/events/index.ts';
+import { currentVersion, eventTimeField } from '../../core/events/index.ts';
 import { decodeStoredData } from '../decodeStored.ts';
 import type { ArchiveSegment, StreamMoment } from '../port.ts';
 import type { ArchivedRow } from './segment.ts';
@@ -19,14 +19,25 @@ function timeOf(type: string, data: unknown): number {
   return typeof v === 'string' ? Date.parse(v) : NaN;
 }
 
-/** The range of `rows`' times; null if one has no readable time (the segment is then always opened). */
+/**
+ * The range of `rows`' times; null if one has no readable time (the segment is then always opened).
+ * A row of this version's shape carries the fold's time as the move read it (`time`, the same field
+ * of the same data, taken in SQL): no upcaster ran on it, so only older rows are decoded.
+ */
 export function timeRangeOf(rows: readonly ArchivedRow[]): TimeRange | null {
   let min = Infinity;
   let max = -Infinity;
+  // Nearly every row has the same metadata text: parsed once.
+  let current: string | null = null;
+  const isCurrent = (m: string): boolean =>
+    m === current || ((JSON.parse(m) as { v?: unknown } | null)?.v === currentVersion && (current = m) !== null);
   for (const r of rows) {
     let t: number;
     try {
-      t = timeOf(r.type, decodeStoredData(r.type, JSON.parse(r.data), JSON.parse(r.metadata), r));
+      t =
+        typeof r.time === 'string' && isCurrent(r.metadata)
+          ? Date.parse(r.time)
+          : timeOf(r.type, decodeStoredData(r.type, JSON.parse(r.data), JSON.parse(r.metadata), r));
     } catch {
       return null;
     }

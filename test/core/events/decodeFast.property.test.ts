@@ -2,9 +2,24 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { isConvergeError } from '../../../src/core/errors.ts';
-import { aliveSeenData, declarationSentData, decodeEvent, eventMetadata, reportReceivedData } from '../../../src/core/events/index.ts';
-import { fastAliveSeen, fastDeclarationSent, fastReportReceived, isPlainIso } from '../../../src/core/events/decodeFast.ts';
-import { makeAliveSeen, makeDeclarationSent, makeReportReceived } from '../../../src/core/events/index.ts';
+import {
+  aliveSeenData,
+  declarationSentData,
+  decodeEvent,
+  eventMetadata,
+  nodeHeardData,
+  nodeSilentData,
+  reportReceivedData,
+} from '../../../src/core/events/index.ts';
+import {
+  fastAliveSeen,
+  fastDeclarationSent,
+  fastNodeHeard,
+  fastNodeSilent,
+  fastReportReceived,
+  isPlainIso,
+} from '../../../src/core/events/decodeFast.ts';
+import { makeAliveSeen, makeDeclarationSent, makeNodeHeard, makeNodeSilent, makeReportReceived } from '../../../src/core/events/index.ts';
 import { testKey } from '../../support/history.ts';
 import { parseReport } from '../../../src/core/wire/index.ts';
 
@@ -17,6 +32,8 @@ const checks = [
   { type: 'DeclarationSent', fast: fastDeclarationSent, schema: declarationSentData },
   { type: 'ReportReceived', fast: fastReportReceived, schema: reportReceivedData },
   { type: 'AliveSeen', fast: fastAliveSeen, schema: aliveSeenData },
+  { type: 'NodeHeard', fast: fastNodeHeard, schema: nodeHeardData },
+  { type: 'NodeSilent', fast: fastNodeSilent, schema: nodeSilentData },
 ] as const;
 
 const agrees = (v: unknown): void => {
@@ -103,12 +120,14 @@ const reports = shaped({
   transport: mostly(shaped({ messageId: nullableString, redelivered: mostly(fc.boolean()), userId: nullableString }), anyJson),
 });
 const alives = shaped({ node, seenAt: time });
+const heards = shaped({ node, at: time, lastSeenBefore: mostly(fc.oneof(time, fc.constant(null))) });
+const silents = shaped({ node, lastSeenAt: time, observedAt: time, graceMs: count });
 
 test('whatever the fast check accepts, zod accepts and returns the same: valid events, each field sometimes wrong, keys missing or added', () => {
   let taken = 0;
   let runs = 0;
   fc.assert(
-    fc.property(fc.oneof(declarations, reports, alives, anyJson), (v) => {
+    fc.property(fc.oneof(declarations, reports, alives, heards, silents, anyJson), (v) => {
       runs++;
       if (checks.some((c) => c.fast(v) !== null)) taken++;
       agrees(v);
@@ -124,6 +143,9 @@ const sent = makeDeclarationSent({ node: 'n1', serial: 2, resources: [{ id: 'web
 const body = Buffer.from(JSON.stringify({ node: 'n1', declared: sent.data.digest, applied: ['web'], failed: { db: 'disk full' } }));
 const report = makeReportReceived(parseReport(body), body, { messageId: 'm-1', redelivered: true, userId: 'n1' }, now);
 const alive = makeAliveSeen({ node: 'n1' }, now);
+const heard = makeNodeHeard('n1', now.getTime(), null);
+const heardAgain = makeNodeHeard('n1', now.getTime() + 90_000, now.getTime());
+const silent = makeNodeSilent('n1', now.getTime(), now.getTime() + 60_000, 60_000);
 const stored = (data: unknown): Record<string, unknown> => JSON.parse(JSON.stringify(data)) as Record<string, unknown>;
 
 test('the events the engine writes take the fast check and decode to what zod gives', () => {
@@ -133,6 +155,9 @@ test('the events the engine writes take the fast check and decode to what zod gi
     [fastDeclarationSent, tagged, declarationSentData],
     [fastReportReceived, report.data, reportReceivedData],
     [fastAliveSeen, alive.data, aliveSeenData],
+    [fastNodeHeard, heard.data, nodeHeardData],
+    [fastNodeHeard, heardAgain.data, nodeHeardData],
+    [fastNodeSilent, silent.data, nodeSilentData],
   ] as const) {
     const v = stored(data);
     assert.notEqual(fast(v), null, `not on the fast path: ${JSON.stringify(v)}`);
@@ -147,6 +172,8 @@ test('a malformed stored event is still refused by decodeEvent, with zod naming 
     ['ReportReceived', { ...stored(report.data), receivedAt: 'not a time' }],
     ['ReportReceived', { ...stored(report.data), transport: { messageId: 1, redelivered: false, userId: null } }],
     ['AliveSeen', { node: '', seenAt: now.toISOString() }],
+    ['NodeHeard', { ...stored(heard.data), lastSeenBefore: 'never' }],
+    ['NodeSilent', { ...stored(silent.data), graceMs: 0 }],
   ];
   for (const [type, data] of broken) {
     assert.throws(
