@@ -21,6 +21,7 @@
 //   npm run bench -- rollout      BENCH_SENDS=10000 BENCH_PASSES=3 BENCH_ROLLOUT_NODES=10000 BENCH_APPLY_MS=200
 //   (the fleet-scale figure: BENCH_ROLLOUT_NODES=100000 BENCH_APPLY_MS=1000)
 //   BENCH_CPU_PROFILE=/tmp/rollout.cpuprofile also writes the engine thread's profile over the rollout.
+//   BENCH_TURNS_JSON=/tmp/turns.json also writes its 50 longest event-loop turns by CPU, with their owners.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
