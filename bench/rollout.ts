@@ -21,7 +21,8 @@
 //   npm run bench -- rollout      BENCH_SENDS=10000 BENCH_PASSES=3 BENCH_ROLLOUT_NODES=10000 BENCH_APPLY_MS=200
 //   (the fleet-scale figure: BENCH_ROLLOUT_NODES=100000 BENCH_APPLY_MS=1000)
 //   BENCH_CPU_PROFILE=/tmp/rollout.cpuprofile also writes the engine thread's profile over the rollout.
-import { mkdtempSync, rmSync } from 'node:fs';
+//   BENCH_TURNS_JSON=/tmp/turns.json also writes its 50 longest event-loop turns by CPU, with their owners.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -38,6 +39,8 @@ import { createInProcessBroker } from '../src/transport/inProcess.ts';
 import { percentile, startApiProbe } from './support/apiProbe.ts';
 import { startCpuShares } from './support/cpuByStack.ts';
 import type { CpuShares } from './support/cpuByStack.ts';
+import { describeTurns, startTurnMeter } from './support/longTurns.ts';
+import type { Turn } from './support/longTurns.ts';
 import { createBenchReport } from './support/report.ts';
 import { ownThreadId, startRemoteFleet, threadCpuMs } from './support/remoteFleet.ts';
 
@@ -169,6 +172,7 @@ async function rollout(): Promise<{
   threadCpu: Readonly<{ mainMs: number; fleetMs: number }>;
   nodeApi: Latency;
   rolloutApi: Latency;
+  loop: Readonly<{ p50: number; p99: number; max: number; cpuP99: number; cpuMax: number; longest: readonly Turn[] }>;
 }> {
   const path = join(dir, 'rollout.db');
   const store = openStore(path);
@@ -194,6 +198,7 @@ async function rollout(): Promise<{
   const profiler = await startCpuShares(shares, 1_000, process.env['BENCH_CPU_PROFILE'] ?? null);
   const mainTid = ownThreadId();
   const cpu0 = { main: threadCpuMs(mainTid), fleet: fleet.cpuMs() };
+  const turns = startTurnMeter();
   const t = performance.now();
   const startedAtMs = Date.now();
   const { rollout: id, waves: plan } = await startRollout(server.rolloutDeps, {
@@ -213,11 +218,13 @@ async function rollout(): Promise<{
   while (driving()) await new Promise((r) => setTimeout(r, 5));
   const wallMs = performance.now() - t;
   const endedAtMs = Date.now();
+  const delay = turns.stop();
   const threadCpu = { mainMs: threadCpuMs(mainTid) - cpu0.main, fleetMs: fleet.cpuMs() - cpu0.fleet };
   await new Promise((r) => setTimeout(r, 1_000 + idleMs));
   const samples = await probe.stop();
   // Stopped last: handing the profile over holds the loop, and no read may wait on that.
   const cpu = await profiler.stop();
+  const loop = { ...delay, longest: turns.attribute(cpu.profile, 50) };
   // A 404 is a read before the node or the rollout was folded: not the same answer, not counted.
   // Any other answer (or none: a reset socket) is counted as failed, shown beside the figures.
   const failedReads = samples.filter((x) => x.status !== 200 && x.status !== 404).length;
@@ -255,6 +262,7 @@ async function rollout(): Promise<{
     threadCpu,
     nodeApi: latency('/v1/nodes/'),
     rolloutApi: latency('/v1/rollouts/'),
+    loop,
   };
 }
 
@@ -356,6 +364,15 @@ for (const [route, l] of [
     notes: `${l.during.length.toLocaleString('en-US')} reads during (${l.failed} reads of either route failed), ${l.idle.length.toLocaleString('en-US')} idle (the ${idleMs / 1000} s after it ended, same nodes, same server); p50 ${percentile(l.during, 50).toFixed(1)} ms vs ${percentile(l.idle, 50).toFixed(1)} ms; max ${Math.max(...l.during).toFixed(0)} ms. A worker thread sends a GET every 10 ms whatever came back (open loop)`,
   });
 }
+report.row({
+  name: "the engine thread's CPU in one event-loop turn while the rollout runs, p99",
+  unit: 'ms',
+  converge: r.loop.cpuP99,
+  better: 'lower',
+  notes: `turns: the gaps between a 1 ms timer's ticks, the thread's CPU in each from the kernel (bench/support/longTurns.ts); max ${r.loop.cpuMax.toFixed(1)} ms. Loop delay (monitorEventLoopDelay, wall, the machine's load included): p50 ${r.loop.p50.toFixed(1)} ms, p99 ${r.loop.p99.toFixed(1)} ms, max ${r.loop.max.toFixed(0)} ms. The longest turns by CPU, the profile's samples in each by the deepest project frame (ms): ${describeTurns(r.loop.longest.slice(0, 3)).join(' · ')}`,
+});
+for (const line of describeTurns(r.loop.longest.slice(0, 10))) console.error(`long turn ${line}`);
+if (process.env['BENCH_TURNS_JSON'] !== undefined) writeFileSync(process.env['BENCH_TURNS_JSON'], JSON.stringify(r.loop.longest));
 report.note(
   `Each wave of the rollout, from its events (nodes: opening → last send recorded; last send → every matching report folded): ${r.phases
     .map((p) => `${p.nodes.toLocaleString('en-US')}: ${p.sendingMs} ms; ${p.convergingMs} ms`)

@@ -1,5 +1,5 @@
 // Imports point one way, down this list (docs/architecture.md draws it from the code):
-//   core → projections → {retry, metrics, tracing} → {store, transport} → {engine, readModel} → notify → api → app → cli,
+//   core → projections → {retry, metrics, tracing, turnBudget} → {store, transport} → {engine, readModel} → notify → api → app → cli,
 //   and web on top.
 // src/core is the pure domain (node messages, declarations, events, the rollout decision), with an
 // order of its own inside it; projections/ holds the folds over its events. web/ (the dashboard) may
@@ -17,7 +17,7 @@ export const layers = [
   ['src/core/rollout'],
   ['projections'],
   // Tracing is called by the engine, the read model and the API alike, and imports none of them.
-  ['src/retry', 'src/metrics', 'src/tracing'],
+  ['src/retry', 'src/metrics', 'src/tracing', 'src/turnBudget'],
   ['src/store', 'src/transport'],
   ['src/engine', 'src/readModel', 'src/simulation', 'src/brokerAdmin'],
   // Notifications hear the read model's changes, so they sit just above it.

@@ -13,15 +13,16 @@ export type CpuShares = Readonly<{
   ms: Readonly<Record<string, number>>;
 }>;
 
-type Node = { id: number; callFrame: { url: string }; children?: number[] };
-type Profile = { nodes: Node[]; samples: number[]; timeDeltas: number[] };
+type Node = { id: number; callFrame: { url: string; functionName?: string }; children?: number[] };
+/** V8's profile: `startTime` and the samples' times (its start plus the deltas so far) in µs of the monotonic clock. */
+export type Profile = { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number };
 
 export async function startCpuShares(
   shares: Readonly<Record<string, readonly string[]>>,
   intervalUs = 1_000,
   /** Also write the whole profile here (a .cpuprofile Chrome's DevTools opens), to see more than the shares. */
   savePath: string | null = null,
-): Promise<{ stop: () => Promise<CpuShares> }> {
+): Promise<{ stop: () => Promise<CpuShares & { profile: Profile }> }> {
   const session = new Session();
   session.connect();
   await session.post('Profiler.enable');
@@ -32,7 +33,7 @@ export async function startCpuShares(
       const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: Profile };
       session.disconnect();
       if (savePath !== null) writeFileSync(savePath, JSON.stringify(profile));
-      return attribute(profile, shares);
+      return { ...attribute(profile, shares), profile };
     },
   };
 }
@@ -64,8 +65,7 @@ function attribute(profile: Profile, shares: Readonly<Record<string, readonly st
   let busyUs = 0;
   profile.samples.forEach((id, i) => {
     const us = profile.timeDeltas[i + 1] ?? 0;
-    const name = byId.get(id)?.callFrame as unknown as { functionName?: string } | undefined;
-    if (name?.functionName === '(idle)') return;
+    if (byId.get(id)?.callFrame.functionName === '(idle)') return;
     busyUs += us;
     const mask = maskOf(id);
     names.forEach((n, j) => {

@@ -26,12 +26,13 @@ export type StallReport = Readonly<{
   total: Readonly<{ ms: number; cpuMs: number; waitMs: number }>;
 }>;
 
-type Sample = { at: number; cpu: number; wait: number };
+/** `at`: performance.now(); `cpu`, `wait`: the main thread's counters so far (ms). */
+export type Sample = { at: number; cpu: number; wait: number };
 
 const schedstatPath = `/proc/${process.pid}/task/${process.pid}/schedstat`;
 
 /** The main thread's counters now, or null where the kernel does not keep them. */
-function sample(): Sample | null {
+export function threadCounters(): Sample | null {
   let text: string;
   try {
     text = readFileSync(schedstatPath, 'latin1');
@@ -45,12 +46,12 @@ function sample(): Sample | null {
 
 /** Start measuring; `stop` answers null where schedstat is not available (not Linux, or no schedstats). */
 export function startStallMeter(tickMs = 5): { stop: () => StallReport | null } {
-  const first = sample();
+  const first = threadCounters();
   if (first === null) return { stop: () => null };
   let last = first;
   let longest: Stall = { ms: 0, cpuMs: 0, waitMs: 0, blockedMs: 0 };
   const tick = (): void => {
-    const now = sample();
+    const now = threadCounters();
     if (now === null) return;
     const late = now.at - last.at - tickMs;
     if (late > longest.ms) {

@@ -1,4 +1,3 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { checkCarriedPorts, specDigestOf, validateSpec } from '../core/declaration/index.ts';
 import type { SigningKey, Spec } from '../core/declaration/index.ts';
 import { ConvergeError, isConvergeError, toConvergeError } from '../core/errors.ts';
@@ -8,6 +7,7 @@ import type { DeclarationSent, WithId } from '../core/events/index.ts';
 import type { AppendResult, EventStore, StreamWrite } from '../store/port.ts';
 import { validateNodeId } from '../core/wire/nodeId.ts';
 import { attr, digestKey, tracer } from '../tracing/index.ts';
+import { createTurnBudget } from '../turnBudget.ts';
 import { createHoldsReader, pinnedError } from './holds.ts';
 import type { HoldsReader } from './holds.ts';
 import { catchUpSendView, createMoveBudget, createUnseenPause, sendViewLoader } from './sendView.ts';
@@ -81,8 +81,8 @@ export type BatchSenderOptions = Readonly<{
   maxAttempts?: number;
   /** Append calls made again because only the nodes' own reports and alives moved their streams. */
   maxMoves?: number;
-  /** Declarations built and signed per turn of the event loop (default 100). */
-  signPerTurn?: number;
+  /** Time spent building and signing before the event loop gets a turn (ms; src/turnBudget.ts). */
+  signSliceMs?: number;
 }>;
 
 export type BatchSender = Readonly<{
@@ -203,7 +203,7 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
   const maxMoves = options.maxMoves ?? 100;
   const loadView = sendViewLoader(store, options.loadNode);
   const holds = options.holds ?? createHoldsReader(store);
-  const signPerTurn = Math.max(1, options.signPerTurn ?? 100);
+  const signSliceMs = options.signSliceMs;
 
   return async function record(items, opts = {}) {
     const outcomes: (RecordedOutcome | null)[] = items.map(() => null);
@@ -232,17 +232,19 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
     /**
      * The call's writes for `pending`: a node whose newest report carries a port the spec asks for
      * is refused here. Signing is most of a send's CPU (an Ed25519 signature each): a batch is
-     * signed `signPerTurn` at a time, giving the loop back between, so a wave's 500-node batches
-     * do not hold the API, ingest and the projections for the whole batch.
+     * signed in slices of a few ms (src/turnBudget.ts), giving the loop back between, so a wave's
+     * 500-node batches do not hold the API, ingest and the projections for a whole batch (100
+     * signatures a turn were 5 ms on a quiet machine, 20 and more on a busy one). The append is
+     * still one call, after the last slice.
      */
     const build = async () => {
       const writes: StreamWrite[] = [];
       const sent: { node: string; serial: number; digest: string }[] = [];
       const refused: BatchOutcome[] = [];
       const made = new Map<number, WithId<DeclarationSent>>();
-      let n = 0;
+      const budget = createTurnBudget(signSliceMs === undefined ? {} : { sliceMs: signSliceMs });
       for (const t of pending) {
-        if (++n % signPerTurn === 0) await nextTurn();
+        if (budget.spent()) await budget.nextSlice();
         const v = views.get(t.node)!;
         try {
           checkCarriedPorts(t.spec, v.carried);

@@ -3,6 +3,7 @@ import { isConvergeError } from '../core/errors.ts';
 import type { Recorded } from '../core/events/index.ts';
 import { retry } from '../retry.ts';
 import type { RetryResult } from '../retry.ts';
+import { defaultSliceMs } from '../turnBudget.ts';
 import type { Notifier } from './notifier.ts';
 import type { SubscribeOptions, Subscription } from './port.ts';
 
@@ -27,10 +28,43 @@ export type PollingSource = Readonly<{
 
 const backoff = { minMs: 50, maxMs: 5_000 } as const;
 
-export function createPollingSubscription(source: PollingSource, options: SubscribeOptions): Subscription {
+/** The fewest events a read asks for while batches run long: below it a read's own cost dominates. */
+export const minTurnBatch = 16;
+
+/**
+ * The events the next read asks for, from what the last batch cost: its synchronous work (the
+ * read's decode where the store reads on this thread, the handler's fold) in one turn of the
+ * loop, which holds every request for as long. At most `batchSize`, and about what fits
+ * `sliceMs` (src/turnBudget.ts) once a batch ran longer; growing back at most twice a batch.
+ */
+export function nextBatchLimit(limit: number, batchSize: number, handled: number, syncMs: number, sliceMs = defaultSliceMs): number {
+  if (handled === 0 || syncMs <= 0) return Math.min(batchSize, limit * 2);
+  const fits = Math.floor((sliceMs * handled) / syncMs);
+  return Math.max(Math.min(minTurnBatch, batchSize), Math.min(batchSize, limit * 2, fits));
+}
+
+export function createPollingSubscription(
+  source: PollingSource,
+  options: SubscribeOptions,
+  /** A clock in ms for the batches' cost (tests inject one). */
+  now: () => number = () => performance.now(),
+): Subscription {
   const abort = new AbortController();
   const signal = abort.signal;
   const batchSize = Math.max(1, options.batchSize ?? 500);
+  // A checkpointed subscription (the relay) pays a store write per batch: its batches stay as asked.
+  const adapts = options.checkpoint === undefined;
+  let limit = batchSize;
+  let syncMs = 0;
+  /** Run `fn`, counting the time until it returns (its synchronous part) to the batch. */
+  const timed = <T>(fn: () => T): T => {
+    const t0 = now();
+    try {
+      return fn();
+    } finally {
+      syncMs += now() - t0;
+    }
+  };
   const types = options.types === undefined ? null : new Set<string>(options.types);
   let position: bigint | null = null;
   let caughtUp = false;
@@ -81,6 +115,7 @@ export function createPollingSubscription(source: PollingSource, options: Subscr
     while (!signal.aborted) {
       const seen = source.notifier.version();
       const after = position;
+      syncMs = 0;
       // A filtered subscription (types) learns the head first: when nothing after `after` matches,
       // every event up to that head was read past, so the next wake starts there instead of scanning
       // the same non-matching events again. Positions are committed in order in every polling
@@ -89,7 +124,7 @@ export function createPollingSubscription(source: PollingSource, options: Subscr
       // driver's, on a store without rollouts) rescanned the whole log on every append.
       const scanned = types === null ? null : await retrying(() => source.headPosition());
       if (scanned !== null && !scanned.ok) return;
-      const read = await retrying(() => source.readAfter(after, batchSize, types));
+      const read = await retrying(() => timed(() => source.readAfter(after, limit, types)));
       if (!read.ok) return;
       const batch = read.value;
       const last = batch[batch.length - 1];
@@ -100,8 +135,9 @@ export function createPollingSubscription(source: PollingSource, options: Subscr
         await source.notifier.wait(seen, source.pollMs, signal);
         continue;
       }
-      const handled = await retrying(async () => options.handler(batch));
+      const handled = await retrying(async () => timed(() => options.handler(batch)));
       if (!handled.ok) return;
+      if (adapts) limit = nextBatchLimit(limit, batchSize, batch.length, syncMs);
       position = last.position;
       if (options.checkpoint !== undefined) {
         const name = options.checkpoint;

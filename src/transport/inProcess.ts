@@ -1,4 +1,5 @@
 import type { ErrorCode } from '../core/errors.ts';
+import { createTurnBudget } from '../turnBudget.ts';
 import { defaultPrefetch } from './amqpIngestSource.ts';
 import { inboundKinds, nodeQueueOf, queueOfKind } from './brokerNames.ts';
 import type { DeclarationPublisher, Delivery, InboundKind, IngestSource, NodeLink, OutboundDeclaration } from './port.ts';
@@ -45,6 +46,8 @@ type Inbox = { messages: Buffer[]; consumer: ((body: Buffer) => Promise<void>) |
 export type InProcessBrokerOptions = Readonly<{
   /** Unacked deliveries per queue (mesh.reports, mesh.alive), as the AMQP consumer's basic.qos. */
   prefetch?: number;
+  /** Time a turn spends delivering (ms; src/turnBudget.ts), at least one delivery a turn. */
+  sliceMs?: number;
 }>;
 
 export function createInProcessBroker(options: InProcessBrokerOptions = {}): InProcessBroker {
@@ -59,6 +62,38 @@ export function createInProcessBroker(options: InProcessBrokerOptions = {}): InP
   let generation = 0;
   let seq = 0;
   let scheduled = false;
+  /** Deliveries taken off a queue between two looks at the clock. */
+  const deliverChunk = 16;
+  /** The queue a turn's deliveries begin with: they take turns, so neither waits behind a backlog of the other. */
+  let first = 0;
+
+  /**
+   * Deliver what the window allows, for at most a slice of the turn: the consumer parses each
+   * delivery as it comes, and a window of 2,000 reports handed over in one turn held the loop
+   * (and every API request) for tens of ms. What is left goes in the next turn, as a socket
+   * hands a consumer what one read brought.
+   */
+  function deliver(deliverTo: (d: Delivery) => void): void {
+    const budget = createTurnBudget(options.sliceMs === undefined ? {} : { sliceMs: options.sliceMs });
+    const kinds = [...inboundKinds.slice(first), ...inboundKinds.slice(0, first)];
+    first = (first + 1) % inboundKinds.length;
+    let delivered = false;
+    for (const kind of kinds) {
+      // At least one chunk a turn, whatever the slice: the window always moves.
+      while ((!delivered || !budget.spent()) && !paused) {
+        const chunk = queues[kind].splice(0, Math.min(deliverChunk, Math.max(0, prefetch - out[kind])));
+        if (chunk.length === 0) break;
+        delivered = true;
+        for (const message of chunk) {
+          const handle: Handle = { seq: ++seq, generation };
+          unacked.set(handle.seq, { kind, message });
+          out[kind]++;
+          deliverTo({ kind, ...message, handle });
+        }
+      }
+    }
+    if (inboundKinds.some((k) => queues[k].length > 0 && out[k] < prefetch)) pump();
+  }
 
   function pump(): void {
     if (scheduled) return;
@@ -67,14 +102,7 @@ export function createInProcessBroker(options: InProcessBrokerOptions = {}): InP
     setImmediate(() => {
       scheduled = false;
       if (consumer === null || paused) return;
-      for (const kind of inboundKinds) {
-        for (const message of queues[kind].splice(0, Math.max(0, prefetch - out[kind]))) {
-          const handle: Handle = { seq: ++seq, generation };
-          unacked.set(handle.seq, { kind, message });
-          out[kind]++;
-          consumer({ kind, ...message, handle });
-        }
-      }
+      deliver(consumer);
     });
   }
 

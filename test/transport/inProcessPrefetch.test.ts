@@ -66,3 +66,32 @@ test('a stopped consumer gives its unacked deliveries back in their order, flagg
   );
   await two.stop();
 });
+
+test('a window is delivered a slice of the turn at a time, every delivery once, in order', async () => {
+  // A slice of 0 ms: one chunk (16) a turn, so the count does not hang on the machine's speed.
+  const broker = createInProcessBroker({ prefetch: 2_000, sliceMs: 0 });
+  const got: Delivery[] = [];
+  const perTurn: number[] = [];
+  const source = broker.ingestSource();
+  await source.start((d) => got.push(d));
+  for (let i = 0; i < 100; i++) broker.inject('report', Buffer.from(`r${i}`));
+  for (let i = 0; i < 10; i++) broker.inject('alive', Buffer.from(`a${i}`));
+  for (let turn = 0; turn < 20 && got.length < 110; turn++) {
+    const before = got.length;
+    await nextTurn();
+    perTurn.push(got.length - before);
+  }
+  assert.equal(got.length, 110);
+  assert.ok(
+    perTurn.every((n) => n <= 16),
+    `deliveries per turn: ${perTurn.join(', ')}`,
+  );
+  // The queues take turns at the front of a turn: alive does not wait behind the reports' backlog.
+  const firstAlive = got.findIndex((d) => d.kind === 'alive');
+  assert.ok(firstAlive >= 0 && firstAlive < 32, `the first alive was delivery ${firstAlive}`);
+  assert.deepEqual(
+    got.filter((d) => d.kind === 'report').map((d) => d.body.toString()),
+    Array.from({ length: 100 }, (_, i) => `r${i}`),
+  );
+  await source.stop();
+});

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { makeObservationStarted, makeObservationStopped, observationStream } from '../../core/events/index.ts';
 import type { NodeSilent } from '../../core/events/index.ts';
 import type { EventStore, NewEvent } from '../../store/port.ts';
+import { createTurnBudget } from '../../turnBudget.ts';
 import { createLivenessRecorder } from './recorder.ts';
 import type { LivenessRecorder } from './recorder.ts';
 
@@ -63,8 +64,17 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
       const at = mono();
       if (recorder.dueCount(at) === 0) return;
       const lease = shared ? (await store.loadLastSeen()).nodes : null;
-      const events = recorder.silences(mono(), now(), lease === null ? undefined : (node) => lease.get(node));
-      if (events.length > 0) enqueue(events);
+      const seen = lease === null ? undefined : (node: string) => lease.get(node);
+      // A wave of nodes falling silent at once is thousands of events to make (an id each): made
+      // a slice of the turn at a time (src/turnBudget.ts), each slice's handed to ingest as it is.
+      const budget = createTurnBudget();
+      for (;;) {
+        const events = recorder.silences(mono(), now(), seen, budget.spent);
+        if (events.length > 0) enqueue(events);
+        // Ended early only when it silenced one and the slice was spent; a pass that silenced none is the last.
+        if (events.length === 0 || !budget.spent() || !running) break;
+        await budget.nextSlice();
+      }
     } catch (err) {
       logger.warn({ err: (err as Error).message }, 'could not read the last-seen lease; silences wait for the next sweep');
     } finally {

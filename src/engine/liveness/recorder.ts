@@ -28,9 +28,15 @@ export type LivenessRecorder = Readonly<{
   /**
    * Nodes not heard for the grace as of `mono`: their NodeSilent events, observed at `wallMs`.
    * `sharedSeenMs`, when several engines share the store, is another engine's newer sighting
-   * (the last-seen lease): a node it saw within the grace is not silent.
+   * (the last-seen lease): a node it saw within the grace is not silent. `enough`, asked after
+   * each node silenced, ends the call early: the nodes left are answered by the next call.
    */
-  silences: (mono: number, wallMs: number, sharedSeenMs?: (node: string) => number | undefined) => NewEvent<NodeSilent>[];
+  silences: (
+    mono: number,
+    wallMs: number,
+    sharedSeenMs?: (node: string) => number | undefined,
+    enough?: () => boolean,
+  ) => NewEvent<NodeSilent>[];
   /** Nodes whose silence is due as of `mono` (to look up in the shared lease before `silences`). */
   dueCount: (mono: number) => number;
   /** Seed with the last-seen times known at start (the lease, the fold): their silence is judged a grace after `mono`. */
@@ -75,7 +81,7 @@ export function createLivenessRecorder(options: Readonly<{ graceMs: number }>): 
       return n;
     },
 
-    silences(mono, wallMs, sharedSeenMs) {
+    silences(mono, wallMs, sharedSeenMs, enough) {
       const out: NewEvent<NodeSilent>[] = [];
       for (const [node, e] of nodes) {
         if (e.state === 'silent' || mono - e.seenMono < graceMs) continue;
@@ -90,6 +96,7 @@ export function createLivenessRecorder(options: Readonly<{ graceMs: number }>): 
         }
         e.state = 'silent';
         out.push(makeNodeSilent(node, e.seenMs, wallMs, graceMs));
+        if (enough?.() === true) break;
       }
       return out;
     },
