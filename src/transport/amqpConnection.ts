@@ -92,7 +92,9 @@ export async function connectAmqp(options: AmqpConnectionOptions): Promise<AmqpC
   if (problems.length > 0) {
     throw new ConvergeError('CONVERGE_ERR_BROKER_UNAVAILABLE', `cannot connect to RabbitMQ: the URL list ${problems.join('; ')}`);
   }
-  const targets = urls.map((u) => Object.freeze({ url: withHeartbeat(u, options.heartbeatSeconds ?? defaultHeartbeatSeconds), shown: redactUrl(u) }));
+  const targets = urls.map((u) =>
+    Object.freeze({ url: withHeartbeat(u, options.heartbeatSeconds ?? defaultHeartbeatSeconds), shown: redactUrl(u) }),
+  );
   const logger = options.logger.child({ amqp: targets.length === 1 ? targets[0]!.shown : targets.map((t) => t.shown) });
   const topology = options.topology ?? null;
   const closing = new AbortController();
