@@ -44,6 +44,8 @@ const drainers = 4;
 const drainChannels = 4;
 /** Channels enrolling inboxes at once (each declares one inbox at a time). */
 const enrollChannels = Number(process.env['BENCH_FLEET_ENROLL_CHANNELS'] ?? 8);
+/** Channels the relay checks inboxes on (BENCH_FLEET_INBOX_LANES; default: the engine's). */
+const inboxLanes = process.env['BENCH_FLEET_INBOX_LANES'] === undefined ? undefined : Number(process.env['BENCH_FLEET_INBOX_LANES']);
 const logger = pino({ level: 'silent' });
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -193,7 +195,7 @@ async function baseline(url: string, ids: readonly string[], fleet: Fleet): Prom
 type Run = { send: number; published: number; relayAndDrain: number; converged: number; total: number; peaks: Peaks };
 
 async function converge(b: BenchBroker, url: string, ids: readonly string[], fleet: Fleet): Promise<Run> {
-  const transport = await createAmqpTransport({ url, logger });
+  const transport = await createAmqpTransport({ url, logger, ...(inboxLanes === undefined ? {} : { inboxLanes }) });
   const store = createMemoryEventStore();
   const key = generateSigningKey();
   const watch = watchBroker(b, url);
