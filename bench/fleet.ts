@@ -58,8 +58,13 @@ async function newVhost(b: BenchBroker): Promise<string> {
   await b.admin.request('PUT', `/permissions/${seg(vhost)}/guest`, { configure: '.*', write: '.*', read: '.*' });
   return vhost;
 }
-/** Leaves the broker as found: a broker of our own is stopped whole, an existing one loses the vhost. Seconds taken. */
-async function cleanUp(): Promise<number> {
+let cleaning: Promise<number> | null = null;
+/**
+ * Leaves the broker as found: a broker of our own is stopped whole, an existing one loses the vhost. Seconds taken.
+ * Every caller (the end, a failure, a signal, which fails the run's pending calls) waits for the one clean-up.
+ */
+const cleanUp = (): Promise<number> => (cleaning ??= cleanUpOnce());
+async function cleanUpOnce(): Promise<number> {
   const b = broker;
   broker = null;
   if (b === null) return 0;

@@ -90,7 +90,7 @@ export async function openBenchBroker(name: string, inboxes: number): Promise<Be
 }
 
 export type BrokerPeaks = {
-  /** Files open: the VM's own count (/proc) when the broker is ours, else the management API's fd_used. */
+  /** Files open: the management API's fd_used, and the VM's /proc count when the broker is ours. */
   fd: number;
   /** The management API's fd_used (the broker's file-handle cache's count). */
   fdUsed: number;
@@ -117,7 +117,8 @@ export function watchBroker(broker: BenchBroker, url: string): { stop: () => Pro
         [x.fd_used, x.fd_total, x.mem_used, x.proc_used].every(Number.isFinite),
       )) {
         peaks.fdUsed = Math.max(peaks.fdUsed, n.fd_used);
-        if (!broker.own) peaks.fd = Math.max(peaks.fd, n.fd_used);
+        // Both counts read the VM's open files, at different moments: the peak is the larger.
+        peaks.fd = Math.max(peaks.fd, n.fd_used);
         peaks.mem = Math.max(peaks.mem, n.mem_used);
         peaks.proc = Math.max(peaks.proc, n.proc_used);
         peaks.fdLimit = n.fd_total;
