@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # A throwaway RabbitMQ cluster on this machine, beside the system broker, for the
-# failover test and for trying a multi-URL engine by hand. Everything it makes lives in one
+# failover test, for the fleet bench's broker of its own, and for trying a multi-URL engine by hand. Everything it makes lives in one
 # folder: node data, logs, config, a private Erlang cookie and HOME, so the system broker
 # (127.0.0.1:5672/15672, its cookie, its data) is never touched. Node names carry a random tag,
 # so two runs at once (several worktrees testing on one machine) do not meet in epmd.
 #
-#   scripts/rabbitmq-cluster.sh start <dir> [nodes] [--owner-pid PID]
-#       start <nodes> (default 3) nodes, join them, print one line per node: `<i> <name> <amqp port>`;
-#       if that fails, every node started is killed and <dir> removed.
+#   scripts/rabbitmq-cluster.sh start <dir> [nodes] [--owner-pid PID] [--nofile N] [--management] [--advanced TERM]
+#       start <nodes> (default 3) nodes, join them, print one line per node: `<i> <name> <amqp port>`
+#       (and `<management port>` with --management); if that fails, every node started is killed
+#       and <dir> removed.
 #       With --owner-pid, a watchdog stops the cluster and removes <dir> once PID is gone, so a
-#       test runner killed mid-run leaves nothing behind.
+#       test runner killed mid-run leaves nothing behind. --nofile raises each node's open-file
+#       limit (soft and hard; needs root above the shell's hard limit, at most /proc/sys/fs/nr_open).
+#       --management enables the management plugin on a free port of each node's own.
+#       --advanced writes TERM as each node's advanced.config (default `[].`).
 #   scripts/rabbitmq-cluster.sh stop-node <dir> <i> [--kill]
 #       stop node i for good (`rabbitmqctl stop`), or SIGKILL its VM with --kill.
 #   scripts/rabbitmq-cluster.sh ctl <dir> <i> <rabbitmqctl args…>
@@ -18,8 +22,8 @@
 #       kill every node (its data is throwaway) and remove <dir>.
 #
 # Facts that make it work here: the /usr/lib/rabbitmq/bin scripts run directly (the
-# /usr/sbin wrapper switches user and reads the system's env file); an empty plugins list keeps
-# the management port 15672 free for the system broker; `await_startup` fails at once until the
+# /usr/sbin wrapper switches user and reads the system's env file); an empty plugins list (or the
+# management plugin on a port of the node's own) keeps the port 15672 free for the system broker; `await_startup` fails at once until the
 # node has registered with epmd, so it is retried.
 set -euo pipefail
 
@@ -27,7 +31,7 @@ RMQ_BIN=${RABBITMQ_BIN_DIR:-/usr/lib/rabbitmq/bin}
 SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 
 usage() {
-  sed -n '8,18p' "$0" >&2
+  sed -n '8,22p' "$0" >&2
   exit 64
 }
 
@@ -50,7 +54,7 @@ node_env() {
   local dir=$1 i=$2
   # shellcheck disable=SC1091
   . "$dir/cluster.env"
-  local name_var="NODE_${i}_NAME" port_var="NODE_${i}_PORT" dist_var="NODE_${i}_DIST"
+  local name_var="NODE_${i}_NAME" port_var="NODE_${i}_PORT" dist_var="NODE_${i}_DIST" mgmt_var="NODE_${i}_MGMT"
   [ -n "${!name_var:-}" ] || {
     echo "no node $i in $dir" >&2
     exit 64
@@ -60,6 +64,7 @@ node_env() {
   export RABBITMQ_NODENAME="${!name_var}"
   export RABBITMQ_NODE_PORT="${!port_var}"
   export RABBITMQ_DIST_PORT="${!dist_var}"
+  MGMT_PORT="${!mgmt_var:-}"
   # The CLI's own distribution ports: a range per node, away from the system broker's 35672+.
   export RABBITMQ_CTL_DIST_PORT_MIN=$((RABBITMQ_DIST_PORT + 10000))
   export RABBITMQ_CTL_DIST_PORT_MAX=$((RABBITMQ_DIST_PORT + 10010))
@@ -105,13 +110,25 @@ loopback_users = none
 log.console = false
 log.file.level = warning
 EOF
+    if [ -n "$MGMT_PORT" ]; then
+      echo "management.tcp.ip = 127.0.0.1" >>"$RABBITMQ_CONFIG_FILE"
+      echo "management.tcp.port = $MGMT_PORT" >>"$RABBITMQ_CONFIG_FILE"
+    fi
     # Nodes after the first join it as they boot (classic peer discovery): no stop_app/start_app
     # cycle per node, which costs seconds each on a busy machine.
     if [ "$i" != 1 ]; then
       echo "cluster_formation.peer_discovery_backend = classic_config" >>"$RABBITMQ_CONFIG_FILE"
       echo "cluster_formation.classic_config.nodes.1 = $NODE_1_NAME" >>"$RABBITMQ_CONFIG_FILE"
     fi
-    echo '[].' >"$RABBITMQ_ADVANCED_CONFIG_FILE"
+    echo "${ADVANCED:-[].}" >"$RABBITMQ_ADVANCED_CONFIG_FILE"
+    # The VM inherits the limit; the broker reads it as its fd_total.
+    if [ -n "${NOFILE:-}" ]; then
+      if [ "$NOFILE" -gt "$(ulimit -Hn)" ] && ! ulimit -Hn "$NOFILE" 2>/dev/null; then
+        echo "cannot raise the open-file limit to $NOFILE: the hard limit is $(ulimit -Hn) and raising it needs CAP_SYS_RESOURCE" >&2
+        exit 1
+      fi
+      ulimit -n "$NOFILE"
+    fi
     # setsid: the node outlives the shell that started it and is not hit by its terminal signals.
     setsid "$RMQ_BIN/rabbitmq-server" >"$NODE_DIR/log/stdout.log" 2>&1 </dev/null &
     echo $! >"$NODE_DIR/launcher.pid"
@@ -121,11 +138,23 @@ EOF
 cmd_start() {
   local dir=${1:?dir}
   shift
-  local nodes=3 owner=''
+  local nodes=3 owner='' nofile='' management='' advanced=''
   while [ $# -gt 0 ]; do
     case $1 in
     --owner-pid)
       owner=${2:?pid}
+      shift 2
+      ;;
+    --nofile)
+      nofile=${2:?limit}
+      shift 2
+      ;;
+    --management)
+      management=1
+      shift
+      ;;
+    --advanced)
+      advanced=${2:?term}
       shift 2
       ;;
     *)
@@ -144,12 +173,14 @@ cmd_start() {
   tag=$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')
   head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n' | tr 'a-f' 'A-F' >"$dir/home/.erlang.cookie"
   chmod 400 "$dir/home/.erlang.cookie"
-  echo '[].' >"$dir/enabled_plugins"
+  if [ -n "$management" ]; then echo '[rabbitmq_management].' >"$dir/enabled_plugins"; else echo '[].' >"$dir/enabled_plugins"; fi
   : >"$dir/rabbitmq-env.conf"
   # A start that fails half way leaves no node behind.
   trap "[ \$? -eq 0 ] || cmd_stop '$dir'" EXIT
   {
     echo "NODES=$nodes"
+    echo "NOFILE=$nofile"
+    printf 'ADVANCED=%q\n' "$advanced"
     for i in $(seq 1 "$nodes"); do
       local port dist
       port=$(free_port)
@@ -157,6 +188,7 @@ cmd_start() {
       echo "NODE_${i}_NAME=converge-$tag-$i@localhost"
       echo "NODE_${i}_PORT=$port"
       echo "NODE_${i}_DIST=$dist"
+      [ -z "$management" ] || echo "NODE_${i}_MGMT=$(free_port)"
     done
   } >"$dir/cluster.env"
   if [ -n "$owner" ]; then
@@ -184,7 +216,7 @@ cmd_start() {
   done
   for i in $(seq 1 "$nodes"); do
     # shellcheck disable=SC1091
-    (. "$dir/cluster.env" && eval "echo $i \$NODE_${i}_NAME \$NODE_${i}_PORT")
+    (. "$dir/cluster.env" && eval "echo $i \$NODE_${i}_NAME \$NODE_${i}_PORT \${NODE_${i}_MGMT:-}" | sed 's/ $//')
   done
 }
 

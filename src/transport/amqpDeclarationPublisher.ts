@@ -20,6 +20,7 @@ export type AmqpDeclarationPublisherOptions = Readonly<{
   logger: Logger;
   /** The inbox form (default classic, topology.ts). */ inbox?: InboxKind;
   /** New inboxes declared a second at most (inboxDeclarer.ts). */ inboxDeclareRate?: number;
+  /** Channels checking and declaring inboxes side by side (inboxDeclarer.ts). */ inboxLanes?: number;
 }>;
 
 export function createAmqpDeclarationPublisher(conn: AmqpConnection, options: AmqpDeclarationPublisherOptions): DeclarationPublisher {
@@ -28,6 +29,7 @@ export function createAmqpDeclarationPublisher(conn: AmqpConnection, options: Am
     logger,
     ...(options.inbox === undefined ? {} : { inbox: options.inbox }),
     ...(options.inboxDeclareRate === undefined ? {} : { ratePerSecond: options.inboxDeclareRate }),
+    ...(options.inboxLanes === undefined ? {} : { lanes: options.inboxLanes }),
   });
   /** Message ids the broker returned as unroutable, until their confirm arrives. */
   let returned = new Set<string>();

@@ -26,6 +26,8 @@ export type AmqpTransportOptions = Readonly<{
   inbox?: InboxKind;
   /** New node inboxes declared a second at most (default 100, inboxDeclarer.ts). */
   inboxDeclareRate?: number;
+  /** Channels checking and declaring node inboxes side by side (default defaultInboxLanes, inboxDeclarer.ts). */
+  inboxLanes?: number;
 }>;
 
 export type AmqpTransport = Readonly<{
@@ -53,6 +55,7 @@ export async function createAmqpTransport(options: AmqpTransportOptions): Promis
         logger,
         ...(options.inbox === undefined ? {} : { inbox: options.inbox }),
         ...(options.inboxDeclareRate === undefined ? {} : { inboxDeclareRate: options.inboxDeclareRate }),
+        ...(options.inboxLanes === undefined ? {} : { inboxLanes: options.inboxLanes }),
       }),
     close: () => connection.close(),
   };

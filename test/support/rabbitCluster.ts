@@ -8,13 +8,33 @@ import { seg } from '../../src/brokerAdmin/managementClient.ts';
 
 // A 3-node RabbitMQ cluster of our own beside the system broker, through
 // scripts/rabbitmq-cluster.sh: its nodes, their URLs, accounts made with rabbitmqctl (the cluster
-// runs no management plugin, so 15672 stays the system broker's), stopping one node for good,
-// and removing everything. The script's watchdog removes the cluster if this process dies first.
+// runs no management plugin unless asked, and then on ports of its own, so 15672 stays the system
+// broker's), stopping one node for good, and removing everything. The script's watchdog removes
+// the cluster if this process dies first.
 
 const script = new URL('../../scripts/rabbitmq-cluster.sh', import.meta.url).pathname;
 const run = promisify(execFile);
 
-export type ClusterNode = Readonly<{ index: number; name: string; port: number }>;
+export type ClusterNode = Readonly<{
+  index: number;
+  name: string;
+  port: number;
+  /** The management API's port, with `management: true`; else null. */
+  managementPort: number | null;
+  /** The data folder of the node: its Erlang VM's pid is in `pid` there once it runs. */
+  dir: string;
+}>;
+
+export type ClusterOptions = Readonly<{
+  /** Nodes to start (default 3). */
+  nodes?: number;
+  /** Each node's open-file limit; above this process's hard limit it needs CAP_SYS_RESOURCE. */
+  nofile?: number;
+  /** Enable the management plugin, on a free port of each node's own. */
+  management?: boolean;
+  /** Each node's advanced.config, an Erlang term ending in a dot (default `[].`). */
+  advanced?: string;
+}>;
 
 export type RabbitCluster = Readonly<{
   nodes: readonly ClusterNode[];
@@ -41,13 +61,18 @@ export function clusterUnavailable(): string | null {
   return null;
 }
 
-export async function startRabbitCluster(options: { nodes?: number } = {}): Promise<RabbitCluster> {
+export async function startRabbitCluster(options: ClusterOptions = {}): Promise<RabbitCluster> {
   const why = clusterUnavailable();
   if (why !== null) throw new Error(`cannot start a RabbitMQ cluster: ${why}`);
   const dir = mkdtempSync(join(tmpdir(), 'converge-rmq-cluster-'));
   let stdout: string;
   try {
-    ({ stdout } = await run(script, ['start', dir, String(options.nodes ?? 3), '--owner-pid', String(process.pid)], {
+    const extra = [
+      ...(options.nofile === undefined ? [] : ['--nofile', String(options.nofile)]),
+      ...(options.management === true ? ['--management'] : []),
+      ...(options.advanced === undefined ? [] : ['--advanced', options.advanced]),
+    ];
+    ({ stdout } = await run(script, ['start', dir, String(options.nodes ?? 3), '--owner-pid', String(process.pid), ...extra], {
       timeout: 180_000,
     }));
   } catch (e) {
@@ -59,8 +84,9 @@ export async function startRabbitCluster(options: { nodes?: number } = {}): Prom
     .trim()
     .split('\n')
     .map((line): ClusterNode => {
-      const [index, name, port] = line.split(' ');
-      return { index: Number(index), name: name!, port: Number(port) };
+      const [index, name, port, management] = line.split(' ');
+      const managementPort = management === undefined ? null : Number(management);
+      return { index: Number(index), name: name!, port: Number(port), managementPort, dir: join(dir, `n${index}`) };
     });
   const node = (index: number): ClusterNode => {
     const n = nodes.find((x) => x.index === index);
