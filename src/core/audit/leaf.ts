@@ -127,13 +127,14 @@ export function writeU64(out: Uint8Array, value: number, at: number): void {
 }
 
 /**
- * `text` as UTF-8 at `at`; returns the bytes written. Short ASCII text (every stream and type, most
- * metadata) is copied a character at a time: cheaper than a call into C++ for a few dozen bytes.
- * More bytes than characters means some were not ASCII: the only text that may hold a surrogate.
+ * `text` as UTF-8 at `at`; returns the bytes written. Short ASCII text (streams, types, metadata) is
+ * copied a character at a time, cheaper than a call into C++; an event's data, a few dozen characters
+ * and more, is cheaper through Buffer#write (docs/audit.md#what-the-tree-costs-an-append). More bytes
+ * than characters means some were not ASCII: the only text that may hold a surrogate.
  */
 export function writeText(out: Buffer, text: string, at: number): number {
   const n = text.length;
-  if (n > 96) return out.write(text, at, 'utf8');
+  if (n > shortText) return out.write(text, at, 'utf8');
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
     if (c > 0x7f) return out.write(text, at, 'utf8');
@@ -141,6 +142,9 @@ export function writeText(out: Buffer, text: string, at: number): number {
   }
   return n;
 }
+
+/** Text longer than this is written by Buffer#write, shorter a character at a time. */
+const shortText = 24;
 
 export const surrogate = /[\ud800-\udfff]/;
 
