@@ -39,7 +39,10 @@ function discover() {
 }
 
 const all = discover();
-const chosen = all.filter((b) => only.length === 0 || only.some((o) => b.name.includes(o)));
+// A bench's exact name runs that bench alone (`rollout`, not rolloutStatus and rolloutView too);
+// any other word runs every bench whose name holds it.
+const matches = (b, o) => (all.some((x) => x.name === o) ? b.name === o : b.name.includes(o));
+const chosen = all.filter((b) => only.length === 0 || only.some((o) => matches(b, o)));
 if (chosen.length === 0) {
   console.error(
     only.length === 0 ? 'no benchmarks in bench/' : `no benchmark matches ${only.join(', ')} (have: ${all.map((b) => b.name).join(', ')})`,
