@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import pino from 'pino';
 import { createProjectionRunner } from '../../../src/readModel/projectionRunner.ts';
 import { openSnapshot } from '../../../src/readModel/snapshot/snapshotFile.ts';
@@ -10,6 +10,10 @@ import { crossCheck, crossCheckBudgetFor, crossCheckSamples } from '../../../src
 import { createMemoryEventStore } from '../../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../../src/store/port.ts';
 import { historyInStore } from '../../support/history.ts';
+
+const scratch = mkdtempSync(join(tmpdir(), 'converge-crosscheck-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+let rigs = 0;
 
 // The warm start's cross-check (src/readModel/snapshot/trust.ts) re-folds sampled nodes from the
 // store. It read each sampled node's whole stream, so a year of history made every start slower;
@@ -31,7 +35,7 @@ async function rig(rounds = sendsPerNode): Promise<{ store: EventStore; snapPath
     }
     h.tick();
   }
-  const snapPath = join(mkdtempSync(join(tmpdir(), 'converge-crosscheck-')), 'store.snapshot');
+  const snapPath = join(scratch, `store-${++rigs}.snapshot`);
   const runner = createProjectionRunner({ store, logger: pino({ level: 'silent' }), snapshot: { path: snapPath, everyEvents: 1_000_000 } });
   await runner.start();
   await runner.caughtUp();

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import fc from 'fast-check';
 import { livenessStates, nodeStatuses, reportClasses, statusOf } from '../../../projections/index.ts';
 import type { NodeState } from '../../../projections/index.ts';
@@ -20,6 +20,7 @@ import { checkConsistency } from '../../../src/readModel/snapshot/trust.ts';
 // page, the fleet, the liveness counts — and go on folding to the same states.
 
 const dir = mkdtempSync(join(tmpdir(), 'converge-lazyrestore-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
 let run = 0;
 
 const digests = ['a', 'b', 'c'].map((c) => c.repeat(64));
