@@ -85,6 +85,13 @@ export type BatchSenderOptions = Readonly<{
   signSliceMs?: number;
 }>;
 
+/**
+ * Signing's slice of a turn (ms). Longer than the loop's default slice: at 2 ms the sender got half
+ * the turns it had at 100 signatures a turn while reports of the earlier waves were folded, and a
+ * 100,000-node rollout's sending took twice as long (bench/rollout, BENCHMARKS.md "Rollouts").
+ */
+export const defaultSignSliceMs = 5;
+
 export type BatchSender = Readonly<{
   /** Send each item's resources to its node, all in one append call. */
   sendMany: (items: readonly BatchItem[], options?: SendManyOptions) => Promise<BatchResult>;
@@ -242,7 +249,7 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
       const sent: { node: string; serial: number; digest: string }[] = [];
       const refused: BatchOutcome[] = [];
       const made = new Map<number, WithId<DeclarationSent>>();
-      const budget = createTurnBudget(signSliceMs === undefined ? {} : { sliceMs: signSliceMs });
+      const budget = createTurnBudget({ sliceMs: signSliceMs ?? defaultSignSliceMs });
       for (const t of pending) {
         if (budget.spent()) await budget.nextSlice();
         const v = views.get(t.node)!;
