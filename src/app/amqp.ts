@@ -53,7 +53,7 @@ export async function connectServerTransport(
  */
 export async function boundDeadLetters(config: Config, amqpUrl: string, logger: Logger): Promise<void> {
   if (config.deadLetterMaxLength === 0) return;
-  const vhost = vhostOfAmqpUrl(amqpUrl.split(',')[0]!.trim());
+  const vhost = vhostOfAmqpUrl(amqpUrl);
   const bound = { maxLength: config.deadLetterMaxLength, maxBytes: config.deadLetterMaxBytes };
   try {
     await boundDeadLetterQueue({ managementUrl: config.managementUrl, vhost, ...bound });
@@ -79,7 +79,7 @@ export function relayBrokerFence(
   own: string,
   logger: Logger,
 ): (signal: AbortSignal) => Promise<void> {
-  const vhost = vhostOfAmqpUrl(amqpUrl.split(',')[0]!.trim());
+  const vhost = vhostOfAmqpUrl(amqpUrl);
   const client = fenceClient(managementUrl);
   return async (signal) => {
     try {

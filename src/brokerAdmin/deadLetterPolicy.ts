@@ -39,8 +39,11 @@ export async function boundDeadLetterQueue(bound: DeadLetterBound): Promise<void
   if (res.status !== 201 && res.status !== 204) throw adminError('PUT', path, res);
 }
 
-/** The vhost an AMQP URL names (its path, percent-decoded; none is `/`). */
+/**
+ * The vhost an AMQP URL names (its path, percent-decoded; none is `/`). A cluster's URLs separated
+ * by commas (as `--amqp` takes them) name one vhost: the first URL's.
+ */
 export function vhostOfAmqpUrl(url: string): string {
-  const path = new URL(url).pathname.replace(/^\//, '');
+  const path = new URL(url.split(',')[0]!.trim()).pathname.replace(/^\//, '');
   return path === '' ? '/' : decodeURIComponent(path);
 }
