@@ -1,3 +1,4 @@
+import { sleep } from '../retry.ts';
 import { adminError, createManagementClient, seg } from './managementClient.ts';
 import type { ManagementClient } from './managementClient.ts';
 
@@ -66,7 +67,7 @@ export async function closeOtherEngineConnections(o: EngineFenceOptions): Promis
         body: { reason: `still listed as open after closing: ${left.join(', ')}` },
       });
     }
-    await new Promise((r) => setTimeout(r, o.everyMs ?? 100));
+    await sleep(o.everyMs ?? 100);
   }
 }
 
