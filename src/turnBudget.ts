@@ -16,8 +16,6 @@ export type TurnBudget = Readonly<{
   spent: () => boolean;
   /** Give the loop a turn (setImmediate) and begin the next slice when it comes back. */
   nextSlice: () => Promise<void>;
-  /** Begin a slice now, without a turn (a job that waited on something else meanwhile). */
-  restart: () => void;
 }>;
 
 export type TurnBudgetOptions = Readonly<{
@@ -36,11 +34,5 @@ export function createTurnBudget(options: TurnBudgetOptions = {}): TurnBudget {
     await nextTurn();
     began = now();
   };
-  return {
-    spent,
-    nextSlice,
-    restart: () => {
-      began = now();
-    },
-  };
+  return { spent, nextSlice };
 }
