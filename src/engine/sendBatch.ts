@@ -210,7 +210,7 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
   const maxMoves = options.maxMoves ?? 100;
   const loadView = sendViewLoader(store, options.loadNode);
   const holds = options.holds ?? createHoldsReader(store);
-  const signSliceMs = options.signSliceMs;
+  const signSliceMs = options.signSliceMs ?? defaultSignSliceMs;
 
   return async function record(items, opts = {}) {
     const outcomes: (RecordedOutcome | null)[] = items.map(() => null);
@@ -249,7 +249,7 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
       const sent: { node: string; serial: number; digest: string }[] = [];
       const refused: BatchOutcome[] = [];
       const made = new Map<number, WithId<DeclarationSent>>();
-      const budget = createTurnBudget({ sliceMs: signSliceMs ?? defaultSignSliceMs });
+      const budget = createTurnBudget({ sliceMs: signSliceMs });
       for (const t of pending) {
         if (budget.spent()) await budget.nextSlice();
         const v = views.get(t.node)!;
