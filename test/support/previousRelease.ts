@@ -12,7 +12,7 @@ import { join } from 'node:path';
 // this checkout's, which holds only when both package-lock.json files are the same.
 
 /** The commit that last landed before this release: bump it when a release lands. */
-export const previousRelease = 'ae47be75def908a68c7cba7291da9f8d0f6e167a';
+export const previousRelease = '7eba55365f18a6fed2022d1e8921bd9eaffdcaf4';
 
 const root = new URL('../../', import.meta.url).pathname;
 
