@@ -22,6 +22,8 @@ export type BenchBroker = Readonly<{
   own: boolean;
   /** Open files of the broker's VM right now (/proc), or null when it is not ours to read. */
   openFiles: () => number | null;
+  /** Resident memory of the broker's VM right now in bytes (/proc), or null when it is not ours to read. */
+  rss: () => number | null;
   /** Stops a broker of our own and removes its folder; nothing for an existing one. Idempotent. The bench
    * calls it at the end, on failure and on SIGINT/SIGTERM; if the bench dies first, the script's watchdog does. */
   close: () => Promise<void>;
@@ -56,6 +58,7 @@ export async function openBenchBroker(name: string, inboxes: number): Promise<Be
       describe: `the existing broker at ${admin.baseUrl} (open-file limit ${limit})`,
       own: false,
       openFiles: () => null,
+      rss: () => null,
       close: async () => undefined,
     };
   }
@@ -65,7 +68,8 @@ export async function openBenchBroker(name: string, inboxes: number): Promise<Be
   // connections; so its count gets the room the inboxes need, while the OS limit bounds the files
   // really open (docs/operations.md "Sizing the broker").
   const handles = Math.max(nofile, 4 * inboxes + headroom);
-  const advanced = `[{rabbit,[{file_handles_high_watermark,${handles}}]}].`;
+  const stats = brokerStats();
+  const advanced = `[{rabbit,[{file_handles_high_watermark,${handles}}]}${statsTerms[stats]}].`;
   const cluster = await startRabbitCluster({ nodes: 1, nofile, management: true, advanced });
   const node = cluster.nodes[0]!;
   // The VM writes its pid once it runs; the start above waits for that.
@@ -76,7 +80,7 @@ export async function openBenchBroker(name: string, inboxes: number): Promise<Be
   return {
     amqpBase: `amqp://guest:guest@127.0.0.1:${node.port}`,
     admin,
-    describe: `a one-node RabbitMQ 3.10 of the bench's own (open-file limit ${nofile}, file_handles_high_watermark ${handles})`,
+    describe: `a one-node RabbitMQ 3.10 of the bench's own (open-file limit ${nofile}, file_handles_high_watermark ${handles}, management statistics ${statsSaid[stats]})`,
     own: true,
     openFiles: () => {
       try {
@@ -85,9 +89,36 @@ export async function openBenchBroker(name: string, inboxes: number): Promise<Be
         return null;
       }
     },
+    rss: () => {
+      try {
+        const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+        return kb === undefined ? null : Number(kb) * 1024;
+      } catch {
+        return null;
+      }
+    },
     close,
   };
 }
+
+/**
+ * What the management plugin collects on a broker of the bench's own (BENCH_BROKER_STATS): `on`,
+ * RabbitMQ's default; `none`, no message rates (`rates_mode none`); `off`, no statistics at all
+ * (`disable_metrics_collector`: /api/nodes answers nothing, so memory comes from /proc). At
+ * 100,000 inboxes the default's statistics took about 3.7 GB (docs/operations.md "Sizing the broker").
+ */
+type BrokerStats = 'on' | 'none' | 'off';
+function brokerStats(): BrokerStats {
+  const v = process.env['BENCH_BROKER_STATS'] ?? 'on';
+  if (v === 'on' || v === 'none' || v === 'off') return v;
+  throw new Error(`BENCH_BROKER_STATS is on, none or off, not ${v}`);
+}
+const statsTerms: Record<BrokerStats, string> = {
+  on: '',
+  none: ',{rabbitmq_management,[{rates_mode,none}]}',
+  off: ',{rabbitmq_management_agent,[{disable_metrics_collector,true}]}',
+};
+const statsSaid: Record<BrokerStats, string> = { on: 'on (the default)', none: 'without rates', off: 'off' };
 
 export type BrokerPeaks = {
   /** Files open: the management API's fd_used, and the VM's /proc count when the broker is ours. */
@@ -95,6 +126,8 @@ export type BrokerPeaks = {
   /** The management API's fd_used (the broker's file-handle cache's count). */
   fdUsed: number;
   mem: number;
+  /** The VM's resident memory (/proc) when the broker is ours, else 0; with statistics off, the only memory figure. */
+  rss: number;
   proc: number;
   probes: number;
   probeFailures: number;
@@ -105,7 +138,7 @@ export type BrokerPeaks = {
 
 /** Samples the broker's figures (/api/nodes, and /proc when it is ours) and probes a new AMQP handshake every second until stopped. */
 export function watchBroker(broker: BenchBroker, url: string): { stop: () => Promise<BrokerPeaks> } {
-  const peaks: BrokerPeaks = { fd: 0, fdUsed: 0, mem: 0, proc: 0, probes: 0, probeFailures: 0, probeMaxMs: 0, fdLimit: 0 };
+  const peaks: BrokerPeaks = { fd: 0, fdUsed: 0, mem: 0, rss: 0, proc: 0, probes: 0, probeFailures: 0, probeMaxMs: 0, fdLimit: 0 };
   let on = true;
   const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
   const loop = (async () => {
@@ -124,6 +157,7 @@ export function watchBroker(broker: BenchBroker, url: string): { stop: () => Pro
         peaks.fdLimit = n.fd_total;
       }
       peaks.fd = Math.max(peaks.fd, broker.openFiles() ?? 0);
+      peaks.rss = Math.max(peaks.rss, broker.rss() ?? 0);
       const t0 = performance.now();
       try {
         const c = await amqp.connect(url, { timeout: 10_000 });
