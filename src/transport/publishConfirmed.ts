@@ -19,6 +19,9 @@ export function drained(ch: ConfirmChannel): Promise<void> {
   });
 }
 
+/** The broker returned the message unroutable: no queue is bound to its key (mandatory publishes). */
+export class UnroutableError extends Error {}
+
 /** Keys of messages the broker returned unroutable, filled by the channel's 'return' listener, and this message's key. */
 export type ReturnWatch = Readonly<{ returned: Set<string>; key: string }>;
 
@@ -66,7 +69,7 @@ export async function publishConfirmed(
       if (err) return reject(err instanceof Error ? err : new Error(`broker nacked the message (${String(err)})`));
       if (watch !== undefined && watch.returned.delete(watch.key)) {
         unroutable = true;
-        return reject(new Error(`message ${watch.key} was returned unroutable by ${exchange} with key ${JSON.stringify(routingKey)}`));
+        return reject(new UnroutableError(`message ${watch.key} was returned unroutable by ${exchange} with key ${JSON.stringify(routingKey)}`));
       }
       resolve();
     });
