@@ -178,23 +178,24 @@ export function createTreeBuilder(from: CompactRange = { size: 0, hashes: [] }):
     root() {
       // The split at the largest power of two puts the biggest subtree left: fold from the smallest,
       // the fold so far kept as the right half of one inner node's input, each larger root copied
-      // in as its left. A store asks for the root on every append call (docs/audit.md#what-the-tree-costs-an-append).
+      // in as its left, a byte at a time (Buffer#copy checks its arguments on every call). A store
+      // asks for the root on every append call (docs/audit.md#what-the-tree-costs-an-append).
       if (size === 0) return EMPTY_ROOT;
       let folded = false;
       for (let level = 0, rest = size; rest > 0; level++, rest = half(rest)) {
         if (!isOdd(rest)) continue;
         const from = slot * level + 1;
         if (!folded) {
-          work.copy(rootInput, 33, from, from + 32);
+          for (let b = 0; b < 32; b++) rootInput[33 + b] = work[from + b]!;
           folded = true;
           continue;
         }
-        work.copy(rootInput, 1, from, from + 32);
+        for (let b = 0; b < 32; b++) rootInput[1 + b] = work[from + b]!;
         const digest = sha256Latin1(rootInput);
         for (let b = 0; b < 32; b++) rootInput[33 + b] = digest.charCodeAt(b);
       }
       const root = Buffer.allocUnsafe(32);
-      rootInput.copy(root, 0, 33, 65);
+      for (let b = 0; b < 32; b++) root[b] = rootInput[33 + b]!;
       return root;
     },
     compactRange: () => ({ size, hashes: subtrees().reverse() }),
@@ -203,7 +204,9 @@ export function createTreeBuilder(from: CompactRange = { size: 0, hashes: [] }):
       for (let rest = size; rest > 0; rest = half(rest)) if (isOdd(rest)) count++;
       const out = Buffer.allocUnsafe(32 * count);
       for (let level = 0, rest = size; rest > 0; level++, rest = half(rest)) {
-        if (isOdd(rest)) work.copy(out, 32 * --count, slot * level + 1, slot * level + 33);
+        if (!isOdd(rest)) continue;
+        const to = 32 * --count;
+        for (let b = 0; b < 32; b++) out[to + b] = work[slot * level + 1 + b]!;
       }
       return out;
     },
