@@ -1,6 +1,8 @@
 // Store benchmark (docs/design.md §5): the SQLite adapter against a minimal hand-written
 // better-sqlite3 loop on the same schema, same pragmas (WAL, synchronous=FULL) and same events,
-// measured in the same run. Targets: appends ≥ 0.8 of baseline, full replay ≥ 0.7.
+// measured in the same run. Targets: appends ≥ 0.8 of baseline, full replay ≥ 0.7. Each append size
+// is also measured through the adapter with its audit tree turned off (auditTree: false), alternating
+// with the adapter as it ships: the tree's cost (docs/audit.md#what-the-tree-costs-an-append), goal ≥ 0.95.
 // Run: npm run bench -- store   (CONVERGE_BENCH_SCALE=0.2 for a quick look; it runs
 // bench/storePostgres.ts too, the PostgreSQL rows)
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -62,9 +64,9 @@ async function baselineAppend(batches: readonly NewEvent<NodeEvent>[][]): Promis
   return ms;
 }
 
-async function adapterAppend(batches: readonly NewEvent<NodeEvent>[][]): Promise<{ ms: number; path: string }> {
+async function adapterAppend(batches: readonly NewEvent<NodeEvent>[][], auditTree = true): Promise<{ ms: number; path: string }> {
   const path = freshPath();
-  const store = createSqliteEventStore(path);
+  const store = createSqliteEventStore(path, { auditTree });
   const writes: StreamWrite[][] = batches.map((b) => b.map((e) => ({ stream: streamOf(e), expected: 'any', events: [e] })));
   const t = performance.now();
   for (const w of writes) await store.append(w);
@@ -118,8 +120,10 @@ for (const [batchSize, total] of [
   // Two alternating passes each, best of two: neither side always gets the warmer machine.
   const base: number[] = [];
   const mine: number[] = [];
+  const withoutTree: number[] = [];
   for (let pass = 0; pass < 2; pass++) {
     base.push(rate(total, await baselineAppend(batches)));
+    withoutTree.push(rate(total, (await adapterAppend(batches, false)).ms));
     const a = await adapterAppend(batches);
     mine.push(rate(total, a.ms));
     replayPath = a.path;
@@ -130,6 +134,14 @@ for (const [batchSize, total] of [
     converge: mine,
     baseline: base,
     goal: { ratioAtLeast: 0.8 },
+  });
+  report.row({
+    name: `append with the audit tree against without, batches of ${batchSize}`,
+    unit: 'events/s',
+    converge: mine,
+    baseline: withoutTree,
+    goal: { ratioAtLeast: 0.95 },
+    notes: 'baseline: the same adapter with auditTree: false (no leaf hashes, no head), in the same alternation',
   });
 }
 

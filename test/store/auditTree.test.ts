@@ -8,10 +8,11 @@ import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { eventLeafHash, eventLeafHashInto, leafBytes } from '../../src/core/audit/leaf.ts';
 import { createTreeBuilder } from '../../src/core/audit/merkle.ts';
+import { makeAliveSeen, streamOf } from '../../src/core/events/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import { createSqliteEventStore, withoutAuditTreeKey } from '../../src/store/sqlite/sqliteEventStore.ts';
-import type { EventStore } from '../../src/store/port.ts';
+import type { EventStore, NewEvent } from '../../src/store/port.ts';
 import { verifyStore, writeHistory } from '../support/auditHistory.ts';
 import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
 
@@ -92,6 +93,38 @@ test('sqlite: an append that fails (wrong expected revision) leaves the tree as 
     await store.close();
   }
 });
+
+for (const sync of ['full', 'thread'] as const) {
+  test(`sqlite (sync ${sync}): a call that wrote rows and then failed leaves the tree as it was, and appends go on from it`, async () => {
+    // The writer marks the tree before each call and goes back to the mark when the call fails after
+    // rows were hashed in; on the writer thread, calls that wait together share a transaction (each
+    // in a savepoint), so the transaction, and the tree it holds, go on after the failed one.
+    const store = createSqliteEventStore(fresh(), { sync });
+    try {
+      await writeHistory(store, 3);
+      const before = await store.auditHead();
+      const alive = (node: string, second: number): NewEvent => makeAliveSeen({ node }, new Date(Date.UTC(2026, 1, 1, 0, 0, second)));
+      const failing = store.append([
+        { stream: streamOf('new-1'), expected: 'no_stream', events: [alive('new-1', 1), alive('new-1', 2)] },
+        { stream: streamOf('web-000'), expected: 0n, events: [alive('web-000', 3)] },
+      ]);
+      const alongside = store.append([{ stream: streamOf('new-3'), expected: 'no_stream', events: [alive('new-3', 4)] }]);
+      await assert.rejects(failing);
+      await alongside;
+      const after = await store.auditHead();
+      assert.equal(after.size, before.size + 1n);
+      await writeHistory(store, 1, 3);
+      assert.equal((await verifyStore(store)).finding, null);
+      const again = await recomputed(store);
+      assert.deepEqual(
+        { size: (await store.auditHead()).size, root: (await store.auditHead()).root },
+        { size: again.size, root: again.root },
+      );
+    } finally {
+      await store.close();
+    }
+  });
+}
 
 test('sqlite: a v3 store is migrated to v4 with the tree over the events it holds, and gaps it made itself are not tamper', async () => {
   const path = fresh();

@@ -113,6 +113,8 @@ export type TreeBuilder = {
   root(): Hash;
   /** The subtree roots, largest (leftmost) first: enough to resume with `createTreeBuilder`. */
   compactRange(): CompactRange;
+  /** compactRange()'s hashes one after the other in one Buffer of their own (32 bytes each): the frontier a store keeps. */
+  frontier(): Buffer;
 };
 
 export type CompactRange = Readonly<{ size: number; hashes: readonly Hash[] }>;
@@ -132,11 +134,11 @@ export function createTreeBuilder(from: CompactRange = { size: 0, hashes: [] }):
   // made per inner node: appending makes about one inner node per leaf, on every append and in
   // verify's walk (docs/audit.md#what-the-tree-costs-an-append).
   const work = Buffer.alloc(slot * maxLevels);
-  const inputs: Buffer[] = [];
-  for (let level = 0; level < maxLevels; level++) {
-    work[slot * level] = 0x01;
-    inputs.push(work.subarray(slot * level, slot * (level + 1)));
-  }
+  for (let level = 0; level < maxLevels; level++) work[slot * level] = 0x01;
+  // A level's view is made when a carry first reaches it: a store makes a builder on every rollback
+  // and every reload, and 54 views up front were most of that (docs/audit.md#what-the-tree-costs-an-append).
+  const inputs: (Buffer | undefined)[] = new Array<Buffer | undefined>(maxLevels);
+  const input = (level: number): Buffer => (inputs[level] ??= work.subarray(slot * level, slot * (level + 1)));
   bits.reverse().forEach((level, i) => {
     const hash = from.hashes[i]!;
     if (!isHash(hash)) throw new RangeError(`a compact range holds hashes of 32 bytes, got ${hash.length}`);
@@ -151,7 +153,7 @@ export function createTreeBuilder(from: CompactRange = { size: 0, hashes: [] }):
     let to = isOdd(rest) ? 33 : 1;
     for (let b = 0; b < 32; b++) work[to + b] = hash[at + b]!;
     while (isOdd(rest)) {
-      const digest = sha256Latin1(inputs[level]!);
+      const digest = sha256Latin1(input(level));
       rest = (rest - 1) / 2;
       level += 1;
       to = slot * level + (isOdd(rest) ? 33 : 1);
@@ -174,14 +176,46 @@ export function createTreeBuilder(from: CompactRange = { size: 0, hashes: [] }):
     append: (leaf) => appendLeafHash(leafHash(leaf)),
     appendLeafHash,
     root() {
-      // The split at the largest power of two puts the biggest subtree left: fold from the smallest.
-      let root: Hash | undefined;
-      for (const subtree of subtrees()) root = root === undefined ? subtree : nodeHash(subtree, root);
-      return root ?? EMPTY_ROOT;
+      // The split at the largest power of two puts the biggest subtree left: fold from the smallest,
+      // the fold so far kept as the right half of one inner node's input, each larger root copied
+      // in as its left, a byte at a time (Buffer#copy checks its arguments on every call). A store
+      // asks for the root on every append call (docs/audit.md#what-the-tree-costs-an-append).
+      if (size === 0) return EMPTY_ROOT;
+      let folded = false;
+      for (let level = 0, rest = size; rest > 0; level++, rest = half(rest)) {
+        if (!isOdd(rest)) continue;
+        const from = slot * level + 1;
+        if (!folded) {
+          for (let b = 0; b < 32; b++) rootInput[33 + b] = work[from + b]!;
+          folded = true;
+          continue;
+        }
+        for (let b = 0; b < 32; b++) rootInput[1 + b] = work[from + b]!;
+        const digest = sha256Latin1(rootInput);
+        for (let b = 0; b < 32; b++) rootInput[33 + b] = digest.charCodeAt(b);
+      }
+      const root = Buffer.allocUnsafe(32);
+      for (let b = 0; b < 32; b++) root[b] = rootInput[33 + b]!;
+      return root;
     },
     compactRange: () => ({ size, hashes: subtrees().reverse() }),
+    frontier() {
+      let count = 0;
+      for (let rest = size; rest > 0; rest = half(rest)) if (isOdd(rest)) count++;
+      const out = Buffer.allocUnsafe(32 * count);
+      for (let level = 0, rest = size; rest > 0; level++, rest = half(rest)) {
+        if (!isOdd(rest)) continue;
+        const to = 32 * --count;
+        for (let b = 0; b < 32; b++) out[to + b] = work[slot * level + 1 + b]!;
+      }
+      return out;
+    },
   };
 }
+
+/** The root's fold: 0x01 ‖ a larger subtree's root ‖ the fold so far. Shared: hashing is synchronous. */
+const rootInput = Buffer.alloc(65);
+rootInput[0] = 0x01;
 
 /** Levels a tree of up to 2^53 leaves can have set, and the bytes each keeps (0x01 ‖ left ‖ right). */
 const maxLevels = 54;

@@ -11,7 +11,7 @@ import {
   writeU64,
 } from '../../core/audit/leaf.ts';
 import { createTreeBuilder, sha256, sha256Into } from '../../core/audit/merkle.ts';
-import type { CompactRange, Hash, TreeBuilder } from '../../core/audit/merkle.ts';
+import type { Hash, TreeBuilder } from '../../core/audit/merkle.ts';
 
 // What every adapter shares to keep the audit tree (docs/audit.md) beside its rows: the leaf hash
 // of an event from the text the adapter stores, and the frontier (the tree's compact range) as
@@ -78,9 +78,6 @@ function slowLeafHash(
   eventLeafHashInto(event, into, 0);
   return into;
 }
-
-/** A compact range's hashes, largest subtree first, one after the other (32 bytes each). */
-export const frontierBytes = (range: CompactRange): Buffer => Buffer.concat(range.hashes as Hash[]);
 
 /** A tree builder resumed from a stored size and frontier; throws if they do not fit each other. */
 export function resumeTree(size: number, frontier: Uint8Array | null): TreeBuilder {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { TreeBuilder } from '../../core/audit/merkle.ts';
-import { createTreeBuilder, frontierBytes, resumeTree, storedLeafHash } from '../audit/auditTree.ts';
+import { createTreeBuilder, resumeTree, storedLeafHash } from '../audit/auditTree.ts';
 import type { AuditHead, ReadStoredOptions, StoredRecord } from '../port.ts';
 
 // The SQLite store's audit tree (docs/audit.md): each row's leaf hash in `events.leaf`, and the
@@ -55,7 +55,7 @@ export function migrateAuditTree(db: Database.Database, onProgress?: AuditMigrat
   db.prepare('INSERT INTO audit_head (id, size, root, frontier, dense_from) VALUES (1, ?, ?, ?, ?)').run(
     tree.size,
     tree.root(),
-    frontierBytes(tree.compactRange()),
+    tree.frontier(),
     nextPosition(db),
   );
 }
@@ -121,15 +121,17 @@ export function createSqliteAuditWriter(conn: Database.Database, keepTree = true
       next += 1n;
     },
     mark() {
-      const range = tree?.compactRange() ?? null;
+      // The frontier as one Buffer, not compactRange()'s Buffer a level: this runs on every call.
+      const size = tree?.size ?? 0;
+      const frontier = tree?.frontier() ?? null;
       const at = next;
       return () => {
-        if (range !== null) tree = createTreeBuilder(range);
+        if (frontier !== null) tree = resumeTree(size, frontier);
         next = at;
       };
     },
     save() {
-      if (tree !== null) q.save.run(tree.size, tree.root(), frontierBytes(tree.compactRange()));
+      if (tree !== null) q.save.run(tree.size, tree.root(), tree.frontier());
     },
     forget() {
       tree = null;

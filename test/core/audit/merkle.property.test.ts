@@ -96,6 +96,45 @@ test('a builder resumed from a compact range goes on as the one it came from', (
   assert.throws(() => createTreeBuilder({ size: 3, hashes: [EMPTY_ROOT] }), RangeError);
 });
 
+test("frontier() is the compact range's hashes in one buffer, and a builder resumed from it goes on as the one it came from", () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: 600 }), fc.integer({ min: 0, max: 40 }), (m, more) => {
+      const leaves = leavesOf(m + more);
+      const first = createTreeBuilder();
+      leaves.slice(0, m).forEach((l) => first.append(l));
+      const frontier = first.frontier();
+      assert.deepEqual(frontier, Buffer.concat(first.compactRange().hashes as Hash[]));
+      const hashes = Array.from({ length: frontier.length / 32 }, (_, i) => frontier.subarray(32 * i, 32 * i + 32));
+      const resumed = createTreeBuilder({ size: m, hashes });
+      leaves.slice(m).forEach((l) => resumed.append(l));
+      assert.deepEqual(resumed.root(), naiveMth(leaves));
+      // Its own bytes: the builder going on does not change a frontier already handed out.
+      assert.deepEqual(
+        frontier,
+        Buffer.concat(createTreeBuilder({ size: m, hashes: first.compactRange().hashes }).compactRange().hashes as Hash[]),
+      );
+    }),
+    { numRuns: 100 },
+  );
+});
+
+test('a root handed out keeps its bytes while this builder and others go on and make roots of their own', () => {
+  // root() folds in one input shared by every builder: what it returns must be a copy.
+  const leaves = leavesOf(300);
+  const a = createTreeBuilder();
+  const b = createTreeBuilder();
+  const kept: [Hash, Buffer][] = [];
+  for (let n = 0; n < leaves.length; n++) {
+    a.append(leaves[n]!);
+    b.append(leaves[leaves.length - 1 - n]!);
+    const root = a.root();
+    kept.push([root, Buffer.from(root)]);
+    b.root();
+  }
+  for (const [root, copy] of kept) assert.deepEqual(root, copy);
+  assert.deepEqual(kept.at(-1)![0], naiveMth(leaves));
+});
+
 test('an inclusion proof verifies against the root, and not for another leaf, index, size or root', () => {
   fc.assert(
     fc.property(
