@@ -31,6 +31,8 @@ export type { Condition, ConditionType, ConditionStatus, ConditionReason } from 
 export type { NodeView } from './node/nodeView.ts';
 export { parseAt, eventTime, isBeyond, stateAt, createFleetFold, timeline, createRaceScanner, findRaces } from './node/forensics.ts';
 export type { At, StoppedFold, FleetFold, TimelineEntry, DeclarationOutcome, Timeline, Race, RaceScanner } from './node/forensics.ts';
+export { isBeforeMoment, timelineWindow, windowEnough } from './node/timelineWindow.ts';
+export type { TimelineWindow, WindowAnswer } from './node/timelineWindow.ts';
 export { foldVersion } from './foldVersion.ts';
 export { startRollout, foldRollout, foldRolloutEvents } from './rollout.ts';
 export { foldHolds, holdOf, noHolds } from './holds.ts';

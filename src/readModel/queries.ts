@@ -1,5 +1,14 @@
-import { eventTime, foldNodeEvents, newerLastSeen, nodeView, observedSpans, recordedLivenessAt, stateAt } from '../../projections/index.ts';
-import type { At, NodeState, NodeView, ObservedSpan } from '../../projections/index.ts';
+import {
+  eventTime,
+  foldNodeEvents,
+  newerLastSeen,
+  nodeView,
+  observedSpans,
+  recordedLivenessAt,
+  stateAt,
+  windowEnough,
+} from '../../projections/index.ts';
+import type { At, NodeState, NodeView, ObservedSpan, TimelineWindow } from '../../projections/index.ts';
 import { ConvergeError } from '../core/errors.ts';
 import type { NodeEvent, Recorded } from '../core/events/index.ts';
 import { isNodeEvent, observationStream, streamOf } from '../core/events/index.ts';
@@ -29,6 +38,20 @@ export async function readNodeStreamAsOf(store: EventStore, node: string, to: At
   const events = await store.readStream(streamOf(node), { asOf: momentOf(to) });
   if (events.length === 0) throw nodeNotFound(node);
   return events.slice(0, stateAt(node, events, to).folded);
+}
+
+/**
+ * What `history <node> --from` folds: a suffix of the node's stream (ReadStreamOptions.since) that
+ * holds what the window's entries and declarations need (windowEnough), as of `to`; the archive's
+ * segments before it, and past `to`, are not read. timelineWindow answers from it.
+ */
+export async function readNodeWindow(store: EventStore, node: string, w: TimelineWindow): Promise<readonly Recorded[]> {
+  const events = await store.readStream(streamOf(node), {
+    ...(w.to === null ? {} : { asOf: momentOf(w.to) }),
+    since: { moment: momentOf(w.from), enough: windowEnough(node, w) },
+  });
+  if (events.length === 0) throw nodeNotFound(node);
+  return events;
 }
 
 /** The store's moment (ReadStreamOptions.asOf) for a fold's `at`. */

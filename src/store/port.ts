@@ -45,7 +45,19 @@ export type ReadStreamOptions = Readonly<{
    * stream's last event is always given. Forwards reads only.
    */
   asOf?: StreamMoment;
+  /**
+   * The caller shows only the stream's events not before `moment` (`history --from`), and folds
+   * from an earlier event on only as far back as `enough` asks: a store may then give a suffix of
+   * the stream instead of all of it (an archived store leaves out the older segments, docs/store.md
+   * "Skipping segments before a moment"). The suffix holds every event from its first on (as
+   * `asOf` allows), every event not before `moment`, and `enough` holds of it; or it is the whole
+   * stream. Forwards reads only; a store that reads the stream whole may ignore it.
+   */
+  since?: StreamSince;
 }>;
+
+/** ReadStreamOptions.since. `enough` is given suffixes that each hold every event from their first on. */
+export type StreamSince = Readonly<{ moment: StreamMoment; enough: (suffix: readonly Recorded[]) => boolean }>;
 
 /** A moment of ReadStreamOptions.asOf: a position, or a recorded time in ms since the epoch. */
 export type StreamMoment = Readonly<{ position: bigint }> | Readonly<{ time: number }>;

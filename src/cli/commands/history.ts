@@ -1,7 +1,7 @@
-import { parseAt, timeline } from '../../../projections/index.ts';
-import type { At } from '../../../projections/index.ts';
+import { parseAt, timeline, timelineWindow } from '../../../projections/index.ts';
+import type { At, WindowAnswer } from '../../../projections/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
-import { readNodeStream, readNodeStreamAsOf } from '../../readModel/queries.ts';
+import { readNodeStream, readNodeStreamAsOf, readNodeWindow } from '../../readModel/queries.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';
 import { printList, short, table } from '../output.ts';
@@ -16,15 +16,22 @@ export const run: Run = ({ io, values, positionals, config, output }) => {
   const from = moment('from', values.from);
   const to = moment('to', values.to);
   return withStore(config, io, async (store) => {
-    // To `--to`, the history as it stood then: the archive's segments past it are not read. Every
-    // event before `--from` is: each entry is classified by the fold from the stream's first event.
+    // To `--to`, the history as it stood then: the archive's segments past it are not read. From
+    // `--from`, the segments before it are read only as far back as the classification needs.
+    if (from !== null) {
+      const w = { from, to, limit };
+      return show(timelineWindow(node, await readNodeWindow(store, node, w), w));
+    }
     const events = to === null ? await readNodeStream(store, node) : await readNodeStreamAsOf(store, node, to);
     const t = timeline(node, events);
-    const windowed = from === null ? t.entries : t.entries.filter((e) => !before(e, from));
-    const entries = limit === Infinity ? windowed : windowed.slice(-limit);
-    // With --limit or --from, the declarations those events name (sent, or reported on), not every one ever sent.
+    if (limit === Infinity) return show(t);
+    // With --limit, the declarations those events name (sent, or reported on), not every one ever sent.
+    const entries = t.entries.slice(-limit);
     const named = new Set(entries.map((e) => e.digest));
-    const declarations = limit === Infinity && from === null ? t.declarations : t.declarations.filter((d) => named.has(d.digest));
+    return show({ entries, declarations: t.declarations.filter((d) => named.has(d.digest)) });
+  });
+
+  function show({ entries, declarations }: WindowAnswer): number {
     // -o wide: the digests whole.
     const digest = output === 'wide' ? (d: string | null): string => d ?? '-' : short;
     printList(io, output, entries, {
@@ -56,7 +63,7 @@ export const run: Run = ({ io, values, positionals, config, output }) => {
       ),
     );
     return 0;
-  });
+  }
 };
 
 /** `--from` / `--to`: an ISO 8601 time or a store position; null when not given. */
@@ -67,7 +74,3 @@ function moment(flag: string, value: unknown): At | null {
     throw new ConvergeError('CONVERGE_ERR_USAGE', `--${flag} ${JSON.stringify(value)} is neither an ISO 8601 time nor a decimal position`);
   return at;
 }
-
-/** An entry before `from`: recorded before its time, or stored before its position. */
-const before = (e: Readonly<{ at: string; position: bigint }>, from: At): boolean =>
-  from.kind === 'time' ? Date.parse(e.at) < from.time : e.position < from.position;

@@ -19,7 +19,12 @@ export type ProofTree = Readonly<{
 }>;
 
 export function createProofTree(hashes: readonly Hash[]): ProofTree {
-  // levels[j][i]: the root of the perfect subtree of leaves [i·2^j, (i+1)·2^j).
+  const levels = perfectLevels(hashes);
+  return proofTreeOver(hashes.length, (level, index) => levels[level]![index]!);
+}
+
+/** levels[j][i]: the root of the perfect subtree of `hashes` [i·2^j, (i+1)·2^j); n hashes in all. */
+export function perfectLevels(hashes: readonly Hash[]): (readonly Hash[])[] {
   const levels: (readonly Hash[])[] = [hashes];
   for (let below = hashes; below.length > 1;) {
     const up: Hash[] = [];
@@ -27,30 +32,36 @@ export function createProofTree(hashes: readonly Hash[]): ProofTree {
     levels.push(up);
     below = up;
   }
+  return levels;
+}
 
+/**
+ * The proofs of a tree of `size` leaves, given the root of each perfect, aligned subtree it is
+ * asked for: `perfect(j, i)` is MTH of leaves [i·2^j, (i+1)·2^j). Every range a proof or a root
+ * names splits into such subtrees (RFC 9162 §2.1.1); the last, partial one is split further.
+ */
+export function proofTreeOver(size: number, perfect: (level: number, index: number) => Hash): ProofTree {
   /** MTH(D[from:to]): a perfect, aligned range is read; any other splits as §2.1.1 does. */
   function rangeRoot(from: number, to: number): Hash {
     const n = to - from;
     if (n === 0) return EMPTY_ROOT;
-    if (n === 1) return hashes[from]!;
     let level = 0;
     while (2 ** level < n) level++;
-    if (2 ** level === n && from % n === 0) return levels[level]![from / n]!;
+    if (2 ** level === n && from % n === 0) return perfect(level, from / n);
     const k = largestPowerOfTwoBelow(n);
     return nodeHash(rangeRoot(from, from + k), rangeRoot(from + k, to));
   }
 
-  const checkSize = (size: number): void => {
-    if (!Number.isSafeInteger(size) || size < 0 || size > hashes.length)
-      throw new RangeError(`size ${size} is not within ${hashes.length} leaves`);
+  const checkSize = (n: number): void => {
+    if (!Number.isSafeInteger(n) || n < 0 || n > size) throw new RangeError(`size ${n} is not within ${size} leaves`);
   };
 
-  function inclusion(index: number, size: number): Hash[] {
-    checkSize(size);
-    if (!Number.isSafeInteger(index) || index < 0 || index >= size) throw new RangeError(`leaf index ${index} is not in a tree of ${size}`);
+  function inclusion(index: number, n: number): Hash[] {
+    checkSize(n);
+    if (!Number.isSafeInteger(index) || index < 0 || index >= n) throw new RangeError(`leaf index ${index} is not in a tree of ${n}`);
     const path: Hash[] = [];
     let from = 0;
-    let to = size;
+    let to = n;
     while (to - from > 1) {
       const k = largestPowerOfTwoBelow(to - from);
       if (index < from + k) {
@@ -79,10 +90,10 @@ export function createProofTree(hashes: readonly Hash[]): ProofTree {
   }
 
   return {
-    size: hashes.length,
-    root: (size) => {
-      checkSize(size);
-      return rangeRoot(0, size);
+    size,
+    root: (n) => {
+      checkSize(n);
+      return rangeRoot(0, n);
     },
     inclusion,
     consistency,

@@ -20,6 +20,17 @@ function timeOf(type: string, data: unknown): number {
 }
 
 /**
+ * Whether `e` lies before `at`: stored before its position, or recorded before its time (an event
+ * with no readable time is not, as `history --from` counts it).
+ */
+export const isBefore = (e: Recorded, at: StreamMoment): boolean =>
+  'position' in at ? e.position < at.position : timeOf(e.type, e.data) < at.time;
+
+/** Whether every event of segment `s` lies before `at`; false when its times are not known. */
+export const segmentBefore = (s: ArchiveSegment, at: StreamMoment): boolean =>
+  'position' in at ? s.to < at.position : s.maxTime !== undefined && s.maxTime < at.time;
+
+/**
  * The range of `rows`' times; null if one has no readable time (the segment is then always opened).
  * A row of this version's shape carries the fold's time as the move read it (`time`, the same field
  * of the same data, taken in SQL): no upcaster ran on it, so only older rows are decoded.

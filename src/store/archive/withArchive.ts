@@ -10,13 +10,14 @@ import type {
   ReadStreamOptions,
   StoredRecord,
   StreamMoment,
+  StreamSince,
   SubscribeOptions,
 } from '../port.ts';
 import { archivedStreamPrefix } from './archiveMove.ts';
 import { createArchiveReader } from './archiveReader.ts';
 import type { ArchiveReader, ArchiveReaderHooks } from './archiveReader.ts';
 import type { ArchivedRow } from './segment.ts';
-import { segmentsPast } from './segmentTimes.ts';
+import { isBefore, segmentBefore, segmentsPast } from './segmentTimes.ts';
 
 // A store's reads answered over its archive too (docs/operations.md "Retention and archive"):
 // readAll, readColumns, readStream and readStored merge the segments the manifest names with the
@@ -120,12 +121,12 @@ export async function withArchive(store: EventStore, dir: string, hooks: Archive
     // The observation stream, a rollout's: never archived, so no segment is opened for them, filters or none.
     if (none || !stream.startsWith(archivedStreamPrefix)) return store.readStream(stream, opts);
     const hot = await store.readStream(stream);
-    const archived =
-      opts.asOf === undefined || opts.direction === 'backwards' ? archivedStream(stream) : archivedAsOf(stream, hot, opts.asOf);
-    const byRevision = new Map<bigint, Recorded>();
-    for (const r of await archived) byRevision.set(r.revision, r);
-    for (const e of hot) byRevision.set(e.revision, e);
-    let events = [...byRevision.values()].sort((a, b) => (a.revision < b.revision ? -1 : 1));
+    const forwards = opts.direction !== 'backwards';
+    // The whole stream read last serves as it is: a superset of any suffix.
+    let events =
+      opts.since !== undefined && forwards && lastStream?.stream !== stream
+        ? [...(await archivedSince(stream, hot, opts.asOf, opts.since))]
+        : byRevision(await (opts.asOf === undefined || !forwards ? archivedStream(stream) : archivedAsOf(stream, hot, opts.asOf)), hot);
     if (opts.direction === 'backwards') {
       events = events.reverse();
       if (opts.fromRevision !== undefined) events = events.filter((e) => e.revision <= opts.fromRevision!);
@@ -160,6 +161,44 @@ export async function withArchive(store: EventStore, dir: string, hooks: Archive
       at,
     );
     return archive.streamRows(stream, new Set([...without, ...past])).map(recorded);
+  }
+
+  /**
+   * A suffix of `stream` that `since` accepts (ReadStreamOptions.since): the segments that may hold
+   * an event not before its moment are read, then the older ones, newest end first, only until the
+   * suffix they complete is enough. Segments may overlap, so the suffix is complete from one past
+   * the end of the newest segment left unread; it must reach back past every event not before the
+   * moment (segmentBefore: none in an unread segment; the hot ones are looked at).
+   */
+  async function archivedSince(
+    stream: string,
+    hot: readonly Recorded[],
+    asOf: StreamMoment | undefined,
+    since: StreamSince,
+  ): Promise<readonly Recorded[]> {
+    const without = (await store.archiveSegmentsWithout?.(stream)) ?? new Set<string>();
+    const holding = manifest.segments.filter((s) => !without.has(s.file));
+    const past = asOf === undefined ? new Set<string>() : segmentsPast(holding, hot, asOf);
+    const candidates = holding.filter((s) => !past.has(s.file));
+    const older = candidates.filter((s) => segmentBefore(s, since.moment)).sort((a, b) => (a.to > b.to ? -1 : a.to < b.to ? 1 : 0));
+    const only = (files: readonly string[]): ArchivedRow[] => {
+      const wanted = new Set(files);
+      return archive.streamRows(stream, new Set(manifest.segments.map((s) => s.file).filter((f) => !wanted.has(f))));
+    };
+    const read = only(candidates.filter((s) => !segmentBefore(s, since.moment)).map((s) => s.file)).map(recorded);
+    let reach: bigint | null = null;
+    for (const e of [...read, ...hot]) if (!isBefore(e, since.moment) && (reach === null || e.position < reach)) reach = e.position;
+    for (let next = 0; ; next++) {
+      const events = byRevision(read, hot);
+      if (next === older.length) return events;
+      const complete = older[next]!.to + 1n;
+      if (reach === null || complete <= reach) {
+        const suffix = events.filter((e) => e.position >= complete);
+        // Empty when an unread segment ends past the stream's last event (a filter's false positive).
+        if (suffix.length > 0 && since.enough(suffix)) return suffix;
+      }
+      read.push(...only([older[next]!.file]).map(recorded));
+    }
   }
 
   async function readStored(opts: Readonly<{ after?: bigint | null; limit?: number }> = {}): Promise<readonly StoredRecord[]> {
@@ -208,6 +247,14 @@ export async function withArchive(store: EventStore, dir: string, hooks: Archive
     manifest,
   };
   return merged;
+}
+
+/** Archived and hot events of one stream in revision order, a revision in both read once (the hot one). */
+function byRevision(archived: readonly Recorded[], hot: readonly Recorded[]): Recorded[] {
+  const out = new Map<bigint, Recorded>();
+  for (const r of archived) out.set(r.revision, r);
+  for (const e of hot) out.set(e.revision, e);
+  return [...out.values()].sort((a, b) => (a.revision < b.revision ? -1 : 1));
 }
 
 /** The store's methods, bound to it, so the merged store can hand them on as its own. */
