@@ -150,6 +150,13 @@ export function watchCounters(base: string): CounterWatch {
   };
 }
 
+/**
+ * The rises known to lie within [from, until]: after a read sent at or after `from`, seen by `until`.
+ * A rise across either end may lie on either side of it and is left out.
+ */
+export const risesWithin = (rises: readonly Rise[], from: number, until: number): Rise[] =>
+  rises.filter((r) => r.after >= from && r.by <= until);
+
 /** When the engine wrote a log line, by its own stamp (serve logs ISO times): not when the line reached the test. */
 export const writtenAt = (line: LogLine): number => {
   try {

@@ -19,7 +19,7 @@ import { until } from '../support/until.ts';
 import { countLedger } from './declarationLedger.ts';
 import { enrollSimulatedNodes, startReportLoad } from '../support/faults/simulatedFleet.ts';
 import type { Accepted, Receipt } from '../support/faults/simulatedFleet.ts';
-import { startDeclarer, tracer, watchCounters, writtenAt } from './partitionLoad.ts';
+import { risesWithin, startDeclarer, tracer, watchCounters, writtenAt } from './partitionLoad.ts';
 import type { Api } from './partitionLoad.ts';
 import { readStored, tally } from './scenarios.ts';
 import type { FaultLab, Scenario, ScenarioResult } from './scenarios.ts';
@@ -310,7 +310,7 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
     const aRetook = a.logged(/relay lease taken/, cutAt);
     const aRetookAt = aRetook === undefined ? Infinity : writtenAt(aRetook);
     const aIssued = counters.a.rises('issued');
-    const aIssuedAfterTake = relayTaken === null ? [] : aIssued.filter((r) => r.after >= relayTaken && r.by <= aRetookAt);
+    const aIssuedAfterTake = relayTaken === null ? [] : risesWithin(aIssued, relayTaken, aRetookAt);
     const aLastPublish = aIssued.filter((r) => r.by >= cutAt).pop();
     const aReadAfterTake = relayTaken !== null && counters.a.readWithin(relayTaken, healAt);
     const relayMs = relayTaken === null ? null : relayTaken - cutAt;
