@@ -1,5 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ConvergeError } from '../core/errors.ts';
+import { sleep } from '../retry.ts';
 import type { Logger } from 'pino';
 import { livenessStates, nodeStatuses } from '../../projections/index.ts';
 import { readNodeColumns } from '../store/index.ts';
@@ -43,6 +44,8 @@ export type ProjectionRunnerOptions = Readonly<{
    * Without it such a start refuses to fold, rather than fold the hot rows alone into wrong states.
    */
   coldStore?: () => Promise<EventStore>;
+  /** How long a /metrics scrape waits for the store's head before it answers with the lag it last had (ms; default 500). */
+  scrapeWaitMs?: number;
   /** Clock for liveness in the node gauges (tests inject one). */
   now?: () => number;
   /**
@@ -234,11 +237,35 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     return head > at ? head - at : 0n;
   }
 
+  // A scrape waits on the store only so long: cut off from it, a head read hangs until the link
+  // heals, and a scrape that hung with it would hide every gauge (the relay's, the ingest's) just
+  // when they tell of the outage. One read at a time, shared, so hung scrapes do not pile up reads.
+  const scrapeWaitMs = options.scrapeWaitMs ?? 500;
+  let headRead: Promise<bigint> | null = null;
+  function lagWithin(ms: number): Promise<bigint | undefined> {
+    if (headRead === null) {
+      const read = lag();
+      headRead = read;
+      // Handled here too: a read that fails after every scrape gave up on it must not go unhandled.
+      void read
+        .then(
+          () => undefined,
+          () => undefined,
+        )
+        .finally(() => {
+          if (headRead === read) headRead = null;
+        });
+    }
+    const gaveUp = new AbortController();
+    return Promise.race([headRead, sleep(ms, gaveUp.signal).then(() => undefined)]).finally(() => gaveUp.abort());
+  }
+
   // O(series): the read model keeps nodes counted by status × liveness as events fold and as
   // time passes (livenessTracker.ts). Walking every node per scrape cost 45 ms at 100,000 nodes.
   async function refreshMetrics(now: number = (options.now ?? Date.now)()): Promise<void> {
     if (metrics === undefined) return;
-    metrics.projectionLag.set(Number(await lag()));
+    const behind = await lagWithin(scrapeWaitMs);
+    if (behind !== undefined) metrics.projectionLag.set(Number(behind));
     const counts = readModel.liveness(now);
     for (const status of nodeStatuses) {
       for (const liveness of livenessStates) metrics.nodes.set({ status, liveness }, counts.get(status, liveness));

@@ -1,5 +1,6 @@
 import { sleep } from '../support/until.ts';
 import type { Accepted } from '../support/faults/simulatedFleet.ts';
+import type { LogLine } from '../support/serveProcess.ts';
 
 // The load of the partition scenarios (test/faults/partitionScenario.ts): reports from simulated
 // nodes, declarations POSTed through the engines' APIs, and the engines' counters read from their
@@ -79,15 +80,21 @@ export function startDeclarer(nodes: readonly string[], auth: Readonly<Record<st
 export type Counters = Readonly<{ reports: number; published: number; issued: number }>;
 type Key = keyof Counters;
 
+/**
+ * A rise of a counter between two reads of /metrics: it happened after the earlier read was sent
+ * (that read's value was taken no sooner) and before the later one was answered.
+ */
+export type Rise = Readonly<{ after: number; by: number }>;
+
 export type CounterWatch = Readonly<{
   /** The latest values read (null before the first). */
   now: () => Counters | null;
   /** When `key` was first seen higher than at the first read (null: not yet). */
   changedAt: (key: Key) => number | null;
-  /** When `key` was first seen rising at or after `from` (null: not yet). */
-  firstChange: (key: Key, from: number) => number | null;
-  /** When `key` was last seen rising within [from, to] (null: it did not). */
-  lastChange: (key: Key, from: number, to: number) => number | null;
+  /** Every rise of `key` seen so far, in order. */
+  rises: (key: Key) => readonly Rise[];
+  /** Whether a read was sent at or after `from` and answered by `to`: the counters were seen within [from, to]. */
+  readWithin: (from: number, to: number) => boolean;
   stop: () => void;
 }>;
 
@@ -97,13 +104,21 @@ const series: Record<Key, RegExp> = {
   issued: /^converge_relay_issued_total /,
 };
 
-/** Read an engine's /metrics every 50 ms. A rise is seen at most a poll late, so "seen before t" means "happened before t". */
+/**
+ * Read an engine's /metrics every 50 ms. Each rise is kept with the span it lies in (the earlier
+ * read's sending to the later one's answer), not only when it was seen: a read that waited (an
+ * engine busy, or one whose scrape waited on a store cut off) sees late what happened long before.
+ */
 export function watchCounters(base: string): CounterWatch {
   let latest: Counters | null = null;
-  const rises: { key: Key; at: number }[] = [];
+  /** When the read that gave `latest` was sent. */
+  let latestSent = 0;
+  const reads: { sent: number; at: number }[] = [];
+  const rises: { key: Key; after: number; by: number }[] = [];
   let running = true;
   void (async () => {
     while (running) {
+      const sent = Date.now();
       try {
         const text = await (await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(2_000) })).text();
         const read = (k: Key): number => {
@@ -113,8 +128,11 @@ export function watchCounters(base: string): CounterWatch {
         const next = { reports: read('reports'), published: read('published'), issued: read('issued') };
         const at = Date.now();
         if (latest !== null)
-          for (const k of ['reports', 'published', 'issued'] as const) if (next[k] > latest[k]) rises.push({ key: k, at });
+          for (const k of ['reports', 'published', 'issued'] as const)
+            if (next[k] > latest[k]) rises.push({ key: k, after: latestSent, by: at });
         latest = next;
+        latestSent = sent;
+        reads.push({ sent, at });
       } catch {
         // the engine is busy or stopping: read again
       }
@@ -123,11 +141,28 @@ export function watchCounters(base: string): CounterWatch {
   })();
   return {
     now: () => latest,
-    changedAt: (key) => rises.find((r) => r.key === key)?.at ?? null,
-    firstChange: (key, from) => rises.find((r) => r.key === key && r.at >= from)?.at ?? null,
-    lastChange: (key, from, to) => rises.filter((r) => r.key === key && r.at >= from && r.at <= to).pop()?.at ?? null,
+    changedAt: (key) => rises.find((r) => r.key === key)?.by ?? null,
+    rises: (key) => rises.filter((r) => r.key === key),
+    readWithin: (from, to) => reads.some((r) => r.sent >= from && r.at <= to),
     stop: () => {
       running = false;
     },
   };
 }
+
+/**
+ * The rises known to lie within [from, until]: after a read sent at or after `from`, seen by `until`.
+ * A rise across either end may lie on either side of it and is left out.
+ */
+export const risesWithin = (rises: readonly Rise[], from: number, until: number): Rise[] =>
+  rises.filter((r) => r.after >= from && r.by <= until);
+
+/** When the engine wrote a log line, by its own stamp (serve logs ISO times): not when the line reached the test. */
+export const writtenAt = (line: LogLine): number => {
+  try {
+    const time = Date.parse(String((JSON.parse(line.raw) as { time?: unknown }).time));
+    return Number.isNaN(time) ? line.at : time;
+  } catch {
+    return line.at;
+  }
+};

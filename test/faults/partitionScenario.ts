@@ -19,7 +19,7 @@ import { until } from '../support/until.ts';
 import { countLedger } from './declarationLedger.ts';
 import { enrollSimulatedNodes, startReportLoad } from '../support/faults/simulatedFleet.ts';
 import type { Accepted, Receipt } from '../support/faults/simulatedFleet.ts';
-import { startDeclarer, tracer, watchCounters } from './partitionLoad.ts';
+import { risesWithin, startDeclarer, tracer, watchCounters, writtenAt } from './partitionLoad.ts';
 import type { Api } from './partitionLoad.ts';
 import { readStored, tally } from './scenarios.ts';
 import type { FaultLab, Scenario, ScenarioResult } from './scenarios.ts';
@@ -182,7 +182,8 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
       timeoutMs: cut === 'broker' ? defaultLeaseTtlMs + 2_000 : leaseBoundMs,
       everyMs: 10,
     }).then(
-      (line) => line.at,
+      // When B wrote it: the line reaches this process later, by a pipe a busy machine may be slow to drain.
+      (line) => writtenAt(line),
       () => null,
     );
     const ingestMoved =
@@ -202,6 +203,11 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
         () => accepted.some((d) => d.at > cutAt && received(d.digest)),
         30_000,
       ).catch(() => undefined);
+    // Evidence for the relay checks: A's counters read once after B took the lease, while A is still cut off.
+    if (relayTaken !== null)
+      await until("A's counters to be read after B took the lease", () => counters.a.readWithin(relayTaken, Date.now()), 30_000).catch(
+        () => undefined,
+      );
     const aAtHeal = counters.a.now()!;
     step('healing');
     const healAt = Date.now();
@@ -298,9 +304,15 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
     // Who wrote what, and when, is judged by `issued` (counted as a publish is written): a confirm can
     // reach A long after its message landed — the broker sends it once the link heals, even on a
     // connection it has since closed — so `published` may rise after the heal for a write before the cut.
-    const aAfterHeal = counters.a.firstChange('issued', healAt);
-    const aRetook = a.logged(/relay lease taken/, healAt);
-    const aLastPublish = counters.a.lastChange('issued', cutAt, healAt);
+    // A rise is known only to lie between two reads (partitionLoad.ts): A wrote after B took the lease
+    // if its count rose after a read sent once B had it, and before A took the lease again (by A's
+    // own log stamp), if it did. A rise across B's taking the lease or A's retaking it counts for neither side.
+    const aRetook = a.logged(/relay lease taken/, cutAt);
+    const aRetookAt = aRetook === undefined ? Infinity : writtenAt(aRetook);
+    const aIssued = counters.a.rises('issued');
+    const aIssuedAfterTake = relayTaken === null ? [] : risesWithin(aIssued, relayTaken, aRetookAt);
+    const aLastPublish = aIssued.filter((r) => r.by >= cutAt).pop();
+    const aReadAfterTake = relayTaken !== null && counters.a.readWithin(relayTaken, healAt);
     const relayMs = relayTaken === null ? null : relayTaken - cutAt;
     const ingestMovedMs = ingestMoved === null ? null : ingestMoved - cutAt;
     // An engine cut off mid-append holds the store's append lock until the server ends its session.
@@ -308,7 +320,7 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
     const byVia = (v: string): number => accepted.filter((d) => d.via === v).length;
     const notes = [
       `A cut from ${cutNames[cut]} for ${healAt - cutAt} ms (held until the takeover this case expects, each wait bounded)`,
-      `relay lease: ${relayMs === null ? `stayed with A (B did not take it in ${cut === 'broker' ? defaultLeaseTtlMs + 2_000 : leaseBoundMs} ms)` : `taken by B ${relayMs} ms after the cut (ttl ${defaultLeaseTtlMs} ms); A's last publish seen ${aLastPublish === null ? 'before the cut' : `${aLastPublish - cutAt} ms after the cut`}, ${relayTaken! - Math.max(aLastPublish ?? cutAt, cutAt)} ms before B took the lease; A said it lost it ${lostLogged === null ? 'never' : `${lostLogged - cutAt} ms after the cut`}`}`,
+      `relay lease: ${relayMs === null ? `stayed with A (B did not take it in ${cut === 'broker' ? defaultLeaseTtlMs + 2_000 : leaseBoundMs} ms)` : `taken by B ${relayMs} ms after the cut (ttl ${defaultLeaseTtlMs} ms); A's issued count last rose ${aLastPublish === undefined ? 'before the cut' : `between ${aLastPublish.after - cutAt} and ${aLastPublish.by - cutAt} ms after the cut`}${aRetook === undefined ? '' : `; A took the lease again ${aRetookAt - cutAt} ms after the cut`}; A said it lost it ${lostLogged === null ? 'never' : `${lostLogged - cutAt} ms after the cut`}`}`,
       `ingest: ${ingestMovedMs === null ? 'stayed with A (it keeps mesh.reports while its broker link lives)' : `moved to B ${ingestMovedMs} ms after the cut`}; reports flowing into the store again ${ms(ingestMs)} after the cut, declarations POSTed after the cut received ${ms(deliveryMs)} after it; healed ${healAt - cutAt} ms after the cut`,
       `A appended ${end.a.reports - before.a.reports} reports, issued ${end.a.issued - before.a.issued} declarations and saw ${end.a.published - before.a.published} confirmed after the counters were first read (${aAtHeal.issued - before.a.issued} and ${aAtHeal.published - before.a.published} by the heal), B ${end.b.reports - before.b.reports}, ${end.b.issued - before.b.issued} and ${end.b.published - before.b.published}`,
       `${accepted.length} declarations accepted (${byVia('A')} via A, ${byVia('B')} via B, ${duringCut} of those via B during the partition), ${declarer.unanswered.length} POSTs unanswered, ${declarer.conflicts.length} refused 409, ${declarer.otherRefusals.length} refused otherwise${declarer.otherRefusals.length > 0 ? ` (${declarer.otherRefusals.slice(0, 2).join(' / ')})` : ''}; ${receipts.length} receipts: ${ledger.received} received, ${ledger.superseded} replaced in the inbox by a later one that was received, ${ledger.undelivered.length} undelivered${ledger.undelivered.length > 0 ? ` (${ledger.undelivered.slice(0, 3).join(', ')})` : ''}; ${ledger.repeated.length} received twice (${handovers.length} handover(s) of the relay lease or failed batches; all recorded before the last: ${repeatsInWindow}), ${ledger.repeatsAfterNewer} of those repeats after a newer one; ${ledger.outOfOrder.length} out of order`,
@@ -327,12 +339,9 @@ export async function runPartition(lab: FaultLab, cut: Cut, scenario: Scenario):
         ? {}
         : {
             'the relay lease moved to B within its bound': relayTaken !== null,
-            "A's last publish came before B took the lease": relayTaken !== null && (aLastPublish ?? cutAt) < relayTaken,
-            'A published nothing from B taking the lease to the heal':
-              relayTaken !== null && counters.a.lastChange('issued', relayTaken, healAt) === null,
-            // After the heal A may publish again only as the holder (B may lose the lease on a busy machine).
-            'A published after the heal only once it held the lease again':
-              aAfterHeal === null || (aRetook !== undefined && aRetook.at < aAfterHeal),
+            "A's counters were read after B took the lease, before the heal": aReadAfterTake,
+            // After the heal A may publish again as the holder (B may lose the lease on a busy machine).
+            'A issued nothing from B taking the lease until it held the lease again': relayTaken !== null && aIssuedAfterTake.length === 0,
             'A said it lost the lease': lostLogged !== null,
           };
     const ingestChecks: Record<string, boolean> = cut === 'store' ? {} : { 'ingest moved to B': ingestMoved !== null };

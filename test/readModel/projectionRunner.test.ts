@@ -311,3 +311,61 @@ test('an installation upgraded from <store>.snapshot.json starts warm on it, and
   assert.equal(existsSync(config.snapshotFormerPath!), false, 'the stale file under the former name is removed');
   await store.close();
 });
+
+test('a scrape answers while the store does not: the lag keeps its last reading, one head read at a time', async () => {
+  const { createMetrics } = await import('../../src/metrics.ts');
+  const { makeAliveSeen, streamOf } = await import('../../src/core/events/index.ts');
+  const memory = createMemoryEventStore();
+  await memory.append([{ stream: streamOf('n1'), expected: 'any', events: [makeAliveSeen({ node: 'n1' }, new Date())] }]);
+  // The store cut off (packets dropped): a head read neither answers nor fails until the link heals.
+  let cut = false;
+  let reads = 0;
+  let heal: (() => void) | null = null;
+  /** Added to the head once healed, so the lag read after the heal shows. */
+  let ahead = 0n;
+  const store = new Proxy(memory, {
+    get: (target, key, receiver) =>
+      key === 'headPosition'
+        ? async () => {
+            reads++;
+            if (cut) await new Promise<void>((resolve) => (heal = resolve));
+            return ((await target.headPosition()) ?? 0n) + ahead;
+          }
+        : Reflect.get(target, key, receiver),
+  });
+  const metrics = createMetrics();
+  const runner = createProjectionRunner({ store, logger, metrics, scrapeWaitMs: 20 });
+  await runner.start();
+  try {
+    await runner.caughtUp();
+    await runner.refreshMetrics();
+    const lag = async (): Promise<string> =>
+      (await metrics.registry.getSingleMetricAsString('converge_projection_lag_events')).split('\n').pop()!;
+    assert.equal(await lag(), 'converge_projection_lag_events 0');
+    const before = reads;
+
+    cut = true;
+    await memory.append([{ stream: streamOf('n2'), expected: 'any', events: [makeAliveSeen({ node: 'n2' }, new Date())] }]);
+    let answered = 0;
+    for (let i = 0; i < 3; i++) void runner.refreshMetrics().then(() => answered++);
+    await until('three scrapes to answer while the store does not', () => answered === 3, 5_000);
+    assert.equal(reads, before + 1, 'the scrapes share the one head read in flight');
+    assert.equal(await lag(), 'converge_projection_lag_events 0');
+
+    cut = false;
+    ahead = 7n;
+    (heal as (() => void) | null)?.();
+    await until(
+      'the lag read again once the store answers',
+      async () => {
+        await runner.refreshMetrics();
+        return (await lag()) === 'converge_projection_lag_events 7';
+      },
+      5_000,
+    );
+  } finally {
+    (heal as (() => void) | null)?.();
+    await runner.stop();
+    await memory.close();
+  }
+});
