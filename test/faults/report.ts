@@ -263,18 +263,19 @@ ${table}
   holds the relay lease; B stands by; 8 simulated nodes report and declarations are POSTed through both APIs (to B
   only while A is cut). A's link to PostgreSQL, to RabbitMQ, or both is cut by a \`blackhole\` qdisc on both ends of its
   veth (every packet dropped: a partition, not a reset), held until the takeover the case expects happened (each wait
-  bounded), then healed. Store cut: the relay lease must move to B within its bound and A's last publish (its
-  \`converge_relay_issued_total\`, polled: counted as written, since a confirm can arrive long after its write) must
-  come before B took the lease, and none after; B takes it over only after closing A's broker connection (the relay's
+  bounded), then healed. Store cut: the relay lease must move to B within its bound, and A must issue nothing from then
+  until it holds the lease again: its \`converge_relay_issued_total\` (counted as written, since a confirm can arrive
+  long after its write) is polled from its /metrics, which answers while its store is cut off, each rise placed
+  between the read before it and the read that saw it, and the lease's moves by the engines' own log stamps; the
+  partition is held until A's counters were read after B took the lease; B takes it over only after closing A's broker connection (the relay's
   fence, docs/operations.md "Fencing the relay"); B's API must record declarations during the cut. Broker cut: \`mesh.reports\` must move to B (the broker ends A's connection on missed
   heartbeats); the relay lease stays with A, so delivery waits for the heal. Both: both must move. Every confirmed
   report stored once; every accepted declaration received by its node, or replaced in its one-message inbox by a later
   one that was; none twice unless POSTed before the cut (the at-least-once window: the batch in flight); none out of
   order per node (a first receipt with a serial below one its node already had); both APIs at the store head with the
   same nodes. Time to recover: from the cut until a report published after it is stored and a declaration POSTed
-  after it is received (by the takeover or after the heal); the takeover times are in the notes. Run by \`npm run faults\` only: in the
-  clean-clone CI run of 2026-12-03 the store cut failed "A published after the heal only once it held the lease
-  again" (A issued one declaration after the heal, with no "relay lease taken" logged before it), not yet diagnosed.
+  after it is received (by the takeover or after the heal); the takeover times are in the notes. Also in \`npm test\`
+  (\`test/faults/partition.fault.test.ts\`, as root).
 - **tampered declarations** — \`test/faults/tamperingScenario.ts\`: after an untampered control declaration converges, each
   declaration is recorded, tampered and published to \`node.<id>\` as the relay publishes: a bit flipped at a random
   position (fast-check) in the declaration bytes or in the signature, the same JSON re-encoded, a signature by another
