@@ -69,7 +69,11 @@ export async function openBenchBroker(name: string, inboxes: number): Promise<Be
   // really open (docs/operations.md "Sizing the broker").
   const handles = Math.max(nofile, 4 * inboxes + headroom);
   const stats = brokerStats();
-  const advanced = `[{rabbit,[{file_handles_high_watermark,${handles}}]}${statsTerms[stats]}].`;
+  // RabbitMQ 3.10's classic queues page their messages to disk once the broker's memory passes this
+  // share of its watermark (default 0.5): a 100,000-inbox broker is there with nothing queued.
+  const paging = process.env['BENCH_BROKER_PAGING_RATIO'];
+  const pagingTerm = paging === undefined ? '' : `,{vm_memory_high_watermark_paging_ratio,${Number(paging)}}`;
+  const advanced = `[{rabbit,[{file_handles_high_watermark,${handles}}${pagingTerm}]}${statsTerms[stats]}].`;
   const cluster = await startRabbitCluster({ nodes: 1, nofile, management: true, advanced });
   const node = cluster.nodes[0]!;
   // The VM writes its pid once it runs; the start above waits for that.
@@ -80,7 +84,7 @@ export async function openBenchBroker(name: string, inboxes: number): Promise<Be
   return {
     amqpBase: `amqp://guest:guest@127.0.0.1:${node.port}`,
     admin,
-    describe: `a one-node RabbitMQ 3.10 of the bench's own (open-file limit ${nofile}, file_handles_high_watermark ${handles}, management statistics ${statsSaid[stats]})`,
+    describe: `a one-node RabbitMQ 3.10 of the bench's own (open-file limit ${nofile}, file_handles_high_watermark ${handles}, management statistics ${statsSaid[stats]}${paging === undefined ? '' : `, paging ratio ${Number(paging)}`})`,
     own: true,
     openFiles: () => {
       try {
