@@ -31,6 +31,9 @@ export type NodeBudget = Readonly<{
 
 type Bucket = { tokens: number; at: number };
 
+/** Buckets a take looks at while a sweep is under way. */
+export const sweepPerTake = 256;
+
 export function createNodeBudget(options: NodeBudgetOptions): NodeBudget {
   const rate = options.ratePerSecond / 1000;
   const burst = Math.max(1, options.burst);
@@ -39,11 +42,25 @@ export function createNodeBudget(options: NodeBudgetOptions): NodeBudget {
   /** Sweep at most this often; a bucket full again can be forgotten and rebuilt full on demand. */
   const refillMs = burst / rate;
   let sweptAt = now();
+  /** The sweep under way: a few buckets a take, as a pass over 100,000 held one turn for ms. */
+  let sweeping: Iterator<[string, Bucket]> | null = null;
 
   function sweep(t: number): void {
-    if (t - sweptAt < refillMs) return;
-    sweptAt = t;
-    for (const [node, b] of buckets) if (b.tokens + (t - b.at) * rate >= burst) buckets.delete(node);
+    if (sweeping === null) {
+      if (t - sweptAt < refillMs) return;
+      sweptAt = t;
+      sweeping = buckets.entries();
+    }
+    // Forgetting a full bucket loses nothing whenever it is looked at, so a pass may span many takes.
+    for (let i = 0; i < sweepPerTake; i++) {
+      const next = sweeping.next();
+      if (next.done === true) {
+        sweeping = null;
+        return;
+      }
+      const [node, b] = next.value;
+      if (b.tokens + (t - b.at) * rate >= burst) buckets.delete(node);
+    }
   }
 
   return {

@@ -9,10 +9,14 @@ import type { Recorded, RolloutEvent } from '../core/events/index.ts';
 // fold it; counting the wave from scratch then (waveProgress, a walk over every node of the wave)
 // made a wave of n nodes sent in batches of b cost n²/b node lookups: 5 million for 50,000.
 //
+// A wave the driver opened in the gap starts from nothing: the view counts a wave's nodes from
+// the RolloutSent events that list them, which come after its WaveStarted. Recounting it from
+// scratch until the view folded the WaveStarted cost a walk of the whole wave per batch.
+//
 // A node listed by a RolloutSent the view has not folded is pending: the read model folds the
 // declaration with the RolloutSent that lists it (one append) and the node's report after it, so
 // it holds no report of that declaration and no later send yet (nodeOutcome: 'pending'). Anything
-// else in the gap (a wave opened, a refused send whose failure is listed in wave order, events
+// else in the gap (a refused send whose failure is listed in wave order, events
 // missing from the driver's log) answers undefined: the caller counts from scratch.
 
 /** What the view has folded of a rollout (src/readModel/rollouts.ts progressFolded). */
@@ -33,16 +37,28 @@ export function progressAhead(
   graceMs: number,
   limit: number,
 ): WaveProgress | undefined {
-  const v = folded.progress;
-  if (v === null || v.wave !== wave || folded.current !== s.current || folded.revision >= s.revision) return undefined;
+  if (folded.revision >= s.revision) return undefined;
+  const folds = folded.progress;
+  /** The view's counts of the wave, or null until the gap opens it (then they start from nothing). */
+  let base: WaveProgress | null = folds !== null && folds.wave === wave && folded.current === s.current ? folds : null;
   const sent: string[] = [];
   const seen = new Set<string>();
   let skipped = 0;
   let expect = folded.revision + 1n;
   for (const e of log) {
     if (e.revision <= folded.revision) continue;
-    if (e.revision !== expect || e.type !== 'RolloutSent' || e.data.wave !== wave) return undefined;
+    if (e.revision !== expect) return undefined;
     expect++;
+    if (base === null) {
+      // Before the wave opens, what closes the one before it: nothing the view counts of this wave.
+      if (e.type === 'WaveStarted' && e.data.wave === wave) {
+        base = unopened(s, wave);
+        if (base === null) return undefined;
+      } else if (!(e.type === 'WaveCompleted' || e.type === 'WaveGateChecked' || e.type === 'RolloutSent') || e.data.wave >= wave)
+        return undefined;
+      continue;
+    }
+    if (e.type !== 'RolloutSent' || e.data.wave !== wave) return undefined;
     for (const x of e.data.sends) {
       if (seen.has(x.node) || folded.tracks(x.node)) continue;
       seen.add(x.node);
@@ -55,7 +71,8 @@ export function progressAhead(
       skipped++;
     }
   }
-  if (expect !== s.revision + 1n) return undefined;
+  if (expect !== s.revision + 1n || base === null) return undefined;
+  const v = base;
   return {
     wave,
     get unsent() {
@@ -77,6 +94,31 @@ export function progressAhead(
       return { failures: [...a.failures, ...b.failures].slice(0, limit), timeout: a.timeout + b.timeout, silent: a.silent + b.silent };
     },
     supersededNodes: () => v.supersededNodes(),
+  };
+}
+
+/**
+ * The counts of a wave the view has not seen open: every target unsent, nothing else. The view
+ * tracks a wave's nodes from the RolloutSent events of that wave, which follow its WaveStarted.
+ */
+function unopened(s: RolloutState, wave: number): WaveProgress | null {
+  const w = s.waves[wave - 1];
+  if (w === undefined || w.startedAt === null) return null;
+  // Targets are listed in order, so those of the wave listed so far are a prefix of it.
+  const unsentCount = Math.max(0, Math.min(w.to, s.targets.length) - w.from);
+  return {
+    wave,
+    unsent: [], // the driver's cursor lists them (withUnsent)
+    unsentCount,
+    pending: 0,
+    done: 0,
+    superseded: 0,
+    skipped: 0,
+    failures: [],
+    failureCount: 0,
+    failuresByClass: { refused: 0, degraded: 0, unsendable: 0 },
+    late: () => ({ failures: [], timeout: 0, silent: 0 }),
+    supersededNodes: () => [],
   };
 }
 

@@ -23,5 +23,5 @@ test('silences ended early by `enough` are answered by the next calls, each node
     Array.from({ length: 10 }, (_, i) => `n-${i}`),
   );
   assert.equal(calls, 5, 'three a call, the last call finds none left');
-  assert.equal(recorder.dueCount(200), 0);
+  assert.equal(recorder.due(200), false);
 });

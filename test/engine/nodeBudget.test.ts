@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { costOf, createNodeBudget } from '../../src/engine/nodeBudget.ts';
+import { costOf, createNodeBudget, sweepPerTake } from '../../src/engine/nodeBudget.ts';
 
 // The per-node budget, on a clock the test moves.
 
@@ -36,4 +36,18 @@ test('buckets of nodes gone quiet long enough to be full again are forgotten', (
   now += 1_000; // burst / rate
   budget.take('n0');
   assert.equal(budget.size(), 1);
+});
+
+test('a sweep forgets a few buckets a take, and every full one by the end of its pass', () => {
+  let now = 0;
+  const budget = createNodeBudget({ ratePerSecond: 10, burst: 10, now: () => now });
+  const quiet = 10 * sweepPerTake;
+  for (let i = 0; i < quiet; i++) budget.take(`q${i}`);
+  now += 1_000; // burst / rate: every bucket is full again
+  budget.take('busy0');
+  assert.ok(budget.size() >= quiet + 1 - sweepPerTake, `one take looks at no more than ${sweepPerTake} buckets (${budget.size()} left)`);
+  for (let i = 1; i < 20; i++) budget.take(`busy${i}`);
+  // By then the pass has looked at every bucket: the quiet ones went, the busy ones (one unit
+  // spent just now) stay.
+  assert.equal(budget.size(), 20);
 });

@@ -33,7 +33,7 @@ const counts = (p: WaveProgress | null | undefined) => {
   };
 };
 
-async function world(nodes: readonly string[]) {
+async function world(nodes: readonly string[], waves = '100%') {
   const store = createMemoryEventStore();
   const h = historyInStore(store);
   const readModel = createReadModel({ now: () => at });
@@ -47,7 +47,7 @@ async function world(nodes: readonly string[]) {
     readModel.apply(events);
     if (events.length > 0) folded = events[events.length - 1]!.position;
   };
-  const r = rolloutInStore(store, h, 'r1', nodes, { waves: '100%' });
+  const r = rolloutInStore(store, h, 'r1', nodes, { waves });
   await r.start();
   await r.apply(await r.decide());
   return { store, h, readModel, view, fold, r };
@@ -78,6 +78,33 @@ test('sends the view has not folded count as pending: equal to waveProgress from
     const got = await ahead(w, s);
     assert.ok(got !== undefined);
     assert.deepEqual(counts(got), counts(waveProgress(s, s.current, (n) => w.readModel.get(n))));
+  }
+});
+
+test('a wave opened since the view folded counts from nothing plus the sends since', async () => {
+  const nodes = Array.from({ length: 8 }, (_, i) => `w${i}`);
+  const w = await world(nodes, '2,100%');
+  await w.r.apply({ kind: 'send', wave: 1, nodes: nodes.slice(0, 2) });
+  for (const n of nodes.slice(0, 2)) await w.h.report(n, { applied: ['web'], declared: await w.r.digestSentTo(n) });
+  await w.fold();
+  // The driver completes wave 1, opens wave 2 and sends two batches of it, the view behind each step.
+  const positions: bigint[] = [];
+  for (const d of ['completeWave', 'startWave'] as const) {
+    const decided = await w.r.decide();
+    assert.equal(decided.kind, d);
+    await w.r.apply(decided);
+    positions.push((await w.store.headPosition())!);
+  }
+  await w.r.apply({ kind: 'send', wave: 2, nodes: nodes.slice(2, 5) });
+  positions.push((await w.store.headPosition())!);
+  await w.r.apply({ kind: 'send', wave: 2, nodes: nodes.slice(5, 7) });
+  const s = await w.r.state();
+  assert.equal(s.current, 2);
+  const fromScratch = counts(waveProgress(s, 2, (n) => w.readModel.get(n)));
+  for (const upTo of positions) {
+    await w.fold(upTo);
+    assert.ok(w.view.progressFolded('r1')!.revision < s.revision, 'the view lags the driver');
+    assert.deepEqual(counts(await ahead(w, s)), fromScratch, `view folded to ${upTo}`);
   }
 });
 

@@ -1,7 +1,8 @@
 // The fast version of the zod decode of the node events (upcasters.ts decodeEventData):
 // it must equal the schemas in events.ts and liveness.ts (declarationSentData, reportReceivedData,
-// aliveSeenData, nodeHeardData, nodeSilentData), which stay the one definition of a valid stored
-// event. Liveness transitions are most of a long history's events (docs/design.md §3). It serves the paths that
+// aliveSeenData, nodeHeardData, nodeSilentData) and rollouts.ts (rolloutSentData), which stay the
+// one definition of a valid stored event. A RolloutSent lists up to 500 sends: the rollout driver
+// reads each back right after appending it, and zod's copy of one was a long turn of its own. Liveness transitions are most of a long history's events (docs/design.md §3). It serves the paths that
 // decode the whole log (replay, a cold start, the projections), where zod's safeParse was a large
 // share of each event's cost, mostly copying objects that were already exactly right. For an input
 // it accepts it returns data deep-equal to zod's — the parsed object itself, not a copy, so only
@@ -13,6 +14,7 @@
 import type { AliveSeenData, DeclarationSentData, ReportReceivedData } from './events.ts';
 import type { NodeHeardData, NodeSilentData } from './liveness.ts';
 import { rolloutIdPattern } from './rollouts.ts';
+import type { RolloutSentData } from './rollouts.ts';
 
 type Plain = Record<string, unknown>;
 
@@ -189,6 +191,50 @@ export function fastNodeSilent(v: unknown): NodeSilentData | null {
     : null;
 }
 
+/** rolloutSentData's `restores`: the send whose spec a send under `asOf` carries again. */
+function isRestores(v: unknown): boolean {
+  if (!isPlainObject(v)) return false;
+  return isCount(v.serial) && isDigest(v.digest) && isDigest(v.specDigest) && keyCount(v) === 3;
+}
+
+function isRolloutSend(v: unknown): boolean {
+  if (!isPlainObject(v)) return false;
+  const restores = v.restores !== undefined;
+  if (!restores && 'restores' in v) return false;
+  return (
+    isNodeName(v.node) &&
+    isCount(v.serial) &&
+    isDigest(v.digest) &&
+    (!restores || isRestores(v.restores)) &&
+    keyCount(v) === (restores ? 4 : 3)
+  );
+}
+
+function isRolloutSkip(v: unknown): boolean {
+  if (!isPlainObject(v)) return false;
+  return isNodeName(v.node) && typeof v.code === 'string' && typeof v.reason === 'string' && keyCount(v) === 3;
+}
+
+function isArrayOf(v: unknown, each: (x: unknown) => boolean): boolean {
+  if (!Array.isArray(v)) return false;
+  for (let i = 0; i < v.length; i++) if (!each(v[i])) return false;
+  return true;
+}
+
+/** The zod output of rolloutSentData for `v`, or null to let zod decide. */
+export function fastRolloutSent(v: unknown): RolloutSentData | null {
+  if (!isPlainObject(v)) return null;
+  const ok =
+    typeof v.rollout === 'string' &&
+    rolloutIdPattern.test(v.rollout) &&
+    isCount(v.wave) &&
+    isArrayOf(v.sends, isRolloutSend) &&
+    isArrayOf(v.skipped, isRolloutSkip) &&
+    isIso(v.sentAt) &&
+    keyCount(v) === 5;
+  return ok ? (v as RolloutSentData) : null;
+}
+
 /** The fast check for a type, if it has one. */
 export const fastDecoders: Readonly<Record<string, ((v: unknown) => unknown) | undefined>> = {
   DeclarationSent: fastDeclarationSent,
@@ -196,4 +242,5 @@ export const fastDecoders: Readonly<Record<string, ((v: unknown) => unknown) | u
   AliveSeen: fastAliveSeen,
   NodeHeard: fastNodeHeard,
   NodeSilent: fastNodeSilent,
+  RolloutSent: fastRolloutSent,
 };

@@ -61,18 +61,17 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
     if (sweeping || !running) return;
     sweeping = true;
     try {
-      const at = mono();
-      if (recorder.dueCount(at) === 0) return;
-      const lease = shared ? (await store.loadLastSeen()).nodes : null;
-      const seen = lease === null ? undefined : (node: string) => lease.get(node);
       // A wave of nodes falling silent at once is thousands of events to make (an id each): made
       // a slice of the turn at a time (src/turnBudget.ts), each slice's handed to ingest as it is.
       const budget = createTurnBudget();
+      if (!recorder.due(mono(), budget.spent)) return;
+      const lease = shared ? (await store.loadLastSeen()).nodes : null;
+      const seen = lease === null ? undefined : (node: string) => lease.get(node);
       for (;;) {
         const events = recorder.silences(mono(), now(), seen, budget.spent);
         if (events.length > 0) enqueue(events);
-        // Ended early only when it silenced one and the slice was spent; a pass that silenced none is the last.
-        if (events.length === 0 || !budget.spent() || !running) break;
+        // Ended early only when the slice was spent; a pass that ended within its slice found no more due.
+        if (!budget.spent() || !running) break;
         await budget.nextSlice();
       }
     } catch (err) {

@@ -1,6 +1,7 @@
 import { makeNodeHeard, makeNodeSilent } from '../../core/events/index.ts';
 import type { NodeHeard, NodeSilent } from '../../core/events/index.ts';
 import type { NewEvent } from '../../store/port.ts';
+import { createDueQueue } from './dueQueue.ts';
 
 // Liveness recorded as transitions (docs/design.md §3 "Liveness as recorded"): what ingest
 // decides per sign of life, and what the sweep decides as time passes. A node heard while this
@@ -10,6 +11,11 @@ import type { NewEvent } from '../../store/port.ts';
 //
 // An engine starts holding no node heard, so each node's first sign of life after a start is
 // recorded: after a span no engine observed, the record says when the node was heard again.
+//
+// The nodes not silent wait in a queue by the monotonic time they were queued (dueQueue.ts); a
+// node heard again is not moved then (ingest's hot path) but when it reaches the top, so a sweep
+// looks at the nodes whose silence may be due, not at every node: at 100,000 nodes a scan of all
+// of them was a long turn of its own each sweep.
 
 type Entry = {
   /** Exact last time heard, ms since the epoch (a wall time: it goes into events). */
@@ -29,7 +35,8 @@ export type LivenessRecorder = Readonly<{
    * Nodes not heard for the grace as of `mono`: their NodeSilent events, observed at `wallMs`.
    * `sharedSeenMs`, when several engines share the store, is another engine's newer sighting
    * (the last-seen lease): a node it saw within the grace is not silent. `enough`, asked after
-   * each node silenced, ends the call early: the nodes left are answered by the next call.
+   * each node silenced (and every 256 nodes looked at), ends the call early: the nodes left are
+   * answered by the next call.
    */
   silences: (
     mono: number,
@@ -37,8 +44,11 @@ export type LivenessRecorder = Readonly<{
     sharedSeenMs?: (node: string) => number | undefined,
     enough?: () => boolean,
   ) => NewEvent<NodeSilent>[];
-  /** Nodes whose silence is due as of `mono` (to look up in the shared lease before `silences`). */
-  dueCount: (mono: number) => number;
+  /**
+   * Whether some node's silence is due as of `mono` (to look up in the shared lease before
+   * `silences`). `enough`, asked as it goes, ends it early with true: maybe, `silences` goes on.
+   */
+  due: (mono: number, enough?: () => boolean) => boolean;
   /** Seed with the last-seen times known at start (the lease, the fold): their silence is judged a grace after `mono`. */
   seed: (known: ReadonlyMap<string, number>, mono: number) => void;
   lastSeenMs: (node: string) => number | undefined;
@@ -53,13 +63,31 @@ export type LivenessRecorder = Readonly<{
 export function createLivenessRecorder(options: Readonly<{ graceMs: number }>): LivenessRecorder {
   const { graceMs } = options;
   const nodes = new Map<string, Entry>();
+  /** Every node not silent, once, at a time no later than its seenMono. */
+  const queue = createDueQueue<Readonly<{ node: string; e: Entry }>>();
   let changed: string[] = [];
+
+  /**
+   * The first node whose silence is due as of `mono` (left on top), after moving the nodes heard
+   * since they were queued to their time; 'cut' when `enough` said so first.
+   */
+  function firstDue(mono: number, enough: (() => boolean) | undefined): Readonly<{ node: string; e: Entry }> | undefined | 'cut' {
+    for (let moved = 1; ; moved++) {
+      const top = queue.peek();
+      if (top === undefined || mono - top.at < graceMs) return undefined;
+      if (top.item.e.seenMono <= top.at) return top.item;
+      queue.retime(top.item.e.seenMono);
+      if (moved % 256 === 0 && enough?.() === true) return 'cut';
+    }
+  }
 
   return {
     heard(node, atMs, mono) {
       const e = nodes.get(node);
       if (e === undefined) {
-        nodes.set(node, { seenMs: atMs, seenMono: mono, state: 'heard', dirty: true });
+        const added: Entry = { seenMs: atMs, seenMono: mono, state: 'heard', dirty: true };
+        nodes.set(node, added);
+        queue.push(mono, { node, e: added });
         changed.push(node);
         return makeNodeHeard(node, atMs, null);
       }
@@ -71,20 +99,21 @@ export function createLivenessRecorder(options: Readonly<{ graceMs: number }>): 
         changed.push(node);
       }
       if (e.state === 'heard') return null;
+      if (e.state === 'silent') queue.push(e.seenMono, { node, e });
       e.state = 'heard';
       return makeNodeHeard(node, atMs, before);
     },
 
-    dueCount(mono) {
-      let n = 0;
-      for (const e of nodes.values()) if (e.state !== 'silent' && mono - e.seenMono >= graceMs) n++;
-      return n;
+    due(mono, enough) {
+      return firstDue(mono, enough) !== undefined;
     },
 
     silences(mono, wallMs, sharedSeenMs, enough) {
       const out: NewEvent<NodeSilent>[] = [];
-      for (const [node, e] of nodes) {
-        if (e.state === 'silent' || mono - e.seenMono < graceMs) continue;
+      for (let looked = 1; ; looked++) {
+        const first = firstDue(mono, enough);
+        if (first === undefined || first === 'cut') break;
+        const { node, e } = first;
         const shared = sharedSeenMs?.(node);
         if (shared !== undefined && shared > e.seenMs) {
           // Another engine heard it since: take its time, judged a grace from it (on our clock, as
@@ -92,8 +121,13 @@ export function createLivenessRecorder(options: Readonly<{ graceMs: number }>): 
           const ago = Math.max(0, wallMs - shared);
           e.seenMs = shared;
           e.seenMono = mono - ago;
-          if (ago < graceMs) continue;
+          if (ago < graceMs) {
+            queue.retime(e.seenMono);
+            if (looked % 256 === 0 && enough?.() === true) break;
+            continue;
+          }
         }
+        queue.pop();
         e.state = 'silent';
         out.push(makeNodeSilent(node, e.seenMs, wallMs, graceMs));
         if (enough?.() === true) break;
@@ -104,7 +138,9 @@ export function createLivenessRecorder(options: Readonly<{ graceMs: number }>): 
     seed(known, mono) {
       for (const [node, ms] of known) {
         if (nodes.has(node) || !Number.isFinite(ms)) continue;
-        nodes.set(node, { seenMs: ms, seenMono: mono, state: 'known', dirty: false });
+        const e: Entry = { seenMs: ms, seenMono: mono, state: 'known', dirty: false };
+        nodes.set(node, e);
+        queue.push(mono, { node, e });
       }
     },
 

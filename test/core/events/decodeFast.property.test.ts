@@ -10,6 +10,7 @@ import {
   nodeHeardData,
   nodeSilentData,
   reportReceivedData,
+  rolloutSentData,
 } from '../../../src/core/events/index.ts';
 import {
   fastAliveSeen,
@@ -17,9 +18,17 @@ import {
   fastNodeHeard,
   fastNodeSilent,
   fastReportReceived,
+  fastRolloutSent,
   isPlainIso,
 } from '../../../src/core/events/decodeFast.ts';
-import { makeAliveSeen, makeDeclarationSent, makeNodeHeard, makeNodeSilent, makeReportReceived } from '../../../src/core/events/index.ts';
+import {
+  makeAliveSeen,
+  makeDeclarationSent,
+  makeNodeHeard,
+  makeNodeSilent,
+  makeReportReceived,
+  makeRolloutEvent,
+} from '../../../src/core/events/index.ts';
 import { testKey } from '../../support/history.ts';
 import { parseReport } from '../../../src/core/wire/index.ts';
 
@@ -34,6 +43,7 @@ const checks = [
   { type: 'AliveSeen', fast: fastAliveSeen, schema: aliveSeenData },
   { type: 'NodeHeard', fast: fastNodeHeard, schema: nodeHeardData },
   { type: 'NodeSilent', fast: fastNodeSilent, schema: nodeSilentData },
+  { type: 'RolloutSent', fast: fastRolloutSent, schema: rolloutSentData },
 ] as const;
 
 const agrees = (v: unknown): void => {
@@ -122,12 +132,24 @@ const reports = shaped({
 const alives = shaped({ node, seenAt: time });
 const heards = shaped({ node, at: time, lastSeenBefore: mostly(fc.oneof(time, fc.constant(null))) });
 const silents = shaped({ node, lastSeenAt: time, observedAt: time, graceMs: count });
+const listOf = (each: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> =>
+  mostly(fc.array(mostly(each), { maxLength: 3 }), fc.oneof(fc.array(anyJson, { maxLength: 2 }), anyJson));
+const sendFields = { node, serial: count, digest };
+const rolloutSents = shaped({
+  rollout: mostly(fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,8}$/), fc.oneof(fc.constantFrom('Not An Id', '', '-r'), anyJson)),
+  wave: count,
+  sends: listOf(
+    fc.oneof(shaped(sendFields), shaped({ ...sendFields, restores: mostly(shaped({ serial: count, digest, specDigest: digest })) })),
+  ),
+  skipped: listOf(shaped({ node, code: str, reason: str })),
+  sentAt: time,
+});
 
 test('whatever the fast check accepts, zod accepts and returns the same: valid events, each field sometimes wrong, keys missing or added', () => {
   let taken = 0;
   let runs = 0;
   fc.assert(
-    fc.property(fc.oneof(declarations, reports, alives, heards, silents, anyJson), (v) => {
+    fc.property(fc.oneof(declarations, reports, alives, heards, silents, rolloutSents, anyJson), (v) => {
       runs++;
       if (checks.some((c) => c.fast(v) !== null)) taken++;
       agrees(v);
@@ -146,6 +168,21 @@ const alive = makeAliveSeen({ node: 'n1' }, now);
 const heard = makeNodeHeard('n1', now.getTime(), null);
 const heardAgain = makeNodeHeard('n1', now.getTime() + 90_000, now.getTime());
 const silent = makeNodeSilent('n1', now.getTime(), now.getTime() + 60_000, 60_000);
+const rolloutSent = makeRolloutEvent('RolloutSent', {
+  rollout: 'r1',
+  wave: 2,
+  sends: [
+    { node: 'n1', serial: 2, digest: sent.data.digest },
+    {
+      node: 'n2',
+      serial: 5,
+      digest: sent.data.digest,
+      restores: { serial: 3, digest: sent.data.digest, specDigest: sent.data.specDigest },
+    },
+  ],
+  skipped: [{ node: 'n3', code: 'CONVERGE_ERR_NODE_HELD', reason: 'held by ops' }],
+  sentAt: now.toISOString(),
+});
 const stored = (data: unknown): Record<string, unknown> => JSON.parse(JSON.stringify(data)) as Record<string, unknown>;
 
 test('the events the engine writes take the fast check and decode to what zod gives', () => {
@@ -158,6 +195,7 @@ test('the events the engine writes take the fast check and decode to what zod gi
     [fastNodeHeard, heard.data, nodeHeardData],
     [fastNodeHeard, heardAgain.data, nodeHeardData],
     [fastNodeSilent, silent.data, nodeSilentData],
+    [fastRolloutSent, rolloutSent.data, rolloutSentData],
   ] as const) {
     const v = stored(data);
     assert.notEqual(fast(v), null, `not on the fast path: ${JSON.stringify(v)}`);
@@ -174,6 +212,8 @@ test('a malformed stored event is still refused by decodeEvent, with zod naming 
     ['AliveSeen', { node: '', seenAt: now.toISOString() }],
     ['NodeHeard', { ...stored(heard.data), lastSeenBefore: 'never' }],
     ['NodeSilent', { ...stored(silent.data), graceMs: 0 }],
+    ['RolloutSent', { ...stored(rolloutSent.data), sends: [{ node: 'n1', serial: 2, digest: 'zz' }] }],
+    ['RolloutSent', { ...stored(rolloutSent.data), skipped: [{ node: '', code: 'x', reason: 'y' }] }],
   ];
   for (const [type, data] of broken) {
     assert.throws(
