@@ -341,8 +341,20 @@ function writeReport(p: Phases, describe: string, cleanNote: string): void {
   // With the broker's statistics off (BENCH_BROKER_STATS=off) the management API reports no node
   // figures: those rows are left out rather than shown as zero.
   if (run.peaks.mem > 0) {
-    report.row({ name: 'broker peak memory (mem_used)', unit: 'MiB', better: 'lower', converge: mib(run.peaks.mem), baseline: mib(p.basePeaks.mem) });
-    report.row({ name: 'broker peak Erlang processes (proc_used)', unit: 'processes', better: 'lower', converge: run.peaks.proc, baseline: p.basePeaks.proc });
+    report.row({
+      name: 'broker peak memory (mem_used)',
+      unit: 'MiB',
+      better: 'lower',
+      converge: mib(run.peaks.mem),
+      baseline: mib(p.basePeaks.mem),
+    });
+    report.row({
+      name: 'broker peak Erlang processes (proc_used)',
+      unit: 'processes',
+      better: 'lower',
+      converge: run.peaks.proc,
+      baseline: p.basePeaks.proc,
+    });
   }
   if (run.peaks.rss > 0) {
     report.row({

@@ -69,7 +69,9 @@ export async function publishConfirmed(
       if (err) return reject(err instanceof Error ? err : new Error(`broker nacked the message (${String(err)})`));
       if (watch !== undefined && watch.returned.delete(watch.key)) {
         unroutable = true;
-        return reject(new UnroutableError(`message ${watch.key} was returned unroutable by ${exchange} with key ${JSON.stringify(routingKey)}`));
+        return reject(
+          new UnroutableError(`message ${watch.key} was returned unroutable by ${exchange} with key ${JSON.stringify(routingKey)}`),
+        );
       }
       resolve();
     });
