@@ -53,6 +53,17 @@ export const pgError = (err: unknown, what: string): ConvergeError => {
   return new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', message, { cause: err });
 };
 
+/**
+ * The server ended this connection (terminated by an operator, a shutdown, an idle-session
+ * timeout) or its socket broke. A pool can hand out such a connection before node-postgres has
+ * read the server's goodbye, so the statement deserves another try on a fresh one.
+ */
+export const connectionLost = (err: unknown): boolean => {
+  const e = err as { code?: unknown; message?: unknown };
+  if (e.code === '57P01' || e.code === '57P02' || e.code === '57P05' || e.code === 'ECONNRESET' || e.code === 'EPIPE') return true;
+  return typeof e.message === 'string' && e.message.startsWith('Connection terminated');
+};
+
 /** How long the server lets a store session sit idle inside a transaction before ending it (ms). */
 export const idleInTransactionMs = 5_000;
 

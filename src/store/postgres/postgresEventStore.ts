@@ -21,7 +21,7 @@ import { clientFor } from './hosts.ts';
 import { bucketOf } from '../archive/streamFilter.ts';
 import { findSendSql, manifestSql, readPostgresManifest } from './archived.ts';
 import { segmentsWithout, streamFilterPartsSql } from './streamFilter.ts';
-import { pgError, postgresConnection } from './connection.ts';
+import { connectionLost, pgError, postgresConnection } from './connection.ts';
 import type { Wakeups } from './wakeups.ts';
 
 export { parsePostgresUrl } from './connection.ts';
@@ -57,7 +57,8 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
   const pollMs = options.pollMs ?? 2_000;
   // One host, or a primary and its standbys (./hosts.ts): every connection goes to the writable one.
   const Client = clientFor(clientConfig);
-  const pool: Pool = new pg.Pool({ ...clientConfig, Client, max: options.poolSize ?? 4 });
+  const poolSize = options.poolSize ?? 4;
+  const pool: Pool = new pg.Pool({ ...clientConfig, Client, max: poolSize });
   // An idle pooled connection that breaks (server restart) is dropped by the pool and reported
   // here; the next query opens a new one, and a failing query reports STORE_UNAVAILABLE itself.
   pool.on('error', () => undefined);
@@ -133,14 +134,22 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
     });
     await ready;
   };
-  /** Open, run, and report failures with the store's codes. */
+  /**
+   * Open, run, and report failures with the store's codes. A connection the server had ended
+   * fails once and leaves the pool, so after at most `poolSize` such failures the pool opens a
+   * fresh one. Every statement here may run twice: a read trivially, an append because its event
+   * ids make a second try of a committed append a no-op (./append.ts).
+   */
   async function use<T>(what: string, fn: () => Promise<T>): Promise<T> {
     await open();
-    try {
-      return await fn();
-    } catch (err) {
-      if (closed) throw storeClosed('postgres');
-      throw pgError(err, what);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (closed) throw storeClosed('postgres');
+        if (attempt < poolSize && connectionLost(err)) continue;
+        throw pgError(err, what);
+      }
     }
   }
 
