@@ -58,8 +58,6 @@ export type InboxDeclarer = Readonly<{
   routed: (node: string) => void;
   /** The inbox went away (a publish came back unroutable): the next declare asserts it again. */
   forget: (node: string) => void;
-  /** Inboxes known on the live connection. */
-  declaredCount: () => number;
   close: () => Promise<void>;
 }>;
 
@@ -180,7 +178,6 @@ export function createInboxDeclarer(conn: AmqpConnection, options: InboxDeclarer
     forget: (node) => {
       current().delete(node);
     },
-    declaredCount: () => current().size,
     close: async () => {
       stopping.abort();
       for (const lane of [...lanes, checkLane]) {

@@ -2,17 +2,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
-import type { ArchiveOptions } from '../../src/store/archive/archiveMove.ts';
-import type { EventStore } from '../../src/store/port.ts';
-import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
-import { archivePostgresStore } from '../../src/store/postgres/postgresArchive.ts';
-import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
-import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
+import { after } from 'node:test';
+import { onArchiveStores } from '../support/archiveStores.ts';
+import type { ArchiveStore } from '../support/archiveStores.ts';
 import { cliIn } from '../support/cliInProcess.ts';
+import type { EventStore } from '../../src/store/port.ts';
 import { historyInStore } from '../support/history.ts';
-import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
-import type { ScratchSchema } from '../support/postgres.ts';
 
 // `converge history <node> --from <t>` over an archive (docs/store.md "Skipping segments before a
 // moment"): the segments that end well before `--from` are not read, and every entry is classified
@@ -23,13 +18,6 @@ const dir = mkdtempSync(join(tmpdir(), 'converge-history-from-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const dayMs = 86_400_000;
-
-type Kind = Readonly<{
-  name: string;
-  url: string;
-  open: () => EventStore;
-  archive: (options: ArchiveOptions) => Promise<{ segments: readonly string[] }>;
-}>;
 
 /** 100 days to ten days ago: n0 sent a declaration every fourth day, and reports daily (matching, stale, undeclared). */
 async function fleet(store: EventStore): Promise<{ start: number; end: number; head: bigint }> {
@@ -54,7 +42,7 @@ async function fleet(store: EventStore): Promise<{ start: number; end: number; h
   return { start, end: start + 100 * dayMs, head };
 }
 
-async function fromReadsNoSegmentBeforeIt(kind: Kind): Promise<void> {
+async function fromReadsNoSegmentBeforeIt(kind: ArchiveStore): Promise<void> {
   const f = await fleet(kind.open());
   const env = { CONVERGE_STORE: kind.url };
   const archive = join(dir, `archive-${kind.name}`);
@@ -96,26 +84,4 @@ async function fromReadsNoSegmentBeforeIt(kind: Kind): Promise<void> {
   assert.notEqual((await history(withArchive)).code, 0);
 }
 
-test('history --from on SQLite opens no segment well before it, and answers as before the move', async () => {
-  const path = join(dir, 'fleet.db');
-  await fromReadsNoSegmentBeforeIt({
-    name: 'sqlite',
-    url: `sqlite:${path}`,
-    open: () => createSqliteEventStore(path),
-    archive: (o) => archiveSqliteStore(path, o),
-  });
-});
-
-describeOnPostgres('history --from on PostgreSQL', () => {
-  let scratch: ScratchSchema | null = null;
-  after(async () => scratch?.drop());
-  test('opens no segment well before --from, and answers as before the move', async () => {
-    const s = (scratch = scratchSchema('converge_history_from'));
-    await fromReadsNoSegmentBeforeIt({
-      name: 'postgres',
-      url: s.url,
-      open: () => createPostgresEventStore(s.url),
-      archive: (o) => archivePostgresStore(s.url, o),
-    });
-  });
-});
+onArchiveStores(dir, 'history --from', 'opens no segment well before it, and answers as before the move', fromReadsNoSegmentBeforeIt);

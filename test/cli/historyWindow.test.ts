@@ -2,16 +2,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
-import type { ArchiveOptions } from '../../src/store/archive/archiveMove.ts';
-import type { EventStore } from '../../src/store/port.ts';
-import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
-import { archivePostgresStore } from '../../src/store/postgres/postgresArchive.ts';
-import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
-import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
+import { after } from 'node:test';
+import { onArchiveStores } from '../support/archiveStores.ts';
+import type { ArchiveStore } from '../support/archiveStores.ts';
 import { cliIn } from '../support/cliInProcess.ts';
-import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
-import type { ScratchSchema } from '../support/postgres.ts';
 import { randomFleet } from '../support/steppedFleet.ts';
 
 // `converge history <node> --from <t> --to <t>` over an archive (docs/store.md "Segment time
@@ -21,14 +15,7 @@ import { randomFleet } from '../support/steppedFleet.ts';
 const dir = mkdtempSync(join(tmpdir(), 'converge-history-window-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-type Kind = Readonly<{
-  name: string;
-  url: string;
-  open: () => EventStore;
-  archive: (options: ArchiveOptions) => Promise<{ segments: readonly string[] }>;
-}>;
-
-async function windowReadsNoSegmentPastIt(kind: Kind): Promise<void> {
+async function windowReadsNoSegmentPastIt(kind: ArchiveStore): Promise<void> {
   const f = await randomFleet(kind.open(), 4, false);
   const env = { CONVERGE_STORE: kind.url };
   const archive = join(dir, `archive-${kind.name}`);
@@ -66,26 +53,4 @@ async function windowReadsNoSegmentPastIt(kind: Kind): Promise<void> {
   assert.notEqual((await history(withArchive)).code, 0);
 }
 
-test('history --from --to on SQLite opens no segment past --to, and answers as before the move', async () => {
-  const path = join(dir, 'fleet.db');
-  await windowReadsNoSegmentPastIt({
-    name: 'sqlite',
-    url: `sqlite:${path}`,
-    open: () => createSqliteEventStore(path),
-    archive: (o) => archiveSqliteStore(path, o),
-  });
-});
-
-describeOnPostgres('history --from --to on PostgreSQL', () => {
-  let scratch: ScratchSchema | null = null;
-  after(async () => scratch?.drop());
-  test('opens no segment past --to, and answers as before the move', async () => {
-    const s = (scratch = scratchSchema('converge_history_window'));
-    await windowReadsNoSegmentPastIt({
-      name: 'postgres',
-      url: s.url,
-      open: () => createPostgresEventStore(s.url),
-      archive: (o) => archivePostgresStore(s.url, o),
-    });
-  });
-});
+onArchiveStores(dir, 'history --from --to', 'opens no segment past --to, and answers as before the move', windowReadsNoSegmentPastIt);
