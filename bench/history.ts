@@ -6,12 +6,13 @@
 // minutes. Bytes on disk per event type are SQLite's own page accounting: the pages in use
 // (page_count − freelist_count) before and after each append, every append holding one type.
 // Beside it, the rule stores were written with before: one AliveSeen per node per 15 s, measured
-// on a store of its own. Also: steady-state appends/s, warm start after day 1 and at the end, and
-// `state --at` a moment on day 1.
+// on a store of its own. Also: steady-state appends/s, warm start after day 1 and at the end (and,
+// with BENCH_HISTORY_DAYS ≥ 32, after the day each node's bounded state is full), and `state --at`
+// a moment on day 1.
 //   npm run bench -- history     CONVERGE_BENCH_SCALE=0.01 (100 nodes) for a quick look; BENCH_HISTORY_NODES (default
 //                                10,000 × scale), BENCH_HISTORY_DAYS (7), BENCH_HISTORY_OUTAGES (per node per day, 2),
 //                                BENCH_HISTORY_PASSES (warm starts per store, alternating, 5)
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -32,6 +33,7 @@ import { createLivenessRecorder } from '../src/engine/liveness/recorder.ts';
 import type { LivenessRecorder } from '../src/engine/liveness/recorder.ts';
 import { createProjectionRunner } from '../src/readModel/projectionRunner.ts';
 import { stateAsOf } from '../src/readModel/queries.ts';
+import { recentLatencyLimit, sendHistoryLimit } from '../projections/index.ts';
 import type { EventStore, NewEvent, StreamWrite } from '../src/store/index.ts';
 import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
 import { openSnapshot } from '../src/readModel/snapshot/snapshotFile.ts';
@@ -44,6 +46,14 @@ const days = Math.max(1, Number(process.env['BENCH_HISTORY_DAYS'] ?? 7));
 const outagesPerDay = Number(process.env['BENCH_HISTORY_OUTAGES'] ?? 2);
 /** Warm starts per store, after day 1 and at the end, alternating. */
 const startPasses = Math.max(1, Number(process.env['BENCH_HISTORY_PASSES'] ?? 5));
+/**
+ * The day after which every node's state in the read model, and so the snapshot, has its full size:
+ * it keeps the last sends and report latencies up to these limits, one of each a day here. A warm
+ * start grows until then and must not after; it is compared at the end against this day when the
+ * history is at least twice as long.
+ */
+const fullDay = Math.max(sendHistoryLimit, recentLatencyLimit);
+const fullCompared = days + 1 >= 2 * fullDay;
 const flapShare = 0.3;
 /** A flapping node is down 2 minutes of every 5 on the bad day. */
 const flapPeriodMin = 5;
@@ -201,14 +211,20 @@ async function coldStart(path: string): Promise<number> {
   return coldS;
 }
 
-/** A warm start: open the store, restore the read model from the snapshot, catch up. */
+/** CPU seconds of this process for each warm start, beside its wall time (the shared machine's load moves the wall far more). */
+const warmCpu = new Map<string, number[]>();
+
+/** A warm start: open the store, restore the read model from the snapshot, catch up. Wall seconds. */
 async function warmStart(path: string): Promise<number> {
+  const cpu0 = process.cpuUsage();
   const t = performance.now();
   const store = createSqliteEventStore(path);
   const runner = createProjectionRunner({ store, logger, snapshot: { path: `${path}.snapshot`, everyEvents: 1e12 } });
   await runner.start();
   await runner.caughtUp();
   const s = (performance.now() - t) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  warmCpu.set(path, [...(warmCpu.get(path) ?? []), (cpu.user + cpu.system) / 1e6]);
   if (runner.readModel.size() !== nodeCount) throw new Error(`warm start gave ${runner.readModel.size()} nodes`);
   await runner.stop();
   await store.close();
@@ -230,17 +246,22 @@ try {
   /** CPU seconds (every thread of this process) to record each day: the recorder and the appends. */
   const cpuPerDay: number[] = [];
   const day1Path = join(dir, 'history-day1.db');
+  const fullPath = join(dir, 'history-full.db');
   let day1ColdS = 0;
+  let fullColdS = 0;
   for (let d = 0; d <= days; d++) {
     const cpu0 = process.cpuUsage();
     await simulateDay(m, rec, d, d === days);
     const cpu = process.cpuUsage(cpu0);
     cpuPerDay.push((cpu.user + cpu.system) / 1e6);
     perDay.push(m.takeDay());
-    if (d === 0) {
+    // A store kept as it stood after day 1 (and after the full day), with a snapshot of its own.
+    if (d === 0 || (fullCompared && d === fullDay - 1)) {
       await m.store().close();
-      day1ColdS = await coldStart(path);
-      copyStore(path, day1Path);
+      const coldS = await coldStart(path);
+      copyStore(path, d === 0 ? day1Path : fullPath);
+      if (d === 0) day1ColdS = coldS;
+      else fullColdS = coldS;
       await m.reopen();
     }
   }
@@ -258,9 +279,10 @@ try {
   db.close();
   const endColdS = await coldStart(path);
   // Both stores started in turn, so a burst of load on the shared machine falls on both alike.
-  const warm = { day1: [] as number[], end: [] as number[], load: [] as number[] };
+  const warm = { day1: [] as number[], full: [] as number[], end: [] as number[], load: [] as number[] };
   for (let p = 0; p < startPasses; p++) {
     warm.day1.push(await warmStart(day1Path));
+    if (fullCompared) warm.full.push(await warmStart(fullPath));
     warm.end.push(await warmStart(path));
     warm.load.push(loadavg()[0]!);
   }
@@ -378,8 +400,24 @@ try {
     goal: { atMost: 2 },
     notes:
       `${fmt(nodeCount)} nodes; cold (fold from zero) ${fmt(day1ColdS, 2)} s after day 1, ${fmt(endColdS, 2)} s at the end; ` +
-      `the same ratio ≈ 1 is the goal; passes alternate between the two stores; load average (1 min) ${warm.load.map((l) => fmt(l, 1)).join(', ')}`,
+      `the same ratio ≈ 1 is the goal; passes alternate between the stores; load average (1 min) ${warm.load.map((l) => fmt(l, 1)).join(', ')}`,
   });
+  if (fullCompared) {
+    report.row({
+      name: `warm start's CPU after day ${days + 1}, against after day ${fullDay} (every node's bounded state full)`,
+      unit: 's',
+      better: 'lower',
+      converge: warmCpu.get(path)!,
+      baseline: warmCpu.get(fullPath)!,
+      goal: { ratioAtMost: 1.25 },
+      notes:
+        `${fmt(nodeCount)} nodes; the snapshot keeps each node's last ${sendHistoryLimit} sends and ${recentLatencyLimit} report latencies, ` +
+        `full after day ${fullDay} here (one of each a day), so a longer history must not cost more: "the same" is the goal, 1.25 the noise allowed; ` +
+        `snapshot ${fmt(statSync(`${fullPath}.snapshot`).size / 1024)} KiB after day ${fullDay}, ${fmt(statSync(`${path}.snapshot`).size / 1024)} KiB at the end, ` +
+        `${fmt(statSync(day1Path + '.snapshot').size / 1024)} KiB after day 1; wall time best ${fmt(Math.min(...warm.end) * 1000, 1)} against ${fmt(Math.min(...warm.full) * 1000, 1)} ms; ` +
+        `cold ${fmt(fullColdS, 2)} s after day ${fullDay}, ${fmt(endColdS, 2)} s at the end`,
+    });
+  }
   report.row({
     name: 'state --at day 1 noon (stateAsOf), at the end of the history',
     unit: 'ms',
