@@ -163,7 +163,11 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
         if (d.kind === 'rollbackSend') await nextTurn();
         continue;
       }
-      const progress = s.current === 0 ? null : progressOf(s, s.current);
+      // A completed wave's count decides nothing (decide opens the next on the record). Right after
+      // the driver records a WaveCompleted the view has not folded it, and the count fell back to
+      // a walk over the whole wave: 50,000 nodes, one of a large rollout's longest turns.
+      const open = s.current === 0 ? undefined : s.waves[s.current - 1];
+      const progress = open === undefined || open.completed !== null ? null : progressOf(s, s.current);
       const nowMs = clock.nowMs(s);
       const d = decide(s, progress, nowMs, listLimit);
       if (d.kind === 'wait') return d.untilMs === null ? null : Math.max(0, d.untilMs - nowMs);

@@ -32,6 +32,8 @@ import { parseCriteria, planBudget, planWaves, selectTargets } from '../core/rol
 import type { NodeState } from '../../projections/index.ts';
 import type { RolloutState, TargetSelection } from '../core/rollout/index.ts';
 import type { Moment } from './specAsOf.ts';
+import { createTurnBudget } from '../turnBudget.ts';
+import type { TurnBudget } from '../turnBudget.ts';
 
 // Starting a rollout (docs/design.md §8): the plan checked, its targets chosen, and both recorded
 // in one append to a stream that must not exist yet. The other commands are rolloutCommands.ts's.
@@ -46,6 +48,8 @@ export type StartRolloutDeps = RolloutCommandDeps &
     limits?: Readonly<{ maxTargets: number; maxOpen: number }>;
     /** Rollouts not halted, completed or aborted, for --max-open-rollouts. */
     openRollouts?: () => number;
+    /** Work per turn while a named node list is checked and deduplicated (ms; src/turnBudget.ts). */
+    sliceMs?: number;
   }>;
 
 /** serve's defaults: each target costs the read model and the driver memory, and each open rollout a share of the sends. */
@@ -114,11 +118,37 @@ function checkRolloutId(id: string): void {
 
 const digestPattern = /^[0-9a-f]{64}$/;
 
+/** Items of a long list handled between two looks at the clock. */
+const itemsPerLook = 256;
+
+/**
+ * A named list's nodes, each checked, first places kept (selectTargets' rule for a list), a slice
+ * of the turn at a time: 100,000 of them took one turn of ~50 ms, which every API request
+ * arriving meanwhile waited for.
+ */
+async function namedTargets(nodes: readonly string[], budget: TurnBudget): Promise<string[]> {
+  for (let i = 0; i < nodes.length; i++) {
+    validateNodeId(nodes[i]!);
+    if (i % itemsPerLook === itemsPerLook - 1 && budget.spent()) await budget.nextSlice();
+  }
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (let i = 0; i < nodes.length; i++) {
+    const n = nodes[i]!;
+    if (!seen.has(n)) {
+      seen.add(n);
+      out.push(n);
+    }
+    if (i % itemsPerLook === itemsPerLook - 1 && budget.spent()) await budget.nextSlice();
+  }
+  return out;
+}
+
 function checkSelection(selection: TargetSelection): RolloutSelection {
   switch (selection.kind) {
     case 'nodes':
+      // Each node's id is checked by namedTargets.
       if (selection.nodes.length === 0) throw planError('the node list is empty: name at least one node');
-      for (const n of selection.nodes) validateNodeId(n);
       return { kind: 'nodes' };
     case 'all':
       return { kind: 'all' };
@@ -182,10 +212,13 @@ export async function startRollout(deps: StartRolloutDeps, input: StartRolloutIn
   if (deps.limits !== undefined && open >= deps.limits.maxOpen)
     throw limitError('max-open-rollouts', `${open} rollouts are open (not halted, completed or aborted)`, deps.limits.maxOpen, open);
   // A retired node is no target of --all, --spec or --prefix; named with --nodes, its send brings it back.
-  const targets = selectTargets(
-    input.selection,
-    [...deps.nodeStates()].filter((s) => (s.retiredAt ?? null) === null),
-  );
+  const targets =
+    input.selection.kind === 'nodes'
+      ? await namedTargets(input.selection.nodes, createTurnBudget(deps.sliceMs === undefined ? {} : { sliceMs: deps.sliceMs }))
+      : selectTargets(
+          input.selection,
+          [...deps.nodeStates()].filter((s) => (s.retiredAt ?? null) === null),
+        );
   if (deps.limits !== undefined && targets.length > deps.limits.maxTargets)
     throw limitError('max-rollout-targets', `the selection has ${targets.length} targets`, deps.limits.maxTargets, targets.length);
   if (targets.length === 0) throw planError(`no node to roll out to: ${describeSelection(input.selection)} selected none`);

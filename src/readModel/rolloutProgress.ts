@@ -71,10 +71,14 @@ export function progressOf(r: Tracked, { entryOf, nodeOf }: Lookup, graceMs: num
         graceMs,
         limit,
       ),
+    // Asked at every wave's completion: with none counted, a walk over the wave (50,000 nodes in
+    // a large rollout's last waves, one turn of tens of ms) would find none.
     supersededNodes: () =>
-      collect(
-        (o) => o === 'superseded',
-        (n) => n,
-      ),
+      c.superseded === 0
+        ? []
+        : collect(
+            (o) => o === 'superseded',
+            (n) => n,
+          ),
   };
 }

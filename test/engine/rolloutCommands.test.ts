@@ -77,6 +77,34 @@ test('an explicit node list keeps its order; the other selections come from the 
   assert.deepEqual((await readRollout(store, 'spec'))?.targets, ['a-0001']);
 });
 
+test('a long node list is checked and deduplicated a slice of the turn at a time, the event loop free between slices', async () => {
+  const { store, deps } = setup([]);
+  const named = fleet(3_000, 'x-').map((s) => s.node);
+  // Repeats, first seen early, named again at the end: the first place is kept.
+  const nodes = [...named, ...named.slice(0, 10)];
+  // Counts the turns the loop gets while the start runs: a slice of 0 ms gives it one after each slice.
+  let turns = 0;
+  let starting = true;
+  const tick = (): void => {
+    if (!starting) return;
+    turns++;
+    setImmediate(tick);
+  };
+  setImmediate(tick);
+  const r = await startRollout({ ...deps, sliceMs: 0 }, input({ rollout: 'long', selection: { kind: 'nodes', nodes } }));
+  starting = false;
+  assert.equal(r.targets, 3_000);
+  assert.deepEqual((await readRollout(store, 'long'))?.targets, named);
+  assert.ok(turns >= 2, `the loop had ${turns} turn(s) while 3,000 nodes were checked`);
+  // A bad id past the first slices is still refused, and nothing is written.
+  await rejects(
+    startRollout({ ...deps, sliceMs: 0 }, input({ rollout: 'bad', selection: { kind: 'nodes', nodes: [...named, 'Not A Node'] } })),
+    'CONVERGE_ERR_NODE_ID_INVALID',
+    /./,
+  );
+  assert.equal(await readRollout(store, 'bad'), null);
+});
+
 test('without an id, start makes one that sorts by time and fits a stream name', async () => {
   const { deps } = setup();
   const { rollout: _given, ...rest } = input();

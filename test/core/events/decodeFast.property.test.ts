@@ -10,6 +10,7 @@ import {
   nodeHeardData,
   nodeSilentData,
   reportReceivedData,
+  rolloutNodesListedData,
   rolloutSentData,
 } from '../../../src/core/events/index.ts';
 import {
@@ -18,6 +19,7 @@ import {
   fastNodeHeard,
   fastNodeSilent,
   fastReportReceived,
+  fastRolloutNodesListed,
   fastRolloutSent,
   isPlainIso,
 } from '../../../src/core/events/decodeFast.ts';
@@ -44,6 +46,7 @@ const checks = [
   { type: 'NodeHeard', fast: fastNodeHeard, schema: nodeHeardData },
   { type: 'NodeSilent', fast: fastNodeSilent, schema: nodeSilentData },
   { type: 'RolloutSent', fast: fastRolloutSent, schema: rolloutSentData },
+  { type: 'RolloutNodesListed', fast: fastRolloutNodesListed, schema: rolloutNodesListedData },
 ] as const;
 
 const agrees = (v: unknown): void => {
@@ -72,6 +75,8 @@ const time = mostly(
   ),
 );
 const count = mostly(fc.integer({ min: 1, max: 1_000 }), fc.oneof(fc.constantFrom(0, -1, 0.5, 2 ** 53, 1e300), anyJson));
+/** An index from 0 (a RolloutNodesListed's `from`). */
+const index = mostly(fc.integer({ min: 0, max: 1_000 }), fc.oneof(fc.constantFrom(-1, 0.5, 2 ** 53, 1e300), anyJson));
 const str = mostly(fc.string({ maxLength: 4 }));
 const strings = mostly(fc.array(fc.string({ maxLength: 4 }), { maxLength: 3 }), fc.oneof(fc.array(anyJson, { maxLength: 2 }), anyJson));
 const nullableString = mostly(fc.oneof(fc.string({ maxLength: 4 }), fc.constant(null)));
@@ -144,12 +149,20 @@ const rolloutSents = shaped({
   skipped: listOf(shaped({ node, code: str, reason: str })),
   sentAt: time,
 });
+const rolloutIds = mostly(fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,8}$/), fc.oneof(fc.constantFrom('Not An Id', '', '-r'), anyJson));
+const nodesListeds = shaped({
+  rollout: rolloutIds,
+  from: index,
+  // At least one node, usually; an empty list sometimes (zod refuses it).
+  nodes: mostly(fc.array(node, { minLength: 1, maxLength: 3 }), fc.oneof(fc.constant([]), fc.array(anyJson, { maxLength: 2 }), anyJson)),
+  listedAt: time,
+});
 
 test('whatever the fast check accepts, zod accepts and returns the same: valid events, each field sometimes wrong, keys missing or added', () => {
   let taken = 0;
   let runs = 0;
   fc.assert(
-    fc.property(fc.oneof(declarations, reports, alives, heards, silents, rolloutSents, anyJson), (v) => {
+    fc.property(fc.oneof(declarations, reports, alives, heards, silents, rolloutSents, nodesListeds, anyJson), (v) => {
       runs++;
       if (checks.some((c) => c.fast(v) !== null)) taken++;
       agrees(v);
@@ -183,6 +196,18 @@ const rolloutSent = makeRolloutEvent('RolloutSent', {
   skipped: [{ node: 'n3', code: 'CONVERGE_ERR_NODE_HELD', reason: 'held by ops' }],
   sentAt: now.toISOString(),
 });
+const nodesListed = makeRolloutEvent('RolloutNodesListed', {
+  rollout: 'r1',
+  from: 0,
+  nodes: ['n1', 'n2', 'n3'],
+  listedAt: now.toISOString(),
+});
+const nodesListedLater = makeRolloutEvent('RolloutNodesListed', {
+  rollout: 'r1',
+  from: 1000,
+  nodes: ['n1001'],
+  listedAt: now.toISOString(),
+});
 const stored = (data: unknown): Record<string, unknown> => JSON.parse(JSON.stringify(data)) as Record<string, unknown>;
 
 test('the events the engine writes take the fast check and decode to what zod gives', () => {
@@ -196,6 +221,8 @@ test('the events the engine writes take the fast check and decode to what zod gi
     [fastNodeHeard, heardAgain.data, nodeHeardData],
     [fastNodeSilent, silent.data, nodeSilentData],
     [fastRolloutSent, rolloutSent.data, rolloutSentData],
+    [fastRolloutNodesListed, nodesListed.data, rolloutNodesListedData],
+    [fastRolloutNodesListed, nodesListedLater.data, rolloutNodesListedData],
   ] as const) {
     const v = stored(data);
     assert.notEqual(fast(v), null, `not on the fast path: ${JSON.stringify(v)}`);
@@ -214,6 +241,9 @@ test('a malformed stored event is still refused by decodeEvent, with zod naming 
     ['NodeSilent', { ...stored(silent.data), graceMs: 0 }],
     ['RolloutSent', { ...stored(rolloutSent.data), sends: [{ node: 'n1', serial: 2, digest: 'zz' }] }],
     ['RolloutSent', { ...stored(rolloutSent.data), skipped: [{ node: '', code: 'x', reason: 'y' }] }],
+    ['RolloutNodesListed', { ...stored(nodesListed.data), nodes: [] }],
+    ['RolloutNodesListed', { ...stored(nodesListed.data), nodes: ['n1', ''] }],
+    ['RolloutNodesListed', { ...stored(nodesListed.data), from: -1 }],
   ];
   for (const [type, data] of broken) {
     assert.throws(
