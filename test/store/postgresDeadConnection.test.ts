@@ -88,16 +88,20 @@ describeOnPostgres('PostgreSQL store whose pooled connections went dark', () => 
   test('statements on dead connections fail STORE_UNAVAILABLE and the next ones run on fresh connections', async () => {
     const proxy = await startProxy(new URL(scratch.url));
     const poolSize = 2;
-    // Short bounds so the test is quick; the defaults are in docs/operations.md.
-    const store = createPostgresEventStore(proxy.url(scratch.url), { poolSize, queryTimeoutMs: 1_500, connectTimeoutMs: 1_500 });
+    // Shorter bounds than the defaults (docs/operations.md), still well above a busy machine's statement.
+    const store = createPostgresEventStore(proxy.url(scratch.url), { poolSize, queryTimeoutMs: 5_000, connectTimeoutMs: 5_000 });
     try {
       // Both pooled connections open (two appends at once check out two), then the cut.
       await Promise.all([0, 1].map((b) => store.append(batchWrites('dark', b))));
       proxy.freeze();
       proxy.darkNew(true);
-      // One statement per pooled connection, each left waiting for an answer that never comes,
-      // and one queued behind them.
-      const onDead = [2, 3].map((b) => settled(store.append(batchWrites('dark', b))));
+      // One statement per pooled connection, each left waiting for an answer that never comes (an
+      // append of one statement, and a write of no events, which takes the careful path's
+      // transaction), and one queued behind them.
+      const onDead = [
+        settled(store.append(batchWrites('dark', 2))),
+        settled(store.append([{ stream: 'node-crash-0', expected: 'any', events: [] }])),
+      ];
       const queued = settled(store.append(batchWrites('dark', 4)));
       await until('the statements on the dead connections to fail', () => onDead.every((s) => s.done()), 60_000);
       for (const s of onDead) {
