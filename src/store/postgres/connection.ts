@@ -91,7 +91,7 @@ export const queryTimedOut = (err: unknown): boolean => err instanceof Error && 
  * `Client` with a bound on opening a connection. pg.Pool's own `connectionTimeoutMillis` would
  * also bound the wait for a free pooled connection, which a busy pool may legitimately take longer.
  */
-export const connectingWithin = (Client: typeof pg.Client, ms: number): typeof pg.Client =>
+const connectingWithin = (Client: typeof pg.Client, ms: number): typeof pg.Client =>
   class extends Client {
     constructor(config?: string | ClientConfig) {
       super({ ...(typeof config === 'string' ? { connectionString: config } : config), connectionTimeoutMillis: ms });
@@ -121,3 +121,19 @@ export function postgresConnection(
   };
   return { schema, clientConfig };
 }
+
+/** The store's pool of `max` connections, each bounded as above so that one a partition left hanging frees its slot. */
+export const boundedPool = (
+  clientConfig: ClientConfig,
+  Client: typeof pg.Client,
+  max: number,
+  bounds: Readonly<{ queryTimeoutMs?: number; connectTimeoutMs?: number }>,
+): pg.Pool =>
+  new pg.Pool({
+    ...clientConfig,
+    Client: connectingWithin(Client, bounds.connectTimeoutMs ?? defaultConnectTimeoutMs),
+    max,
+    query_timeout: bounds.queryTimeoutMs ?? defaultQueryTimeoutMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: keepAliveInitialDelayMs,
+  });

@@ -1,4 +1,3 @@
-import pg from 'pg';
 import type { Pool, PoolClient, QueryConfig } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Recorded } from '../../core/events/index.ts';
@@ -21,15 +20,7 @@ import { clientFor } from './hosts.ts';
 import { bucketOf } from '../archive/streamFilter.ts';
 import { findSendSql, manifestSql, readPostgresManifest } from './archived.ts';
 import { segmentsWithout, streamFilterPartsSql } from './streamFilter.ts';
-import {
-  connectingWithin,
-  connectionLost,
-  defaultConnectTimeoutMs,
-  defaultQueryTimeoutMs,
-  keepAliveInitialDelayMs,
-  pgError,
-  postgresConnection,
-} from './connection.ts';
+import { boundedPool, connectionLost, pgError, postgresConnection } from './connection.ts';
 import type { Wakeups } from './wakeups.ts';
 
 export { parsePostgresUrl } from './connection.ts';
@@ -70,15 +61,7 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
   // One host, or a primary and its standbys (./hosts.ts): every connection goes to the writable one.
   const Client = clientFor(clientConfig);
   const poolSize = options.poolSize ?? 4;
-  // Bounded so that a connection a partition left hanging frees its slot (./connection.ts).
-  const pool: Pool = new pg.Pool({
-    ...clientConfig,
-    Client: connectingWithin(Client, options.connectTimeoutMs ?? defaultConnectTimeoutMs),
-    max: poolSize,
-    query_timeout: options.queryTimeoutMs ?? defaultQueryTimeoutMs,
-    keepAlive: true,
-    keepAliveInitialDelayMillis: keepAliveInitialDelayMs,
-  });
+  const pool: Pool = boundedPool(clientConfig, Client, poolSize, options);
   // An idle pooled connection that breaks (server restart) is dropped by the pool and reported
   // here; the next query opens a new one, and a failing query reports STORE_UNAVAILABLE itself.
   pool.on('error', () => undefined);
