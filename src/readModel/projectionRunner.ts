@@ -257,7 +257,9 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
         });
     }
     const gaveUp = new AbortController();
-    return Promise.race([headRead, sleep(ms, gaveUp.signal).then(() => undefined)]).finally(() => gaveUp.abort());
+    // A read that fails (the store refused, or gave up on a dead connection) hides nothing either.
+    const answered = headRead.catch(() => undefined);
+    return Promise.race([answered, sleep(ms, gaveUp.signal).then(() => undefined)]).finally(() => gaveUp.abort());
   }
 
   // O(series): the read model keeps nodes counted by status × liveness as events fold and as

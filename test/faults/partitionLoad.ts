@@ -120,7 +120,10 @@ export function watchCounters(base: string): CounterWatch {
     while (running) {
       const sent = Date.now();
       try {
-        const text = await (await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(2_000) })).text();
+        const res = await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(2_000) });
+        // An error's body has none of the series: read as zeros, the next good read would look like a rise of each.
+        if (!res.ok) throw new Error(`/metrics answered ${res.status}`);
+        const text = await res.text();
         const read = (k: Key): number => {
           const line = text.split('\n').find((l) => series[k].test(l));
           return line === undefined ? 0 : Number(line.split(' ').pop());

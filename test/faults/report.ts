@@ -274,8 +274,8 @@ ${table}
   one that was; none twice unless POSTed before the cut (the at-least-once window: the batch in flight); none out of
   order per node (a first receipt with a serial below one its node already had); both APIs at the store head with the
   same nodes. Time to recover: from the cut until a report published after it is stored and a declaration POSTed
-  after it is received (by the takeover or after the heal); the takeover times are in the notes. Run by \`npm run faults\` (as root), not
-  by \`npm test\`: one run in four at a load average of about 20 failed the store cut, not yet diagnosed (docs/operations.md).
+  after it is received (by the takeover or after the heal); the takeover times are in the notes. Also in \`npm test\`
+  (\`test/faults/partition.fault.test.ts\`, as root).
 - **tampered declarations** — \`test/faults/tamperingScenario.ts\`: after an untampered control declaration converges, each
   declaration is recorded, tampered and published to \`node.<id>\` as the relay publishes: a bit flipped at a random
   position (fast-check) in the declaration bytes or in the signature, the same JSON re-encoded, a signature by another

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { loadConfig } from '../../src/app/config.ts';
+import { ConvergeError } from '../../src/core/errors.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import { verifyReadModel } from '../../src/readModel/replay.ts';
 import { readSnapshot } from '../../src/readModel/snapshot/snapshotFile.ts';
@@ -365,6 +366,36 @@ test('a scrape answers while the store does not: the lag keeps its last reading,
     );
   } finally {
     (heal as (() => void) | null)?.();
+    await runner.stop();
+    await memory.close();
+  }
+});
+
+test('a scrape answers while the store fails: the lag keeps its last reading', async () => {
+  const { createMetrics } = await import('../../src/metrics.ts');
+  const memory = createMemoryEventStore();
+  // The store refusing or dropping connections (a statement given up on, a host unreachable): a head read fails at once.
+  let failing = false;
+  const store = new Proxy(memory, {
+    get: (target, key, receiver) =>
+      key === 'headPosition'
+        ? async () => {
+            if (failing) throw new ConvergeError('CONVERGE_ERR_STORE_UNAVAILABLE', 'read postgres head: Query read timeout');
+            return target.headPosition();
+          }
+        : Reflect.get(target, key, receiver),
+  });
+  const metrics = createMetrics();
+  const runner = createProjectionRunner({ store, logger, metrics, scrapeWaitMs: 1_000 });
+  await runner.start();
+  try {
+    await runner.caughtUp();
+    await runner.refreshMetrics();
+    failing = true;
+    await runner.refreshMetrics();
+    const lag = (await metrics.registry.getSingleMetricAsString('converge_projection_lag_events')).split('\n').pop();
+    assert.equal(lag, 'converge_projection_lag_events 0');
+  } finally {
     await runner.stop();
     await memory.close();
   }

@@ -3,6 +3,7 @@ import { ConvergeError } from '../../core/errors.ts';
 import type { EncodedWrite } from '../appendRules.ts';
 import { expectedRevisionHolds, wrongExpectedRevision } from '../appendRules.ts';
 import type { AppendResult } from '../port.ts';
+import { queryTimedOut } from './connection.ts';
 import { statementName } from './schema.ts';
 
 // Appending to PostgreSQL without ever letting a reader skip an event (the trap every such store meets).
@@ -151,9 +152,13 @@ export function createAppender(pool: Pool, schema: string, queryOf: (c: PoolClie
         for (const r of plan.streams) if (r.nextExpected >= 0n) learn(r.stream, r.nextExpected);
         return { streams: plan.streams, position };
       } catch (err) {
-        await client.query('ROLLBACK').catch((e: unknown) => {
-          broken = e as Error;
-        });
+        // A connection that did not answer in time would not answer the ROLLBACK either: dropping
+        // it rolls the transaction back on the server.
+        if (queryTimedOut(err)) broken = err as Error;
+        else
+          await client.query('ROLLBACK').catch((e: unknown) => {
+            broken = e as Error;
+          });
         throw err;
       }
     } finally {

@@ -67,6 +67,37 @@ export const connectionLost = (err: unknown): boolean => {
 /** How long the server lets a store session sit idle inside a transaction before ending it (ms). */
 export const idleInTransactionMs = 5_000;
 
+// A partition drops packets without a FIN or a RST: a pooled connection that had a statement on the
+// wire waits for the kernel's next retransmission, which after a long cut is minutes away (TCP
+// backs off to 2 minutes between tries and gives up after about 15), and a pool of such connections
+// holds every later statement. The store gives up on them instead (docs/operations.md,
+// "PostgreSQL restart and failover").
+
+/**
+ * How long a pooled statement may wait for its answer before its connection is dropped (ms):
+ * well above the slowest statement the pool runs (a 200,000-event window of `stats`, an append
+ * waiting behind another engine's transaction, itself bounded by `idleInTransactionMs`).
+ */
+export const defaultQueryTimeoutMs = 30_000;
+/** How long opening a pooled connection may take (TCP, startup, authentication) before it is given up (ms). */
+export const defaultConnectTimeoutMs = 10_000;
+/** TCP keepalive on pooled connections, as on the lease's (./lease.ts): an idle connection whose peer vanished is noticed. */
+export const keepAliveInitialDelayMs = 5_000;
+
+/** node-postgres's error for a statement that passed `query_timeout`: its connection is dead or stuck. */
+export const queryTimedOut = (err: unknown): boolean => err instanceof Error && err.message === 'Query read timeout';
+
+/**
+ * `Client` with a bound on opening a connection. pg.Pool's own `connectionTimeoutMillis` would
+ * also bound the wait for a free pooled connection, which a busy pool may legitimately take longer.
+ */
+const connectingWithin = (Client: typeof pg.Client, ms: number): typeof pg.Client =>
+  class extends Client {
+    constructor(config?: string | ClientConfig) {
+      super({ ...(typeof config === 'string' ? { connectionString: config } : config), connectionTimeoutMillis: ms });
+    }
+  };
+
 /** The schema a store URL (and options) name, and the config every connection to it is made with. */
 export function postgresConnection(
   url: string,
@@ -90,3 +121,19 @@ export function postgresConnection(
   };
   return { schema, clientConfig };
 }
+
+/** The store's pool of `max` connections, each bounded as above so that one a partition left hanging frees its slot. */
+export const boundedPool = (
+  clientConfig: ClientConfig,
+  Client: typeof pg.Client,
+  max: number,
+  bounds: Readonly<{ queryTimeoutMs?: number; connectTimeoutMs?: number }>,
+): pg.Pool =>
+  new pg.Pool({
+    ...clientConfig,
+    Client: connectingWithin(Client, bounds.connectTimeoutMs ?? defaultConnectTimeoutMs),
+    max,
+    query_timeout: bounds.queryTimeoutMs ?? defaultQueryTimeoutMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: keepAliveInitialDelayMs,
+  });

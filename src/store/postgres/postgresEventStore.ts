@@ -1,4 +1,3 @@
-import pg from 'pg';
 import type { Pool, PoolClient, QueryConfig } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Recorded } from '../../core/events/index.ts';
@@ -21,7 +20,7 @@ import { clientFor } from './hosts.ts';
 import { bucketOf } from '../archive/streamFilter.ts';
 import { findSendSql, manifestSql, readPostgresManifest } from './archived.ts';
 import { segmentsWithout, streamFilterPartsSql } from './streamFilter.ts';
-import { connectionLost, pgError, postgresConnection } from './connection.ts';
+import { boundedPool, connectionLost, pgError, postgresConnection } from './connection.ts';
 import type { Wakeups } from './wakeups.ts';
 
 export { parsePostgresUrl } from './connection.ts';
@@ -46,6 +45,10 @@ export type PostgresEventStoreOptions = Readonly<{
   lease?: LeaseOptions;
   /** `application_name` of every connection (default `converge`): what pg_stat_activity shows an operator. */
   applicationName?: string;
+  /** How long a pooled statement may wait for its answer before its connection is dropped (ms; ./connection.ts). */
+  queryTimeoutMs?: number;
+  /** How long opening a pooled connection may take (ms). */
+  connectTimeoutMs?: number;
 }>;
 
 type Row = [position: bigint, id: string, stream: string, revision: bigint, type: string, data: string, metadata: string];
@@ -58,7 +61,7 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
   // One host, or a primary and its standbys (./hosts.ts): every connection goes to the writable one.
   const Client = clientFor(clientConfig);
   const poolSize = options.poolSize ?? 4;
-  const pool: Pool = new pg.Pool({ ...clientConfig, Client, max: poolSize });
+  const pool: Pool = boundedPool(clientConfig, Client, poolSize, options);
   // An idle pooled connection that breaks (server restart) is dropped by the pool and reported
   // here; the next query opens a new one, and a failing query reports STORE_UNAVAILABLE itself.
   pool.on('error', () => undefined);
@@ -121,12 +124,16 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
   /** Create or check the schema once, before the first use; a failure is retried by the next call. */
   const open = async (): Promise<void> => {
     if (closed) throw storeClosed('postgres');
+    // A connection of its own, without the pool's bound on statements: a migration may rewrite
+    // every event, or wait for another engine's under the migration lock.
     ready ??= (async () => {
-      const client = await pool.connect();
+      const client = new Client(clientConfig);
+      client.on('error', () => undefined);
       try {
+        await client.connect();
         await migrate(client, s);
       } finally {
-        client.release();
+        await client.end().catch(() => undefined);
       }
     })().catch((err: unknown) => {
       ready = null;
