@@ -2,6 +2,8 @@ import { join } from 'node:path';
 import type { ArchiveManifest, ArchiveSegment } from '../port.ts';
 import { SegmentError, openSegment } from './segment.ts';
 import type { ArchivedRow, SegmentFile } from './segment.ts';
+import { parseRangeSummary } from '../../core/audit/rangeSummary.ts';
+import type { SummaryToCheck } from '../../core/audit/rangeSummary.ts';
 
 // Reads archive segments back, in position order or by stream, for the reads that answer over
 // archived ranges (withArchive.ts). By stream, a v2 segment is read only in the blocks that hold
@@ -25,6 +27,10 @@ export type ArchiveReader = Readonly<{
   check: () => { segment: ArchiveSegment; error: SegmentError }[];
   /** The v2 segments opened so far, by manifest row: a later reader of the same folder starts from them. */
   opened: () => ReadonlyMap<ArchiveSegment, SegmentFile>;
+  /** Each segment's summary of its leaf range, as its header holds it (docs/audit.md "Proofs without the whole log"); the segments without one are left out. */
+  summaries: () => SummaryToCheck[];
+  /** The positions of a segment's rows, ascending. */
+  positions: (file: string) => bigint[];
 }>;
 
 export type ArchiveReaderHooks = Readonly<{
@@ -42,6 +48,8 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest, hook
   const cache = new Map<string, ArchivedRow[]>();
   // v2 segments opened: their headers (block tables) checked once, their blocks read on demand.
   const handles = new Map<string, SegmentFile>();
+  // Every header read, v1's too (whose handles are not kept): a summary is read without opening the file again.
+  const headers = new Map<string, SegmentFile['header']>();
   const same = (a: ArchiveSegment, b: ArchiveSegment): boolean => a.file === b.file && a.sha256 === b.sha256 && a.events === b.events;
   const rows = new Map(segments.map((s) => [s.file, s]));
   for (const [s, f] of hooks.previous?.opened() ?? []) {
@@ -65,6 +73,7 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest, hook
     // A v1 file was decoded whole to open it: keep its rows as a walk's would be kept, not the handle.
     if (f.header.version === 1) remember(s.file, f.rows());
     else handles.set(s.file, f);
+    headers.set(s.file, f.header);
     return f;
   }
 
@@ -119,6 +128,16 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest, hook
         rows.push(...(held !== undefined ? held.filter((r) => r.stream === stream) : open(s).streamRows(stream)));
       }
       return rows.sort((a, b) => (a.revision < b.revision ? -1 : a.revision > b.revision ? 1 : 0));
+    },
+    summaries: () =>
+      segments.flatMap((s) => {
+        const { tree } = (headers.get(s.file) ?? open(s).header) as { tree?: unknown };
+        return tree === undefined ? [] : [{ name: s.file, from: s.from, to: s.to, summary: parseRangeSummary(tree) }];
+      }),
+    positions: (file) => {
+      const s = rows.get(file);
+      if (s === undefined) throw new RangeError(`the manifest names no segment ${file}`);
+      return load(s).map((r) => r.position);
     },
     opened: () => new Map([...handles].flatMap(([file, f]) => (rows.has(file) ? [[rows.get(file)!, f] as const] : []))),
     check() {

@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { rangeRoots } from '../../src/core/audit/rangeProofTree.ts';
+import type { RangeSummaryJson } from '../../src/core/audit/rangeSummary.ts';
+import type { ArchiveOptions, ArchiveSummary } from '../../src/store/archive/archiveMove.ts';
+import { withArchive } from '../../src/store/archive/withArchive.ts';
+import type { EventStore } from '../../src/store/port.ts';
+import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
+import { archivePostgresStore } from '../../src/store/postgres/postgresArchive.ts';
+import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
+import { cliIn } from '../support/cliInProcess.ts';
+import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
+import type { ScratchSchema } from '../support/postgres.ts';
+import { randomFleet } from '../support/randomArchiveFleet.ts';
+
+// The segments' summaries of their leaf ranges (docs/audit.md "Proofs without the whole log") as
+// each store's move writes them: serve --retain's batches of one segment, then a whole run that
+// archives rows the first kept hot (so later segments hold rows inside earlier ranges). The ranges
+// tile the archived tree from leaf 0, each range's roots and foreign rows are the whole log's, and
+// audit verify, which checks them, finds the store intact.
+
+type Target = Readonly<{
+  open: () => EventStore;
+  archive: (o: ArchiveOptions) => Promise<ArchiveSummary>;
+  args: readonly string[];
+}>;
+
+async function summariesSuite(dir: string, target: () => Target): Promise<void> {
+  const t = target();
+  const archive = join(dir, 'archive');
+  const { head } = await randomFleet(t.open(), 7);
+  const cutoff = (days: number): string => new Date(Date.now() - days * 86_400_000).toISOString();
+  // serve --retain (src/app/retention.ts): one segment a run, each from where the last one stopped.
+  let cursor = 0n;
+  let batches = 0;
+  for (;;) {
+    const r = await t.archive({ dir: archive, before: cutoff(60), belowPosition: head, segmentEvents: 37, maxSegments: 1, after: cursor });
+    if (r.events === 0) break;
+    cursor = r.scannedTo;
+    batches++;
+  }
+  const whole = await t.archive({ dir: archive, before: cutoff(0), belowPosition: head, segmentEvents: 53 });
+  assert.ok(batches >= 3 && whole.segments.length >= 3, `${batches} batches, then ${whole.segments.length} segments`);
+
+  const store = await withArchive(t.open(), archive);
+  try {
+    const rows = await store.readStored({ limit: 100_000 });
+    const leafOf = new Map(rows.map((r, i) => [r.position, i]));
+    const leaves = rows.map((r) => Buffer.from(r.leafHash!));
+    const ranges = store.archive
+      .summaries()
+      .map((s) => ({ ...s, summary: s.summary as RangeSummaryJson }))
+      .sort((a, b) => a.summary.first - b.summary.first);
+    assert.equal(ranges.length, store.manifest.segments.length, 'every segment carries a summary');
+    let end = 0;
+    let foreign = 0;
+    for (const s of ranges) {
+      assert.equal(s.summary.first, end, `${s.name}: its range follows the one before it`);
+      end = s.summary.end;
+      assert.deepEqual(
+        s.summary.roots,
+        rangeRoots(s.summary.first, leaves.slice(s.summary.first, s.summary.end)).map((h) => h.toString('hex')),
+      );
+      const own = new Set(store.archive.positions(s.name));
+      assert.deepEqual(
+        s.summary.foreign,
+        rows
+          .slice(s.summary.first, s.summary.end)
+          .flatMap((r) => (own.has(r.position) ? [] : [[r.position.toString(), Buffer.from(r.leafHash!).toString('hex')]])),
+      );
+      foreign += s.summary.foreign.length;
+    }
+    const last = store.manifest.segments.reduce((m, s) => (s.to > m ? s.to : m), 0n);
+    assert.equal(end, leafOf.get(last)! + 1, 'the ranges reach the last archived row');
+    assert.ok(foreign > 0, 'rows kept hot by the batches, archived by the whole run, are foreign in the earlier ranges');
+  } finally {
+    await store.close();
+  }
+  const verify = await cliIn(dir, ['audit', 'verify', ...t.args, '--archive-dir', archive]);
+  assert.equal(verify.code, 0, verify.stdout + verify.stderr);
+  assert.match(verify.stdout, /^intact: /);
+}
+
+// PostgreSQL's suite first: its probe connects while nothing else holds the event loop.
+describeOnPostgres('archive summaries on a PostgreSQL store', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'converge-pg-archive-summaries-'));
+  const scratches: ScratchSchema[] = [];
+  after(async () => {
+    for (const s of scratches) await s.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  test("batches then a whole run: the ranges tile from leaf 0, hold the log's roots, and verify", async () => {
+    const scratch = scratchSchema('converge_pg_summaries');
+    scratches.push(scratch);
+    await summariesSuite(dir, () => ({
+      open: () => createPostgresEventStore(scratch.url),
+      archive: (o) => archivePostgresStore(scratch.url, o),
+      args: ['--store', scratch.url],
+    }));
+  });
+});
+
+describe('archive summaries on a SQLite store', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'converge-archive-summaries-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  test("batches then a whole run: the ranges tile from leaf 0, hold the log's roots, and verify", async () => {
+    const path = join(dir, 'fleet.db');
+    await summariesSuite(dir, () => ({
+      open: () => createSqliteEventStore(path),
+      archive: (o) => archiveSqliteStore(path, o),
+      args: ['--store', `sqlite:${path}`],
+    }));
+  });
+});
