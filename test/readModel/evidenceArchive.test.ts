@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -51,4 +51,46 @@ test('an evidence bundle over the archive is the one the store gave before the m
     const whole = await withArchive(untimed(createSqliteEventStore(path)), archive);
     assert.deepEqual(await bundle(whole, node, m), original[i], `${node} at ${m}, every segment`);
   }
+});
+
+test("over summarised segments an export reads the node's segments only, and gives the bytes a walk of every leaf gives", async () => {
+  // docs/audit.md "Proofs without the whole log": the other segments stand for their leaf ranges by the roots in their headers.
+  const path = join(dir, 'summaries.db');
+  const archive = join(dir, 'summaries');
+  const f = await randomFleet(createSqliteEventStore(path), 11, false);
+  const moment = new Date(f.end + 86_400_000).toISOString();
+  const nodes = ['n0', 'n12', 'n14', 'n16', 'n18'];
+  const original: string[] = [];
+  for (const node of nodes) original.push(JSON.stringify(await bundle(createSqliteEventStore(path), node, moment)));
+  const r = await archiveSqliteStore(path, { dir: archive, before: new Date().toISOString(), belowPosition: f.head, segmentEvents: 10 });
+  assert.ok(r.segments.length >= 60, `${r.segments.length} segments`);
+  for (const [i, node] of nodes.entries()) {
+    const read = new Set<string>();
+    const store = await withArchive(createSqliteEventStore(path), archive, { onRead: (file) => read.add(file) });
+    const holding = r.segments.filter((s) => store.archive.streamRowsIn(s, `node-${node}`).length > 0);
+    assert.equal(JSON.stringify(await bundle(store, node, moment)), original[i], `${node}: the same bundle`);
+    // Its own segments, and the ranges that hold its rows kept hot (three at most: last event, send, report).
+    for (const s of holding) assert.ok(read.has(s), `${node}: ${s} holds its rows and was read`);
+    assert.ok(read.size <= holding.length + 3, `${node}: ${read.size} segments read whole, ${holding.length} hold its rows`);
+    if (node !== 'n0') assert.ok(read.size < r.segments.length / 2, `${node}: ${read.size} of ${r.segments.length} segments read whole`);
+    // Without summaries (segments the release before wrote), every segment is read, and the bundle is the same.
+    const every = new Set<string>();
+    const old = await withArchive(createSqliteEventStore(path), archive, { onRead: (file) => every.add(file) });
+    (old.archive as { summaries: () => unknown[] }).summaries = () => [];
+    assert.equal(JSON.stringify(await bundle(old, node, moment)), original[i], `${node}: the same bundle, every leaf read`);
+    assert.equal(every.size, r.segments.length);
+  }
+  // A root changed in a segment the export does not read: the proofs no longer give the head's root, and it refuses.
+  const store = await withArchive(createSqliteEventStore(path), archive);
+  const victim = r.segments.find((s) => store.archive.streamRowsIn(s, 'node-n18').length === 0)!;
+  await store.close();
+  const file = join(archive, victim);
+  const bytes = readFileSync(file);
+  const nl = bytes.indexOf(10);
+  const header = JSON.parse(bytes.subarray(0, nl).toString('utf8'));
+  header.tree.roots[0] = (header.tree.roots[0][0] === '0' ? '1' : '0') + header.tree.roots[0].slice(1);
+  writeFileSync(file, Buffer.concat([Buffer.from(JSON.stringify(header)), bytes.subarray(nl)]));
+  await assert.rejects(bundle(await withArchive(createSqliteEventStore(path), archive), 'n18', moment), {
+    code: 'CONVERGE_ERR_EVIDENCE_LOG_CHANGED',
+  });
 });

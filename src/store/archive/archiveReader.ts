@@ -31,11 +31,17 @@ export type ArchiveReader = Readonly<{
   summaries: () => SummaryToCheck[];
   /** The positions of a segment's rows, ascending. */
   positions: (file: string) => bigint[];
+  /** A segment's rows, whole, in position order. */
+  segmentRows: (file: string) => ArchivedRow[];
+  /** A segment's rows of `stream`, from the blocks that hold it. */
+  streamRowsIn: (file: string, stream: string) => ArchivedRow[];
 }>;
 
 export type ArchiveReaderHooks = Readonly<{
   /** Called each time a segment file is opened (its header read); tests count them. */
   onOpen?: (file: string) => void;
+  /** Called each time a segment is decoded whole (not from the few kept); tests count them. */
+  onRead?: (file: string) => void;
   /**
    * A reader of the same folder over an older manifest (the API's, remade when a segment is
    * archived): the segments it opened are taken over where the manifest's row is the same.
@@ -56,6 +62,12 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest, hook
     const now = rows.get(s.file);
     if (now !== undefined && same(now, s) && f.header.store === manifest.store) handles.set(s.file, f);
   }
+
+  const listed = (file: string): ArchiveSegment => {
+    const s = rows.get(file);
+    if (s === undefined) throw new RangeError(`the manifest names no segment ${file}`);
+    return s;
+  };
 
   const remember = (file: string, rows: ArchivedRow[]): void => {
     cache.delete(file);
@@ -83,7 +95,11 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest, hook
       remember(s.file, held);
       return held;
     }
-    const rows = open(s).rows();
+    const f = open(s);
+    const again = cache.get(s.file);
+    if (again !== undefined) return again;
+    hooks.onRead?.(s.file);
+    const rows = f.rows();
     remember(s.file, rows);
     return rows;
   }
@@ -134,10 +150,11 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest, hook
         const { tree } = (headers.get(s.file) ?? open(s).header) as { tree?: unknown };
         return tree === undefined ? [] : [{ name: s.file, from: s.from, to: s.to, summary: parseRangeSummary(tree) }];
       }),
-    positions: (file) => {
-      const s = rows.get(file);
-      if (s === undefined) throw new RangeError(`the manifest names no segment ${file}`);
-      return load(s).map((r) => r.position);
+    positions: (file) => load(listed(file)).map((r) => r.position),
+    segmentRows: (file) => load(listed(file)),
+    streamRowsIn: (file, stream) => {
+      const held = cache.get(file);
+      return held !== undefined ? held.filter((r) => r.stream === stream) : open(listed(file)).streamRows(stream);
     },
     opened: () => new Map([...handles].flatMap(([file, f]) => (rows.has(file) ? [[rows.get(file)!, f] as const] : []))),
     check() {
