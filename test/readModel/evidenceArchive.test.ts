@@ -2,8 +2,13 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { generateKeyPairSync } from 'node:crypto';
 import { after, test } from 'node:test';
 import { parseAt } from '../../projections/index.ts';
+import { signCheckpoint } from '../../src/core/audit/checkpoint.ts';
+import { eventLeafHash } from '../../src/core/audit/leaf.ts';
+import { createProofTree } from '../../src/core/audit/proofTree.ts';
+import { auditStream, makeAuditCheckpointed } from '../../src/core/events/index.ts';
 import { buildEvidence } from '../../src/readModel/evidence/build.ts';
 import { withArchive } from '../../src/store/archive/withArchive.ts';
 import type { EventStore } from '../../src/store/port.ts';
@@ -93,4 +98,63 @@ test("over summarised segments an export reads the node's segments only, and giv
   await assert.rejects(bundle(await withArchive(createSqliteEventStore(path), archive), 'n18', moment), {
     code: 'CONVERGE_ERR_EVIDENCE_LOG_CHANGED',
   });
+});
+
+test("a checkpoint inside the archived part: the node's rows kept hot within it are proven, from the summaries as from every leaf", async () => {
+  const path = join(dir, 'inside.db');
+  const archive = join(dir, 'inside');
+  const f = await randomFleet(createSqliteEventStore(path), 13, false);
+  // A checkpoint of the first 90 % of the log, appended after it (the audit stream is never archived).
+  const before = createSqliteEventStore(path);
+  const rows = await before.readStored({ limit: 10_000 });
+  const size = Math.floor(rows.length * 0.9);
+  const root = createProofTree(rows.map((r) => eventLeafHash(r)))
+    .root(size)
+    .toString('hex');
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  await before.append([
+    {
+      stream: auditStream,
+      expected: 'any',
+      events: [makeAuditCheckpointed(signCheckpoint({ size, root, at: new Date().toISOString() }, privateKey))],
+    },
+  ]);
+  await before.close();
+  // A node whose stream ends inside the checkpoint: its last event stays hot, inside the archived part, below the checkpoint's size.
+  const lastOf = new Map(rows.map((r, i) => [r.stream, i]));
+  const node = [...lastOf]
+    .filter(([, i]) => i < size - 1)
+    .sort((a, b) => a[1] - b[1])[0]![0]
+    .slice('node-'.length);
+  const at = rows[size - 1]!.position.toString();
+  // As of a position, and as of the checkpoint (whose last leaf, inside the archive, export finds the position of).
+  const ask = async (store: EventStore, moment = at) => {
+    try {
+      return JSON.stringify(
+        await buildEvidence(store, {
+          node,
+          at: parseAt(moment === 'checkpoint' ? '0' : moment)!,
+          atText: moment,
+          from: null,
+          graceMs: 60_000,
+          auditKey: publicKey,
+          declarationKey: null,
+          unsigned: false,
+          now: () => 0,
+        }),
+      );
+    } finally {
+      await store.close();
+    }
+  };
+  const original = await ask(createSqliteEventStore(path));
+  assert.match(original, /"signed":true/);
+  const newest = await ask(createSqliteEventStore(path), 'checkpoint');
+  assert.match(newest, new RegExp(`"at":"${at}"`));
+  await archiveSqliteStore(path, { dir: archive, before: new Date().toISOString(), belowPosition: f.head, segmentEvents: 10 });
+  assert.equal(await ask(await withArchive(createSqliteEventStore(path), archive)), original, `${node} as of ${at}, from the summaries`);
+  assert.equal(await ask(await withArchive(createSqliteEventStore(path), archive), 'checkpoint'), newest, `${node} as of the checkpoint`);
+  const every = await withArchive(createSqliteEventStore(path), archive);
+  (every.archive as { summaries: () => unknown[] }).summaries = () => [];
+  assert.equal(await ask(every), original, `${node} as of ${at}, every leaf`);
 });

@@ -73,7 +73,8 @@ export async function walkBySummaries(
   const positionAt = new Map<number, bigint>();
   const hotInside: StoredRecord[] = [];
   const toRead = new Set<Range>();
-  for (let after: bigint | null = null; archived + tail.length < size;) {
+  // The hot rows inside the archive are read whatever `size` (a checkpoint may end inside the archive), then the tail up to it.
+  for (let after: bigint | null = null, full = false; !full;) {
     const page = await store.hot.readStored({ after, limit: 1_000 });
     if (page.length === 0) break;
     for (const r of page) {
@@ -85,7 +86,7 @@ export async function walkBySummaries(
         hotInside.push(r);
         continue;
       }
-      if (archived + tail.length >= size) break;
+      if ((full = archived + tail.length >= size)) break;
       if (keep(r)) kept.push({ ...r, leafIndex: archived + tail.length });
       if (wanted.has(archived + tail.length)) positionAt.set(archived + tail.length, r.position);
       tail.push(eventLeafHash(r));
