@@ -3,8 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { parseAt } from '../../projections/index.ts';
 import { rangeRoots } from '../../src/core/audit/rangeProofTree.ts';
 import type { RangeSummaryJson } from '../../src/core/audit/rangeSummary.ts';
+import { buildEvidence } from '../../src/readModel/evidence/build.ts';
 import type { ArchiveOptions, ArchiveSummary } from '../../src/store/archive/archiveMove.ts';
 import { withArchive } from '../../src/store/archive/withArchive.ts';
 import type { EventStore } from '../../src/store/port.ts';
@@ -20,8 +22,8 @@ import { randomFleet } from '../support/randomArchiveFleet.ts';
 // The segments' summaries of their leaf ranges (docs/audit.md "Proofs without the whole log") as
 // each store's move writes them: serve --retain's batches of one segment, then a whole run that
 // archives rows the first kept hot (so later segments hold rows inside earlier ranges). The ranges
-// tile the archived tree from leaf 0, each range's roots and foreign rows are the whole log's, and
-// audit verify, which checks them, finds the store intact.
+// tile the archived tree from leaf 0, each range's roots and foreign rows are the whole log's,
+// audit verify, which checks them, finds the store intact, and export reads only a node's segments.
 
 type Target = Readonly<{
   open: () => EventStore;
@@ -83,6 +85,36 @@ async function summariesSuite(dir: string, target: () => Target): Promise<void> 
   const verify = await cliIn(dir, ['audit', 'verify', ...t.args, '--archive-dir', archive]);
   assert.equal(verify.code, 0, verify.stdout + verify.stderr);
   assert.match(verify.stdout, /^intact: /);
+
+  // Export from the summaries: the segments that hold the node read whole, the bundle the walk of every leaf gives.
+  const moment = new Date().toISOString();
+  const ask = async (summaries: boolean) => {
+    const read = new Set<string>();
+    const s = await withArchive(t.open(), archive, { onRead: (file) => read.add(file) });
+    if (!summaries) (s.archive as { summaries: () => unknown[] }).summaries = () => [];
+    try {
+      const b = await buildEvidence(s, {
+        node: 'solo2',
+        at: parseAt(moment)!,
+        atText: moment,
+        from: null,
+        graceMs: 60_000,
+        auditKey: null,
+        declarationKey: null,
+        unsigned: true,
+        now: () => 0,
+      });
+      return { bundle: JSON.stringify(b), read: read.size, segments: s.manifest.segments.length };
+    } finally {
+      await s.close();
+    }
+  };
+  const [fromSummaries, fromEvery] = [await ask(true), await ask(false)];
+  assert.equal(fromSummaries.bundle, fromEvery.bundle);
+  assert.ok(
+    fromSummaries.read <= 4 && fromEvery.read === fromEvery.segments,
+    `${fromSummaries.read} and ${fromEvery.read} of ${fromEvery.segments} read`,
+  );
 }
 
 // PostgreSQL's suite first: its probe connects while nothing else holds the event loop.
@@ -93,7 +125,7 @@ describeOnPostgres('archive summaries on a PostgreSQL store', () => {
     for (const s of scratches) await s.drop();
     rmSync(dir, { recursive: true, force: true });
   });
-  test("batches then a whole run: the ranges tile from leaf 0, hold the log's roots, and verify", async () => {
+  test("batches then a whole run: the ranges tile from leaf 0, hold the log's roots, verify, and export reads its node's segments", async () => {
     const scratch = scratchSchema('converge_pg_summaries');
     scratches.push(scratch);
     await summariesSuite(dir, () => ({
@@ -107,7 +139,7 @@ describeOnPostgres('archive summaries on a PostgreSQL store', () => {
 describe('archive summaries on a SQLite store', () => {
   const dir = mkdtempSync(join(tmpdir(), 'converge-archive-summaries-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
-  test("batches then a whole run: the ranges tile from leaf 0, hold the log's roots, and verify", async () => {
+  test("batches then a whole run: the ranges tile from leaf 0, hold the log's roots, verify, and export reads its node's segments", async () => {
     const path = join(dir, 'fleet.db');
     await summariesSuite(dir, () => ({
       open: () => createSqliteEventStore(path),
