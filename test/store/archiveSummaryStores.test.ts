@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { parseAt } from '../../projections/index.ts';
 import { rangeRoots } from '../../src/core/audit/rangeProofTree.ts';
+import { makeAliveSeen, streamOf } from '../../src/core/events/index.ts';
 import type { RangeSummaryJson } from '../../src/core/audit/rangeSummary.ts';
 import { buildEvidence } from '../../src/readModel/evidence/build.ts';
 import type { ArchiveOptions, ArchiveSummary } from '../../src/store/archive/archiveMove.ts';
@@ -34,7 +35,7 @@ type Target = Readonly<{
 async function summariesSuite(dir: string, target: () => Target): Promise<void> {
   const t = target();
   const archive = join(dir, 'archive');
-  const { head } = await randomFleet(t.open(), 7);
+  const { head, nodes } = await randomFleet(t.open(), 7);
   const cutoff = (days: number): string => new Date(Date.now() - days * 86_400_000).toISOString();
   // serve --retain (src/app/retention.ts): one segment a run, each from where the last one stopped.
   let cursor = 0n;
@@ -45,8 +46,19 @@ async function summariesSuite(dir: string, target: () => Target): Promise<void> 
     cursor = r.scannedTo;
     batches++;
   }
+  // Every node heard once more: the rows the batches kept hot as a stream's last are closed now, and the next run's
+  // first segments hold only them, all below where the archived ranges end (empty ranges).
+  const more = t.open();
+  await more.append(
+    nodes.map((node) => ({ stream: streamOf(node), expected: 'any' as const, events: [makeAliveSeen({ node }, Date.now() - 60_000)] })),
+  );
+  await more.close();
+  const kept = await t.archive({ dir: archive, before: cutoff(0), belowPosition: head, segmentEvents: 2, maxSegments: 2 });
   const whole = await t.archive({ dir: archive, before: cutoff(0), belowPosition: head, segmentEvents: 53 });
-  assert.ok(batches >= 3 && whole.segments.length >= 3, `${batches} batches, then ${whole.segments.length} segments`);
+  assert.ok(
+    batches >= 3 && whole.segments.length >= 3,
+    `${batches} batches, ${kept.segments.length}, then ${whole.segments.length} segments`,
+  );
 
   const store = await withArchive(t.open(), archive);
   try {
@@ -88,13 +100,13 @@ async function summariesSuite(dir: string, target: () => Target): Promise<void> 
 
   // Export from the summaries: the segments that hold the node read whole, the bundle the walk of every leaf gives.
   const moment = new Date().toISOString();
-  const ask = async (summaries: boolean) => {
+  const ask = async (summaries: boolean, node = 'solo2') => {
     const read = new Set<string>();
     const s = await withArchive(t.open(), archive, { onRead: (file) => read.add(file) });
     if (!summaries) (s.archive as { summaries: () => unknown[] }).summaries = () => [];
     try {
       const b = await buildEvidence(s, {
-        node: 'solo2',
+        node,
         at: parseAt(moment)!,
         atText: moment,
         from: null,
@@ -109,6 +121,13 @@ async function summariesSuite(dir: string, target: () => Target): Promise<void> 
       await s.close();
     }
   };
+  // A node whose row kept hot by the batches was archived into a segment with an empty range: its rows lie in earlier ranges.
+  const emptied = await withArchive(t.open(), archive);
+  const empty = emptied.archive.summaries().find((x) => typeof x.summary !== 'string' && x.summary.first === x.summary.end);
+  const quiet = empty === undefined ? undefined : emptied.archive.segmentRows(empty.name)[0]!.stream.slice('node-'.length);
+  await emptied.close();
+  assert.ok(quiet !== undefined, 'a segment with an empty range');
+  assert.equal((await ask(true, quiet)).bundle, (await ask(false, quiet)).bundle, `${quiet}: the same bundle`);
   const [fromSummaries, fromEvery] = [await ask(true), await ask(false)];
   assert.equal(fromSummaries.bundle, fromEvery.bundle);
   assert.ok(

@@ -97,7 +97,8 @@ export async function walkBySummaries(
 
   // The node's segments (their stream filters rule the others out; a false positive reads its blocks of the stream only).
   const without = (await store.archiveSegmentsWithout?.(stream)) ?? new Set<string>();
-  for (const r of nonEmpty) if (!without.has(r.file) && archive.streamRowsIn(r.file, stream).length > 0) toRead.add(r);
+  // A segment with an empty range holds only rows of earlier ranges: it is read for its rows, and those ranges for their leaves.
+  for (const r of ranges) if (!without.has(r.file) && archive.streamRowsIn(r.file, stream).length > 0) toRead.add(r);
   const positionsAt = positionsOf.filter((i) => i < archived);
   for (const i of positionsAt) toRead.add(rangeAt(i));
 
@@ -116,9 +117,10 @@ export async function walkBySummaries(
     const own = rows.map((r) => [r.position, () => eventLeafHash(r)] as const);
     const theirs = foreign.map(([p, leaf]) => [BigInt(p), () => Buffer.from(leaf, 'hex')] as const);
     // The range's rows are the last (end - first) of the two in position order: the segment's rows before them lie in earlier ranges.
-    const inRange = [...own, ...theirs].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).slice(-(end - first));
+    const sorted = [...own, ...theirs].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    const inRange = end === first ? [] : sorted.slice(-(end - first));
     if (inRange.length !== end - first) throw logChanged(range, `it holds ${inRange.length} rows for ${end - first} leaves`);
-    spans.push({ first, hashes: inRange.map(([, leaf]) => leaf()) });
+    if (end > first) spans.push({ first, hashes: inRange.map(([, leaf]) => leaf()) });
     inRange.forEach(([p], i) => {
       leafOf.set(p, first + i);
       if (wanted.has(first + i)) positionAt.set(first + i, p);
