@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { writeHistory } from '../support/auditHistory.ts';
@@ -13,6 +13,7 @@ import { writeHistory } from '../support/auditHistory.ts';
 
 const bin = new URL('../../bin/converge.js', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'converge-audit-cli-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
 const verify = (path: string, ...more: string[]) =>
   spawnSync(process.execPath, [bin, 'audit', 'verify', '--store', `sqlite:${path}`, ...more], { encoding: 'utf8' });
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { createPrivateKey } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { loadConfig } from '../../src/app/config.ts';
 import { createServer } from '../../src/app/server.ts';
 import { signCheckpoint } from '../../src/core/audit/checkpoint.ts';
@@ -20,6 +20,7 @@ import { logger } from '../support/logger.ts';
 // signature and a log rewritten and signed again with another key, against the witness's files.
 
 const dir = mkdtempSync(join(tmpdir(), 'converge-audit-cp-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
 const keys = join(dir, 'keys');
 const otherKeys = join(dir, 'other');
 const witness = join(dir, 'witness');

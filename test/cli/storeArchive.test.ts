@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -94,9 +94,33 @@ function archiveReadsSuite(dir: string, fleet: () => Promise<FleetStore>): void 
     assert.equal(JSON.parse(again.stdout).events, 0);
     assert.deepEqual(await answers(archive), before);
 
-    // A changed segment, then a missing one: audit verify names the positions and the kind.
+    // The segment's summary of its leaf range (docs/audit.md "Proofs without the whole log"), an
+    // optional field of the v2 header: one root changed, the header rewritten (its sha256 covers
+    // the block table, so the manifest needs no change), and audit verify names the segment.
     const file = join(dir, 'archive', summary.files[0]);
     const range = /events-0*(\d+)-0*(\d+)/.exec(summary.files[0])!;
+    const original = readFileSync(file);
+    const nl = original.indexOf(10);
+    const header = JSON.parse(original.subarray(0, nl).toString('utf8'));
+    assert.equal(header.version, 2, 'still version 2: the release before refuses any other');
+    assert.equal(header.tree.first, 0, 'the first segment of a store starts at its first leaf');
+    assert.ok(header.tree.end > header.tree.first && Array.isArray(header.tree.foreign));
+    const flip = (h: string): string => (h[0] === '0' ? '1' : '0') + h.slice(1);
+    header.tree.roots[header.tree.roots.length - 1] = flip(header.tree.roots.at(-1));
+    writeFileSync(file, Buffer.concat([Buffer.from(JSON.stringify(header)), original.subarray(nl)]));
+    const forged = await cliIn(dir, ['audit', 'verify', ...store, ...archive]);
+    assert.equal(forged.code, 1, forged.stdout + forged.stderr);
+    assert.match(
+      forged.stdout,
+      new RegExp(`TAMPERED archive summary at positions ${range[1]}-${range[2]}: segment ${summary.files[0]}: its root \\d+ of \\d+`),
+    );
+    const forgedJson = JSON.parse((await cliIn(dir, ['audit', 'verify', ...store, ...archive, '--json'])).stdout);
+    assert.equal(forgedJson.finding.kind, 'summary');
+    assert.equal(forgedJson.finding.segment, summary.files[0]);
+    writeFileSync(file, original);
+    assert.equal((await cliIn(dir, ['audit', 'verify', ...store, ...archive])).code, 0, 'intact again with the header as written');
+
+    // A changed segment, then a missing one: audit verify names the positions and the kind.
     renameSync(file, `${file}.kept`);
     const missing = await cliIn(dir, ['audit', 'verify', ...store, ...archive]);
     assert.equal(missing.code, 1, missing.stderr);

@@ -135,3 +135,28 @@ async function everything(store: EventStore): Promise<unknown> {
     await store.close();
   }
 }
+
+test('v2 with a summary, or with a header field no reader knows, is read as v2 is; another version is refused', async () => {
+  // docs/audit.md "Proofs without the whole log": the summary is an optional field of version 2, because the reader
+  // (this one, and the release before's, whose segmentV2.ts is the same) refuses a version it does not know and
+  // ignores a field it does not know, and the manifest's sha256 is of the block table alone.
+  const tree = { first: 0, end: 1, roots: ['00'.repeat(32)], foreign: [] };
+  const seg = await encodeSegment('store-1', rows, 4096, tree);
+  assert.deepEqual((seg.header as { tree?: unknown }).tree, tree);
+  const sub = join(dir, 'v2-summary');
+  mkdirSync(sub);
+  const path = await writeSegmentFile(sub, seg);
+  const expect = { sha256: seg.header.sha256, count: rows.length };
+  assert.deepEqual(readSegmentFile(path, seg.name, expect).rows, rows);
+  const bytes = readFileSync(path);
+  const nl = bytes.indexOf(10);
+  const header = JSON.parse(bytes.subarray(0, nl).toString('utf8'));
+  const rewrite = (h: unknown): void => writeFileSync(path, Buffer.concat([Buffer.from(JSON.stringify(h)), bytes.subarray(nl)]));
+  rewrite({ ...header, later: { anything: [1, 2] } });
+  assert.deepEqual(readSegmentFile(path, seg.name, expect).rows, rows);
+  rewrite({ ...header, version: 3 });
+  assert.throws(
+    () => readSegmentFile(path, seg.name, expect),
+    /changed: format converge-archive-segment v3, not converge-archive-segment v2/,
+  );
+});

@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import { resolve } from 'node:path';
 import { checkLoggedCheckpoints, checkWitness } from '../../core/audit/checkpointCheck.ts';
 import type { LoggedCheck, LoggedCheckpoint, WitnessCheck, WitnessEntry } from '../../core/audit/checkpointCheck.ts';
+import { createSummaryCheck } from '../../core/audit/rangeSummary.ts';
 import { verifyLog } from '../../core/audit/verifyLog.ts';
 import { pooledCheckedPages } from '../../store/audit/verifyPool.ts';
 import type { VerifyResult } from '../../core/audit/verifyLog.ts';
@@ -64,7 +65,15 @@ function print(io: CliIo, json: boolean, storeKind: string, kept: boolean, r: Ve
     events: r.events,
     head: { size: r.head.size.toString(), root: r.head.root, keptByStore: kept },
     root: r.root,
-    finding: r.finding === null ? null : { kind: r.finding.kind, position: r.finding.position.toString(), message: r.finding.message },
+    finding:
+      r.finding === null
+        ? null
+        : {
+            kind: r.finding.kind,
+            position: r.finding.position.toString(),
+            ...(r.finding.to === undefined ? {} : { to: r.finding.to.toString(), segment: r.finding.segment }),
+            message: r.finding.message,
+          },
     checkpoints: {
       inLog: checks.loggedTotal,
       checked: checks.logged?.checked ?? 0,
@@ -74,6 +83,11 @@ function print(io: CliIo, json: boolean, storeKind: string, kept: boolean, r: Ve
     ...(checks.witness === null ? {} : { witness: { files: checks.witnessTotal, checked: checks.witness.checked, finding: wf } }),
   };
   if (json) return printJson(io, out);
+  if (r.finding?.kind === 'summary') {
+    io.stdout(`TAMPERED archive summary at positions ${r.finding.position}-${r.finding.to}: ${r.finding.message}\n`);
+    io.stdout(`checked ${r.events.toLocaleString('en-US')} events before it; stored head: ${r.head.size} events, root ${r.head.root}\n`);
+    return;
+  }
   if (r.finding !== null) {
     io.stdout(`TAMPERED at position ${r.finding.position} (${r.finding.kind}): ${r.finding.message}\n`);
     io.stdout(`checked ${r.events.toLocaleString('en-US')} events before it; stored head: ${r.head.size} events, root ${r.head.root}\n`);
@@ -134,6 +148,9 @@ export const run: Run = async (ctx) => {
       // the threads open the hot store alone, so archived history is walked on this thread.
       const pooled = threads > 1 && (store.kind === 'sqlite' || store.kind === 'postgres') && !('archive' in store);
       const last = pooled ? await store.headPosition() : null;
+      // Each segment's summary of its leaf range, checked against the leaves as the walk passes it.
+      const archive = 'archive' in store ? (store as ArchivedStore).archive : null;
+      const summaries = archive === null ? [] : archive.summaries();
       const result = await verifyLog(
         {
           head: async () => {
@@ -144,7 +161,11 @@ export const run: Run = async (ctx) => {
           read,
           ...(pooled ? { checkedPages: () => pooledCheckedPages({ url: storeUrlOf(config, io), last, readTail: read, threads }) } : {}),
         },
-        { onProgress: (n) => p.update(n, total), rootsAt },
+        {
+          onProgress: (n) => p.update(n, total),
+          rootsAt,
+          ...(summaries.length === 0 ? {} : { summaries: createSummaryCheck(summaries, (file) => archive!.positions(file)) }),
+        },
       );
       p.done();
       const checks = checkpointChecks(result, logged, witness, pub);

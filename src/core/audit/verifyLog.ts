@@ -1,6 +1,7 @@
 import { eventLeafHash, eventLeafHashInto } from './leaf.ts';
 import type { LeafFields } from './leaf.ts';
 import { createTreeBuilder } from './merkle.ts';
+import type { SummaryCheck, SummaryFinding } from './rangeSummary.ts';
 
 // `converge audit verify` (docs/audit.md#verifying-a-store): walk the log as stored, recompute
 // every leaf and the tree, and say where the log first differs from what the store wrote when it
@@ -25,9 +26,18 @@ export type TamperKind =
   /** Fewer rows than the head's size: the tail was removed. */
   | 'truncated'
   /** Every row matches its leaf, but the tree over them is not the head's. */
-  | 'head';
+  | 'head'
+  /** An archive segment's summary of its leaf range disagrees with the leaves (docs/audit.md "Proofs without the whole log"). */
+  | 'summary';
 
-export type Finding = Readonly<{ kind: TamperKind; position: bigint; message: string }>;
+export type Finding = Readonly<{
+  kind: TamperKind;
+  position: bigint;
+  message: string;
+  /** A summary finding: the segment's last position (`position` is its first) and its file. */
+  to?: bigint;
+  segment?: string;
+}>;
 
 export type VerifyResult = Readonly<{
   /** Rows walked (up to and including the first finding). */
@@ -59,7 +69,17 @@ export type VerifyOptions = Readonly<{
   moveWindow?: number;
   /** Sizes to keep the tree's root at: those of the checkpoints to check (docs/audit.md#checkpoints-and-witnesses). */
   rootsAt?: ReadonlySet<number>;
+  /** The archive segments' summaries, checked against the leaves as the walk passes their ranges. */
+  summaries?: SummaryCheck;
 }>;
+
+const summaryFinding = (f: SummaryFinding): Finding => ({
+  kind: 'summary',
+  position: f.from,
+  to: f.to,
+  segment: f.name,
+  message: `segment ${f.name}: ${f.message}`,
+});
 
 /** The position near `record` whose leaf of these bytes is the stored hash, if one is. */
 function movedFrom(record: StoredLeaf, stored: Uint8Array, window: number): bigint | null {
@@ -157,6 +177,7 @@ export async function verifyLog(source: VerifySource, options: VerifyOptions = {
   let headSize = Number(head.size);
   const tree = createTreeBuilder();
   const rootsAt = options.rootsAt ?? new Set<number>();
+  const summaries = options.summaries;
   const roots = new Map<number, string>();
   if (rootsAt.has(0)) roots.set(0, tree.root().toString('hex'));
   let previous = 0n;
@@ -200,6 +221,10 @@ export async function verifyLog(source: VerifySource, options: VerifyOptions = {
       const finding = gapBefore(position, previous, head) ?? (page.bad?.index === i ? page.bad.finding : null);
       if (finding !== null) return result(finding);
       tree.appendLeafHash(page.leaves, i * 32);
+      if (summaries !== undefined) {
+        const f = summaries.leaf(tree.size - 1, position, page.leaves, i * 32);
+        if (f !== null) return result(summaryFinding(f));
+      }
       if (rootsAt.has(tree.size)) roots.set(tree.size, tree.root().toString('hex'));
       previous = position;
       if (tree.size === headSize) rootAtHead = tree.root().toString('hex');
@@ -213,6 +238,8 @@ export async function verifyLog(source: VerifySource, options: VerifyOptions = {
       message: `the store holds ${tree.size} events, its head says ${head.size}: the events from ${previous + 1n} on were removed`,
     });
   }
+  const unfinished = summaries?.end(tree.size) ?? null;
+  if (unfinished !== null) return result(summaryFinding(unfinished));
   return result(headProblem());
 }
 

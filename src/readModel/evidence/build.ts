@@ -11,6 +11,7 @@ import type { ProofTree } from '../../core/audit/proofTree.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import { auditStream, observationStream, signedCheckpointOf, streamOf } from '../../core/events/index.ts';
 import type { EventStore, StoredRecord } from '../../store/index.ts';
+import type { ArchivedStore } from '../../store/archive/withArchive.ts';
 import { readNodeStream, readNodeStreamAsOf } from '../queries.ts';
 import { decodeEvidence, evidenceAnswer } from './answer.ts';
 
@@ -49,14 +50,34 @@ async function checkpointsOf(store: EventStore, key: KeyObject | null): Promise<
   return all.filter((c) => c.checkpoint.keyId === keyId).sort((a, b) => a.size - b.size);
 }
 
-type Walked = Readonly<{ hashes: Hash[]; kept: (StoredRecord & { leafIndex: number })[]; positions: bigint[] }>;
+type Walked = Readonly<{ tree: ProofTree; kept: (StoredRecord & { leafIndex: number })[]; positions: bigint[] }>;
 
-/** The first `size` rows of the log: every leaf hash, the rows `keep` wants, and the positions of the leaves asked for by index. */
+/**
+ * The first `size` rows of the log as a proof tree, the rows `keep` wants, and the positions of
+ * the leaves asked for by index. Over an archive whose segments carry summaries of their leaf
+ * ranges, only the node's segments are read (docs/audit.md "Proofs without the whole log").
+ */
 async function walk(
   store: EventStore,
   size: number,
+  node: string,
   keep: (r: StoredRecord) => boolean,
   positionsOf: readonly number[] = [],
+): Promise<Walked> {
+  if ('archive' in store) {
+    const { walkBySummaries } = await import('../../store/archive/proofWalk.ts');
+    const bySummaries = await walkBySummaries(store as ArchivedStore, size, streamOf(node), keep, positionsOf);
+    if (bySummaries !== null) return bySummaries;
+  }
+  return walkEvery(store, size, keep, positionsOf);
+}
+
+/** Every leaf hash of the first `size` rows. */
+async function walkEvery(
+  store: EventStore,
+  size: number,
+  keep: (r: StoredRecord) => boolean,
+  positionsOf: readonly number[],
 ): Promise<Walked> {
   const hashes: Hash[] = [];
   const kept: (StoredRecord & { leafIndex: number })[] = [];
@@ -72,7 +93,7 @@ async function walk(
     }
     after = page.at(-1)!.position;
   }
-  return { hashes, kept, positions };
+  return { tree: createProofTree(hashes), kept, positions };
 }
 
 const hex = (h: Hash): string => h.toString('hex');
@@ -106,13 +127,13 @@ async function gather(store: EventStore, request: EvidenceRequest, latest: Signe
     // Read after the stream: the head covers every event the stream read returned.
     const head = request.unsigned ? await store.auditHead() : null;
     const size = Math.max(latest?.size ?? 0, head === null ? 0 : Number(head.size));
-    return { q: request, stream, head, walked: await walk(store, size, keep) };
+    return { q: request, stream, head, walked: await walk(store, size, request.node, keep) };
   }
   if (latest === null)
     throw new ConvergeError('CONVERGE_ERR_EVIDENCE_UNSIGNED', `--at ${newestCheckpoint}: the log holds no signed checkpoint yet`);
   // The moment is found in the same walk: the stream read after it holds every event up to it.
   const head = request.unsigned ? await store.auditHead() : null;
-  const walked = await walk(store, Math.max(latest.size, head === null ? 0 : Number(head.size)), keep, [latest.size - 1]);
+  const walked = await walk(store, Math.max(latest.size, head === null ? 0 : Number(head.size)), request.node, keep, [latest.size - 1]);
   const position = walked.positions[0];
   if (position === undefined)
     throw new ConvergeError(
@@ -130,7 +151,7 @@ export async function buildEvidence(store: EventStore, request: EvidenceRequest)
   const { q, stream, head, walked: all } = await gather(store, request, latest);
   const needed = new Set(stream.slice(0, stateAt(q.node, stream, q.at).folded).map((e) => e.position));
   const walked = { ...all, kept: all.kept.filter((r) => r.stream !== own || needed.has(r.position)) };
-  const tree = createProofTree(walked.hashes);
+  const { tree } = walked;
   const nodeRows = walked.kept.filter((r) => r.stream === own);
   const lastLeaf = nodeRows.length < needed.size ? Infinity : (nodeRows.at(-1)?.leafIndex ?? -1);
   const covering = checkpoints.find((c) => c.size > lastLeaf) ?? null;

@@ -1,15 +1,20 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { mkdirSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { summariseRange } from '../../core/audit/rangeSummary.ts';
+import type { RangeSummaryJson } from '../../core/audit/rangeSummary.ts';
 import { encodeSegment, segmentFilePattern, syncDir, writeSegmentFile } from './segment.ts';
 import type { ArchivedRow, PauseAt } from './segment.ts';
+import type { ArchiveManifest } from '../port.ts';
 
 // The move of closed history to segments (docs/operations.md "Retention and archive"), the same
 // for every store that archives (SQLite: ../sqlite/sqliteArchive.ts, PostgreSQL:
 // ../postgres/postgresArchive.ts). Each segment is written whole (temp file, fsync, rename, fsync
 // of the folder) before ONE transaction of the store records it in its manifest, records its
 // sends and deletes its rows; a crash between the two leaves the rows in the store and a segment
-// the manifest does not name, which the next run removes.
+// the manifest does not name, which the next run removes. Each segment's header carries the
+// summary of its leaf range (docs/audit.md "Proofs without the whole log"), so that an export
+// reads the roots of the ranges it does not need instead of their leaves.
 //
 // Closed: a node stream's event recorded before the cutoff, at a position below the latest
 // snapshot's (start-up never needs it), and not one the engine reads from the hot store alone:
@@ -65,7 +70,56 @@ export type ArchiveSource = Readonly<{
    * (failing if one is gone), and call `pause('before-commit')` before committing.
    */
   commit: (segment: SegmentToRecord, pause: PauseAt) => Promise<void>;
+  /** What the manifest holds when the run starts: its events, and the last position of any segment (null: none). */
+  archived: Readonly<{ events: number; last: bigint | null }>;
+  /** How many rows the store holds below `position`. */
+  countBelow: (position: bigint) => Promise<number>;
+  /** The position and stored leaf hash (hex, null if none) of each row with `from <= position <= to`, in position order. */
+  leaves: (from: bigint, to: bigint) => Promise<readonly (readonly [bigint, string | null])[]>;
 }>;
+
+/** ArchiveSource.archived from the manifest read at the run's start. */
+export function archivedOf(manifest: ArchiveManifest): ArchiveSource['archived'] {
+  let last: bigint | null = null;
+  for (const s of manifest.segments) if (last === null || s.to > last) last = s.to;
+  return { events: manifest.segments.reduce((n, s) => n + s.events, 0), last };
+}
+
+/** Where the next segment's leaf range begins: the first position past every segment, and its leaf index. */
+type TreeCursor = Readonly<{ position: bigint; leaf: number }>;
+
+/**
+ * The leaf index of the first position past every archived row: the rows below it are the archived
+ * ones (all of them) and the hot ones below it. Counted at each run's start rather than read from
+ * the last segment's header, so a segment without a summary (the release before) is no obstacle.
+ */
+async function treeCursor(source: ArchiveSource): Promise<TreeCursor> {
+  const position = source.archived.last === null ? 0n : source.archived.last + 1n;
+  return { position, leaf: source.archived.events + (await source.countBelow(position)) };
+}
+
+/**
+ * The segment's summary of its leaf range (docs/audit.md "Proofs without the whole log"): from the
+ * cursor to its last row, every row in between being its own or hot (no segment reaches past the
+ * cursor). A segment whose rows all lie before the cursor (kept rows archived later) has an empty
+ * range. Null when a row of the range has no stored leaf hash: the range is then read leaf by leaf.
+ */
+async function summarise(
+  source: ArchiveSource,
+  at: TreeCursor,
+  rows: readonly ArchivedRow[],
+): Promise<{ tree: RangeSummaryJson | null; next: TreeCursor }> {
+  const last = rows[rows.length - 1]!.position;
+  if (last < at.position) return { tree: { first: at.leaf, end: at.leaf, roots: [], foreign: [] }, next: at };
+  const range = await source.leaves(at.position, last);
+  const next = { position: last + 1n, leaf: at.leaf + range.length };
+  const own = new Set(rows.map((r) => r.position));
+  const held = range.filter(([p]) => own.has(p)).length;
+  const mine = rows.filter((r) => r.position >= at.position).length;
+  if (held !== mine) throw new Error(`${mine - held} of the segment's rows from ${at.position} on are not in the store`);
+  if (range.some(([, leaf]) => leaf === null || leaf.length !== 64)) return { tree: null, next };
+  return { tree: summariseRange(at.leaf, range as readonly (readonly [bigint, string])[], (p) => own.has(p)), next };
+}
 
 /** A segment row's send, as the store's `archived_sends` keeps it; null for any other event. */
 export function sendOf(r: ArchivedRow): readonly [stream: string, digest: string, position: bigint, serial: number, sentAt: string] | null {
@@ -125,12 +179,15 @@ export async function moveClosedHistory(
   let rawBytes = 0;
   let bytes = 0;
   let pending: ArchivedRow[] = [];
+  let cursor: TreeCursor | null = null;
 
   const flush = async (): Promise<void> => {
     if (pending.length === 0) return;
     const rows = pending;
     pending = [];
-    const seg = await encodeSegment(source.store, rows);
+    cursor ??= await treeCursor(source);
+    const { tree, next } = await summarise(source, cursor, rows);
+    const seg = await encodeSegment(source.store, rows, undefined, tree ?? undefined);
     const file = await writeSegmentFile(options.dir, seg, pause);
     try {
       await source.commit({ file: seg.name, rows, sha256: seg.header.sha256, bytes: seg.bytes.length, rawBytes: seg.rawBytes }, pause);
@@ -139,6 +196,7 @@ export async function moveClosedHistory(
       throw err;
     }
     pause('committed');
+    cursor = next;
     segments.push(seg.name);
     events += rows.length;
     rawBytes += seg.rawBytes;

@@ -2,6 +2,8 @@ import { join } from 'node:path';
 import type { ArchiveManifest, ArchiveSegment } from '../port.ts';
 import { SegmentError, openSegment } from './segment.ts';
 import type { ArchivedRow, SegmentFile } from './segment.ts';
+import { parseRangeSummary } from '../../core/audit/rangeSummary.ts';
+import type { SummaryToCheck } from '../../core/audit/rangeSummary.ts';
 
 // Reads archive segments back, in position order or by stream, for the reads that answer over
 // archived ranges (withArchive.ts). By stream, a v2 segment is read only in the blocks that hold
@@ -25,11 +27,21 @@ export type ArchiveReader = Readonly<{
   check: () => { segment: ArchiveSegment; error: SegmentError }[];
   /** The v2 segments opened so far, by manifest row: a later reader of the same folder starts from them. */
   opened: () => ReadonlyMap<ArchiveSegment, SegmentFile>;
+  /** Each segment's summary of its leaf range, as its header holds it (docs/audit.md "Proofs without the whole log"); the segments without one are left out. */
+  summaries: () => SummaryToCheck[];
+  /** The positions of a segment's rows, ascending. */
+  positions: (file: string) => bigint[];
+  /** A segment's rows, whole, in position order. */
+  segmentRows: (file: string) => ArchivedRow[];
+  /** A segment's rows of `stream`, from the blocks that hold it. */
+  streamRowsIn: (file: string, stream: string) => ArchivedRow[];
 }>;
 
 export type ArchiveReaderHooks = Readonly<{
   /** Called each time a segment file is opened (its header read); tests count them. */
   onOpen?: (file: string) => void;
+  /** Called each time a segment is decoded whole (not from the few kept); tests count them. */
+  onRead?: (file: string) => void;
   /**
    * A reader of the same folder over an older manifest (the API's, remade when a segment is
    * archived): the segments it opened are taken over where the manifest's row is the same.
@@ -42,12 +54,20 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest, hook
   const cache = new Map<string, ArchivedRow[]>();
   // v2 segments opened: their headers (block tables) checked once, their blocks read on demand.
   const handles = new Map<string, SegmentFile>();
+  // Every header read, v1's too (whose handles are not kept): a summary is read without opening the file again.
+  const headers = new Map<string, SegmentFile['header']>();
   const same = (a: ArchiveSegment, b: ArchiveSegment): boolean => a.file === b.file && a.sha256 === b.sha256 && a.events === b.events;
   const rows = new Map(segments.map((s) => [s.file, s]));
   for (const [s, f] of hooks.previous?.opened() ?? []) {
     const now = rows.get(s.file);
     if (now !== undefined && same(now, s) && f.header.store === manifest.store) handles.set(s.file, f);
   }
+
+  const listed = (file: string): ArchiveSegment => {
+    const s = rows.get(file);
+    if (s === undefined) throw new RangeError(`the manifest names no segment ${file}`);
+    return s;
+  };
 
   const remember = (file: string, rows: ArchivedRow[]): void => {
     cache.delete(file);
@@ -65,6 +85,7 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest, hook
     // A v1 file was decoded whole to open it: keep its rows as a walk's would be kept, not the handle.
     if (f.header.version === 1) remember(s.file, f.rows());
     else handles.set(s.file, f);
+    headers.set(s.file, f.header);
     return f;
   }
 
@@ -74,7 +95,11 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest, hook
       remember(s.file, held);
       return held;
     }
-    const rows = open(s).rows();
+    const f = open(s);
+    const again = cache.get(s.file);
+    if (again !== undefined) return again;
+    hooks.onRead?.(s.file);
+    const rows = f.rows();
     remember(s.file, rows);
     return rows;
   }
@@ -119,6 +144,17 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest, hook
         rows.push(...(held !== undefined ? held.filter((r) => r.stream === stream) : open(s).streamRows(stream)));
       }
       return rows.sort((a, b) => (a.revision < b.revision ? -1 : a.revision > b.revision ? 1 : 0));
+    },
+    summaries: () =>
+      segments.flatMap((s) => {
+        const { tree } = (headers.get(s.file) ?? open(s).header) as { tree?: unknown };
+        return tree === undefined ? [] : [{ name: s.file, from: s.from, to: s.to, summary: parseRangeSummary(tree) }];
+      }),
+    positions: (file) => load(listed(file)).map((r) => r.position),
+    segmentRows: (file) => load(listed(file)),
+    streamRowsIn: (file, stream) => {
+      const held = cache.get(file);
+      return held !== undefined ? held.filter((r) => r.stream === stream) : open(listed(file)).streamRows(stream);
     },
     opened: () => new Map([...handles].flatMap(([file, f]) => (rows.has(file) ? [[rows.get(file)!, f] as const] : []))),
     check() {

@@ -3,6 +3,7 @@ import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SegmentError, checkedRows, segmentFormat } from './segmentFormat.ts';
 import type { ArchivedRow, EncodedSegment, SegmentExpect, SegmentHeaderBase } from './segmentFormat.ts';
+import type { RangeSummaryJson } from '../../core/audit/rangeSummary.ts';
 import { decodeSegmentV1 } from './segmentV1.ts';
 import { encodeSegmentV2, openSegmentV2, segmentV2 } from './segmentV2.ts';
 
@@ -18,9 +19,13 @@ export type { ArchivedRow, EncodedSegment, SegmentHeaderBase as SegmentHeader, S
 /** The version `encodeSegment` writes. */
 export const segmentVersion = segmentV2;
 
-/** The segment's bytes, compressed. Rows in position order, at least one. */
-export const encodeSegment = (store: string, rows: readonly ArchivedRow[], blockBytes?: number): Promise<EncodedSegment> =>
-  encodeSegmentV2(store, rows, blockBytes);
+/** The segment's bytes, compressed. Rows in position order, at least one; `tree`, the summary of its leaf range. */
+export const encodeSegment = (
+  store: string,
+  rows: readonly ArchivedRow[],
+  blockBytes?: number,
+  tree?: RangeSummaryJson,
+): Promise<EncodedSegment> => encodeSegmentV2(store, rows, blockBytes, tree);
 
 /** Test hook (CONVERGE_TEST_ARCHIVE_PAUSE): the archive crash test stops a move here and SIGKILLs it. */
 export type PauseAt = (phase: string) => void;

@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { brotliCompress, brotliDecompressSync } from 'node:zlib';
 import { SegmentError, brotliParams, parseRowLine, rowLine, segmentFileName, segmentFormat, timeRange } from './segmentFormat.ts';
 import type { ArchivedRow, EncodedSegment, SegmentExpect, SegmentHeaderBase } from './segmentFormat.ts';
+import type { RangeSummaryJson } from '../../core/audit/rangeSummary.ts';
 
 // Segment format v2 (docs/operations.md "Retention and archive"): one node's history is read from
 // the blocks that hold it, not the whole segment. The file is a header line of plain JSON, then
@@ -36,7 +37,15 @@ export type SegmentBlock = Readonly<{
   sha256: string;
 }>;
 
-export type SegmentHeaderV2 = SegmentHeaderBase & Readonly<{ order: 'stream,type,position'; blocks: readonly SegmentBlock[] }>;
+/**
+ * `tree`, the summary of the segment's leaf range (docs/audit.md "Proofs without the whole log"), is
+ * an optional field of version 2, not a version of its own: a reader refuses any version but its
+ * own, and ignores a field it does not know, so the release before reads these segments too. The
+ * header's `sha256` covers the block table only; `audit verify` checks the summary against the
+ * leaves, and export's proofs against the signed root. As read it is unchecked: parseRangeSummary.
+ */
+export type SegmentHeaderV2 = SegmentHeaderBase &
+  Readonly<{ order: 'stream,type,position'; blocks: readonly SegmentBlock[]; tree?: unknown }>;
 
 const sha256 = (b: string | Buffer): string => createHash('sha256').update(b).digest('hex');
 const blockTableSha = (blocks: readonly SegmentBlock[]): string => sha256(JSON.stringify(blocks));
@@ -50,6 +59,7 @@ export async function encodeSegmentV2(
   store: string,
   rows: readonly ArchivedRow[],
   blockBytes = defaultBlockBytes,
+  tree?: RangeSummaryJson,
 ): Promise<EncodedSegment> {
   const parts: { first: string; last: string; lines: string[]; size: number }[] = [];
   let part: (typeof parts)[number] | null = null;
@@ -91,6 +101,7 @@ export async function encodeSegmentV2(
     sha256: blockTableSha(blocks),
     order: 'stream,type,position',
     blocks,
+    ...(tree === undefined ? {} : { tree }),
   };
   const line = Buffer.from(`${JSON.stringify(header)}\n`, 'utf8');
   const rawBytes = line.length + raws.reduce((s, r) => s + r.length, 0);

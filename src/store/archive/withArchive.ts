@@ -29,7 +29,19 @@ import { isBefore, segmentBefore, segmentsPast } from './segmentTimes.ts';
 
 const batch = 1000;
 
-export type ArchivedStore = EventStore & Readonly<{ archive: ArchiveReader; manifest: ArchiveManifest }>;
+export type ArchivedStore = EventStore & Readonly<{ archive: ArchiveReader; manifest: ArchiveManifest; hot: EventStore }>;
+
+/** An archived row as `readStored` gives it: the stored bytes, the stored leaf hash. */
+export const storedOf = (r: ArchivedRow): StoredRecord => ({
+  position: r.position,
+  id: r.id,
+  stream: r.stream,
+  revision: r.revision,
+  type: r.type,
+  data: Buffer.from(r.data, 'utf8'),
+  metadata: Buffer.from(r.metadata, 'utf8'),
+  leafHash: r.leaf === null ? null : Buffer.from(r.leaf, 'hex'),
+});
 
 /** `store` with its archive in `dir` merged into its reads; the manifest is read once, now. */
 export async function withArchive(store: EventStore, dir: string, hooks: ArchiveReaderHooks = {}): Promise<ArchivedStore> {
@@ -49,16 +61,7 @@ export async function withArchive(store: EventStore, dir: string, hooks: Archive
       position: r.position,
     }) as Recorded;
 
-  const stored = (r: ArchivedRow): StoredRecord => ({
-    position: r.position,
-    id: r.id,
-    stream: r.stream,
-    revision: r.revision,
-    type: r.type,
-    data: Buffer.from(r.data, 'utf8'),
-    metadata: Buffer.from(r.metadata, 'utf8'),
-    leafHash: r.leaf === null ? null : Buffer.from(r.leaf, 'hex'),
-  });
+  const stored = storedOf;
 
   /**
    * One step of a merged walk: the first `n` positions past `after` in the archive and in the hot
@@ -245,6 +248,7 @@ export async function withArchive(store: EventStore, dir: string, hooks: Archive
     readColumns: (options = {}) => columnsFromReadAll(merged, options),
     archive,
     manifest,
+    hot: store,
   };
   return merged;
 }

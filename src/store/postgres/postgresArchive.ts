@@ -1,6 +1,6 @@
 import type { ClientBase } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
-import { moveClosedHistory, prepareArchiveDir, sendOf } from '../archive/archiveMove.ts';
+import { archivedOf, moveClosedHistory, prepareArchiveDir, sendOf } from '../archive/archiveMove.ts';
 import type { ArchiveOptions, ArchiveSource, ArchiveSummary } from '../archive/archiveMove.ts';
 import { backfillSegments } from '../archive/listedSegments.ts';
 import type { SegmentBackfill } from '../archive/listedSegments.ts';
@@ -48,7 +48,7 @@ export async function archivePostgresStore(url: string, options: ArchiveOptions)
       // stop opening them; each read once.
       const fills = [await streamFilterBackfill(client, schema), await segmentTimesBackfill(client, schema, manifest)];
       await backfillSegments(options.dir, manifest, fills);
-      const moved = await moveClosedHistory(postgresSource(client, schema, manifest.store), options);
+      const moved = await moveClosedHistory(postgresSource(client, schema, manifest), options);
       return { ...moved, removedLeftovers, indexedSends: [] };
     } finally {
       await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', lock).catch(() => undefined);
@@ -61,7 +61,7 @@ export async function archivePostgresStore(url: string, options: ArchiveOptions)
 }
 
 /** The move's reads and its transaction, on `client` (one query at a time). */
-function postgresSource(client: ClientBase, s: string, store: string): ArchiveSource {
+function postgresSource(client: ClientBase, s: string, manifest: ArchiveManifest): ArchiveSource {
   const rows = async (text: string, values: unknown[]): Promise<unknown[][]> =>
     (await client.query({ text, values, rowMode: 'array' })).rows;
   const pageSql =
@@ -74,7 +74,16 @@ function postgresSource(client: ClientBase, s: string, store: string): ArchiveSo
       (SELECT position FROM ${s}.events WHERE stream = st AND type = 'ReportReceived' ORDER BY revision DESC LIMIT 1)
     FROM unnest($1::text[]) AS st`;
   return {
-    store,
+    store: manifest.store,
+    archived: archivedOf(manifest),
+    countBelow: async (position) => Number((await rows(`SELECT count(*) FROM ${s}.events WHERE position < $1`, [String(position)]))[0]![0]),
+    leaves: async (from, to) =>
+      (
+        (await rows(`SELECT position, encode(leaf, 'hex') FROM ${s}.events WHERE position >= $1 AND position <= $2 ORDER BY position`, [
+          String(from),
+          String(to),
+        ])) as [string, string | null][]
+      ).map(([p, leaf]) => [BigInt(p), leaf] as const),
     page: async (after, below, limit) =>
       ((await rows(pageSql, [String(after), String(below), limit])) as Row[]).map(
         ([position, id, stream, revision, type, data, metadata, leaf, time]): ArchivedRow => ({

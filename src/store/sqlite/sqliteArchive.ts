@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { ConvergeError } from '../../core/errors.ts';
-import { moveClosedHistory, prepareArchiveDir } from '../archive/archiveMove.ts';
+import { archivedOf, moveClosedHistory, prepareArchiveDir } from '../archive/archiveMove.ts';
 import type { ArchiveOptions, ArchiveSource, ArchiveSummary, SegmentToRecord } from '../archive/archiveMove.ts';
 import type { PauseAt } from '../archive/segment.ts';
 import type { ArchiveManifest } from '../port.ts';
@@ -38,7 +38,7 @@ export async function archiveSqliteStore(path: string, options: ArchiveOptions):
     // Segments archived before schema v8 (no stream filter) or with no time range (before it was
     // kept, or by the release before): theirs, so reads stop opening them; each read once.
     await backfillSegments(options.dir, manifest, [streamFilterBackfill(db), segmentTimesBackfill(db)]);
-    const moved = await moveClosedHistory(sqliteSource(db, manifest.store), options);
+    const moved = await moveClosedHistory(sqliteSource(db, manifest), options);
     return { ...moved, removedLeftovers, indexedSends };
   } finally {
     db.close();
@@ -47,8 +47,13 @@ export async function archiveSqliteStore(path: string, options: ArchiveOptions):
 }
 
 /** The move's reads and its transaction, on `db`. */
-function sqliteSource(db: Database.Database, store: string): ArchiveSource {
+function sqliteSource(db: Database.Database, manifest: ArchiveManifest): ArchiveSource {
   const q = {
+    countBelow: db.prepare('SELECT count(*) FROM events WHERE position < ?').pluck().safeIntegers(),
+    leaves: db
+      .prepare('SELECT position, CAST(leaf AS BLOB) FROM events WHERE position >= ? AND position <= ? ORDER BY position')
+      .raw()
+      .safeIntegers(),
     page: db
       .prepare(
         `SELECT position, id, stream, revision, type, data, metadata, CAST(leaf AS BLOB), ${timeSql((n) => `json_extract(data, '$.${n}')`)} ` +
@@ -96,7 +101,11 @@ function sqliteSource(db: Database.Database, store: string): ArchiveSource {
     pause('before-commit');
   });
   return {
-    store,
+    store: manifest.store,
+    archived: archivedOf(manifest),
+    countBelow: async (position) => Number(q.countBelow.get(position) as bigint),
+    leaves: async (from, to) =>
+      (q.leaves.all(from, to) as [bigint, Buffer | null][]).map(([p, leaf]) => [p, leaf === null ? null : leaf.toString('hex')] as const),
     page: async (after, below, limit) =>
       (q.page.all(after, below, limit) as Row[]).map(([position, id, stream, revision, type, data, metadata, leaf, time]) => ({
         position,
