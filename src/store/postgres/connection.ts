@@ -91,7 +91,7 @@ export const queryTimedOut = (err: unknown): boolean => err instanceof Error && 
  * `Client` with a bound on opening a connection. pg.Pool's own `connectionTimeoutMillis` would
  * also bound the wait for a free pooled connection, which a busy pool may legitimately take longer.
  */
-const connectingWithin = (Client: typeof pg.Client, ms: number): typeof pg.Client =>
+export const connectingWithin = (Client: typeof pg.Client, ms: number): typeof pg.Client =>
   class extends Client {
     constructor(config?: string | ClientConfig) {
       super({ ...(typeof config === 'string' ? { connectionString: config } : config), connectionTimeoutMillis: ms });

@@ -20,7 +20,7 @@ import { clientFor } from './hosts.ts';
 import { bucketOf } from '../archive/streamFilter.ts';
 import { findSendSql, manifestSql, readPostgresManifest } from './archived.ts';
 import { segmentsWithout, streamFilterPartsSql } from './streamFilter.ts';
-import { boundedPool, connectionLost, pgError, postgresConnection } from './connection.ts';
+import { boundedPool, connectingWithin, connectionLost, defaultConnectTimeoutMs, pgError, postgresConnection } from './connection.ts';
 import type { Wakeups } from './wakeups.ts';
 
 export { parsePostgresUrl } from './connection.ts';
@@ -125,9 +125,9 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
   const open = async (): Promise<void> => {
     if (closed) throw storeClosed('postgres');
     // A connection of its own, without the pool's bound on statements: a migration may rewrite
-    // every event, or wait for another engine's under the migration lock.
+    // every event, or wait for another engine's under the migration lock. Opening it is bounded.
     ready ??= (async () => {
-      const client = new Client(clientConfig);
+      const client = new (connectingWithin(Client, options.connectTimeoutMs ?? defaultConnectTimeoutMs))(clientConfig);
       client.on('error', () => undefined);
       try {
         await client.connect();
