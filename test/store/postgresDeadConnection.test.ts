@@ -21,6 +21,8 @@ type Proxy = Readonly<{
   freeze: () => void;
   /** Whether new connections are frozen from the start too (a cut), or pass (the heal). */
   darkNew: (on: boolean) => void;
+  /** Connections taken so far. */
+  accepted: () => number;
   close: () => Promise<void>;
 }>;
 
@@ -28,7 +30,9 @@ async function startProxy(target: URL): Promise<Proxy> {
   const sockets = new Set<net.Socket>();
   const live = new Set<() => void>();
   let dark = false;
+  let accepted = 0;
   const server = net.createServer((down) => {
+    accepted++;
     const up = net.connect(Number(target.port || 5432), target.hostname);
     for (const s of [down, up]) {
       sockets.add(s);
@@ -65,6 +69,7 @@ async function startProxy(target: URL): Promise<Proxy> {
     darkNew: (on) => {
       dark = on;
     },
+    accepted: () => accepted,
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((r) => server.close(() => r()));
@@ -130,6 +135,32 @@ describeOnPostgres('PostgreSQL store whose pooled connections went dark', () => 
       for (const b of [0, 1, 5])
         for (const w of batchWrites('dark', b)) for (const e of w.events) assert.ok(ids.has(e.id), `batch ${b} stored`);
     } finally {
+      await proxy.close();
+      await store.close();
+    }
+  });
+
+  // The relay lease has a connection of its own, opened again after each loss: one opened into
+  // the cut must be given up like a pooled one, or the engine never competes for the lease again.
+  test('a lease connection opened into the cut is given up, and the lease is taken after the heal', { timeout: 90_000 }, async () => {
+    const proxy = await startProxy(new URL(scratch.url));
+    const store = createPostgresEventStore(proxy.url(scratch.url), { connectTimeoutMs: 1_000, lease: { retryMs: 100 } });
+    const stop = new AbortController();
+    try {
+      await store.append(batchWrites('dark-lease', 0));
+      proxy.darkNew(true);
+      const before = proxy.accepted();
+      const holding = settled(store.acquireLease!('dark-lease', stop.signal));
+      await until('the lease to open a connection into the cut', () => proxy.accepted() > before, 30_000);
+      proxy.darkNew(false);
+      await until('the lease to be taken after the heal', () => holding.done(), 60_000);
+      const o = holding.outcome()!;
+      assert.equal(o.status, 'fulfilled');
+      const hold = (o as PromiseFulfilledResult<Awaited<ReturnType<NonNullable<typeof store.acquireLease>>>>).value;
+      assert.ok(hold !== null, 'the lease is held');
+      await hold.release();
+    } finally {
+      stop.abort();
       await proxy.close();
       await store.close();
     }

@@ -62,6 +62,8 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
   const Client = clientFor(clientConfig);
   const poolSize = options.poolSize ?? 4;
   const pool: Pool = boundedPool(clientConfig, Client, poolSize, options);
+  // The connections outside the pool (the schema's, the lease's, LISTEN's) are opened within the same bound.
+  const Connecting = connectingWithin(Client, options.connectTimeoutMs ?? defaultConnectTimeoutMs);
   // An idle pooled connection that breaks (server restart) is dropped by the pool and reported
   // here; the next query opens a new one, and a failing query reports STORE_UNAVAILABLE itself.
   pool.on('error', () => undefined);
@@ -125,9 +127,9 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
   const open = async (): Promise<void> => {
     if (closed) throw storeClosed('postgres');
     // A connection of its own, without the pool's bound on statements: a migration may rewrite
-    // every event, or wait for another engine's under the migration lock. Opening it is bounded.
+    // every event, or wait for another engine's under the migration lock.
     ready ??= (async () => {
-      const client = new (connectingWithin(Client, options.connectTimeoutMs ?? defaultConnectTimeoutMs))(clientConfig);
+      const client = new Connecting(clientConfig);
       client.on('error', () => undefined);
       try {
         await client.connect();
@@ -316,7 +318,7 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
 
     subscribe(opts: SubscribeOptions) {
       if (closed) throw storeClosed('postgres');
-      wakeups ??= listenForAppends(Client, clientConfig, channelOf(s), notifier, (err) => {
+      wakeups ??= listenForAppends(Connecting, clientConfig, channelOf(s), notifier, (err) => {
         const e = pgError(err, 'LISTEN for appends (subscriptions fall back to polling until it is back)');
         for (const report of reporters) report(e);
       });
@@ -355,7 +357,7 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
       await open();
       // A store closing gives up whatever it holds or waits for.
       const stop = AbortSignal.any([signal, closing.signal]);
-      const hold = await acquirePostgresLease(Client, clientConfig, s, name, stop, options.lease);
+      const hold = await acquirePostgresLease(Connecting, clientConfig, s, name, stop, options.lease);
       if (hold !== null && closed) {
         // close() ran while the lock was being taken: it has already released what it knew of.
         await hold.release();
