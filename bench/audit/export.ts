@@ -5,14 +5,12 @@
 import { join } from 'node:path';
 import { aliveSeenId } from '../../src/core/events/index.ts';
 import type { AliveSeen, NodeEvent } from '../../src/core/events/index.ts';
-import { buildEvidence } from '../../src/readModel/evidence/build.ts';
-import { parseAt } from '../../projections/index.ts';
 import { withArchive } from '../../src/store/archive/withArchive.ts';
-import type { ArchivedStore } from '../../src/store/archive/withArchive.ts';
 import type { NewEvent, StreamWrite } from '../../src/store/index.ts';
 import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import type { BenchReport } from '../support/report.ts';
+import { unsignedBundle, withoutSummaries } from '../../test/support/evidence.ts';
 
 const nodes = 1_000;
 const segmentCount = 100;
@@ -61,20 +59,10 @@ async function exportOnce(
   const read = new Set<string>();
   const opened = await withArchive(createSqliteEventStore(path), archive, { onRead: (file) => read.add(file) });
   // Without summaries the walk reads every leaf, as for segments archived before they were written.
-  const store: ArchivedStore = summaries ? opened : { ...opened, archive: { ...opened.archive, summaries: () => [] } };
+  const store = summaries ? opened : withoutSummaries(opened);
   try {
     const t = performance.now();
-    const bundle = await buildEvidence(store, {
-      node: solo,
-      at: parseAt(moment)!,
-      atText: moment,
-      from: null,
-      graceMs: 60_000,
-      auditKey: null,
-      declarationKey: null,
-      unsigned: true,
-      now: () => 0,
-    });
+    const bundle = await unsignedBundle(store, solo, moment);
     const s = (performance.now() - t) / 1000;
     return { json: JSON.stringify(bundle), s, read: read.size };
   } finally {

@@ -14,6 +14,7 @@ import { withArchive } from '../../src/store/archive/withArchive.ts';
 import type { EventStore } from '../../src/store/port.ts';
 import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
+import { unsignedBundle } from '../support/evidence.ts';
 import { randomFleet, untimed } from '../support/steppedFleet.ts';
 
 // An evidence bundle as of a moment reads the node's stream as of it (docs/store.md "Segment time
@@ -25,17 +26,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 const bundle = async (store: EventStore, node: string, moment: string): Promise<unknown> => {
   try {
-    return await buildEvidence(store, {
-      node,
-      at: parseAt(moment)!,
-      atText: moment,
-      from: null,
-      graceMs: 60_000,
-      auditKey: null,
-      declarationKey: null,
-      unsigned: true,
-      now: () => 0,
-    });
+    return await unsignedBundle(store, node, moment);
   } finally {
     await store.close();
   }

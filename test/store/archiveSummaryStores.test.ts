@@ -3,11 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { parseAt } from '../../projections/index.ts';
 import { rangeRoots } from '../../src/core/audit/rangeProofTree.ts';
 import { makeAliveSeen, streamOf } from '../../src/core/events/index.ts';
 import type { RangeSummaryJson } from '../../src/core/audit/rangeSummary.ts';
-import { buildEvidence } from '../../src/readModel/evidence/build.ts';
 import type { ArchiveOptions, ArchiveSummary } from '../../src/store/archive/archiveMove.ts';
 import { withArchive } from '../../src/store/archive/withArchive.ts';
 import type { EventStore } from '../../src/store/port.ts';
@@ -16,6 +14,7 @@ import { archivePostgresStore } from '../../src/store/postgres/postgresArchive.t
 import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { cliIn } from '../support/cliInProcess.ts';
+import { unsignedBundle, withoutSummaries } from '../support/evidence.ts';
 import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
 import type { ScratchSchema } from '../support/postgres.ts';
 import { randomFleet } from '../support/randomArchiveFleet.ts';
@@ -103,19 +102,8 @@ async function summariesSuite(dir: string, target: () => Target): Promise<void> 
   const ask = async (summaries: boolean, node = 'solo2') => {
     const read = new Set<string>();
     const s = await withArchive(t.open(), archive, { onRead: (file) => read.add(file) });
-    if (!summaries) (s.archive as { summaries: () => unknown[] }).summaries = () => [];
     try {
-      const b = await buildEvidence(s, {
-        node,
-        at: parseAt(moment)!,
-        atText: moment,
-        from: null,
-        graceMs: 60_000,
-        auditKey: null,
-        declarationKey: null,
-        unsigned: true,
-        now: () => 0,
-      });
+      const b = await unsignedBundle(summaries ? s : withoutSummaries(s), node, moment);
       return { bundle: JSON.stringify(b), read: read.size, segments: s.manifest.segments.length };
     } finally {
       await s.close();
