@@ -61,8 +61,6 @@ export async function withArchive(store: EventStore, dir: string, hooks: Archive
       position: r.position,
     }) as Recorded;
 
-  const stored = storedOf;
-
   /**
    * One step of a merged walk: the first `n` positions past `after` in the archive and in the hot
    * store, merged; `bound` is how far both lists are complete (null: both ran out).
@@ -208,7 +206,7 @@ export async function withArchive(store: EventStore, dir: string, hooks: Archive
     if (none) return store.readStored(opts);
     const after = opts.after ?? 0n;
     const n = opts.limit ?? 1000;
-    const a = archive.rowsAfter(after, n).map(stored);
+    const a = archive.rowsAfter(after, n).map(storedOf);
     const h = await store.readStored({ after, limit: n });
     return merge(a, a.length === n, h, h.length === n).out.slice(0, n);
   }

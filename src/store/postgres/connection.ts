@@ -122,16 +122,19 @@ export function postgresConnection(
   return { schema, clientConfig };
 }
 
-/** The store's pool of `max` connections, each bounded as above so that one a partition left hanging frees its slot. */
+/**
+ * The store's pool of `max` connections of `Client` (its connect bounded: connectingWithin), each
+ * statement bounded as above so that a connection a partition left hanging frees its slot.
+ */
 export const boundedPool = (
   clientConfig: ClientConfig,
   Client: typeof pg.Client,
   max: number,
-  bounds: Readonly<{ queryTimeoutMs?: number; connectTimeoutMs?: number }>,
+  bounds: Readonly<{ queryTimeoutMs?: number }>,
 ): pg.Pool =>
   new pg.Pool({
     ...clientConfig,
-    Client: connectingWithin(Client, bounds.connectTimeoutMs ?? defaultConnectTimeoutMs),
+    Client,
     max,
     query_timeout: bounds.queryTimeoutMs ?? defaultQueryTimeoutMs,
     keepAlive: true,

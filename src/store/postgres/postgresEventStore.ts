@@ -59,11 +59,10 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
   const readBatchSize = options.readBatchSize ?? 1000;
   const pollMs = options.pollMs ?? 2_000;
   // One host, or a primary and its standbys (./hosts.ts): every connection goes to the writable one.
-  const Client = clientFor(clientConfig);
+  // Every connection, pooled or not (the schema's, the lease's, LISTEN's), is opened within one bound.
+  const Connecting = connectingWithin(clientFor(clientConfig), options.connectTimeoutMs ?? defaultConnectTimeoutMs);
   const poolSize = options.poolSize ?? 4;
-  const pool: Pool = boundedPool(clientConfig, Client, poolSize, options);
-  // The connections outside the pool (the schema's, the lease's, LISTEN's) are opened within the same bound.
-  const Connecting = connectingWithin(Client, options.connectTimeoutMs ?? defaultConnectTimeoutMs);
+  const pool: Pool = boundedPool(clientConfig, Connecting, poolSize, options);
   // An idle pooled connection that breaks (server restart) is dropped by the pool and reported
   // here; the next query opens a new one, and a failing query reports STORE_UNAVAILABLE itself.
   pool.on('error', () => undefined);
