@@ -12,7 +12,7 @@ import { join } from 'node:path';
 // this checkout's, which holds only when both package-lock.json files are the same.
 
 /** The commit that last landed before this release: bump it when a release lands. */
-export const previousRelease = '7eba55365f18a6fed2022d1e8921bd9eaffdcaf4';
+export const previousRelease = 'b7f31b17c9cd0cbe7bf1be11d693c52562ed1000';
 
 const root = new URL('../../', import.meta.url).pathname;
 
