@@ -50,7 +50,13 @@ async function checkpointsOf(store: EventStore, key: KeyObject | null): Promise<
   return all.filter((c) => c.checkpoint.keyId === keyId).sort((a, b) => a.size - b.size);
 }
 
-type Walked = Readonly<{ tree: ProofTree; kept: (StoredRecord & { leafIndex: number })[]; positions: bigint[] }>;
+type Walked = Readonly<{
+  tree: ProofTree;
+  kept: (StoredRecord & { leafIndex: number })[];
+  positions: bigint[];
+  /** Does `tree` hold the leaves around a cut at `size` (a root, proofs or a consistency path at that size)? */
+  cuts: (size: number) => boolean;
+}>;
 
 /**
  * The first `size` rows of the log as a proof tree, the rows `keep` wants, and the positions of
@@ -67,7 +73,8 @@ async function walk(
   if ('archive' in store) {
     const { walkBySummaries } = await import('../../store/archive/proofWalk.ts');
     const bySummaries = await walkBySummaries(store as ArchivedStore, size, streamOf(node), keep, positionsOf);
-    if (bySummaries !== null) return bySummaries;
+    // Only a range holding leaf size - 1, or ending at size, can be cut there: the leaves asked for are read.
+    if (bySummaries !== null) return { ...bySummaries, cuts: (s) => s === 0 || s === bySummaries.tree.size || positionsOf.includes(s - 1) };
   }
   return walkEvery(store, size, keep, positionsOf);
 }
@@ -93,7 +100,7 @@ async function walkEvery(
     }
     after = page.at(-1)!.position;
   }
-  return { tree: createProofTree(hashes), kept, positions };
+  return { tree: createProofTree(hashes), kept, positions, cuts: () => true };
 }
 
 const hex = (h: Hash): string => h.toString('hex');
@@ -127,13 +134,16 @@ async function gather(store: EventStore, request: EvidenceRequest, latest: Signe
     // Read after the stream: the head covers every event the stream read returned.
     const head = request.unsigned ? await store.auditHead() : null;
     const size = Math.max(latest?.size ?? 0, head === null ? 0 : Number(head.size));
-    return { q: request, stream, head, walked: await walk(store, size, request.node, keep) };
+    const again = (cuts: readonly number[]) => walk(store, size, request.node, keep, cuts);
+    return { q: request, stream, head, walked: await again([]), again };
   }
   if (latest === null)
     throw new ConvergeError('CONVERGE_ERR_EVIDENCE_UNSIGNED', `--at ${newestCheckpoint}: the log holds no signed checkpoint yet`);
   // The moment is found in the same walk: the stream read after it holds every event up to it.
   const head = request.unsigned ? await store.auditHead() : null;
-  const walked = await walk(store, Math.max(latest.size, head === null ? 0 : Number(head.size)), request.node, keep, [latest.size - 1]);
+  const size = Math.max(latest.size, head === null ? 0 : Number(head.size));
+  const again = (cuts: readonly number[]) => walk(store, size, request.node, keep, [latest.size - 1, ...cuts]);
+  const walked = await again([]);
   const position = walked.positions[0];
   if (position === undefined)
     throw new ConvergeError(
@@ -141,20 +151,23 @@ async function gather(store: EventStore, request: EvidenceRequest, latest: Signe
       `the log holds fewer than the ${latest.size} events the checkpoint at position ${latest.position} signed: run converge audit verify`,
     );
   const q: EvidenceRequest = { ...request, at: { kind: 'position', position }, atText: position.toString() };
-  return { q, stream: await readNodeStream(store, request.node), head, walked };
+  return { q, stream: await readNodeStream(store, request.node), head, walked, again };
 }
 
 export async function buildEvidence(store: EventStore, request: EvidenceRequest): Promise<EvidenceBundle> {
   const own = streamOf(request.node);
   const checkpoints = await checkpointsOf(store, request.auditKey);
   const latest = checkpoints.at(-1) ?? null;
-  const { q, stream, head, walked: all } = await gather(store, request, latest);
+  const { q, stream, head, walked: first, again } = await gather(store, request, latest);
   const needed = new Set(stream.slice(0, stateAt(q.node, stream, q.at).folded).map((e) => e.position));
-  const walked = { ...all, kept: all.kept.filter((r) => r.stream !== own || needed.has(r.position)) };
-  const { tree } = walked;
-  const nodeRows = walked.kept.filter((r) => r.stream === own);
+  const nodeRows = first.kept.filter((r) => r.stream === own && needed.has(r.position));
   const lastLeaf = nodeRows.length < needed.size ? Infinity : (nodeRows.at(-1)?.leafIndex ?? -1);
   const covering = checkpoints.find((c) => c.size > lastLeaf) ?? null;
+  // The checkpoints are known only now: a walk from summaries that did not read the leaves where they cut the tree walks again, asking for them.
+  const cuts = [covering?.size, latest?.size].filter((s): s is number => s !== undefined && s > 0);
+  const all = cuts.every(first.cuts) ? first : await again(cuts.map((s) => s - 1));
+  const walked = { ...all, kept: all.kept.filter((r) => r.stream !== own || needed.has(r.position)) };
+  const { tree } = walked;
   if (latest !== null) mustReproduce(tree, latest.size, latest.checkpoint.root, `the checkpoint at position ${latest.position}`);
   if (covering === null && head === null) {
     const why =
