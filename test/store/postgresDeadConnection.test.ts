@@ -165,4 +165,36 @@ describeOnPostgres('PostgreSQL store whose pooled connections went dark', () => 
       await store.close();
     }
   });
+
+  // A standby's lease connection, waiting its turn, goes dark: its next read of the lease waits for
+  // an answer that never comes. Unbounded, the standby never competes again, and the fleet has no
+  // relay once the holder goes; the read is given up within the lease's ttl, and the connection with it.
+  test('a standby whose lease connection went dark takes the lease once the holder lets go', { timeout: 90_000 }, async () => {
+    const proxy = await startProxy(new URL(scratch.url));
+    const holder = createPostgresEventStore(scratch.url);
+    const standby = createPostgresEventStore(proxy.url(scratch.url), { connectTimeoutMs: 1_000, lease: { retryMs: 100, ttlMs: 3_000 } });
+    const stop = new AbortController();
+    try {
+      const held = await holder.acquireLease!('dark-standby', stop.signal);
+      assert.ok(held !== null);
+      // The standby's schema is opened first, so the next connection through the proxy is its lease's.
+      await standby.append(batchWrites('dark-standby', 0));
+      const before = proxy.accepted();
+      const waiting = settled(standby.acquireLease!('dark-standby', stop.signal));
+      await until('the standby to open its lease connection through the proxy', () => proxy.accepted() > before, 30_000);
+      proxy.freeze();
+      await held.release();
+      await until('the standby to take the lease', () => waiting.done(), 60_000);
+      const o = waiting.outcome()!;
+      assert.equal(o.status, 'fulfilled');
+      const hold = (o as PromiseFulfilledResult<Awaited<ReturnType<NonNullable<typeof standby.acquireLease>>>>).value;
+      assert.ok(hold !== null, 'the standby holds the lease');
+      await hold.release();
+    } finally {
+      stop.abort();
+      await proxy.close();
+      await holder.close();
+      await standby.close();
+    }
+  });
 });

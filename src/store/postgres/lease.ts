@@ -46,7 +46,10 @@ export function acquirePostgresLease(
   const table = `${schema}.leases`;
   return (async () => {
     while (!signal.aborted) {
-      const client = new Client({ ...config, keepAlive: true, keepAliveInitialDelayMillis: 5_000 });
+      // A lease statement answered later than ttl is worth nothing: the holder counts itself out
+      // at 2/3 of it, and a standby cannot judge a beat it cannot read. A connection gone dark (a
+      // partition: no FIN, no RST) is given up at that bound and opened again, not waited on for minutes.
+      const client = new Client({ ...config, keepAlive: true, keepAliveInitialDelayMillis: 5_000, query_timeout: ttlMs });
       let gone: () => void = () => undefined;
       const lost = new Promise<void>((resolve) => (gone = resolve));
       client.on('error', () => gone());
