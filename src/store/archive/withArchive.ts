@@ -198,7 +198,7 @@ export async function withArchive(store: EventStore, dir: string, hooks: Archive
         // Empty when an unread segment ends past the stream's last event (a filter's false positive).
         if (suffix.length > 0 && since.enough(suffix)) return suffix;
       }
-      read.push(...only([older[next]!.file]).map(recorded));
+      read.push(...archive.streamRowsIn(older[next]!.file, stream).map(recorded));
     }
   }
 
