@@ -16,7 +16,8 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     languageOptions: {
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+      // The soak's probe is plain JavaScript, preloaded into the built serve (bench/support/turnProbe.mjs).
+      parserOptions: { projectService: { allowDefaultProject: ['bench/support/*.mjs'] }, tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       // node:test's test()/describe() return promises the runner itself awaits.
