@@ -1,4 +1,3 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { foldRollout, foldRolloutEvents } from '../../projections/index.ts';
 import {
   decide,
@@ -14,6 +13,7 @@ import { isConvergeError } from '../core/errors.ts';
 import { listLimit, rolloutStreamOf } from '../core/events/index.ts';
 import type { Recorded, RolloutEvent, WithId } from '../core/events/index.ts';
 import { sleep } from '../retry.ts';
+import { nextTurn } from '../turnBudget.ts';
 import type { Logger } from 'pino';
 import { sendRollback, sendWave } from './rolloutSends.ts';
 import type { RolloutClock } from './rolloutClock.ts';
