@@ -44,6 +44,11 @@ export type RolloutDriverOptions = Readonly<{
   metrics?: Metrics;
   /** Nodes sent per append call (and per RolloutSent), at most listLimit. */
   batchSize?: number;
+  /**
+   * Events per read of a rollout's stream (default 8), a turn of the loop between reads: the first
+   * read of a large rollout is its lists of targets, too many to decode and fold in one turn.
+   */
+  readPage?: number;
   /** Decide again at least this often while a rollout is running (ms). */
   pollMs?: number;
   /** At least this long between two rounds of decisions, so a flood of node changes is coalesced (ms). */

@@ -1,4 +1,3 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { foldRollout, foldRolloutEvents } from '../../projections/index.ts';
 import {
   decide,
@@ -14,6 +13,7 @@ import { isConvergeError } from '../core/errors.ts';
 import { listLimit, rolloutStreamOf } from '../core/events/index.ts';
 import type { Recorded, RolloutEvent, WithId } from '../core/events/index.ts';
 import { sleep } from '../retry.ts';
+import { nextTurn } from '../turnBudget.ts';
 import type { Logger } from 'pino';
 import { sendRollback, sendWave } from './rolloutSends.ts';
 import type { RolloutClock } from './rolloutClock.ts';
@@ -59,23 +59,32 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
   const progressOf = (s: RolloutState, wave: number): WaveProgress | null =>
     openWaveProgress({ ...options, graceMs }, rollouts.get(s.id), s, wave);
 
-  /** Read what the stream holds past the fold, and fold it. */
+  const readPage = Math.max(1, options.readPage ?? 8);
+
+  /** Read what the stream holds past the fold, and fold it: a page a turn of the loop. */
   async function refresh(entry: Driven, id: string, s: RolloutState | null): Promise<RolloutState | null> {
     if (s !== null && !entry.moved) return s;
     entry.moved = false;
-    const events = (await store.readStream(
-      rolloutStreamOf(id),
-      s === null ? {} : { fromRevision: s.revision + 1n },
-    )) as Recorded<RolloutEvent>[];
-    if (s === null) return foldRolloutEvents(events);
     let next = s;
-    for (const e of events) next = foldRollout(next, e);
-    // Kept only while the view lags (progressOf trims it); bounded in case it never catches up.
-    if (options.progressFolded !== undefined) {
-      entry.log.push(...events);
-      if (entry.log.length > maxLog) entry.log.splice(0, entry.log.length - maxLog);
+    for (let first = true; ; first = false) {
+      if (!first) await nextTurn();
+      const events = (await store.readStream(rolloutStreamOf(id), {
+        ...(next === null ? {} : { fromRevision: next.revision + 1n }),
+        limit: readPage,
+      })) as Recorded<RolloutEvent>[];
+      if (next === null) {
+        next = foldRolloutEvents(events);
+        if (next === null) return null;
+      } else {
+        for (const e of events) next = foldRollout(next, e);
+        // Kept only while the view lags (progressOf trims it); bounded in case it never catches up.
+        if (s !== null && options.progressFolded !== undefined) {
+          entry.log.push(...events);
+          if (entry.log.length > maxLog) entry.log.splice(0, entry.log.length - maxLog);
+        }
+      }
+      if (events.length < readPage) return next;
     }
-    return next;
   }
 
   /** Whether the read model has folded everything the store holds now (waiting a little for it). */

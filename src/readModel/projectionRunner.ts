@@ -1,6 +1,6 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ConvergeError } from '../core/errors.ts';
 import { sleep } from '../retry.ts';
+import { nextTurn } from '../turnBudget.ts';
 import type { Logger } from 'pino';
 import { livenessStates, nodeStatuses } from '../../projections/index.ts';
 import { readNodeColumns } from '../store/index.ts';

@@ -1,9 +1,8 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isConvergeError } from '../core/errors.ts';
 import type { Recorded } from '../core/events/index.ts';
 import { retry } from '../retry.ts';
 import type { RetryResult } from '../retry.ts';
-import { defaultSliceMs } from '../turnBudget.ts';
+import { defaultSliceMs, nextTurn } from '../turnBudget.ts';
 import type { Notifier } from './notifier.ts';
 import type { SubscribeOptions, Subscription } from './port.ts';
 
@@ -153,7 +152,8 @@ export function createPollingSubscription(
       if (head !== null && position >= head) markCaughtUp();
       // Reads and handlers settle as microtasks, so catching up would otherwise run batch after
       // batch in one event-loop turn: 1.9 s behind wide reports, with no timer, socket
-      // or request served meanwhile. One turn per batch.
+      // or request served meanwhile. One turn per batch, in the engine's one queue of jobs
+      // (src/turnBudget.ts): subscriptions catching up together take turns, a batch each.
       await nextTurn();
     }
   }

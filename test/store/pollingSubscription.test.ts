@@ -77,3 +77,35 @@ test('the limit never falls below a floor, and grows back at most twice a batch'
   assert.equal(nextBatchLimit(400, 500, 400, 0), 500);
   assert.equal(nextBatchLimit(8, 8, 8, 10_000), 8, 'never above the batch size asked for');
 });
+
+test('subscriptions catching up together take turns of the loop: one batch a turn, not one each', async () => {
+  let turn = 0;
+  let ticking = true;
+  // Counts the loop's turns: it runs once in each turn's setImmediate phase.
+  const ticker = (async () => {
+    while (ticking) {
+      turn++;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  })();
+  const handled: { sub: number; turn: number }[] = [];
+  const subs = [0, 1, 2].map((i) => {
+    const { source: s } = source(40, { t: 0 }, 0);
+    return createPollingSubscription(s, {
+      batchSize: 10,
+      handler: () => {
+        handled.push({ sub: i, turn });
+      },
+    });
+  });
+  await until('every batch handled', () => handled.length >= 12);
+  ticking = false;
+  await ticker;
+  await Promise.all(subs.map((sub) => sub.stop()));
+  const byTurn = new Map<number, number[]>();
+  for (const h of handled) byTurn.set(h.turn, [...(byTurn.get(h.turn) ?? []), h.sub]);
+  // The first batch of each runs when it starts, before it yields; every later one waits its turn.
+  const started = Math.max(...[0, 1, 2].map((i) => handled.find((h) => h.sub === i)!.turn));
+  const crowded = [...byTurn.entries()].filter(([t, subsInTurn]) => t > started && subsInTurn.length > 1);
+  assert.deepEqual(crowded, [], "no turn after the first batches ran more than one subscription's batch");
+});

@@ -1,4 +1,4 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { nextTurn } from '../../turnBudget.ts';
 import type { Pending } from './committer.ts';
 
 // Deliveries parsed and waiting for an append, gathered into batches: one store call per batch,

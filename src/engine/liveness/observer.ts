@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { makeObservationStarted, makeObservationStopped, observationStream } from '../../core/events/index.ts';
 import type { NodeSilent } from '../../core/events/index.ts';
 import type { EventStore, NewEvent } from '../../store/port.ts';
-import { createTurnBudget } from '../../turnBudget.ts';
+import { createTurnBudget, nextTurn } from '../../turnBudget.ts';
 import { createLivenessRecorder } from './recorder.ts';
 import type { LivenessRecorder } from './recorder.ts';
 
@@ -40,6 +40,12 @@ export type LivenessObserver = Readonly<{
   /** Flush the lease and record the stop. */
   stop: (why?: 'stopped' | 'broker-lost') => Promise<void>;
 }>;
+
+/**
+ * Nodes a write of the lease carries: a wave's nodes heard at once are tens of thousands, and
+ * taking them and handing them to the store in one piece held one turn of the loop for all.
+ */
+export const flushChunk = 2_000;
 
 export function createLivenessObserver(options: LivenessObserverOptions): LivenessObserver {
   const { store, engine, graceMs, flushMs, enqueue } = options;
@@ -81,17 +87,33 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
     }
   }
 
+  /**
+   * The time every node's last-seen time is stored as of: the last whole flush (the start, whose
+   * times came from the lease). A flush in chunks writes it with each chunk but the last, which
+   * writes its own: a crash between two chunks leaves a flush time that still holds.
+   */
+  let flushedAt = 0;
+
   function flush(): Promise<void> {
-    const changed = recorder.takeChanged();
     const at = now();
     flushing = flushing.then(async () => {
-      try {
-        await store.saveLastSeen(engine, at, changed);
-      } catch (err) {
-        // Not lost: the times stay in memory and go with a later flush (each only moves forward).
-        recorder.requeue(changed);
-        logger.warn({ err: (err as Error).message }, 'could not flush the last-seen lease');
-      }
+      // The nodes changed by now; those heard while the chunks are written go with the next flush.
+      // A flush with no change still writes its time (one empty chunk).
+      let left = recorder.changedCount();
+      do {
+        const chunk = recorder.takeChanged(Math.min(left, flushChunk));
+        left -= chunk.length;
+        try {
+          await store.saveLastSeen(engine, left === 0 ? at : flushedAt, chunk);
+        } catch (err) {
+          // Not lost: the times stay in memory and go with a later flush (each only moves forward).
+          recorder.requeue(chunk);
+          logger.warn({ err: (err as Error).message }, 'could not flush the last-seen lease');
+          return;
+        }
+        if (left > 0) await nextTurn();
+      } while (left > 0);
+      flushedAt = at;
     });
     return flushing;
   }
@@ -101,6 +123,7 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
     async start() {
       const lease = await store.loadLastSeen();
       const at = now();
+      flushedAt = at;
       recorder.seed(lease.nodes, mono());
       await store.append([
         {

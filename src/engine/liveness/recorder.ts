@@ -54,8 +54,10 @@ export type LivenessRecorder = Readonly<{
   lastSeenMs: (node: string) => number | undefined;
   /** Every node's exact last-seen time (a copy). */
   all: () => Map<string, number>;
-  /** The times changed since the last call, for the lease's flush. */
-  takeChanged: () => [string, number][];
+  /** The times changed since the last call, for the lease's flush: the first `limit` of them when given. */
+  takeChanged: (limit?: number) => [string, number][];
+  /** How many times changed since the last `takeChanged` (waiting for the flush). */
+  changedCount: () => number;
   /** A flush that failed: its nodes go with the next one. */
   requeue: (rows: readonly (readonly [string, number])[]) => void;
 }>;
@@ -147,16 +149,19 @@ export function createLivenessRecorder(options: Readonly<{ graceMs: number }>): 
     lastSeenMs: (node) => nodes.get(node)?.seenMs,
     all: () => new Map([...nodes].map(([node, e]) => [node, e.seenMs])),
 
-    takeChanged() {
+    takeChanged(limit = Number.POSITIVE_INFINITY) {
+      const taken = limit >= changed.length ? changed : changed.slice(0, limit);
+      changed = taken === changed ? [] : changed.slice(taken.length);
       const out: [string, number][] = [];
-      for (const node of changed) {
+      for (const node of taken) {
         const e = nodes.get(node)!;
         e.dirty = false;
         out.push([node, e.seenMs]);
       }
-      changed = [];
       return out;
     },
+
+    changedCount: () => changed.length,
 
     requeue(rows) {
       for (const [node] of rows) {
