@@ -1,0 +1,35 @@
+import type { ClientBase } from 'pg';
+import type { RangeSummaryJson } from '../../core/audit/rangeSummary.ts';
+import { summaryRow } from '../archive/storedSummaries.ts';
+
+// The segments' summaries of their leaf ranges on PostgreSQL, as SQLite keeps them
+// (../sqlite/sqliteSegmentSummaries.ts, docs/audit.md "Proofs without the whole log"): one row a
+// segment, written in the move's own transaction, read by export in one query. Made at every open
+// with no schema version (./schema.ts), as the stream filters are: the release before, which may
+// run beside this one on the same schema, never reads it, and the segments it archives have no
+// row, so export reads their headers.
+
+export const segmentSummariesTableSql = (s: string): string => `
+CREATE TABLE IF NOT EXISTS ${s}.archive_segment_summaries (
+  file         text    PRIMARY KEY,
+  first_leaf   bigint  NOT NULL,
+  end_leaf     bigint  NOT NULL,
+  roots        bytea   NOT NULL,
+  foreign_rows text    NOT NULL
+)`;
+
+/** Every listed segment's stored summary, as StoredSummaryRow. */
+export const segmentSummariesSql = (s: string): string =>
+  `SELECT x.file, x.first_leaf, x.end_leaf, x.roots, x.foreign_rows
+     FROM ${s}.archive_segment_summaries x JOIN ${s}.archive_segments a ON a.file = x.file`;
+
+/** Record a segment's summary; in the move's transaction, or alone for a back-fill. */
+export async function recordSegmentSummary(client: ClientBase, s: string, file: string, tree: RangeSummaryJson): Promise<void> {
+  const [, first, end, roots, foreign] = summaryRow(file, tree);
+  await client.query(
+    `INSERT INTO ${s}.archive_segment_summaries (file, first_leaf, end_leaf, roots, foreign_rows) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (file) DO UPDATE SET first_leaf = excluded.first_leaf, end_leaf = excluded.end_leaf, roots = excluded.roots,
+       foreign_rows = excluded.foreign_rows`,
+    [file, first, end, roots, foreign],
+  );
+}
