@@ -2,7 +2,8 @@ import type { KeyObject } from 'node:crypto';
 import { resolve } from 'node:path';
 import { checkLoggedCheckpoints, checkWitness } from '../../core/audit/checkpointCheck.ts';
 import type { LoggedCheck, LoggedCheckpoint, WitnessCheck, WitnessEntry } from '../../core/audit/checkpointCheck.ts';
-import { createSummaryCheck } from '../../core/audit/rangeSummary.ts';
+import { allSummaryChecks, createSummaryCheck } from '../../core/audit/rangeSummary.ts';
+import type { SummaryToCheck } from '../../core/audit/rangeSummary.ts';
 import { verifyLog } from '../../core/audit/verifyLog.ts';
 import { pooledCheckedPages } from '../../store/audit/verifyPool.ts';
 import type { VerifyResult } from '../../core/audit/verifyLog.ts';
@@ -151,6 +152,12 @@ export const run: Run = async (ctx) => {
       // Each segment's summary of its leaf range, checked against the leaves as the walk passes it.
       const archive = 'archive' in store ? (store as ArchivedStore).archive : null;
       const summaries = archive === null ? [] : archive.summaries();
+      const kept = archive === null ? [] : await storedSummariesToCheck(store as ArchivedStore);
+      const own = (file: string): readonly bigint[] => archive!.positions(file);
+      const summaryChecks = [
+        ...(summaries.length === 0 ? [] : [['', createSummaryCheck(summaries, own)] as const]),
+        ...(kept.length === 0 ? [] : [["the store's copy of its summary", createSummaryCheck(kept, own)] as const]),
+      ];
       const result = await verifyLog(
         {
           head: async () => {
@@ -164,7 +171,7 @@ export const run: Run = async (ctx) => {
         {
           onProgress: (n) => p.update(n, total),
           rootsAt,
-          ...(summaries.length === 0 ? {} : { summaries: createSummaryCheck(summaries, (file) => archive!.positions(file)) }),
+          ...(summaryChecks.length === 0 ? {} : { summaries: allSummaryChecks(summaryChecks) }),
         },
       );
       p.done();
@@ -179,6 +186,22 @@ export const run: Run = async (ctx) => {
     return exitCannotCheck;
   }
 };
+
+/**
+ * The summaries the store keeps beside its manifest that export would read and the walk of the
+ * headers' does not already check: those that differ from their segment's header, or whose header
+ * has none. (A stored summary equal to its header's is checked with it.)
+ */
+async function storedSummariesToCheck(store: ArchivedStore): Promise<SummaryToCheck[]> {
+  const stored = (await store.archiveSummaries?.()) ?? new Map<string, SummaryToCheck['summary']>();
+  return store.manifest.segments.flatMap((s) => {
+    const summary = stored.get(s.file);
+    if (summary === undefined) return [];
+    const header = store.archive.summaryOf(s.file);
+    if (header !== null && JSON.stringify(header) === JSON.stringify(summary)) return [];
+    return [{ name: s.file, from: s.from, to: s.to, summary }];
+  });
+}
 
 type ArchiveProblem = Readonly<{ file: string; from: bigint; to: bigint; events: number; problem: string; message: string }>;
 
