@@ -318,5 +318,13 @@ export interface EventStore {
    * without one (before they were kept, or by the release before) is not in it.
    */
   archiveSummaries?(): Promise<ReadonlyMap<string, RangeSummaryJson | string>>;
+  /**
+   * The listed segments' files in the order they were archived (their manifest rows' time, then
+   * last position): how their leaf ranges tile, for the back-fill of the summaries
+   * (src/core/audit/summaryBackfill.ts).
+   */
+  archiveSegmentsInOrder?(): Promise<readonly string[]>;
+  /** Keep these segments' summaries beside the manifest (`audit verify`'s back-fill); one already kept is left as it is. */
+  recordArchiveSummaries?(summaries: ReadonlyMap<string, RangeSummaryJson>): Promise<void>;
   close(): Promise<void>;
 }

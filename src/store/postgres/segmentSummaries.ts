@@ -1,4 +1,4 @@
-import type { ClientBase } from 'pg';
+import type { ClientBase, QueryConfig } from 'pg';
 import type { RangeSummaryJson } from '../../core/audit/rangeSummary.ts';
 import { summaryRow } from '../archive/storedSummaries.ts';
 
@@ -32,4 +32,17 @@ export async function recordSegmentSummary(client: ClientBase, s: string, file: 
        foreign_rows = excluded.foreign_rows`,
     [file, first, end, roots, foreign],
   );
+}
+
+/** The listed segments' files in the order they were archived (the time each manifest row was written, then last position). */
+export const segmentOrderSql = (s: string): string => `SELECT file FROM ${s}.archive_segments ORDER BY archived_at, to_position, file`;
+
+/** Keep summaries the back-fill made, in one statement; a segment that has one keeps it. */
+export function backfillSummariesQuery(s: string, summaries: ReadonlyMap<string, RangeSummaryJson>): QueryConfig {
+  const rows = [...summaries].map(([file, tree]) => summaryRow(file, tree));
+  return {
+    text: `INSERT INTO ${s}.archive_segment_summaries (file, first_leaf, end_leaf, roots, foreign_rows)
+           SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bytea[], $5::text[]) ON CONFLICT (file) DO NOTHING`,
+    values: [0, 1, 2, 3, 4].map((i) => rows.map((r) => r[i])),
+  };
 }

@@ -18,7 +18,7 @@ import { readManifest } from './sqliteArchive.ts';
 import { prepareArchivedSendQueries } from './sqliteArchivedSends.ts';
 import type { ArchivedSendQueries } from './sqliteArchivedSends.ts';
 import { prepareStreamFilterQuery } from './sqliteStreamFilter.ts';
-import { prepareSegmentSummariesQuery } from './sqliteSegmentSummaries.ts';
+import { prepareBackfillSummaries, prepareSegmentOrderQuery, prepareSegmentSummariesQuery } from './sqliteSegmentSummaries.ts';
 import { createAppendTail } from './sqliteTail.ts';
 import { startWriterThread } from './sqliteWriterClient.ts';
 import type { WriterClient } from './sqliteWriterClient.ts';
@@ -225,6 +225,24 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
         return (segmentSummaries ??= prepareSegmentSummariesQuery(conn))();
       } catch (err) {
         throw sqliteError(err, 'read the archive segment summaries');
+      }
+    },
+
+    async archiveSegmentsInOrder() {
+      open();
+      try {
+        return prepareSegmentOrderQuery(conn)();
+      } catch (err) {
+        throw sqliteError(err, 'read the archive manifest');
+      }
+    },
+
+    async recordArchiveSummaries(summaries) {
+      open();
+      try {
+        prepareBackfillSummaries(conn)(summaries);
+      } catch (err) {
+        throw sqliteError(err, 'write the archive segment summaries');
       }
     },
 

@@ -45,3 +45,17 @@ export function prepareSegmentSummariesQuery(db: Database.Database): () => Map<s
     .raw();
   return () => summariesOfRows(all.all() as StoredSummaryRow[]);
 }
+
+/** The listed segments' files in the order they were archived (the time each manifest row was written, then last position). */
+export function prepareSegmentOrderQuery(db: Database.Database): () => string[] {
+  const all = db.prepare('SELECT file FROM archive_segments ORDER BY archived_at, to_position, file').pluck();
+  return () => all.all() as string[];
+}
+
+/** Keep summaries the back-fill made, one transaction for all; a segment that has one keeps it. */
+export function prepareBackfillSummaries(db: Database.Database): (summaries: ReadonlyMap<string, RangeSummaryJson>) => void {
+  const insert = db.prepare(
+    'INSERT OR IGNORE INTO archive_segment_summaries (file, first_leaf, end_leaf, roots, foreign_rows) VALUES (?, ?, ?, ?, ?)',
+  );
+  return (summaries) => db.transaction(() => summaries.forEach((tree, file) => insert.run(...summaryRow(file, tree)))).immediate();
+}
