@@ -6,7 +6,7 @@
 //
 //   npm run bench -- audit      BENCH_AUDIT_EVENTS=1000000 BENCH_AUDIT_LEAVES=1000000 BENCH_PASSES=3
 //   (BENCH_AUDIT_APPEND_SMALL=50000, BENCH_AUDIT_APPEND_LARGE=200000: the events per append pass;
-//   BENCH_AUDIT_EXPORT_EVENTS=200000: the archived store export reads)
+//   BENCH_AUDIT_EXPORT_EVENTS=200000: the archived store export reads, BENCH_AUDIT_EXPORT_SEGMENTS=100: its segments)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,4 +1,5 @@
 import type { ConvergeEvent, Recorded } from '../core/events/index.ts';
+import type { RangeSummaryJson } from '../core/audit/rangeSummary.ts';
 import type { StoreStats, StoreStatsOptions } from './storeStats.ts';
 
 export type { AgeBucket, StatsCell, StorageSize, StoreStats, StoreStatsOptions } from './storeStats.ts';
@@ -311,5 +312,19 @@ export interface EventStore {
    * filter (archived before there were any) is never in it.
    */
   archiveSegmentsWithout?(stream: string): Promise<ReadonlySet<string>>;
+  /**
+   * Each listed segment's summary of its leaf range as the store keeps it beside the manifest
+   * (src/store/archive/storedSummaries.ts), or what is wrong with its form; a segment archived
+   * without one (before they were kept, or by the release before) is not in it.
+   */
+  archiveSummaries?(): Promise<ReadonlyMap<string, RangeSummaryJson | string>>;
+  /**
+   * The listed segments' files in the order they were archived (their manifest rows' time, then
+   * last position): how their leaf ranges tile, for the back-fill of the summaries
+   * (src/core/audit/summaryBackfill.ts).
+   */
+  archiveSegmentsInOrder?(): Promise<readonly string[]>;
+  /** Keep these segments' summaries beside the manifest (`audit verify`'s back-fill); one already kept is left as it is. */
+  recordArchiveSummaries?(summaries: ReadonlyMap<string, RangeSummaryJson>): Promise<void>;
   close(): Promise<void>;
 }

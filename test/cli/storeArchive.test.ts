@@ -23,11 +23,13 @@ type FleetStore = Readonly<{
   snapshotPosition: bigint;
   /** Events in the store's table, and its head position. */
   counts: () => Promise<{ hot: number; head: number }>;
+  /** Set the first root of the summary the store keeps of segment `file` (not its header's) to `root`, hex; returns the one it held. */
+  setStoredRoot: (file: string, root: string) => Promise<string>;
 }>;
 
 function archiveReadsSuite(dir: string, fleet: () => Promise<FleetStore>): void {
   test('history, state --at, forensics, replay --verify, audit verify and status answer the same before and after archiving', async () => {
-    const { args: store, liveArgs, snapshot, snapshotPosition, counts } = await fleet();
+    const { args: store, liveArgs, snapshot, snapshotPosition, counts, setStoredRoot } = await fleet();
     const archive = ['--archive-dir', join(dir, 'archive')];
     const mid = String(snapshotPosition / 3n);
     const reads: string[][] = [
@@ -119,6 +121,18 @@ function archiveReadsSuite(dir: string, fleet: () => Promise<FleetStore>): void 
     assert.equal(forgedJson.finding.segment, summary.files[0]);
     writeFileSync(file, original);
     assert.equal((await cliIn(dir, ['audit', 'verify', ...store, ...archive])).code, 0, 'intact again with the header as written');
+    // The store's own copy of the summary, which export reads instead of the header, is checked as well.
+    const root = await setStoredRoot(summary.files[0], flip(header.tree.roots[0]));
+    const storedForged = await cliIn(dir, ['audit', 'verify', ...store, ...archive]);
+    assert.equal(storedForged.code, 1, storedForged.stdout + storedForged.stderr);
+    assert.match(
+      storedForged.stdout,
+      new RegExp(
+        `TAMPERED archive summary at positions ${range[1]}-${range[2]}: segment ${summary.files[0]}: the store's copy of its summary: its root 1 of \\d+`,
+      ),
+    );
+    await setStoredRoot(summary.files[0], root);
+    assert.equal((await cliIn(dir, ['audit', 'verify', ...store, ...archive])).code, 0, "intact again with the store's copy as written");
 
     // A changed segment, then a missing one: audit verify names the positions and the kind.
     renameSync(file, `${file}.kept`);
@@ -148,8 +162,21 @@ describe('store archive on a SQLite store', () => {
         db.close();
       }
     };
+    const setStoredRoot = async (file: string, root: string) => {
+      const db = new Database(path);
+      try {
+        const held = db.prepare('SELECT roots FROM archive_segment_summaries WHERE file = ?').pluck().get(file) as Buffer;
+        db.prepare('UPDATE archive_segment_summaries SET roots = ? WHERE file = ?').run(
+          Buffer.concat([Buffer.from(root, 'hex'), held.subarray(32)]),
+          file,
+        );
+        return held.subarray(0, 32).toString('hex');
+      } finally {
+        db.close();
+      }
+    };
     const args = ['--store', `sqlite:${path}`];
-    return { args, liveArgs: args, snapshot: `${path}.snapshot`, snapshotPosition, counts };
+    return { args, liveArgs: args, snapshot: `${path}.snapshot`, snapshotPosition, counts, setStoredRoot };
   });
 
   test('store archive refuses a store without a snapshot and a store that does not archive, saying why', async () => {
@@ -196,12 +223,28 @@ describeOnPostgres('store archive on a PostgreSQL store', () => {
         await client.end();
       }
     };
+    const setStoredRoot = async (file: string, root: string) => {
+      const client = new pg.Client({ connectionString: scratch.url.replace(/\?.*$/, '') });
+      await client.connect();
+      try {
+        const table = `${scratch.schema}.archive_segment_summaries`;
+        const held = (await client.query(`SELECT roots FROM ${table} WHERE file = $1`, [file])).rows[0].roots as Buffer;
+        await client.query(`UPDATE ${table} SET roots = $1 WHERE file = $2`, [
+          Buffer.concat([Buffer.from(root, 'hex'), held.subarray(32)]),
+          file,
+        ]);
+        return held.subarray(0, 32).toString('hex');
+      } finally {
+        await client.end();
+      }
+    };
     return {
       args: ['--store', scratch.url, '--snapshot', snapshot],
       liveArgs: ['--store', scratch.url],
       snapshot,
       snapshotPosition,
       counts,
+      setStoredRoot,
     };
   });
 });

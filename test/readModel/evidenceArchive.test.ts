@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPairSync } from 'node:crypto';
 import { after, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { parseAt } from '../../projections/index.ts';
 import { signCheckpoint } from '../../src/core/audit/checkpoint.ts';
 import { eventLeafHash } from '../../src/core/audit/leaf.ts';
@@ -14,7 +15,7 @@ import { withArchive } from '../../src/store/archive/withArchive.ts';
 import type { EventStore } from '../../src/store/port.ts';
 import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
-import { unsignedBundle } from '../support/evidence.ts';
+import { unsignedBundle, withoutSummaries } from '../support/evidence.ts';
 import { randomFleet, untimed } from '../support/steppedFleet.ts';
 
 // An evidence bundle as of a moment reads the node's stream as of it (docs/store.md "Segment time
@@ -50,7 +51,7 @@ test('an evidence bundle over the archive is the one the store gave before the m
 });
 
 test("over summarised segments an export reads the node's segments only, and gives the bytes a walk of every leaf gives", async () => {
-  // docs/audit.md "Proofs without the whole log": the other segments stand for their leaf ranges by the roots in their headers.
+  // docs/audit.md "Proofs without the whole log": the other segments stand for their leaf ranges by the roots the store keeps of them.
   const path = join(dir, 'summaries.db');
   const archive = join(dir, 'summaries');
   const f = await randomFleet(createSqliteEventStore(path), 11, false);
@@ -72,14 +73,29 @@ test("over summarised segments an export reads the node's segments only, and giv
     // Without summaries (segments the release before wrote), every segment is read, and the bundle is the same.
     const every = new Set<string>();
     const old = await withArchive(createSqliteEventStore(path), archive, { onRead: (file) => every.add(file) });
-    (old.archive as { summaries: () => unknown[] }).summaries = () => [];
-    assert.equal(JSON.stringify(await bundle(old, node, moment)), original[i], `${node}: the same bundle, every leaf read`);
+    assert.equal(
+      JSON.stringify(await bundle(withoutSummaries(old), node, moment)),
+      original[i],
+      `${node}: the same bundle, every leaf read`,
+    );
     assert.equal(every.size, r.segments.length);
   }
-  // A root changed in a segment the export does not read: the proofs no longer give the head's root, and it refuses.
+  // A root changed in a segment the export does not read, in the copy the store keeps (what export reads), then in
+  // its header once the store keeps none: the proofs no longer give the head's root, and it refuses.
   const store = await withArchive(createSqliteEventStore(path), archive);
   const victim = r.segments.find((s) => store.archive.streamRowsIn(s, 'node-n18').length === 0)!;
   await store.close();
+  const db = new Database(path);
+  const kept = db.prepare('SELECT roots FROM archive_segment_summaries WHERE file = ?').pluck().get(victim) as Buffer;
+  const forged = Buffer.from(kept);
+  forged[0]! ^= 1;
+  db.prepare('UPDATE archive_segment_summaries SET roots = ? WHERE file = ?').run(forged, victim);
+  await assert.rejects(bundle(await withArchive(createSqliteEventStore(path), archive), 'n18', moment), {
+    code: 'CONVERGE_ERR_EVIDENCE_LOG_CHANGED',
+  });
+  db.prepare('DELETE FROM archive_segment_summaries WHERE file = ?').run(victim);
+  db.close();
+  assert.equal(JSON.stringify(await bundle(await withArchive(createSqliteEventStore(path), archive), 'n18', moment)), original[4]);
   const file = join(archive, victim);
   const bytes = readFileSync(file);
   const nl = bytes.indexOf(10);

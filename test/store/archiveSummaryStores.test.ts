@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { rangeRoots } from '../../src/core/audit/rangeProofTree.ts';
 import { makeAliveSeen, streamOf } from '../../src/core/events/index.ts';
 import type { RangeSummaryJson } from '../../src/core/audit/rangeSummary.ts';
@@ -14,8 +15,8 @@ import { archivePostgresStore } from '../../src/store/postgres/postgresArchive.t
 import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { cliIn } from '../support/cliInProcess.ts';
-import { unsignedBundle, withoutSummaries } from '../support/evidence.ts';
-import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
+import { unsignedBundle, withoutStoredSummaries, withoutSummaries } from '../support/evidence.ts';
+import { describeOnPostgres, runSql, scratchSchema } from '../support/postgres.ts';
 import type { ScratchSchema } from '../support/postgres.ts';
 import { randomFleet } from '../support/randomArchiveFleet.ts';
 
@@ -29,6 +30,8 @@ type Target = Readonly<{
   open: () => EventStore;
   archive: (o: ArchiveOptions) => Promise<ArchiveSummary>;
   args: readonly string[];
+  /** Drop the store's own copy of these segments' summaries, as for segments the release before archived. */
+  forget: (files: readonly string[]) => Promise<void>;
 }>;
 
 async function summariesSuite(dir: string, target: () => Target): Promise<void> {
@@ -98,13 +101,27 @@ async function summariesSuite(dir: string, target: () => Target): Promise<void> 
   assert.match(verify.stdout, /^intact: /);
 
   // Export from the summaries: the segments that hold the node read whole, the bundle the walk of every leaf gives.
+  // The summaries come from the store: no header is opened but those of the segments read whole.
   const moment = new Date().toISOString();
-  const ask = async (summaries: boolean, node = 'solo2') => {
+  const ask = async (summaries: boolean | 'headers', node = 'solo2') => {
     const read = new Set<string>();
-    const s = await withArchive(t.open(), archive, { onRead: (file) => read.add(file) });
+    const opened = new Set<string>();
+    const s = await withArchive(t.open(), archive, { onRead: (file) => read.add(file), onOpen: (file) => opened.add(file) });
     try {
-      const b = await unsignedBundle(summaries ? s : withoutSummaries(s), node, moment);
-      return { bundle: JSON.stringify(b), read: read.size, segments: s.manifest.segments.length };
+      const b = await unsignedBundle(
+        summaries === true ? s : summaries === 'headers' ? withoutStoredSummaries(s) : withoutSummaries(s),
+        node,
+        moment,
+      );
+      const unread = [...opened].filter((f) => !read.has(f));
+      return {
+        bundle: JSON.stringify(b),
+        read: read.size,
+        readFiles: read,
+        opened: opened.size,
+        unread,
+        segments: s.manifest.segments.length,
+      };
     } finally {
       await s.close();
     }
@@ -116,11 +133,27 @@ async function summariesSuite(dir: string, target: () => Target): Promise<void> 
   await emptied.close();
   assert.ok(quiet !== undefined, 'a segment with an empty range');
   assert.equal((await ask(true, quiet)).bundle, (await ask(false, quiet)).bundle, `${quiet}: the same bundle`);
-  const [fromSummaries, fromEvery] = [await ask(true), await ask(false)];
+  const [fromSummaries, fromHeaders, fromEvery] = [await ask(true), await ask('headers'), await ask(false)];
   assert.equal(fromSummaries.bundle, fromEvery.bundle);
+  assert.equal(fromHeaders.bundle, fromEvery.bundle, "the headers' summaries give the same bundle");
   assert.ok(
     fromSummaries.read <= 4 && fromEvery.read === fromEvery.segments,
     `${fromSummaries.read} and ${fromEvery.read} of ${fromEvery.segments} read`,
+  );
+  assert.deepEqual(fromSummaries.unread, [], 'no header opened of a segment not read whole');
+  assert.equal(fromHeaders.opened, fromHeaders.segments, 'without the stored summaries, every header is opened');
+
+  // Segments whose summary the store does not keep (the release before archived them): their headers stand in.
+  const listed = await withArchive(t.open(), archive);
+  const older = listed.manifest.segments.filter((_, i) => i % 3 === 1).map((x) => x.file);
+  await listed.close();
+  await t.forget(older);
+  const mixed = await ask(true);
+  assert.equal(mixed.bundle, fromEvery.bundle, 'some summaries from the store, some from headers: the same bundle');
+  assert.deepEqual(
+    mixed.unread.sort(),
+    older.filter((f) => !mixed.readFiles.has(f)).sort(),
+    'besides the segments read whole, only the headers of those the store keeps no summary for are opened',
   );
 }
 
@@ -139,6 +172,8 @@ describeOnPostgres('archive summaries on a PostgreSQL store', () => {
       open: () => createPostgresEventStore(scratch.url),
       archive: (o) => archivePostgresStore(scratch.url, o),
       args: ['--store', scratch.url],
+      forget: (files) =>
+        runSql(`DELETE FROM ${scratch.schema}.archive_segment_summaries WHERE file IN (${files.map((f) => `'${f}'`).join(', ')})`),
     }));
   });
 });
@@ -152,6 +187,15 @@ describe('archive summaries on a SQLite store', () => {
       open: () => createSqliteEventStore(path),
       archive: (o) => archiveSqliteStore(path, o),
       args: ['--store', `sqlite:${path}`],
+      forget: async (files) => {
+        const db = new Database(path);
+        try {
+          const drop = db.prepare('DELETE FROM archive_segment_summaries WHERE file = ?');
+          for (const f of files) drop.run(f);
+        } finally {
+          db.close();
+        }
+      },
     }));
   });
 });

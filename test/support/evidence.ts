@@ -22,4 +22,13 @@ export const unsignedBundle = (store: EventStore, node: string, moment: string):
   });
 
 /** The same archived store with its segments' summaries ignored: export walks every leaf, as over segments archived without them. */
-export const withoutSummaries = (store: ArchivedStore): ArchivedStore => ({ ...store, archive: { ...store.archive, summaries: () => [] } });
+export const withoutSummaries = (store: ArchivedStore): ArchivedStore => ({
+  ...withoutStoredSummaries(store),
+  archive: { ...store.archive, summaries: () => [], summaryOf: () => null },
+});
+
+/** The same archived store with the summaries its store keeps ignored: export reads each segment's header for its summary, as over segments the release before archived. */
+export function withoutStoredSummaries(store: ArchivedStore): ArchivedStore {
+  const { archiveSummaries: _, ...rest } = store;
+  return rest;
+}

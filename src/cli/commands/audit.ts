@@ -2,12 +2,13 @@ import type { KeyObject } from 'node:crypto';
 import { resolve } from 'node:path';
 import { checkLoggedCheckpoints, checkWitness } from '../../core/audit/checkpointCheck.ts';
 import type { LoggedCheck, LoggedCheckpoint, WitnessCheck, WitnessEntry } from '../../core/audit/checkpointCheck.ts';
-import { createSummaryCheck } from '../../core/audit/rangeSummary.ts';
 import { verifyLog } from '../../core/audit/verifyLog.ts';
 import { pooledCheckedPages } from '../../store/audit/verifyPool.ts';
 import type { VerifyResult } from '../../core/audit/verifyLog.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { ArchivedStore } from '../../store/archive/withArchive.ts';
+import { archiveSummaryWalk } from './auditSummaries.ts';
+import type { ArchiveSummaryWalk } from './auditSummaries.ts';
 import type { EventStore } from '../../store/port.ts';
 import type { Run } from '../command.ts';
 import { storeUrlOf, withStore } from '../command.ts';
@@ -56,7 +57,7 @@ function progressLine(io: CliIo, forced: boolean): { update: (n: number, total: 
   };
 }
 
-function print(io: CliIo, json: boolean, storeKind: string, kept: boolean, r: VerifyResult, checks: Checks): void {
+function print(io: CliIo, json: boolean, storeKind: string, kept: boolean, r: VerifyResult, checks: Checks, filled: number): void {
   const lf = checks.logged?.finding ?? null;
   const wf = checks.witness?.finding ?? null;
   const out = {
@@ -81,6 +82,7 @@ function print(io: CliIo, json: boolean, storeKind: string, kept: boolean, r: Ve
       finding: lf === null ? null : { ...lf, position: lf.position.toString() },
     },
     ...(checks.witness === null ? {} : { witness: { files: checks.witnessTotal, checked: checks.witness.checked, finding: wf } }),
+    ...(filled === 0 ? {} : { summariesWritten: filled }),
   };
   if (json) return printJson(io, out);
   if (r.finding?.kind === 'summary') {
@@ -108,6 +110,8 @@ function print(io: CliIo, json: boolean, storeKind: string, kept: boolean, r: Ve
   const sigs = checks.signaturesChecked ? 'signatures valid' : 'signatures not checked (no --audit-pub)';
   io.stdout(`checkpoints: ${checks.logged?.checked ?? 0} in the log match the tree, ${sigs}\n`);
   if (checks.witness !== null) io.stdout(`witness: ${checks.witness.checked} checkpoints, every one reproduced by the log\n`);
+  if (filled > 0)
+    io.stdout(`summaries: ${filled} archive segment(s) had none in the store; written from the leaves checked, for export to read\n`);
   if (!kept) {
     io.stdout(
       `note: this ${storeKind} store keeps no tree of its own; the head above was computed from the log as it is now, so it shows no change made before. Keep it (or a signed checkpoint of it) elsewhere and compare later.\n`,
@@ -150,7 +154,7 @@ export const run: Run = async (ctx) => {
       const last = pooled ? await store.headPosition() : null;
       // Each segment's summary of its leaf range, checked against the leaves as the walk passes it.
       const archive = 'archive' in store ? (store as ArchivedStore).archive : null;
-      const summaries = archive === null ? [] : archive.summaries();
+      const summaryWalk = archive === null ? null : await archiveSummaryWalk(store as ArchivedStore);
       const result = await verifyLog(
         {
           head: async () => {
@@ -164,12 +168,14 @@ export const run: Run = async (ctx) => {
         {
           onProgress: (n) => p.update(n, total),
           rootsAt,
-          ...(summaries.length === 0 ? {} : { summaries: createSummaryCheck(summaries, (file) => archive!.positions(file)) }),
+          ...(summaryWalk?.check === undefined ? {} : { summaries: summaryWalk.check }),
         },
       );
       p.done();
       const checks = checkpointChecks(result, logged, witness, pub);
-      print(io, json, store.kind, first.keptByStore, result, checks);
+      // The summaries made for segments the store kept none for, from leaves the walk found intact.
+      const filled = result.finding === null && summaryWalk !== null ? await recordSummaries(io, summaryWalk) : 0;
+      print(io, json, store.kind, first.keptByStore, result, checks, filled);
       if (result.finding !== null || checks.logged?.finding) return exitTampered;
       return checks.witness?.finding ? exitWitnessContradicts : exitIntact;
     });
@@ -179,6 +185,16 @@ export const run: Run = async (ctx) => {
     return exitCannotCheck;
   }
 };
+
+/** Write the back-filled summaries; a store that refuses the write (a read-only role) is noted, the verdict stands. */
+async function recordSummaries(io: CliIo, walk: ArchiveSummaryWalk): Promise<number> {
+  try {
+    return await walk.record();
+  } catch (err) {
+    io.stderr(`converge: audit verify could not keep the archive segments' summaries it made: ${(err as Error).message}\n`);
+    return 0;
+  }
+}
 
 type ArchiveProblem = Readonly<{ file: string; from: bigint; to: bigint; events: number; problem: string; message: string }>;
 

@@ -165,3 +165,22 @@ export function createSummaryCheck(summaries: readonly SummaryToCheck[], own: (n
 }
 
 const rangeText = (s: { summary: RangeSummaryJson }): string => `${s.summary.first}-${s.summary.end}`;
+
+/**
+ * Several checks fed the same walk, as one: the first finding any of them makes, its message led by
+ * that check's label ('' for none). `audit verify` checks the headers' summaries and, where the
+ * store keeps a copy that differs, the store's copy, which is what export reads.
+ */
+export function allSummaryChecks(checks: readonly (readonly [label: string, check: SummaryCheck])[]): SummaryCheck {
+  const first = (f: (c: SummaryCheck) => SummaryFinding | null): SummaryFinding | null => {
+    for (const [label, c] of checks) {
+      const found = f(c);
+      if (found !== null) return label === '' ? found : { ...found, message: `${label}: ${found.message}` };
+    }
+    return null;
+  };
+  return {
+    leaf: (index, position, hashes, at) => first((c) => c.leaf(index, position, hashes, at)),
+    end: (size) => first((c) => c.end(size)),
+  };
+}

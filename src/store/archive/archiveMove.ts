@@ -55,7 +55,15 @@ export type ArchiveSummary = Readonly<{
 }>;
 
 /** A segment ready to be recorded: what the store's one transaction needs. */
-export type SegmentToRecord = Readonly<{ file: string; rows: readonly ArchivedRow[]; sha256: string; bytes: number; rawBytes: number }>;
+export type SegmentToRecord = Readonly<{
+  file: string;
+  rows: readonly ArchivedRow[];
+  sha256: string;
+  bytes: number;
+  rawBytes: number;
+  /** The summary of its leaf range its header holds, which the store keeps beside its manifest row (storedSummaries.ts); null: none. */
+  tree: RangeSummaryJson | null;
+}>;
 
 /** What the move needs of a store; it calls one method at a time, never two at once. */
 export type ArchiveSource = Readonly<{
@@ -66,7 +74,7 @@ export type ArchiveSource = Readonly<{
   /** The positions each of `streams` keeps hot (its last event, last send, last report). */
   pinned: (streams: readonly string[]) => Promise<ReadonlyMap<string, ReadonlySet<bigint>>>;
   /**
-   * In one transaction: record the segment in the manifest, record its sends, delete its rows
+   * In one transaction: record the segment in the manifest, its sends and its summary, delete its rows
    * (failing if one is gone), and call `pause('before-commit')` before committing.
    */
   commit: (segment: SegmentToRecord, pause: PauseAt) => Promise<void>;
@@ -190,7 +198,10 @@ export async function moveClosedHistory(
     const seg = await encodeSegment(source.store, rows, undefined, tree ?? undefined);
     const file = await writeSegmentFile(options.dir, seg, pause);
     try {
-      await source.commit({ file: seg.name, rows, sha256: seg.header.sha256, bytes: seg.bytes.length, rawBytes: seg.rawBytes }, pause);
+      await source.commit(
+        { file: seg.name, rows, sha256: seg.header.sha256, bytes: seg.bytes.length, rawBytes: seg.rawBytes, tree },
+        pause,
+      );
     } catch (err) {
       rmSync(file, { force: true });
       throw err;

@@ -29,6 +29,8 @@ export type ArchiveReader = Readonly<{
   opened: () => ReadonlyMap<ArchiveSegment, SegmentFile>;
   /** Each segment's summary of its leaf range, as its header holds it (docs/audit.md "Proofs without the whole log"); the segments without one are left out. */
   summaries: () => SummaryToCheck[];
+  /** One segment's summary as its header holds it (opening the file if it is not yet), or null if it has none. */
+  summaryOf: (file: string) => SummaryToCheck['summary'] | null;
   /** The positions of a segment's rows, ascending. */
   positions: (file: string) => bigint[];
   /** A segment's rows, whole, in position order. */
@@ -89,6 +91,11 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest, hook
     return f;
   }
 
+  function headerSummary(s: ArchiveSegment): SummaryToCheck['summary'] | null {
+    const { tree } = (headers.get(s.file) ?? open(s).header) as { tree?: unknown };
+    return tree === undefined ? null : parseRangeSummary(tree);
+  }
+
   function load(s: ArchiveSegment): ArchivedRow[] {
     const held = cache.get(s.file);
     if (held !== undefined) {
@@ -147,9 +154,10 @@ export function createArchiveReader(dir: string, manifest: ArchiveManifest, hook
     },
     summaries: () =>
       segments.flatMap((s) => {
-        const { tree } = (headers.get(s.file) ?? open(s).header) as { tree?: unknown };
-        return tree === undefined ? [] : [{ name: s.file, from: s.from, to: s.to, summary: parseRangeSummary(tree) }];
+        const summary = headerSummary(s);
+        return summary === null ? [] : [{ name: s.file, from: s.from, to: s.to, summary }];
       }),
+    summaryOf: (file) => headerSummary(listed(file)),
     positions: (file) => load(listed(file)).map((r) => r.position),
     segmentRows: (file) => load(listed(file)),
     streamRowsIn: (file, stream) => {

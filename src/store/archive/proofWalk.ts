@@ -37,12 +37,16 @@ export async function walkBySummaries(
 ): Promise<ProofWalk | null> {
   const { archive, manifest } = store;
   if (manifest.segments.length === 0 || size === 0) return null;
+  // The summaries the store keeps beside its manifest; a segment it has none for (archived by the
+  // release before, or before they were kept) or one of the wrong form is read from its header.
+  const stored = (await store.archiveSummaries?.()) ?? new Map<string, RangeSummaryJson | string>();
   const ranges: Range[] = [];
-  for (const s of archive.summaries()) {
-    if (typeof s.summary === 'string') return null;
-    ranges.push({ file: s.name, to: s.to, summary: s.summary });
+  for (const s of manifest.segments) {
+    const kept = stored.get(s.file);
+    const summary = typeof kept === 'object' ? kept : archive.summaryOf(s.file);
+    if (summary === null || typeof summary === 'string') return null;
+    ranges.push({ file: s.file, to: s.to, summary });
   }
-  if (ranges.length !== manifest.segments.length) return null;
   ranges.sort((a, b) => a.summary.first - b.summary.first || a.summary.end - b.summary.end);
   let archived = 0;
   for (const r of ranges) {

@@ -11,6 +11,7 @@ import { manifestSql, readPostgresManifest, recordSegmentTimes } from './archive
 import { pgError, postgresConnection } from './connection.ts';
 import { clientFor } from './hosts.ts';
 import { markArchived, migrate } from './schema.ts';
+import { recordSegmentSummary } from './segmentSummaries.ts';
 import { recordStreamFilter, streamFilterBackfill } from './streamFilter.ts';
 
 // Retention on PostgreSQL (docs/operations.md "Retention and archive"): the move of
@@ -131,6 +132,7 @@ function postgresSource(client: ClientBase, s: string, manifest: ArchiveManifest
             [0, 1, 2, 3, 4].map((i) => sends.map((x) => (i === 2 ? String(x[i]) : x[i]))),
           );
         await recordStreamFilter(client, s, seg.file, seg.rows);
+        if (seg.tree !== null) await recordSegmentSummary(client, s, seg.file, seg.tree);
         const gone = await client.query(`DELETE FROM ${s}.events WHERE position = ANY($1::bigint[])`, [
           seg.rows.map((r) => String(r.position)),
         ]);

@@ -20,6 +20,9 @@ import { clientFor } from './hosts.ts';
 import { bucketOf } from '../archive/streamFilter.ts';
 import { findSendSql, manifestSql, readPostgresManifest } from './archived.ts';
 import { segmentsWithout, streamFilterPartsSql } from './streamFilter.ts';
+import { backfillSummariesQuery, segmentOrderSql, segmentSummariesSql } from './segmentSummaries.ts';
+import { summariesOfRows } from '../archive/storedSummaries.ts';
+import type { StoredSummaryRow } from '../archive/storedSummaries.ts';
 import { boundedPool, connectingWithin, connectionLost, defaultConnectTimeoutMs, pgError, postgresConnection } from './connection.ts';
 import type { Wakeups } from './wakeups.ts';
 
@@ -97,6 +100,8 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
     findSend: statement('find_send', findSendSql(s)),
     manifest: statement('archive_manifest', manifestSql(s)),
     filterParts: statement('archive_filter_parts', streamFilterPartsSql(s)),
+    summaries: statement('archive_summaries', segmentSummariesSql(s)),
+    segmentOrder: statement('archive_segment_order', segmentOrderSql(s)),
     auditHead: statement('audit_head', auditHeadSql(s)),
     readStored: statement('read_stored', readStoredSql(s)),
     // One statement per flush: the nodes as two arrays, each time only moving forward.
@@ -268,6 +273,19 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
       use('read the archive stream filters of the postgres store', async () =>
         segmentsWithout((await run(q.filterParts(bucketOf(stream)))).rows, stream),
       ),
+
+    archiveSummaries: () =>
+      use('read the archive segment summaries of the postgres store', async () =>
+        summariesOfRows((await run(q.summaries())).rows as unknown as StoredSummaryRow[]),
+      ),
+
+    archiveSegmentsInOrder: () =>
+      use('read the archive manifest of the postgres store', async () => (await run(q.segmentOrder())).rows.map((r) => r[0] as string)),
+
+    recordArchiveSummaries: (summaries) =>
+      use('write the archive segment summaries of the postgres store', async () => {
+        if (summaries.size > 0) await run(backfillSummariesQuery(s, summaries));
+      }),
 
     auditHead: () =>
       use('read postgres audit head', async () => {

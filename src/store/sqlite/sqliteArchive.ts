@@ -8,6 +8,7 @@ import type { ArchiveManifest } from '../port.ts';
 import { timeSql } from '../storeStats.ts';
 import { indexArchivedSends, prepareRecordSends } from './sqliteArchivedSends.ts';
 import { migrate } from './sqliteSchema.ts';
+import { prepareRecordSegmentSummary } from './sqliteSegmentSummaries.ts';
 import { prepareRecordSegmentTimes, segmentTimesBackfill } from './sqliteSegmentTimes.ts';
 import { prepareRecordStreamFilter, streamFilterBackfill } from './sqliteStreamFilter.ts';
 import { backfillSegments } from '../archive/listedSegments.ts';
@@ -76,6 +77,7 @@ function sqliteSource(db: Database.Database, manifest: ArchiveManifest): Archive
     recordSends: prepareRecordSends(db),
     recordFilter: prepareRecordStreamFilter(db),
     recordTimes: prepareRecordSegmentTimes(db),
+    recordSummary: prepareRecordSegmentSummary(db),
     remove: db.prepare('DELETE FROM events WHERE position = ?').safeIntegers(),
   };
   const commit = db.transaction((seg: SegmentToRecord, pause: PauseAt) => {
@@ -95,6 +97,7 @@ function sqliteSource(db: Database.Database, manifest: ArchiveManifest): Archive
     );
     q.recordFilter(seg.file, rows);
     q.recordTimes(seg.file, rows);
+    if (seg.tree !== null) q.recordSummary(seg.file, seg.tree);
     for (const r of rows) {
       if (q.remove.run(r.position).changes !== 1) throw new Error(`position ${r.position} left the store during the move`);
     }

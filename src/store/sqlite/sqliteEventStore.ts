@@ -18,6 +18,7 @@ import { readManifest } from './sqliteArchive.ts';
 import { prepareArchivedSendQueries } from './sqliteArchivedSends.ts';
 import type { ArchivedSendQueries } from './sqliteArchivedSends.ts';
 import { prepareStreamFilterQuery } from './sqliteStreamFilter.ts';
+import { prepareBackfillSummaries, prepareSegmentOrderQuery, prepareSegmentSummariesQuery } from './sqliteSegmentSummaries.ts';
 import { createAppendTail } from './sqliteTail.ts';
 import { startWriterThread } from './sqliteWriterClient.ts';
 import type { WriterClient } from './sqliteWriterClient.ts';
@@ -133,6 +134,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   const q = prepareReadQueries(conn);
   let archivedSends: ArchivedSendQueries | null = null;
   let segmentsWithout: ((stream: string) => Set<string>) | null = null;
+  let segmentSummaries: ReturnType<typeof prepareSegmentSummariesQuery> | null = null;
   const decoder = createRowDecoder();
   const tail = createAppendTail(() => q.head.get() as bigint | null);
   const reads = createSqliteReads({ conn, q, decoder, durability, tail, thread, open, readBatchSize, readBatchBytes });
@@ -214,6 +216,33 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
         return (segmentsWithout ??= prepareStreamFilterQuery(conn))(stream);
       } catch (err) {
         throw sqliteError(err, 'read the archive stream filters');
+      }
+    },
+
+    async archiveSummaries() {
+      open();
+      try {
+        return (segmentSummaries ??= prepareSegmentSummariesQuery(conn))();
+      } catch (err) {
+        throw sqliteError(err, 'read the archive segment summaries');
+      }
+    },
+
+    async archiveSegmentsInOrder() {
+      open();
+      try {
+        return prepareSegmentOrderQuery(conn)();
+      } catch (err) {
+        throw sqliteError(err, 'read the archive manifest');
+      }
+    },
+
+    async recordArchiveSummaries(summaries) {
+      open();
+      try {
+        prepareBackfillSummaries(conn)(summaries);
+      } catch (err) {
+        throw sqliteError(err, 'write the archive segment summaries');
       }
     },
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { ConvergeError } from '../../core/errors.ts';
 import { migrateAuditTree } from './sqliteAudit.ts';
+import { ensureSegmentSummaries } from './sqliteSegmentSummaries.ts';
 import { ensureSegmentTimes } from './sqliteSegmentTimes.ts';
 import type { AuditMigrationProgress } from './sqliteAudit.ts';
 
@@ -161,6 +162,7 @@ export function migrate(db: Database.Database, path: string, onProgress?: AuditM
       db.pragma(`user_version = ${v + 1}`);
     }).immediate();
   }
-  // Added at open with no version of its own, so the release before keeps opening the file (docs/store.md).
+  // Added at open with no version of their own, so the release before keeps opening the file (docs/store.md).
   ensureSegmentTimes(db);
+  ensureSegmentSummaries(db);
 }

@@ -1,0 +1,61 @@
+import type Database from 'better-sqlite3';
+import type { RangeSummaryJson } from '../../core/audit/rangeSummary.ts';
+import { summariesOfRows, summaryRow } from '../archive/storedSummaries.ts';
+import type { StoredSummaryRow } from '../archive/storedSummaries.ts';
+
+// The segments' summaries of their leaf ranges in the manifest (docs/audit.md "Proofs without the
+// whole log", ../archive/storedSummaries.ts): one row a segment in `archive_segment_summaries`,
+// written in the move's own transaction, so export reads every range's roots from one query. Made
+// at open with no schema version, as `archive_segment_times` is: the release before never reads
+// it and keeps opening the store, and a segment it archives has no row, so export reads that
+// segment's header, as it did.
+
+const summariesTable = `
+CREATE TABLE IF NOT EXISTS archive_segment_summaries (
+  file         TEXT    PRIMARY KEY,
+  first_leaf   INTEGER NOT NULL,
+  end_leaf     INTEGER NOT NULL,
+  roots        BLOB    NOT NULL,
+  foreign_rows TEXT    NOT NULL
+) WITHOUT ROWID;
+`;
+
+/** Make the table if the file has none; writes nothing once it is there. */
+export function ensureSegmentSummaries(db: Database.Database): void {
+  const there = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archive_segment_summaries'").pluck().get();
+  if (there === undefined) db.exec(summariesTable);
+}
+
+/** Record a segment's summary; call inside the transaction that records the segment (or alone, for a back-fill). */
+export function prepareRecordSegmentSummary(db: Database.Database): (file: string, tree: RangeSummaryJson) => void {
+  const insert = db.prepare(
+    'INSERT OR REPLACE INTO archive_segment_summaries (file, first_leaf, end_leaf, roots, foreign_rows) VALUES (?, ?, ?, ?, ?)',
+  );
+  return (file, tree) => insert.run(...summaryRow(file, tree));
+}
+
+/** Every listed segment's stored summary, by file; a table the file does not have yet (a store never opened for writing) reads as none. */
+export function prepareSegmentSummariesQuery(db: Database.Database): () => Map<string, RangeSummaryJson | string> {
+  const there = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archive_segment_summaries'").pluck().get();
+  if (there === undefined) return () => new Map();
+  const all = db
+    .prepare(
+      'SELECT s.file, first_leaf, end_leaf, roots, foreign_rows FROM archive_segment_summaries s JOIN archive_segments a ON a.file = s.file',
+    )
+    .raw();
+  return () => summariesOfRows(all.all() as StoredSummaryRow[]);
+}
+
+/** The listed segments' files in the order they were archived (the time each manifest row was written, then last position). */
+export function prepareSegmentOrderQuery(db: Database.Database): () => string[] {
+  const all = db.prepare('SELECT file FROM archive_segments ORDER BY archived_at, to_position, file').pluck();
+  return () => all.all() as string[];
+}
+
+/** Keep summaries the back-fill made, one transaction for all; a segment that has one keeps it. */
+export function prepareBackfillSummaries(db: Database.Database): (summaries: ReadonlyMap<string, RangeSummaryJson>) => void {
+  const insert = db.prepare(
+    'INSERT OR IGNORE INTO archive_segment_summaries (file, first_leaf, end_leaf, roots, foreign_rows) VALUES (?, ?, ?, ?, ?)',
+  );
+  return (summaries) => db.transaction(() => summaries.forEach((tree, file) => insert.run(...summaryRow(file, tree)))).immediate();
+}
