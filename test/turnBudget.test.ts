@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createTurnBudget } from '../src/turnBudget.ts';
+import { countLoopTurns } from './support/loopTurns.ts';
 
 // A job's slice of the event loop is bounded by time: spent once it has run sliceMs, and a new
 // slice begins when the loop comes back to it.
@@ -34,27 +35,18 @@ test('a slice of 0 ms is always spent: a turn at every item', () => {
 // one job's slice, not one slice of each, so jobs yielding together cannot add their slices up
 // in front of a request.
 test('jobs yielding together take turns: one slice a turn of the loop, in the order they yielded', async () => {
-  let turn = 0;
-  let ticking = true;
-  // Counts the loop's turns: it runs once in each turn's setImmediate phase.
-  const ticker = (async () => {
-    while (ticking) {
-      turn++;
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
-  })();
+  const turns = countLoopTurns();
   const ran: { job: number; turn: number }[] = [];
   await Promise.all(
     [0, 1, 2].map(async (job) => {
       const budget = createTurnBudget({ sliceMs: 0 });
       for (let i = 0; i < 3; i++) {
         if (budget.spent()) await budget.nextSlice();
-        ran.push({ job, turn });
+        ran.push({ job, turn: turns.now() });
       }
     }),
   );
-  ticking = false;
-  await ticker;
+  await turns.stop();
   const jobsByTurn = new Map<number, Set<number>>();
   for (const r of ran) jobsByTurn.set(r.turn, (jobsByTurn.get(r.turn) ?? new Set()).add(r.job));
   for (const [t, jobs] of jobsByTurn) assert.equal(jobs.size, 1, `turn ${t} ran the slices of jobs ${[...jobs].join(', ')}`);

@@ -5,6 +5,7 @@ import { createNotifier } from '../../src/store/notifier.ts';
 import { createPollingSubscription, minTurnBatch, nextBatchLimit } from '../../src/store/pollingSubscription.ts';
 import type { PollingSource } from '../../src/store/pollingSubscription.ts';
 import { until } from '../support/until.ts';
+import { countLoopTurns } from '../support/loopTurns.ts';
 
 // A subscription's batch is read and handled in one turn of the event loop, which holds every
 // request as long: once a batch's synchronous work runs longer than a slice (src/turnBudget.ts),
@@ -79,28 +80,19 @@ test('the limit never falls below a floor, and grows back at most twice a batch'
 });
 
 test('subscriptions catching up together take turns of the loop: one batch a turn, not one each', async () => {
-  let turn = 0;
-  let ticking = true;
-  // Counts the loop's turns: it runs once in each turn's setImmediate phase.
-  const ticker = (async () => {
-    while (ticking) {
-      turn++;
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
-  })();
+  const turns = countLoopTurns();
   const handled: { sub: number; turn: number }[] = [];
   const subs = [0, 1, 2].map((i) => {
     const { source: s } = source(40, { t: 0 }, 0);
     return createPollingSubscription(s, {
       batchSize: 10,
       handler: () => {
-        handled.push({ sub: i, turn });
+        handled.push({ sub: i, turn: turns.now() });
       },
     });
   });
   await until('every batch handled', () => handled.length >= 12);
-  ticking = false;
-  await ticker;
+  await turns.stop();
   await Promise.all(subs.map((sub) => sub.stop()));
   const byTurn = new Map<number, number[]>();
   for (const h of handled) byTurn.set(h.turn, [...(byTurn.get(h.turn) ?? []), h.sub]);
