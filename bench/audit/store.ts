@@ -2,7 +2,7 @@
 // adapter's own append: `converge audit verify`'s walk over it against a bare SHA-256 pass over the
 // same stored bytes, and the append with the tree against the same adapter with it turned off
 // (SqliteEventStoreOptions.auditTree: false, which exists for this baseline only).
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -45,18 +45,29 @@ async function appendThrough(path: string, count: number, batch: number, auditTr
   return count / (ms / 1000);
 }
 
-/** The baseline of the walk: every row's stored bytes read in position order and hashed once, nothing else. Seconds. */
+/**
+ * The baseline of the walk: every row's stored bytes read in position order and hashed once, nothing
+ * else. Read as verify reads them (pages of 1,000, each row's bytes one blob from SQLite) and hashed
+ * with the one-shot call, so that it is the floor the walk is held to, not a slower loop. Seconds.
+ */
 function bareSha256Pass(path: string, expected: number): number {
   const db = new Database(path, { readonly: true });
   const t = performance.now();
   let rows = 0;
   let sink = 0;
-  const select = db
-    .prepare('SELECT stream, type, CAST(data AS BLOB), CAST(metadata AS BLOB) FROM events ORDER BY position')
-    .raw() as Database.Statement<[], [string, string, Buffer, Buffer]>;
-  for (const [stream, type, data, metadata] of select.iterate()) {
-    sink ^= createHash('sha256').update(stream).update(type).update(data).update(metadata).digest()[0]!;
-    rows++;
+  const page = db
+    .prepare(
+      'SELECT position, CAST(CAST(stream AS BLOB) || CAST(type AS BLOB) || CAST(data AS BLOB) || CAST(metadata AS BLOB) AS BLOB) ' +
+        'FROM events WHERE position > ? ORDER BY position LIMIT 1000',
+    )
+    .raw()
+    .safeIntegers() as Database.Statement<[bigint], [bigint, Buffer]>;
+  for (let after = 0n; ;) {
+    const got = page.all(after);
+    if (got.length === 0) break;
+    for (const [, bytes] of got) sink ^= hash('sha256', bytes, 'binary').charCodeAt(0);
+    rows += got.length;
+    after = got.at(-1)![0];
   }
   const s = (performance.now() - t) / 1000;
   db.close();
