@@ -3,14 +3,13 @@ import type { KeyObject } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseAt } from '../../projections/index.ts';
 import { signCheckpoint } from '../../src/core/audit/checkpoint.ts';
 import type { EvidenceKind } from '../../src/core/audit/evidenceCheck.ts';
 import type { EvidenceBundle } from '../../src/core/audit/evidenceFormat.ts';
-import { buildEvidence } from '../../src/readModel/evidence/build.ts';
 import { checkEvidence } from '../../src/readModel/evidence/check.ts';
 import type { EventStore } from '../../src/store/port.ts';
 import { nodes, rounds, writeSignedStore } from '../support/auditHistory.ts';
+import { evidenceBundle } from '../support/evidence.ts';
 import { auditScenarioResult } from './scenarios.ts';
 import type { Scenario, ScenarioResult } from './scenarios.ts';
 
@@ -37,17 +36,7 @@ export type EvidenceLab = Readonly<{
 }>;
 
 export const exportBundle = (store: EventStore, auditKey: KeyObject | null, moment = at, unsigned = false): Promise<EvidenceBundle> =>
-  buildEvidence(store, {
-    node,
-    at: parseAt(moment)!,
-    atText: moment,
-    from: null,
-    graceMs: 60_000,
-    auditKey,
-    declarationKey: null,
-    unsigned,
-    now: () => Date.UTC(2026, 0, 2),
-  });
+  evidenceBundle(store, node, moment, { auditKey, unsigned, now: Date.UTC(2026, 0, 2) });
 
 export async function createEvidenceLab(): Promise<EvidenceLab> {
   const dir = mkdtempSync(join(tmpdir(), 'converge-evidence-'));

@@ -5,17 +5,15 @@ import { join } from 'node:path';
 import { generateKeyPairSync } from 'node:crypto';
 import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { parseAt } from '../../projections/index.ts';
 import { signCheckpoint } from '../../src/core/audit/checkpoint.ts';
 import { eventLeafHash } from '../../src/core/audit/leaf.ts';
 import { createProofTree } from '../../src/core/audit/proofTree.ts';
 import { auditStream, makeAuditCheckpointed } from '../../src/core/events/index.ts';
-import { buildEvidence } from '../../src/readModel/evidence/build.ts';
 import { withArchive } from '../../src/store/archive/withArchive.ts';
 import type { EventStore } from '../../src/store/port.ts';
 import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
-import { unsignedBundle, withoutSummaries } from '../support/evidence.ts';
+import { evidenceBundle, unsignedBundle, withoutSummaries } from '../support/evidence.ts';
 import { randomFleet, untimed } from '../support/steppedFleet.ts';
 
 // An evidence bundle as of a moment reads the node's stream as of it (docs/store.md "Segment time
@@ -137,19 +135,7 @@ test("a checkpoint inside the archived part: the node's rows kept hot within it 
   // As of a position, and as of the checkpoint (whose last leaf, inside the archive, export finds the position of).
   const ask = async (store: EventStore, moment = at) => {
     try {
-      return JSON.stringify(
-        await buildEvidence(store, {
-          node,
-          at: parseAt(moment === 'checkpoint' ? '0' : moment)!,
-          atText: moment,
-          from: null,
-          graceMs: 60_000,
-          auditKey: publicKey,
-          declarationKey: null,
-          unsigned: false,
-          now: () => 0,
-        }),
-      );
+      return JSON.stringify(await evidenceBundle(store, node, moment, { auditKey: publicKey }));
     } finally {
       await store.close();
     }

@@ -4,15 +4,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { parseAt } from '../../projections/index.ts';
 import { makeAliveSeen, streamOf } from '../../src/core/events/index.ts';
 import { createAuditCheckpoints } from '../../src/engine/auditCheckpoints.ts';
-import { buildEvidence } from '../../src/readModel/evidence/build.ts';
 import { withArchive } from '../../src/store/archive/withArchive.ts';
 import type { ArchivedStore } from '../../src/store/archive/withArchive.ts';
 import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
-import { withoutSummaries } from '../support/evidence.ts';
+import { evidenceBundle, withoutSummaries } from '../support/evidence.ts';
 import { logger } from '../support/logger.ts';
 
 // A signed export over an archive read from its segments' summaries (docs/audit.md "Proofs
@@ -24,18 +22,7 @@ const dir = mkdtempSync(join(tmpdir(), 'converge-archive-signed-export-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const audit = generateKeyPairSync('ed25519');
 
-const bundleOf = (store: ArchivedStore, node: string, atText: string) =>
-  buildEvidence(store, {
-    node,
-    at: parseAt(atText) ?? { kind: 'position', position: 0n },
-    atText,
-    from: null,
-    graceMs: 60_000,
-    auditKey: audit.publicKey,
-    declarationKey: null,
-    unsigned: false,
-    now: () => 0,
-  });
+const bundleOf = (store: ArchivedStore, node: string, at: string) => evidenceBundle(store, node, at, { auditKey: audit.publicKey });
 
 test('a signed export over summarised segments whose checkpoints end inside ranges the node has no row in', async () => {
   const path = join(dir, 'fleet.db');
