@@ -20,10 +20,12 @@ CREATE TABLE IF NOT EXISTS archive_segment_summaries (
 ) WITHOUT ROWID;
 `;
 
+const hasTable = (db: Database.Database): boolean =>
+  db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archive_segment_summaries'").pluck().get() !== undefined;
+
 /** Make the table if the file has none; writes nothing once it is there. */
 export function ensureSegmentSummaries(db: Database.Database): void {
-  const there = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archive_segment_summaries'").pluck().get();
-  if (there === undefined) db.exec(summariesTable);
+  if (!hasTable(db)) db.exec(summariesTable);
 }
 
 /** Record a segment's summary; call inside the transaction that records the segment (or alone, for a back-fill). */
@@ -36,8 +38,7 @@ export function prepareRecordSegmentSummary(db: Database.Database): (file: strin
 
 /** Every listed segment's stored summary, by file; a table the file does not have yet (a store never opened for writing) reads as none. */
 export function prepareSegmentSummariesQuery(db: Database.Database): () => Map<string, RangeSummaryJson | string> {
-  const there = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archive_segment_summaries'").pluck().get();
-  if (there === undefined) return () => new Map();
+  if (!hasTable(db)) return () => new Map();
   const all = db
     .prepare(
       'SELECT s.file, first_leaf, end_leaf, roots, foreign_rows FROM archive_segment_summaries s JOIN archive_segments a ON a.file = s.file',
