@@ -17,8 +17,6 @@ export const defaultSliceMs = 2;
 export type TurnQueue = Readonly<{
   /** Resolves in a later turn of the loop, once the jobs that asked before have had theirs: one a turn. */
   next: () => Promise<void>;
-  /** Jobs waiting for a turn. */
-  waiting: () => number;
 }>;
 
 /** A queue of jobs waiting for the loop; `defer` runs a callback in a later turn (setImmediate). */
@@ -43,7 +41,6 @@ export function createTurnQueue(defer: (fn: () => void) => void = setImmediate):
         waiters.push(resolve);
         arm();
       }),
-    waiting: () => waiters.length,
   };
 }
 
