@@ -19,14 +19,14 @@ export type TurnQueue = Readonly<{
   next: () => Promise<void>;
 }>;
 
-/** A queue of jobs waiting for the loop; `defer` runs a callback in a later turn (setImmediate). */
-export function createTurnQueue(defer: (fn: () => void) => void = setImmediate): TurnQueue {
+/** A queue of jobs waiting for the loop. */
+function createTurnQueue(): TurnQueue {
   const waiters: (() => void)[] = [];
   let armed = false;
   const arm = (): void => {
     if (armed) return;
     armed = true;
-    defer(dispatch);
+    setImmediate(dispatch);
   };
   // One waiter a turn: a callback deferred from the setImmediate phase runs in the next turn.
   function dispatch(): void {
@@ -53,7 +53,7 @@ export const nextTurn = (): Promise<void> => sharedTurns.next();
 export type TurnBudget = Readonly<{
   /** True once the slice begun at the last `nextSlice` (or at creation) has run `sliceMs`. */
   spent: () => boolean;
-  /** Give the loop back (`turns`, by default `sharedTurns`) and begin the next slice in this job's turn. */
+  /** Give the loop back (`sharedTurns`) and begin the next slice in this job's turn. */
   nextSlice: () => Promise<void>;
 }>;
 
@@ -62,18 +62,15 @@ export type TurnBudgetOptions = Readonly<{
   sliceMs?: number;
   /** A clock in ms (tests inject one). */
   now?: () => number;
-  /** The queue it waits in (tests); by default the engine's `sharedTurns`. */
-  turns?: TurnQueue;
 }>;
 
 export function createTurnBudget(options: TurnBudgetOptions = {}): TurnBudget {
   const sliceMs = Math.max(0, options.sliceMs ?? defaultSliceMs);
   const now = options.now ?? (() => performance.now());
-  const turns = options.turns ?? sharedTurns;
   let began = now();
   const spent = (): boolean => now() - began >= sliceMs;
   const nextSlice = async (): Promise<void> => {
-    await turns.next();
+    await sharedTurns.next();
     began = now();
   };
   return { spent, nextSlice };
