@@ -20,7 +20,11 @@ const recording = (into: OutboundDeclaration[]): DeclarationPublisher => ({
   publish: async (d) => void into.push(d),
   close: async () => undefined,
 });
-const lease = { retryMs: 50, ttlMs: 5_000 };
+// A lease given up, or whose holder's session ended, is taken within retryMs whatever the ttl, so
+// those tests use a long one: a short ttl only lets a stall of this loaded process hand it over
+// early. The silent holder's test waits the ttl out, so it uses a short one.
+const lease = { retryMs: 50, ttlMs: 60_000 };
+const shortLease = { retryMs: 50, ttlMs: 5_000 };
 
 describeOnPostgres('relay lease on a PostgreSQL store', () => {
   const scratch = scratchSchema('converge_lease');
@@ -130,7 +134,7 @@ describeOnPostgres('relay lease on a PostgreSQL store', () => {
   test('a relay that takes the lease from a holder that did not give it up fences the broker before its first publish', async () => {
     // The holder's engine is gone (its session ended) or silent (its beat stopped): a publish it
     // issued may still be on the wire to the broker, so the new holder closes the way first.
-    const storeB = createPostgresEventStore(scratch.url, { lease, pollMs: 60_000 });
+    const storeB = createPostgresEventStore(scratch.url, { lease: shortLease, pollMs: 60_000 });
     const order: string[] = [];
     const publisher: DeclarationPublisher = { publish: async (d) => void order.push(`publish ${d.digest}`), close: async () => undefined };
     const relayB = createRelay({
