@@ -12,12 +12,11 @@
 //   npm run bench -- history     CONVERGE_BENCH_SCALE=0.01 (100 nodes) for a quick look; BENCH_HISTORY_NODES (default
 //                                10,000 × scale), BENCH_HISTORY_DAYS (7), BENCH_HISTORY_OUTAGES (per node per day, 2),
 //                                BENCH_HISTORY_PASSES (warm starts per store, alternating, 5)
-import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
-import pino from 'pino';
 import { generateSigningKey } from '../src/core/declaration/index.ts';
 import {
   makeAliveSeen,
@@ -25,19 +24,18 @@ import {
   makeObservationStarted,
   makeObservationStopped,
   makeReportReceived,
-  observationStream,
-  streamOf,
 } from '../src/core/events/index.ts';
 import { encodeReport } from '../src/core/wire/index.ts';
 import { createLivenessRecorder } from '../src/engine/liveness/recorder.ts';
 import type { LivenessRecorder } from '../src/engine/liveness/recorder.ts';
-import { createProjectionRunner } from '../src/readModel/projectionRunner.ts';
 import { stateAsOf } from '../src/readModel/queries.ts';
 import { recentLatencyLimit, sendHistoryLimit } from '../projections/index.ts';
-import type { EventStore, NewEvent, StreamWrite } from '../src/store/index.ts';
+import type { NewEvent } from '../src/store/index.ts';
 import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
 import { openSnapshot } from '../src/readModel/snapshot/snapshotFile.ts';
 import { archiveHistory } from './support/archiveHistory.ts';
+import { coldStart, copyStore, meteredStore, warmCpu, warmStart } from './support/historyStores.ts';
+import type { Metered } from './support/historyStores.ts';
 import { createBenchReport } from './support/report.ts';
 
 const scale = Number(process.env['CONVERGE_BENCH_SCALE'] ?? 1);
@@ -61,7 +59,6 @@ const graceMs = 60_000;
 const target = { nodes: 100_000, days: 365 };
 const dayMs = 86_400_000;
 const day0 = Date.parse('2026-01-01T00:00:00Z');
-const logger = pino({ level: 'silent' });
 const dir = mkdtempSync(join(tmpdir(), 'converge-bench-history-'));
 const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const nodes = Array.from({ length: nodeCount }, (_, i) => `node-${String(i).padStart(6, '0')}`);
@@ -78,57 +75,6 @@ function prng(seed: number): () => number {
   };
 }
 
-/** A store whose appends are metered: bytes (pages in use) and events, by type and by day. */
-function meteredStore(path: string) {
-  // synchronous=NORMAL: how often the WAL is synced changes nothing on disk but the time to write.
-  let store: EventStore = createSqliteEventStore(path, { synchronous: 'NORMAL' });
-  const meter = new Database(path, { readonly: true });
-  const pageSize = meter.pragma('page_size', { simple: true }) as number;
-  const used = (): number =>
-    ((meter.pragma('page_count', { simple: true }) as number) - (meter.pragma('freelist_count', { simple: true }) as number)) * pageSize;
-  const bytes = new Map<string, number>();
-  const counts = new Map<string, number>();
-  let day = new Map<string, number>();
-  const add = (m: Map<string, number>, k: string, n: number): void => void m.set(k, (m.get(k) ?? 0) + n);
-  return {
-    store: () => store,
-    used,
-    bytes,
-    counts,
-    /** Append events of one type (at most one per stream per call keeps order plain), metered. */
-    async append(events: readonly NewEvent[]): Promise<void> {
-      for (let i = 0; i < events.length; i += 2_000) {
-        const chunk = events.slice(i, i + 2_000);
-        const writes: StreamWrite[] = chunk.map((e) => ({
-          stream: e.type.startsWith('Observation') ? observationStream : streamOf((e.data as { node: string }).node),
-          expected: 'any',
-          events: [e],
-        }));
-        const before = used();
-        await store.append(writes);
-        const type = chunk[0]!.type;
-        add(bytes, type, used() - before);
-        add(counts, type, chunk.length);
-        add(day, type, chunk.length);
-      }
-    },
-    /** Events by type since the last call. */
-    takeDay(): Map<string, number> {
-      const d = day;
-      day = new Map();
-      return d;
-    },
-    async reopen(): Promise<void> {
-      await store.close();
-      store = createSqliteEventStore(path, { synchronous: 'NORMAL' });
-    },
-    async close(): Promise<void> {
-      await store.close();
-      meter.close();
-    },
-  };
-}
-type Metered = ReturnType<typeof meteredStore>;
 
 const key = generateSigningKey();
 const specs = Array.from({ length: 10 }, (_, i) => [{ id: 'web', image: `registry.example/web:1.${i}`, ports: [8080] }, { id: 'db' }]);
@@ -195,47 +141,6 @@ async function oldRuleBytesPerAlive(minutes: number): Promise<number> {
   return perEvent;
 }
 
-/** Cold start (fold from zero), then a snapshot written for the warm starts. */
-async function coldStart(path: string): Promise<number> {
-  const snapshot = { path: `${path}.snapshot`, everyEvents: 1e12 };
-  rmSync(snapshot.path, { force: true });
-  const t = performance.now();
-  const store = createSqliteEventStore(path);
-  const runner = createProjectionRunner({ store, logger, snapshot });
-  await runner.start();
-  await runner.caughtUp();
-  const coldS = (performance.now() - t) / 1000;
-  await runner.writeSnapshot();
-  await runner.stop();
-  await store.close();
-  return coldS;
-}
-
-/** CPU seconds of this process for each warm start, beside its wall time (the shared machine's load moves the wall far more). */
-const warmCpu = new Map<string, number[]>();
-
-/** A warm start: open the store, restore the read model from the snapshot, catch up. Wall seconds. */
-async function warmStart(path: string): Promise<number> {
-  const cpu0 = process.cpuUsage();
-  const t = performance.now();
-  const store = createSqliteEventStore(path);
-  const runner = createProjectionRunner({ store, logger, snapshot: { path: `${path}.snapshot`, everyEvents: 1e12 } });
-  await runner.start();
-  await runner.caughtUp();
-  const s = (performance.now() - t) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  warmCpu.set(path, [...(warmCpu.get(path) ?? []), (cpu.user + cpu.system) / 1e6]);
-  if (runner.readModel.size() !== nodeCount) throw new Error(`warm start gave ${runner.readModel.size()} nodes`);
-  await runner.stop();
-  await store.close();
-  return s;
-}
-
-/** A closed SQLite store and its snapshot, copied whole (the day-1 store, kept to start beside the end's). */
-function copyStore(from: string, to: string): void {
-  for (const suffix of ['', '-wal', '.snapshot']) if (existsSync(from + suffix)) copyFileSync(from + suffix, to + suffix);
-}
-
 try {
   const path = join(dir, 'history.db');
   const m = meteredStore(path);
@@ -281,9 +186,9 @@ try {
   // Both stores started in turn, so a burst of load on the shared machine falls on both alike.
   const warm = { day1: [] as number[], full: [] as number[], end: [] as number[], load: [] as number[] };
   for (let p = 0; p < startPasses; p++) {
-    warm.day1.push(await warmStart(day1Path));
-    if (fullCompared) warm.full.push(await warmStart(fullPath));
-    warm.end.push(await warmStart(path));
+    warm.day1.push(await warmStart(day1Path, nodeCount));
+    if (fullCompared) warm.full.push(await warmStart(fullPath, nodeCount));
+    warm.end.push(await warmStart(path, nodeCount));
     warm.load.push(loadavg()[0]!);
   }
 
