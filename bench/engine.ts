@@ -21,26 +21,24 @@
 //   BENCH_BEFORE_ROOT=<checkout>: also serve from another built checkout (say, the commit before a
 //   change), read against this one: a change's cost measured in one run, passes alternating
 //   (`npm run build` first: the engine runs from dist/, as `converge serve` does)
-import { execFileSync, spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request } from 'node:http';
-import type { IncomingMessage } from 'node:http';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import amqp from 'amqplib';
 import pino from 'pino';
 import { createManagementClient, seg } from '../src/brokerAdmin/managementClient.ts';
 import { generateSigningKey, signingKeyToPem } from '../src/core/declaration/index.ts';
-import { makeDeclarationSent, streamOf } from '../src/core/events/index.ts';
-import { createSqliteEventStore, withoutAuditTreeKey } from '../src/store/sqlite/sqliteEventStore.ts';
-import type { StreamWrite } from '../src/store/index.ts';
+import { withoutAuditTreeKey } from '../src/store/sqlite/sqliteEventStore.ts';
 import { connectAmqp } from '../src/transport/amqpConnection.ts';
 import { meshTopology } from '../src/transport/topology.ts';
-import { encodeReport } from '../src/core/wire/index.ts';
 import { createScratchVhost, defaultBroker } from '../test/support/broker.ts';
+import { children, cpuMicros, findBrokerPid, httpGet, sleep, startChild, waitForLine } from './engine/children.ts';
+import type { Child } from './engine/children.ts';
+import { measureLatency } from './engine/latency.ts';
+import { fillQueue, prefillStore, reportBody } from './engine/prefill.ts';
 import { createBenchReport } from './support/report.ts';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -49,7 +47,6 @@ const passes = Number(process.env['BENCH_PASSES'] ?? 3);
 const rate = Number(process.env['BENCH_RATE'] ?? 1_000);
 const seconds = Number(process.env['BENCH_SECONDS'] ?? 10);
 const probes = Number(process.env['BENCH_AWAIT_PROBES'] ?? 40);
-const clockTick = 100; // CLK_TCK on Linux: /proc/<pid>/stat counts CPU in 1/100 s
 const logger = pino({ level: 'silent' });
 
 if (!existsSync(join(root, 'dist/src/cli/main.js'))) {
@@ -64,7 +61,7 @@ const dir = mkdtempSync(join(tmpdir(), 'converge-bench-engine-'));
 // report carries its node's user_id as a real node's would and the engine's sender check runs.
 const publisherUser = `bench-publisher-${randomBytes(4).toString('hex')}`;
 const publisherPass = randomBytes(16).toString('hex');
-const children = new Set<ChildProcess>();
+const brokerPid = findBrokerPid();
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 const report = createBenchReport(
@@ -75,128 +72,14 @@ const report = createBenchReport(
     "queue's first drop to every report folded (serve's /healthz position) or committed (the baseline). Then report → " +
     `visible and \`await\` latency on a serve under a steady load of ${fmt(rate)} reports/s (no baseline: the goal is absolute).`,
 );
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** utime + stime of a process in µs (all its threads: GC, libuv pool, SQLite's writer), or of its main thread alone. */
-function cpuMicros(pid: number, mainThread = false): number {
-  const stat = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) / clockTick) * 1e6;
-}
 
 type Scenario = Readonly<{ name: string; nodes: readonly string[] }>;
-type Prefilled = Readonly<{ head: bigint; digests: ReadonlyMap<string, string> }>;
 
 const key = generateSigningKey();
 const keyPath = join(dir, 'key.pem');
 
-/**
- * A store that already holds one declaration per node (so reports match and the fold does its
- * full work), written through the engine's own event constructor and store, with the relay's
- * checkpoint at the head: those declarations count as delivered, and no inbox is declared.
- */
-async function prefillStore(path: string, nodes: readonly string[]): Promise<Prefilled> {
-  const store = createSqliteEventStore(path);
-  const digests = new Map<string, string>();
-  const now = new Date();
-  for (let i = 0; i < nodes.length; i += 1_000) {
-    const writes: StreamWrite[] = nodes.slice(i, i + 1_000).map((node) => {
-      const e = makeDeclarationSent({ node, serial: 1, resources: [{ id: 'web' }, { id: 'db' }], key, now });
-      digests.set(node, e.data.digest);
-      return { stream: streamOf(node), expected: 'no_stream', events: [e] };
-    });
-    await store.append(writes);
-  }
-  const head = (await store.headPosition()) ?? 0n;
-  await store.setCheckpoint('relay', head);
-  await store.close();
-  return { head, digests };
-}
-
-const reportBody = (node: string, declared: string): Buffer =>
-  encodeReport({ node, applied: ['web', 'db'], failed: {}, refused: '', carried: [8080], declared });
-
 const publisherUrl = (): string =>
   `amqp://${seg(publisherUser)}:${publisherPass}@${new URL(defaultBroker.amqpUrl).host}/${seg(scratch.vhost)}`;
-
-/** `count` reports into mesh.reports, round robin over the nodes, confirmed by the broker. */
-async function fillQueue(nodes: readonly string[], digests: ReadonlyMap<string, string>, count: number, tag: string): Promise<void> {
-  const lanes = 4;
-  await Promise.all(
-    Array.from({ length: lanes }, async (_, lane) => {
-      const conn = await amqp.connect(publisherUrl());
-      const ch = await conn.createConfirmChannel();
-      for (let i = lane; i < count; i += lanes) {
-        const node = nodes[i % nodes.length]!;
-        const ok = ch.publish('mesh', 'report', reportBody(node, digests.get(node)!), {
-          persistent: true,
-          userId: node,
-          messageId: `${tag}-${i}`,
-          contentType: 'application/json',
-        });
-        if (!ok) await new Promise((r) => ch.once('drain', r));
-        if (i % 4_000 < lanes) await ch.waitForConfirms();
-      }
-      await ch.waitForConfirms();
-      await conn.close();
-    }),
-  );
-}
-
-function httpGet(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-type Child = Readonly<{ proc: ChildProcess; lines: AsyncIterator<string>; stop: () => Promise<void> }>;
-
-function startChild(args: readonly string[], stdoutOrErr: 'stdout' | 'stderr'): Child {
-  const proc = spawn(process.execPath, args, { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
-  children.add(proc);
-  const out = stdoutOrErr === 'stdout' ? proc.stdout! : proc.stderr!;
-  const other = stdoutOrErr === 'stdout' ? proc.stderr! : proc.stdout!;
-  let tail = '';
-  // e.g. BENCH_SERVE_NODE_ARGS=--trace-gc BENCH_CHILD_OUTPUT=/tmp/gc.txt: what the child prints besides its lines.
-  const output = process.env['BENCH_CHILD_OUTPUT'];
-  other.on('data', (c: Buffer) => {
-    tail = (tail + c.toString()).slice(-4000);
-    if (output !== undefined) appendFileSync(output, c);
-  });
-  const lines = createInterface({ input: out })[Symbol.asyncIterator]();
-  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
-  proc.once('exit', (code, signal) => {
-    children.delete(proc);
-    if (code !== 0 && signal === null) console.error(`child ${args.join(' ')} exited ${code}: ${tail}`);
-  });
-  return {
-    proc,
-    lines,
-    stop: async () => {
-      if (proc.exitCode !== null || proc.signalCode !== null) return;
-      // serve stops on SIGTERM; the baseline when its stdin closes (after its last acks are flushed).
-      if (stdoutOrErr === 'stderr') proc.kill('SIGTERM');
-      proc.stdin?.end();
-      await exited;
-    },
-  };
-}
-
-async function waitForLine(lines: AsyncIterator<string>, match: RegExp): Promise<RegExpMatchArray> {
-  for (;;) {
-    const r = await lines.next();
-    if (r.done === true) throw new Error(`child ended before printing ${match}`);
-    const m = r.value.match(match);
-    if (m !== null) return m;
-  }
-}
 
 /**
  * `converge serve` on a store. `perNode` is the most reports any node sends in the run: the
@@ -213,6 +96,7 @@ function startServe(
   withoutTree = false,
 ): Child & { url: Promise<string> } {
   const c = startChild(
+    root,
     [
       // e.g. BENCH_SERVE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to see where serve's time goes
       ...(process.env['BENCH_SERVE_NODE_ARGS']?.split(' ').filter((a) => a !== '') ?? []),
@@ -241,19 +125,6 @@ function startServe(
   return { ...c, url: waitForLine(c.lines, /converge serving on (\S+)/).then((m) => m[1]!) };
 }
 
-/** The local broker's process (RabbitMQ's Erlang VM), or null when the broker runs elsewhere: its CPU is the machine's too. */
-const brokerPid = ((): number | null => {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'beam.smp') return Number(entry);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return null;
-})();
-
 type Drain = Readonly<{ seconds: number; cpuPerReport: number; mainCpuPerReport: number; brokerCpuPerReport: number | null }>;
 
 /** Reports found back in mesh.reports at the start of a pass (taken but never acked by the one before). */
@@ -263,7 +134,7 @@ let previous: string | null = null;
 /** Start the consumer on a full queue; time from the first message taken to the last one visible. */
 async function drain(kind: Side, scenario: Scenario, pass: number): Promise<Drain> {
   const path = join(dir, `${kind}-${scenario.name}-${pass}.db`);
-  const { head, digests } = await prefillStore(path, scenario.nodes);
+  const { head, digests } = await prefillStore(path, scenario.nodes, key);
   const conn = await amqp.connect(scratch.amqpUrl);
   const ch = await conn.createChannel();
   // What the previous pass's consumer had taken but not acked when it stopped comes back to the
@@ -271,7 +142,7 @@ async function drain(kind: Side, scenario: Scenario, pass: number): Promise<Drai
   const { messageCount: left } = await ch.purgeQueue('mesh.reports');
   if (left > 0) leftovers.push(`${left} after ${previous ?? 'an earlier run'}`);
   previous = `${kind} pass ${pass + 1} (${scenario.name})`;
-  await fillQueue(scenario.nodes, digests, total, `${kind}-${scenario.name}-${pass}`);
+  await fillQueue(publisherUrl(), scenario.nodes, digests, total, `${kind}-${scenario.name}-${pass}`);
   const depth = async (): Promise<number> => (await ch.checkQueue('mesh.reports')).messageCount;
   if ((await depth()) !== total) throw new Error(`queue holds ${await depth()} reports, expected ${total}`);
 
@@ -301,6 +172,7 @@ async function drain(kind: Side, scenario: Scenario, pass: number): Promise<Drai
     };
   } else {
     const base = startChild(
+      root,
       [
         ...(process.env['BENCH_BASELINE_NODE_ARGS']?.split(' ').filter((a) => a !== '') ?? []),
         '--import',
@@ -371,9 +243,6 @@ async function deadLetterCount(): Promise<number> {
     await conn.close();
   }
 }
-
-const pct = (sorted: readonly number[], p: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 
 async function drainScenario(scenario: Scenario): Promise<void> {
   const engine: Drain[] = [];
@@ -495,127 +364,6 @@ async function drainScenario(scenario: Scenario): Promise<void> {
     });
 }
 
-/** report → visible and await wake-up on a serve under a steady load of `rate` reports/s. */
-async function latency(): Promise<void> {
-  const loadNodes = Array.from({ length: 1_000 }, (_, i) => `load-${i}`);
-  const probeNodes = Array.from({ length: probes }, (_, i) => `probe-${i}`);
-  const others = Array.from({ length: 9_000 - probes }, (_, i) => `idle-${i}`);
-  const path = join(dir, 'latency.db');
-  const { digests } = await prefillStore(path, [...loadNodes, ...probeNodes, ...others]);
-  const serve = startServe(path, Math.ceil((rate * seconds) / loadNodes.length) + 1);
-  const url = await serve.url;
-  while ((await httpGet(`${url}/readyz`)).status !== 200) await sleep(20);
-
-  // Every node state change, as the dashboard would hear it.
-  const visible = new Map<string, number>();
-  const sse = await new Promise<IncomingMessage>((resolve, reject) => {
-    const req = request(`${url}/v1/events`, { agent: false }, resolve);
-    req.on('error', reject);
-    req.end();
-  });
-  let buf = '';
-  sse.setEncoding('utf8');
-  sse.on('data', (chunk: string) => {
-    const at = performance.now();
-    buf += chunk;
-    let end: number;
-    while ((end = buf.indexOf('\n\n')) >= 0) {
-      const block = buf.slice(0, end);
-      buf = buf.slice(end + 2);
-      const data = block.split('\n').find((l) => l.startsWith('data: '));
-      if (data === undefined) continue;
-      const v = JSON.parse(data.slice(6)) as { node: string; reports: number };
-      visible.set(`${v.node}#${v.reports}`, at);
-    }
-  });
-
-  const conn = await amqp.connect(publisherUrl());
-  const ch = await conn.createConfirmChannel();
-  const published = new Map<string, number>();
-  const sent = new Map<string, number>();
-  const publish = (node: string): void => {
-    const k = (sent.get(node) ?? 0) + 1;
-    sent.set(node, k);
-    published.set(`${node}#${k}`, performance.now());
-    ch.publish('mesh', 'report', reportBody(node, digests.get(node)!), {
-      persistent: true,
-      userId: node,
-      messageId: `lat-${node}-${k}`,
-      contentType: 'application/json',
-    });
-  };
-
-  // The steady load: rate/100 reports every 10 ms, round robin over the load nodes.
-  let next = 0;
-  let running = true;
-  const load = (async () => {
-    const start = performance.now();
-    let tick = 0;
-    while (running) {
-      const due = Math.floor(((performance.now() - start) / 1000) * rate);
-      while (next < due) publish(loadNodes[next++ % loadNodes.length]!);
-      tick++;
-      await sleep(Math.max(0, start + tick * 10 - performance.now()));
-    }
-  })();
-
-  // Await probes, one at a time during the load: a GET …/await for a node behind its
-  // declaration, then its matching report; the wake-up is publish → the await's answer.
-  const awaits: number[] = [];
-  const probeStart = performance.now();
-  for (const node of probeNodes) {
-    const answered = httpGet(`${url}/v1/nodes/${node}/await?timeoutMs=10000`).then((r) => ({ r, at: performance.now() }));
-    await sleep(50); // the request is registered by then (loopback, a few ms)
-    publish(node);
-    const t = published.get(`${node}#1`)!;
-    const { r, at } = await answered;
-    if (r.status === 200) awaits.push(at - t);
-    await sleep(Math.max(0, (seconds * 1000) / probeNodes.length - (performance.now() - probeStart) / (awaits.length + 1)));
-  }
-  while (performance.now() - probeStart < seconds * 1000) await sleep(50);
-  running = false;
-  await load;
-  await ch.waitForConfirms();
-  await sleep(1_000);
-  sse.destroy();
-  await conn.close();
-  await serve.stop();
-
-  const lat: number[] = [];
-  let missing = 0;
-  for (const [k, t] of published) {
-    if (k.startsWith('probe-')) continue;
-    const v = visible.get(k);
-    if (v === undefined) missing++;
-    else lat.push(v - t);
-  }
-  lat.sort((a, b) => a - b);
-  awaits.sort((a, b) => a - b);
-  const under = `under ${fmt(rate)} reports/s`;
-  report.row({
-    name: `report → visible (publish → its state on GET /v1/events) p50, ${under}`,
-    unit: 'ms',
-    better: 'lower',
-    converge: pct(lat, 50),
-    notes: `${fmt(lat.length)} reports${missing > 0 ? `, ${missing} never seen` : ''}`,
-  });
-  report.row({
-    name: `report → visible p99, ${under}`,
-    unit: 'ms',
-    better: 'lower',
-    converge: pct(lat, 99),
-    notes: `max ${pct(lat, 100).toFixed(1)} ms`,
-  });
-  report.row({
-    name: `await wake-up (matching report published → GET …/await answers) p50, ${under}`,
-    unit: 'ms',
-    better: 'lower',
-    converge: pct(awaits, 50),
-    notes: `${awaits.length} of ${probeNodes.length} probes`,
-  });
-  report.row({ name: `await wake-up p99, ${under}`, unit: 'ms', better: 'lower', converge: pct(awaits, 99) });
-}
-
 type Side = 'engine' | 'engine-group' | 'engine-traced' | 'engine-before' | 'engine-untreed' | 'baseline';
 const beforeRoot = process.env['BENCH_BEFORE_ROOT'];
 /** The commit the other checkout is at, named in the row. */
@@ -651,7 +399,18 @@ try {
   if (only === undefined || only.includes('one')) await drainScenario({ name: 'one node', nodes: ['solo'] });
   if (only === undefined || only.includes('10k'))
     await drainScenario({ name: '10,000 nodes', nodes: Array.from({ length: 10_000 }, (_, i) => `n${i}`) });
-  if (only === undefined || only.includes('latency')) await latency();
+  if (only === undefined || only.includes('latency'))
+    await measureLatency({
+      dir,
+      prefillStore: (p, n) => prefillStore(p, n, key),
+      startServe,
+      publisherUrl,
+      reportBody,
+      report,
+      rate,
+      seconds,
+      probes,
+    });
   if (leftovers.length > 0)
     report.note(
       `Reports back in mesh.reports when a pass began, purged first (delivered to the pass before and not acked when it stopped): ${leftovers.join('; ')}.`,

@@ -75,7 +75,6 @@ function prng(seed: number): () => number {
   };
 }
 
-
 const key = generateSigningKey();
 const specs = Array.from({ length: 10 }, (_, i) => [{ id: 'web', image: `registry.example/web:1.${i}`, ports: [8080] }, { id: 'db' }]);
 

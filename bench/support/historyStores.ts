@@ -104,4 +104,3 @@ export async function warmStart(path: string, nodes: number): Promise<number> {
 export function copyStore(from: string, to: string): void {
   for (const suffix of ['', '-wal', '.snapshot']) if (existsSync(from + suffix)) copyFileSync(from + suffix, to + suffix);
 }
-
