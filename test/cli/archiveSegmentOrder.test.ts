@@ -126,7 +126,12 @@ describeOnPostgres('segment order on a PostgreSQL store', () => {
         try {
           await client.query(`SET search_path TO ${scratch.schema}`);
           let n = 0;
-          const rows = (await client.query(text.replace(/\?/g, () => `$${++n}`), [...params])).rows as Record<string, unknown>[];
+          const rows = (
+            await client.query(
+              text.replace(/\?/g, () => `$${++n}`),
+              [...params],
+            )
+          ).rows as Record<string, unknown>[];
           return rows.map((r) => (r['archived_at'] instanceof Date ? { ...r, archived_at: r['archived_at'].toISOString() } : r));
         } finally {
           await client.end();
