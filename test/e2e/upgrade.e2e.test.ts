@@ -1,15 +1,44 @@
 import assert from 'node:assert/strict';
-import { before, test } from 'node:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, test } from 'node:test';
 import { createBrokerLab, describeOnBroker } from '../support/broker.ts';
 import { describeOnPostgres } from '../support/postgres.ts';
 import { buildPreviousRelease } from '../support/previousRelease.ts';
 import type { PreviousRelease } from '../support/previousRelease.ts';
+import { runUpgradeArchive } from './upgradeArchiveScenario.ts';
 import { runUpgrade } from './upgradeScenario.ts';
 
 // docs/operations.md "Upgrades": the previous release and this one side by side on one
 // PostgreSQL store and one broker, in both orders, and how each refuses what it cannot read.
 // Needs RabbitMQ, PostgreSQL, this checkout's build (npm run build) and git history holding the
-// previous release, which the test builds once and keeps under the OS temp dir.
+// previous release, which the test builds once and keeps under the OS temp dir. The archive's
+// upgrade needs neither broker nor PostgreSQL: one SQLite file and its archive folder.
+
+describe('upgrade over an archive', () => {
+  let release: PreviousRelease;
+  before(
+    () => {
+      release = buildPreviousRelease();
+    },
+    { timeout: 1_200_000 },
+  );
+  test(
+    'the previous release archives, this one reads it and archives more, the previous one reads that: the same answers throughout',
+    { timeout: 300_000 },
+    async (t) => {
+      const dir = mkdtempSync(join(tmpdir(), 'converge-upgrade-archive-'));
+      try {
+        const r = await runUpgradeArchive(release, dir);
+        t.diagnostic(r.notes.join('; '));
+        for (const [check, held] of Object.entries(r.checks)) assert.equal(held, true, `${check} did not hold; ${r.notes.join('; ')}`);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+});
 
 describeOnBroker('upgrade from the previous release', () => {
   describeOnPostgres('upgrade on one PostgreSQL store', () => {

@@ -9,6 +9,7 @@ import { withArchive } from '../../src/store/archive/withArchive.ts';
 import { archiveSqliteStore } from '../../src/store/sqlite/sqliteArchive.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { archivableFleet, dayMs } from '../support/archivableFleet.ts';
+import { historyInStore } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
 
 // docs/operations.md "Retention and archive": only history below the latest snapshot is archived,
@@ -80,5 +81,51 @@ test('a start with no usable snapshot over an archived store folds the archive t
     assert.equal([...runner.readModel.nodes()].length, 3);
   } finally {
     await store.close();
+  }
+});
+
+test('a warm start trusts a snapshot whose node kept its first event hot while later ones were archived', async () => {
+  // A node sent once: its first event is its last send, kept hot at revision 0, while the liveness
+  // transitions after it are archived; its hot stream has a gap in the middle, not at its start.
+  const path = join(dir, 'gap.db');
+  const archive = join(dir, 'gap-archive');
+  const store = createSqliteEventStore(path);
+  const h = historyInStore(store, Date.now() - 40 * dayMs);
+  const s = await h.send('n1');
+  h.tick(60_000);
+  await h.report('n1', { declared: s.digest, applied: ['web'] });
+  const last = h.now().getTime();
+  h.tick(10 * 60_000);
+  await h.silent('n1', last, 60_000);
+  h.tick(60_000);
+  await h.heard('n1', last);
+  h.tick(60_000);
+  await h.retire('n1');
+  const runner = createProjectionRunner({ store, logger, snapshot: { path: `${path}.snapshot`, everyEvents: 1_000_000 } });
+  await runner.start();
+  await runner.caughtUp();
+  await runner.writeSnapshot();
+  await runner.stop();
+  const snapshotPosition = (await store.headPosition())!;
+  await h.alive('n2');
+  await store.close();
+  const moved = await archiveSqliteStore(path, {
+    dir: archive,
+    before: new Date(Date.now() - 30 * dayMs).toISOString(),
+    belowPosition: snapshotPosition + 1n,
+  });
+  assert.equal(moved.events, 2, 'the silence and its end archived, the send, the report and the retirement kept hot');
+
+  const again = createSqliteEventStore(path);
+  try {
+    const warm = createProjectionRunner({ store: again, logger, snapshot: { path: `${path}.snapshot`, everyEvents: 1_000_000 } });
+    const folded: bigint[] = [];
+    warm.readModel.onChange((c) => folded.push(c.position));
+    await warm.start();
+    await warm.caughtUp();
+    await warm.stop();
+    assert.deepEqual(folded, [snapshotPosition + 1n], 'restored from the snapshot, not refused by its cross-check');
+  } finally {
+    await again.close();
   }
 });

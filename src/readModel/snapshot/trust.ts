@@ -119,7 +119,9 @@ export const crossCheckBudgetFor = (nodes: number): number => Math.min(crossChec
  * position and compare, reading at most `budget` events. A stream whose first stored event is not
  * its revision 0 began in the archive (docs/operations.md, retention): it cannot be folded from the
  * store alone, and the warm start never reads the archive, so it is passed over and another drawn,
- * having cost the read of that first event only (under retention, every old node's stream).
+ * having cost the read of that first event only (under retention, every old node's stream). So is
+ * one that skips a revision later: its first event was kept hot (its last send or report) and
+ * events after it were archived.
  */
 export async function crossCheck(
   store: EventStore,
@@ -146,9 +148,16 @@ export async function crossCheck(
     const stream = first.length === 0 ? first : await store.readStream(streamOf(claimed.node));
     eventsRead += Math.max(0, stream.length - first.length);
     let folded: NodeState = initialNodeState(claimed.node);
-    for (const e of stream) {
+    let gap = false;
+    for (const [i, e] of stream.entries()) {
       if (e.position > snap.position) break;
+      // A revision skipped: events after the kept first one were archived (its last send or report is its first event).
+      if ((gap = e.revision !== BigInt(i))) break;
       if (isNodeEvent(e)) folded = foldNode(folded, e);
+    }
+    if (gap) {
+      archived++;
+      continue;
     }
     checked++;
     const diffs = compareStates(new Map([[claimed.node, folded]]), [claimed]);

@@ -11,7 +11,7 @@ import { manifestSql, readPostgresManifest, recordSegmentTimes } from './archive
 import { pgError, postgresConnection } from './connection.ts';
 import { clientFor } from './hosts.ts';
 import { markArchived, migrate } from './schema.ts';
-import { recordSegmentSummary } from './segmentSummaries.ts';
+import { recordSegmentOrder, recordSegmentSummary } from './segmentSummaries.ts';
 import { recordStreamFilter, streamFilterBackfill } from './streamFilter.ts';
 
 // Retention on PostgreSQL (docs/operations.md "Retention and archive"): the move of
@@ -123,6 +123,7 @@ function postgresSource(client: ClientBase, s: string, manifest: ArchiveManifest
           ],
         );
         await client.query(markArchived(s));
+        await recordSegmentOrder(client, s, seg.file);
         await recordSegmentTimes(client, s, seg.file, seg.rows);
         // The segment's sends, in the transaction that moves them: findSend never misses one.
         if (sends.length > 0)

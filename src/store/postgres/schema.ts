@@ -3,7 +3,7 @@ import type { ClientBase } from 'pg';
 import { ConvergeError } from '../../core/errors.ts';
 import { segmentTimesSql } from './archived.ts';
 import { auditSchemaV2 } from './audit.ts';
-import { segmentSummariesTableSql } from './segmentSummaries.ts';
+import { segmentOrderTableSql, segmentSummariesTableSql } from './segmentSummaries.ts';
 import { streamFilterTableSql } from './streamFilter.ts';
 
 // The tables behind the PostgreSQL adapter, all in one schema (default `converge`) so several
@@ -206,6 +206,7 @@ export async function migrate(client: ClientBase, schema: string): Promise<void>
       ['archive_stream_filter', streamFilterTableSql],
       ['archive_segment_times', segmentTimesSql],
       ['archive_segment_summaries', segmentSummariesTableSql],
+      ['archive_segment_order', segmentOrderTableSql],
     ] as const) {
       const found = await client.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [`${schema}.${table}`]);
       if (found.rows[0]?.found === null) await client.query(sql(schema));

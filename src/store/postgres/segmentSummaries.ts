@@ -34,8 +34,40 @@ export async function recordSegmentSummary(client: ClientBase, s: string, file: 
   );
 }
 
-/** The listed segments' files in the order they were archived (the time each manifest row was written, then last position). */
-export const segmentOrderSql = (s: string): string => `SELECT file FROM ${s}.archive_segments ORDER BY archived_at, to_position, file`;
+// The order the segments were archived in, as SQLite keeps it (../sqlite/sqliteSegmentSummaries.ts):
+// a counter the move's transaction writes, since `archived_at` is the server's clock at the
+// transaction's start, which a clock stepped back (or a failover to a server whose clock is behind)
+// puts out of order; made at every open, and the release before writes none.
+export const segmentOrderTableSql = (s: string): string => `
+CREATE TABLE IF NOT EXISTS ${s}.archive_segment_order (
+  file text   PRIMARY KEY,
+  seq  bigint NOT NULL UNIQUE
+)`;
+
+/**
+ * Place segment `file` after every other segment the manifest names, in the move's transaction
+ * after its manifest row (the move holds the archive lock, so no other run counts beside it). Those
+ * with no place yet (archived before the counter, or by the release before) are placed first, by their time.
+ */
+export async function recordSegmentOrder(client: ClientBase, s: string, file: string): Promise<void> {
+  const next = `(SELECT coalesce(max(seq), 0) FROM ${s}.archive_segment_order)`;
+  await client.query(
+    `INSERT INTO ${s}.archive_segment_order (file, seq)
+     SELECT a.file, ${next} + row_number() OVER (ORDER BY a.archived_at, a.to_position, a.file)
+       FROM ${s}.archive_segments a
+      WHERE a.file <> $1 AND NOT EXISTS (SELECT 1 FROM ${s}.archive_segment_order o WHERE o.file = a.file)`,
+    [file],
+  );
+  await client.query(`INSERT INTO ${s}.archive_segment_order (file, seq) VALUES ($1, ${next} + 1)`, [file]);
+}
+
+/**
+ * The listed segments' files in the order they were archived: by the move's counter, then those it
+ * has not placed (archived since by the release before, or before the counter) by their time and last position.
+ */
+export const segmentOrderSql = (s: string): string =>
+  `SELECT a.file FROM ${s}.archive_segments a LEFT JOIN ${s}.archive_segment_order o ON o.file = a.file
+    ORDER BY o.seq IS NULL, o.seq, a.archived_at, a.to_position, a.file`;
 
 /** Keep summaries the back-fill made, in one statement; a segment that has one keeps it. */
 export function backfillSummariesQuery(s: string, summaries: ReadonlyMap<string, RangeSummaryJson>): QueryConfig {

@@ -8,7 +8,7 @@ import type { ArchiveManifest } from '../port.ts';
 import { timeSql } from '../storeStats.ts';
 import { indexArchivedSends, prepareRecordSends } from './sqliteArchivedSends.ts';
 import { migrate } from './sqliteSchema.ts';
-import { prepareRecordSegmentSummary } from './sqliteSegmentSummaries.ts';
+import { prepareRecordSegmentOrder, prepareRecordSegmentSummary } from './sqliteSegmentSummaries.ts';
 import { prepareRecordSegmentTimes, segmentTimesBackfill } from './sqliteSegmentTimes.ts';
 import { prepareRecordStreamFilter, streamFilterBackfill } from './sqliteStreamFilter.ts';
 import { backfillSegments } from '../archive/listedSegments.ts';
@@ -78,6 +78,7 @@ function sqliteSource(db: Database.Database, manifest: ArchiveManifest): Archive
     recordFilter: prepareRecordStreamFilter(db),
     recordTimes: prepareRecordSegmentTimes(db),
     recordSummary: prepareRecordSegmentSummary(db),
+    recordOrder: prepareRecordSegmentOrder(db),
     remove: db.prepare('DELETE FROM events WHERE position = ?').safeIntegers(),
   };
   const commit = db.transaction((seg: SegmentToRecord, pause: PauseAt) => {
@@ -95,6 +96,7 @@ function sqliteSource(db: Database.Database, manifest: ArchiveManifest): Archive
       new Date().toISOString(),
       sends,
     );
+    q.recordOrder(seg.file);
     q.recordFilter(seg.file, rows);
     q.recordTimes(seg.file, rows);
     if (seg.tree !== null) q.recordSummary(seg.file, seg.tree);

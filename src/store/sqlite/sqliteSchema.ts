@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { ConvergeError } from '../../core/errors.ts';
 import { migrateAuditTree } from './sqliteAudit.ts';
-import { ensureSegmentSummaries } from './sqliteSegmentSummaries.ts';
+import { ensureSegmentOrder, ensureSegmentSummaries } from './sqliteSegmentSummaries.ts';
 import { ensureSegmentTimes } from './sqliteSegmentTimes.ts';
 import type { AuditMigrationProgress } from './sqliteAudit.ts';
 
@@ -165,4 +165,5 @@ export function migrate(db: Database.Database, path: string, onProgress?: AuditM
   // Added at open with no version of their own, so the release before keeps opening the file (docs/store.md).
   ensureSegmentTimes(db);
   ensureSegmentSummaries(db);
+  ensureSegmentOrder(db);
 }

@@ -47,10 +47,55 @@ export function prepareSegmentSummariesQuery(db: Database.Database): () => Map<s
   return () => summariesOfRows(all.all() as StoredSummaryRow[]);
 }
 
-/** The listed segments' files in the order they were archived (the time each manifest row was written, then last position). */
+// The order the segments were archived in, which the back-fill places a segment by
+// (../../core/audit/summaryBackfill.ts): a counter the move's transaction writes, in a table of its
+// own made at open as the summaries' is, since the manifest's time is the clock's (a millisecond
+// two segments can share, a clock stepped back) and the release before writes no counter.
+const orderTable = `
+CREATE TABLE IF NOT EXISTS archive_segment_order (
+  file TEXT    PRIMARY KEY,
+  seq  INTEGER NOT NULL UNIQUE
+) WITHOUT ROWID;
+`;
+
+const hasOrderTable = (db: Database.Database): boolean =>
+  db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archive_segment_order'").pluck().get() !== undefined;
+
+/** Make the table if the file has none; writes nothing once it is there. */
+export function ensureSegmentOrder(db: Database.Database): void {
+  if (!hasOrderTable(db)) db.exec(orderTable);
+}
+
+/**
+ * Place segment `file` after every other segment the manifest names; call inside the transaction
+ * that records it, after its manifest row. Those with no place yet (archived before the counter, or
+ * by the release before, all of them since the last segment placed) are placed first, by their time.
+ */
+export function prepareRecordSegmentOrder(db: Database.Database): (file: string) => void {
+  const next = '(SELECT coalesce(max(seq), 0) FROM archive_segment_order)';
+  const unplaced = db.prepare(
+    `INSERT INTO archive_segment_order (file, seq) SELECT a.file, ${next} + row_number() OVER (ORDER BY a.archived_at, a.to_position, a.file) ` +
+      'FROM archive_segments a WHERE a.file <> ? AND NOT EXISTS (SELECT 1 FROM archive_segment_order o WHERE o.file = a.file)',
+  );
+  const place = db.prepare(`INSERT INTO archive_segment_order (file, seq) VALUES (?, ${next} + 1)`);
+  return (file) => {
+    unplaced.run(file);
+    place.run(file);
+  };
+}
+
+/**
+ * The listed segments' files in the order they were archived: by the move's counter, then those it
+ * has not placed (archived since by the release before, or before the counter) by their time and last position.
+ */
 export function prepareSegmentOrderQuery(db: Database.Database): () => string[] {
-  const all = db.prepare('SELECT file FROM archive_segments ORDER BY archived_at, to_position, file').pluck();
-  return () => all.all() as string[];
+  const all = hasOrderTable(db)
+    ? db.prepare(
+        'SELECT a.file FROM archive_segments a LEFT JOIN archive_segment_order o ON o.file = a.file ' +
+          'ORDER BY o.seq IS NULL, o.seq, a.archived_at, a.to_position, a.file',
+      )
+    : db.prepare('SELECT file FROM archive_segments ORDER BY archived_at, to_position, file');
+  return () => all.pluck().all() as string[];
 }
 
 /** Keep summaries the back-fill made, one transaction for all; a segment that has one keeps it. */
