@@ -1,0 +1,348 @@
+// The warm start at the end of a year, at the fleet's real width. A node's state in the read model,
+// and so in the snapshot, keeps its last `sendHistoryLimit` sends and `recentLatencyLimit` report
+// latencies and grows no further (projections/node/nodeState.ts): once every node has had that many
+// rounds, a longer history cannot make the snapshot wider, and a warm start reads the snapshot, not
+// the history. So the year's end is measured without a year: a store of 100,000 nodes that have
+// each had BENCH_WARM_ROUNDS rounds (default one more than fills the bounds) against a store of the
+// same nodes after one round, both written through the engine's own code (event constructors, the
+// liveness recorder, the SQLite store's append in calls of 2,000 writes). A round is a day: each
+// node heard (NodeHeard), sent a declaration, reporting on it 30 minutes later, then silent
+// (NodeSilent) until the next day.
+// Measured on both stores in turn, passes alternating: `converge serve` (dist, a child process,
+// no broker) from spawn to /readyz 200 on the snapshot the previous stop wrote, with its CPU and
+// RSS then, and the stop; and in this process the store opened and the read model restored from
+// the snapshot (wall and CPU), then every node's state built.
+//   npm run bench -- warmStartWidth   CONVERGE_BENCH_SCALE (1 = 100,000 nodes), BENCH_WARM_ROUNDS (17),
+//                                     BENCH_WARM_PASSES (3), BENCH_WARM_STORES=<dir> keeps and reuses the built stores
+import { spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { request } from 'node:http';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import pino from 'pino';
+import { generateSigningKey, specDigestOf } from '../src/core/declaration/index.ts';
+import {
+  makeDeclarationSent,
+  makeObservationStarted,
+  makeObservationStopped,
+  makeReportReceived,
+  observationStream,
+  streamOf,
+} from '../src/core/events/index.ts';
+import { encodeReport } from '../src/core/wire/index.ts';
+import { createLivenessRecorder } from '../src/engine/liveness/recorder.ts';
+import { createProjectionRunner } from '../src/readModel/projectionRunner.ts';
+import { recentLatencyLimit, sendHistoryLimit } from '../projections/index.ts';
+import type { NewEvent, StreamWrite } from '../src/store/index.ts';
+import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
+import { createBenchReport } from './support/report.ts';
+
+const root = new URL('..', import.meta.url).pathname;
+const scale = Number(process.env['CONVERGE_BENCH_SCALE'] ?? 1);
+const nodeCount = Math.max(10, Math.round(100_000 * scale));
+/** Rounds after which every node's bounded state is full: one send and one report a round. */
+const fullRounds = Math.max(sendHistoryLimit, recentLatencyLimit);
+const rounds = Math.max(2, Number(process.env['BENCH_WARM_ROUNDS'] ?? fullRounds + 1));
+const passes = Math.max(1, Number(process.env['BENCH_WARM_PASSES'] ?? 3));
+const keep = process.env['BENCH_WARM_STORES'];
+const dir = keep ?? mkdtempSync(join(tmpdir(), 'converge-bench-warm-width-'));
+const graceMs = 60_000;
+const dayMs = 86_400_000;
+const hourMs = 3_600_000;
+const day0 = Date.parse('2026-01-01T00:00:00Z');
+const logger = pino({ level: 'silent' });
+const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const mib = (bytes: number): number => bytes / 1024 / 1024;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const nodes = Array.from({ length: nodeCount }, (_, i) => `node-${String(i).padStart(6, '0')}`);
+
+if (!existsSync(join(root, 'dist/src/cli/main.js'))) {
+  console.error('bench/warmStartWidth: dist/ is missing; run `npm run build` first');
+  process.exit(1);
+}
+
+/**
+ * `roundCount` days of the fleet into a new SQLite store, one event type at a time so positions
+ * follow event times, as the engine's appends do. Returns the events written.
+ */
+async function build(path: string, roundCount: number): Promise<number> {
+  // NORMAL: how often the WAL is synced changes nothing the warm start reads, only the build's time.
+  const store = createSqliteEventStore(path, { synchronous: 'NORMAL' });
+  const rec = createLivenessRecorder({ graceMs });
+  const key = generateSigningKey();
+  const specs = Array.from({ length: 10 }, (_, i) => [{ id: 'web', image: `registry.example/web:1.${i}`, ports: [8080] }, { id: 'db' }]);
+  // Ten specs, their digests computed once as a bulk send does: signing each declaration is most of the build's time.
+  const specDigests = specs.map((r) => specDigestOf(r));
+  let written = 0;
+  const append = async (events: readonly NewEvent[]): Promise<void> => {
+    for (let i = 0; i < events.length; i += 2_000) {
+      const writes: StreamWrite[] = events
+        .slice(i, i + 2_000)
+        .map((e) => ({ stream: streamOf((e.data as { node: string }).node), expected: 'any', events: [e] }));
+      await store.append(writes);
+    }
+    written += events.length;
+  };
+  await store.append([{ stream: observationStream, expected: 'any', events: [makeObservationStarted('bench', day0, graceMs, null)] }]);
+  const digests: string[] = [];
+  for (let d = 0; d < roundCount; d++) {
+    const t = day0 + d * dayMs;
+    // 08:00: every node heard again (the recorder makes a NodeHeard for a node it holds silent).
+    const heard: NewEvent[] = [];
+    for (const [i, node] of nodes.entries()) {
+      const at = t + 8 * hourMs + i;
+      const e = rec.heard(node, at, at);
+      if (e !== null) heard.push(e);
+    }
+    await append(heard);
+    await append(
+      nodes.map((node, i) => {
+        const k = (i + d) % specs.length;
+        const e = makeDeclarationSent({
+          node,
+          serial: d + 1,
+          resources: specs[k]!,
+          specDigest: specDigests[k]!,
+          key,
+          now: new Date(t + 9 * hourMs + i),
+        });
+        digests[i] = e.data.digest;
+        return e;
+      }),
+    );
+    await append(
+      nodes.map((node, i) => {
+        const at = t + 9.5 * hourMs + i;
+        // A report is a sign of life too, as ingest hears it; the node is held heard, so nothing is recorded.
+        rec.heard(node, at, at);
+        const report = { node, applied: ['web', 'db'], failed: {}, refused: '', carried: [8080], declared: digests[i]! };
+        return makeReportReceived(report, encodeReport(report), { messageId: `r-${d}-${i}`, redelivered: false, userId: node }, at);
+      }),
+    );
+    // 12:00: the sweep finds every node silent past the grace (one outage a day, over by the next morning).
+    await append(rec.silences(t + 12 * hourMs, t + 12 * hourMs));
+  }
+  await store.append([
+    { stream: observationStream, expected: 'any', events: [makeObservationStopped('bench', day0 + roundCount * dayMs, 'stopped')] },
+  ]);
+  await store.close();
+  return written + 2;
+}
+
+function get(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+/** RSS (bytes) and CPU seconds (user + system, every thread) of a live process, from /proc. */
+function procOf(pid: number): { rss: number; cpuS: number } {
+  const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) * 1024;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command's closing parenthesis, from the state (field 3): utime is 14, stime 15.
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { rss, cpuS: (Number(f[11]) + Number(f[12])) / clockTicks };
+}
+
+type ServeStart = Readonly<{ readyS: number; cpuS: number; rss: number; stopS: number }>;
+
+/** serve over the store (no broker): spawn to /readyz 200, its CPU and RSS then; then stopped (it writes its snapshot), timed. */
+async function serveStart(storePath: string): Promise<ServeStart> {
+  const t0 = performance.now();
+  const proc = spawn(
+    process.execPath,
+    ['bin/converge.js', 'serve', '--store', `sqlite:${storePath}`, '--port', '0', '--log-level', 'error'],
+    { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  let err = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    proc.stderr.on('data', (c: Buffer) => {
+      err += c.toString();
+      const m = /converge serving on (\S+)/.exec(err);
+      if (m !== null) resolve(m[1]!);
+    });
+    proc.once('exit', () => reject(new Error(`serve exited: ${err}`)));
+  });
+  while ((await get(`${url}/readyz`)) !== 200) await sleep(10);
+  const readyS = (performance.now() - t0) / 1000;
+  const { rss, cpuS } = procOf(proc.pid!);
+  const s = performance.now();
+  proc.kill('SIGTERM');
+  await exited;
+  return { readyS, cpuS, rss, stopS: (performance.now() - s) / 1000 };
+}
+
+type InProcess = Readonly<{ wallS: number; cpuS: number; buildAllS: number; full: boolean }>;
+
+/**
+ * The store opened and the read model restored from the snapshot and caught up, wall and CPU of
+ * this process; then every node's state built (a restore builds each when first asked for), and
+ * whether the first node's bounded state is full.
+ */
+async function inProcessStart(path: string): Promise<InProcess> {
+  const cpu0 = process.cpuUsage();
+  const t = performance.now();
+  const store = createSqliteEventStore(path);
+  const runner = createProjectionRunner({ store, logger, snapshot: { path: `${path}.snapshot`, everyEvents: 1e12 } });
+  await runner.start();
+  await runner.caughtUp();
+  const wallS = (performance.now() - t) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const b = performance.now();
+  let built = 0;
+  for (const _ of runner.readModel.nodes()) built++;
+  const buildAllS = (performance.now() - b) / 1000;
+  if (built !== nodeCount) throw new Error(`warm start gave ${built} nodes`);
+  const first = runner.readModel.get(nodes[0]!)!;
+  const full = first.convergence.recentLatenciesMs.length === recentLatencyLimit && first.earlierSends.length === sendHistoryLimit - 1;
+  await runner.stop();
+  await store.close();
+  return { wallS, cpuS: (cpu.user + cpu.system) / 1e6, buildAllS, full };
+}
+
+const sizeOf = (p: string): number => (existsSync(p) ? statSync(p).size : 0);
+const storeBytes = (p: string): number => sizeOf(p) + sizeOf(`${p}-wal`);
+
+try {
+  if (keep !== undefined) mkdirSync(keep, { recursive: true });
+  const stores = { one: { rounds: 1, path: '' }, full: { rounds, path: '' } };
+  const built: Record<'one' | 'full', { events: number; s: number; cpuS: number }> = {
+    one: { events: 0, s: 0, cpuS: 0 },
+    full: { events: 0, s: 0, cpuS: 0 },
+  };
+  for (const side of ['one', 'full'] as const) {
+    const s = stores[side];
+    s.path = join(dir, `warm-${nodeCount}-${s.rounds}.db`);
+    if (existsSync(s.path)) continue;
+    process.stdout.write(`building ${fmt(nodeCount)} nodes × ${s.rounds} round(s) through the engine's own code… `);
+    const t = performance.now();
+    const cpu0 = process.cpuUsage();
+    const events = await build(s.path, s.rounds);
+    const cpu = process.cpuUsage(cpu0);
+    built[side] = { events, s: (performance.now() - t) / 1000, cpuS: (cpu.user + cpu.system) / 1e6 };
+    console.log(
+      `${fmt(events)} events in ${fmt(built[side].s, 1)} s, ${fmt(built[side].cpuS, 1)} CPU s (${fmt(events / built[side].s)} events/s)`,
+    );
+  }
+  // A cold serve first (no snapshot): it folds the store from zero and writes the snapshot the warm starts read.
+  const cold: Record<'one' | 'full', ServeStart | null> = { one: null, full: null };
+  for (const side of ['one', 'full'] as const) {
+    rmSync(`${stores[side].path}.snapshot`, { force: true });
+    cold[side] = await serveStart(stores[side].path);
+    console.log(`cold serve, ${side === 'one' ? '1 round' : `${rounds} rounds`}: ready in ${fmt(cold[side].readyS, 1)} s`);
+  }
+
+  // Passes alternate between the stores (and which goes first), so neither always gets the quieter machine.
+  const serve = { one: [] as ServeStart[], full: [] as ServeStart[] };
+  const inProc = { one: [] as InProcess[], full: [] as InProcess[] };
+  const load: number[] = [];
+  for (let p = 0; p < passes; p++) {
+    const order = p % 2 === 0 ? (['full', 'one'] as const) : (['one', 'full'] as const);
+    for (const side of order) serve[side].push(await serveStart(stores[side].path));
+    for (const side of order) inProc[side].push(await inProcessStart(stores[side].path));
+    load.push(loadavg()[0]!);
+  }
+  if (!inProc.full.every((r) => r.full) && rounds >= fullRounds) throw new Error('the full store’s node state is not full');
+
+  const snap = { one: sizeOf(`${stores.one.path}.snapshot`), full: sizeOf(`${stores.full.path}.snapshot`) };
+  const report = createBenchReport(
+    `Warm start at the fleet's width: ${fmt(nodeCount)} nodes after ${rounds} rounds against after one`,
+    `Two SQLite stores of ${fmt(nodeCount)} nodes written through the engine's own code, a round a day per node (heard, a ` +
+      `declaration, its report, silent): one after ${rounds} rounds, each node's bounded state in the snapshot full (its last ` +
+      `${sendHistoryLimit} sends, ${recentLatencyLimit} report latencies), which no longer history can widen; the baseline after one ` +
+      'round. `converge serve` (dist, a child process, no broker) warm, spawn to /readyz 200 on the snapshot its last stop wrote, ' +
+      'and the read model restored in process; passes alternate between the stores. The year-end warm start: ≤ 2 s, and the same as after a day.',
+  );
+  const pick = (xs: ServeStart[], f: (s: ServeStart) => number): number[] => xs.map(f);
+  const lastRss = (xs: ServeStart[]): number => mib(xs[xs.length - 1]!.rss);
+  report.row({
+    name: `serve: warm start → /readyz 200, after ${rounds} rounds, against after one`,
+    unit: 's',
+    better: 'lower',
+    converge: pick(serve.full, (s) => s.readyS),
+    baseline: pick(serve.one, (s) => s.readyS),
+    goal: { atMost: 2 },
+    notes:
+      `the same as after one round is the goal too: the CPU row below; cold (no snapshot, one start each) ` +
+      `${fmt(cold.full!.readyS, 1)} s against ${fmt(cold.one!.readyS, 1)} s; load average (1 min) ${load.map((l) => fmt(l, 1)).join(', ')}`,
+  });
+  report.row({
+    name: `serve: warm start's CPU to /readyz 200, after ${rounds} rounds, against after one`,
+    unit: 's',
+    better: 'lower',
+    converge: pick(serve.full, (s) => s.cpuS),
+    baseline: pick(serve.one, (s) => s.cpuS),
+    goal: { ratioAtMost: 1.25 },
+    notes: `every thread of the serve process, from /proc (${fmt(1000 / clockTicks)} ms ticks); "the same" is the goal, 1.25 the noise allowed`,
+  });
+  report.row({
+    name: `serve: RSS at /readyz 200 (warm), after ${rounds} rounds, against after one`,
+    unit: 'MiB',
+    better: 'lower',
+    converge: serve.full.map((s) => mib(s.rss)),
+    baseline: serve.one.map((s) => mib(s.rss)),
+    notes: `last pass ${fmt(lastRss(serve.full), 1)} against ${fmt(lastRss(serve.one), 1)} MiB`,
+  });
+  report.row({
+    name: `serve: stop (writes the snapshot), after ${rounds} rounds, against after one`,
+    unit: 's',
+    better: 'lower',
+    converge: pick(serve.full, (s) => s.stopS),
+    baseline: pick(serve.one, (s) => s.stopS),
+  });
+  report.row({
+    name: `snapshot size, after ${rounds} rounds, against after one`,
+    unit: 'MB',
+    better: 'lower',
+    converge: snap.full / 1e6,
+    baseline: snap.one / 1e6,
+    notes: `${fmt(snap.full / nodeCount)} B per node against ${fmt(snap.one / nodeCount)}; the one serve wrote at its last stop`,
+  });
+  report.row({
+    name: `in process: open the store, restore the snapshot, catch up, after ${rounds} rounds, against after one`,
+    unit: 's',
+    better: 'lower',
+    converge: inProc.full.map((r) => r.wallS),
+    baseline: inProc.one.map((r) => r.wallS),
+    goal: { atMost: 2 },
+    notes: `CPU best ${fmt(Math.min(...inProc.full.map((r) => r.cpuS)), 3)} s against ${fmt(Math.min(...inProc.one.map((r) => r.cpuS)), 3)} s`,
+  });
+  report.row({
+    name: `in process: the restore's CPU, after ${rounds} rounds, against after one`,
+    unit: 's',
+    better: 'lower',
+    converge: inProc.full.map((r) => r.cpuS),
+    baseline: inProc.one.map((r) => r.cpuS),
+    goal: { ratioAtMost: 1.25 },
+  });
+  report.row({
+    name: `in process: every node's state built after the restore, after ${rounds} rounds, against after one`,
+    unit: 's',
+    better: 'lower',
+    converge: inProc.full.map((r) => r.buildAllS),
+    baseline: inProc.one.map((r) => r.buildAllS),
+    notes: 'a restore builds a state when first asked for (a node page, the fleet view); this asks for all of them',
+  });
+  const builtNote = (side: 'one' | 'full'): string =>
+    built[side].events === 0
+      ? 'reused'
+      : `${fmt(built[side].events)} events built in ${fmt(built[side].s, 1)} s, ${fmt(built[side].cpuS, 1)} CPU s`;
+  report.note(
+    `Stores: after ${rounds} rounds ${fmt(storeBytes(stores.full.path) / 1e6)} MB (${builtNote('full')}), after one ` +
+      `${fmt(storeBytes(stores.one.path) / 1e6, 1)} MB (${builtNote('one')}). A round: NodeHeard at 08:00, DeclarationSent at 09:00, ` +
+      'its ReportReceived at 09:30, NodeSilent at 12:00 (the liveness recorder, grace 60 s). The machine is shared (2 cores): ' +
+      'read the CPU rows for "the same", the wall rows for the 2 s goal.',
+  );
+  report.end();
+} finally {
+  if (keep === undefined) rmSync(dir, { recursive: true, force: true });
+}
