@@ -14,6 +14,12 @@ const blockSize = 1024;
 export function latencyBucket(ms: number): number {
   const v = ms <= 0 ? 0 : Math.floor(ms);
   if (v < exactBelow) return v;
+  // Below 2^31 ms (24 days) the exponent is the highest set bit, found with integer instructions:
+  // a restore adds each node's recent latencies one by one, and Math.log2 was most of their cost.
+  if (v < 0x8000_0000) {
+    const high = 31 - Math.clz32(v);
+    return exactBelow + (high - 11) * subBuckets + ((v >>> (high - 10)) - subBuckets);
+  }
   const e = Math.min(maxExponent, Math.floor(Math.log2(v)));
   if (e >= maxExponent && v >= 2 ** (maxExponent + 1)) return bucketCount - 1;
   const sub = Math.floor(v / 2 ** (e - 10)) - subBuckets;

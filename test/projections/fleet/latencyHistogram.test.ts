@@ -47,3 +47,12 @@ test('every latency reads back as the low edge of its bucket, and buckets are in
   assert.equal(bucketValue(latencyBucket(3000)), 3000);
   assert.equal(latencyBucket(-5), 0);
 });
+
+test('a latency falls in the bucket whose range holds it, on both sides of every power of two', () => {
+  const holds = (v: number): void => {
+    const b = latencyBucket(v);
+    assert.ok(bucketValue(b) <= v && v < bucketValue(b + 1), `${v} in bucket ${b}: [${bucketValue(b)}, ${bucketValue(b + 1)})`);
+  };
+  for (let k = 11; k <= 44; k++) for (const d of [-2, -1, 0, 1, 2]) holds(2 ** k + d);
+  fc.assert(fc.property(fc.integer({ min: 2048, max: 2 ** 44 }), holds), { numRuns: 5_000 });
+});
