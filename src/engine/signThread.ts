@@ -1,0 +1,40 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import type { SigningKey } from '../core/declaration/index.ts';
+import type { Resource } from '../core/declaration/index.ts';
+import { signDeclarationOf } from '../core/events/index.ts';
+
+// The bulk sender's signing thread (signPool.ts): builds, digests and signs the declarations of a
+// batch with the key it was handed at its start, off the engine's event loop. It answers each
+// request with the three strings of each declaration, in the request's order; the engine thread
+// records them (sendBatch.ts). The key stays in this thread's memory: it is never posted back.
+
+export type SignThreadData = Readonly<{ key: SigningKey }>;
+/** `specs`: each distinct resources list once; `spec` of an item is its index there. `now`: ms since the epoch. */
+export type SignRequest = Readonly<{
+  id: number;
+  now: number;
+  specs: readonly (readonly Resource[])[];
+  nodes: readonly string[];
+  serials: readonly number[];
+  spec: readonly number[];
+}>;
+export type SignReply = Readonly<{ id: number; digests: string[]; declarations: string[]; signatures: string[] }>;
+
+const port = parentPort;
+if (port === null) throw new Error('signThread.ts runs as a worker thread');
+const { key } = workerData as SignThreadData;
+port.on('message', (m: SignRequest | 'close') => {
+  if (m === 'close') {
+    port.close();
+    return;
+  }
+  const now = new Date(m.now);
+  const reply: SignReply = { id: m.id, digests: [], declarations: [], signatures: [] };
+  for (let i = 0; i < m.nodes.length; i++) {
+    const signed = signDeclarationOf({ node: m.nodes[i]!, serial: m.serials[i]!, resources: m.specs[m.spec[i]!]!, key, now });
+    reply.digests.push(signed.digest);
+    reply.declarations.push(signed.declaration);
+    reply.signatures.push(signed.signature);
+  }
+  port.postMessage(reply);
+});
