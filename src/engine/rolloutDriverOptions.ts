@@ -42,6 +42,11 @@ export type RolloutDriverOptions = Readonly<{
   /** The liveness grace (serve --grace-ms): a node still behind at its wave's timeout and silent longer is 'silent'. */
   graceMs?: number;
   metrics?: Metrics;
+  /**
+   * Sign the waves' declarations on a thread of their own (signPool.ts; default true), the next
+   * batch while the current one is appended; false signs them on the engine's thread.
+   */
+  signOnThread?: boolean;
   /** Nodes sent per append call (and per RolloutSent), at most listLimit. */
   batchSize?: number;
   /**
