@@ -23,11 +23,7 @@ export type SignReply = Readonly<{ id: number; digests: string[]; declarations: 
 const port = parentPort;
 if (port === null) throw new Error('signThread.ts runs as a worker thread');
 const { key } = workerData as SignThreadData;
-port.on('message', (m: SignRequest | 'close') => {
-  if (m === 'close') {
-    port.close();
-    return;
-  }
+port.on('message', (m: SignRequest) => {
   const now = new Date(m.now);
   const reply: SignReply = { id: m.id, digests: [], declarations: [], signatures: [] };
   for (let i = 0; i < m.nodes.length; i++) {
