@@ -30,9 +30,18 @@ export type SignPoolOptions = Readonly<{
   key: SigningKey;
   /** Told once, when the thread fails (the sender then signs on its own thread). */
   onFailure?: (err: Error) => void;
+  /**
+   * How much lower than the engine's thread the signing thread runs (nice, Linux; default 10): on
+   * two cores shared with the simulated fleet, at the same priority it took the turns the API and
+   * the fleet waited for (docs/design.md "Sharing the event loop").
+   */
+  nice?: number;
   /** Starts the thread (tests start one that fails); default signThread.ts beside this file. */
   spawn?: (data: SignThreadData) => Worker;
 }>;
+
+/** The signing thread's nice above the engine's: it signs with the cores the others leave. */
+export const defaultSignNice = 10;
 
 type Pending = { count: number; resolve: (s: SignedDeclaration[]) => void; reject: (e: Error) => void };
 
@@ -77,7 +86,7 @@ export function createSignPool(options: SignPoolOptions): SignPool {
 
   function started(): Worker {
     if (worker !== null) return worker;
-    const w = spawn({ key: options.key });
+    const w = spawn({ key: options.key, nice: options.nice ?? defaultSignNice });
     w.on('message', (m: SignReply) => {
       if (worker === w) answer(m);
     });

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { SigningKey } from '../core/declaration/index.ts';
 import type { Resource } from '../core/declaration/index.ts';
@@ -8,7 +10,8 @@ import { signDeclarationOf } from '../core/events/index.ts';
 // request with the three strings of each declaration, in the request's order; the engine thread
 // records them (sendBatch.ts). The key stays in this thread's memory: it is never posted back.
 
-export type SignThreadData = Readonly<{ key: SigningKey }>;
+/** `nice`: how much lower than the engine's thread this one runs (setpriority's nice; Linux). */
+export type SignThreadData = Readonly<{ key: SigningKey; nice?: number }>;
 /** `specs`: each distinct resources list once; `spec` of an item is its index there. `now`: ms since the epoch. */
 export type SignRequest = Readonly<{
   id: number;
@@ -22,7 +25,17 @@ export type SignReply = Readonly<{ id: number; digests: string[]; declarations: 
 
 const port = parentPort;
 if (port === null) throw new Error('signThread.ts runs as a worker thread');
-const { key } = workerData as SignThreadData;
+const { key, nice } = workerData as SignThreadData;
+// Signing is background work: where the cores are short, the engine thread (the API, ingest) and
+// whatever else runs at the normal priority go first. On Linux a thread's id sets its own priority.
+if (nice !== undefined && nice !== 0) {
+  try {
+    const tid = Number(readFileSync('/proc/thread-self/stat', 'utf8').split(' ')[0]);
+    setPriority(tid, Math.min(19, getPriority() + nice));
+  } catch {
+    // No such file (not Linux), or not allowed: the thread runs at the engine's priority.
+  }
+}
 port.on('message', (m: SignRequest) => {
   const now = new Date(m.now);
   const reply: SignReply = { id: m.id, digests: [], declarations: [], signatures: [] };

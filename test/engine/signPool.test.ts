@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import { readFileSync, readdirSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { test } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import { createBatchSender } from '../../src/engine/sendBatch.ts';
 import type { BatchItem, SendManyOptions } from '../../src/engine/sendBatch.ts';
-import { createSignPool } from '../../src/engine/signPool.ts';
+import { createSignPool, defaultSignNice } from '../../src/engine/signPool.ts';
 import type { SignPool } from '../../src/engine/signPool.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
@@ -179,5 +181,26 @@ test('closing the pool stops its thread and rejects what it had not answered; a 
     await exited;
     assert.match(await waiting, /closed/);
     assert.ok(pool.usable());
+  }
+});
+
+test('the signing thread runs below the engine thread: the cores go to the API, ingest and the fleet first (Linux)', async () => {
+  /** The nice of each thread of this process, from its stat (the 19th field). */
+  const nices = (): number[] =>
+    readdirSync('/proc/self/task').flatMap((tid) => {
+      try {
+        const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+        return [Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])];
+      } catch {
+        return []; // a thread that ended meanwhile
+      }
+    });
+  const mine = getPriority();
+  const pool = createSignPool({ key: testKey });
+  try {
+    await pool.sign(now(), [{ node: 'a', serial: 1, resources: [] }]);
+    assert.ok(nices().includes(Math.min(19, mine + defaultSignNice)), `threads at ${nices().join(', ')}, this one at ${mine}`);
+  } finally {
+    await pool.close();
   }
 });
