@@ -68,12 +68,13 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   // The wave's declarations are signed on a thread of their own (signPool.ts), started at the
   // first send and stopped with the driver; should it fail, the sender signs here again.
   const signPool =
-    options.signOnThread === false
+    options.signPool === null
       ? undefined
-      : createSignPool({
+      : (options.signPool ??
+        createSignPool({
           key: options.key,
           onFailure: (err) => logger.error({ err: err.message }, 'signing thread failed; signing on the engine thread from now on'),
-        });
+        }));
   const sender: BatchSender = createBatchSender({
     store,
     key: options.key,

@@ -5,8 +5,9 @@ import { createTurnBudget } from '../turnBudget.ts';
 import type { SignPool } from './signPool.ts';
 
 // Where the bulk sender's declarations are signed (sendBatch.ts): on the signing thread when the
-// sender has one (signPool.ts), else on this thread in slices of a turn (src/turnBudget.ts), as
-// when the thread failed. Signed bytes depend on the node, its serial, the time and the resources
+// sender has one (signPool.ts) and it has loaded, else on this thread in slices of a turn
+// (src/turnBudget.ts): while the thread starts (a rollout's first, small waves are not kept
+// waiting for it) and once it failed. Signed bytes depend on the node, its serial, the time and the resources
 // only, so either thread gives the same declaration for the same four.
 //
 // `ahead` begins signing the batch a caller will send next while this one is appended: a
@@ -54,10 +55,18 @@ export function createDeclarationSigner(options: Readonly<{ key: SigningKey; poo
     return out;
   }
 
+  /** Whether the thread signs now; one still loading is started and not waited for (here, the first batches). */
+  function threadReady(): boolean {
+    if (pool === undefined || !pool.usable()) return false;
+    if (pool.ready()) return true;
+    pool.start();
+    return false;
+  }
+
   /** On the thread while it works; a request it failed is signed here (nothing was stored from it). */
   function fresh(at: Date, items: readonly ToSign[]): Promise<SignedDeclaration[]> {
     if (items.length === 0) return Promise.resolve([]);
-    if (pool === undefined || !pool.usable()) return here(at, items);
+    if (pool === undefined || !threadReady()) return here(at, items);
     return pool.sign(at, items).catch(() => here(at, items));
   }
 
@@ -91,7 +100,7 @@ export function createDeclarationSigner(options: Readonly<{ key: SigningKey; poo
       return out;
     },
     ahead(at, items) {
-      if (pool === undefined || !pool.usable() || items.length === 0) return;
+      if (pool === undefined || items.length === 0 || !threadReady()) return;
       const byNode = new Map(items.map((t, index) => [t.node, { index, serial: t.serial, specText: t.specText }]));
       slot = { at, items: byNode, signed: pool.sign(at, items).catch(() => null) };
     },

@@ -7,7 +7,8 @@ import type { SignReply, SignRequest, SignThreadData } from './signThread.ts';
 // The bulk sender's signing off the engine thread (docs/design.md "Sharing the event loop"):
 // building, digesting and Ed25519-signing a declaration is most of a send's CPU, ~40 µs a node,
 // and on the engine thread it took turns from the API, ingest and the projections. One thread
-// (signThread.ts), started at the first request, holds the key, handed to it once at its start.
+// (signThread.ts), started at the first send, holds the key, handed to it once at its start; it
+// says when it has loaded (`ready`), and the sends before that are signed on the engine thread.
 // Requests are answered in the order they were posted, so a batch queued behind the one being
 // signed is signed next, while the engine thread appends the first (sendBatch.ts `ahead`).
 //
@@ -22,6 +23,10 @@ export type SignPool = Readonly<{
   sign: (now: Date, items: readonly SignItem[]) => Promise<SignedDeclaration[]>;
   /** Whether requests still go to the thread: false once it failed. */
   usable: () => boolean;
+  /** Whether the thread has loaded: a request now is not kept waiting for its start. */
+  ready: () => boolean;
+  /** Start the thread (if it is not running) without asking it anything. */
+  start: () => void;
   /** Stop the thread; requests not answered are rejected. A later request starts it again. */
   close: () => Promise<void>;
 }>;
@@ -51,6 +56,7 @@ export function createSignPool(options: SignPoolOptions): SignPool {
   const spawn = options.spawn ?? defaultSpawn;
   let worker: Worker | null = null;
   let ended: Error | null = null;
+  let loaded = false;
   let ids = 0;
   const pending = new Map<number, Pending>();
 
@@ -60,6 +66,7 @@ export function createSignPool(options: SignPoolOptions): SignPool {
     pending.clear();
     const w = worker;
     worker = null;
+    loaded = false;
     return w;
   }
 
@@ -73,6 +80,10 @@ export function createSignPool(options: SignPoolOptions): SignPool {
   }
 
   function answer(m: SignReply): void {
+    if (m === 'ready') {
+      loaded = true;
+      return;
+    }
     const p = pending.get(m.id);
     const whole = m.digests?.length === p?.count && m.declarations?.length === p?.count && m.signatures?.length === p?.count;
     if (p === undefined || !whole) {
@@ -87,6 +98,8 @@ export function createSignPool(options: SignPoolOptions): SignPool {
   function started(): Worker {
     if (worker !== null) return worker;
     const w = spawn({ key: options.key, nice: options.nice ?? defaultSignNice });
+    // Referenced only while a request waits: an idle thread, or one still loading, keeps no process alive.
+    w.unref();
     w.on('message', (m: SignReply) => {
       if (worker === w) answer(m);
     });
@@ -126,12 +139,15 @@ export function createSignPool(options: SignPoolOptions): SignPool {
       return new Promise<SignedDeclaration[]>((resolve, reject) => {
         const w = started();
         pending.set(id, { count: items.length, resolve, reject });
-        // Referenced only while a request waits: an idle thread keeps no process alive.
         w.ref();
         w.postMessage(request);
       });
     },
     usable: () => ended === null,
+    ready: () => ended === null && loaded,
+    start: () => {
+      if (ended === null) started();
+    },
     close: async () => {
       await drop(new Error('the signing pool was closed'))?.terminate();
     },

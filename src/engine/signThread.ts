@@ -21,7 +21,8 @@ export type SignRequest = Readonly<{
   serials: readonly number[];
   spec: readonly number[];
 }>;
-export type SignReply = Readonly<{ id: number; digests: string[]; declarations: string[]; signatures: string[] }>;
+/** `'ready'` first, once the thread has loaded: until then the sender signs on its own thread. */
+export type SignReply = Readonly<{ id: number; digests: string[]; declarations: string[]; signatures: string[] }> | 'ready';
 
 const port = parentPort;
 if (port === null) throw new Error('signThread.ts runs as a worker thread');
@@ -36,9 +37,10 @@ if (nice !== undefined && nice !== 0) {
     // No such file (not Linux), or not allowed: the thread runs at the engine's priority.
   }
 }
+port.postMessage('ready' satisfies SignReply);
 port.on('message', (m: SignRequest) => {
   const now = new Date(m.now);
-  const reply: SignReply = { id: m.id, digests: [], declarations: [], signatures: [] };
+  const reply = { id: m.id, digests: [] as string[], declarations: [] as string[], signatures: [] as string[] } satisfies SignReply;
   for (let i = 0; i < m.nodes.length; i++) {
     const signed = signDeclarationOf({ node: m.nodes[i]!, serial: m.serials[i]!, resources: m.specs[m.spec[i]!]!, key, now });
     reply.digests.push(signed.digest);

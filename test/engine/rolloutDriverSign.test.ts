@@ -5,6 +5,8 @@ import { test } from 'node:test';
 import { createRolloutDriver } from '../../src/engine/rolloutDriver.ts';
 import { startRollout } from '../../src/engine/rolloutCommands.ts';
 import type { DeclarationSent, RolloutSentData } from '../../src/core/events/index.ts';
+import { createSignPool } from '../../src/engine/signPool.ts';
+import type { SignPool } from '../../src/engine/signPool.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { testKey } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
@@ -38,7 +40,20 @@ test('a wave signed on the driver’s thread: one declaration a node, listed at 
       startedBy: 'test',
     },
   );
-  const driver = createRolloutDriver({ store, key: testKey, logger, now, nodeOf: () => undefined });
+  // Loaded before the driver starts, so every batch is signed there (one still loading is not waited for).
+  const pool = createSignPool({ key: testKey });
+  pool.start();
+  await until('the signing thread loaded', () => pool.ready());
+  // What the thread is asked and what the store appends, in order.
+  const steps: string[] = [];
+  const signPool: SignPool = { ...pool, sign: (at, items) => (steps.push(`sign ${items.length}`), pool.sign(at, items)) };
+  const append = store.append.bind(store);
+  store.append = (writes) => {
+    const n = writes.filter((w) => w.events.some((e) => e.type === 'DeclarationSent')).length;
+    if (n > 0) steps.push(`append ${n}`);
+    return append(writes);
+  };
+  const driver = createRolloutDriver({ store, key: testKey, logger, now, nodeOf: () => undefined, signPool });
   let most = before;
   driver.start();
   try {
@@ -51,6 +66,12 @@ test('a wave signed on the driver’s thread: one declaration a node, listed at 
     await driver.stop();
   }
   assert.ok(most > before, 'the signing thread ran');
+  // Each batch asked of the thread once; the second while the first was still to be appended (signed ahead).
+  assert.deepEqual(
+    steps.filter((x) => x.startsWith('sign')),
+    ['sign 500', 'sign 500', 'sign 500', 'sign 200'],
+  );
+  assert.deepEqual(steps.slice(0, 3), ['sign 500', 'sign 500', 'append 500']);
   const declared = new Map<string, DeclarationSent['data']>();
   for await (const page of store.readAll({ after: null }))
     for (const e of page)

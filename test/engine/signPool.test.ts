@@ -11,6 +11,7 @@ import type { SignPool } from '../../src/engine/signPool.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { historyInStore, testKey } from '../support/history.ts';
+import { until } from '../support/until.ts';
 
 // The bulk sender's declarations signed on a thread of their own (signPool.ts, sendSigning.ts):
 // the events recorded are byte for byte those the engine thread records for the same nodes,
@@ -49,6 +50,13 @@ async function seeded(): Promise<EventStore> {
   return store;
 }
 
+/** A pool whose thread has loaded: the sender signs there from its first call. */
+async function loaded(pool: SignPool): Promise<SignPool> {
+  pool.start();
+  await until('the signing thread loaded', () => pool.ready());
+  return pool;
+}
+
 /** The pool, with every request it is asked counted (its size). */
 function counted(pool: SignPool): { pool: SignPool; asked: number[] } {
   const asked: number[] = [];
@@ -76,7 +84,7 @@ async function run(
 }
 
 test('the signing thread records the same DeclarationSent events, byte for byte, as the engine thread, ahead or not', async () => {
-  const { pool, asked } = counted(createSignPool({ key: testKey }));
+  const { pool, asked } = counted(await loaded(createSignPool({ key: testKey })));
   try {
     const calls = [
       [[...batch(0, 40), ...batch(40, 10, db)], { rollout, now: now(), ahead: batch(50, 60) }],
@@ -97,7 +105,7 @@ test('the signing thread records the same DeclarationSent events, byte for byte,
 });
 
 test('a node whose serial moved after it was signed ahead is signed again at its new serial, the rest taken as signed', async () => {
-  const { pool, asked } = counted(createSignPool({ key: testKey }));
+  const { pool, asked } = counted(await loaded(createSignPool({ key: testKey })));
   try {
     const calls = [
       [batch(0, 5), { rollout, now: now(), ahead: batch(5, 5) }],
@@ -135,8 +143,13 @@ for (const [what, body] of [
     const pool = createSignPool({
       key: testKey,
       onFailure: (err) => failures.push(err.message),
-      spawn: (data) => new Worker(`const { parentPort } = require('node:worker_threads'); ${body}`, { eval: true, workerData: data }),
+      spawn: (data) =>
+        new Worker(`const { parentPort } = require('node:worker_threads'); parentPort.postMessage('ready'); ${body}`, {
+          eval: true,
+          workerData: data,
+        }),
     });
+    await loaded(pool);
     try {
       const calls = [
         [batch(0, 20), { rollout, now: now(), ahead: batch(20, 20) }],
@@ -200,6 +213,28 @@ test('the signing thread runs below the engine thread: the cores go to the API, 
   try {
     await pool.sign(now(), [{ node: 'a', serial: 1, resources: [] }]);
     assert.ok(nices().includes(Math.min(19, mine + defaultSignNice)), `threads at ${nices().join(', ')}, this one at ${mine}`);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('a signing thread still loading is not waited for: the sends are signed here meanwhile', async () => {
+  // A thread that never says it has loaded (under tsx a real one takes a few hundred ms).
+  const { pool, asked } = counted(
+    createSignPool({
+      key: testKey,
+      spawn: (data) => new Worker(`require('node:worker_threads').parentPort.on('message', () => {});`, { eval: true, workerData: data }),
+    }),
+  );
+  try {
+    const calls = [
+      [batch(0, 5), { rollout, now: now(), ahead: batch(5, 5) }],
+      [batch(5, 5), { rollout, now: now() }],
+    ] as const;
+    const there = await run(pool, calls);
+    assert.deepEqual(there.events, (await run(undefined, calls)).events);
+    assert.deepEqual(asked, []);
+    assert.ok(pool.usable());
   } finally {
     await pool.close();
   }
