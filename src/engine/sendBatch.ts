@@ -6,6 +6,7 @@ import { declarationSentOf, nodeOfStream, streamOf } from '../core/events/index.
 import type { DeclarationSent, WithId } from '../core/events/index.ts';
 import type { AppendResult, EventStore, StreamWrite } from '../store/port.ts';
 import { validateNodeId } from '../core/wire/nodeId.ts';
+import { createTurnBudget } from '../turnBudget.ts';
 import { attr, digestKey, tracer } from '../tracing/index.ts';
 import { createHoldsReader, pinnedError } from './holds.ts';
 import type { HoldsReader } from './holds.ts';
@@ -225,9 +226,10 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
   const maxMoves = options.maxMoves ?? 100;
   const loadView = sendViewLoader(store, options.loadNode);
   const holds = options.holds ?? createHoldsReader(store);
+  const signSliceMs = options.signSliceMs ?? defaultSignSliceMs;
   const signer = createDeclarationSigner({
     key,
-    sliceMs: options.signSliceMs ?? defaultSignSliceMs,
+    sliceMs: signSliceMs,
     ...(options.signPool === undefined ? {} : { pool: options.signPool }),
   });
 
@@ -296,7 +298,10 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
         toSign.push({ node: t.node, serial: v.serial + 1, resources: t.spec.resources, specText: t.specText, t, v });
       }
       const signed = await signer.sign(at, toSign);
+      // Recording them (ids, events, writes) is work of this thread too: in slices, whoever signed.
+      const budget = createTurnBudget({ sliceMs: signSliceMs });
       for (const [k, { t, v, serial }] of toSign.entries()) {
+        if (budget.spent()) await budget.nextSlice();
         const event = declarationSentOf(
           {
             node: t.node,
