@@ -1,17 +1,18 @@
-import { checkCarriedPorts, specDigestOf, validateSpec } from '../core/declaration/index.ts';
-import type { SigningKey, Spec } from '../core/declaration/index.ts';
+import { checkCarriedPorts } from '../core/declaration/index.ts';
+import type { SigningKey } from '../core/declaration/index.ts';
 import { ConvergeError, isConvergeError, toConvergeError } from '../core/errors.ts';
 import type { ErrorCode } from '../core/errors.ts';
 import { declarationSentOf, nodeOfStream, streamOf } from '../core/events/index.ts';
 import type { DeclarationSent, WithId } from '../core/events/index.ts';
 import type { AppendResult, EventStore, StreamWrite } from '../store/port.ts';
-import { validateNodeId } from '../core/wire/nodeId.ts';
 import { createTurnBudget } from '../turnBudget.ts';
 import { attr, digestKey, tracer } from '../tracing/index.ts';
 import { createHoldsReader, pinnedError } from './holds.ts';
 import type { HoldsReader } from './holds.ts';
 import { catchUpSendView, createMoveBudget, createUnseenPause, sendViewLoader } from './sendView.ts';
 import type { LoadNode, SendView } from './sendView.ts';
+import { validateItems } from './sendItems.ts';
+import type { Todo } from './sendItems.ts';
 import { createDeclarationSigner } from './sendSigning.ts';
 import type { ToSign } from './sendSigning.ts';
 import type { SignPool } from './signPool.ts';
@@ -121,9 +122,6 @@ export type RecordResult = Readonly<{ outcomes: readonly RecordedOutcome[]; posi
 /** Validate, sign and append each item's declaration, all in one append call (made again while streams moved). */
 export type RecordDeclarations = (items: readonly BatchItem[], options?: SendManyOptions) => Promise<RecordResult>;
 
-/** An item that passed validation, with its index among the items; `specText`: its resources as the bytes hold them. */
-type Todo = { i: number; node: string; spec: Spec; specDigest: string; specText: string };
-
 /** A node's declaration whose id (node and serial) was stored already, by another send. */
 const takenBy = (e: WithId<DeclarationSent>): ConvergeError =>
   new ConvergeError('CONVERGE_ERR_WRONG_EXPECTED_REVISION', `serial ${e.data.serial} of ${e.data.node} was taken by another send`);
@@ -135,38 +133,6 @@ const publicOutcome = (o: RecordedOutcome): BatchOutcome =>
 
 /** What a retry is counted as, for the error that gives up: one node's send, or one of a call's. */
 const sendLabel = (node: string, n: number): string => (n === 1 ? `send to ${node}` : `send to ${node} (one of ${n} in one call)`);
-
-/**
- * The items to record: a node id or a spec that is wrong is that item's answer (set in
- * `outcomes`), not the batch's. Items sharing one resources value (a rollout: every node the same
- * spec) are validated and digested once.
- */
-function validateItems(items: readonly BatchItem[], outcomes: (RecordedOutcome | null)[]): Todo[] {
-  const specs = new Map<unknown, Spec>();
-  const todo: Todo[] = [];
-  const named = new Set<string>();
-  for (const [i, item] of items.entries()) {
-    try {
-      validateNodeId(item.node);
-      if (named.has(item.node))
-        throw new ConvergeError('CONVERGE_ERR_BAD_REQUEST', `node ${item.node} is named more than once in one batch`);
-      named.add(item.node);
-      let spec = specs.get(item.resources);
-      if (spec === undefined) specs.set(item.resources, (spec = validateSpec({ resources: item.resources })));
-      todo.push({ i, node: item.node, spec, specDigest: '', specText: '' });
-    } catch (err) {
-      outcomes[i] = failure(item.node, err);
-    }
-  }
-  const digests = new Map<Spec, Readonly<{ digest: string; text: string }>>();
-  for (const t of todo) {
-    let d = digests.get(t.spec);
-    if (d === undefined) digests.set(t.spec, (d = { digest: specDigestOf(t.spec.resources), text: JSON.stringify(t.spec.resources) }));
-    t.specDigest = d.digest;
-    t.specText = d.text;
-  }
-  return todo;
-}
 
 /** Bring the views of `nodes` up to the store's head; whether one moved, and whether a send was among what moved it. */
 async function catchUpViews(
@@ -235,10 +201,7 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
 
   /** Begin signing the items of the caller's next call (`ahead`); any that is wrong is left to that call to answer. */
   async function signAhead(items: readonly BatchItem[]): Promise<void> {
-    const todo = validateItems(
-      items,
-      items.map(() => null),
-    );
+    const todo = validateItems(items, () => undefined);
     const next: ToSign[] = [];
     for (const t of todo) {
       const v = await loadView(t.node);
@@ -249,7 +212,7 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
 
   return async function record(items, opts = {}) {
     const outcomes: (RecordedOutcome | null)[] = items.map(() => null);
-    let todo = validateItems(items, outcomes);
+    let todo = validateItems(items, (i, node, err) => (outcomes[i] = failure(node, err)));
     if (opts.rollout === undefined && opts.force !== true && todo.length > 0) {
       const h = await holds.refresh();
       if (h.nodes.size > 0)
