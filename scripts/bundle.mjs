@@ -20,12 +20,13 @@ export const external = ['better-sqlite3', 'pg', 'pg-native', 'amqplib', '@event
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
   absWorkingDir: root,
-  // The same depth as dist/src/cli: paths a module finds from its own URL (the dashboard, the replay worker, the SQLite writer thread) still resolve.
+  // The same depth as dist/src/cli: paths a module finds from its own URL (the dashboard, the replay worker, the SQLite writer thread, the signing thread) still resolve.
   entryPoints: {
     main: 'dist/src/cli/main.js',
     replayWorker: 'dist/src/cli/commands/replayWorker.js',
     sqliteWriterThread: 'dist/src/store/sqlite/sqliteWriterThread.js',
     verifyThread: 'dist/src/store/audit/verifyThread.js',
+    signThread: 'dist/src/engine/signThread.js',
   },
   outdir,
   bundle: true,

@@ -12,6 +12,7 @@ import { createGateKeeper } from './rolloutGate.ts';
 import { driven, endStatus } from './rolloutDriven.ts';
 import type { Driven } from './rolloutDriven.ts';
 import { createRolloutStepper } from './rolloutDriverStep.ts';
+import { createSignPool } from './signPool.ts';
 import type { BatchSender } from './sendBatch.ts';
 
 // The rollout driver, a process manager. It keeps no state of its own that a
@@ -64,10 +65,21 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
   const checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
   const holds = createHoldsReader(store);
   const gates = createGateKeeper({ ...options.gate, monotonic, now, wake: () => wake() });
+  // The wave's declarations are signed on a thread of their own (signPool.ts), started at the
+  // first send and stopped with the driver; should it fail, the sender signs here again.
+  const signPool =
+    options.signPool === null
+      ? undefined
+      : (options.signPool ??
+        createSignPool({
+          key: options.key,
+          onFailure: (err) => logger.error({ err: err.message }, 'signing thread failed; signing on the engine thread from now on'),
+        }));
   const sender: BatchSender = createBatchSender({
     store,
     key: options.key,
     now,
+    ...(signPool === undefined ? {} : { signPool }),
     loadNode:
       options.loadNode ??
       (async (node) => {
@@ -255,6 +267,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
       await loop;
       loop = null;
       leased = false;
+      await signPool?.close();
     },
     active: () => running && leased,
     wake,

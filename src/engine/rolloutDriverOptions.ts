@@ -7,6 +7,7 @@ import type { EventStore } from '../store/port.ts';
 import type { GateKeeperOptions } from './rolloutGate.ts';
 import type { LoadNode } from './sendView.ts';
 import type { ProgressFolded } from './rolloutProgressAhead.ts';
+import type { SignPool } from './signPool.ts';
 
 // What the rollout driver (rolloutDriver.ts) is given: the store and key it sends with, the read
 // side it decides on, its clocks, and how often it looks again.
@@ -42,6 +43,12 @@ export type RolloutDriverOptions = Readonly<{
   /** The liveness grace (serve --grace-ms): a node still behind at its wave's timeout and silent longer is 'silent'. */
   graceMs?: number;
   metrics?: Metrics;
+  /**
+   * Where the waves' declarations are signed, the next batch while the current one is appended:
+   * by default a thread of their own (signPool.ts), started at the first send and stopped with the
+   * driver; a pool given here is used and stopped so too; null signs them on the engine's thread.
+   */
+  signPool?: SignPool | null;
   /** Nodes sent per append call (and per RolloutSent), at most listLimit. */
   batchSize?: number;
   /**

@@ -112,7 +112,13 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
         options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
         options.metrics?.eventsAppended.inc({ type: 'RollbackSent' });
       } else if (d.kind === 'send') {
-        const sent = await sendWave({ store, sender, now, holds }, s, d.wave, d.nodes.slice(0, batchSize));
+        const sent = await sendWave(
+          { store, sender, now, holds },
+          s,
+          d.wave,
+          d.nodes.slice(0, batchSize),
+          d.nodes.slice(batchSize, 2 * batchSize),
+        );
         options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
         options.metrics?.eventsAppended.inc({ type: 'RolloutSent' });
       } else {

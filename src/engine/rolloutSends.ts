@@ -76,12 +76,17 @@ async function waveItems(
   return { items, restores, skipped };
 }
 
-/** Send `nodes` of `wave` the rollout's spec (or each its own, under asOf); resolves with how many were sent. */
+/**
+ * Send `nodes` of `wave` the rollout's spec (or each its own, under asOf); resolves with how many
+ * were sent. `next`: the nodes of the batch the driver will send after this one, signed meanwhile
+ * (sendBatch.ts `ahead`; not under asOf, whose specs are read per node).
+ */
 export async function sendWave(
   deps: Pick<RollbackSendDeps, 'store' | 'sender' | 'now' | 'holds'>,
   s: RolloutState,
   wave: number,
   nodes: readonly string[],
+  next: readonly string[] = [],
 ): Promise<number> {
   const skips = operatorSkips(await deps.holds.refresh(), nodes);
   const { items, restores, skipped } = await waveItems(
@@ -89,11 +94,12 @@ export async function sendWave(
     s,
     nodes.filter((node) => !skips.has(node)),
   );
-  const at = deps.now();
   const r = await deps.sender.sendMany(items, {
     rollout: { id: s.id, wave },
-    now: at,
-    extra: (sent, refused) => [
+    now: deps.now(),
+    ...(s.started.asOf === undefined && next.length > 0 ? { ahead: next.map((node) => ({ node, resources: s.started.resources })) } : {}),
+    // `at`: the time the declarations carry, which the RolloutSent that lists them says too.
+    extra: (sent, refused, at) => [
       {
         stream: rolloutStreamOf(s.id),
         expected: s.revision,

@@ -1,17 +1,21 @@
-import { checkCarriedPorts, specDigestOf, validateSpec } from '../core/declaration/index.ts';
-import type { SigningKey, Spec } from '../core/declaration/index.ts';
+import { checkCarriedPorts } from '../core/declaration/index.ts';
+import type { SigningKey } from '../core/declaration/index.ts';
 import { ConvergeError, isConvergeError, toConvergeError } from '../core/errors.ts';
 import type { ErrorCode } from '../core/errors.ts';
-import { makeDeclarationSent, nodeOfStream, streamOf } from '../core/events/index.ts';
+import { declarationSentOf, nodeOfStream, streamOf } from '../core/events/index.ts';
 import type { DeclarationSent, WithId } from '../core/events/index.ts';
 import type { AppendResult, EventStore, StreamWrite } from '../store/port.ts';
-import { validateNodeId } from '../core/wire/nodeId.ts';
-import { attr, digestKey, tracer } from '../tracing/index.ts';
 import { createTurnBudget } from '../turnBudget.ts';
+import { attr, digestKey, tracer } from '../tracing/index.ts';
 import { createHoldsReader, pinnedError } from './holds.ts';
 import type { HoldsReader } from './holds.ts';
 import { catchUpSendView, createMoveBudget, createUnseenPause, sendViewLoader } from './sendView.ts';
 import type { LoadNode, SendView } from './sendView.ts';
+import { validateItems } from './sendItems.ts';
+import type { Todo } from './sendItems.ts';
+import { createDeclarationSigner } from './sendSigning.ts';
+import type { ToSign } from './sendSigning.ts';
+import type { SignPool } from './signPool.ts';
 
 // Send = record. Every declaration, one node's (send.ts, a batch of one) or a fleet's, is recorded
 // here: validated, signed and appended as a DeclarationSent *before* anything is published — the
@@ -46,8 +50,17 @@ export type BatchResult = Readonly<{
 }>;
 
 export type SendManyOptions = Readonly<{
-  /** The time written into every declaration of the batch (default: the sender's clock). */
+  /**
+   * The time written into every declaration of the batch (default: the sender's clock); but a
+   * batch begun by the call before's `ahead` keeps the time it was signed at (`extra` is told).
+   */
   now?: Date;
+  /**
+   * The items of the call that will follow this one: with a signing thread, signed there while
+   * this call appends (sendSigning.ts). Only a hint: the next call checks each node's serial and
+   * resources again, and signs afresh any that moved.
+   */
+  ahead?: readonly BatchItem[];
   /**
    * Tag every declaration as this rollout's wave (their ids then name the rollout, not the
    * serial), or as its rollback (`rollback: true`; ids name the rollback).
@@ -66,6 +79,7 @@ export type SendManyOptions = Readonly<{
   extra?: (
     sent: readonly Readonly<{ node: string; serial: number; digest: string }>[],
     refused: readonly BatchOutcome[],
+    at: Date,
   ) => readonly StreamWrite[];
 }>;
 
@@ -83,6 +97,8 @@ export type BatchSenderOptions = Readonly<{
   maxMoves?: number;
   /** Time spent building and signing before the event loop gets a turn (ms; src/turnBudget.ts). */
   signSliceMs?: number;
+  /** The thread that signs off the engine's (signPool.ts); without it, or once it failed, this thread signs. */
+  signPool?: SignPool;
 }>;
 
 /**
@@ -106,9 +122,6 @@ export type RecordResult = Readonly<{ outcomes: readonly RecordedOutcome[]; posi
 /** Validate, sign and append each item's declaration, all in one append call (made again while streams moved). */
 export type RecordDeclarations = (items: readonly BatchItem[], options?: SendManyOptions) => Promise<RecordResult>;
 
-/** An item that passed validation, with its index among the items. */
-type Todo = { i: number; node: string; spec: Spec; specDigest: string };
-
 /** A node's declaration whose id (node and serial) was stored already, by another send. */
 const takenBy = (e: WithId<DeclarationSent>): ConvergeError =>
   new ConvergeError('CONVERGE_ERR_WRONG_EXPECTED_REVISION', `serial ${e.data.serial} of ${e.data.node} was taken by another send`);
@@ -120,37 +133,6 @@ const publicOutcome = (o: RecordedOutcome): BatchOutcome =>
 
 /** What a retry is counted as, for the error that gives up: one node's send, or one of a call's. */
 const sendLabel = (node: string, n: number): string => (n === 1 ? `send to ${node}` : `send to ${node} (one of ${n} in one call)`);
-
-/**
- * The items to record: a node id or a spec that is wrong is that item's answer (set in
- * `outcomes`), not the batch's. Items sharing one resources value (a rollout: every node the same
- * spec) are validated and digested once.
- */
-function validateItems(items: readonly BatchItem[], outcomes: (RecordedOutcome | null)[]): Todo[] {
-  const specs = new Map<unknown, Spec>();
-  const todo: Todo[] = [];
-  const named = new Set<string>();
-  for (const [i, item] of items.entries()) {
-    try {
-      validateNodeId(item.node);
-      if (named.has(item.node))
-        throw new ConvergeError('CONVERGE_ERR_BAD_REQUEST', `node ${item.node} is named more than once in one batch`);
-      named.add(item.node);
-      let spec = specs.get(item.resources);
-      if (spec === undefined) specs.set(item.resources, (spec = validateSpec({ resources: item.resources })));
-      todo.push({ i, node: item.node, spec, specDigest: '' });
-    } catch (err) {
-      outcomes[i] = failure(item.node, err);
-    }
-  }
-  const digests = new Map<Spec, string>();
-  for (const t of todo) {
-    let d = digests.get(t.spec);
-    if (d === undefined) digests.set(t.spec, (d = specDigestOf(t.spec.resources)));
-    t.specDigest = d;
-  }
-  return todo;
-}
 
 /** Bring the views of `nodes` up to the store's head; whether one moved, and whether a send was among what moved it. */
 async function catchUpViews(
@@ -211,10 +193,26 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
   const loadView = sendViewLoader(store, options.loadNode);
   const holds = options.holds ?? createHoldsReader(store);
   const signSliceMs = options.signSliceMs ?? defaultSignSliceMs;
+  const signer = createDeclarationSigner({
+    key,
+    sliceMs: signSliceMs,
+    ...(options.signPool === undefined ? {} : { pool: options.signPool }),
+  });
+
+  /** Begin signing the items of the caller's next call (`ahead`); any that is wrong is left to that call to answer. */
+  async function signAhead(items: readonly BatchItem[]): Promise<void> {
+    const todo = validateItems(items, () => undefined);
+    const next: ToSign[] = [];
+    for (const t of todo) {
+      const v = await loadView(t.node);
+      next.push({ node: t.node, serial: v.serial + 1, resources: t.spec.resources, specText: t.specText });
+    }
+    signer.ahead(now(), next);
+  }
 
   return async function record(items, opts = {}) {
     const outcomes: (RecordedOutcome | null)[] = items.map(() => null);
-    let todo = validateItems(items, outcomes);
+    let todo = validateItems(items, (i, node, err) => (outcomes[i] = failure(node, err)));
     if (opts.rollout === undefined && opts.force !== true && todo.length > 0) {
       const h = await holds.refresh();
       if (h.nodes.size > 0)
@@ -229,7 +227,7 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
     let appends = 0;
     /** Position of the last event written by any call so far (null: none written). */
     let position: bigint | null = null;
-    const at = opts.now ?? now();
+    const at = signer.aheadAt(todo[0]?.node) ?? opts.now ?? now();
     const moved = createMoveBudget(maxAttempts, maxMoves);
     const pause = createUnseenPause();
     /** The nodes still to be recorded: the whole batch, then only those that lost a serial in a call that wrote the rest. */
@@ -238,20 +236,18 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
 
     /**
      * The call's writes for `pending`: a node whose newest report carries a port the spec asks for
-     * is refused here. Signing is most of a send's CPU (an Ed25519 signature each): a batch is
-     * signed in slices of a few ms (src/turnBudget.ts), giving the loop back between, so a wave's
-     * 500-node batches do not hold the API, ingest and the projections for a whole batch (100
-     * signatures a turn were 5 ms on a quiet machine, 20 and more on a busy one). The append is
-     * still one call, after the last slice.
+     * is refused here. Signing is most of a send's CPU (an Ed25519 signature each): it is done on
+     * the signing thread when the sender has one, else here in slices of a few ms
+     * (sendSigning.ts), giving the loop back between, so a wave's 500-node batches do not hold
+     * the API, ingest and the projections for a whole batch. The append is still one call.
      */
     const build = async () => {
       const writes: StreamWrite[] = [];
       const sent: { node: string; serial: number; digest: string }[] = [];
       const refused: BatchOutcome[] = [];
       const made = new Map<number, WithId<DeclarationSent>>();
-      const budget = createTurnBudget({ sliceMs: signSliceMs });
+      const toSign: (ToSign & { t: Todo; v: SendView })[] = [];
       for (const t of pending) {
-        if (budget.spent()) await budget.nextSlice();
         const v = views.get(t.node)!;
         try {
           checkCarriedPorts(t.spec, v.carried);
@@ -262,15 +258,25 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
           continue;
         }
         outcomes[t.i] = null;
-        const event = makeDeclarationSent({
-          node: t.node,
-          serial: v.serial + 1,
-          resources: t.spec.resources,
-          key,
-          now: at,
-          specDigest: t.specDigest,
-          ...(opts.rollout === undefined ? {} : { rollout: { ...opts.rollout, wave: items[t.i]?.wave ?? opts.rollout.wave } }),
-        });
+        toSign.push({ node: t.node, serial: v.serial + 1, resources: t.spec.resources, specText: t.specText, t, v });
+      }
+      const signed = await signer.sign(at, toSign);
+      // Recording them (ids, events, writes) is work of this thread too: in slices, whoever signed.
+      const budget = createTurnBudget({ sliceMs: signSliceMs });
+      for (const [k, { t, v, serial }] of toSign.entries()) {
+        if (budget.spent()) await budget.nextSlice();
+        const event = declarationSentOf(
+          {
+            node: t.node,
+            serial,
+            resources: t.spec.resources,
+            keyId: key.keyId,
+            now: at,
+            specDigest: t.specDigest,
+            ...(opts.rollout === undefined ? {} : { rollout: { ...opts.rollout, wave: items[t.i]?.wave ?? opts.rollout.wave } }),
+          },
+          signed[k]!,
+        );
         made.set(t.i, event);
         sent.push({ node: t.node, serial: event.data.serial, digest: event.data.digest });
         writes.push({ stream: streamOf(t.node), expected: v.revision < 0n ? 'no_stream' : v.revision, events: [event] });
@@ -311,10 +317,13 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
       return lost;
     };
 
-    for (;;) {
-      const { writes, sent, refused, made } = await build();
+    for (let first = true; ; first = false) {
+      const building = build();
+      // Once this call's own signing is asked for: the thread answers in order.
+      if (first && opts.ahead !== undefined && opts.ahead.length > 0) void signAhead(opts.ahead).catch(() => undefined);
+      const { writes, sent, refused, made } = await building;
       // The extra writes go with the first call that writes; a later call only retries lost nodes.
-      const extra = pending === todo ? (opts.extra?.(sent, refused) ?? []) : [];
+      const extra = pending === todo ? (opts.extra?.(sent, refused, at) ?? []) : [];
       if (writes.length === 0 && extra.length === 0) return done();
       let r: AppendResult;
       try {

@@ -21,6 +21,8 @@ export { exactNumber } from './exactNumber.ts';
 export { decodeEvent, decodeEventData, eventMetadata, currentVersion, isEventType, upcasters } from './upcasters.ts';
 export {
   makeDeclarationSent,
+  declarationSentOf,
+  signDeclarationOf,
   makeReportReceived,
   makeAliveSeen,
   makeNodeHeard,
@@ -28,7 +30,7 @@ export {
   makeObservationStarted,
   makeObservationStopped,
 } from './make.ts';
-export type { DeclarationToSend, TransportFacts, WithId } from './make.ts';
+export type { DeclarationToSend, SignedDeclaration, TransportFacts, WithId } from './make.ts';
 export { makeRolloutEvent } from './makeRollout.ts';
 export type { RolloutEventKey } from './makeRollout.ts';
 export { eventTimeField } from './timeField.ts';

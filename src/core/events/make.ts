@@ -31,17 +31,29 @@ export type DeclarationToSend = Readonly<{
   specDigest?: string;
 }>;
 
-/** Build, digest and sign the declaration bytes once, and record them in the event. */
-export function makeDeclarationSent({
+/** A declaration's bytes as sent (base64), their digest and their Ed25519 signature (base64). */
+export type SignedDeclaration = Readonly<{ digest: string; declaration: string; signature: string }>;
+
+/** Build, digest and sign the declaration bytes once: the part of a send a signing thread can do. */
+export function signDeclarationOf({
   node,
   serial,
   resources,
   key,
   now,
-  rollout,
-  specDigest,
-}: DeclarationToSend): WithId<DeclarationSent> {
+}: Pick<DeclarationToSend, 'node' | 'serial' | 'resources' | 'key' | 'now'>): SignedDeclaration {
   const bytes = buildDeclaration({ node, serial, issued: now, resources });
+  return { digest: digestOf(bytes), declaration: bytes.toString('base64'), signature: signDeclaration(bytes, key).toString('base64') };
+}
+
+/**
+ * The event that records a declaration signed already (`signed`, from `signDeclarationOf` for the
+ * same node, serial, resources and time): one shape whichever thread signed it.
+ */
+export function declarationSentOf(
+  { node, serial, resources, keyId, now, rollout, specDigest }: Omit<DeclarationToSend, 'key'> & Readonly<{ keyId: string }>,
+  signed: SignedDeclaration,
+): WithId<DeclarationSent> {
   return {
     id:
       rollout === undefined
@@ -53,11 +65,11 @@ export function makeDeclarationSent({
     data: {
       node,
       serial,
-      digest: digestOf(bytes),
+      digest: signed.digest,
       specDigest: specDigest ?? specDigestOf(resources),
-      declaration: bytes.toString('base64'),
-      signature: signDeclaration(bytes, key).toString('base64'),
-      keyId: key.keyId,
+      declaration: signed.declaration,
+      signature: signed.signature,
+      keyId,
       resourceIds: resources.map((r) => r.id),
       sentAt: now.toISOString(),
       ...(rollout === undefined
@@ -65,6 +77,11 @@ export function makeDeclarationSent({
         : { rollout: { id: rollout.id, wave: rollout.wave, ...(rollout.rollback === true ? { rollback: true as const } : {}) } }),
     },
   };
+}
+
+/** Build, digest and sign the declaration bytes once, and record them in the event. */
+export function makeDeclarationSent(d: DeclarationToSend): WithId<DeclarationSent> {
+  return declarationSentOf({ ...d, keyId: d.key.keyId }, signDeclarationOf(d));
 }
 
 // Under load many reports share one millisecond (~36 per ms in bench/ingest.ts), and
