@@ -233,7 +233,9 @@ try {
     converge: ours,
     baseline: bare,
     goal: { ratioAtLeast: 0.95 },
-    notes: 'baseline: the same engine ingest into the adapter with auditTree: false (no leaf hashes, no head), alternating',
+    notes:
+      'baseline: the same engine ingest into the adapter with auditTree: false (no leaf hashes, no head), alternating; ' +
+      "the ingest alone, without serve's folds, API and relay: `BENCH_WITHOUT_AUDIT_TREE=1 npm run bench -- engine` gives serve's share",
   });
   report.row({
     name: 'CPU per report, ingest with the audit tree vs without',
