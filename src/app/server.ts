@@ -15,10 +15,9 @@ import { createProjectionRunner } from '../readModel/projectionRunner.ts';
 import type { ProjectionRunner } from '../readModel/projectionRunner.ts';
 import { createRelay } from '../engine/relay.ts';
 import type { Relay } from '../engine/relay.ts';
-import { createSender } from '../engine/send.ts';
 import { abortRollout, rollbackRollout, pauseRollout, resumeRollout, startRollout } from '../engine/rolloutCommands.ts';
 import type { LoadNode } from '../engine/sendView.ts';
-import { createBatchSender } from '../engine/sendBatch.ts';
+import type { SignPool } from '../engine/signPool.ts';
 import { createRolloutDriver } from '../engine/rolloutDriver.ts';
 import type { RolloutDriver } from '../engine/rolloutDriver.ts';
 import type { StartRolloutDeps } from '../engine/rolloutCommands.ts';
@@ -27,11 +26,11 @@ import { isTerminal } from '../core/rollout/index.ts';
 import { descriptorMargin, openFilesLimit } from './fdLimit.ts';
 import { createNotifier, loadNotifyConfig } from '../notify/index.ts';
 import type { Notifier, NotifyConfig } from '../notify/index.ts';
-import { createAuditCheckpoints } from '../engine/auditCheckpoints.ts';
-import type { AuditCheckpoints, Witness } from '../engine/auditCheckpoints.ts';
-import { createFolderWitness, createWebhookWitness } from '../engine/auditWitness.ts';
+import type { AuditCheckpoints } from '../engine/auditCheckpoints.ts';
+import { createCheckpointer } from './checkpointer.ts';
 import { startTracing, stopTracing, tracesEndpoint } from '../tracing/index.ts';
 import { pastReadsOf } from './pastReads.ts';
+import { createSenders } from './senders.ts';
 
 // `converge serve` as a value (docs/design.md §6): store → projections → API, plus ingest and relay
 // when a transport is given. Start order matters: the API's plugins and socket first (probes are
@@ -66,6 +65,8 @@ export type ServerOptions = Readonly<{
   dashboardDir?: string | null;
   /** Notifications (default: from --notify-config, if set). */
   notify?: NotifyConfig | null;
+  /** The thread bulk sends are signed on (default: one started at the first; null: the engine's own thread). */
+  signPool?: SignPool | null;
 }>;
 
 export type Server = Readonly<{
@@ -135,17 +136,15 @@ export function createServer(options: ServerOptions): Server {
   // senders fall back to the store itself when they lost a race.
   const loadNode: LoadNode = async (node) => runner.readModel.get(node) ?? { revision: -1n, carried: [], sent: null };
   const clock = options.now === undefined ? () => new Date() : () => new Date(options.now!());
-  const sender = key === null ? null : createSender({ store, key, loadNode });
-  const batchSender = key === null ? null : createBatchSender({ store, key, loadNode, now: clock });
-  const sendMany: SendDeclarations | null =
-    batchSender === null
-      ? null
-      : async (items) => {
-          const r = await batchSender.sendMany(items);
-          const sent = r.outcomes.filter((o) => o.ok).length;
-          if (sent > 0) metrics.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
-          return r;
-        };
+  const { send, sendMany, signPool } = createSenders({
+    store,
+    key,
+    loadNode,
+    now: clock,
+    metrics,
+    logger,
+    ...(options.signPool === undefined ? {} : { signPool: options.signPool }),
+  });
   // Rollouts are driven where declarations are sent from, once per store (its lease);
   // an engine serving only the API (--role api) leaves them to the others.
   const rollouts =
@@ -165,6 +164,7 @@ export function createServer(options: ServerOptions): Server {
           readModelPosition: () => runner.readModel.position(),
           // The driver decides again on its own rounds too: a cold start's bulk catch-up need not wake it.
           onNodeChange: (listener) => runner.readModel.onChange((c) => listener(c.node), { bulk: () => {} }),
+          ...(signPool === null ? {} : { signPool }),
         });
   const rolloutDeps: StartRolloutDeps = {
     store,
@@ -173,15 +173,6 @@ export function createServer(options: ServerOptions): Server {
     limits: { maxTargets: config.maxRolloutTargets, maxOpen: config.maxOpenRollouts },
     openRollouts: () => runner.rollouts.list().filter((r) => !isTerminal(r.status)).length,
   };
-  const send: SendDeclaration | null =
-    sender === null
-      ? null
-      : async (node, resources, opts) => {
-          const r = await sender.send(node, resources, opts);
-          // Ingest counts what it appends; sends (API, demo) are appended here (docs/design.md §7 metric).
-          metrics.eventsAppended.inc({ type: 'DeclarationSent' });
-          return { digest: r.digest, serial: r.serial };
-        };
   const ingest =
     transport === undefined
       ? null
@@ -371,6 +362,8 @@ export function createServer(options: ServerOptions): Server {
       started = false;
       await app.close();
       await rollouts?.stop();
+      // After the API and the driver, the thread's only senders (the driver stops it too).
+      await signPool?.close();
       await admin?.close();
       await ingest?.stop();
       await relay?.stop();
@@ -383,28 +376,4 @@ export function createServer(options: ServerOptions): Server {
       if (lost !== null) logger.warn({ err: lost }, 'tracing: the last spans were not exported');
     },
   };
-}
-
-/** The checkpointer and its witnesses, from --audit-key, --witness-dir and --witness-url. */
-function createCheckpointer(config: Config, store: EventStore, logger: Logger, now?: () => number): AuditCheckpoints | null {
-  if (config.auditKey === null) return null;
-  if (store.kind === 'esdb') {
-    // Its head is computed by reading the whole log (docs/audit.md#in-the-stores): not once a minute.
-    logger.warn({}, '--audit-key: an EventStoreDB store keeps no audit tree, so no checkpoints are signed');
-    return null;
-  }
-  const witnesses: Witness[] = [];
-  if (config.witnessDir !== null) witnesses.push(createFolderWitness(config.witnessDir, logger));
-  if (config.witnessUrl !== null) witnesses.push(createWebhookWitness(config.witnessUrl, logger));
-  if (witnesses.length === 0)
-    logger.warn({}, 'audit checkpoints are kept in the store alone: set --witness-dir or --witness-url so a rewritten log shows');
-  return createAuditCheckpoints({
-    store,
-    key: config.auditKey,
-    logger,
-    everyEvents: config.checkpointEveryEvents,
-    everyMs: config.checkpointEveryMs,
-    witnesses,
-    ...(now === undefined ? {} : { now }),
-  });
 }
