@@ -10,17 +10,18 @@ import { columnsFromReadAll } from '../nodeColumns.ts';
 import { createPollingSubscription } from '../pollingSubscription.ts';
 import type { EventStore, LeaseHold, ReadAllOptions, ReadStreamOptions, SubscribeOptions } from '../port.ts';
 import { createAppender } from './append.ts';
+import { eventColumns, postgresStatements, statementOn } from './statements.ts';
+import type { Statement } from './statements.ts';
 import { acquirePostgresLease } from './lease.ts';
 import type { LeaseOptions } from './lease.ts';
-import { auditHeadSql, readStoredSql } from './audit.ts';
-import { postgresStats, statsSql, storageSql } from './stats.ts';
-import { channelOf, migrate, statementName } from './schema.ts';
+import { postgresStats } from './stats.ts';
+import { channelOf, migrate } from './schema.ts';
 import { listenForAppends } from './wakeups.ts';
 import { clientFor } from './hosts.ts';
 import { bucketOf } from '../archive/streamFilter.ts';
-import { findSendSql, manifestSql, readPostgresManifest } from './archived.ts';
-import { segmentsWithout, streamFilterPartsSql } from './streamFilter.ts';
-import { backfillSummariesQuery, segmentOrderSql, segmentSummariesSql } from './segmentSummaries.ts';
+import { readPostgresManifest } from './archived.ts';
+import { segmentsWithout } from './streamFilter.ts';
+import { backfillSummariesQuery } from './segmentSummaries.ts';
 import { summariesOfRows } from '../archive/storedSummaries.ts';
 import type { StoredSummaryRow } from '../archive/storedSummaries.ts';
 import { boundedPool, connectingWithin, connectionLost, defaultConnectTimeoutMs, pgError, postgresConnection } from './connection.ts';
@@ -80,47 +81,8 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
     (config: QueryConfig): Promise<{ rows: unknown[][] }> =>
       c.query({ ...config, rowMode: 'array' });
   const run = queryOf(pool);
-  const statement =
-    (name: string, text: string) =>
-    (...values: unknown[]): QueryConfig => ({ name: statementName(name, s), text, values });
-  const cols = 'position, id, stream, revision, type, data, metadata';
-  const q = {
-    after: statement('after', `SELECT ${cols} FROM ${s}.events WHERE position > $1 ORDER BY position LIMIT $2`),
-    afterPrefix: statement(
-      'after_prefix',
-      `SELECT ${cols} FROM ${s}.events WHERE position > $1 AND starts_with(stream, $2) ORDER BY position LIMIT $3`,
-    ),
-    forwards: statement('forwards', `SELECT ${cols} FROM ${s}.events WHERE stream = $1 AND revision >= $2 ORDER BY revision LIMIT $3`),
-    backwards: statement(
-      'backwards',
-      `SELECT ${cols} FROM ${s}.events WHERE stream = $1 AND revision <= $2 ORDER BY revision DESC LIMIT $3`,
-    ),
-    head: statement('head', `SELECT position FROM ${s}.head`),
-    // EventStore.findSend, hot or archived (./archived.ts).
-    findSend: statement('find_send', findSendSql(s)),
-    manifest: statement('archive_manifest', manifestSql(s)),
-    filterParts: statement('archive_filter_parts', streamFilterPartsSql(s)),
-    summaries: statement('archive_summaries', segmentSummariesSql(s)),
-    segmentOrder: statement('archive_segment_order', segmentOrderSql(s)),
-    auditHead: statement('audit_head', auditHeadSql(s)),
-    readStored: statement('read_stored', readStoredSql(s)),
-    // One statement per flush: the nodes as two arrays, each time only moving forward.
-    saveLastSeen: statement(
-      'save_last_seen',
-      `WITH flushed AS (INSERT INTO ${s}.last_seen_flushes (engine, ms) VALUES ($1, $2) ON CONFLICT (engine) DO UPDATE SET ms = excluded.ms)
-       INSERT INTO ${s}.last_seen (node, ms) SELECT * FROM unnest($3::text[], $4::bigint[])
-       ON CONFLICT (node) DO UPDATE SET ms = greatest(${s}.last_seen.ms, excluded.ms)`,
-    ),
-    lastSeenNodes: statement('last_seen_nodes', `SELECT node, ms FROM ${s}.last_seen`),
-    lastSeenFlushes: statement('last_seen_flushes', `SELECT engine, ms FROM ${s}.last_seen_flushes`),
-    stats: statement('stats', statsSql(s)),
-    storage: statement('storage', storageSql(s)),
-    getCheckpoint: statement('get_checkpoint', `SELECT position FROM ${s}.checkpoints WHERE name = $1`),
-    setCheckpoint: statement(
-      'set_checkpoint',
-      `INSERT INTO ${s}.checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET position = excluded.position`,
-    ),
-  };
+  const q = postgresStatements(s);
+  const statement = statementOn(s);
   const appender = createAppender(pool, s, queryOf);
 
   let closed = false;
@@ -188,8 +150,8 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
   // types, with the names written into the SQL: PostgreSQL uses the partial index of
   // DeclarationSent (./schema.ts) only when the query names the indexed value, which a generic
   // plan over a bound parameter does not. The names come from the closed set of event types.
-  const byTypes = new Map<string, (...values: unknown[]) => QueryConfig>();
-  const typesQuery = (types: ReadonlySet<string>): ((...values: unknown[]) => QueryConfig) => {
+  const byTypes = new Map<string, Statement>();
+  const typesQuery = (types: ReadonlySet<string>): Statement => {
     const list = [...types].sort();
     const key = list.join(',');
     let stmt = byTypes.get(key);
@@ -199,7 +161,7 @@ export function createPostgresEventStore(url: string, options: PostgresEventStor
       const where = list.length === 1 ? `type = '${list[0]!}'` : `type IN (${list.map((t) => `'${t}'`).join(', ')})`;
       stmt = statement(
         `after_${list.join('_')}`,
-        `SELECT ${cols} FROM ${s}.events WHERE ${where} AND position > $1 ORDER BY position LIMIT $2`,
+        `SELECT ${eventColumns} FROM ${s}.events WHERE ${where} AND position > $1 ORDER BY position LIMIT $2`,
       );
       byTypes.set(key, stmt);
     }
