@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { RangeSummaryJson } from '../../core/audit/rangeSummary.ts';
 import { summariesOfRows, summaryRow } from '../archive/storedSummaries.ts';
 import type { StoredSummaryRow } from '../archive/storedSummaries.ts';
+import { ensureTable, hasTable } from './sqliteTables.ts';
 
 // The segments' summaries of their leaf ranges in the manifest (docs/audit.md "Proofs without the
 // whole log", ../archive/storedSummaries.ts): one row a segment in `archive_segment_summaries`,
@@ -20,12 +21,9 @@ CREATE TABLE IF NOT EXISTS archive_segment_summaries (
 ) WITHOUT ROWID;
 `;
 
-const hasTable = (db: Database.Database): boolean =>
-  db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archive_segment_summaries'").pluck().get() !== undefined;
-
 /** Make the table if the file has none; writes nothing once it is there. */
 export function ensureSegmentSummaries(db: Database.Database): void {
-  if (!hasTable(db)) db.exec(summariesTable);
+  ensureTable(db, 'archive_segment_summaries', summariesTable);
 }
 
 /** Record a segment's summary; call inside the transaction that records the segment (or alone, for a back-fill). */
@@ -38,7 +36,7 @@ export function prepareRecordSegmentSummary(db: Database.Database): (file: strin
 
 /** Every listed segment's stored summary, by file; a table the file does not have yet (a store never opened for writing) reads as none. */
 export function prepareSegmentSummariesQuery(db: Database.Database): () => Map<string, RangeSummaryJson | string> {
-  if (!hasTable(db)) return () => new Map();
+  if (!hasTable(db, 'archive_segment_summaries')) return () => new Map();
   const all = db
     .prepare(
       'SELECT s.file, first_leaf, end_leaf, roots, foreign_rows FROM archive_segment_summaries s JOIN archive_segments a ON a.file = s.file',
@@ -58,12 +56,9 @@ CREATE TABLE IF NOT EXISTS archive_segment_order (
 ) WITHOUT ROWID;
 `;
 
-const hasOrderTable = (db: Database.Database): boolean =>
-  db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archive_segment_order'").pluck().get() !== undefined;
-
 /** Make the table if the file has none; writes nothing once it is there. */
 export function ensureSegmentOrder(db: Database.Database): void {
-  if (!hasOrderTable(db)) db.exec(orderTable);
+  ensureTable(db, 'archive_segment_order', orderTable);
 }
 
 /**
@@ -89,7 +84,7 @@ export function prepareRecordSegmentOrder(db: Database.Database): (file: string)
  * has not placed (archived since by the release before, or before the counter) by their time and last position.
  */
 export function prepareSegmentOrderQuery(db: Database.Database): () => string[] {
-  const all = hasOrderTable(db)
+  const all = hasTable(db, 'archive_segment_order')
     ? db.prepare(
         'SELECT a.file FROM archive_segments a LEFT JOIN archive_segment_order o ON o.file = a.file ' +
           'ORDER BY o.seq IS NULL, o.seq, a.archived_at, a.to_position, a.file',

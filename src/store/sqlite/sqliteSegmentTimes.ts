@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { ensureTable } from './sqliteTables.ts';
 import type { ArchivedRow } from '../archive/segment.ts';
 import { timeRangeOf } from '../archive/segmentTimes.ts';
 import type { SegmentBackfill } from '../archive/listedSegments.ts';
@@ -19,8 +20,7 @@ CREATE TABLE IF NOT EXISTS archive_segment_times (
 
 /** Make the table if the file has none; a no-op write-free statement once it is there. */
 export function ensureSegmentTimes(db: Database.Database): void {
-  const there = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archive_segment_times'").pluck().get();
-  if (there === undefined) db.exec(segmentTimesTable);
+  ensureTable(db, 'archive_segment_times', segmentTimesTable);
 }
 
 /** Record a segment's time range; call inside the transaction that records the segment. */
