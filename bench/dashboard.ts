@@ -11,7 +11,6 @@
 // Each node's history is ten events: send #1, alive, its report, alive, send #2, alive, a late
 // report of #1 (the seed's race), alive, the report of #2, alive.
 //   npm run bench -- dashboard       CONVERGE_BENCH_SCALE=0.1 for a tenth of the nodes
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -29,6 +28,7 @@ import type { NewEvent, StreamWrite } from '../src/store/index.ts';
 import { encodeReport } from '../src/core/wire/index.ts';
 import { launchChromium } from '../test/support/browser.ts';
 import { createBenchReport } from './support/report.ts';
+import { spawnServe } from './support/serveProcess.ts';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -111,21 +111,7 @@ function get(url: string): Promise<{ status: number; ms: number; body: string }>
 type Serve = Readonly<{ url: string; stop: () => Promise<void> }>;
 
 async function startServe(storePath: string): Promise<Serve> {
-  const proc = spawn(
-    process.execPath,
-    ['bin/converge.js', 'serve', '--store', `sqlite:${storePath}`, '--port', '0', '--log-level', 'error', '--api-tokens', `${token}:read`],
-    { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
-  let err = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    proc.stderr.on('data', (c: Buffer) => {
-      err += c.toString();
-      const m = /converge serving on (\S+)/.exec(err);
-      if (m !== null) resolve(m[1]!);
-    });
-    proc.once('exit', () => reject(new Error(`serve exited: ${err}`)));
-  });
+  const { proc, url, exited } = await spawnServe(root, storePath, ['--api-tokens', `${token}:read`]);
   while ((await get(`${url}/readyz`)).status !== 200) await new Promise((r) => setTimeout(r, 20));
   return {
     url,

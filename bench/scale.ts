@@ -26,6 +26,7 @@ import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts'
 import type { NewEvent, StreamWrite } from '../src/store/index.ts';
 import { encodeReport } from '../src/core/wire/index.ts';
 import { createBenchReport } from './support/report.ts';
+import { spawnServe } from './support/serveProcess.ts';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -107,24 +108,7 @@ type Serve = Readonly<{ url: string; readyMs: number; rss: number; stop: () => P
 /** serve over the store (no broker): time from spawn to /readyz 200. `stop` resolves with how long the stop took. */
 async function startServe(storePath: string): Promise<Serve> {
   const t0 = performance.now();
-  const proc = spawn(
-    process.execPath,
-    ['bin/converge.js', 'serve', '--store', `sqlite:${storePath}`, '--port', '0', '--log-level', 'error'],
-    {
-      cwd: root,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
-  );
-  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
-  let err = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    proc.stderr.on('data', (c: Buffer) => {
-      err += c.toString();
-      const m = /converge serving on (\S+)/.exec(err);
-      if (m !== null) resolve(m[1]!);
-    });
-    proc.once('exit', () => reject(new Error(`serve exited: ${err}`)));
-  });
+  const { proc, url, exited } = await spawnServe(root, storePath);
   while ((await get(`${url}/readyz`)).status !== 200) await sleep(10);
   const readyMs = performance.now() - t0;
   return {

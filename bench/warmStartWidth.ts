@@ -16,7 +16,7 @@
 // state built.
 //   npm run bench -- warmStartWidth   CONVERGE_BENCH_SCALE (1 = 100,000 nodes), BENCH_WARM_ROUNDS (17),
 //                                     BENCH_WARM_PASSES (3), BENCH_WARM_STORES=<dir> keeps and reuses the built stores
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
@@ -30,6 +30,7 @@ import { recentLatencyLimit, sendHistoryLimit } from '../projections/index.ts';
 import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts';
 import { buildDailyRounds, roundsGraceMs } from './support/dailyRounds.ts';
 import { createBenchReport } from './support/report.ts';
+import { spawnServe } from './support/serveProcess.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const scale = Number(process.env['CONVERGE_BENCH_SCALE'] ?? 1);
@@ -77,21 +78,7 @@ type ServeStart = Readonly<{ readyS: number; cpuS: number; rss: number; stopS: n
 /** serve over the store (no broker): spawn to /readyz 200, its CPU and RSS then; then stopped (it writes its snapshot), timed. */
 async function serveStart(storePath: string): Promise<ServeStart> {
   const t0 = performance.now();
-  const proc = spawn(
-    process.execPath,
-    ['bin/converge.js', 'serve', '--store', `sqlite:${storePath}`, '--port', '0', '--log-level', 'error'],
-    { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
-  let err = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    proc.stderr.on('data', (c: Buffer) => {
-      err += c.toString();
-      const m = /converge serving on (\S+)/.exec(err);
-      if (m !== null) resolve(m[1]!);
-    });
-    proc.once('exit', () => reject(new Error(`serve exited: ${err}`)));
-  });
+  const { proc, url, exited } = await spawnServe(root, storePath);
   while ((await get(`${url}/readyz`)) !== 200) await sleep(10);
   const readyS = (performance.now() - t0) / 1000;
   const { rss, cpuS } = procOf(proc.pid!);
