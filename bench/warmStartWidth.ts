@@ -22,8 +22,6 @@ import { request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import pino from 'pino';
-import { createProjectionRunner } from '../src/readModel/projectionRunner.ts';
 import { openSnapshot } from '../src/readModel/snapshot/snapshotFile.ts';
 import { crossCheck, crossCheckBudgetFor, crossCheckSamples } from '../src/readModel/snapshot/trust.ts';
 import { recentLatencyLimit, sendHistoryLimit } from '../projections/index.ts';
@@ -31,6 +29,7 @@ import { createSqliteEventStore } from '../src/store/sqlite/sqliteEventStore.ts'
 import { buildDailyRounds, roundsGraceMs } from './support/dailyRounds.ts';
 import { createBenchReport } from './support/report.ts';
 import { spawnServe } from './support/serveProcess.ts';
+import { restoreFromSnapshot } from './support/historyStores.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const scale = Number(process.env['CONVERGE_BENCH_SCALE'] ?? 1);
@@ -41,7 +40,6 @@ const rounds = Math.max(2, Number(process.env['BENCH_WARM_ROUNDS'] ?? fullRounds
 const passes = Math.max(1, Number(process.env['BENCH_WARM_PASSES'] ?? 3));
 const keep = process.env['BENCH_WARM_STORES'];
 const dir = keep ?? mkdtempSync(join(tmpdir(), 'converge-bench-warm-width-'));
-const logger = pino({ level: 'silent' });
 const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const mib = (bytes: number): number => bytes / 1024 / 1024;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -96,14 +94,7 @@ type InProcess = Readonly<{ wallS: number; cpuS: number; buildAllS: number; full
  * whether the first node's bounded state is full.
  */
 async function inProcessStart(path: string): Promise<InProcess> {
-  const cpu0 = process.cpuUsage();
-  const t = performance.now();
-  const store = createSqliteEventStore(path);
-  const runner = createProjectionRunner({ store, logger, snapshot: { path: `${path}.snapshot`, everyEvents: 1e12 } });
-  await runner.start();
-  await runner.caughtUp();
-  const wallS = (performance.now() - t) / 1000;
-  const cpu = process.cpuUsage(cpu0);
+  const { runner, wallS, cpuS, close } = await restoreFromSnapshot(path);
   const b = performance.now();
   let built = 0;
   for (const _ of runner.readModel.nodes()) built++;
@@ -111,9 +102,8 @@ async function inProcessStart(path: string): Promise<InProcess> {
   if (built !== nodeCount) throw new Error(`warm start gave ${built} nodes`);
   const first = runner.readModel.get(nodes[0]!)!;
   const full = first.convergence.recentLatenciesMs.length === recentLatencyLimit && first.earlierSends.length === sendHistoryLimit - 1;
-  await runner.stop();
-  await store.close();
-  return { wallS, cpuS: (cpu.user + cpu.system) / 1e6, buildAllS, full };
+  await close();
+  return { wallS, cpuS, buildAllS, full };
 }
 
 type Check = Readonly<{ ms: number; events: number; nodes: number }>;

@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import pino from 'pino';
 import { observationStream, streamOf } from '../../src/core/events/index.ts';
 import { createProjectionRunner } from '../../src/readModel/projectionRunner.ts';
+import type { ProjectionRunner } from '../../src/readModel/projectionRunner.ts';
 import type { EventStore, NewEvent, StreamWrite } from '../../src/store/index.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 
@@ -83,21 +84,32 @@ export async function coldStart(path: string): Promise<number> {
 /** CPU seconds of this process for each warm start, beside its wall time (the shared machine's load moves the wall far more). */
 export const warmCpu = new Map<string, number[]>();
 
-/** A warm start: open the store, restore the read model from the snapshot, catch up; it must hold `nodes` nodes. Wall seconds. */
-export async function warmStart(path: string, nodes: number): Promise<number> {
+export type Restored = Readonly<{ runner: ProjectionRunner; wallS: number; cpuS: number; close: () => Promise<void> }>;
+
+/** Open the store and restore the read model from its snapshot, caught up: the wall and CPU seconds of this process it took. */
+export async function restoreFromSnapshot(path: string): Promise<Restored> {
   const cpu0 = process.cpuUsage();
   const t = performance.now();
   const store = createSqliteEventStore(path);
   const runner = createProjectionRunner({ store, logger, snapshot: { path: `${path}.snapshot`, everyEvents: 1e12 } });
   await runner.start();
   await runner.caughtUp();
-  const s = (performance.now() - t) / 1000;
+  const wallS = (performance.now() - t) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  warmCpu.set(path, [...(warmCpu.get(path) ?? []), (cpu.user + cpu.system) / 1e6]);
+  const close = async (): Promise<void> => {
+    await runner.stop();
+    await store.close();
+  };
+  return { runner, wallS, cpuS: (cpu.user + cpu.system) / 1e6, close };
+}
+
+/** A warm start (restoreFromSnapshot); it must hold `nodes` nodes. Wall seconds. */
+export async function warmStart(path: string, nodes: number): Promise<number> {
+  const { runner, wallS, cpuS, close } = await restoreFromSnapshot(path);
+  warmCpu.set(path, [...(warmCpu.get(path) ?? []), cpuS]);
   if (runner.readModel.size() !== nodes) throw new Error(`warm start gave ${runner.readModel.size()} nodes`);
-  await runner.stop();
-  await store.close();
-  return s;
+  await close();
+  return wallS;
 }
 
 /** A closed SQLite store and its snapshot, copied whole (the day-1 store, kept to start beside the end's). */
