@@ -16,21 +16,31 @@ import { runUpgrade } from './upgradeScenario.ts';
 // previous release, which the test builds once and keeps under the OS temp dir. The archive's
 // upgrade needs neither broker nor PostgreSQL: one SQLite file and its archive folder.
 
-describe('upgrade over an archive', () => {
-  let release: PreviousRelease;
+/**
+ * The previous release, built (or taken from the cache) in a `before` of the suite this is called
+ * in. Building it takes minutes on a loaded machine when no cached build exists: it gets a budget
+ * of its own, apart from the tests'.
+ */
+function releaseBuiltBefore(): () => PreviousRelease {
+  let release: PreviousRelease | undefined;
   before(
     () => {
       release = buildPreviousRelease();
     },
     { timeout: 1_200_000 },
   );
+  return () => release!;
+}
+
+describe('upgrade over an archive', () => {
+  const built = releaseBuiltBefore();
   test(
     'the previous release archives, this one reads it and archives more, the previous one reads that: the same answers throughout',
     { timeout: 300_000 },
     async (t) => {
       const dir = mkdtempSync(join(tmpdir(), 'converge-upgrade-archive-'));
       try {
-        const r = await runUpgradeArchive(release, dir);
+        const r = await runUpgradeArchive(built(), dir);
         t.diagnostic(r.notes.join('; '));
         for (const [check, held] of Object.entries(r.checks)) assert.equal(held, true, `${check} did not hold; ${r.notes.join('; ')}`);
       } finally {
@@ -42,19 +52,12 @@ describe('upgrade over an archive', () => {
 
 describeOnBroker('upgrade from the previous release', () => {
   describeOnPostgres('upgrade on one PostgreSQL store', () => {
-    // Building the release takes minutes on a loaded machine when no cached build exists: it
-    // gets a budget of its own, apart from the test's.
-    let release: PreviousRelease;
-    before(
-      () => {
-        release = buildPreviousRelease();
-      },
-      { timeout: 1_200_000 },
-    );
+    const built = releaseBuiltBefore();
     test(
       'old and new side by side, old stopped, then new and old, new stopped: nothing lost, each reads the other, refusals are loud',
       { timeout: 300_000 },
       async (t) => {
+        const release = built();
         t.diagnostic(
           `previous release ${release.commit.slice(0, 12)} ${release.builtNow ? `built in ${release.buildMs} ms` : 'from the cache'} (${release.dir})`,
         );
