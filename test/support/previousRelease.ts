@@ -12,7 +12,7 @@ import { join } from 'node:path';
 // this checkout's, which holds only when both package-lock.json files are the same.
 
 /** The commit that last landed before this release: bump it when a release lands. */
-export const previousRelease = '1858d438a2626b699b196579dcd3214e63fe2503';
+export const previousRelease = '763db33e90dd92046feddc826396f6569c4cebee';
 
 const root = new URL('../../', import.meta.url).pathname;
 
