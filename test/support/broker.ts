@@ -57,16 +57,39 @@ export async function createScratchVhost(prefix: string, broker: BrokerEndpoints
   };
 }
 
-/** Reachability of both the AMQP port and the management API, with the reason when not. */
-export async function probeBroker(broker: BrokerEndpoints = defaultBroker): Promise<{ ok: true } | { ok: false; reason: string }> {
-  try {
-    const conn = await amqp.connect(broker.amqpUrl, { timeout: 3000 });
-    await conn.close();
-  } catch (e) {
-    return { ok: false, reason: `AMQP at ${new URL(broker.amqpUrl).host}: ${(e as Error).message}` };
+export type ProbeOptions = Readonly<{
+  /** Handshakes tried before the broker counts as unreachable. */
+  attempts?: number;
+  /** Each handshake's bound (ms). */
+  timeoutMs?: number;
+}>;
+
+/**
+ * Reachability of both the AMQP port and the management API, with the reason when not. A loaded
+ * machine (CI's parallel group, a broker busy with another suite) can hold one handshake past its
+ * bound; a second try then decides, so one slow handshake does not fail every broker suite.
+ */
+export async function probeBroker(
+  broker: BrokerEndpoints = defaultBroker,
+  options: ProbeOptions = {},
+): Promise<{ ok: true } | { ok: false; reason: string }> {
+  const attempts = Math.max(1, options.attempts ?? 4);
+  const timeoutMs = options.timeoutMs ?? 5_000;
+  let last = '';
+  for (let i = 0; i < attempts; i++) {
+    try {
+      const conn = await amqp.connect(broker.amqpUrl, { timeout: timeoutMs });
+      await conn.close();
+      last = '';
+      break;
+    } catch (e) {
+      last = (e as Error).message;
+    }
   }
+  if (last !== '')
+    return { ok: false, reason: `AMQP at ${new URL(broker.amqpUrl).host}: ${last} (${attempts} attempts of ${timeoutMs} ms)` };
   try {
-    const res = await createManagementClient({ managementUrl: broker.managementUrl, timeoutMs: 3000 }).request('GET', '/overview');
+    const res = await createManagementClient({ managementUrl: broker.managementUrl, timeoutMs }).request('GET', '/overview');
     if (res.status !== 200) return { ok: false, reason: `management API answered HTTP ${res.status}` };
   } catch (e) {
     return { ok: false, reason: (e as Error).message };
