@@ -157,6 +157,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
     store: deps.store,
     readModel: deps.readModel,
     ...(deps.graceMs === undefined ? {} : { graceMs: deps.graceMs }),
+    ...(deps.pastReads === undefined ? {} : { pastReads: deps.pastReads }),
   });
   app.addHook('onClose', async () => fleetHistory.stop());
   // The projection runner's view; one made here (before the projections start) when none is given.

@@ -38,10 +38,21 @@ export type FleetHistory = Readonly<{
   stop: () => void;
 }>;
 
-export type FleetHistoryOptions = Readonly<{ store: EventStore; readModel: ReadModel; graceMs?: number }>;
+export type FleetHistoryOptions = Readonly<{
+  store: EventStore;
+  readModel: ReadModel;
+  graceMs?: number;
+  /**
+   * The store to fold from its first event: `store` with its archive merged in when serve has
+   * --archive-dir (src/app/pastReads.ts). The hot store alone starts where the archive ends: a
+   * history folded from it misses every archived event, yet looks complete. Default: `store`.
+   */
+  pastReads?: () => Promise<EventStore>;
+}>;
 
 /** Start recording as the read model folds: create it before the projections start, so a cold start records everything once. */
-export function createFleetHistory({ store, readModel, graceMs = defaultGraceMs }: FleetHistoryOptions): FleetHistory {
+export function createFleetHistory({ store, readModel, graceMs = defaultGraceMs, pastReads }: FleetHistoryOptions): FleetHistory {
+  const whole = pastReads ?? (() => Promise.resolve(store));
   let log: FleetCountLog = createCountLog(graceMs);
   let complete: boolean | null = null;
   let rebuilding: Promise<void> | null = null;
@@ -69,7 +80,7 @@ export function createFleetHistory({ store, readModel, graceMs = defaultGraceMs 
   async function checkComplete(): Promise<boolean> {
     if (complete === true) return true;
     let first: bigint | null = null;
-    for await (const batch of store.readAll({ streamPrefix: 'node-', limit: 1 })) {
+    for await (const batch of (await whole()).readAll({ streamPrefix: 'node-', limit: 1 })) {
       first = batch[0]?.position ?? null;
       break;
     }
@@ -87,7 +98,8 @@ export function createFleetHistory({ store, readModel, graceMs = defaultGraceMs 
       const next = createCountLog(graceMs);
       const states = new Map<string, NodeState>();
       if (upTo !== null) {
-        outer: for await (const batch of store.readAll({ streamPrefix: 'node-' })) {
+        const from = await whole();
+        outer: for await (const batch of from.readAll({ streamPrefix: 'node-' })) {
           for (const e of batch) {
             if (e.position > upTo) break outer;
             if (!isNodeEvent(e)) continue;
@@ -114,7 +126,7 @@ export function createFleetHistory({ store, readModel, graceMs = defaultGraceMs 
         await rebuilding;
       }
       // Observation spans are few (one per start and stop): read each time, never stale.
-      return log.summarize(at, options, observedSpans(await store.readStream(observationStream)));
+      return log.summarize(at, options, observedSpans(await (await whole()).readStream(observationStream)));
     },
     stats: () => ({ ...log.stats(), complete }),
     stop,

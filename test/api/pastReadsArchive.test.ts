@@ -11,13 +11,13 @@ import { cliIn } from '../support/cliInProcess.ts';
 import { logger } from '../support/logger.ts';
 
 // docs/operations.md "Retention and archive": `serve --archive-dir` answers the API's reads of the
-// past — a node's state as of a moment, its history and its timeline — over the archive too, with
+// past — a node's state as of a moment, its history, its timeline and the fleet as of a moment — over the archive too, with
 // the answers it gave before the move; a segment archived while it runs is read from then on.
 
 const dir = mkdtempSync(join(tmpdir(), 'converge-past-reads-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-test('state?at=, history and timeline answer the same after the history moved to the archive', async () => {
+test('state?at=, history, timeline and fleet?at= answer the same after the history moved to the archive', async () => {
   const path = join(dir, 'fleet.db');
   const { snapshotPosition } = await archivableFleet(path);
   const archiveDir = join(dir, 'archive');
@@ -27,6 +27,9 @@ test('state?at=, history and timeline answer the same after the history moved to
     '/v1/nodes/n1/history?limit=500',
     '/v1/nodes/n3/history?limit=500',
     '/v1/nodes/n3/timeline?limit=500',
+    // The fleet as of a moment: its history is folded from the store's first event after a restore.
+    `/v1/fleet?at=${mid}`,
+    `/v1/fleet?at=${snapshotPosition}`,
   ];
   const answers = async (): Promise<string[]> => {
     const store = createSqliteEventStore(path);
