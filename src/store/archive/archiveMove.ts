@@ -3,7 +3,8 @@ import { mkdirSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { summariseRange } from '../../core/audit/rangeSummary.ts';
 import type { RangeSummaryJson } from '../../core/audit/rangeSummary.ts';
-import { encodeSegment, segmentFilePattern, syncDir, writeSegmentFile } from './segment.ts';
+import { ConvergeError } from '../../core/errors.ts';
+import { encodeSegment, openSegment, segmentFilePattern, syncDir, writeSegmentFile } from './segment.ts';
 import type { ArchivedRow, PauseAt } from './segment.ts';
 import type { ArchiveManifest } from '../port.ts';
 
@@ -159,18 +160,54 @@ export function pauseFromEnv(): PauseAt {
   };
 }
 
-/** Make the archive folder, and remove what an interrupted run left there: call holding the store's archive lock. */
-export function prepareArchiveDir(dir: string, named: ReadonlySet<string>): string[] {
-  mkdirSync(dir, { recursive: true });
-  const removed: string[] = [];
+/**
+ * Make the archive folder, and remove what an interrupted run left there: call holding the store's
+ * archive lock. A segment file the manifest does not name is removed only when its header names
+ * this store (a run stopped between its rename and its commit): one of another store's, or one
+ * that cannot be read, may be the only copy of the history it holds, so the run is refused instead.
+ */
+export function prepareArchiveDir(dir: string, manifest: ArchiveManifest): string[] {
+  makeArchiveDir(dir);
+  const named = new Set(manifest.segments.map((s) => s.file));
+  const leftovers: string[] = [];
   for (const name of readdirSync(dir)) {
-    const temp = name.endsWith('.ndjson.br.tmp');
-    if (!temp && !(segmentFilePattern.test(name) && !named.has(name))) continue;
-    rmSync(join(dir, name), { force: true });
-    removed.push(name);
+    if (name.endsWith('.ndjson.br.tmp')) leftovers.push(name);
+    else if (segmentFilePattern.test(name) && !named.has(name)) {
+      refuseUnlessOurs(dir, name, manifest.store);
+      leftovers.push(name);
+    }
   }
-  if (removed.length > 0) syncDir(dir);
-  return removed;
+  for (const name of leftovers) rmSync(join(dir, name), { force: true });
+  if (leftovers.length > 0) syncDir(dir);
+  return leftovers;
+}
+
+/** Make the archive folder (and its parents) if missing; a path that cannot be one is a configuration error. */
+export function makeArchiveDir(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'EEXIST' || code === 'ENOTDIR'
+        ? "is not a folder (a file has its name or its parent's)"
+        : `cannot be made: ${(err as Error).message}`;
+    throw new ConvergeError('CONVERGE_ERR_CONFIG_INVALID', `the archive folder ${dir} ${why}`);
+  }
+}
+
+function refuseUnlessOurs(dir: string, name: string, store: string): void {
+  let owner: string;
+  try {
+    owner = openSegment(join(dir, name), name).header.store;
+  } catch (err) {
+    owner = `unreadable: ${(err as Error).message}`;
+  }
+  if (owner === store) return;
+  throw new ConvergeError(
+    'CONVERGE_ERR_CONFIG_INVALID',
+    `the archive folder ${dir} holds ${name}, a segment this store's manifest does not name, of another store (${owner}; this store is ${store}): give each store an archive folder of its own; nothing was moved or removed`,
+  );
 }
 
 /** Move `source`'s closed history to segments in `options.dir`; the caller holds the store's archive lock. */

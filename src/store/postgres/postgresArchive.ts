@@ -44,7 +44,7 @@ export async function archivePostgresStore(url: string, options: ArchiveOptions)
       );
     try {
       const manifest = await readPostgresManifest((q) => client.query({ ...q, rowMode: 'array' }), { text: manifestSql(schema) });
-      const removedLeftovers = prepareArchiveDir(options.dir, new Set(manifest.segments.map((s) => s.file)));
+      const removedLeftovers = prepareArchiveDir(options.dir, manifest);
       // Segments the release before archived (no stream filter, no time range): theirs, so reads
       // stop opening them; each read once.
       const fills = [await streamFilterBackfill(client, schema), await segmentTimesBackfill(client, schema, manifest)];

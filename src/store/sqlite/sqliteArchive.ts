@@ -1,7 +1,6 @@
-import { mkdirSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { ConvergeError } from '../../core/errors.ts';
-import { archivedOf, moveClosedHistory, prepareArchiveDir } from '../archive/archiveMove.ts';
+import { archivedOf, makeArchiveDir, moveClosedHistory, prepareArchiveDir } from '../archive/archiveMove.ts';
 import type { ArchiveOptions, ArchiveSource, ArchiveSummary, SegmentToRecord } from '../archive/archiveMove.ts';
 import type { PauseAt } from '../archive/segment.ts';
 import type { ArchiveManifest } from '../port.ts';
@@ -24,7 +23,7 @@ type Row = [bigint, string, string, bigint, string, string, string, Buffer | nul
 
 /** Move closed history from the SQLite store at `path` to segments in `options.dir`. */
 export async function archiveSqliteStore(path: string, options: ArchiveOptions): Promise<ArchiveSummary> {
-  mkdirSync(options.dir, { recursive: true });
+  makeArchiveDir(options.dir);
   const lock = lockArchive(path);
   const db = new Database(path, { fileMustExist: true });
   try {
@@ -33,7 +32,7 @@ export async function archiveSqliteStore(path: string, options: ArchiveOptions):
     db.pragma('synchronous = FULL');
     migrate(db, path);
     const manifest = readManifest(db);
-    const removedLeftovers = prepareArchiveDir(options.dir, new Set(manifest.segments.map((s) => s.file)));
+    const removedLeftovers = prepareArchiveDir(options.dir, manifest);
     // Segments archived before schema v7: their sends, for findSend, before anything moves.
     const indexedSends = indexArchivedSends(db, options.dir, manifest);
     // Segments archived before schema v8 (no stream filter) or with no time range (before it was
