@@ -71,6 +71,11 @@ test('check: a forged event is exit 1 with its position and kind; the wrong key 
   const wrongKey = check('b.json', '--audit-pub', 'other.pub', '--json');
   assert.equal(wrongKey.status, 1);
   assert.equal(JSON.parse(wrongKey.stdout).finding.kind, 'key');
+  // The text names the key it refused, and does not say the bundle has no signed checkpoint: it has one.
+  const wrongKeyText = check('b.json', '--audit-pub', 'other.pub');
+  assert.match(wrongKeyText.stdout, /^FORGED \(key\)/m);
+  assert.doesNotMatch(wrongKeyText.stdout, /no signed checkpoint in the bundle/);
+  assert.match(wrongKeyText.stdout, /^key: the audit key given \(--audit-pub\) is not the bundle's: nothing was verified with it/m);
   writeFileSync(join(dir, 'not.json'), '{"format":"something else"}');
   assert.equal(check('not.json').status, 2);
   assert.equal(check('missing.json').status, 2);

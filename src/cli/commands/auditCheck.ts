@@ -24,15 +24,21 @@ const ownKeyNote = "a bundle's own key proves nothing alone: check it with the a
 /** What a finding makes of the bundle: no key is no claim, an unsigned head is not a forgery. */
 const headline = (kind: string): string => (kind === 'nokey' ? 'NOT CHECKED' : kind === 'unsigned' ? 'NOT ACCEPTED' : 'FORGED');
 
-function keyLine(r: EvidenceCheckResult): string {
+function keyLine(r: EvidenceCheckResult, given: boolean): string {
   if (r.finding?.kind === 'nokey') return 'key: none (neither given nor in the bundle)';
+  if (r.finding?.kind === 'key' && r.keyUsed === null)
+    return given
+      ? "key: the audit key given (--audit-pub) is not the bundle's: nothing was verified with it"
+      : "key: the bundle's own audit key is not usable (above)";
+  // A finding before any signature was checked (the tree, a proof): no key was used, whatever the bundle holds.
+  if (r.keyUsed === null && r.finding !== null) return 'key: none used (the check stopped before any signature: above)';
   if (r.keyUsed === null) return 'key: none used (no signed checkpoint in the bundle)';
   return r.keyUsed.source === 'given'
     ? `key: the audit key given (--audit-pub), id ${r.keyUsed.keyId}`
     : `key: the bundle's own audit key, id ${r.keyUsed.keyId}; ${ownKeyNote}`;
 }
 
-function printText(io: CliIo, b: EvidenceBundle, r: EvidenceCheckResult): void {
+function printText(io: CliIo, b: EvidenceBundle, r: EvidenceCheckResult, given: boolean): void {
   const f = r.finding;
   if (f !== null) io.stdout(`${headline(f.kind)}${f.position === null ? '' : ` at position ${f.position}`} (${f.kind}): ${f.message}\n`);
   else {
@@ -48,7 +54,7 @@ function printText(io: CliIo, b: EvidenceBundle, r: EvidenceCheckResult): void {
     if (b.latest !== null)
       io.stdout(`consistency: the log only grew from there to the latest checkpoint, size ${b.latest.checkpoint.size}\n`);
   }
-  io.stdout(`${keyLine(r)}\n`);
+  io.stdout(`${keyLine(r, given)}\n`);
   const d = r.declarations;
   io.stdout(
     d.keyId === null
@@ -100,7 +106,7 @@ export async function runCheck({ io, values, positionals, json }: Context): Prom
       declarations: r.declarations,
       answer: r.answer,
     });
-  else printText(io, bundle, r);
+  else printText(io, bundle, r, auditKey !== null);
   if (r.finding === null) return exitVerified;
   return r.finding.kind === 'nokey' ? exitCannotCheck : exitForged;
 }
