@@ -49,6 +49,24 @@ test('export writes the bundle; check verifies it offline with the audit key, an
 
   const ok = check('b.json', '--audit-pub', 'audit.pub');
   assert.equal(ok.status, 0, ok.stdout + ok.stderr);
+  // The text export counts the node's events and the observation spans' apart, as check does.
+  const text = converge(
+    'audit',
+    'export',
+    'web-003',
+    '--at',
+    at,
+    '--out',
+    't.json',
+    '--store',
+    `sqlite:${path}`,
+    '--audit-pub',
+    'audit.pub',
+  );
+  const counted = /(\d+) events of web-003 and (\d+) of the observation spans/.exec(text.stdout);
+  const checked = /(\d+) events of the node and (\d+) of the observation spans/.exec(ok.stdout);
+  assert.ok(counted !== null && checked !== null, text.stdout + ok.stdout);
+  assert.deepEqual(counted.slice(1), checked.slice(1));
   assert.match(ok.stdout, /^verified: web-003 as of 2026-01-01T00:01:00\.000Z: 6 events of the node/m);
   assert.match(ok.stdout, /^key: the audit key given \(--audit-pub\)/m);
   assert.match(ok.stdout, /^answer \(the fold again\): converged, caught up; sent [0-9a-f]{12} \(serial 2\)/m);

@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseAt } from '../../../projections/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
+import { observationStream } from '../../core/events/index.ts';
 import { buildEvidence, newestCheckpoint } from '../../readModel/evidence/build.ts';
 import type { Context } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';
@@ -81,7 +82,11 @@ export async function runExport({ io, values, positionals, config, json }: Conte
     return 0;
   }
   const a = bundle.answer;
-  io.stdout(`wrote ${out}: ${bundle.events.length} events of ${node} up to ${bundle.at}, ${bytes.toLocaleString('en-US')} bytes\n`);
+  // The observation spans' events ride along (liveness is judged by them): counted apart, as check counts them.
+  const spans = bundle.events.filter((e) => e.stream === observationStream).length;
+  io.stdout(
+    `wrote ${out}: ${bundle.events.length - spans} events of ${node} and ${spans} of the observation spans up to ${bundle.at}, ${bytes.toLocaleString('en-US')} bytes\n`,
+  );
   io.stdout(
     cp === null
       ? `UNSIGNED: proven against the store's head (size ${bundle.tree.size}), which no checkpoint signs yet\n`
