@@ -1,4 +1,5 @@
 import { readFileSync, readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import type { InboundKind } from '../../src/transport/brokerNames.ts';
 import type { DeclarationPublisher } from '../../src/transport/port.ts';
@@ -10,7 +11,19 @@ import { startThread } from '../../src/store/startThread.ts';
 // turn), and what the nodes publish comes back as messages on the engine's in-process broker,
 // sent by the node itself (user id = node, as RabbitMQ would validate it).
 
-export type FleetSettings = Readonly<{ nodes: readonly string[]; applyMs: number; publicKeyPem: string }>;
+export type FleetSettings = Readonly<{
+  nodes: readonly string[];
+  applyMs: number;
+  publicKeyPem: string;
+  /**
+   * How much lower than the engine's thread the fleet's runs (nice, Linux; 0: the same). A real
+   * fleet runs on machines of its own; on two shared cores a fleet at the engine's priority takes
+   * its core from the engine's thread whenever both are ready.
+   */
+  nice?: number;
+  /** Check every n-th declaration's signature (default 1: every one); see fleetThread.ts. */
+  verifyEvery?: number;
+}>;
 
 export type FleetIn =
   Readonly<{ kind: 'declarations'; declarations: readonly Readonly<{ node: string; body: Uint8Array }>[] }> | Readonly<{ kind: 'stop' }>;
@@ -82,6 +95,7 @@ export async function startRemoteFleet(broker: InProcessBroker, settings: FleetS
       }
     });
   });
+  if (settings.nice !== undefined && settings.nice !== 0) setPriority(tid, Math.min(19, getPriority() + settings.nice));
   return {
     publisher: {
       async publish(d) {
