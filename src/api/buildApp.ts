@@ -151,7 +151,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   });
 
   const context: RouteContext = { deps, views: nodeViews(deps) };
-  // Created now, before the projections start (src/app/server.ts), so a cold start records the
+  // Created now, before the projections start (src/app/lifecycle.ts), so a cold start records the
   // whole history once as it folds; plugins only run at ready/listen, after that.
   const fleetHistory = createFleetHistory({
     store: deps.store,

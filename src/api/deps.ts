@@ -15,7 +15,7 @@ import type { ConnectionCaps } from './connectionCaps.ts';
 import type { ListenerLimits } from './listenerLimits.ts';
 import type { WriteLimits } from './writeLimits.ts';
 
-// What the HTTP API is given by the composition root (src/app/server.ts) or a test.
+// What the HTTP API is given by the composition root (src/app/apiDeps.ts) or a test.
 
 /** The sender validates the spec and the node id (src/engine/send.ts): the route passes them as received. */
 /** `force`: send to a pinned node too (docs/design.md §8 "Holds and pins"). */
@@ -25,7 +25,7 @@ export type SendDeclaration = (
   options?: Readonly<{ force?: boolean }>,
 ) => Promise<Readonly<{ digest: string; serial: number }>>;
 
-/** The operator's commands on a rollout (src/engine/rolloutCommands.ts, wired by src/app/server.ts). */
+/** The operator's commands on a rollout (src/engine/rolloutCommands.ts, wired by src/app/apiDeps.ts). */
 export type RolloutCommands = Readonly<{
   start: (input: StartRolloutInput) => Promise<StartedRollout>;
   pause: (id: string, by: Readonly<{ by: string; reason: string }>) => Promise<RolloutState>;

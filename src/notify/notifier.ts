@@ -21,7 +21,7 @@ import type { Notification } from './triggers.ts';
 // holds are refolded here from their nodes' streams (`replayGap`): their notifications have the
 // same ids as the first time, so what a receiver had is a duplicate it drops.
 //
-// Order of use (src/app/server.ts): `prepare` (cursors) and the listeners before the projections
+// Order of use (src/app/lifecycle.ts): `prepare` (cursors) and the listeners before the projections
 // start, so no change goes unheard; `begin` once they have restored their snapshot.
 
 export type Notifier = Readonly<{

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { loadConfig } from '../../src/app/config.ts';
 import { isConvergeError } from '../../src/core/errors.ts';
+import { tempDir } from '../support/tempDir.ts';
 
 // serve's audit settings (docs/operations.md#configuration): the key read and checked at start,
 // the schedule's defaults, and a witness without a key refused rather than silently idle.
 
-const dir = mkdtempSync(join(tmpdir(), 'converge-audit-settings-'));
+const dir = tempDir({ after }, 'converge-audit-settings-');
 const ed = join(dir, 'audit.key');
 writeFileSync(ed, generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }));
 const ec = join(dir, 'ec.key');

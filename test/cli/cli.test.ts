@@ -3,11 +3,12 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { before, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { cliIn } from '../support/cliInProcess.ts';
 import type { CliResult } from '../support/cliInProcess.ts';
 import { historyInStore } from '../support/history.ts';
+import { tempDir } from '../support/tempDir.ts';
 import { until } from '../support/until.ts';
 
 const bin = new URL('../../bin/converge.js', import.meta.url).pathname;
@@ -44,6 +45,8 @@ describe("converge CLI on a store with the seed's race", () => {
     await store.close();
     digests = { a: a.digest, b: b.digest };
   });
+
+  after(() => rmSync(dir, { recursive: true, force: true }));
 
   test('keygen --json gives a key id and a public key', async () => {
     const r = await cli(['keygen', '--json']);
@@ -315,8 +318,10 @@ describe('the converge binary', () => {
     }
   });
 
-  test('demo runs a small fleet to completion, reproduces the race and reports JSON', () => {
+  test('demo runs a small fleet to completion, reproduces the race and reports JSON', (t) => {
     const r = spawnSync(process.execPath, [bin, 'demo', '--nodes', '8', '--rounds', '3', '--interval-ms', '300', '--port', '0', '--json'], {
+      // The demo keeps its store in a fresh dir under the OS temp dir, for the user to read afterwards: here, the test's.
+      env: { ...process.env, TMPDIR: tempDir(t, 'converge-cli-demo-') },
       encoding: 'utf8',
       timeout: 60_000,
     });

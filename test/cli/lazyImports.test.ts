@@ -44,7 +44,8 @@ function traced(
   const out = join(dir, `trace-${++traceNo}.txt`);
   const r = spawnSync(process.execPath, ['--import', registerHooks(out), bin, ...args], {
     cwd: dir,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    // TMPDIR: the demo keeps its store in a fresh dir under the OS temp dir, for the user to read afterwards.
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: dir, ...env },
     encoding: 'utf8',
   });
   const urls = readFileSync(out, 'utf8').trim().split('\n');

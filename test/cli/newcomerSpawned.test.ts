@@ -60,6 +60,8 @@ describe('the built converge command, as a newcomer ran it', () => {
     async () => {
       const child = spawn(process.execPath, [bin, 'demo', '--nodes', '5', '--interval-ms', '60000', '--port', '0'], {
         cwd: dir,
+        // The demo keeps its store in a fresh dir under the OS temp dir, for the user to read afterwards: here, the test's.
+        env: { ...process.env, TMPDIR: dir },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stderr = '';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { before, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { cliIn } from '../support/cliInProcess.ts';
@@ -34,6 +34,14 @@ describe('converge rollout on a SQLite store', () => {
     await h.send('n2');
     await h.send('n3');
     await h.send('other');
+  });
+
+  after(async () => {
+    try {
+      await store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('start takes exactly one selection, a wave timeout and durations people write; mistakes are usage errors', async () => {

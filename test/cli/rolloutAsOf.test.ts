@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -38,7 +38,11 @@ describe('converge rollout start --as-of', () => {
     await h.send('n2');
   });
   after(async () => {
-    await store.close();
+    try {
+      await store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('a spec file and --as-of together, neither, or --as-of on another verb are usage errors', async () => {

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -16,6 +15,7 @@ import { cliIn } from '../support/cliInProcess.ts';
 import { historyInStore } from '../support/history.ts';
 import type { RolloutTag, StoreHistory } from '../support/history.ts';
 import { rolloutInStore } from '../support/rolloutInStore.ts';
+import { tempDir } from '../support/tempDir.ts';
 
 // `converge rollout status` and `converge rollouts` answer from the rollouts' streams and their
 // targets' (src/readModel/rolloutSlice.ts), not from a fold of the whole store. The answer must be
@@ -235,8 +235,8 @@ test('rollout status and rollouts answer as the API does, from the rollouts and 
   assert.ok(c.events() < total, `rollouts read ${c.events()} of the store's ${total} events`);
 });
 
-test('the commands print the API view of a SQLite store', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'converge-rollout-slice-'));
+test('the commands print the API view of a SQLite store', async (t) => {
+  const dir = tempDir(t, 'converge-rollout-slice-');
   const path = join(dir, 'store.db');
   const store = createSqliteEventStore(path);
   try {

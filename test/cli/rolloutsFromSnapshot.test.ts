@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
@@ -14,6 +13,7 @@ import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.
 import type { EventStore } from '../../src/store/index.ts';
 import { historyInStore } from '../support/history.ts';
 import { rolloutInStore } from '../support/rolloutInStore.ts';
+import { tempDir } from '../support/tempDir.ts';
 
 // `converge rollouts` and `rollout status` start from the engine's snapshot when it passes the warm
 // start's checks and read only what came after it; the answers are the same as a fold from zero,
@@ -62,8 +62,8 @@ const withNodes = (f: Folded) => ({
   nodes: [...f.readModel.nodes()].sort((a, b) => a.node.localeCompare(b.node)),
 });
 
-test('the rollout commands start from a trusted snapshot, read only what came after it, and answer as a fold from zero', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'converge-rollouts-snapshot-'));
+test('the rollout commands start from a trusted snapshot, read only what came after it, and answer as a fold from zero', async (t) => {
+  const dir = tempDir(t, 'converge-rollouts-snapshot-');
   const path = join(dir, 'store.db');
   const store = createSqliteEventStore(path);
   try {

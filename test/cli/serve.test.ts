@@ -1,18 +1,17 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { tempDir } from '../support/tempDir.ts';
 
 // `converge serve` as an operator runs it: a real process on a fresh SQLite store and an
 // ephemeral port, answering health, readiness and a problem+json 404, and stopping cleanly.
 
 const bin = new URL('../../bin/converge.js', import.meta.url).pathname;
 
-test('converge serve answers /healthz, /readyz and a problem+json 404, and exits 0 on SIGTERM', { timeout: 60_000 }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'converge-serve-'));
+test('converge serve answers /healthz, /readyz and a problem+json 404, and exits 0 on SIGTERM', { timeout: 60_000 }, async (t) => {
+  const dir = tempDir(t, 'converge-serve-');
   const env: NodeJS.ProcessEnv = { ...process.env, CONVERGE_STORE: `sqlite:${join(dir, 'data', 'store.db')}`, CONVERGE_LOG_LEVEL: 'warn' };
   for (const k of ['CONVERGE_AMQP_URL', 'CONVERGE_API_TOKENS', 'CONVERGE_SIGNING_KEY', 'CONVERGE_PORT']) delete env[k];
   const child = spawn(process.execPath, [bin, 'serve', '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });

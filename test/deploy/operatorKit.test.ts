@@ -112,7 +112,8 @@ before(async () => {
   demo = spawn(process.execPath, [bin, 'demo', '--port', '0', '--interval-ms', '500'], {
     cwd: work,
     stdio: ['ignore', 'ignore', 'pipe'],
-    env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CONVERGE_'))),
+    // TMPDIR: the demo keeps its store in a fresh dir under the OS temp dir, for the user to read afterwards.
+    env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CONVERGE_'))), TMPDIR: work },
   });
   let err = '';
   demo.stderr!.setEncoding('utf8').on('data', (c: string) => (err += c));

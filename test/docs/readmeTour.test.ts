@@ -55,7 +55,8 @@ test("every command of the README's tour runs as written against the demo", { ti
   const demo = spawn(process.execPath, [bin, 'demo', '--interval-ms', '60000', '--notify-config', 'notify.json', '--port', '0'], {
     cwd: work,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CONVERGE_'))),
+    // TMPDIR: the demo keeps its store in a fresh dir under the OS temp dir, for the reader to use afterwards.
+    env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CONVERGE_'))), TMPDIR: work },
   });
   let err = '';
   demo.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { verifyCheckpoint } from '../../src/core/audit/checkpoint.ts';
@@ -20,12 +19,13 @@ import type { EventStore } from '../../src/store/port.ts';
 import { writeHistory } from '../support/auditHistory.ts';
 import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
+import { tempDir } from '../support/tempDir.ts';
 
 // The engine's checkpointer (docs/audit.md#checkpoints-and-witnesses): every N events, after a
 // while if anything was appended, and on stop; each in the log and handed to the witnesses.
 
 const key = generateKeyPairSync('ed25519');
-const dir = mkdtempSync(join(tmpdir(), 'converge-witness-'));
+const dir = tempDir({ after }, 'converge-witness-');
 
 const checkpoints = async (store: EventStore): Promise<SignedCheckpoint[]> =>
   ((await store.readStream(auditStream)) as Recorded<AuditCheckpointed>[]).map((e) => signedCheckpointOf(e.data));

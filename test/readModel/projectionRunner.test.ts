@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
@@ -15,6 +14,7 @@ import { historyInStore } from '../support/history.ts';
 import type { StoreHistory } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
+import { tempDir } from '../support/tempDir.ts';
 
 type Op = { kind: 'send' | 'report-latest' | 'report-stale' | 'report-unknown' | 'report-legacy' | 'alive'; node: number; tick: number };
 
@@ -70,8 +70,8 @@ test('after a randomized run of sends, reports and alives, a replay from zero fi
   );
 });
 
-test('over SQLite, where live events reach the runner as appended and a replay reads them back from the file, replay = live', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'converge-live-'));
+test('over SQLite, where live events reach the runner as appended and a replay reads them back from the file, replay = live', async (t) => {
+  const dir = tempDir(t, 'converge-live-');
   let run = 0;
   await fc.assert(
     fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 60 }), fc.integer({ min: 1, max: 7 }), async (ops, batchSize) => {
@@ -112,8 +112,8 @@ test('after tampering with the read model, replay --verify finds the difference 
   await runner.stop();
 });
 
-test('a restarted runner restores its snapshot, folds only what came after, and ends where a fold from zero ends', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'converge-snap-'));
+test('a restarted runner restores its snapshot, folds only what came after, and ends where a fold from zero ends', async (t) => {
+  const dir = tempDir(t, 'converge-snap-');
   const path = join(dir, 'store.db');
   const snapshot = { path: `${path}.snapshot.json`, everyEvents: 5 };
   let store = createSqliteEventStore(path);
@@ -148,8 +148,8 @@ test('a restarted runner restores its snapshot, folds only what came after, and 
   await store.close();
 });
 
-test('the snapshot interval is the larger of everyEvents and everyEventsPerNode × the nodes held', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'converge-snap-every-'));
+test('the snapshot interval is the larger of everyEvents and everyEventsPerNode × the nodes held', async (t) => {
+  const dir = tempDir(t, 'converge-snap-every-');
   const path = join(dir, 'store.db');
   const store = createSqliteEventStore(path);
   const script = historyInStore(store);
@@ -175,8 +175,8 @@ test('the snapshot interval is the larger of everyEvents and everyEventsPerNode 
   await store.close();
 });
 
-test('a snapshot from another store is ignored and the runner folds from zero', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'converge-snap-'));
+test('a snapshot from another store is ignored and the runner folds from zero', async (t) => {
+  const dir = tempDir(t, 'converge-snap-');
   const snapshot = { path: join(dir, 'snap.json'), everyEvents: 1 };
   const one = createMemoryEventStore();
   await historyInStore(one).alive('x');
@@ -214,10 +214,10 @@ test('lag counts the events the runner has not folded, and readiness waits for t
   await runner.stop();
 });
 
-test('a report whose failed map has a resource named "$big" restores from a snapshot exactly as it was folded', async () => {
+test('a report whose failed map has a resource named "$big" restores from a snapshot exactly as it was folded', async (t) => {
   // A node states `failed` keys freely (wire.go Report.Failed); a snapshot must not read one back
   // as its own bigint or Map tags, or the restored model differs from a fold from zero.
-  const dir = mkdtempSync(join(tmpdir(), 'converge-snap-'));
+  const dir = tempDir(t, 'converge-snap-');
   const path = join(dir, 'store.db');
   const snapshot = { path: `${path}.snapshot.json`, everyEvents: 1 };
   let store = createSqliteEventStore(path);
@@ -273,8 +273,8 @@ test('the node gauges count liveness from the exact last-seen time when the inge
   assert.match(await gauge(() => new Date(now - 5_000)), /liveness="connected"/);
 });
 
-test('an installation upgraded from <store>.snapshot.json starts warm on it, and the file is gone once <store>.snapshot is written', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'converge-snap-former-'));
+test('an installation upgraded from <store>.snapshot.json starts warm on it, and the file is gone once <store>.snapshot is written', async (t) => {
+  const dir = tempDir(t, 'converge-snap-former-');
   const path = join(dir, 'store.db');
   // The default names, as serve is configured.
   const config = loadConfig({ flags: { store: `sqlite:${path}` }, env: {} });

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { eventLeafHash, eventLeafHashInto, leafBytes } from '../../src/core/audit/leaf.ts';
@@ -15,11 +13,12 @@ import { createSqliteEventStore, withoutAuditTreeKey } from '../../src/store/sql
 import type { EventStore, NewEvent } from '../../src/store/port.ts';
 import { verifyStore, writeHistory } from '../support/auditHistory.ts';
 import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
+import { tempDir } from '../support/tempDir.ts';
 
 // Every adapter that can keeps the audit tree in its appends (docs/audit.md): the leaf stored
 // beside each row is the leaf of its stored bytes, and the head is the tree over all of them.
 
-const dir = mkdtempSync(join(tmpdir(), 'converge-audit-'));
+const dir = tempDir({ after }, 'converge-audit-');
 let n = 0;
 const fresh = (): string => join(dir, `s${++n}.db`);
 

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { verifyLog } from '../../src/core/audit/verifyLog.ts';
@@ -12,13 +11,14 @@ import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import { writeHistory } from '../support/auditHistory.ts';
 import { describeOnPostgres, postgresTestUrl, scratchSchema } from '../support/postgres.ts';
+import { tempDir } from '../support/tempDir.ts';
 
 // `converge audit verify` on several threads (src/store/audit/verifyPool.ts) must say exactly what
 // the walk on one thread says: the same root and roots at checkpoint sizes on an intact store, and
 // the same first finding, by kind and position, on a tampered one, wherever the change falls
 // against the ranges the threads read (ranges of 16 positions here, so most changes sit near an edge).
 
-const dir = mkdtempSync(join(tmpdir(), 'converge-verify-pool-'));
+const dir = tempDir({ after }, 'converge-verify-pool-');
 const pristine = join(dir, 'pristine.db');
 let copies = 0;
 

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/api/index.ts';
 import type { ApiDeps } from '../../src/api/index.ts';
 import { parseApiTokens } from '../../src/api/index.ts';
-import { rolloutCommandsOn } from '../../src/app/server.ts';
+import { rolloutCommandsOn } from '../../src/app/apiDeps.ts';
 import { validateSpec } from '../../src/core/declaration/index.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import type { Metrics } from '../../src/metrics.ts';

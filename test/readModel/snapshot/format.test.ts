@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import fc from 'fast-check';
 import { nodeStatuses, reportClasses } from '../../../projections/index.ts';
 import type { NodeState } from '../../../projections/index.ts';
@@ -15,12 +14,13 @@ import { encodeColumnSliced } from '../../../src/readModel/snapshot/columnPartsS
 import { columnNames } from '../../../src/readModel/snapshot/columns.ts';
 import { createEncoder } from '../../../src/readModel/snapshot/encoder.ts';
 import { encodeSnapshot4 } from '../../../src/readModel/snapshot/jsonLinesV4.ts';
+import { tempDir } from '../../support/tempDir.ts';
 
 // The snapshot's format alone: whatever read model is written comes back the same,
 // value for value and type for type — binary columns, the JSON a column falls back to, format 4.
 // Whether a snapshot is believed (consistency, cross-check) is trust.test.ts.
 
-const dir = mkdtempSync(join(tmpdir(), 'converge-snapformat-'));
+const dir = tempDir({ after }, 'converge-snapformat-');
 const digest = fc.stringMatching(/^[0-9a-f]{64}$/);
 const time = fc.oneof(
   fc.date({ min: new Date('2000-01-01Z'), max: new Date('2100-01-01Z'), noInvalidDate: true }).map((d) => d.toISOString()),

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
@@ -14,6 +13,8 @@ import { readSnapshot, writeSnapshot } from '../../../src/readModel/snapshot/sna
 import { createMemoryEventStore } from '../../../src/store/memoryEventStore.ts';
 import { createSqliteEventStore } from '../../../src/store/sqlite/sqliteEventStore.ts';
 import { historyInStore } from '../../support/history.ts';
+import { tempDir } from '../../support/tempDir.ts';
+import type { AfterHook } from '../../support/tempDir.ts';
 
 // A snapshot was trusted blindly — forged values with the right foldVersion,
 // position and event id were restored and served, and wrong types gave "reports":"NaN111".
@@ -23,8 +24,8 @@ import { historyInStore } from '../../support/history.ts';
 type Rig = { dir: string; storePath: string; snapPath: string; events: number };
 
 /** Three nodes (converged, behind after a stale report, alive only) and the snapshot an honest engine wrote of them. */
-async function rig(): Promise<Rig> {
-  const dir = mkdtempSync(join(tmpdir(), 'converge-snaptrust-'));
+async function rig(t: AfterHook): Promise<Rig> {
+  const dir = tempDir(t, 'converge-snaptrust-');
   const storePath = join(dir, 'store.db');
   const snapPath = `${storePath}.snapshot`;
   const store = createSqliteEventStore(storePath);
@@ -99,8 +100,8 @@ async function assertFoldedFromZero(r: Rig, reason: RegExp): Promise<void> {
   assert.match(got.rejected[0]!, / 1$/);
 }
 
-test('an honest snapshot is restored: nothing folded again, nothing counted as rejected', async () => {
-  const r = await rig();
+test('an honest snapshot is restored: nothing folded again, nothing counted as rejected', async (t) => {
+  const r = await rig(t);
   const got = await restart(r);
   assert.deepEqual(got.folded, []);
   assert.deepEqual(got.diffs, []);
@@ -109,39 +110,39 @@ test('an honest snapshot is restored: nothing folded again, nothing counted as r
   assert.deepEqual(got.states.get('b'), truth.get('b'));
 });
 
-test('a forged value under the right header and a matching checksum is caught by the cross-check against the store', async () => {
-  const r = await rig();
+test('a forged value under the right header and a matching checksum is caught by the cross-check against the store', async (t) => {
+  const r = await rig(t);
   await forge(r, (states) =>
     states.map((s) => (s.node === 'a' ? { ...s, reports: 41, anomalies: { stale: 0, unknown: 0, undeclared: 0 } } : s)),
   );
   await assertFoldedFromZero(r, /cross-check .*reports/);
 });
 
-test('a forged status that contradicts the node’s own send and report is refused', async () => {
-  const r = await rig();
+test('a forged status that contradicts the node’s own send and report is refused', async (t) => {
+  const r = await rig(t);
   await forge(r, (states) => states.map((s) => (s.node === 'b' ? { ...s, status: 'converged', caughtUp: true } : s)));
   await assertFoldedFromZero(r, /inconsistent .*status/);
 });
 
-test('a phantom node the store never saw is refused', async () => {
-  const r = await rig();
+test('a phantom node the store never saw is refused', async (t) => {
+  const r = await rig(t);
   await forge(r, (states) => [...states, { ...states[0]!, node: 'ghost' }]);
   await assertFoldedFromZero(r, /cross-check .*ghost/);
 });
 
-test('wrong types ("reports": "NaN", a string serial) are refused by the schema, never folded onto', async () => {
-  const r = await rig();
+test('wrong types ("reports": "NaN", a string serial) are refused by the schema, never folded onto', async (t) => {
+  const r = await rig(t);
   await forge(r, (states) => states.map((s) => (s.node === 'c' ? ({ ...s, reports: 'NaN' } as unknown as NodeState) : s)));
   await assertFoldedFromZero(r, /schema .*reports/);
-  const r2 = await rig();
+  const r2 = await rig(t);
   await forge(r2, (states) =>
     states.map((s) => (s.node === 'a' ? ({ ...s, sent: { ...s.sent!, serial: '1' } } as unknown as NodeState) : s)),
   );
   await assertFoldedFromZero(r2, /schema .*sentSerial/);
 });
 
-test('a byte changed in the file without resealing it fails the checksum', async () => {
-  const r = await rig();
+test('a byte changed in the file without resealing it fails the checksum', async (t) => {
+  const r = await rig(t);
   const text = readFileSync(r.snapPath, 'latin1');
   // The latest alive of node a: an ISO time only it holds; one digit moved.
   const at = text.lastIndexOf('T14:00:');
@@ -151,15 +152,15 @@ test('a byte changed in the file without resealing it fails the checksum', async
   await assertFoldedFromZero(r, /checksum .*sha256/);
 });
 
-test('a truncated snapshot is refused', async () => {
-  const r = await rig();
+test('a truncated snapshot is refused', async (t) => {
+  const r = await rig(t);
   const bytes = readFileSync(r.snapPath);
   writeFileSync(r.snapPath, bytes.subarray(0, Math.floor(bytes.length * 0.6)));
   await assertFoldedFromZero(r, /^(truncated|checksum) /);
 });
 
-test('a snapshot of the format before (one JSON object) is discarded with a log line naming both formats', async () => {
-  const r = await rig();
+test('a snapshot of the format before (one JSON object) is discarded with a log line naming both formats', async (t) => {
+  const r = await rig(t);
   writeFileSync(r.snapPath, JSON.stringify({ format: 3, foldVersion: 3, position: { $big: '7' }, eventId: 'x', states: [] }));
   const got = await restart(r);
   assert.equal(got.folded.length, r.events);
@@ -169,8 +170,8 @@ test('a snapshot of the format before (one JSON object) is discarded with a log 
   assert.match(got.rejected[0] ?? '', /reason="format"\} 1$/);
 });
 
-test('any history round-trips through a snapshot: the states read back are the fold of the store, field by field', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'converge-snapround-'));
+test('any history round-trips through a snapshot: the states read back are the fold of the store, field by field', async (t) => {
+  const dir = tempDir(t, 'converge-snapround-');
   const step = fc.record({
     kind: fc.constantFrom('send', 'report', 'stale', 'unknown', 'legacy', 'refused', 'alive'),
     node: fc.constantFrom('n0', 'n1', 'n2', 'n-\u00e9'),
