@@ -224,6 +224,18 @@ export function createServer(options: ServerOptions): Server {
 
   const auditCheckpoints = createCheckpointer(config, store, logger, options.now);
 
+  /** Without --archive-dir on a store that archived history, the past reads refuse (pastReads.ts): say so once, at start. */
+  async function warnOfArchive(): Promise<void> {
+    if (config.archiveDir !== null) return;
+    const manifest = await store.archiveManifest?.().catch(() => null);
+    if (manifest === undefined || manifest === null || manifest.segments.length === 0) return;
+    const events = manifest.segments.reduce((n, s) => n + s.events, 0);
+    logger.warn(
+      { segments: manifest.segments.length, events },
+      `the store moved ${events} events to ${manifest.segments.length} archive segment(s) and serve has no --archive-dir: the current state is served, but reads of the past that need them (state?at=, history, timeline, evidence, a send's asOf) answer 503 CONVERGE_ERR_ARCHIVE_NEEDED`,
+    );
+  }
+
   const startedAt = (options.now ?? Date.now)();
   const dashboardDir = options.dashboardDir === undefined ? findDashboardDir() : options.dashboardDir;
   const apiDeps = {
@@ -355,6 +367,7 @@ export function createServer(options: ServerOptions): Server {
         'engine listening',
       );
       if (dashboardDir === null) logger.warn({}, 'the dashboard is not built (npm run build): / is not served');
+      await warnOfArchive();
       return url;
     },
     async stop() {
