@@ -83,6 +83,7 @@ export function createLifecycle(parts: LifecycleParts): Lifecycle {
       await ingest?.start();
       await auditCheckpoints?.start();
       logListening(parts, url);
+      await warnOfArchive(parts);
       return url;
     },
     async stop() {
@@ -124,4 +125,16 @@ function logListening(parts: LifecycleParts, url: string): void {
     'engine listening',
   );
   if (dashboardDir === null) logger.warn({}, 'the dashboard is not built (npm run build): / is not served');
+}
+
+/** Without --archive-dir on a store that archived history, the past reads refuse (pastReads.ts): say so once, at start. */
+async function warnOfArchive({ config, store, logger }: LifecycleParts): Promise<void> {
+  if (config.archiveDir !== null) return;
+  const manifest = await store.archiveManifest?.().catch(() => null);
+  if (manifest === undefined || manifest === null || manifest.segments.length === 0) return;
+  const events = manifest.segments.reduce((n, s) => n + s.events, 0);
+  logger.warn(
+    { segments: manifest.segments.length, events },
+    `the store moved ${events} events to ${manifest.segments.length} archive segment(s) and serve has no --archive-dir: the current state is served, but reads of the past that need them (state?at=, history, timeline, evidence, a send's asOf) answer 503 CONVERGE_ERR_ARCHIVE_NEEDED`,
+  );
 }

@@ -106,21 +106,38 @@ export async function openStore(config: Config, io: CliIo, { create = false, ...
 }
 
 /**
- * Run `fn` with an existing store open, closing it however `fn` ends. With `--archive-dir`, its
- * reads answer over the archive too (src/store/archive/withArchive.ts).
+ * What a command reads: `past`, history that may be archived (a node's stream from its first
+ * event, the log from position zero); `hot`, only what the store keeps hot (its writes' reads, its
+ * statistics), so it neither reads nor needs the archive.
  */
-export async function withStore<T>(config: Config, io: CliIo, fn: (store: EventStore) => Promise<T>): Promise<T> {
+export type StoreReads = 'past' | 'hot';
+
+/**
+ * Run `fn` with an existing store open, closing it however `fn` ends. With `--archive-dir`, its
+ * reads answer over the archive too (src/store/archive/withArchive.ts); without it, on a store
+ * that archived history, a read that needs archived events refuses (withoutArchive.ts).
+ */
+export async function withStore<T>(
+  config: Config,
+  io: CliIo,
+  fn: (store: EventStore) => Promise<T>,
+  reads: StoreReads = 'past',
+): Promise<T> {
   const store = await openStore(config, io);
   try {
-    return await fn(await overArchive(config, io, store));
+    return await fn(reads === 'hot' ? store : await overArchive(config, io, store));
   } finally {
     await store.close();
   }
 }
 
-/** `store` itself, or with `--archive-dir` the same store whose reads answer over the archive too (its writes are the store's). */
+/**
+ * `store` with `--archive-dir` merged into its reads (its writes are the store's); without it,
+ * `store` whose reads of archived history refuse, naming what was moved (docs/operations.md
+ * "Retention and archive"), rather than answer from the rows kept hot alone.
+ */
 export async function overArchive(config: Config, io: CliIo, store: EventStore): Promise<EventStore> {
-  if (config.archiveDir === null) return store;
+  if (config.archiveDir === null) return (await import('../store/archive/withoutArchive.ts')).withoutArchive(store);
   const { withArchive } = await import('../store/archive/withArchive.ts');
   return withArchive(store, resolve(io.cwd, config.archiveDir));
 }

@@ -16,7 +16,13 @@ import type { CliIo } from './io.ts';
 export { commands };
 
 /** One rule for every command: 2 for a usage mistake, 1 for a command that failed. */
-const usageCodes: ReadonlySet<ErrorCode> = new Set(['CONVERGE_ERR_USAGE', 'CONVERGE_ERR_CONFIG_INVALID', 'CONVERGE_ERR_NODE_ID_INVALID']);
+// A read that needs the archive it was not given is fixed on the command line, as a usage error is.
+const usageCodes: ReadonlySet<ErrorCode> = new Set([
+  'CONVERGE_ERR_USAGE',
+  'CONVERGE_ERR_CONFIG_INVALID',
+  'CONVERGE_ERR_NODE_ID_INVALID',
+  'CONVERGE_ERR_ARCHIVE_NEEDED',
+]);
 export const exitCodeOf = (code: ErrorCode): 1 | 2 => (usageCodes.has(code) ? 2 : 1);
 
 const exitStatusHelp = [

@@ -47,6 +47,10 @@ export const errorCodes = {
     summary: 'another converge serve holds this SQLite store; a SQLite file takes one engine (PostgreSQL for several)',
   },
   CONVERGE_ERR_DUPLICATE_EVENT_ID: { http: 409, summary: 'an event id is already stored in another stream or position' },
+  CONVERGE_ERR_ARCHIVE_NEEDED: {
+    http: 503,
+    summary: 'the read needs events the store moved to its archive, and no archive was given: give --archive-dir',
+  },
 
   // transport (docs/design.md §1)
   CONVERGE_ERR_TOPOLOGY_CONFLICT: { http: 500, summary: 'broker already has a queue or exchange declared differently' },

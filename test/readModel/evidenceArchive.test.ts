@@ -151,3 +151,17 @@ test("a checkpoint inside the archived part: the node's rows kept hot within it 
   (every.archive as { summaries: () => unknown[] }).summaries = () => [];
   assert.equal(await ask(every), original, `${node} as of ${at}, every leaf`);
 });
+
+test('an evidence bundle from the hot store alone, its history archived, is refused as needing the archive, not as a changed log', async () => {
+  const path = join(dir, 'bare.db');
+  const archive = join(dir, 'bare');
+  const f = await randomFleet(createSqliteEventStore(path), 5, true);
+  const moment = new Date(f.start + 0.5 * (f.end - f.start)).toISOString();
+  const r = await archiveSqliteStore(path, { dir: archive, before: new Date().toISOString(), belowPosition: f.head, segmentEvents: 40 });
+  // The store itself, as a caller that never looked for an archive hands it over.
+  await assert.rejects(bundle(createSqliteEventStore(path), 'n0', moment), (err: Error & { code?: string }) => {
+    assert.equal(err.code, 'CONVERGE_ERR_ARCHIVE_NEEDED', err.message);
+    assert.match(err.message, new RegExp(`the store moved \\d+ events to ${r.segments.length} archive segment\\(s\\); give --archive-dir`));
+    return true;
+  });
+});

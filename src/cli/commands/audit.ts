@@ -7,6 +7,7 @@ import { pooledCheckedPages } from '../../store/audit/verifyPool.ts';
 import type { VerifyResult } from '../../core/audit/verifyLog.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { ArchivedStore } from '../../store/archive/withArchive.ts';
+import { archiveNeeded } from '../../store/archive/withoutArchive.ts';
 import { archiveSummaryWalk } from './auditSummaries.ts';
 import type { ArchiveSummaryWalk } from './auditSummaries.ts';
 import type { EventStore } from '../../store/port.ts';
@@ -180,7 +181,7 @@ export const run: Run = async (ctx) => {
       return checks.witness?.finding ? exitWitnessContradicts : exitIntact;
     });
   } catch (err) {
-    if (!(err instanceof ConvergeError) || err.code === 'CONVERGE_ERR_USAGE') throw err;
+    if (!(err instanceof ConvergeError) || err.code === 'CONVERGE_ERR_USAGE' || err.code === 'CONVERGE_ERR_ARCHIVE_NEEDED') throw err;
     io.stderr(`converge: audit verify could not read the store, nothing was checked: ${err.message}\n`);
     return exitCannotCheck;
   }
@@ -202,13 +203,7 @@ type ArchiveProblem = Readonly<{ file: string; from: bigint; to: bigint; events:
 async function checkArchive(store: EventStore): Promise<ArchiveProblem[]> {
   const manifest = (await store.archiveManifest?.()) ?? null;
   if (manifest === null || manifest.segments.length === 0) return [];
-  if (!('archive' in store)) {
-    const events = manifest.segments.reduce((n, s) => n + s.events, 0);
-    throw new ConvergeError(
-      'CONVERGE_ERR_USAGE',
-      `audit verify: the store moved ${events.toLocaleString('en-US')} events to ${manifest.segments.length} archive segment(s); give --archive-dir <dir> so they are verified too`,
-    );
-  }
+  if (!('archive' in store)) throw archiveNeeded(manifest, 'audit verify', 'they are verified too');
   return (store as ArchivedStore).archive.check().map(({ segment: s, error }) => ({
     file: s.file,
     from: s.from,

@@ -15,7 +15,8 @@ async function retire({ io, values, config, json }: Context, id: string): Promis
     throw new ConvergeError('CONVERGE_ERR_USAGE', '--replace and --vhost are not for node retire');
   const reason = typeof values.reason === 'string' ? values.reason : '';
   const { retireNode } = await import('../../engine/retire.ts');
-  const r = await withStore(config, io, (store) => retireNode(store, id, { now: new Date(), reason }));
+  // A write: the kept rows (the stream's last event) are what it reads; it needs no archive.
+  const r = await withStore(config, io, (store) => retireNode(store, id, { now: new Date(), reason }), 'hot');
   if (json) printJson(io, { node: r.node, retiredAt: r.retiredAt, position: r.position?.toString() ?? null });
   else io.stdout(`retired node ${r.node} at ${r.retiredAt}: out of the fleet views; its history stays (a send brings it back)\n`);
   return 0;
@@ -28,7 +29,7 @@ async function hold({ io, values, config, json }: Context, id: string, verb: Hol
   const reason = typeof values.reason === 'string' ? values.reason : '';
   const { setHold } = await import('../../engine/holds.ts');
   const by = who({ io });
-  const r = await withStore(config, io, (store) => setHold(store, id, verb, { now: new Date(), by, reason }));
+  const r = await withStore(config, io, (store) => setHold(store, id, verb, { now: new Date(), by, reason }), 'hot');
   if (json) printJson(io, { node: r.node, held: r.hold.held, pinned: r.hold.pinned, position: r.position?.toString() ?? null });
   else io.stdout(`${holdSaid[verb]} node ${r.node} at ${r.at}${holdMeans[verb]}\n`);
   return 0;

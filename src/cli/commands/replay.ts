@@ -6,6 +6,7 @@ import { createProjectionRunner } from '../../readModel/projectionRunner.ts';
 import { compareStates, replayStore } from '../../readModel/replay.ts';
 import { builtStates, openSnapshot } from '../../readModel/snapshot/snapshotFile.ts';
 import { checkIdentity } from '../../readModel/snapshot/trust.ts';
+import { mustReadArchive } from '../../store/archive/withoutArchive.ts';
 import { ConvergeError, errorCodes } from '../../core/errors.ts';
 import type { ErrorCode } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
@@ -21,6 +22,8 @@ import type { ReplayWorkerData, ReplayWorkerMessage } from './replayWorker.ts';
 export const run: Run = ({ io, values, config, json }) => {
   if (values.verify !== true) throw new ConvergeError('CONVERGE_ERR_USAGE', 'replay needs --verify (it only ever reads)');
   return withStore(config, io, async (store) => {
+    // Both folds start at position zero, the live path's on a worker of its own too: say so before either starts.
+    await mustReadArchive(store, 'replay --verify');
     const head = await store.headPosition();
     const snap =
       config.snapshotPath === null

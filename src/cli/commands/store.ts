@@ -70,38 +70,43 @@ export const run: Run = async (ctx) => {
       'CONVERGE_ERR_USAGE',
       `store: unknown subcommand ${JSON.stringify(positionals[0] ?? '')} (converge store stats, converge store archive)`,
     );
-  return withStore({ ...config, archiveDir: null }, io, async (store) => {
-    if (store.stats === undefined) {
-      throw new ConvergeError(
-        'CONVERGE_ERR_USAGE',
-        `store stats is not supported for an ${store.kind} store: it would read the whole log over the network (use the server's own tools)`,
-      );
-    }
-    const now = new Date();
-    const p = progress(io, 'store stats: positions');
-    const stats = await store.stats({ now, onProgress: (at, head) => p.update(Number(at), Number(head)) });
-    p.done();
-    // The manifest's figures: the segments are counted as they were written, not read again.
-    const manifest = (await store.archiveManifest?.()) ?? null;
-    const archived: Archived =
-      manifest === null
-        ? null
-        : manifest.segments.reduce(
-            (a, s) => ({
-              segments: a.segments + 1,
-              events: a.events + s.events,
-              bytes: a.bytes + s.bytes,
-              rawBytes: a.rawBytes + s.rawBytes,
-            }),
-            {
-              segments: 0,
-              events: 0,
-              bytes: 0,
-              rawBytes: 0,
-            },
-          );
-    const r = report(store.kind, now, stats, archived);
-    printOne(io, output, r, { name: store.kind, text: () => text(r) });
-    return 0;
-  });
+  return withStore(
+    config,
+    io,
+    async (store) => {
+      if (store.stats === undefined) {
+        throw new ConvergeError(
+          'CONVERGE_ERR_USAGE',
+          `store stats is not supported for an ${store.kind} store: it would read the whole log over the network (use the server's own tools)`,
+        );
+      }
+      const now = new Date();
+      const p = progress(io, 'store stats: positions');
+      const stats = await store.stats({ now, onProgress: (at, head) => p.update(Number(at), Number(head)) });
+      p.done();
+      // The manifest's figures: the segments are counted as they were written, not read again.
+      const manifest = (await store.archiveManifest?.()) ?? null;
+      const archived: Archived =
+        manifest === null
+          ? null
+          : manifest.segments.reduce(
+              (a, s) => ({
+                segments: a.segments + 1,
+                events: a.events + s.events,
+                bytes: a.bytes + s.bytes,
+                rawBytes: a.rawBytes + s.rawBytes,
+              }),
+              {
+                segments: 0,
+                events: 0,
+                bytes: 0,
+                rawBytes: 0,
+              },
+            );
+      const r = report(store.kind, now, stats, archived);
+      printOne(io, output, r, { name: store.kind, text: () => text(r) });
+      return 0;
+    },
+    'hot',
+  );
 };

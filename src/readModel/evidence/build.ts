@@ -12,6 +12,7 @@ import { ConvergeError } from '../../core/errors.ts';
 import { auditStream, observationStream, signedCheckpointOf, streamOf } from '../../core/events/index.ts';
 import type { EventStore, StoredRecord } from '../../store/index.ts';
 import type { ArchivedStore } from '../../store/archive/withArchive.ts';
+import { mustReadArchive } from '../../store/archive/withoutArchive.ts';
 import { readNodeStream, readNodeStreamAsOf } from '../queries.ts';
 import { decodeEvidence, evidenceAnswer } from './answer.ts';
 
@@ -155,6 +156,9 @@ async function gather(store: EventStore, request: EvidenceRequest, latest: Signe
 }
 
 export async function buildEvidence(store: EventStore, request: EvidenceRequest): Promise<EvidenceBundle> {
+  // The proofs walk the log from its first leaf: over the hot rows alone an archived store's tree
+  // is not the signed one, which must not read as a changed log (LOG_CHANGED) but as a missing archive.
+  await mustReadArchive(store, `the evidence of ${request.node}`);
   const own = streamOf(request.node);
   const checkpoints = await checkpointsOf(store, request.auditKey);
   const latest = checkpoints.at(-1) ?? null;
