@@ -29,7 +29,21 @@ export { nodeView } from './node/nodeView.ts';
 export { nodeConditions, conditionTypes, conditionStatuses, conditionReasons } from './node/conditions.ts';
 export type { Condition, ConditionType, ConditionStatus, ConditionReason } from './node/conditions.ts';
 export type { NodeView } from './node/nodeView.ts';
-export { parseAt, eventTime, isBeyond, stateAt, createFleetFold, timeline, createRaceScanner, findRaces } from './node/forensics.ts';
+export {
+  parseAt,
+  readAt,
+  describeAt,
+  windowProblem,
+  maxPosition,
+  momentHint,
+  eventTime,
+  isBeyond,
+  stateAt,
+  createFleetFold,
+  timeline,
+  createRaceScanner,
+  findRaces,
+} from './node/forensics.ts';
 export type { At, StoppedFold, FleetFold, TimelineEntry, DeclarationOutcome, Timeline, Race, RaceScanner } from './node/forensics.ts';
 export { isBeforeMoment, timelineWindow, windowEnough } from './node/timelineWindow.ts';
 export type { TimelineWindow, WindowAnswer } from './node/timelineWindow.ts';

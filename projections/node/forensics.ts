@@ -11,12 +11,65 @@ import type { NodeState, ReportClass } from './nodeState.ts';
 
 export type At = Readonly<{ kind: 'position'; position: bigint }> | Readonly<{ kind: 'time'; time: number; iso: string }>;
 
-/** A decimal string is a position; anything else must be an ISO 8601 time. Null if neither. */
-export function parseAt(text: string): At | null {
-  if (/^\d{1,20}$/.test(text)) return { kind: 'position', position: BigInt(text) };
-  if (!/^\d{4}-\d{2}-\d{2}/.test(text)) return null;
+/** The largest store position: positions are 64-bit unsigned. */
+export const maxPosition = 2n ** 64n - 1n;
+
+/** How a moment is written, for the errors that refuse one. */
+export const momentHint =
+  'write a store position (all digits) or an ISO 8601 time with its zone, like 2026-11-30T14:00:00Z or 2026-11-30T15:00:00+01:00 (a date alone, 2026-11-30, is midnight UTC)';
+
+const dateOnly = /^(\d{4})-(\d{2})-(\d{2})$/;
+const dateTime = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-](\d{2}):(\d{2}))?$/;
+
+const leap = (y: number): boolean => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+const daysIn = (year: number, month: number): number => (month === 2 ? (leap(year) ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31);
+
+/**
+ * A moment as written: all digits, a store position (at most maxPosition); else an ISO 8601 time
+ * in extended format, a date alone (midnight UTC) or a date-time with `Z` or an offset. A time
+ * without a zone would be read in the reading process's zone, so a CLI and a server elsewhere
+ * would answer differently: it is refused, as is a date that does not exist (2026-02-30) and any
+ * other text. `problem` says why, in words that follow the moment as written.
+ */
+export function readAt(text: string): At | { problem: string } {
+  if (/^\d+$/.test(text)) {
+    const position = BigInt(text);
+    return position > maxPosition ? { problem: `is past the largest store position (${maxPosition})` } : { kind: 'position', position };
+  }
+  const d = dateOnly.exec(text) ?? dateTime.exec(text);
+  if (d === null) return { problem: `is neither an ISO 8601 time nor a decimal position: ${momentHint}` };
+  const n = (i: number): number => Number(d[i] ?? 0);
+  const [month, day] = [n(2), n(3)];
+  if (month < 1 || month > 12 || day < 1 || day > daysIn(n(1), month) || n(4) > 23 || n(5) > 59 || n(6) > 59 || n(8) > 23 || n(9) > 59)
+    return { problem: `is not a date and time that exist: ${momentHint}` };
+  if (d[4] !== undefined && d[7] === undefined)
+    return { problem: `has no zone: add Z for UTC or an offset, like ${text}Z or ${text}+01:00` };
   const t = Date.parse(text);
-  return Number.isNaN(t) ? null : { kind: 'time', time: t, iso: new Date(t).toISOString() };
+  return Number.isNaN(t) ? { problem: `is not a valid time: ${momentHint}` } : { kind: 'time', time: t, iso: new Date(t).toISOString() };
+}
+
+/** readAt's moment, or null when the text is not one. */
+export function parseAt(text: string): At | null {
+  const at = readAt(text);
+  return 'problem' in at ? null : at;
+}
+
+/** The moment as read, for output: `position 42`, or the instant in UTC. */
+export const describeAt = (at: At): string => (at.kind === 'position' ? `position ${at.position}` : at.iso);
+
+/**
+ * Why a window from `from` to `to` cannot be asked for: its start comes after its end, so it would
+ * hold nothing. Null when it is in order, or when one end is a time and the other a position (only
+ * the store can order those).
+ */
+export function windowProblem(from: At, to: At): string | null {
+  if (from.kind === 'position' && to.kind === 'position')
+    return from.position > to.position
+      ? `position ${from.position} comes after position ${to.position}; give the earlier end as from`
+      : null;
+  if (from.kind === 'time' && to.kind === 'time')
+    return from.time > to.time ? `${from.iso} comes after ${to.iso}; give the earlier end as from` : null;
+  return null;
 }
 
 /** When the engine recorded the event (the only clock an event carries). */

@@ -190,12 +190,17 @@ export const declarationBody = named(
     .strictObject({
       resources: z.array(resource).max(10_000).optional(),
       force: z.boolean().optional().describe('send to a pinned node too (default false: a pinned node answers 409)'),
-      asOf: iso
+      asOf: z
+        .string()
+        .min(1)
+        .max(64)
         .optional()
-        .describe('send again the spec the node had been sent at this time (the latest send at or before it, by stream order)'),
+        .describe(
+          'send again the spec the node had been sent at this moment (the latest send at or before it, by stream order): an ISO 8601 time with its zone, or a store position (all digits); a time to come or a position past the head is 400',
+        ),
     })
     .refine((b) => (b.resources === undefined) !== (b.asOf === undefined), 'give resources or asOf, exactly one'),
-  'The resources to send, or a time whose spec to send again',
+  'The resources to send, or a moment whose spec to send again',
 );
 export const declarationAccepted = named(
   'DeclarationAccepted',

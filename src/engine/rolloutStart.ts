@@ -31,6 +31,7 @@ import { foldRolloutEvents } from '../../projections/index.ts';
 import { parseCriteria, planBudget, planWaves, selectTargets } from '../core/rollout/index.ts';
 import type { NodeState } from '../../projections/index.ts';
 import type { RolloutState, TargetSelection } from '../core/rollout/index.ts';
+import { checkMoment } from './specAsOf.ts';
 import type { Moment } from './specAsOf.ts';
 import { createTurnBudget } from '../turnBudget.ts';
 import type { TurnBudget } from '../turnBudget.ts';
@@ -280,21 +281,8 @@ export async function startRollout(deps: StartRolloutDeps, input: StartRolloutIn
  */
 async function planAsOf(store: EventStore, m: Moment, now: Date, specSize: number): Promise<RolloutAsOf> {
   if (specSize > 0) throw planError('give a spec to roll out or a moment to restore (asOf), not both');
-  const head = (await store.headPosition()) ?? 0n;
-  if ('at' in m) {
-    if (Number.isNaN(m.at.getTime())) throw planError('the moment to restore (asOf) is not a valid time');
-    if (m.at.getTime() > now.getTime())
-      throw planError(`the moment to restore (asOf) ${m.at.toISOString()} is a time to come: it has no history yet`, {
-        asOf: m.at.toISOString(),
-      });
-    return { at: m.at.toISOString(), upTo: head.toString() };
-  }
-  if (m.position < 0n || m.position > head)
-    throw planError(`the position to restore (asOf) ${m.position} is past the store's head (${head})`, {
-      asOf: m.position.toString(),
-      head: head.toString(),
-    });
-  return { position: m.position.toString(), upTo: head.toString() };
+  const head = await checkMoment(store, m, now, 'CONVERGE_ERR_ROLLOUT_PLAN');
+  return 'at' in m ? { at: m.at.toISOString(), upTo: head.toString() } : { position: m.position.toString(), upTo: head.toString() };
 }
 
 /**

@@ -1,6 +1,8 @@
 import { readDeclaration } from '../core/declaration/index.ts';
 import type { Resource } from '../core/declaration/index.ts';
 import { ConvergeError } from '../core/errors.ts';
+import type { ErrorCode } from '../core/errors.ts';
+import { readAt } from '../../projections/index.ts';
 import { streamOf } from '../core/events/index.ts';
 import type { DeclarationSent, Recorded } from '../core/events/index.ts';
 import type { EventStore } from '../store/port.ts';
@@ -21,24 +23,57 @@ export type SpecAsOf = Readonly<{
   position: bigint;
 }>;
 
-export async function specAsOf(store: EventStore, node: string, asOf: Date): Promise<SpecAsOf> {
-  const at = asOf.getTime();
-  if (Number.isNaN(at)) throw new ConvergeError('CONVERGE_ERR_BAD_REQUEST', 'the time to restore is not a valid time');
-  const chosen = await specAt(store, node, { at: asOf });
-  if (chosen === null)
-    throw new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `${node} had been sent no declaration at or before ${asOf.toISOString()}`, {
-      details: { node, asOf: asOf.toISOString() },
-    });
-  return chosen;
-}
-
 /** A moment in the store's history: a time, or a store position. */
 export type Moment = Readonly<{ at: Date } | { position: bigint }>;
 
-/** `--as-of` / `asOf` as written: all digits, a store position; anything else, a time (an invalid one is refused where it is planned). */
-export const parseMoment = (text: string): Moment => (/^\d{1,20}$/.test(text) ? { position: BigInt(text) } : { at: new Date(text) });
+/**
+ * `--as-of` / `asOf` as written, read as every moment is (projections/node/forensics.ts readAt):
+ * all digits, a store position; else an ISO 8601 time with its zone. Anything else is refused with
+ * `code`: a send or a rollout as of a misread moment would send what nobody asked for.
+ */
+export function parseMoment(text: string, code: ErrorCode): Moment {
+  const at = readAt(text);
+  if ('problem' in at)
+    throw new ConvergeError(code, `the moment to restore (asOf) ${JSON.stringify(text)} ${at.problem}`, { details: { asOf: text } });
+  return at.kind === 'position' ? { position: at.position } : { at: new Date(at.time) };
+}
 
 export const describeMoment = (m: Moment): string => ('at' in m ? m.at.toISOString() : `position ${m.position}`);
+
+/**
+ * A moment that has a history to restore from, or refused with `code`: not a time to come (after
+ * `now`), not a position past the store's head. Resolves with the head.
+ */
+export async function checkMoment(store: EventStore, m: Moment, now: Date, code: ErrorCode): Promise<bigint> {
+  const head = (await store.headPosition()) ?? 0n;
+  if ('at' in m) {
+    if (Number.isNaN(m.at.getTime())) throw new ConvergeError(code, 'the moment to restore (asOf) is not a valid time');
+    if (m.at.getTime() > now.getTime())
+      throw new ConvergeError(code, `the moment to restore (asOf) ${m.at.toISOString()} is a time to come: it has no history yet`, {
+        details: { asOf: m.at.toISOString() },
+      });
+    return head;
+  }
+  if (m.position < 0n || m.position > head)
+    throw new ConvergeError(code, `the position to restore (asOf) ${m.position} is past the store's head (${head})`, {
+      details: { asOf: m.position.toString(), head: head.toString() },
+    });
+  return head;
+}
+
+/**
+ * A send as of a moment (`send --as-of`, the API's `asOf`): the moment checked as a rollout's is
+ * (checkMoment, refused with `code`), then the spec the node had been sent at it.
+ */
+export async function specAsOf(store: EventStore, node: string, m: Moment, now: Date, code: ErrorCode): Promise<SpecAsOf> {
+  await checkMoment(store, m, now, code);
+  const chosen = await specAt(store, node, m);
+  if (chosen === null)
+    throw new ConvergeError('CONVERGE_ERR_NODE_NOT_FOUND', `${node} had been sent no declaration at or before ${describeMoment(m)}`, {
+      details: { node, asOf: 'at' in m ? m.at.toISOString() : m.position.toString() },
+    });
+  return chosen;
+}
 
 /**
  * The spec a node had been sent at a moment, or null if it had been sent nothing by then. At a

@@ -108,6 +108,6 @@ describe('converge rollout start --as-of', () => {
     assert.deepEqual(JSON.parse(status.stdout).asOf, { at: '2000-01-01T00:00:00.000Z', position: null });
     const bad = await cli(['rollout', 'start', '--as-of', 'last tuesday', '--nodes', 'n1', '--wave-timeout', '1m']);
     assert.notEqual(bad.code, 0);
-    assert.match(bad.stderr, /not a valid time/);
+    assert.match(bad.stderr, /neither an ISO 8601 time nor a decimal position/);
   });
 });

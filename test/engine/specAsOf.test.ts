@@ -11,6 +11,11 @@ import { historyInStore, testKey } from '../support/history.ts';
 // Restore from history: the spec a node had been sent at a moment is the resources of the latest
 // DeclarationSent in its stream at or before it, and sending it again gives the same spec digest.
 
+/** What a moment without history is refused with (the API's; the CLI's is a usage error). */
+const code = 'CONVERGE_ERR_BAD_REQUEST' as const;
+/** "Now" for specAsOf: these tests are of time-to-position mapping, not of refusing a time to come. */
+const farAhead = new Date(8.64e15);
+
 test('the spec as of a time is the latest send at or before it, and sending it again restores the exact spec digest', async () => {
   const store = createMemoryEventStore();
   const h = historyInStore(store);
@@ -28,8 +33,12 @@ test('the spec as of a time is the latest send at or before it, and sending it a
 
   const sends = (await store.readStream(streamOf('n1'))).filter((e) => e.type === 'DeclarationSent') as Recorded<DeclarationSent>[];
   const [a, b] = sends;
-  assert.equal((await specAsOf(store, 'n1', tA)).specDigest, a!.data.specDigest, 'at the very time of a send: that send');
-  const mid = await specAsOf(store, 'n1', new Date(tB.getTime() + 30_000));
+  assert.equal(
+    (await specAsOf(store, 'n1', { at: tA }, farAhead, code)).specDigest,
+    a!.data.specDigest,
+    'at the very time of a send: that send',
+  );
+  const mid = await specAsOf(store, 'n1', { at: new Date(tB.getTime() + 30_000) }, farAhead, code);
   assert.equal(mid.serial, 2);
   assert.equal(mid.specDigest, b!.data.specDigest);
   assert.equal(mid.position, b!.position);
@@ -40,12 +49,12 @@ test('the spec as of a time is the latest send at or before it, and sending it a
   assert.equal(stored.data.specDigest, b!.data.specDigest, 'the exact resources of serial 2, byte-equal by spec digest');
   assert.equal(again.digest, stored.data.digest);
 
-  await assert.rejects(specAsOf(store, 'n1', new Date(tA.getTime() - 1)), (e) => {
+  await assert.rejects(specAsOf(store, 'n1', { at: new Date(tA.getTime() - 1) }, farAhead, code), (e) => {
     assert.ok(isConvergeError(e, 'CONVERGE_ERR_NODE_NOT_FOUND'));
     assert.match(e.message, /n1 had been sent no declaration at or before 2026-/);
     return true;
   });
-  await assert.rejects(specAsOf(store, 'nobody', tB), (e) => isConvergeError(e, 'CONVERGE_ERR_NODE_NOT_FOUND'));
+  await assert.rejects(specAsOf(store, 'nobody', { at: tB }, farAhead, code), (e) => isConvergeError(e, 'CONVERGE_ERR_NODE_NOT_FOUND'));
 });
 
 test('time maps to position by stream order: a send stamped earlier than one before it is never chosen past that one', async () => {
@@ -58,6 +67,6 @@ test('time maps to position by stream order: a send stamped earlier than one bef
   await h.send('n1', [{ id: 'b' }]); // stamped after t
   h.tick(-15_000); // another engine's clock, behind
   await h.send('n1', [{ id: 'c' }]); // stamped before t, but stored after b
-  const got = await specAsOf(store, 'n1', t);
+  const got = await specAsOf(store, 'n1', { at: t }, farAhead, code);
   assert.deepEqual(got.resources, [{ id: 'a' }], 'the stream up to its first event after t: c, stored after b, is past it');
 });

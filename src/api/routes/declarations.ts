@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ConvergeError } from '../../core/errors.ts';
 import { waitForSend } from '../../readModel/waitForNode.ts';
-import { specAsOf } from '../../engine/specAsOf.ts';
+import { parseMoment, specAsOf } from '../../engine/specAsOf.ts';
 import { defaultMaxEventBytes } from '../../store/index.ts';
 import type { RouteContext } from '../routeContext.ts';
 import { json, route } from '../routeOptions.ts';
@@ -25,7 +25,7 @@ export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app
         body: s.declarationBody,
         response: { 202: json('recorded in the store and queued for the node', s.declarationAccepted) },
         errors: {
-          404: 'asOf: the node had been sent nothing at or before that time',
+          404: 'asOf: the node had been sent nothing at or before that moment',
           409: 'a resource asks for a port the node carries, or the node is pinned (send with force)',
         },
       }),
@@ -36,10 +36,19 @@ export const declarationRoutes: FastifyPluginAsyncZod<RouteContext> = async (app
       const send = deps.send;
       if (send === undefined) throw new ConvergeError('CONVERGE_ERR_INTERNAL', 'this API instance has no sender configured');
       // The sender validates the spec (and the node id), as it does for the CLI and the bulk route.
-      // asOf: the exact resources of the node's latest send at or before that time, signed anew.
+      // asOf: the exact resources of the node's latest send at or before that time or position,
+      // signed anew; read and refused as a rollout's asOf is (400 for a time to come or a position past the head).
       const resources =
         body.asOf !== undefined
-          ? (await specAsOf(await (deps.pastReads?.() ?? deps.store), params.node, new Date(body.asOf))).resources
+          ? (
+              await specAsOf(
+                await (deps.pastReads?.() ?? deps.store),
+                params.node,
+                parseMoment(body.asOf, 'CONVERGE_ERR_BAD_REQUEST'),
+                new Date(deps.now?.() ?? Date.now()),
+                'CONVERGE_ERR_BAD_REQUEST',
+              )
+            ).resources
           : (body.resources ?? []);
       // A pinned node keeps its spec: refused with 409 unless the body says force (docs/design.md §8).
       const r = await traceDeclarations(

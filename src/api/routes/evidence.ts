@@ -1,8 +1,9 @@
 import { createPublicKey } from 'node:crypto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { defaultGraceMs, parseAt } from '../../../projections/index.ts';
+import { defaultGraceMs } from '../../../projections/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import { buildEvidence } from '../../readModel/evidence/build.ts';
+import { momentQuery, orderedWindowQuery } from '../momentQuery.ts';
 import type { RouteContext } from '../routeContext.ts';
 import { json, route } from '../routeOptions.ts';
 import * as s from '../schemas.ts';
@@ -11,12 +12,6 @@ import { evidenceBundle, evidenceQuery } from '../schemas/evidence.ts';
 // GET /v1/nodes/:node/evidence (docs/api.md#evidence-bundles): the same bundle as `converge audit
 // export`, built by the same code (src/readModel/evidence/build.ts), with the engine's own audit
 // and declaration public keys in it when it has them.
-
-const bad = (what: string, text: string): ConvergeError =>
-  new ConvergeError(
-    'CONVERGE_ERR_BAD_REQUEST',
-    `query.${what}: ${JSON.stringify(text)} is neither an ISO 8601 time nor a decimal position`,
-  );
 
 export const evidenceRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps, views }) => {
   const { store, graceMs } = deps;
@@ -41,9 +36,8 @@ export const evidenceRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, {
       const ranged = query.at === undefined && query.from !== undefined && query.to !== undefined;
       if (!window && !ranged) throw new ConvergeError('CONVERGE_ERR_BAD_REQUEST', 'query: give at, or from and to');
       const atText = (query.at ?? query.to)!;
-      const at = parseAt(atText);
-      if (at === null) throw bad(query.at === undefined ? 'to' : 'at', atText);
-      if (query.from !== undefined && parseAt(query.from) === null) throw bad('from', query.from);
+      const at = momentQuery(query.at === undefined ? 'to' : 'at', atText);
+      if (query.from !== undefined) orderedWindowQuery({ text: query.from, at: momentQuery('from', query.from) }, { text: atText, at });
       const bundle = await buildEvidence(await (deps.pastReads?.() ?? store), {
         node: params.node,
         at,

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { parseAt } from '../../../projections/index.ts';
-import { ConvergeError } from '../../core/errors.ts';
+import { momentQuery } from '../momentQuery.ts';
 import type { FleetHistory } from '../../readModel/fleetHistory.ts';
 import type { RouteContext } from '../routeContext.ts';
 import { json, route } from '../routeOptions.ts';
@@ -24,12 +23,7 @@ export const fleetRoutes: FastifyPluginAsyncZod<FleetRouteContext> = async (app,
     async ({ query }) => {
       const ready = deps.projections?.isReady() ?? true;
       if (query.at !== undefined) {
-        const at = parseAt(query.at);
-        if (at === null)
-          throw new ConvergeError(
-            'CONVERGE_ERR_BAD_REQUEST',
-            `query.at: ${JSON.stringify(query.at)} is neither an ISO 8601 time nor a decimal position`,
-          );
+        const at = momentQuery('at', query.at);
         return { ...(await fleetHistory.at(at)), at: query.at, ready };
       }
       return {

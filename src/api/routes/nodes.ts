@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { parseAt } from '../../../projections/index.ts';
+import { momentQuery } from '../momentQuery.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import { historyPage, stateAsOf } from '../../readModel/queries.ts';
 import { waitForNode } from '../../readModel/waitForNode.ts';
@@ -94,12 +94,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { dep
       errors: { 404: 'no such node' },
     }),
     async ({ params, query }) => {
-      const at = parseAt(query.at);
-      if (at === null)
-        throw new ConvergeError(
-          'CONVERGE_ERR_BAD_REQUEST',
-          `query.at: ${JSON.stringify(query.at)} is neither an ISO 8601 time nor a decimal position`,
-        );
+      const at = momentQuery('at', query.at);
       const r = await stateAsOf(await past(), params.node, at, graceMs);
       return { at: query.at, folded: r.folded, state: r.state };
     },

@@ -126,7 +126,7 @@ export const rolloutRoutes: FastifyPluginAsyncZod<RolloutRouteContext> = async (
       const r = await commands().start({
         ...(body.rollout === undefined ? {} : { rollout: body.rollout }),
         resources: body.resources ?? [],
-        ...(body.asOf === undefined ? {} : { asOf: parseMoment(body.asOf) }),
+        ...(body.asOf === undefined ? {} : { asOf: parseMoment(body.asOf, 'CONVERGE_ERR_ROLLOUT_PLAN') }),
         selection: selection.kind === 'nodes' ? { kind: 'nodes', nodes: selection.nodes ?? [] } : selection,
         waves: body.waves,
         ...(body.maxFailures === undefined ? {} : { maxFailures: body.maxFailures }),

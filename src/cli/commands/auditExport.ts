@@ -1,11 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseAt } from '../../../projections/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import { observationStream } from '../../core/events/index.ts';
 import { buildEvidence, newestCheckpoint } from '../../readModel/evidence/build.ts';
 import type { Context } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';
+import { asOfText, momentFlag, orderedWindow } from '../moment.ts';
 import { printJson, short } from '../output.ts';
 import { readAuditPub, readSigningPub } from './auditSources.ts';
 
@@ -14,13 +14,6 @@ import { readAuditPub, readSigningPub } from './auditSources.ts';
 
 const usage = 'converge audit export <node> (--at <time|position> | --from <t> --to <t>) --out <file>';
 
-const moment = (flag: string, text: string) => {
-  const at = parseAt(text);
-  if (at === null)
-    throw new ConvergeError('CONVERGE_ERR_USAGE', `--${flag} ${JSON.stringify(text)} is neither an ISO 8601 time nor a decimal position`);
-  return at;
-};
-
 /** --at alone, or the window --from … --to (the answer is the one as of --to). */
 function window(values: Context['values']): { atText: string; from: string | null } {
   const at = values.at;
@@ -28,7 +21,7 @@ function window(values: Context['values']): { atText: string; from: string | nul
   const to = values.to;
   if (typeof at === 'string' && from === undefined && to === undefined) return { atText: at, from: null };
   if (at === undefined && typeof from === 'string' && typeof to === 'string') {
-    moment('from', from);
+    orderedWindow({ text: from, at: momentFlag('from', from) }, { text: to, at: momentFlag('to', to) });
     return { atText: to, from };
   }
   throw new ConvergeError('CONVERGE_ERR_USAGE', `audit export needs --at, or --from and --to (${usage})`);
@@ -42,7 +35,7 @@ export async function runExport({ io, values, positionals, config, json }: Conte
   const at =
     atText === newestCheckpoint && from === null
       ? { kind: 'position' as const, position: 0n }
-      : moment(typeof values.to === 'string' ? 'to' : 'at', atText);
+      : momentFlag(typeof values.to === 'string' ? 'to' : 'at', atText);
   if (typeof values.out !== 'string') throw new ConvergeError('CONVERGE_ERR_USAGE', `audit export needs --out <file> (${usage})`);
   const out = resolve(io.cwd, values.out);
   const auditKey = typeof values['audit-pub'] === 'string' ? readAuditPub(resolve(io.cwd, values['audit-pub'])) : null;
@@ -85,7 +78,7 @@ export async function runExport({ io, values, positionals, config, json }: Conte
   // The observation spans' events ride along (liveness is judged by them): counted apart, as check counts them.
   const spans = bundle.events.filter((e) => e.stream === observationStream).length;
   io.stdout(
-    `wrote ${out}: ${bundle.events.length - spans} events of ${node} and ${spans} of the observation spans up to ${bundle.at}, ${bytes.toLocaleString('en-US')} bytes\n`,
+    `wrote ${out}: ${bundle.events.length - spans} events of ${node} and ${spans} of the observation spans up to ${asOfText(bundle.at, at)}, ${bytes.toLocaleString('en-US')} bytes\n`,
   );
   io.stdout(
     cp === null

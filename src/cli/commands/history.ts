@@ -1,9 +1,10 @@
-import { parseAt, timeline, timelineWindow } from '../../../projections/index.ts';
+import { timeline, timelineWindow } from '../../../projections/index.ts';
 import type { At, WindowAnswer } from '../../../projections/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import { readNodeStream, readNodeStreamAsOf, readNodeWindow } from '../../readModel/queries.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';
+import { momentFlag, orderedWindow } from '../moment.ts';
 import { printList, short, table } from '../output.ts';
 
 export const run: Run = ({ io, values, positionals, config, output }) => {
@@ -15,6 +16,7 @@ export const run: Run = ({ io, values, positionals, config, output }) => {
   const limit = values.limit === undefined ? Infinity : Number(values.limit);
   const from = moment('from', values.from);
   const to = moment('to', values.to);
+  if (from !== null && to !== null) orderedWindow({ text: values.from as string, at: from }, { text: values.to as string, at: to });
   return withStore(config, io, async (store) => {
     // To `--to`, the history as it stood then: the archive's segments past it are not read. From
     // `--from`, the segments before it are read only as far back as the classification needs.
@@ -69,8 +71,6 @@ export const run: Run = ({ io, values, positionals, config, output }) => {
 /** `--from` / `--to`: an ISO 8601 time or a store position; null when not given. */
 function moment(flag: string, value: unknown): At | null {
   if (value === undefined) return null;
-  const at = typeof value === 'string' ? parseAt(value) : null;
-  if (at === null)
-    throw new ConvergeError('CONVERGE_ERR_USAGE', `--${flag} ${JSON.stringify(value)} is neither an ISO 8601 time nor a decimal position`);
-  return at;
+  if (typeof value !== 'string') throw new ConvergeError('CONVERGE_ERR_USAGE', `--${flag} needs a time or a position`);
+  return momentFlag(flag, value);
 }

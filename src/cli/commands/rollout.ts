@@ -231,7 +231,7 @@ export const run: Run = async (ctx) => {
   if (scope !== undefined && scope !== 'all' && scope !== 'wave') throw usage(`--scope is all or wave (got ${JSON.stringify(scope)})`);
   if (v !== 'status' && v !== 'explain' && ctx.output !== 'text' && ctx.output !== 'json')
     throw usage(`-o ${ctx.output} is for rollout status and explain (the others take --json)`);
-  if (v === 'start') return start(ctx, asOf === undefined ? { file: arg } : { asOf: parseMoment(asOf) });
+  if (v === 'start') return start(ctx, asOf === undefined ? { file: arg } : { asOf: parseMoment(asOf, 'CONVERGE_ERR_USAGE') });
   const { io, config, json } = ctx;
   return withStore(config, io, async (store) => {
     if (v === 'status') return status(ctx, store, arg);

@@ -1,6 +1,6 @@
 import { validateSpec } from '../../core/declaration/index.ts';
 import { createSender } from '../../engine/send.ts';
-import { specAsOf } from '../../engine/specAsOf.ts';
+import { parseMoment, specAsOf } from '../../engine/specAsOf.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, openStore, overArchive } from '../command.ts';
@@ -18,15 +18,15 @@ export const run: Run = async ({ io, positionals, config, json, values }) => {
   // A pinned node keeps its spec unless the operator insists (docs/design.md §8 "Holds and pins").
   const force = values.force === true;
   if ((asOf === undefined) === (file === undefined))
-    throw new ConvergeError('CONVERGE_ERR_USAGE', 'send takes a spec file (or - for stdin) or --as-of <time>, exactly one');
+    throw new ConvergeError('CONVERGE_ERR_USAGE', 'send takes a spec file (or - for stdin) or --as-of <time|position>, exactly one');
   if (asOf !== undefined) {
-    const at = new Date(asOf);
-    if (Number.isNaN(at.getTime()))
-      throw new ConvergeError('CONVERGE_ERR_USAGE', `--as-of ${JSON.stringify(asOf)} is not an ISO 8601 time (like 2026-11-30T14:00:00Z)`);
+    // Read and refused as rollout start --as-of is (all digits: a position; no time to come, no
+    // position past the head), before anything is signed: a misread moment would be a send nobody asked for.
+    const moment = parseMoment(asOf, 'CONVERGE_ERR_USAGE');
     const store = await openStore(config, io);
     try {
       // The spec may have been sent before retention moved it: read it over the archive when given one.
-      const was = await specAsOf(await overArchive(config, io, store), node, at);
+      const was = await specAsOf(await overArchive(config, io, store), node, moment, new Date(), 'CONVERGE_ERR_USAGE');
       const r = await createSender({ store, key: config.signingKey }).send(node, was.resources, { force });
       if (json)
         printJson(io, {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createFleetFold, findRaces, parseAt, stateAt, timeline } from '../../../projections/index.ts';
+import { createFleetFold, describeAt, findRaces, parseAt, readAt, stateAt, timeline } from '../../../projections/index.ts';
 import { history } from '../../support/history.ts';
 
 test("the seed's race — A's report landing after B was sent — shows up in races with both digests", () => {
@@ -67,6 +67,29 @@ test('parseAt reads positions and ISO times and refuses anything else', () => {
   assert.equal(parseAt('2026-11-29T14:00:00Z')?.kind, 'time');
   assert.equal(parseAt('yesterday'), null);
   assert.equal(parseAt('2026-13-45'), null);
+});
+
+test('parseAt refuses a time without a zone, a date that does not exist, a position past 64 bits and non-ISO text', () => {
+  // Read in the process's own zone, a zone-less time answered differently on a CLI and a server elsewhere.
+  assert.equal(parseAt('2026-12-05T15:12:03'), null);
+  assert.equal(parseAt('2026-12-05T15:12'), null);
+  assert.match((readAt('2026-12-05T15:12:03') as { problem: string }).problem, /no zone: add Z .*2026-12-05T15:12:03Z/);
+  assert.equal(parseAt('2026-02-30'), null, 'not 2026-03-02');
+  assert.equal(parseAt('2026-02-29T00:00:00Z'), null);
+  assert.equal(parseAt('2026-12-05T24:00:00Z'), null);
+  assert.equal(parseAt('2026-12-05 10:00 PM'), null);
+  assert.equal(parseAt('2026-12-05T10:00:00 +01:00'), null);
+  assert.equal(parseAt('99999999999999999999'), null);
+  assert.match((readAt('99999999999999999999') as { problem: string }).problem, /past the largest store position \(18446744073709551615\)/);
+  assert.deepEqual(parseAt('18446744073709551615'), { kind: 'position', position: 2n ** 64n - 1n });
+  assert.deepEqual(parseAt('20261205'), { kind: 'position', position: 20261205n }, 'all digits are a position');
+  assert.deepEqual(parseAt('2028-02-29'), { kind: 'time', time: Date.UTC(2028, 1, 29), iso: '2028-02-29T00:00:00.000Z' });
+  assert.equal(
+    parseAt('2026-12-05T15:12:03+01:00')?.kind === 'time' && describeAt(parseAt('2026-12-05T15:12:03+01:00')!),
+    '2026-12-05T14:12:03.000Z',
+  );
+  assert.equal(describeAt(parseAt('2026-12-05T15:12:03.5Z')!), '2026-12-05T15:12:03.500Z');
+  assert.equal(describeAt(parseAt('42')!), 'position 42');
 });
 
 test('the timeline classifies each report and gives each declaration its latency or its fate', () => {
