@@ -94,6 +94,15 @@ test('check: a forged event is exit 1 with its position and kind; the wrong key 
   assert.match(wrongKeyText.stdout, /^FORGED \(key\)/m);
   assert.doesNotMatch(wrongKeyText.stdout, /no signed checkpoint in the bundle/);
   assert.match(wrongKeyText.stdout, /^key: the audit key given \(--audit-pub\) is not the bundle's: nothing was verified with it/m);
+  // A bundle an earlier release wrote with a zone-less --at: its moment cannot be read now (which
+  // zone?), so the answer is not recomputed: not checked (2), not forged.
+  writeFileSync(
+    join(dir, 'nozone.json'),
+    JSON.stringify({ ...JSON.parse(readFileSync(join(dir, 'b.json'), 'utf8')), at: '2026-01-01T00:01:00' }),
+  );
+  const noZone = check('nozone.json', '--audit-pub', 'audit.pub');
+  assert.equal(noZone.status, 2, noZone.stdout + noZone.stderr);
+  assert.match(noZone.stdout, /^NOT CHECKED \(moment\): .*no zone/m);
   writeFileSync(join(dir, 'not.json'), '{"format":"something else"}');
   assert.equal(check('not.json').status, 2);
   assert.equal(check('missing.json').status, 2);

@@ -22,7 +22,8 @@ const exitCannotCheck = 2;
 const ownKeyNote = "a bundle's own key proves nothing alone: check it with the audit key you hold (--audit-pub)";
 
 /** What a finding makes of the bundle: no key is no claim, an unsigned head is not a forgery. */
-const headline = (kind: string): string => (kind === 'nokey' ? 'NOT CHECKED' : kind === 'unsigned' ? 'NOT ACCEPTED' : 'FORGED');
+const headline = (kind: string): string =>
+  kind === 'nokey' || kind === 'moment' ? 'NOT CHECKED' : kind === 'unsigned' ? 'NOT ACCEPTED' : 'FORGED';
 
 function keyLine(r: EvidenceCheckResult, given: boolean): string {
   if (r.finding?.kind === 'nokey') return 'key: none (neither given nor in the bundle)';
@@ -108,5 +109,5 @@ export async function runCheck({ io, values, positionals, json }: Context): Prom
     });
   else printText(io, bundle, r, auditKey !== null);
   if (r.finding === null) return exitVerified;
-  return r.finding.kind === 'nokey' ? exitCannotCheck : exitForged;
+  return r.finding.kind === 'nokey' || r.finding.kind === 'moment' ? exitCannotCheck : exitForged;
 }

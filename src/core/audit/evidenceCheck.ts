@@ -38,6 +38,8 @@ export type EvidenceKind =
   | 'declaration'
   /** The fold over the events does not give the answer the bundle states. */
   | 'answer'
+  /** The bundle's moment cannot be read (a time without its zone, as an earlier release wrote): no answer recomputed, nothing claimed. */
+  | 'moment'
   /** The bundle is proven against an unsigned head, and that was not accepted. */
   | 'unsigned';
 

@@ -1,6 +1,6 @@
 import { createPublicKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { eventTime, parseAt } from '../../../projections/index.ts';
+import { eventTime, parseAt, readAt } from '../../../projections/index.ts';
 import { checkEvidenceProofs } from '../../core/audit/evidenceCheck.ts';
 import type { EvidenceFinding, KeyUsed } from '../../core/audit/evidenceCheck.ts';
 import type { EvidenceAnswer, EvidenceBundle } from '../../core/audit/evidenceFormat.ts';
@@ -122,10 +122,14 @@ export function checkEvidence(b: EvidenceBundle, o: EvidenceCheckOptions): Evide
   }
   const declarations = checkDeclarations(decoded.node, declarationKeyOf(b, o.declarationKey));
   if (declarations.finding !== null) return result(declarations.finding, decoded, declarations);
-  const at = parseAt(b.at);
-  if (at === null)
+  const at = readAt(b.at);
+  if ('problem' in at)
     return result(
-      { kind: 'answer', position: null, message: `the moment ${JSON.stringify(b.at)} is neither a time nor a position` },
+      {
+        kind: 'moment',
+        position: null,
+        message: `the bundle's moment ${JSON.stringify(b.at)} ${at.problem}: the answer was not recomputed (an earlier release took a time without its zone, in the exporter's own)`,
+      },
       decoded,
       declarations,
     );
