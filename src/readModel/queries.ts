@@ -67,8 +67,14 @@ export const withExactLastSeen = (state: NodeState, exact: Date | string | null 
 };
 
 /** A node's current state folded from its own stream (for a process without a read model). */
+/**
+ * A node's view now, read from the store (the CLI's `status <node>`): liveness as `stateAsOf` judges
+ * it as of now, from the record (the engine's transitions, whether an engine observes), so the two
+ * answer alike; `graceMs` counts only for a history recorded before transitions.
+ */
 export async function currentNode(store: EventStore, node: string, now: number, graceMs?: number): Promise<NodeView> {
-  return nodeView(foldNodeEvents(node, await readNodeStream(store, node)), now, graceMs);
+  const events = await readNodeStream(store, node);
+  return nodeView(foldNodeEvents(node, events), now, graceMs, recordedLivenessAt(events, now, await readObservedSpans(store), graceMs));
 }
 
 export type StateAsOf = Readonly<{ folded: number; total: number; state: NodeView }>;

@@ -1,9 +1,9 @@
-import { holdOf, livenessStates, nodeStatuses, nodeView } from '../../../projections/index.ts';
+import { holdOf, isObserved, livenessStates, nodeStatuses, nodeView } from '../../../projections/index.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { Run } from '../command.ts';
 import { nodeArgument, withStore } from '../command.ts';
 import { printList, printOne } from '../output.ts';
-import { currentNode } from '../../readModel/queries.ts';
+import { currentNode, readObservedSpans } from '../../readModel/queries.ts';
 import { describeNode, nodeHeaders, nodeRow, nodeWideHeaders, nodeWideRow } from './describeNode.ts';
 import { foldStore } from './readModelFromStore.ts';
 
@@ -30,10 +30,15 @@ export const run: Run = ({ io, values, positionals, config, output }) => {
       return 0;
     }
     const states = await foldStore(store, io);
+    // With no engine observing now (the last one stopped), the record cannot say connected or not:
+    // as `state <node> --at <now>` and `status <node>` say (docs/design.md §3 "Not observed").
+    const observed = isObserved(await readObservedSpans(store), now);
     // A retired node is out of the fleet's listing (docs/design.md §3 "Retired nodes"); `status <node>` still shows it.
     const views = [...states.values()]
       .filter((s) => s.retiredAt === null)
-      .map((s) => nodeView(s, now, config.graceMs))
+      .map((s) =>
+        nodeView(s, now, config.graceMs, observed ? undefined : { state: 'not-observed', lastSeenAt: s.lastSeenAt, disconnectedForMs: 0 }),
+      )
       .filter(
         (v) =>
           (values.status === undefined || v.status === values.status) &&
