@@ -18,6 +18,7 @@ import { createArchiveReader } from './archiveReader.ts';
 import type { ArchiveReader, ArchiveReaderHooks } from './archiveReader.ts';
 import type { ArchivedRow } from './segment.ts';
 import { isBefore, segmentBefore, segmentsPast } from './segmentTimes.ts';
+import { boundStore } from './boundStore.ts';
 
 // A store's reads answered over its archive too (docs/operations.md "Retention and archive"):
 // readAll, readColumns, readStream and readStored merge the segments the manifest names with the
@@ -238,7 +239,7 @@ export async function withArchive(store: EventStore, dir: string, hooks: Archive
   }
 
   const merged: ArchivedStore = {
-    ...bind(store),
+    ...boundStore(store),
     readAll,
     readStream,
     readStored,
@@ -257,14 +258,4 @@ function byRevision(archived: readonly Recorded[], hot: readonly Recorded[]): Re
   for (const r of archived) out.set(r.revision, r);
   for (const e of hot) out.set(e.revision, e);
   return [...out.values()].sort((a, b) => (a.revision < b.revision ? -1 : 1));
-}
-
-/** The store's methods, bound to it, so the merged store can hand them on as its own. */
-function bind(store: EventStore): EventStore {
-  const out: Record<string, unknown> = { kind: store.kind };
-  for (const key of Object.keys(store) as (keyof EventStore)[]) {
-    const v = store[key];
-    out[key] = typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(store) : v;
-  }
-  return out as unknown as EventStore;
 }

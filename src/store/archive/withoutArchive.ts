@@ -2,6 +2,7 @@ import { ConvergeError } from '../../core/errors.ts';
 import type { Recorded } from '../../core/events/index.ts';
 import { streamPrefix as archivedStreamPrefix } from '../../core/events/index.ts';
 import type { ArchiveManifest, EventStore, ReadAllOptions, ReadStreamOptions } from '../port.ts';
+import { boundStore } from './boundStore.ts';
 
 // A store whose history was archived, read without its archive (no --archive-dir): the hot rows
 // alone would give another answer for any read that needs an archived event (a report classed
@@ -64,7 +65,7 @@ export function refusingArchived(store: EventStore, manifest: ArchiveManifest): 
   }
 
   const refusing: EventStore = {
-    ...bind(store),
+    ...boundStore(store),
     readStream,
     readAll,
     readColumns: async function* (opts = {}) {
@@ -104,14 +105,4 @@ function hasGap(events: readonly Recorded[], opts: ReadStreamOptions): boolean {
     expected++;
   }
   return false;
-}
-
-/** The store's methods, bound to it, so the refusing store can hand them on as its own. */
-function bind(store: EventStore): EventStore {
-  const out: Record<string, unknown> = { kind: store.kind };
-  for (const key of Object.keys(store) as (keyof EventStore)[]) {
-    const v = store[key];
-    out[key] = typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(store) : v;
-  }
-  return out as unknown as EventStore;
 }
