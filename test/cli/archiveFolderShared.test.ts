@@ -63,3 +63,20 @@ test('an archive folder that is a file is refused with the reason, and nothing m
   assert.match(run.stderr, /archive folder .*not-a-folder.* is not a folder/);
   assert.doesNotMatch(run.stderr, /EEXIST|\n\s+at /);
 });
+
+test("an archive run into another folder than the store's segments are in is refused, and nothing moves", async () => {
+  const path = join(dir, 'd.db');
+  await archivableFleet(path);
+  const first = join(dir, 'd-archive');
+  const once = await cliIn(dir, ['store', 'archive', '--older-than', '60d', '--archive-dir', first, '--store', `sqlite:${path}`]);
+  assert.equal(once.code, 0, once.stderr);
+  assert.ok(segments(first).length > 0, 'the first run archived a segment');
+  const other = join(dir, 'd-elsewhere');
+  const run = await cliIn(dir, ['store', 'archive', '--older-than', '30d', '--archive-dir', other, '--store', `sqlite:${path}`]);
+  assert.equal(run.code, 2, run.stdout + run.stderr);
+  assert.match(run.stderr, /does not hold .* of this store's .*segment/);
+  assert.deepEqual(segments(other), [], 'nothing was written to the other folder');
+  // The store's archive is still whole in its folder: a read over it answers.
+  const read = await cliIn(dir, ['history', 'n1', '--archive-dir', first, '--store', `sqlite:${path}`]);
+  assert.equal(read.code, 0, read.stderr);
+});
