@@ -32,6 +32,8 @@ export type { NodeView } from './node/nodeView.ts';
 export {
   parseAt,
   readAt,
+  readMoment,
+  mustBeInOrder,
   describeAt,
   windowProblem,
   maxPosition,

@@ -1,3 +1,5 @@
+import { ConvergeError } from '../../src/core/errors.ts';
+import type { ErrorCode } from '../../src/core/errors.ts';
 import { isNodeEvent } from '../../src/core/events/index.ts';
 import type { NodeEvent, Recorded } from '../../src/core/events/index.ts';
 import { classifyReport, foldNode, initialNodeState, sendHistoryLimit, serialOfSent } from './nodeState.ts';
@@ -46,6 +48,27 @@ export function readAt(text: string): At | { problem: string } {
     return { problem: `has no zone: add Z for UTC or an offset, like ${text}Z or ${text}+01:00` };
   const t = Date.parse(text);
   return Number.isNaN(t) ? { problem: `is not a valid time: ${momentHint}` } : { kind: 'time', time: t, iso: new Date(t).toISOString() };
+}
+
+/**
+ * readAt's moment, or refused with `code`: `${what} "<text>" <problem>`. One reading for the CLI's
+ * flags (usage errors), the API's queries (400) and a send's or a rollout's asOf.
+ */
+export function readMoment(what: string, text: string, code: ErrorCode, details?: Record<string, unknown>): At {
+  const at = readAt(text);
+  if ('problem' in at)
+    throw new ConvergeError(code, `${what} ${JSON.stringify(text)} ${at.problem}`, details === undefined ? {} : { details });
+  return at;
+}
+
+/** A moment as written (`what`, `text`) and as read. */
+export type WrittenMoment = Readonly<{ what: string; text: string; at: At }>;
+
+/** A window whose start comes after its end (windowProblem) refused with `code`, naming both ends as written. */
+export function mustBeInOrder(from: WrittenMoment, to: WrittenMoment, code: ErrorCode): void {
+  const problem = windowProblem(from.at, to.at);
+  if (problem !== null)
+    throw new ConvergeError(code, `${from.what} ${JSON.stringify(from.text)} is after ${to.what} ${JSON.stringify(to.text)}: ${problem}`);
 }
 
 /** readAt's moment, or null when the text is not one. */

@@ -2,7 +2,7 @@ import { readDeclaration } from '../core/declaration/index.ts';
 import type { Resource } from '../core/declaration/index.ts';
 import { ConvergeError } from '../core/errors.ts';
 import type { ErrorCode } from '../core/errors.ts';
-import { readAt } from '../../projections/index.ts';
+import { readMoment } from '../../projections/index.ts';
 import { streamOf } from '../core/events/index.ts';
 import type { DeclarationSent, Recorded } from '../core/events/index.ts';
 import type { EventStore } from '../store/port.ts';
@@ -32,9 +32,7 @@ export type Moment = Readonly<{ at: Date } | { position: bigint }>;
  * `code`: a send or a rollout as of a misread moment would send what nobody asked for.
  */
 export function parseMoment(text: string, code: ErrorCode): Moment {
-  const at = readAt(text);
-  if ('problem' in at)
-    throw new ConvergeError(code, `the moment to restore (asOf) ${JSON.stringify(text)} ${at.problem}`, { details: { asOf: text } });
+  const at = readMoment('the moment to restore (asOf)', text, code, { asOf: text });
   return at.kind === 'position' ? { position: at.position } : { at: new Date(at.time) };
 }
 
