@@ -11,6 +11,7 @@ import type { EventStore } from '../store/index.ts';
 import { startTracing, stopTracing, tracesEndpoint } from '../tracing/index.ts';
 import type { Config } from './config.ts';
 import { descriptorMargin, openFilesLimit } from './fdLimit.ts';
+import { archivedManifest } from '../store/archive/withoutArchive.ts';
 
 // How `serve` starts and stops its parts (src/app/server.ts wires them). Start order matters: the
 // API's plugins and socket first (probes are answered while the projections catch up, /readyz
@@ -130,8 +131,8 @@ function logListening(parts: LifecycleParts, url: string): void {
 /** Without --archive-dir on a store that archived history, the past reads refuse (pastReads.ts): say so once, at start. */
 async function warnOfArchive({ config, store, logger }: LifecycleParts): Promise<void> {
   if (config.archiveDir !== null) return;
-  const manifest = await store.archiveManifest?.().catch(() => null);
-  if (manifest === undefined || manifest === null || manifest.segments.length === 0) return;
+  const manifest = await archivedManifest(store).catch(() => null);
+  if (manifest === null) return;
   const events = manifest.segments.reduce((n, s) => n + s.events, 0);
   logger.warn(
     { segments: manifest.segments.length, events },

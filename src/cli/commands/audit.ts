@@ -7,7 +7,7 @@ import { pooledCheckedPages } from '../../store/audit/verifyPool.ts';
 import type { VerifyResult } from '../../core/audit/verifyLog.ts';
 import { ConvergeError } from '../../core/errors.ts';
 import type { ArchivedStore } from '../../store/archive/withArchive.ts';
-import { archiveNeeded } from '../../store/archive/withoutArchive.ts';
+import { archiveNeeded, archivedManifest } from '../../store/archive/withoutArchive.ts';
 import { archiveSummaryWalk } from './auditSummaries.ts';
 import type { ArchiveSummaryWalk } from './auditSummaries.ts';
 import type { EventStore } from '../../store/port.ts';
@@ -201,8 +201,8 @@ type ArchiveProblem = Readonly<{ file: string; from: bigint; to: bigint; events:
 
 /** The archive's segments, each read and checked against the manifest; a store with segments and no --archive-dir cannot be checked. */
 async function checkArchive(store: EventStore): Promise<ArchiveProblem[]> {
-  const manifest = (await store.archiveManifest?.()) ?? null;
-  if (manifest === null || manifest.segments.length === 0) return [];
+  const manifest = await archivedManifest(store);
+  if (manifest === null) return [];
   if (!('archive' in store)) throw archiveNeeded(manifest, 'audit verify', 'they are verified too');
   return (store as ArchivedStore).archive.check().map(({ segment: s, error }) => ({
     file: s.file,
