@@ -125,8 +125,9 @@ export function createFleetHistory({ store, readModel, graceMs = defaultGraceMs,
         rebuilding ??= rebuild().finally(() => (rebuilding = null));
         await rebuilding;
       }
-      // Observation spans are few (one per start and stop): read each time, never stale.
-      return log.summarize(at, options, observedSpans(await (await whole()).readStream(observationStream)));
+      // Observation spans are few (one per start and stop): read each time, never stale. Their
+      // stream is never archived, so the hot store holds it whole.
+      return log.summarize(at, options, observedSpans(await store.readStream(observationStream)));
     },
     stats: () => ({ ...log.stats(), complete }),
     stop,
