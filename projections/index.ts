@@ -34,7 +34,6 @@ export {
   readAt,
   readMoment,
   mustBeInOrder,
-  describeAt,
   windowProblem,
   maxPosition,
   momentHint,

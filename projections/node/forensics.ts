@@ -77,9 +77,6 @@ export function parseAt(text: string): At | null {
   return 'problem' in at ? null : at;
 }
 
-/** The moment as read, for output: `position 42`, or the instant in UTC. */
-export const describeAt = (at: At): string => (at.kind === 'position' ? `position ${at.position}` : at.iso);
-
 /**
  * Why a window from `from` to `to` cannot be asked for: its start comes after its end, so it would
  * hold nothing. Null when it is in order, or when one end is a time and the other a position (only
