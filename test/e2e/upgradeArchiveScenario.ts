@@ -9,13 +9,14 @@ import { startServe, thisBin } from '../support/serveProcess.ts';
 import { until } from '../support/until.ts';
 
 // An upgrade over an archive (docs/operations.md "Upgrades", "Retention and archive"), on one
-// store (a SQLite file, or a PostgreSQL schema) and one archive folder. The previous release sends declarations and retires a node
-// on a clock set 40 days back (a preloaded Date, so `store archive --older-than 30d` has history to
-// move), stops its serve (the snapshot and a signed checkpoint) and archives. Reports and liveness
-// transitions, which only ingest writes, come from the test's history helper, the same event
-// makers. Then this release answers the reads of the archived past as the previous one did; then it
-// sends more on a clock 35 days back and archives again, a segment reaching below the first one's
-// last position, and the previous release reads that archive and answers as this one does.
+// store (a SQLite file, or a PostgreSQL schema) and one archive folder. The previous release sends
+// declarations and retires a node on a clock set 40 days back (a preloaded Date, so `store archive
+// --older-than 30d` has history to move), stops its serve (the snapshot and a signed checkpoint)
+// and archives. Reports and liveness transitions, which only ingest writes, come from the test's
+// history helper, the same event makers. Then this release answers the reads of the archived past
+// as the previous one did; then it sends more on a clock 35 days back and archives again, a segment
+// reaching below the first one's last position, and the previous release reads that archive and
+// answers as this one does.
 
 const day = 86_400_000;
 const nodes = ['n1', 'n2', 'n3'];
