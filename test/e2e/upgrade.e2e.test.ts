@@ -3,8 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
+import type { TestContext } from 'node:test';
 import { createBrokerLab, describeOnBroker } from '../support/broker.ts';
-import { describeOnPostgres } from '../support/postgres.ts';
+import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
 import { buildPreviousRelease } from '../support/previousRelease.ts';
 import type { PreviousRelease } from '../support/previousRelease.ts';
 import { runUpgradeArchive } from './upgradeArchiveScenario.ts';
@@ -14,7 +15,8 @@ import { runUpgrade } from './upgradeScenario.ts';
 // PostgreSQL store and one broker, in both orders, and how each refuses what it cannot read.
 // Needs RabbitMQ, PostgreSQL, this checkout's build (npm run build) and git history holding the
 // previous release, which the test builds once and keeps under the OS temp dir. The archive's
-// upgrade needs neither broker nor PostgreSQL: one SQLite file and its archive folder.
+// upgrade needs no broker: one SQLite file and its archive folder, then the same on a PostgreSQL
+// schema of its own.
 
 /**
  * The previous release, built (or taken from the cache) in a `before` of the suite this is called
@@ -32,22 +34,34 @@ function releaseBuiltBefore(): () => PreviousRelease {
   return () => release!;
 }
 
+const archiveClaim =
+  'the previous release archives, this one reads it and archives more, the previous one reads that: the same answers throughout';
+
+/** The archive's upgrade in a temp dir of its own, on `storeUrl` (SQLite in that dir when not given). */
+async function upgradeArchive(t: TestContext, release: PreviousRelease, storeUrl?: string): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'converge-upgrade-archive-'));
+  try {
+    const r = await runUpgradeArchive(release, dir, storeUrl);
+    t.diagnostic(r.notes.join('; '));
+    for (const [check, held] of Object.entries(r.checks)) assert.equal(held, true, `${check} did not hold; ${r.notes.join('; ')}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('upgrade over an archive', () => {
   const built = releaseBuiltBefore();
-  test(
-    'the previous release archives, this one reads it and archives more, the previous one reads that: the same answers throughout',
-    { timeout: 300_000 },
-    async (t) => {
-      const dir = mkdtempSync(join(tmpdir(), 'converge-upgrade-archive-'));
+  test(`on SQLite ${archiveClaim}`, { timeout: 300_000 }, (t) => upgradeArchive(t, built()));
+  describeOnPostgres('on PostgreSQL', () => {
+    test(archiveClaim, { timeout: 300_000 }, async (t) => {
+      const scratch = scratchSchema('converge_upgrade_archive');
       try {
-        const r = await runUpgradeArchive(built(), dir);
-        t.diagnostic(r.notes.join('; '));
-        for (const [check, held] of Object.entries(r.checks)) assert.equal(held, true, `${check} did not hold; ${r.notes.join('; ')}`);
+        await upgradeArchive(t, built(), scratch.url);
       } finally {
-        rmSync(dir, { recursive: true, force: true });
+        await scratch.drop();
       }
-    },
-  );
+    });
+  });
 });
 
 describeOnBroker('upgrade from the previous release', () => {

@@ -2,20 +2,21 @@ import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateSigningKey, signingKeyToPem } from '../../src/core/declaration/index.ts';
-import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
+import { openEventStore } from '../../src/store/index.ts';
 import { historyInStore } from '../support/history.ts';
 import type { PreviousRelease } from '../support/previousRelease.ts';
 import { startServe, thisBin } from '../support/serveProcess.ts';
 import { until } from '../support/until.ts';
 
 // An upgrade over an archive (docs/operations.md "Upgrades", "Retention and archive"), on one
-// SQLite file and one archive folder. The previous release sends declarations and retires a node
-// on a clock set 40 days back (a preloaded Date, so `store archive --older-than 30d` has history to
-// move), stops its serve (the snapshot and a signed checkpoint) and archives. Reports and liveness
-// transitions, which only ingest writes, come from the test's history helper, the same event
-// makers. Then this release answers the reads of the archived past as the previous one did; then it
-// sends more on a clock 35 days back and archives again, a segment reaching below the first one's
-// last position, and the previous release reads that archive and answers as this one does.
+// store (a SQLite file, or a PostgreSQL schema) and one archive folder. The previous release sends
+// declarations and retires a node on a clock set 40 days back (a preloaded Date, so `store archive
+// --older-than 30d` has history to move), stops its serve (the snapshot and a signed checkpoint)
+// and archives. Reports and liveness transitions, which only ingest writes, come from the test's
+// history helper, the same event makers. Then this release answers the reads of the archived past
+// as the previous one did; then it sends more on a clock 35 days back and archives again, a segment
+// reaching below the first one's last position, and the previous release reads that archive and
+// answers as this one does.
 
 const day = 86_400_000;
 const nodes = ['n1', 'n2', 'n3'];
@@ -33,11 +34,21 @@ globalThis.Date = class extends Real {
 };
 `;
 
-export async function runUpgradeArchive(release: PreviousRelease, dir: string): Promise<UpgradeArchiveResult> {
+/**
+ * The scenario on `storeUrl`: a SQLite file in `dir` unless given (a `postgres://…?schema=…` URL
+ * names a schema the caller made room for and drops).
+ */
+export async function runUpgradeArchive(
+  release: PreviousRelease,
+  dir: string,
+  storeUrl = `sqlite:${join(dir, 'fleet.db')}`,
+): Promise<UpgradeArchiveResult> {
   const notes: string[] = [];
   const checks: Record<string, boolean> = {};
-  const path = join(dir, 'fleet.db');
-  const store = ['--store', `sqlite:${path}`];
+  // A PostgreSQL store has no snapshot beside it: every command names the one serve writes, so
+  // serve restores it, `store archive` moves only what lies below it and `replay --verify` checks it.
+  const snapshot = /^postgres(ql)?:\/\//.test(storeUrl) ? ['--snapshot', join(dir, 'fleet.snapshot')] : [];
+  const store = ['--store', storeUrl, ...snapshot];
   const archive = ['--archive-dir', join(dir, 'archive')];
   const keyPath = join(dir, 'signing.pem');
   writeFileSync(keyPath, signingKeyToPem(generateSigningKey()), { mode: 0o600 });
@@ -72,7 +83,7 @@ export async function runUpgradeArchive(release: PreviousRelease, dir: string): 
   };
   /** What ingest would append after the sends: each node's report of `digests`, then a silence and its end. */
   const ingest = async (digests: Readonly<Record<string, string>>, daysBack: number): Promise<void> => {
-    const s = createSqliteEventStore(path);
+    const s = await openEventStore(storeUrl);
     const h = historyInStore(s, Date.now() - daysBack * day);
     for (const [node, declared] of Object.entries(digests)) {
       h.tick(30_000);

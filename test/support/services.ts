@@ -24,8 +24,16 @@ export function describeOnService(service: string, probe: Probe, name: string, b
   });
 }
 
-/** Probe once per process, however many suites ask. */
+/**
+ * Probe once per process, however many suites ask. Each asker gets a promise made in its own
+ * async context: node:test files what a suite registers after `await` under the context of the
+ * promise awaited, so one shared promise would file every later suite's tests under the first
+ * asker's (and fail them once that suite has finished).
+ */
 export function once(probe: Probe): Probe {
   let answer: ReturnType<Probe> | undefined;
-  return () => (answer ??= probe());
+  return () =>
+    new Promise((resolve, reject) => {
+      (answer ??= probe()).then(resolve, reject);
+    });
 }
