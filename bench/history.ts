@@ -386,7 +386,8 @@ try {
   });
   report.note(
     `Archive: ${fmt(archived.events)} events into ${fmt(archived.segments)} segment(s), ${fmt(archived.rawBytes / 1e6, 1)} MB of lines, ` +
-      `${fmt(archived.bytes / 1e6, 2)} MB on disk (brotli quality 4), moved in ${fmt(archived.archiveS, 1)} s. The same lines compressed whole: ` +
+      `${fmt(archived.bytes / 1e6, 2)} MB on disk (brotli quality 4), moved in ${fmt(archived.archiveS, 1)} s. ` +
+      `${archived.codecBytes < archived.rawBytes ? `The first ${fmt(archived.codecBytes / 1e6, 1)} MB of the same lines` : 'The same lines'} compressed whole: ` +
       `${archived.codecs.map((c) => `${c.codec} ${fmt(c.bytes / 1e6, 2)} MB in ${fmt(c.ms, 0)} ms`).join(', ')}.`,
   );
   const day = (ds: Map<string, number>): string => types.map((t) => `${t} ${fmt(ds.get(t) ?? 0)}`).join(', ');

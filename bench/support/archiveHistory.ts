@@ -21,12 +21,20 @@ export type ArchiveFigures = Readonly<{
   rawBytes: number;
   /** Per type: events archived and their segment lines' uncompressed bytes. */
   byType: ReadonlyMap<string, { events: number; rawBytes: number }>;
-  /** Compressed size and time of the whole segment text by codec and level. */
+  /** Compressed size and time of the segment text (its first `codecBytes`) by codec and level. */
   codecs: readonly { codec: string; bytes: number; ms: number }[];
+  /** The bytes of segment text the codecs compressed: all of it, or the first codecSampleCap. */
+  codecBytes: number;
   /** state --at through the archive, ms per call. */
   asOfArchived: number[];
   archiveS: number;
 }>;
+
+/**
+ * The codecs compress at most this much of the segment text: a year of lines is past what one
+ * string may hold, and the ratios settle long before.
+ */
+const codecSampleCap = 256 * 1024 * 1024;
 
 export async function archiveHistory(
   path: string,
@@ -37,21 +45,23 @@ export async function archiveHistory(
   const r = await archiveSqliteStore(path, { dir, before: o.before, belowPosition: o.below });
   const archiveS = (performance.now() - t0) / 1000;
   const byType = new Map<string, { events: number; rawBytes: number }>();
-  const texts: string[] = [];
+  const texts: Buffer[] = [];
+  let textBytes = 0;
   let blocks = 0;
   for (const f of readdirSync(dir)) {
     blocks += (openSegment(join(dir, f), f).header as { blocks?: unknown[] }).blocks?.length ?? 1;
     // The lines as v1 wrote them (position order): the codecs below compress the same text as before.
     for (const r of readSegmentFile(join(dir, f), f).rows) {
-      const line = `${rowLine(r)}\n`;
-      texts.push(line);
+      const line = Buffer.from(`${rowLine(r)}\n`, 'utf8');
+      if (textBytes < codecSampleCap) texts.push(line);
+      textBytes += line.length;
       const t = byType.get(r.type) ?? { events: 0, rawBytes: 0 };
       t.events++;
-      t.rawBytes += Buffer.byteLength(line, 'utf8');
+      t.rawBytes += line.length;
       byType.set(r.type, t);
     }
   }
-  const all = Buffer.from(texts.join(''), 'utf8');
+  const all = Buffer.concat(texts);
   const codecs: { codec: string; bytes: number; ms: number }[] = [];
   const time = (codec: string, f: () => Buffer): void => {
     const s = performance.now();
@@ -86,6 +96,7 @@ export async function archiveHistory(
     rawBytes: r.rawBytes,
     byType,
     codecs,
+    codecBytes: all.length,
     asOfArchived,
     archiveS,
   };
