@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { loadConfig } from '../../src/app/config.ts';
+import { createServer } from '../../src/app/server.ts';
+import { makeObservationStarted, makeObservationStopped, observationStream } from '../../src/core/events/index.ts';
+import type { ObservationStarted, ObservationStopped, WithId } from '../../src/core/events/index.ts';
+import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
+import type { EventStore } from '../../src/store/index.ts';
+import { historyInStore } from '../support/history.ts';
+import { logger } from '../support/logger.ts';
+import { readSse } from '../support/sse.ts';
+import { until } from '../support/until.ts';
+
+// docs/design.md §3 "Not observed": a `serve` without --amqp observes nothing, so its current view
+// (node, list, fleet, gauges, SSE) says what `?at=now` says: not-observed once the record shows no
+// engine observing now, with the last sign of life kept and the reason given.
+
+const read = { authorization: 'Bearer reader-token' };
+
+const observe = (store: EventStore, e: WithId<ObservationStarted | ObservationStopped>) =>
+  store.append([{ stream: observationStream, expected: 'any', events: [e] }]);
+
+type Liveness = { state: string; lastSeenAt: string | null; disconnectedForMs: number };
+
+async function storeObservedThenStopped(): Promise<{ store: EventStore; now: number }> {
+  const store = createMemoryEventStore();
+  const h = historyInStore(store);
+  await observe(store, makeObservationStarted('engine-a', h.now().getTime(), 60_000, null));
+  h.tick();
+  await h.send('node-heard');
+  await h.heard('node-heard');
+  await h.report('node-heard', { declared: h.digests('node-heard')[0]!, applied: ['web'] });
+  await h.send('node-silent');
+  const silentSeen = h.tick().getTime();
+  await h.heard('node-silent');
+  h.tick(61_000);
+  await h.silent('node-silent', silentSeen, 60_000);
+  await h.send('node-never');
+  h.tick(10 * 60_000);
+  await observe(store, makeObservationStopped('engine-a', h.now().getTime(), 'stopped'));
+  // An hour later this serve starts, with no broker.
+  return { store, now: h.tick(60 * 60_000).getTime() };
+}
+
+test('serve without --amqp: the current view says not-observed as ?at=now does, and why', async (t) => {
+  const { store, now } = await storeObservedThenStopped();
+  const config = loadConfig({ flags: {}, env: {} }, { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'reader-token:read' });
+  const engine = createServer({ config, logger, store, key: null, dashboardDir: null, driveRollouts: false, now: () => now });
+  t.after(async () => {
+    await engine.stop();
+    await store.close();
+  });
+  const url = await engine.start();
+  await until('the read model to fold the store', () => engine.runner.readModel.size() === 3);
+  const get = async <T>(path: string): Promise<T> => {
+    const r = await engine.app.inject({ method: 'GET', url: path, headers: read });
+    assert.equal(r.statusCode, 200, `${path}: ${r.body}`);
+    return r.json() as T;
+  };
+  const atNow = new Date(now).toISOString();
+
+  for (const node of ['node-heard', 'node-silent', 'node-never']) {
+    const live = await get<{ liveness: Liveness }>(`/v1/nodes/${node}`);
+    const asOf = await get<{ state: { liveness: Liveness } }>(`/v1/nodes/${node}/state?at=${atNow}`);
+    assert.equal(asOf.state.liveness.state, 'not-observed', `${node}: the record says no engine observes now`);
+    assert.deepEqual(
+      { state: live.liveness.state, lastSeenAt: live.liveness.lastSeenAt, disconnectedForMs: live.liveness.disconnectedForMs },
+      asOf.state.liveness,
+      `${node}: the current view agrees with ?at=now`,
+    );
+  }
+
+  type Fleet = { byLiveness: Record<string, number>; observation?: { observed: boolean; reason: string | null } };
+  const fleet = await get<Fleet>('/v1/fleet');
+  const fleetAt = await get<Fleet>(`/v1/fleet?at=${atNow}`);
+  assert.deepEqual(fleet.byLiveness, fleetAt.byLiveness, 'the fleet now agrees with the fleet ?at=now');
+  assert.equal(fleet.observation?.observed, false);
+  assert.match(fleet.observation?.reason ?? '', /without --amqp/, 'the reason the dashboard shows');
+
+  const listed = await get<{ total: number; nodes: { liveness: Liveness }[] }>('/v1/nodes?liveness=not-observed');
+  assert.equal(listed.total, 3, 'the liveness filter sees what the nodes show');
+  assert.equal((await get<{ total: number }>('/v1/nodes?liveness=disconnected')).total, 0);
+
+  const metrics = await engine.app.inject({ method: 'GET', url: '/metrics' });
+  const gauge = (liveness: string): number =>
+    [...metrics.body.matchAll(new RegExp(`^converge_nodes\\{[^}]*liveness="${liveness}"[^}]*\\} (\\d+)$`, 'gm'))].reduce(
+      (sum, m) => sum + Number(m[1]),
+      0,
+    );
+  assert.deepEqual(
+    { notObserved: gauge('not-observed'), disconnected: gauge('disconnected'), neverSeen: gauge('never-seen') },
+    { notObserved: 3, disconnected: 0, neverSeen: 0 },
+    'the gauges count the nodes as the API shows them',
+  );
+
+  // SSE resumed from the start sends every node's current state.
+  const res = await fetch(`${url}/v1/events`, { headers: { ...read, 'last-event-id': '0' } });
+  const events = await readSse<{ node: string; liveness: Liveness }>(res, (es) => es.filter((e) => e.event === 'node').length >= 3);
+  for (const e of events.filter((x) => x.event === 'node')) assert.equal(e.data.liveness.state, 'not-observed', e.data.node);
+});
