@@ -38,6 +38,12 @@ export type LivenessTracker = Readonly<{
   retired: (slot: number) => boolean;
   /** How many nodes are retired. */
   retiredCount: () => number;
+  /**
+   * Whether the view observes liveness now. When it does not (an engine with no ingest, and the
+   * record shows no engine observing: docs/design.md §3 "Not observed"), every node counts and reads
+   * as not-observed; the judgement by grace goes on underneath for when observation comes back.
+   */
+  setObserved: (observed: boolean) => void;
   clear: () => void;
 }>;
 
@@ -48,8 +54,9 @@ const statusCode: Readonly<Record<NodeStatus, number>> = Object.fromEntries(node
 const NEVER = 0;
 const CONNECTED = 1;
 const DISCONNECTED = 2;
-// The live engine observes now by definition: `not-observed` is a state of the record (as of a
-// moment no engine watched), counted here as zero so every label value is exported.
+// An engine with ingest observes now by definition: `not-observed` is then a state of the record (as
+// of a moment no engine watched), counted here as zero so every label value is exported. An engine
+// without ingest reads whether anyone observes now from the record (setObserved, liveObservation.ts).
 const livenessNames: readonly LivenessState[] = ['never-seen', 'connected', 'disconnected', 'not-observed'];
 const kinds = livenessNames.length;
 
@@ -76,6 +83,7 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
   let heapSlot = new Int32Array(capacity);
   let heapSize = 0;
   let lastNow = -Infinity;
+  let observed = true;
 
   const grow = (slot: number): void => {
     if (slot < capacity) return;
@@ -204,19 +212,30 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
     },
     counts(now) {
       advance(now);
+      // Unobserved, a status's nodes all count as not-observed, whatever the grace would say.
+      const cell = (s: number, l: number): number => {
+        if (observed) return counts[s * kinds + l]!;
+        if (livenessNames[l] !== 'not-observed') return 0;
+        let all = 0;
+        for (let k = 0; k < kinds; k++) all += counts[s * kinds + k]!;
+        return all;
+      };
       return {
-        get: (st, liveness) => counts[statusCode[st] * kinds + livenessNames.indexOf(liveness)]!,
+        get: (st, liveness) => cell(statusCode[st], livenessNames.indexOf(liveness)),
         byLiveness: () => {
           const out: Record<LivenessState, number> = { connected: 0, disconnected: 0, 'never-seen': 0, 'not-observed': 0 };
-          for (let s = 0; s < nodeStatuses.length; s++) for (let l = 0; l < kinds; l++) out[livenessNames[l]!] += counts[s * kinds + l]!;
+          for (let s = 0; s < nodeStatuses.length; s++) for (let l = 0; l < kinds; l++) out[livenessNames[l]!] += cell(s, l);
           return out;
         },
       };
     },
-    livenessOf: (slot) => livenessNames[live[slot]!]!,
+    livenessOf: (slot) => (observed ? livenessNames[live[slot]!]! : 'not-observed'),
     statusOf: (slot) => nodeStatuses[status[slot]!]!,
     retired: (slot) => out[slot] === 1,
     retiredCount: () => retiredCount,
+    setObserved(next) {
+      observed = next;
+    },
     clear() {
       names.length = 0;
       retiredCount = 0;

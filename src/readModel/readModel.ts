@@ -87,6 +87,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
     ...(options.lastSeen === undefined ? {} : { exact: options.lastSeen }),
   });
+  let unobserved: string | null = null;
   const listeners = new Set<ChangeListener>();
   /** The listeners as an array, made again only after one is added or removed (not a copy per event). */
   let listenerArray: readonly ChangeListener[] | null = null;
@@ -370,5 +371,10 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     page,
     fleet: (now, fleetOptions) => tally.summary(tracker.counts(now).byLiveness(), fleetOptions),
     liveness: (now) => tracker.counts(now),
+    unobserved: () => unobserved,
+    setUnobserved(reason) {
+      unobserved = reason;
+      tracker.setObserved(reason === null);
+    },
   };
 }

@@ -115,4 +115,8 @@ export type ReadModel = Readonly<{
   fleet: (now: number, options?: FleetSummaryOptions) => FleetSummary;
   /** Nodes by status × liveness as of `now` (the converge_nodes gauges). */
   liveness: (now: number) => LivenessCounts;
+  /** Why this view does not observe liveness now (docs/design.md §3 "Not observed"), or null: it does. */
+  unobserved: () => string | null;
+  /** Unobserved (a reason): every node's liveness, in counts, pages and views, is not-observed (liveObservation.ts). */
+  setUnobserved: (reason: string | null) => void;
 }>;

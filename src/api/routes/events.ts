@@ -41,6 +41,8 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteContext & Partial<Pick<Roll
     ),
     async ({ query, headers }, reply) => {
       const after = headers['last-event-id'];
+      // Read once as the stream opens: an engine without ingest learns of a change in who observes at its next request.
+      await views.observation();
       streamChanges({
         readModel: deps.readModel,
         reply,
