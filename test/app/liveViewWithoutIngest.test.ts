@@ -20,7 +20,9 @@ const read = { authorization: 'Bearer reader-token' };
 const observe = (store: EventStore, e: WithId<ObservationStarted | ObservationStopped>) =>
   store.append([{ stream: observationStream, expected: 'any', events: [e] }]);
 
-type Liveness = { state: string; lastSeenAt: string | null; disconnectedForMs: number };
+type Liveness = { state: string; lastSeenAt: string | null; disconnectedForMs: number; reason?: string };
+type NodeBody = { liveness: Liveness; conditions: { type: string; status: string; message: string }[] };
+type Fleet = { byLiveness: Record<string, number>; observation?: { observed: boolean; reason: string | null } };
 
 async function storeObservedThenStopped(): Promise<{ store: EventStore; now: number }> {
   const store = createMemoryEventStore();
@@ -60,7 +62,7 @@ test('serve without --amqp: the current view says not-observed as ?at=now does, 
   const atNow = new Date(now).toISOString();
 
   for (const node of ['node-heard', 'node-silent', 'node-never']) {
-    const live = await get<{ liveness: Liveness }>(`/v1/nodes/${node}`);
+    const live = await get<NodeBody>(`/v1/nodes/${node}`);
     const asOf = await get<{ state: { liveness: Liveness } }>(`/v1/nodes/${node}/state?at=${atNow}`);
     assert.equal(asOf.state.liveness.state, 'not-observed', `${node}: the record says no engine observes now`);
     assert.deepEqual(
@@ -68,9 +70,12 @@ test('serve without --amqp: the current view says not-observed as ?at=now does, 
       asOf.state.liveness,
       `${node}: the current view agrees with ?at=now`,
     );
+    assert.match(live.liveness.reason ?? '', /without --amqp/, `${node}: says why`);
+    const c = live.conditions.find((x) => x.type === 'Connected');
+    assert.equal(c?.status, 'Unknown');
+    assert.match(c?.message ?? '', /does not observe liveness \(started without --amqp\)/);
   }
 
-  type Fleet = { byLiveness: Record<string, number>; observation?: { observed: boolean; reason: string | null } };
   const fleet = await get<Fleet>('/v1/fleet');
   const fleetAt = await get<Fleet>(`/v1/fleet?at=${atNow}`);
   assert.deepEqual(fleet.byLiveness, fleetAt.byLiveness, 'the fleet now agrees with the fleet ?at=now');
@@ -97,4 +102,27 @@ test('serve without --amqp: the current view says not-observed as ?at=now does, 
   const res = await fetch(`${url}/v1/events`, { headers: { ...read, 'last-event-id': '0' } });
   const events = await readSse<{ node: string; liveness: Liveness }>(res, (es) => es.filter((e) => e.event === 'node').length >= 3);
   for (const e of events.filter((x) => x.event === 'node')) assert.equal(e.data.liveness.state, 'not-observed', e.data.node);
+});
+
+test('serve without --amqp: once an engine observes again, the current view judges again, on its next request', async (t) => {
+  const { store, now } = await storeObservedThenStopped();
+  const config = loadConfig({ flags: {}, env: {} }, { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'reader-token:read' });
+  const engine = createServer({ config, logger, store, key: null, dashboardDir: null, driveRollouts: false, now: () => now });
+  t.after(async () => {
+    await engine.stop();
+    await store.close();
+  });
+  await engine.start();
+  await until('the read model to fold the store', () => engine.runner.readModel.size() === 3);
+  const fleet = async (): Promise<Fleet> => (await engine.app.inject({ method: 'GET', url: '/v1/fleet', headers: read })).json() as Fleet;
+  assert.equal((await fleet()).byLiveness['not-observed'], 3);
+
+  // Another engine on the same store starts observing: its span is open now.
+  await observe(store, makeObservationStarted('engine-b', now - 1_000, 60_000, null));
+  const f = await fleet();
+  assert.deepEqual(f.observation, { observed: true, reason: null });
+  assert.equal(f.byLiveness['not-observed'], 0, 'judged again');
+  const node = (await engine.app.inject({ method: 'GET', url: '/v1/nodes/node-silent', headers: read })).json() as NodeBody;
+  assert.equal(node.liveness.state, 'disconnected');
+  assert.equal(node.liveness.reason, undefined);
 });
