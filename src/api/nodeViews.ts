@@ -1,14 +1,15 @@
 import { holdOf, nodeView } from '../../projections/index.ts';
-import type { HoldMark, Liveness, NodeState, NodeView } from '../../projections/index.ts';
+import type { HoldMark, NodeState, NodeView } from '../../projections/index.ts';
 import { createHoldsReader } from '../engine/holds.ts';
 import type { HoldsReader } from '../engine/holds.ts';
+import { currentLiveness } from '../readModel/liveObservation.ts';
 import { nodeNotFound, withExactLastSeen } from '../readModel/queries.ts';
 import type { ApiDeps } from './deps.ts';
 
 // A node's state as the routes answer it: the read model's fold with the ingest's exact
 // last-seen time (docs/design.md §2) and liveness as of now, and its hold and pin (docs/design.md §8).
-// Liveness is not-observed, with the reason, while this engine runs no ingest and the record shows
-// no engine observing (docs/design.md §3 "Not observed"): as `state?at=now` answers.
+// Without ingest, liveness is as `state?at=now` answers (liveObservation.ts): not-observed with the
+// reason while the record shows no engine observing, else by the node's recorded transition.
 
 /** A node as the API shows it: the fold's view, with the operator's hold and pin beside it. */
 export type ApiNodeView = NodeView & Readonly<{ held: HoldMark | null; pinned: HoldMark | null }>;
@@ -31,10 +32,7 @@ export function nodeViews(
   const now = deps.now ?? Date.now;
   const withLastSeen = (st: NodeState): NodeState => withExactLastSeen(st, deps.lastSeen?.(st.node));
   const holds = deps.holds ?? createHoldsReader(deps.store);
-  const liveness = (st: NodeState): Liveness | undefined => {
-    const reason = deps.readModel.unobserved();
-    return reason === null ? undefined : { state: 'not-observed', lastSeenAt: st.lastSeenAt, disconnectedForMs: 0, reason };
-  };
+
   return {
     now,
     withLastSeen,
@@ -42,7 +40,8 @@ export function nodeViews(
     observation: () => deps.observation?.refresh() ?? Promise.resolve(),
     view: (st, at = now()) => {
       const seen = withLastSeen(st);
-      return { ...nodeView(seen, at, deps.graceMs, liveness(seen)), ...holdOf(holds.latest(), st.node) };
+      const live = currentLiveness(deps.readModel, seen, at, deps.observation !== undefined);
+      return { ...nodeView(seen, at, deps.graceMs, live), ...holdOf(holds.latest(), st.node) };
     },
     known: (node) => {
       const st = deps.readModel.get(node);

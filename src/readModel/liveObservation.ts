@@ -1,14 +1,15 @@
 import { isObserved } from '../../projections/index.ts';
-import type { ObservedSpan } from '../../projections/index.ts';
+import type { Liveness, NodeState, ObservedSpan } from '../../projections/index.ts';
 import type { EventStore } from '../store/index.ts';
 import { readObservedSpans } from './queries.ts';
 import type { ReadModel } from './readModelTypes.ts';
 
 // The current view of an engine that runs no ingest (`serve` without --amqp, or --role api): it
 // hears no node, so it cannot judge liveness by grace from the last sign of life. It answers as
-// the record does as of now (docs/design.md §3 "Not observed"): while the observation spans show
-// no engine observing, every node is not-observed, and the read model says why. When another
-// engine observes (an open span) or the store predates spans, the read model judges as before.
+// the record does as of now (docs/design.md §3): while the observation spans show no engine
+// observing, every node is not-observed, and the read model says why ("Not observed"); while
+// another engine observes, a node is judged by its latest recorded transition, connected after
+// NodeHeard and disconnected after NodeSilent ("Liveness as recorded"), and by grace only without one.
 
 export type LiveObservation = Readonly<{
   /** Read the observation spans again and set the read model's judgement; callers await it before answering. */
@@ -29,7 +30,23 @@ export function unobservedReason(why: string, spans: readonly ObservedSpan[]): s
   return `this engine does not observe liveness (${why}), and no engine has since ${new Date(ended).toISOString()}`;
 }
 
+/**
+ * A node's liveness in the current view when the read model's judgement is not the grace rule's:
+ * not-observed with the reason, or its recorded transition's (undefined: judge by grace).
+ */
+export function currentLiveness(readModel: ReadModel, st: NodeState, at: number, followsRecord: boolean): Liveness | undefined {
+  const { lastSeenAt } = st;
+  const reason = readModel.unobserved();
+  if (reason !== null) return { state: 'not-observed', lastSeenAt, disconnectedForMs: 0, reason };
+  if (!followsRecord || lastSeenAt === null) return undefined;
+  const t = readModel.transitionOf(st.node);
+  if (t === 'heard') return { state: 'connected', lastSeenAt, disconnectedForMs: 0 };
+  if (t === 'silent') return { state: 'disconnected', lastSeenAt, disconnectedForMs: Math.max(0, at - Date.parse(lastSeenAt)) };
+  return undefined;
+}
+
 export function createLiveObservation({ store, readModel, why, now = Date.now }: LiveObservationOptions): LiveObservation {
+  readModel.followRecord();
   // One read at a time, each started after the call that awaits it: an answer never rests on a
   // read older than its request. The stream is a few events per engine start and stop.
   let last: Promise<void> = Promise.resolve();

@@ -44,6 +44,16 @@ export type LivenessTracker = Readonly<{
    * as not-observed; the judgement by grace goes on underneath for when observation comes back.
    */
   setObserved: (observed: boolean) => void;
+  /** The node's latest recorded transition (docs/design.md §3 "Liveness as recorded"): NodeHeard or NodeSilent. */
+  transition: (slot: number, heard: boolean, now: number) => void;
+  /**
+   * Judge a node with a recorded transition by it, as the record does (connected after NodeHeard,
+   * disconnected after NodeSilent), not by grace: an engine without ingest, whose folded last-seen
+   * times stay where the observing engine's last transition left them (liveObservation.ts).
+   */
+  followRecord: (now: number) => void;
+  /** The slot's latest recorded transition, or null: none folded (or restored from a snapshot, which keeps none). */
+  transitionOf: (slot: number) => 'heard' | 'silent' | null;
   clear: () => void;
 }>;
 
@@ -54,6 +64,9 @@ const statusCode: Readonly<Record<NodeStatus, number>> = Object.fromEntries(node
 const NEVER = 0;
 const CONNECTED = 1;
 const DISCONNECTED = 2;
+/** Recorded transitions, per slot. */
+const HEARD = 1;
+const SILENT = 2;
 // An engine with ingest observes now by definition: `not-observed` is then a state of the record (as
 // of a moment no engine watched), counted here as zero so every label value is exported. An engine
 // without ingest reads whether anyone observes now from the record (setObserved, liveObservation.ts).
@@ -75,6 +88,8 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
   let queued = new Uint8Array(capacity);
   /** 1: retired, in no count; its status and liveness are still kept, for when a send brings it back. */
   let out = new Uint8Array(capacity);
+  let mark = new Uint8Array(capacity);
+  let byRecord = false;
   let retiredCount = 0;
   const names: string[] = [];
   const counts = new Int32Array(nodeStatuses.length * kinds);
@@ -98,6 +113,7 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
     seen = g(seen, (n) => new Float64Array(n));
     queued = g(queued, (n) => new Uint8Array(n));
     out = g(out, (n) => new Uint8Array(n));
+    mark = g(mark, (n) => new Uint8Array(n));
     heapAt = g(heapAt, (n) => new Float64Array(n));
     heapSlot = g(heapSlot, (n) => new Int32Array(n));
   };
@@ -156,6 +172,7 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
 
   /** Judge a slot at `now` and queue it if connected. */
   const judge = (slot: number, now: number): number => {
+    if (byRecord && mark[slot] !== 0) return mark[slot] === HEARD ? CONNECTED : DISCONNECTED;
     // Connected by its folded time and already queued: the ingest's time, never older, changes
     // neither (the queued expiry is checked again when it comes). Spares a lookup per fold.
     const folded = seen[slot]!;
@@ -191,6 +208,7 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
         live[slot] = NEVER;
         seen[slot] = NaN;
         out[slot] = 0;
+        mark[slot] = 0;
         counts[statusCode[st] * kinds + NEVER]!++;
       }
       const code = statusCode[st];
@@ -236,6 +254,17 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
     setObserved(next) {
       observed = next;
     },
+    transition(slot, heard, now) {
+      if (slot >= names.length) return;
+      mark[slot] = heard ? HEARD : SILENT;
+      if (byRecord) setLive(slot, judge(slot, Math.max(now, lastNow)));
+    },
+    followRecord(now) {
+      if (byRecord) return;
+      byRecord = true;
+      for (let slot = 0; slot < names.length; slot++) setLive(slot, judge(slot, Math.max(now, lastNow)));
+    },
+    transitionOf: (slot) => (mark[slot] === HEARD ? 'heard' : mark[slot] === SILENT ? 'silent' : null),
     clear() {
       names.length = 0;
       retiredCount = 0;

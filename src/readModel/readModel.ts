@@ -97,6 +97,8 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
   /** A bulk catch-up's working states and position (null: none under way); `bulkOver`: no more bulk for this model. */
   let drafts: Map<string, NodeDraft> | null = null;
   let draftPosition: number | null = null;
+  /** The bulk catch-up's latest transition per node (true: heard), for the tracker once the drafts are placed. */
+  const draftMarks = new Map<string, boolean>();
   let bulkOver = false;
   const rolloutListeners = new Set<RolloutEventListener>();
   let position: bigint | null = null;
@@ -168,6 +170,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
   /** Drop what the bulk fold folded: `apply` folds from zero again (it stops at a failing event). */
   function dropCatchUp(): false {
     drafts = null;
+    draftMarks.clear();
     draftPosition = null;
     bulkOver = true;
     return false;
@@ -204,6 +207,8 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       const node = c.streamNode[i] ?? c.node[i]!;
       let d = ds.get(node);
       if (d === undefined) ds.set(node, (d = createNodeDraft(node)));
+      const k = c.kind[i];
+      if (k === eventKind.heard || k === eventKind.silent) draftMarks.set(node, k === eventKind.heard);
       try {
         foldEntry(d, c, i);
       } catch {
@@ -225,6 +230,9 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       const slot = slotFor(node);
       place(slot, slot < states.length ? stateAt(slot) : undefined, publishDraft(d));
     }
+    const now = clock();
+    for (const [node, heard] of draftMarks) tracker.transition(slotOf.get(node)!, heard, now);
+    draftMarks.clear();
     if (draftPosition !== null) position = BigInt(draftPosition);
     draftPosition = null;
     for (const bulk of [...bulkListeners.values()]) {
@@ -283,6 +291,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
         }
         position = e.position;
         if (state !== previous) place(known ?? slotFor(node), previous, state);
+        if (e.type === 'NodeHeard' || e.type === 'NodeSilent') tracker.transition(slotOf.get(node)!, e.type === 'NodeHeard', clock());
         if (listeners.size > 0) {
           const change: NodeChange = { node, position: e.position, state, previous, event: e };
           for (const l of listenerList()) {
@@ -372,6 +381,11 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     fleet: (now, fleetOptions) => tally.summary(tracker.counts(now).byLiveness(), fleetOptions),
     liveness: (now) => tracker.counts(now),
     unobserved: () => unobserved,
+    followRecord: () => tracker.followRecord(clock()),
+    transitionOf: (node) => {
+      const slot = slotOf.get(node);
+      return slot === undefined ? null : tracker.transitionOf(slot);
+    },
     setUnobserved(reason) {
       unobserved = reason;
       tracker.setObserved(reason === null);

@@ -126,3 +126,51 @@ test('serve without --amqp: once an engine observes again, the current view judg
   assert.equal(node.liveness.state, 'disconnected');
   assert.equal(node.liveness.reason, undefined);
 });
+
+test('serve without --amqp while another engine observes: the current view follows the recorded transitions, as ?at=now does', async (t) => {
+  const store = createMemoryEventStore();
+  const h = historyInStore(store);
+  await observe(store, makeObservationStarted('engine-b', h.now().getTime(), 60_000, null));
+  h.tick();
+  await h.send('node-alive');
+  await h.heard('node-alive');
+  await h.send('node-gone');
+  const goneSeen = h.tick().getTime();
+  await h.heard('node-gone');
+  h.tick(61_000);
+  await h.silent('node-gone', goneSeen, 60_000);
+  await h.send('node-old'); // never heard: the grace rule, in both
+  // engine-b still observes ten minutes on; node-alive stayed alive, so it recorded nothing more.
+  const now = h.tick(10 * 60_000).getTime();
+  const config = loadConfig({ flags: {}, env: {} }, { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'reader-token:read' });
+  const engine = createServer({ config, logger, store, key: null, dashboardDir: null, driveRollouts: false, now: () => now });
+  t.after(async () => {
+    await engine.stop();
+    await store.close();
+  });
+  await engine.start();
+  await until('the read model to fold the store', () => engine.runner.readModel.size() === 3);
+  const get = async <T>(path: string): Promise<T> => (await engine.app.inject({ method: 'GET', url: path, headers: read })).json() as T;
+  const atNow = new Date(now).toISOString();
+  for (const node of ['node-alive', 'node-gone', 'node-old']) {
+    const live = await get<NodeBody>(`/v1/nodes/${node}`);
+    const asOf = await get<{ state: { liveness: Liveness } }>(`/v1/nodes/${node}/state?at=${atNow}`);
+    assert.deepEqual(live.liveness, asOf.state.liveness, `${node}: the current view agrees with ?at=now`);
+  }
+  const fleet = await get<Fleet>('/v1/fleet');
+  assert.deepEqual(fleet.byLiveness, (await get<Fleet>(`/v1/fleet?at=${atNow}`)).byLiveness);
+  assert.deepEqual(fleet.byLiveness, { connected: 1, disconnected: 1, 'never-seen': 1, 'not-observed': 0 });
+  assert.equal((await get<{ total: number }>('/v1/nodes?liveness=connected')).total, 1);
+
+  // Folded as it lands (not in the start's catch-up): engine-b records node-alive silent.
+  // Observed a second before this serve's now: at the very instant of a silence the fleet's history
+  // (fleetPresence.ts) still counts the node connected while state?at= says disconnected.
+  h.tick(-1_000);
+  await h.silent('node-alive', goneSeen - 1_000, 60_000);
+  await until(
+    'node-alive to read disconnected',
+    async () => (await get<NodeBody>('/v1/nodes/node-alive')).liveness.state === 'disconnected',
+  );
+  assert.deepEqual((await get<Fleet>('/v1/fleet')).byLiveness, (await get<Fleet>(`/v1/fleet?at=${atNow}`)).byLiveness);
+  assert.equal((await get<{ total: number }>('/v1/nodes?liveness=connected')).total, 0);
+});
