@@ -47,9 +47,10 @@ export function currentLiveness(readModel: ReadModel, st: NodeState, at: number,
 
 export function createLiveObservation({ store, readModel, why, now = Date.now }: LiveObservationOptions): LiveObservation {
   readModel.followRecord();
-  // One read at a time, each started after the call that awaits it: an answer never rests on a
-  // read older than its request. The stream is a few events per engine start and stop.
-  let last: Promise<void> = Promise.resolve();
+  // An answer never rests on a read started before its request. Requests that arrive while a read
+  // is under way share the one read after it, so a burst of them costs two reads, not one each.
+  let running: Promise<void> | null = null;
+  let queued: Promise<void> | null = null;
   const read = async (): Promise<void> => {
     try {
       const spans = await readObservedSpans(store);
@@ -58,7 +59,14 @@ export function createLiveObservation({ store, readModel, why, now = Date.now }:
       // The store did not answer: the previous judgement stands; the request meets the store itself next.
     }
   };
+  const start = (): Promise<void> => (running = read().finally(() => (running = null)));
   return {
-    refresh: () => (last = last.then(read)),
+    refresh: () => {
+      if (running === null) return start();
+      return (queued ??= running.then(() => {
+        queued = null;
+        return start();
+      }));
+    },
   };
 }
