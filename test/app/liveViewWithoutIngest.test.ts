@@ -5,6 +5,7 @@ import { createServer } from '../../src/app/server.ts';
 import { makeObservationStarted, makeObservationStopped, observationStream } from '../../src/core/events/index.ts';
 import type { ObservationStarted, ObservationStopped, WithId } from '../../src/core/events/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
+import { createInProcessBroker } from '../../src/transport/inProcess.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { historyInStore } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
@@ -173,4 +174,42 @@ test('serve without --amqp while another engine observes: the current view follo
   );
   assert.deepEqual((await get<Fleet>('/v1/fleet')).byLiveness, (await get<Fleet>(`/v1/fleet?at=${atNow}`)).byLiveness);
   assert.equal((await get<{ total: number }>('/v1/nodes?liveness=connected')).total, 0);
+});
+
+// With ingest (an in-process broker here), a node that falls silent, as every node does when the
+// broker connection is lost, is recorded NodeSilent by this engine's sweep: the current view and
+// ?at=now both read disconnected (docs/design.md §3: the engine's span stays open, so the record judges).
+test('serve with a transport that hears nothing more: the current view and ?at=now agree on disconnected', async (t) => {
+  const store = createMemoryEventStore();
+  const broker = createInProcessBroker();
+  const config = loadConfig(
+    { flags: {}, env: {} },
+    { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'reader-token:read', graceMs: '400', lastSeenFlushMs: '100' },
+  );
+  const engine = createServer({
+    config,
+    logger,
+    store,
+    key: null,
+    dashboardDir: null,
+    driveRollouts: false,
+    transport: { ingestSource: broker.ingestSource(), publisher: broker.declarationPublisher() },
+  });
+  t.after(async () => {
+    await engine.stop();
+    await store.close();
+  });
+  await engine.start();
+  await broker.nodeLink('node-x').publish('alive', Buffer.from(JSON.stringify({ node: 'node-x' })), 'alive-1');
+  const get = async <T>(path: string): Promise<T> => (await engine.app.inject({ method: 'GET', url: path, headers: read })).json() as T;
+  await until('node-x to be heard', () => (engine.runner.readModel.get('node-x')?.lastSeenAt ?? null) !== null);
+  // Nothing more arrives: the sweep records the silence once the grace has passed.
+  await until('the record to say disconnected', async () => {
+    const r = await get<{ state?: { liveness: Liveness } }>(`/v1/nodes/node-x/state?at=${new Date().toISOString()}`);
+    return r.state?.liveness.state === 'disconnected';
+  });
+  assert.equal((await get<NodeBody>('/v1/nodes/node-x')).liveness.state, 'disconnected');
+  const fleet = await get<Fleet>('/v1/fleet');
+  assert.deepEqual(fleet.observation, { observed: true, reason: null });
+  assert.equal(fleet.byLiveness.disconnected, 1);
 });
