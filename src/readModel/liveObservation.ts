@@ -60,13 +60,15 @@ export function createLiveObservation({ store, readModel, why, now = Date.now }:
     }
   };
   const start = (): Promise<void> => (running = read().finally(() => (running = null)));
-  return {
-    refresh: () => {
-      if (running === null) return start();
-      return (queued ??= running.then(() => {
-        queued = null;
-        return start();
-      }));
-    },
+  const refresh = (): Promise<void> => {
+    if (running === null) return start();
+    return (queued ??= running.then(() => {
+      queued = null;
+      return start();
+    }));
   };
+  // An engine starting or stopping on a shared store: judged again at once, so an open event
+  // stream's next node event says what a request would.
+  readModel.onObservation(() => void refresh());
+  return { refresh };
 }

@@ -2,7 +2,7 @@ import { createFleetTally, createNodeDraft, foldNode, initialNodeState, publishD
 import type { NodeDraft, NodeState } from '../../projections/index.ts';
 import { ConvergeError } from '../core/errors.ts';
 import type { DeclarationSent, Recorded } from '../core/events/index.ts';
-import { isNodeEvent, isRolloutEvent, nodeOfStream } from '../core/events/index.ts';
+import { isNodeEvent, isRolloutEvent, nodeOfStream, observationStream } from '../core/events/index.ts';
 import { columnsOf, createNodeColumns, eventKind, streamNodeOf } from '../store/index.ts';
 import type { NodeColumns } from '../store/index.ts';
 import { foldEntry, internIds, internSpec } from './foldIntoDraftFast.ts';
@@ -101,6 +101,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
   const draftMarks = new Map<string, boolean>();
   let bulkOver = false;
   const rolloutListeners = new Set<RolloutEventListener>();
+  const observationListeners = new Set<() => void>();
   let position: bigint | null = null;
   let failed: FoldFailure | null = null;
   const failureListeners = new Set<(f: FoldFailure) => void>();
@@ -267,7 +268,11 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
         // A rollout's event: folded beside this model (rollouts.ts), never into a node.
         if (!isNodeEvent(e)) {
           position = e.position;
-          if (!isRolloutEvent(e)) continue; // an observation span: read from its stream when asked (queries.ts)
+          // An observation span's event is read from its stream when asked (queries.ts); its listeners hear it was folded.
+          if (!isRolloutEvent(e)) {
+            if (e.stream === observationStream) for (const l of observationListeners) l();
+            continue;
+          }
           for (const l of rolloutListeners) {
             try {
               l(e);
@@ -313,6 +318,10 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       return () => {
         rolloutListeners.delete(listener);
       };
+    },
+    onObservation(listener) {
+      observationListeners.add(listener);
+      return () => observationListeners.delete(listener);
     },
     onFailure(listener) {
       failureListeners.add(listener);
@@ -382,10 +391,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     liveness: (now) => tracker.counts(now),
     unobserved: () => unobserved,
     followRecord: () => tracker.followRecord(clock()),
-    transitionOf: (node) => {
-      const slot = slotOf.get(node);
-      return slot === undefined ? null : tracker.transitionOf(slot);
-    },
+    transitionOf: (node) => (slotOf.has(node) ? tracker.transitionOf(slotOf.get(node)!) : null),
     setUnobserved(reason) {
       unobserved = reason;
       tracker.setObserved(reason === null);

@@ -95,6 +95,8 @@ export type ReadModel = Readonly<{
   endCatchUp: () => void;
   /** Hear every rollout event as it is passed over (they fold into no node); returns the unsubscribe function. */
   onRolloutEvent: (listener: RolloutEventListener) => () => void;
+  /** Hear that an event of the observation stream was folded (who observes may have changed: liveObservation.ts); never throw. */
+  onObservation: (listener: () => void) => () => void;
   /**
    * Replace the whole model (snapshot restore). From a snapshot read in place (DecodedStates,
    * snapshot/decodeStates.ts) the model takes over its node ids and slots, counts every node from its

@@ -105,7 +105,7 @@ test('serve without --amqp: the current view says not-observed as ?at=now does, 
   for (const e of events.filter((x) => x.event === 'node')) assert.equal(e.data.liveness.state, 'not-observed', e.data.node);
 });
 
-test('serve without --amqp: once an engine observes again, the current view judges again, on its next request', async (t) => {
+test('serve without --amqp: once an engine observes again, the current view judges again as the start is folded', async (t) => {
   const { store, now } = await storeObservedThenStopped();
   const config = loadConfig({ flags: {}, env: {} }, { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'reader-token:read' });
   const engine = createServer({ config, logger, store, key: null, dashboardDir: null, driveRollouts: false, now: () => now });
@@ -120,6 +120,8 @@ test('serve without --amqp: once an engine observes again, the current view judg
 
   // Another engine on the same store starts observing: its span is open now.
   await observe(store, makeObservationStarted('engine-b', now - 1_000, 60_000, null));
+  // Folding the start is enough, with no request to ask (an open event stream's next node event is right).
+  await until('the view to hear of the start', () => engine.runner.readModel.unobserved() === null);
   const f = await fleet();
   assert.deepEqual(f.observation, { observed: true, reason: null });
   assert.equal(f.byLiveness['not-observed'], 0, 'judged again');

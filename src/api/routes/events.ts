@@ -41,7 +41,7 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteContext & Partial<Pick<Roll
     ),
     async ({ query, headers }, reply) => {
       const after = headers['last-event-id'];
-      // Read once as the stream opens: an engine without ingest learns of a change in who observes at its next request.
+      // Who observes, as the stream opens; later changes reach the read model as their events fold (liveObservation.ts).
       await views.observation();
       streamChanges({
         readModel: deps.readModel,
