@@ -8,7 +8,6 @@ import { abortRollout, pauseRollout, resumeRollout, rollbackRollout, startRollou
 import type { StartRolloutDeps } from '../engine/rolloutCommands.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ProjectionRunner } from '../readModel/projectionRunner.ts';
-import { createLiveObservation } from '../readModel/liveObservation.ts';
 import type { LiveObservation } from '../readModel/liveObservation.ts';
 import type { EventStore } from '../store/index.ts';
 import type { Config } from './config.ts';
@@ -24,6 +23,8 @@ export type ApiDepsInput = Readonly<{
   metrics: Metrics;
   runner: ProjectionRunner;
   ingest: Ingest | null;
+  /** Null when the engine runs ingest (it observes); else who observes, from the record (server.ts). */
+  observation: LiveObservation | null;
   relay: Relay | null;
   rolloutDeps: StartRolloutDeps;
   key: SigningKey | null;
@@ -49,17 +50,7 @@ const noSigningKey = async (): Promise<never> => {
 };
 
 export function apiDeps(input: ApiDepsInput): ApiDeps {
-  const { config, store, logger, metrics, runner, ingest, relay, key, send, sendMany, now } = input;
-  // With no ingest this engine hears no node: its current view asks the record whether anyone observes (docs/design.md §3).
-  const observation =
-    ingest === null
-      ? createLiveObservation({
-          store,
-          readModel: runner.readModel,
-          why: config.role === 'api' ? 'serve --role api runs no ingest' : 'started without --amqp',
-          ...(now === undefined ? {} : { now }),
-        })
-      : null;
+  const { config, store, logger, metrics, runner, ingest, observation, relay, key, send, sendMany, now } = input;
   return {
     dashboardDir: input.dashboardDir,
     readModel: runner.readModel,
