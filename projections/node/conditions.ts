@@ -135,7 +135,7 @@ function connected(l: Liveness): Condition {
         'Connected',
         'Unknown',
         'NotObserved',
-        `no engine was observing then${at === null ? '' : `; last heard at ${at}`}`,
+        `${l.reason ?? 'no engine was observing then'}${at === null ? '' : `; last heard at ${at}`}`,
         at,
       );
   }

@@ -14,6 +14,8 @@ export type Liveness = Readonly<{
   lastSeenAt: string | null;
   /** Time since the last sign of life when disconnected; 0 otherwise. */
   disconnectedForMs: number;
+  /** Not-observed in an engine's current view: why that engine cannot say (it runs no ingest and no engine observes). */
+  reason?: string;
 }>;
 
 export const defaultGraceMs = 60_000;

@@ -6,6 +6,7 @@ import type { Resource } from '../core/declaration/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ReadModel } from '../readModel/readModel.ts';
 import type { RolloutView } from '../readModel/rollouts.ts';
+import type { LiveObservation } from '../readModel/liveObservation.ts';
 import type { ComponentHealth } from '../engine/health.ts';
 import type { StartedRollout, StartRolloutInput } from '../engine/rolloutCommands.ts';
 import type { EventStore } from '../store/index.ts';
@@ -78,6 +79,11 @@ export type ApiDeps = Readonly<{
   /** Exact in-memory last-seen time kept by the ingest (docs/design.md#2-events-the-system-of-record); the newer of it and the fold's wins. */
   lastSeen?: (node: string) => Date | string | null | undefined;
   graceMs?: number;
+  /**
+   * An engine with no ingest: whether anyone observes liveness now, read from the record before the
+   * current view answers (docs/design.md §3 "Not observed"). Absent: this engine observes.
+   */
+  observation?: LiveObservation;
   now?: () => number;
   /** How long POST declarations waits for the projection to show the send (read-your-writes). */
   sendVisibleMs?: number;

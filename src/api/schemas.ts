@@ -43,7 +43,15 @@ export const problem = named(
 
 export const liveness = named(
   'Liveness',
-  z.object({ state: livenessEnum, lastSeenAt: iso.nullable(), disconnectedForMs: z.number().int().min(0) }),
+  z.object({
+    state: livenessEnum,
+    lastSeenAt: iso.nullable(),
+    disconnectedForMs: z.number().int().min(0),
+    reason: z
+      .string()
+      .optional()
+      .describe('with `not-observed` in the current view: why this engine cannot say (it runs no ingest and no engine observes now)'),
+  }),
 );
 
 export const condition = named(
@@ -272,6 +280,12 @@ export const fleet = named(
     anomalies,
     position: position.nullable(),
     ready: z.boolean(),
+    observation: z
+      .object({ observed: z.boolean(), reason: z.string().nullable() })
+      .optional()
+      .describe(
+        'the fleet now: whether this engine can judge liveness; when not (no ingest, and no engine observes), every node counts as `not-observed` and `reason` says why',
+      ),
     at: z.string().optional().describe('the `at` asked for (absent: the fleet now)'),
     moment: iso
       .nullable()

@@ -8,6 +8,7 @@ import { abortRollout, pauseRollout, resumeRollout, rollbackRollout, startRollou
 import type { StartRolloutDeps } from '../engine/rolloutCommands.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ProjectionRunner } from '../readModel/projectionRunner.ts';
+import type { LiveObservation } from '../readModel/liveObservation.ts';
 import type { EventStore } from '../store/index.ts';
 import type { Config } from './config.ts';
 import { pastReadsOf } from './pastReads.ts';
@@ -22,6 +23,8 @@ export type ApiDepsInput = Readonly<{
   metrics: Metrics;
   runner: ProjectionRunner;
   ingest: Ingest | null;
+  /** Null when the engine runs ingest (it observes); else who observes, from the record (server.ts). */
+  observation: LiveObservation | null;
   relay: Relay | null;
   rolloutDeps: StartRolloutDeps;
   key: SigningKey | null;
@@ -47,7 +50,7 @@ const noSigningKey = async (): Promise<never> => {
 };
 
 export function apiDeps(input: ApiDepsInput): ApiDeps {
-  const { config, store, logger, metrics, runner, ingest, relay, key, send, sendMany, now } = input;
+  const { config, store, logger, metrics, runner, ingest, observation, relay, key, send, sendMany, now } = input;
   return {
     dashboardDir: input.dashboardDir,
     readModel: runner.readModel,
@@ -57,7 +60,7 @@ export function apiDeps(input: ApiDepsInput): ApiDeps {
     pastReads: pastReadsOf(store, config.archiveDir),
     logger,
     tokens: config.apiTokens,
-    projections: { ...runner, refreshMetrics: refreshMetricsWithIngest(runner, ingest, metrics, now) },
+    projections: { ...runner, refreshMetrics: refreshMetricsWithIngest(runner, ingest, observation, metrics, now) },
     pipeline: () => ({ ingest: ingest?.health() ?? null, relay: relay?.health() ?? null }),
     metrics,
     graceMs: config.graceMs,
@@ -67,6 +70,7 @@ export function apiDeps(input: ApiDepsInput): ApiDeps {
     send: send ?? noSigningKey,
     sendMany: sendMany ?? noSigningKey,
     ...(ingest === null ? {} : { lastSeen: (node: string) => ingest.lastSeenAt(node) }),
+    ...(observation === null ? {} : { observation }),
     ...(now === undefined ? {} : { now }),
     // What the API holds open, and for how long.
     caps: {
@@ -82,16 +86,18 @@ export function apiDeps(input: ApiDepsInput): ApiDeps {
   };
 }
 
-/** At scrape time, with the read model's gauges: what only a clock can say of ingest. */
+/** At scrape time, with the read model's gauges (liveness as the API shows it): what only a clock can say of ingest. */
 function refreshMetricsWithIngest(
   runner: ProjectionRunner,
   ingest: Ingest | null,
+  observation: LiveObservation | null,
   metrics: Metrics,
   now: (() => number) | undefined,
 ): () => Promise<void> {
   const clock = now ?? Date.now;
   const startedAt = clock();
   return async () => {
+    await observation?.refresh();
     await runner.refreshMetrics();
     if (ingest === null) return;
     const h = ingest.health();

@@ -20,6 +20,7 @@ import { createNotifier, loadNotifyConfig } from '../notify/index.ts';
 import type { Notifier, NotifyConfig } from '../notify/index.ts';
 import { createProjectionRunner } from '../readModel/projectionRunner.ts';
 import type { ProjectionRunner } from '../readModel/projectionRunner.ts';
+import { createLiveObservation } from '../readModel/liveObservation.ts';
 import type { EventStore } from '../store/index.ts';
 import type { DeclarationPublisher, IngestSource } from '../transport/port.ts';
 import { apiDeps } from './apiDeps.ts';
@@ -130,6 +131,16 @@ export function createServer(options: ServerOptions): Server {
           metrics,
           ...(transport.fenceBroker === undefined ? {} : { fenceBroker: transport.fenceBroker }),
         });
+  // With no ingest this engine hears no node: its current view asks the record whether anyone observes (docs/design.md §3).
+  const observation =
+    ingest === null
+      ? createLiveObservation({
+          store,
+          readModel: runner.readModel,
+          why: config.role === 'api' ? 'serve --role api runs no ingest' : 'started without --amqp',
+          ...(options.now === undefined ? {} : { now: options.now }),
+        })
+      : null;
   const notifier = notifierOf(options, runner, ingest, relay);
   const auditCheckpoints = createCheckpointer(config, store, logger, options.now);
   const dashboardDir = options.dashboardDir === undefined ? findDashboardDir() : options.dashboardDir;
@@ -140,6 +151,7 @@ export function createServer(options: ServerOptions): Server {
     metrics,
     runner,
     ingest,
+    observation,
     relay,
     rolloutDeps,
     key,

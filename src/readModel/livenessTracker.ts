@@ -38,6 +38,22 @@ export type LivenessTracker = Readonly<{
   retired: (slot: number) => boolean;
   /** How many nodes are retired. */
   retiredCount: () => number;
+  /**
+   * Whether the view observes liveness now. When it does not (an engine with no ingest, and the
+   * record shows no engine observing: docs/design.md §3 "Not observed"), every node counts and reads
+   * as not-observed; the judgement by grace goes on underneath for when observation comes back.
+   */
+  setObserved: (observed: boolean) => void;
+  /** The node's latest recorded transition (docs/design.md §3 "Liveness as recorded"): NodeHeard or NodeSilent. */
+  transition: (slot: number, heard: boolean, now: number) => void;
+  /**
+   * Judge a node with a recorded transition by it, as the record does (connected after NodeHeard,
+   * disconnected after NodeSilent), not by grace: an engine without ingest, whose folded last-seen
+   * times stay where the observing engine's last transition left them (liveObservation.ts).
+   */
+  followRecord: (now: number) => void;
+  /** The slot's latest recorded transition, or null: none folded (or restored from a snapshot, which keeps none). */
+  transitionOf: (slot: number) => 'heard' | 'silent' | null;
   clear: () => void;
 }>;
 
@@ -48,8 +64,12 @@ const statusCode: Readonly<Record<NodeStatus, number>> = Object.fromEntries(node
 const NEVER = 0;
 const CONNECTED = 1;
 const DISCONNECTED = 2;
-// The live engine observes now by definition: `not-observed` is a state of the record (as of a
-// moment no engine watched), counted here as zero so every label value is exported.
+/** Recorded transitions, per slot. */
+const HEARD = 1;
+const SILENT = 2;
+// An engine with ingest observes now by definition: `not-observed` is then a state of the record (as
+// of a moment no engine watched), counted here as zero so every label value is exported. An engine
+// without ingest reads whether anyone observes now from the record (setObserved, liveObservation.ts).
 const livenessNames: readonly LivenessState[] = ['never-seen', 'connected', 'disconnected', 'not-observed'];
 const kinds = livenessNames.length;
 
@@ -68,6 +88,8 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
   let queued = new Uint8Array(capacity);
   /** 1: retired, in no count; its status and liveness are still kept, for when a send brings it back. */
   let out = new Uint8Array(capacity);
+  let mark = new Uint8Array(capacity);
+  let byRecord = false;
   let retiredCount = 0;
   const names: string[] = [];
   const counts = new Int32Array(nodeStatuses.length * kinds);
@@ -76,6 +98,7 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
   let heapSlot = new Int32Array(capacity);
   let heapSize = 0;
   let lastNow = -Infinity;
+  let observed = true;
 
   const grow = (slot: number): void => {
     if (slot < capacity) return;
@@ -90,6 +113,7 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
     seen = g(seen, (n) => new Float64Array(n));
     queued = g(queued, (n) => new Uint8Array(n));
     out = g(out, (n) => new Uint8Array(n));
+    mark = g(mark, (n) => new Uint8Array(n));
     heapAt = g(heapAt, (n) => new Float64Array(n));
     heapSlot = g(heapSlot, (n) => new Int32Array(n));
   };
@@ -148,6 +172,7 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
 
   /** Judge a slot at `now` and queue it if connected. */
   const judge = (slot: number, now: number): number => {
+    if (byRecord && mark[slot] !== 0) return mark[slot] === HEARD ? CONNECTED : DISCONNECTED;
     // Connected by its folded time and already queued: the ingest's time, never older, changes
     // neither (the queued expiry is checked again when it comes). Spares a lookup per fold.
     const folded = seen[slot]!;
@@ -183,6 +208,7 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
         live[slot] = NEVER;
         seen[slot] = NaN;
         out[slot] = 0;
+        mark[slot] = 0;
         counts[statusCode[st] * kinds + NEVER]!++;
       }
       const code = statusCode[st];
@@ -204,19 +230,41 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
     },
     counts(now) {
       advance(now);
+      // Unobserved, a status's nodes all count as not-observed, whatever the grace would say.
+      const cell = (s: number, l: number): number => {
+        if (observed) return counts[s * kinds + l]!;
+        if (livenessNames[l] !== 'not-observed') return 0;
+        let all = 0;
+        for (let k = 0; k < kinds; k++) all += counts[s * kinds + k]!;
+        return all;
+      };
       return {
-        get: (st, liveness) => counts[statusCode[st] * kinds + livenessNames.indexOf(liveness)]!,
+        get: (st, liveness) => cell(statusCode[st], livenessNames.indexOf(liveness)),
         byLiveness: () => {
           const out: Record<LivenessState, number> = { connected: 0, disconnected: 0, 'never-seen': 0, 'not-observed': 0 };
-          for (let s = 0; s < nodeStatuses.length; s++) for (let l = 0; l < kinds; l++) out[livenessNames[l]!] += counts[s * kinds + l]!;
+          for (let s = 0; s < nodeStatuses.length; s++) for (let l = 0; l < kinds; l++) out[livenessNames[l]!] += cell(s, l);
           return out;
         },
       };
     },
-    livenessOf: (slot) => livenessNames[live[slot]!]!,
+    livenessOf: (slot) => (observed ? livenessNames[live[slot]!]! : 'not-observed'),
     statusOf: (slot) => nodeStatuses[status[slot]!]!,
     retired: (slot) => out[slot] === 1,
     retiredCount: () => retiredCount,
+    setObserved(next) {
+      observed = next;
+    },
+    transition(slot, heard, now) {
+      if (slot >= names.length) return;
+      mark[slot] = heard ? HEARD : SILENT;
+      if (byRecord) setLive(slot, judge(slot, Math.max(now, lastNow)));
+    },
+    followRecord(now) {
+      if (byRecord) return;
+      byRecord = true;
+      for (let slot = 0; slot < names.length; slot++) setLive(slot, judge(slot, Math.max(now, lastNow)));
+    },
+    transitionOf: (slot) => (mark[slot] === HEARD ? 'heard' : mark[slot] === SILENT ? 'silent' : null),
     clear() {
       names.length = 0;
       retiredCount = 0;

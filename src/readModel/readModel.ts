@@ -2,7 +2,7 @@ import { createFleetTally, createNodeDraft, foldNode, initialNodeState, publishD
 import type { NodeDraft, NodeState } from '../../projections/index.ts';
 import { ConvergeError } from '../core/errors.ts';
 import type { DeclarationSent, Recorded } from '../core/events/index.ts';
-import { isNodeEvent, isRolloutEvent, nodeOfStream } from '../core/events/index.ts';
+import { isNodeEvent, isRolloutEvent, nodeOfStream, observationStream } from '../core/events/index.ts';
 import { columnsOf, createNodeColumns, eventKind, streamNodeOf } from '../store/index.ts';
 import type { NodeColumns } from '../store/index.ts';
 import { foldEntry, internIds, internSpec } from './foldIntoDraftFast.ts';
@@ -87,6 +87,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
     ...(options.lastSeen === undefined ? {} : { exact: options.lastSeen }),
   });
+  let unobserved: string | null = null;
   const listeners = new Set<ChangeListener>();
   /** The listeners as an array, made again only after one is added or removed (not a copy per event). */
   let listenerArray: readonly ChangeListener[] | null = null;
@@ -96,8 +97,11 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
   /** A bulk catch-up's working states and position (null: none under way); `bulkOver`: no more bulk for this model. */
   let drafts: Map<string, NodeDraft> | null = null;
   let draftPosition: number | null = null;
+  /** The bulk catch-up's latest transition per node (true: heard), for the tracker once the drafts are placed. */
+  const draftMarks = new Map<string, boolean>();
   let bulkOver = false;
   const rolloutListeners = new Set<RolloutEventListener>();
+  const observationListeners = new Set<() => void>();
   let position: bigint | null = null;
   let failed: FoldFailure | null = null;
   const failureListeners = new Set<(f: FoldFailure) => void>();
@@ -167,6 +171,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
   /** Drop what the bulk fold folded: `apply` folds from zero again (it stops at a failing event). */
   function dropCatchUp(): false {
     drafts = null;
+    draftMarks.clear();
     draftPosition = null;
     bulkOver = true;
     return false;
@@ -203,6 +208,8 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       const node = c.streamNode[i] ?? c.node[i]!;
       let d = ds.get(node);
       if (d === undefined) ds.set(node, (d = createNodeDraft(node)));
+      const k = c.kind[i];
+      if (k === eventKind.heard || k === eventKind.silent) draftMarks.set(node, k === eventKind.heard);
       try {
         foldEntry(d, c, i);
       } catch {
@@ -224,6 +231,9 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       const slot = slotFor(node);
       place(slot, slot < states.length ? stateAt(slot) : undefined, publishDraft(d));
     }
+    const now = clock();
+    for (const [node, heard] of draftMarks) tracker.transition(slotOf.get(node)!, heard, now);
+    draftMarks.clear();
     if (draftPosition !== null) position = BigInt(draftPosition);
     draftPosition = null;
     for (const bulk of [...bulkListeners.values()]) {
@@ -258,7 +268,11 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
         // A rollout's event: folded beside this model (rollouts.ts), never into a node.
         if (!isNodeEvent(e)) {
           position = e.position;
-          if (!isRolloutEvent(e)) continue; // an observation span: read from its stream when asked (queries.ts)
+          // An observation span's event is read from its stream when asked (queries.ts); its listeners hear it was folded.
+          if (!isRolloutEvent(e)) {
+            if (e.stream === observationStream) for (const l of observationListeners) l();
+            continue;
+          }
           for (const l of rolloutListeners) {
             try {
               l(e);
@@ -282,6 +296,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
         }
         position = e.position;
         if (state !== previous) place(known ?? slotFor(node), previous, state);
+        if (e.type === 'NodeHeard' || e.type === 'NodeSilent') tracker.transition(slotOf.get(node)!, e.type === 'NodeHeard', clock());
         if (listeners.size > 0) {
           const change: NodeChange = { node, position: e.position, state, previous, event: e };
           for (const l of listenerList()) {
@@ -303,6 +318,10 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
       return () => {
         rolloutListeners.delete(listener);
       };
+    },
+    onObservation(listener) {
+      observationListeners.add(listener);
+      return () => observationListeners.delete(listener);
     },
     onFailure(listener) {
       failureListeners.add(listener);
@@ -370,5 +389,12 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     page,
     fleet: (now, fleetOptions) => tally.summary(tracker.counts(now).byLiveness(), fleetOptions),
     liveness: (now) => tracker.counts(now),
+    unobserved: () => unobserved,
+    followRecord: () => tracker.followRecord(clock()),
+    transitionOf: (node) => (slotOf.has(node) ? tracker.transitionOf(slotOf.get(node)!) : null),
+    setUnobserved(reason) {
+      unobserved = reason;
+      tracker.setObserved(reason === null);
+    },
   };
 }

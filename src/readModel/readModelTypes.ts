@@ -95,6 +95,8 @@ export type ReadModel = Readonly<{
   endCatchUp: () => void;
   /** Hear every rollout event as it is passed over (they fold into no node); returns the unsubscribe function. */
   onRolloutEvent: (listener: RolloutEventListener) => () => void;
+  /** Hear that an event of the observation stream was folded (who observes may have changed: liveObservation.ts); never throw. */
+  onObservation: (listener: () => void) => () => void;
   /**
    * Replace the whole model (snapshot restore). From a snapshot read in place (DecodedStates,
    * snapshot/decodeStates.ts) the model takes over its node ids and slots, counts every node from its
@@ -115,4 +117,12 @@ export type ReadModel = Readonly<{
   fleet: (now: number, options?: FleetSummaryOptions) => FleetSummary;
   /** Nodes by status × liveness as of `now` (the converge_nodes gauges). */
   liveness: (now: number) => LivenessCounts;
+  /** Why this view does not observe liveness now (docs/design.md §3 "Not observed"), or null: it does. */
+  unobserved: () => string | null;
+  /** Unobserved (a reason): every node's liveness, in counts, pages and views, is not-observed (liveObservation.ts). */
+  setUnobserved: (reason: string | null) => void;
+  /** Judge liveness by each node's recorded transition where it has one (an engine without ingest, liveObservation.ts). */
+  followRecord: () => void;
+  /** The node's latest recorded transition folded here (none after a snapshot restore until its next one). */
+  transitionOf: (node: string) => 'heard' | 'silent' | null;
 }>;

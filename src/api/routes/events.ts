@@ -41,6 +41,8 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteContext & Partial<Pick<Roll
     ),
     async ({ query, headers }, reply) => {
       const after = headers['last-event-id'];
+      // Who observes, as the stream opens; later changes reach the read model as their events fold (liveObservation.ts).
+      await views.observation();
       streamChanges({
         readModel: deps.readModel,
         reply,

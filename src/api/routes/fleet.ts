@@ -26,8 +26,12 @@ export const fleetRoutes: FastifyPluginAsyncZod<FleetRouteContext> = async (app,
         const at = momentQuery('at', query.at);
         return { ...(await fleetHistory.at(at)), at: query.at, ready };
       }
+      await views.observation();
+      const reason = deps.readModel.unobserved();
       return {
         ...deps.readModel.fleet(views.now()),
+        // Whether the counts by liveness are this engine's judgement, or not-observed and why (docs/design.md §3).
+        observation: { observed: reason === null, reason },
         position: deps.readModel.position()?.toString() ?? null,
         ready,
       };

@@ -24,7 +24,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { dep
       response: { 200: json('matching nodes, sorted by id', s.nodeList) },
     }),
     async ({ query }) => {
-      await views.holds.refresh();
+      await Promise.all([views.holds.refresh(), views.observation()]);
       const at = views.now();
       const page = readModel.page(query, at);
       return { count: page.states.length, total: page.total, nodes: page.states.map((st) => views.view(st, at)), next: page.next };
@@ -42,7 +42,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { dep
     }),
     async ({ params }) => {
       const st = views.known(params.node);
-      await views.holds.refresh();
+      await Promise.all([views.holds.refresh(), views.observation()]);
       return views.view(st);
     },
   );
@@ -129,6 +129,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { dep
           query.timeoutMs,
           abort.signal,
         );
+        await views.observation();
         if (st === null) {
           const cur = readModel.get(params.node);
           throw new ConvergeError(

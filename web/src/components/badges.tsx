@@ -22,7 +22,7 @@ export function LivenessBadge({ liveness }: { liveness: NodeView['liveness'] }) 
           ? 'not observed (no engine watching then)'
           : 'connected';
   return (
-    <span class={`badge liveness-${state}`} data-liveness={state}>
+    <span class={`badge liveness-${state}`} data-liveness={state} title={liveness.reason}>
       <span aria-hidden="true">{livenessGlyph[state]}</span> {text}
     </span>
   );

@@ -43,6 +43,12 @@ function Summary({ fleet }: { fleet: Fleet }) {
       </h2>
       <StackedBar title="Status" parts={statusParts} total={fleet.nodes} />
       <StackedBar title="Liveness" parts={livenessParts} total={fleet.nodes} />
+      {fleet.observation?.observed === false && (
+        // An engine without ingest says not-observed rather than guess from old sightings (docs/dashboard.md).
+        <p class="muted" data-testid="not-observed-reason">
+          Liveness not observed: {fleet.observation.reason}
+        </p>
+      )}
     </div>
   );
 }

@@ -1,0 +1,74 @@
+import { isObserved } from '../../projections/index.ts';
+import type { Liveness, NodeState, ObservedSpan } from '../../projections/index.ts';
+import type { EventStore } from '../store/index.ts';
+import { readObservedSpans } from './queries.ts';
+import type { ReadModel } from './readModelTypes.ts';
+
+// The current view of an engine that runs no ingest (`serve` without --amqp, or --role api): it
+// hears no node, so it cannot judge liveness by grace from the last sign of life. It answers as
+// the record does as of now (docs/design.md §3): while the observation spans show no engine
+// observing, every node is not-observed, and the read model says why ("Not observed"); while
+// another engine observes, a node is judged by its latest recorded transition, connected after
+// NodeHeard and disconnected after NodeSilent ("Liveness as recorded"), and by grace only without one.
+
+export type LiveObservation = Readonly<{
+  /** Read the observation spans again and set the read model's judgement; callers await it before answering. */
+  refresh: () => Promise<void>;
+}>;
+
+export type LiveObservationOptions = Readonly<{
+  store: EventStore;
+  readModel: ReadModel;
+  /** Why this engine does not observe, as the reason begins (e.g. "started without --amqp"). */
+  why: string;
+  now?: () => number;
+}>;
+
+/** The reason the view gives: why this engine does not observe, and since when no engine has. */
+export function unobservedReason(why: string, spans: readonly ObservedSpan[]): string {
+  const ended = Math.max(...spans.map((s) => s.to ?? s.from));
+  return `this engine does not observe liveness (${why}), and no engine has since ${new Date(ended).toISOString()}`;
+}
+
+/**
+ * A node's liveness in the current view when the read model's judgement is not the grace rule's:
+ * not-observed with the reason, or its recorded transition's (undefined: judge by grace).
+ */
+export function currentLiveness(readModel: ReadModel, st: NodeState, at: number, followsRecord: boolean): Liveness | undefined {
+  const { lastSeenAt } = st;
+  const reason = readModel.unobserved();
+  if (reason !== null) return { state: 'not-observed', lastSeenAt, disconnectedForMs: 0, reason };
+  if (!followsRecord || lastSeenAt === null) return undefined;
+  const t = readModel.transitionOf(st.node);
+  if (t === 'heard') return { state: 'connected', lastSeenAt, disconnectedForMs: 0 };
+  if (t === 'silent') return { state: 'disconnected', lastSeenAt, disconnectedForMs: Math.max(0, at - Date.parse(lastSeenAt)) };
+  return undefined;
+}
+
+export function createLiveObservation({ store, readModel, why, now = Date.now }: LiveObservationOptions): LiveObservation {
+  readModel.followRecord();
+  // An answer never rests on a read started before its request. Requests that arrive while a read
+  // is under way share the one read after it, so a burst of them costs two reads, not one each.
+  let running: Promise<void> | null = null;
+  let queued: Promise<void> | null = null;
+  const read = async (): Promise<void> => {
+    try {
+      const spans = await readObservedSpans(store);
+      readModel.setUnobserved(isObserved(spans, now()) ? null : unobservedReason(why, spans));
+    } catch {
+      // The store did not answer: the previous judgement stands; the request meets the store itself next.
+    }
+  };
+  const start = (): Promise<void> => (running = read().finally(() => (running = null)));
+  const refresh = (): Promise<void> => {
+    if (running === null) return start();
+    return (queued ??= running.then(() => {
+      queued = null;
+      return start();
+    }));
+  };
+  // An engine starting or stopping on a shared store: judged again at once, so an open event
+  // stream's next node event says what a request would.
+  readModel.onObservation(() => void refresh());
+  return { refresh };
+}

@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { makeObservationStarted, makeObservationStopped, observationStream } from '../../src/core/events/index.ts';
+import type { ObservationStarted, ObservationStopped, Recorded, WithId } from '../../src/core/events/index.ts';
+import { createLiveObservation } from '../../src/readModel/liveObservation.ts';
+import { createReadModel } from '../../src/readModel/readModel.ts';
+import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
+import type { EventStore } from '../../src/store/index.ts';
+import { historyInStore } from '../support/history.ts';
+
+// src/readModel/liveObservation.ts: an engine without ingest reads who observes from the record
+// before its current view answers; a burst of requests shares reads.
+
+const observe = (store: EventStore, e: WithId<ObservationStarted | ObservationStopped>) =>
+  store.append([{ stream: observationStream, expected: 'any', events: [e] }]);
+
+async function readAll(store: EventStore): Promise<Recorded[]> {
+  const out: Recorded[] = [];
+  for await (const batch of store.readAll()) out.push(...batch);
+  return out;
+}
+
+test('no engine observing: counts and pages say not-observed, with the reason; an open span judges again', async () => {
+  const store = createMemoryEventStore();
+  const h = historyInStore(store);
+  await observe(store, makeObservationStarted('engine-a', h.now().getTime(), 60_000, null));
+  await h.send('a');
+  h.tick();
+  await h.heard('a');
+  await h.send('b');
+  await observe(store, makeObservationStopped('engine-a', h.tick(60_000).getTime(), 'stopped'));
+  const now = h.tick(60 * 60_000).getTime();
+  let reads = 0;
+  const counted: EventStore = Object.assign(Object.create(store) as EventStore, {
+    readStream: (...args: Parameters<EventStore['readStream']>) => {
+      reads++;
+      return store.readStream(...args);
+    },
+  });
+  const readModel = createReadModel({ now: () => now });
+  readModel.apply(await readAll(store));
+  const live = createLiveObservation({ store: counted, readModel, why: 'started without --amqp', now: () => now });
+
+  await Promise.all(Array.from({ length: 6 }, () => live.refresh()));
+  assert.ok(reads <= 2, `a burst of six shares reads (${reads})`);
+  assert.match(readModel.unobserved() ?? '', /^this engine does not observe liveness \(started without --amqp\), and no engine has since /);
+  assert.deepEqual(readModel.fleet(now).byLiveness, { connected: 0, disconnected: 0, 'never-seen': 0, 'not-observed': 2 });
+  assert.equal(readModel.liveness(now).get('behind', 'not-observed'), 2);
+  assert.equal(readModel.page({ limit: 10, liveness: 'not-observed' }, now).total, 2);
+  assert.equal(readModel.page({ limit: 10, liveness: 'never-seen' }, now).total, 0);
+
+  await observe(store, makeObservationStarted('engine-b', now - 1_000, 60_000, null));
+  await live.refresh();
+  assert.equal(readModel.unobserved(), null);
+  // Judged by the record again: a is held heard by it, b was never heard.
+  assert.deepEqual(readModel.fleet(now).byLiveness, { connected: 1, disconnected: 0, 'never-seen': 1, 'not-observed': 0 });
+});
