@@ -213,7 +213,7 @@ function rolloutDriverOf(input: DriverInput): RolloutDriver | null {
     now: input.clock,
     graceMs: config.graceMs,
     loadNode: input.loadNode,
-    nodeOf: (node) => runner.readModel.get(node),
+    nodeOf: (node) => runner.rollouts.nodeOf(node),
     progress: (s) => runner.rollouts.progressAt(s),
     progressFolded: (id) => runner.rollouts.progressFolded(id),
     readModelPosition: () => runner.readModel.position(),

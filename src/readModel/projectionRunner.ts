@@ -86,7 +86,10 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
       ...(options.now === undefined ? {} : { now: options.now }),
     });
   // Listens to the read model from here on, so it sees every event the runner folds.
-  const rollouts = createRolloutView(readModel, options.graceMs === undefined ? {} : { graceMs: options.graceMs });
+  const rollouts = createRolloutView(readModel, {
+    ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
+    ...(options.lastSeen === undefined ? {} : { lastSeen: options.lastSeen }),
+  });
   const log = logger.child({ component: 'projections' });
   const snapshots = createSnapshotKeeper({ store, readModel, rollouts, log, metrics, snapshot: options.snapshot });
   let subscription: Subscription | null = null;

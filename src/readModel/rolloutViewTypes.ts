@@ -141,6 +141,8 @@ export type RolloutView = Readonly<{
    * built from the wave's targets when first read. Equal to projections' waveProgress.
    */
   progress: (id: string, limit?: number) => WaveProgress | null;
+  /** A node as the rollouts judge it: its folded state with the ingest's exact last-seen time, if newer. */
+  nodeOf: (node: string) => NodeState | undefined;
   /** `progress` of `s`'s rollout when this view has folded its stream to `s.revision`, as the driver did; else undefined. */
   progressAt: (s: RolloutState, limit?: number) => WaveProgress | null | undefined;
   /**

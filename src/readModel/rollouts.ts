@@ -8,6 +8,7 @@ import type { EventStore } from '../store/index.ts';
 import type { ReadModel } from './readModel.ts';
 import { nodesPage } from './rolloutNodes.ts';
 import { progressOf } from './rolloutProgress.ts';
+import { withExactLastSeen } from './queries.ts';
 import { summaryOf } from './rolloutSummary.ts';
 import { countable, zero } from './rolloutViewTypes.ts';
 import type { Entry, Lookup, ProgressFolded, RolloutChangeListener, RolloutView, Tracked } from './rolloutViewTypes.ts';
@@ -34,9 +35,17 @@ export type {
 // are built only when asked, from the wave's targets.
 // The queries over it are in rolloutSummary.ts, rolloutNodes.ts and rolloutProgress.ts.
 
-/** `graceMs`: the liveness grace a node still behind at its wave's timeout is judged silent by. */
-export function createRolloutView(readModel: ReadModel, options: Readonly<{ graceMs?: number }> = {}): RolloutView {
+/**
+ * `graceMs`: the liveness grace a node still behind at its wave's timeout is judged silent by;
+ * `lastSeen`: the ingest's exact last-seen time, which that judgement reads as the node's own
+ * liveness does (alive is not stored while a node stays heard, docs/design.md §3).
+ */
+export function createRolloutView(
+  readModel: ReadModel,
+  options: Readonly<{ graceMs?: number; lastSeen?: (node: string) => Date | null }> = {},
+): RolloutView {
   const graceMs = options.graceMs ?? defaultSilentGraceMs;
+  const exact = options.lastSeen;
   const rollouts = new Map<string, Tracked>();
   /** node → the rollouts that sent to it (one entry almost always). */
   const byNode = new Map<string, Entry | Entry[]>();
@@ -146,7 +155,11 @@ export function createRolloutView(readModel: ReadModel, options: Readonly<{ grac
     },
   );
 
-  const lookup: Lookup = { entryOf, nodeOf: (node) => readModel.get(node) };
+  const nodeOf = (node: string): NodeState | undefined => {
+    const state = readModel.get(node);
+    return state === undefined || exact === undefined ? state : withExactLastSeen(state, exact(node));
+  };
+  const lookup: Lookup = { entryOf, nodeOf };
 
   function summary(id: string, now: number) {
     const r = rollouts.get(id);
@@ -201,6 +214,7 @@ export function createRolloutView(readModel: ReadModel, options: Readonly<{ grac
     progress,
     progressAt,
     progressFolded,
+    nodeOf,
     onChange(listener) {
       listeners.add(listener);
       return () => {
