@@ -125,8 +125,10 @@ export class FleetCountLog {
     this.head = e.position;
     if (e.type === 'NodeHeard') this.presence.transition(n, parseIso(e.data.at), Infinity, e.position);
     else if (e.type === 'NodeSilent') {
+      // Connected up to the millisecond before the engine observed the silence, disconnected from
+      // then on, as the node's own fold of this event says (times are whole milliseconds).
       const last = parseIso(e.data.lastSeenAt);
-      this.presence.transition(n, last, Math.max(0, parseIso(e.data.observedAt) - last), e.position);
+      this.presence.transition(n, last, parseIso(e.data.observedAt) - last - 1, e.position);
     }
     if (s.lastSeenAt !== null) this.presence.lastSeen(n, parseIso(s.lastSeenAt), e.position);
     const status = statusCode.get(s.status)! | (s.caughtUp ? caughtUpBit : 0) | (s.retiredAt !== null ? retiredBit : 0);

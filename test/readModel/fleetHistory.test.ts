@@ -4,6 +4,7 @@ import { createFleetFold, eventTime, summarizeFleet } from '../../projections/in
 import type { At, FleetSummaryOptions } from '../../projections/index.ts';
 import type { Recorded } from '../../src/core/events/index.ts';
 import { createFleetHistory } from '../../src/readModel/fleetHistory.ts';
+import { stateAsOf } from '../../src/readModel/queries.ts';
 import { createReadModel } from '../../src/readModel/readModel.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
@@ -179,3 +180,30 @@ for (const seed of [3, 19]) {
     }
   });
 }
+
+// A NodeSilent is recorded when the engine observed the silence: from that moment on the node is
+// disconnected, in the fleet as of it as in the node's own state as of it (docs/design.md §3).
+test('at the moment a silence was observed, fleet?at= says disconnected as state?at= does', async () => {
+  const store = createMemoryEventStore();
+  const s = historyInStore(store);
+  const readModel = createReadModel();
+  const history = createFleetHistory({ store, readModel, graceMs });
+  await s.heard('a');
+  s.tick(5_000);
+  const lastSeen = s.now().getTime();
+  s.tick(graceMs);
+  await s.silent('a', lastSeen, graceMs);
+  const observedAt = s.now().getTime();
+  readModel.apply(await readAll(store));
+  for (const [time, want] of [
+    [observedAt - 1, 'connected'],
+    [observedAt, 'disconnected'],
+    [observedAt + 1, 'disconnected'],
+  ] as const) {
+    const at: At = { kind: 'time', time, iso: new Date(time).toISOString() };
+    const fleet = (await history.at(at)) as { byLiveness: Record<string, number> };
+    const node = await stateAsOf(store, 'a', at);
+    assert.equal(node.state.liveness.state, want, `state as of ${at.iso}`);
+    assert.equal(fleet.byLiveness[want], 1, `fleet as of ${at.iso}: ${JSON.stringify(fleet.byLiveness)}`);
+  }
+});
