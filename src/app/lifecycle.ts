@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { closeWithin } from '../api/listenerLimits.ts';
 import type { Logger } from 'pino';
 import type { AuditCheckpoints } from '../engine/auditCheckpoints.ts';
 import type { Ingest } from '../engine/ingest/index.ts';
@@ -93,11 +94,13 @@ export function createLifecycle(parts: LifecycleParts): Lifecycle {
     async stop(steps = untimedSteps) {
       if (!started) return;
       started = false;
-      await steps.run('api', () => app.close());
+      // The API first, so no send starts after the parts below stop; its clients get a share of
+      // the stop's bound to be answered, and are cut past it (docs/operations.md#shutting-down).
+      await steps.run('api', () => closeWithin(app, apiGraceMs(config)));
       await steps.run('rollouts', () => rollouts?.stop());
       // After the API and the driver, the thread's only senders (the driver stops it too).
       await steps.run('sign thread', () => signPool?.close());
-      await steps.run('admin', () => admin?.close());
+      await steps.run('admin', () => (admin === null ? undefined : closeWithin(admin, apiGraceMs(config))));
       await steps.run('ingest', () => ingest?.stop());
       await steps.run('relay', () => relay?.stop());
       // After ingest: the last checkpoint covers every event this engine appended.
@@ -112,6 +115,9 @@ export function createLifecycle(parts: LifecycleParts): Lifecycle {
     },
   };
 }
+
+/** How long closing a listener waits for the requests it holds: a quarter of the stop's bound. */
+export const apiGraceMs = (config: Pick<Config, 'stopTimeoutMs'>): number => Math.floor(config.stopTimeoutMs / 4);
 
 /** A flood of connections at the open-files limit stops every accept, the probes' included. */
 function warnOnFewDescriptors(config: Config, logger: Logger): void {
