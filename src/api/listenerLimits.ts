@@ -74,8 +74,9 @@ export function closeSocketsWhenClosing(app: FastifyInstance): void {
 }
 
 /**
- * Close `app`, giving the requests it holds `graceMs` to be answered; past it, their sockets are
- * cut (a handler that does not end, an answer the client does not read) and the close goes on.
+ * Close `app`, giving the requests it holds `graceMs` to be answered; past it, every socket is cut
+ * (a handler that does not end, an answer the client does not read, a socket that never sent a
+ * request, which node no longer times out once the server closes) and the close goes on.
  */
 export async function closeWithin(app: FastifyInstance, graceMs: number): Promise<void> {
   const cut = setTimeout(() => app.server.closeAllConnections(), graceMs);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import net from 'node:net';
 import { test } from 'node:test';
 import type { TestContext } from 'node:test';
 import { loadConfig } from '../../src/app/config.ts';
@@ -140,4 +141,22 @@ test('a request still unanswered past the API share of --stop-timeout-ms is cut,
   const outcome = await reply;
   assert.ok(outcome instanceof Error, `the request was answered: ${JSON.stringify(outcome)}`);
   assert.match(outcome.message, /socket hang up|ECONNRESET/);
+});
+
+test('a socket that never sends a request is cut at the API share of --stop-timeout-ms too', async (t) => {
+  // Node closes only the sockets idle between two requests at a close, and stops timing out the
+  // others: a preconnected socket that sends nothing held the soak's stop until its client let go.
+  const store = createMemoryEventStore();
+  t.after(() => store.close());
+  const { engine, base } = await started(t, store, { stopTimeoutMs: '2000' });
+  const u = new URL(base);
+  const socket = net.connect({ host: u.hostname, port: Number(u.port) });
+  t.after(() => socket.destroy());
+  let ended = false;
+  socket.on('close', () => (ended = true));
+  socket.on('error', () => undefined);
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  await until('the server to hold the socket', () => new Promise<boolean>((r) => engine.app.server.getConnections((_e, n) => r(n === 1))));
+  await stopped(engine);
+  await until('the socket to be closed by the server', () => ended);
 });
