@@ -21,7 +21,7 @@ import { eventRoutes } from './routes/events.ts';
 import { evidenceRoutes } from './routes/evidence.ts';
 import { fleetRoutes } from './routes/fleet.ts';
 import { healthRoutes } from './routes/health.ts';
-import { capConnections, defaultListenerLimits, listenerOptions } from './listenerLimits.ts';
+import { capConnections, closeSocketsWhenClosing, defaultListenerLimits, listenerOptions } from './listenerLimits.ts';
 import type { ListenerOptions } from './listenerLimits.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { nodeRoutes } from './routes/nodes.ts';
@@ -105,6 +105,7 @@ function baseApp(deps: ApiDeps, extra: ListenerOptions) {
       problemOf(new ConvergeError('CONVERGE_ERR_ROUTE_NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0] ?? ''}`), req.url),
     );
   });
+  closeSocketsWhenClosing(app);
   return app;
 }
 

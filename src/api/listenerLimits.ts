@@ -56,3 +56,33 @@ export function capConnections(app: FastifyInstance, limits: ListenerLimits, met
   app.server.maxConnections = limits.maxConnections;
   app.server.on('drop', () => metrics?.httpRefused.inc({ kind: 'connection', reason: 'server_cap' }));
 }
+
+/**
+ * Once `app` is closing, every answer says `Connection: close`, so its socket ends with it: node
+ * closes the sockets idle when the close begins, and one whose answer was in flight then would
+ * otherwise be kept alive for the idle timeout, holding the close (and `serve`'s stop) that long.
+ */
+export function closeSocketsWhenClosing(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (closing) void reply.header('connection', 'close');
+    return payload;
+  });
+}
+
+/**
+ * Close `app`, giving the requests it holds `graceMs` to be answered; past it, every socket is cut
+ * (a handler that does not end, an answer the client does not read, a socket that never sent a
+ * request, which node no longer times out once the server closes) and the close goes on.
+ */
+export async function closeWithin(app: FastifyInstance, graceMs: number): Promise<void> {
+  const cut = setTimeout(() => app.server.closeAllConnections(), graceMs);
+  try {
+    await app.close();
+  } finally {
+    clearTimeout(cut);
+  }
+}

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { closeWithin } from '../api/listenerLimits.ts';
 import type { Logger } from 'pino';
 import type { AuditCheckpoints } from '../engine/auditCheckpoints.ts';
 import type { Ingest } from '../engine/ingest/index.ts';
@@ -12,6 +13,8 @@ import { startTracing, stopTracing, tracesEndpoint } from '../tracing/index.ts';
 import type { Config } from './config.ts';
 import { descriptorMargin, openFilesLimit } from './fdLimit.ts';
 import { archivedManifest } from '../store/archive/withoutArchive.ts';
+import { untimedSteps } from './stopSteps.ts';
+import type { StopSteps } from './stopSteps.ts';
 
 // How `serve` starts and stops its parts (src/app/server.ts wires them). Start order matters: the
 // API's plugins and socket first (probes are answered while the projections catch up, /readyz
@@ -41,7 +44,8 @@ export type LifecycleParts = Readonly<{
 export type Lifecycle = Readonly<{
   /** Start everything and listen; resolves with the API's URL once the socket is open. */
   start: () => Promise<string>;
-  stop: () => Promise<void>;
+  /** Stop everything, each part a step of `steps` (timed in serve, stopSteps.ts). */
+  stop: (steps?: StopSteps) => Promise<void>;
   /** The admin listener's URL once started, else null. */
   adminUrl: () => string | null;
 }>;
@@ -87,26 +91,33 @@ export function createLifecycle(parts: LifecycleParts): Lifecycle {
       await warnOfArchive(parts);
       return url;
     },
-    async stop() {
+    async stop(steps = untimedSteps) {
       if (!started) return;
       started = false;
-      await app.close();
-      await rollouts?.stop();
+      // The API first, so no send starts after the parts below stop; its clients get a share of
+      // the stop's bound to be answered, and are cut past it (docs/operations.md#shutting-down).
+      await steps.run('api', () => closeWithin(app, apiGraceMs(config)));
+      await steps.run('rollouts', () => rollouts?.stop());
       // After the API and the driver, the thread's only senders (the driver stops it too).
-      await signPool?.close();
-      await admin?.close();
-      await ingest?.stop();
-      await relay?.stop();
+      await steps.run('sign thread', () => signPool?.close());
+      await steps.run('admin', () => (admin === null ? undefined : closeWithin(admin, apiGraceMs(config))));
+      await steps.run('ingest', () => ingest?.stop());
+      await steps.run('relay', () => relay?.stop());
       // After ingest: the last checkpoint covers every event this engine appended.
-      await auditCheckpoints?.stop();
-      await runner.writeSnapshot();
-      await runner.stop();
-      await notifier?.stop();
-      const lost = config.tracing ? await stopTracing() : null;
-      if (lost !== null) logger.warn({ err: lost }, 'tracing: the last spans were not exported');
+      await steps.run('audit checkpoint', () => auditCheckpoints?.stop());
+      await steps.run('snapshot', () => runner.writeSnapshot());
+      await steps.run('projections', () => runner.stop());
+      await steps.run('notify', () => notifier?.stop());
+      await steps.run('tracing', async () => {
+        const lost = config.tracing ? await stopTracing() : null;
+        if (lost !== null) logger.warn({ err: lost }, 'tracing: the last spans were not exported');
+      });
     },
   };
 }
+
+/** How long closing a listener waits for the requests it holds: a quarter of the stop's bound. */
+export const apiGraceMs = (config: Pick<Config, 'stopTimeoutMs'>): number => Math.floor(config.stopTimeoutMs / 4);
 
 /** A flood of connections at the open-files limit stops every accept, the probes' included. */
 function warnOnFewDescriptors(config: Config, logger: Logger): void {

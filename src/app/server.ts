@@ -31,6 +31,7 @@ import { ingestOptions } from './ingestOptions.ts';
 import { createLifecycle } from './lifecycle.ts';
 import { projectionRunnerOptions } from './projectionOptions.ts';
 import { createSenders } from './senders.ts';
+import type { StopSteps } from './stopSteps.ts';
 
 // `converge serve` as a value (docs/design.md §6): store → projections → API, plus ingest and relay
 // when a transport is given. Each part's options are set in a file of its own (projectionOptions.ts,
@@ -91,7 +92,8 @@ export type Server = Readonly<{
   adminUrl: () => string | null;
   /** Start everything and listen; resolves with the API's URL once the socket is open. */
   start: () => Promise<string>;
-  stop: () => Promise<void>;
+  /** Stop everything, each part a step of `steps` (timed in serve, stopSteps.ts). */
+  stop: (steps?: StopSteps) => Promise<void>;
 }>;
 
 export function createServer(options: ServerOptions): Server {

@@ -107,6 +107,7 @@ export const errorCodes = {
   CONVERGE_ERR_INGEST_FAILING: { http: 503, summary: 'ingest cannot append to the store; deliveries are held unacked and retried' },
   CONVERGE_ERR_RELAY_FAILING: { http: 503, summary: 'the relay cannot publish recorded declarations to the broker; it retries' },
   CONVERGE_ERR_NOT_READY: { http: 503, summary: 'projections have not caught up with the store' },
+  CONVERGE_ERR_STOPPING: { http: 503, summary: 'the engine is stopping: ask again, of another engine or of this one once it is back' },
   CONVERGE_ERR_PROJECTION_FAILED: { http: 503, summary: 'the fold failed on an event; projections stopped before it' },
   CONVERGE_ERR_ROUTE_NOT_FOUND: { http: 404, summary: 'no such route; see /v1/openapi.json' },
   CONVERGE_ERR_BODY_TOO_LARGE: { http: 413, summary: 'request body exceeds the size limit' },

@@ -13,6 +13,10 @@ import * as s from '../schemas.ts';
 export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { deps, views }) => {
   const { readModel, store, graceMs } = deps;
   const past = deps.pastReads ?? (() => Promise.resolve(store));
+  // An await is a request that lasts up to its timeoutMs: closing the app ends each one still
+  // waiting, or stopping `serve` waited up to 5 minutes on them (docs/operations.md#shutting-down).
+  const stopping = new AbortController();
+  app.addHook('preClose', async () => stopping.abort());
 
   // Answered from the read model's index of nodes (readModel.page): filters, cursor and total there.
   app.get(
@@ -111,7 +115,11 @@ export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { dep
         params: s.nodeParams,
         querystring: s.awaitQuery,
         response: { 200: json('the node is caught up with the digest', s.nodeView) },
-        errors: { 404: 'no such node', 408: 'the node did not catch up before timeoutMs' },
+        errors: {
+          404: 'no such node',
+          408: 'the node did not catch up before timeoutMs',
+          503: 'the engine is stopping (CONVERGE_ERR_STOPPING)',
+        },
       },
       'await',
     ),
@@ -121,6 +129,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { dep
       const abort = new AbortController();
       const onClose = (): void => abort.abort();
       reply.raw.once('close', onClose);
+      stopping.signal.addEventListener('abort', onClose, { once: true });
       try {
         const st = await waitForNode(
           readModel,
@@ -129,6 +138,10 @@ export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { dep
           query.timeoutMs,
           abort.signal,
         );
+        if (st === null && stopping.signal.aborted)
+          throw new ConvergeError('CONVERGE_ERR_STOPPING', `the engine is stopping: ask again for node ${params.node}`, {
+            details: { node: params.node },
+          });
         await views.observation();
         if (st === null) {
           const cur = readModel.get(params.node);
@@ -149,6 +162,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<RouteContext> = async (app, { dep
         return views.view(st);
       } finally {
         reply.raw.off('close', onClose);
+        stopping.signal.removeEventListener('abort', onClose);
       }
     },
   );

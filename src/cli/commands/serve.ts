@@ -11,6 +11,7 @@ import type { EventStore } from '../../store/index.ts';
 import { redactUrl } from '../../transport/amqpUrls.ts';
 import { claimVhost, vhostOwnerQueue } from '../../transport/vhostOwner.ts';
 import { stopWithin } from '../../app/stopWithin.ts';
+import { createStopSteps } from '../../app/stopSteps.ts';
 import type { EngineLock } from '../../store/sqlite/sqliteEngineLock.ts';
 import type { Run } from '../command.ts';
 import { openStore, sqliteFileOf } from '../command.ts';
@@ -73,11 +74,13 @@ async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'co
   if (config.signingKey === null) logger.warn({}, 'no --signing-key / CONVERGE_SIGNING_KEY: POST declarations is disabled');
   const engine = createServer({ config, logger, store, ...(transport === undefined ? {} : { transport }) });
   let retention: Retention | null = null;
+  // Each step logged with its ms, and the one a late stop was held in named (src/app/stopSteps.ts).
+  const steps = createStopSteps(logger);
   const stop = async (): Promise<void> => {
-    await retention?.stop();
-    await engine.stop();
-    await amqp?.close();
-    await store.close();
+    await steps.run('retention', () => retention?.stop());
+    await engine.stop(steps);
+    await steps.run('broker', () => amqp?.close());
+    await steps.run('store', () => store.close());
   };
   try {
     const url = await engine.start();
@@ -99,7 +102,7 @@ async function serve({ io, config, logger }: Pick<Parameters<Run>[0], 'io' | 'co
     await stop();
     throw err;
   }
-  await stopWithin(stop, config.stopTimeoutMs, logger);
+  await stopWithin(stop, config.stopTimeoutMs, logger, steps);
   return 0;
 }
 
