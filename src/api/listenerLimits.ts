@@ -43,6 +43,9 @@ export function listenerOptions(limits: ListenerLimits): ListenerOptions {
     // sends one is only closed by the inactivity timeout.
     connectionTimeout: limits.requestTimeoutMs,
     http: {
+      // Fastify builds node's server from these alone once `http` is given: without the request
+      // timeout here, node's own (300 s) applies, and it refuses a longer headers timeout.
+      requestTimeout: limits.requestTimeoutMs,
       headersTimeout: limits.requestTimeoutMs,
       // How often node looks for sockets past the request timeout (its default, 30 s, would let
       // a silent socket live up to that much longer than the timeout says).

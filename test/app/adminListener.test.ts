@@ -114,3 +114,22 @@ test('the open-files limit is read from /proc/self/limits, for the warning at st
     null,
   );
 });
+
+// --request-timeout-ms is accepted up to an hour; node refuses a headers timeout longer than the
+// request timeout, so the two must reach its server together, whatever the value.
+test("serve starts with --request-timeout-ms past the 300 s default of node's server", async (t) => {
+  const store = createMemoryEventStore();
+  const config = loadConfig(
+    { flags: {}, env: {} },
+    { store: 'memory:', port: '0', logLevel: 'silent', adminListen: '127.0.0.1:0', requestTimeoutMs: '600000' },
+  );
+  const engine = createServer({ config, logger, store, dashboardDir: null });
+  t.after(async () => {
+    await engine.stop();
+    await store.close();
+  });
+  const base = await engine.start();
+  assert.equal((await fetch(`${base}/healthz`)).status, 200);
+  assert.equal(engine.app.server.requestTimeout, 600_000);
+  assert.equal(engine.app.server.headersTimeout, 600_000);
+});
