@@ -200,7 +200,7 @@ const schema = z.object({
     .enum(['on', 'off', 'true', 'false', '1', '0'], { error: 'must be on or off' })
     .default('off')
     .transform((v) => v === 'on' || v === 'true' || v === '1'),
-  stopTimeoutMs: intIn(100, 3_600_000).default(10_000),
+  stopTimeoutMs: intIn(100, 3_600_000).default(25_000),
   adminListen: z
     .string()
     .transform((s, ctx) => {

@@ -267,7 +267,7 @@ export const settings = {
     flag: 'stop-timeout-ms',
     env: 'CONVERGE_STOP_TIMEOUT_MS',
     value: '<ms>',
-    default: '10000',
+    default: '25000',
     help: 'serve: on SIGTERM or SIGINT, exit within this even if the broker or the store does not answer (exit 1 if the clean stop did not finish)',
   },
   adminListen: {

@@ -15,7 +15,7 @@ import { until } from '../support/until.ts';
 // serve's stop with the API's clients still connected (docs/operations.md#shutting-down). Closing the
 // API waited for every request it held: an await until its timeoutMs (up to 5 minutes), and any
 // socket whose answer was in flight at the stop, kept alive afterwards until --idle-timeout-ms (as
-// long as --stop-timeout-ms by default), so the stop ran past its bound and serve exited 1. Each
+// long as the 10 s --stop-timeout-ms was by default), so the stop ran past its bound and serve exited 1. Each
 // test sets those waits far beyond its own deadline (`until`'s 60 s): a stop that waits on them fails.
 
 type Answer = Readonly<{ status: number; headers: http.IncomingHttpHeaders; body: string }>;
