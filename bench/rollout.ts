@@ -23,6 +23,8 @@
 //   (the fleet-scale figure: BENCH_ROLLOUT_NODES=100000 BENCH_APPLY_MS=1000)
 //   BENCH_CPU_PROFILE=/tmp/rollout.cpuprofile also writes the engine thread's profile over the rollout.
 //   BENCH_TURNS_JSON=/tmp/turns.json also writes its 50 longest event-loop turns by CPU, with their owners.
+//   BENCH_HEAP_PROFILE=/tmp/rollout.heapprofile also writes where the engine thread allocated over the rollout;
+//   with BENCH_HEAP_SURVIVORS=1, only what outlived a scavenge (what the young collections copied).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,6 +43,8 @@ import { createInProcessBroker } from '../src/transport/inProcess.ts';
 import { percentile, startApiProbe } from './support/apiProbe.ts';
 import { startCpuShares } from './support/cpuByStack.ts';
 import type { CpuShares } from './support/cpuByStack.ts';
+import { describeGc, startGcMeter, startHeapSampling } from './support/gcMeter.ts';
+import type { GcFigures } from './support/gcMeter.ts';
 import { describeTurns, startTurnMeter } from './support/longTurns.ts';
 import type { Turn } from './support/longTurns.ts';
 import { createBenchReport } from './support/report.ts';
@@ -204,6 +208,7 @@ async function rollout(mode: FleetMode): Promise<{
   nodeApi: Latency;
   rolloutApi: Latency;
   loop: Readonly<{ p50: number; p99: number; max: number; cpuP99: number; cpuMax: number; longest: readonly Turn[] }>;
+  gc: Readonly<{ during: GcFigures; idle: GcFigures }>;
 }> {
   const path = join(dir, `rollout-${mode.key}.db`);
   const store = openStore(path);
@@ -236,6 +241,11 @@ async function rollout(mode: FleetMode): Promise<{
   const mainTid = ownThreadId();
   const cpu0 = { main: threadCpuMs(mainTid), fleet: fleet.cpuMs() };
   const turns = startTurnMeter();
+  const heap = await startHeapSampling(
+    mode.key === 'apart' ? (process.env['BENCH_HEAP_PROFILE'] ?? null) : null,
+    process.env['BENCH_HEAP_SURVIVORS'] === '1',
+  );
+  const gcMeter = startGcMeter();
   const t = performance.now();
   const startedAtMs = Date.now();
   const { rollout: id, waves: plan } = await startRollout(server.rolloutDeps, {
@@ -255,9 +265,14 @@ async function rollout(mode: FleetMode): Promise<{
   while (driving()) await new Promise((r) => setTimeout(r, 5));
   const wallMs = performance.now() - t;
   const endedAtMs = Date.now();
+  const gcDuring = gcMeter.stop();
   const delay = turns.stop();
   const threadCpu = { mainMs: threadCpuMs(mainTid) - cpu0.main, fleetMs: fleet.cpuMs() - cpu0.fleet };
-  await new Promise((r) => setTimeout(r, 1_000 + idleMs));
+  await heap.stop();
+  await new Promise((r) => setTimeout(r, 1_000));
+  const gcIdleMeter = startGcMeter();
+  await new Promise((r) => setTimeout(r, idleMs));
+  const gcIdle = gcIdleMeter.stop();
   const samples = await probe.stop();
   // Stopped last: handing the profile over holds the loop, and no read may wait on that.
   const cpu = await profiler.stop();
@@ -300,6 +315,7 @@ async function rollout(mode: FleetMode): Promise<{
     nodeApi: latency('/v1/nodes/'),
     rolloutApi: latency('/v1/rollouts/'),
     loop,
+    gc: { during: gcDuring, idle: gcIdle },
   };
 }
 
@@ -415,6 +431,20 @@ report.row({
   converge: r.loop.cpuP99,
   better: 'lower',
   notes: `turns: the gaps between a 1 ms timer's ticks, the thread's CPU in each from the kernel (bench/support/longTurns.ts); max ${r.loop.cpuMax.toFixed(1)} ms. Loop delay (monitorEventLoopDelay, wall, the machine's load included): p50 ${r.loop.p50.toFixed(1)} ms, p99 ${r.loop.p99.toFixed(1)} ms, max ${r.loop.max.toFixed(0)} ms. The longest turns by CPU, the profile's samples in each by the deepest project frame (ms): ${describeTurns(r.loop.longest.slice(0, 3)).join(' · ')}`,
+});
+report.row({
+  name: "the engine thread's scavenges (young-generation collections) while the rollout runs, longest pause",
+  unit: 'ms',
+  converge: r.gc.during.scavengeMaxMs,
+  better: 'lower',
+  notes: `v8.GCProfiler on the engine thread (bench/support/gcMeter.ts), the fleet apart. During the rollout: ${describeGc(r.gc.during, rolloutNodes)}. Idle (the ${idleMs / 1000} s after it): ${describeGc(r.gc.idle, rolloutNodes)}`,
+});
+report.row({
+  name: "bytes promoted to the engine thread's old generation by scavenges, per node of the rollout",
+  unit: 'B',
+  converge: r.gc.during.promoted / rolloutNodes,
+  better: 'lower',
+  notes: `${(r.gc.during.promoted / 2 ** 20).toFixed(0)} MiB over the rollout; young generation allocated ${(r.gc.during.youngAllocated / rolloutNodes / 1024).toFixed(1)} KiB a node. Every node's work on one thread: ${describeGc(together.gc.during, rolloutNodes)}`,
 });
 for (const line of describeTurns(r.loop.longest.slice(0, 10))) console.error(`long turn ${line}`);
 if (process.env['BENCH_TURNS_JSON'] !== undefined) writeFileSync(process.env['BENCH_TURNS_JSON'], JSON.stringify(r.loop.longest));

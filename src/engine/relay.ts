@@ -3,7 +3,7 @@ import type { DeclarationSent, Recorded } from '../core/events/index.ts';
 import type { EventStore, LeaseHold, Subscription } from '../store/port.ts';
 import { whileLeased } from '../store/whileLeased.ts';
 import type { DeclarationPublisher, OutboundDeclaration } from '../transport/port.ts';
-import { encodeSigned } from '../core/wire/index.ts';
+import { encodeSignedBase64 } from '../core/wire/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ComponentHealth } from './health.ts';
 import { attr, digestKey, tracer } from '../tracing/index.ts';
@@ -59,7 +59,7 @@ export function outboundOf(e: Recorded<DeclarationSent>): OutboundDeclaration {
     digest: d.digest,
     keyId: d.keyId,
     // The bytes exactly as stored: never rebuilt, or the signature would not be over them.
-    body: encodeSigned({ declaration: Buffer.from(d.declaration, 'base64'), signature: Buffer.from(d.signature, 'base64') }),
+    body: encodeSignedBase64(d.declaration, d.signature),
   };
 }
 

@@ -151,6 +151,10 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
     return top;
   };
 
+  // Made once, not a closure per update: that closure (and the context holding its `slot`) was an
+  // allocation per folded event.
+  const cellOf = (slot: number): number => status[slot]! * kinds + live[slot]!;
+
   /** Newest sign of life of a slot: folded, or the ingest's exact time if newer. */
   const effective = (slot: number): number => {
     const folded = seen[slot]!;
@@ -212,17 +216,16 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
         counts[statusCode[st] * kinds + NEVER]!++;
       }
       const code = statusCode[st];
-      const cell = (): number => status[slot]! * kinds + live[slot]!;
       if (retired !== (out[slot] === 1)) {
         // Leaves every count, or comes back into its cell.
-        counts[cell()]! += retired ? -1 : 1;
+        counts[cellOf(slot)]! += retired ? -1 : 1;
         out[slot] = retired ? 1 : 0;
         retiredCount += retired ? 1 : -1;
       }
       if (status[slot] !== code) {
-        if (out[slot] === 0) counts[cell()]!--;
+        if (out[slot] === 0) counts[cellOf(slot)]!--;
         status[slot] = code;
-        if (out[slot] === 0) counts[cell()]!++;
+        if (out[slot] === 0) counts[cellOf(slot)]!++;
       }
       seen[slot] = msOf(lastSeenAt);
       if (now > lastNow) lastNow = now;

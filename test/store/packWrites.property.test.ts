@@ -1,6 +1,6 @@
 // What crosses to the SQLite writer thread (src/store/sqlite/sqliteWriter.ts: packWrites) comes back
-// whole: any streams, ids, types, data and metadata, empty or not, in any script (the lengths
-// that cut the one string count UTF-16 units, as slice does), with every kind of expected revision.
+// whole, through the structured clone that carries it: any streams, ids, types, data and metadata,
+// empty or not, in any script, with every kind of expected revision.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
@@ -27,7 +27,7 @@ const writes: fc.Arbitrary<EncodedWrite[]> = fc.array(
 test('unpackWrites(packWrites(w)) is w, for any writes', () => {
   fc.assert(
     fc.property(writes, (w) => {
-      assert.deepEqual(unpackWrites(packWrites(w)), w);
+      assert.deepEqual(unpackWrites(structuredClone(packWrites(w))), w);
     }),
     { numRuns: 500 },
   );

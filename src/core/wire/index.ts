@@ -5,6 +5,7 @@ export {
   parseReport,
   parseSigned,
   encodeSigned,
+  encodeSignedBase64,
   encodeReport,
   encodeAlive,
   defaultWireLimits,

@@ -83,8 +83,9 @@ export function createSqliteAppends(deps: SqliteAppendDeps): SqliteAppends {
   /** `append` through the writer thread: resolves once the thread's commit holding it is on disk. */
   async function appendThreaded(writes: readonly StreamWrite[], pipeline: number): Promise<AppendResult> {
     open();
-    const encoded = encodeWrites(writes, maxEventBytes);
-    const written = await thread!.append(encoded, pipeline);
+    // Encoded in the call, never named: V8 keeps an async function's locals across its await, and
+    // these (every event's JSON) would then outlive the young generation while the writer commits.
+    const written = await thread!.append(encodeWrites(writes, maxEventBytes), pipeline);
     if (written.position !== null && !deps.isClosed()) {
       tail.add(writes, written);
       notifier.notify();

@@ -69,7 +69,10 @@ export function createAppendTail(head: () => bigint | null): AppendTail {
 
   function add(writes: readonly StreamWrite[], written: Written): void {
     if (written.position === null) return;
-    const fresh: Recorded[] = [];
+    // Pushed in place, and past twice `tailLimit` cut back to the newest `tailLimit` held before
+    // this append and all of its events: a new array per append (concat) copied the whole window
+    // each time, thousands of slots a batch.
+    const before = tail.length;
     let k = 0;
     writes.forEach((w, i) => {
       let revision = written.nextExpected[i]! - BigInt(written.written[i]!);
@@ -77,10 +80,10 @@ export function createAppendTail(head: () => bigint | null): AppendTail {
         const position = written.positions[k++]!;
         if (position === 0n) continue;
         revision++;
-        fresh.push(recorded({ type: e.type, data: e.data } as ConvergeEvent, e.id, w.stream, revision, position));
+        tail.push(recorded({ type: e.type, data: e.data } as ConvergeEvent, e.id, w.stream, revision, position));
       }
     });
-    tail = tail.length + fresh.length > tailLimit * 2 ? tail.slice(-tailLimit).concat(fresh) : tail.concat(fresh);
+    if (tail.length > tailLimit * 2) tail = tail.slice(Math.max(0, before - tailLimit));
   }
 
   const newest = (): bigint | null => (tail.length === 0 ? null : tail[tail.length - 1]!.position);

@@ -23,6 +23,8 @@ export type WriterClient = Readonly<{
 const errorFrom = (e: WriterError): ConvergeError =>
   new ConvergeError(e.code, e.message, e.details === undefined ? undefined : { details: { ...e.details } });
 
+const answered = (w: Written | null): Written => w!;
+
 export function startWriterThread(options: Readonly<{ path: string; busyTimeoutMs: number; auditTree?: boolean }>): WriterClient {
   const { port1, port2 } = new MessageChannel();
   const worker = startThread(import.meta.url, 'sqliteWriterThread', {
@@ -86,7 +88,10 @@ export function startWriterThread(options: Readonly<{ path: string; busyTimeoutM
   }
 
   return {
-    append: async (writes, pipeline) => (await request((id) => ({ op: 'append', id, pipeline, writes: packWrites(writes) })))!,
+    // Not async, and its callback made outside: an async function's parameters live until it
+    // returns, and a closure made beside `(id) => …` holds what that one captures. `writes` (every
+    // event's JSON) is wanted until it is packed and posted, not for the commit's round trip.
+    append: (writes, pipeline) => request((id) => ({ op: 'append', id, pipeline, writes: packWrites(writes) })).then(answered),
     setCheckpoint: async (name, position) => {
       await request((id) => ({ op: 'checkpoint', id, name, position }));
     },
