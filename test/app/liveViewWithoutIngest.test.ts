@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { TestContext } from 'node:test';
 import { loadConfig } from '../../src/app/config.ts';
 import { createServer } from '../../src/app/server.ts';
 import { makeObservationStarted, makeObservationStopped, observationStream } from '../../src/core/events/index.ts';
@@ -25,6 +26,17 @@ type Liveness = { state: string; lastSeenAt: string | null; disconnectedForMs: n
 type NodeBody = { liveness: Liveness; conditions: { type: string; status: string; message: string }[] };
 type Fleet = { byLiveness: Record<string, number>; observation?: { observed: boolean; reason: string | null } };
 
+/** serve with no transport over `store`, its clock at `now`; stopped, and the store closed, after the test. */
+async function serveWithoutIngest(t: TestContext, store: EventStore, now: number) {
+  const config = loadConfig({ flags: {}, env: {} }, { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'reader-token:read' });
+  const engine = createServer({ config, logger, store, key: null, dashboardDir: null, driveRollouts: false, now: () => now });
+  t.after(async () => {
+    await engine.stop();
+    await store.close();
+  });
+  return { engine, url: await engine.start() };
+}
+
 async function storeObservedThenStopped(): Promise<{ store: EventStore; now: number }> {
   const store = createMemoryEventStore();
   const h = historyInStore(store);
@@ -47,13 +59,7 @@ async function storeObservedThenStopped(): Promise<{ store: EventStore; now: num
 
 test('serve without --amqp: the current view says not-observed as ?at=now does, and why', async (t) => {
   const { store, now } = await storeObservedThenStopped();
-  const config = loadConfig({ flags: {}, env: {} }, { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'reader-token:read' });
-  const engine = createServer({ config, logger, store, key: null, dashboardDir: null, driveRollouts: false, now: () => now });
-  t.after(async () => {
-    await engine.stop();
-    await store.close();
-  });
-  const url = await engine.start();
+  const { engine, url } = await serveWithoutIngest(t, store, now);
   await until('the read model to fold the store', () => engine.runner.readModel.size() === 3);
   const get = async <T>(path: string): Promise<T> => {
     const r = await engine.app.inject({ method: 'GET', url: path, headers: read });
@@ -107,13 +113,7 @@ test('serve without --amqp: the current view says not-observed as ?at=now does, 
 
 test('serve without --amqp: once an engine observes again, the current view judges again as the start is folded', async (t) => {
   const { store, now } = await storeObservedThenStopped();
-  const config = loadConfig({ flags: {}, env: {} }, { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'reader-token:read' });
-  const engine = createServer({ config, logger, store, key: null, dashboardDir: null, driveRollouts: false, now: () => now });
-  t.after(async () => {
-    await engine.stop();
-    await store.close();
-  });
-  await engine.start();
+  const { engine } = await serveWithoutIngest(t, store, now);
   await until('the read model to fold the store', () => engine.runner.readModel.size() === 3);
   const fleet = async (): Promise<Fleet> => (await engine.app.inject({ method: 'GET', url: '/v1/fleet', headers: read })).json() as Fleet;
   assert.equal((await fleet()).byLiveness['not-observed'], 3);
@@ -145,13 +145,7 @@ test('serve without --amqp while another engine observes: the current view follo
   await h.send('node-old'); // never heard: the grace rule, in both
   // engine-b still observes ten minutes on; node-alive stayed alive, so it recorded nothing more.
   const now = h.tick(10 * 60_000).getTime();
-  const config = loadConfig({ flags: {}, env: {} }, { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'reader-token:read' });
-  const engine = createServer({ config, logger, store, key: null, dashboardDir: null, driveRollouts: false, now: () => now });
-  t.after(async () => {
-    await engine.stop();
-    await store.close();
-  });
-  await engine.start();
+  const { engine } = await serveWithoutIngest(t, store, now);
   await until('the read model to fold the store', () => engine.runner.readModel.size() === 3);
   const get = async <T>(path: string): Promise<T> => (await engine.app.inject({ method: 'GET', url: path, headers: read })).json() as T;
   const atNow = new Date(now).toISOString();
