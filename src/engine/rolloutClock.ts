@@ -18,7 +18,8 @@ type Anchor = { revision: bigint; atMs: number; monotonicMs: number };
 /**
  * `wall` is read once per event of a rollout, when first read here: how long ago it was recorded
  * (never less than 0) is all a process can know of time that passed before it read it (a restart,
- * another engine's record). From then on only `monotonic` moves the rollout's time.
+ * another engine's record); once the rollout has an anchor here, no more than its monotonic time
+ * since. From then on only `monotonic` moves the rollout's time.
  */
 export function createRolloutClock(wall: () => number, monotonic: () => number): RolloutClock {
   const anchors = new Map<string, Anchor>();
@@ -27,7 +28,12 @@ export function createRolloutClock(wall: () => number, monotonic: () => number):
       let a = anchors.get(s.id);
       if (a === undefined || a.revision !== s.revision) {
         const recorded = Date.parse(s.updatedAt);
-        a = { revision: s.revision, atMs: recorded + Math.max(0, wall() - recorded), monotonicMs: monotonic() };
+        // Time since it was recorded, on the wall clock, but never past this rollout's own time
+        // carried on from its last anchor: a forward step between the record and this first read
+        // (the driver reads its own event when it next decides) is not time that passed.
+        const wallNow = wall();
+        const read = a === undefined ? wallNow : Math.min(wallNow, a.atMs + (monotonic() - a.monotonicMs));
+        a = { revision: s.revision, atMs: recorded + Math.max(0, read - recorded), monotonicMs: monotonic() };
         anchors.set(s.id, a);
       }
       return a.atMs + (monotonic() - a.monotonicMs);

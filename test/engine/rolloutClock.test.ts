@@ -46,6 +46,28 @@ test('an event first read after it was recorded (a restart, another engine) coun
   assert.equal(other.nowMs(ahead), Date.parse(ahead.updatedAt), 'recorded "later" than now (a clock stepped back): no time has passed');
 });
 
+// The driver reads its own last event when it next decides, which on a loaded machine may come
+// after a forward step: the step is not time that passed since the event was recorded.
+test('an event recorded before a forward step and first read after it counts the monotonic time since, not the step', () => {
+  let wall = Date.parse('2026-12-02T01:00:00Z');
+  let mono = 5_000;
+  const clock = createRolloutClock(
+    () => wall,
+    () => mono,
+  );
+  assert.equal(clock.nowMs(at('2026-12-02T01:00:00.000Z', 3n)), wall);
+  wall += 500;
+  mono += 500;
+  const sent = at(new Date(wall).toISOString(), 4n); // recorded by this process half a second on
+  wall += 3 * 60_000; // then the wall clock steps forward
+  mono += 500;
+  assert.equal(clock.nowMs(sent) - Date.parse(sent.updatedAt), 500, 'half a second since it was recorded, not three minutes');
+  // An event recorded after the step carries the stepped time: the clock takes its scale, as before.
+  const after = at(new Date(wall).toISOString(), 5n);
+  mono += 100;
+  assert.equal(clock.nowMs(after), wall);
+});
+
 test('a forward step of the wall clock does not time a wave out; the monotonic time does', async () => {
   const f = await rolloutFleet({ behaviour: { n2: 'silent' } });
   try {
