@@ -9,7 +9,22 @@ import type { Probe } from './services.ts';
 
 export const postgresTestUrl = process.env['CONVERGE_TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 
+/**
+ * Whether PostgreSQL answers at `url`, in up to three attempts: the probe starts when a suite
+ * registers, and a hook that holds the event loop meanwhile (a synchronous build) lets an attempt's
+ * connect timeout fire before its answer is read; a server that is down fails all three.
+ */
 export async function probePostgres(url = postgresTestUrl): ReturnType<Probe> {
+  let last = '';
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const r = await probeOnceAt(url);
+    if (r.ok) return r;
+    last = r.reason;
+  }
+  return { ok: false, reason: last };
+}
+
+async function probeOnceAt(url: string): ReturnType<Probe> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
   client.on('error', () => undefined);
   try {
