@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { existsSync, mkdirSync, readdirSync, rmSync, writeSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { summariseRange } from '../../core/audit/rangeSummary.ts';
 import type { RangeSummaryJson } from '../../core/audit/rangeSummary.ts';
@@ -169,15 +169,18 @@ export function pauseFromEnv(): PauseAt {
 export function prepareArchiveDir(dir: string, manifest: ArchiveManifest): string[] {
   makeArchiveDir(dir);
   const named = new Set(manifest.segments.map((s) => s.file));
+  // One listing for both checks: a year under --retain is some 14,000 segments.
+  const present = readdirSync(dir);
+  const listed = new Set(present);
   // The store's segments are read from one folder: a run into another would split its archive in two.
-  const absent = manifest.segments.filter((s) => !existsSync(join(dir, s.file)));
+  const absent = manifest.segments.filter((s) => !listed.has(s.file));
   if (absent.length > 0)
     throw new ConvergeError(
       'CONVERGE_ERR_CONFIG_INVALID',
       `the archive folder ${dir} does not hold ${absent.length} of this store's ${manifest.segments.length} archive segment(s) (the first: ${absent[0]!.file}): give the folder they were archived into, or put them back there; nothing was moved`,
     );
   const leftovers: string[] = [];
-  for (const name of readdirSync(dir)) {
+  for (const name of present) {
     if (name.endsWith('.ndjson.br.tmp')) leftovers.push(name);
     else if (segmentFilePattern.test(name) && !named.has(name)) {
       refuseUnlessOurs(dir, name, manifest.store);
