@@ -16,7 +16,7 @@ export type { NodeDraft } from './node/nodeDraft.ts';
 export { draftAlive, draftReport, draftRetire, draftSend, foldIntoDraft } from './node/nodeStateFast.ts';
 export { draftOf, publishDraft } from './node/publishDraft.ts';
 export { livenessAt, defaultGraceMs, newerLastSeen, livenessStates } from './node/liveness.ts';
-export { isObserved, observedSpans, recordedLivenessAt } from './node/recordedLiveness.ts';
+export { isObserved, livenessByTransition, observedSpans, recordedLivenessAt } from './node/recordedLiveness.ts';
 export type { ObservedSpan } from './node/recordedLiveness.ts';
 export type { Liveness, LivenessState } from './node/liveness.ts';
 export { summarizeFleet, percentile } from './fleet/fleet.ts';

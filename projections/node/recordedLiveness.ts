@@ -93,6 +93,14 @@ export function recordedLivenessAt(
   }
   if (!isObserved(spans, moment)) return { state: 'not-observed', lastSeenAt, disconnectedForMs: 0 };
   if (last === null) return livenessAt(lastSeenAt, moment, readerGraceMs);
+  return livenessByTransition(last, lastSeenAt!, moment);
+}
+
+/**
+ * A node's liveness as of `moment` by its latest recorded transition (docs/design.md §3 "Liveness
+ * as recorded"): connected after NodeHeard, disconnected after NodeSilent, whatever a reader's grace.
+ */
+export function livenessByTransition(last: 'heard' | 'silent', lastSeenAt: string, moment: number): Liveness {
   if (last === 'heard') return { state: 'connected', lastSeenAt, disconnectedForMs: 0 };
-  return { state: 'disconnected', lastSeenAt, disconnectedForMs: Math.max(0, moment - msOf(lastSeenAt!)) };
+  return { state: 'disconnected', lastSeenAt, disconnectedForMs: Math.max(0, moment - msOf(lastSeenAt)) };
 }

@@ -1,4 +1,4 @@
-import { isObserved } from '../../projections/index.ts';
+import { isObserved, livenessByTransition } from '../../projections/index.ts';
 import type { Liveness, NodeState, ObservedSpan } from '../../projections/index.ts';
 import type { EventStore } from '../store/index.ts';
 import { readObservedSpans } from './queries.ts';
@@ -40,9 +40,7 @@ export function currentLiveness(readModel: ReadModel, st: NodeState, at: number,
   if (reason !== null) return { state: 'not-observed', lastSeenAt, disconnectedForMs: 0, reason };
   if (!followsRecord || lastSeenAt === null) return undefined;
   const t = readModel.transitionOf(st.node);
-  if (t === 'heard') return { state: 'connected', lastSeenAt, disconnectedForMs: 0 };
-  if (t === 'silent') return { state: 'disconnected', lastSeenAt, disconnectedForMs: Math.max(0, at - Date.parse(lastSeenAt)) };
-  return undefined;
+  return t === null ? undefined : livenessByTransition(t, lastSeenAt, at);
 }
 
 export function createLiveObservation({ store, readModel, why, now = Date.now }: LiveObservationOptions): LiveObservation {
