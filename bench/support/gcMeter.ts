@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { GCProfiler } from 'node:v8';
+import { percentile } from './apiProbe.ts';
 
 // The engine thread's garbage collector over a stretch of a bench, from V8's own record of each
 // collection on this thread (v8.GCProfiler: its kind, its pause and every heap space's size before
@@ -59,13 +60,12 @@ export function figuresOf(stats: readonly Stat[]): GcFigures {
       promoted += Math.max(0, used(s.afterGC.heapSpaceStatistics, old) - used(s.beforeGC.heapSpaceStatistics, old));
     } else otherPauses.push(s.cost / 1000);
   }
-  const sorted = [...scavengePauses].sort((a, b) => a - b);
   const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
   return {
     scavenges: scavengePauses.length,
     scavengeMs: sum(scavengePauses),
-    scavengeP99Ms: sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))]!,
-    scavengeMaxMs: sorted.at(-1) ?? 0,
+    scavengeP99Ms: scavengePauses.length === 0 ? 0 : percentile(scavengePauses, 99),
+    scavengeMaxMs: Math.max(0, ...scavengePauses),
     others: otherPauses.length,
     othersMs: sum(otherPauses),
     othersMaxMs: Math.max(0, ...otherPauses),
