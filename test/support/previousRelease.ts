@@ -12,7 +12,7 @@ import { join } from 'node:path';
 // this checkout's, which holds only when both package-lock.json files are the same.
 
 /** The commit that last landed before this release: bump it when a release lands. */
-export const previousRelease = 'dcdb8403d8ec38858f574d9f194975ee6cd70963';
+export const previousRelease = '73a6540020c1f50c20929f77abc9fb00c63b314f';
 
 const root = new URL('../../', import.meta.url).pathname;
 
