@@ -8,7 +8,7 @@ import amqp from 'amqplib';
 import { enrollNode } from '../../src/brokerAdmin/index.ts';
 import { createManagementClient, seg } from '../../src/brokerAdmin/managementClient.ts';
 import { adminError } from '../../src/brokerAdmin/managementClient.ts';
-import { describeOnService, once } from './services.ts';
+import { describeOnService, once, probeWithRetries } from './services.ts';
 
 // What every test against the real broker needs (test/int, test/faults, test/brokerAdmin, bench/ingest):
 // - describeOnBroker: the suite runs if RabbitMQ (AMQP and the management API) answers; else it
@@ -75,19 +75,17 @@ export async function probeBroker(
 ): Promise<{ ok: true } | { ok: false; reason: string }> {
   const attempts = Math.max(1, options.attempts ?? 4);
   const timeoutMs = options.timeoutMs ?? 5_000;
-  let last = '';
-  for (let i = 0; i < attempts; i++) {
+  const handshake = await probeWithRetries(attempts, async () => {
     try {
       const conn = await amqp.connect(broker.amqpUrl, { timeout: timeoutMs });
       await conn.close();
-      last = '';
-      break;
+      return { ok: true };
     } catch (e) {
-      last = (e as Error).message;
+      return { ok: false, reason: (e as Error).message };
     }
-  }
-  if (last !== '')
-    return { ok: false, reason: `AMQP at ${new URL(broker.amqpUrl).host}: ${last} (${attempts} attempts of ${timeoutMs} ms)` };
+  });
+  if (!handshake.ok)
+    return { ok: false, reason: `AMQP at ${new URL(broker.amqpUrl).host}: ${handshake.reason} (${attempts} attempts of ${timeoutMs} ms)` };
   try {
     const res = await createManagementClient({ managementUrl: broker.managementUrl, timeoutMs }).request('GET', '/overview');
     if (res.status !== 200) return { ok: false, reason: `management API answered HTTP ${res.status}` };

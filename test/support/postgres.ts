@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { describeOnService, once } from './services.ts';
+import { describeOnService, once, probeWithRetries } from './services.ts';
 import type { Probe } from './services.ts';
 
 // What every test against the real PostgreSQL needs: is the server there (./services.ts: fail
@@ -14,15 +14,7 @@ export const postgresTestUrl = process.env['CONVERGE_TEST_POSTGRES_URL'] ?? 'pos
  * registers, and a hook that holds the event loop meanwhile (a synchronous build) lets an attempt's
  * connect timeout fire before its answer is read; a server that is down fails all three.
  */
-export async function probePostgres(url = postgresTestUrl): ReturnType<Probe> {
-  let last = '';
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const r = await probeOnceAt(url);
-    if (r.ok) return r;
-    last = r.reason;
-  }
-  return { ok: false, reason: last };
-}
+export const probePostgres = (url = postgresTestUrl): ReturnType<Probe> => probeWithRetries(3, () => probeOnceAt(url));
 
 async function probeOnceAt(url: string): ReturnType<Probe> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });

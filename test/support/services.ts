@@ -37,3 +37,16 @@ export function once(probe: Probe): Probe {
       (answer ??= probe()).then(resolve, reject);
     });
 }
+
+/**
+ * `tryOnce` up to `attempts` times, until one answers ok: a loaded machine can hold one attempt
+ * past its bound, while a service that is down fails them all (the last reason is kept).
+ */
+export async function probeWithRetries(attempts: number, tryOnce: Probe): ReturnType<Probe> {
+  let last: Awaited<ReturnType<Probe>> = { ok: false, reason: 'not tried' };
+  for (let i = 0; i < Math.max(1, attempts); i++) {
+    last = await tryOnce();
+    if (last.ok) return last;
+  }
+  return last;
+}
