@@ -21,6 +21,7 @@ import type { SimulatedNode } from '../src/simulation/simulatedNode.ts';
 import { connectAmqp } from '../src/transport/amqpConnection.ts';
 import type { AmqpConnection } from '../src/transport/amqpConnection.ts';
 import { createAmqpNodeLink } from '../src/transport/amqpNodeLink.ts';
+import { mallocArenasMiB } from './support/mallocArenas.ts';
 import { createBenchReport } from './support/report.ts';
 import { fitLine, flatWithinNoise } from './support/slope.ts';
 
@@ -47,6 +48,8 @@ type Sample = {
   rssAnonMiB: number;
   rssFileMiB: number;
   rssShmemMiB: number;
+  /** Of the anonymous RSS, glibc's thread arenas (support/mallocArenas.ts). */
+  arenasMiB: number;
   externalMiB: number;
   heapMiB: number;
   openFiles: number;
@@ -145,6 +148,7 @@ async function sample(pid: number, url: string, storePath: string, minute: numbe
     rssAnonMiB: statusMiB('RssAnon'),
     rssFileMiB: statusMiB('RssFile'),
     rssShmemMiB: statusMiB('RssShmem'),
+    arenasMiB: mallocArenasMiB(pid),
     externalMiB: mib(metricOf(metrics, 'nodejs_external_memory_bytes')),
     heapMiB: mib(metricOf(metrics, 'nodejs_heap_size_used_bytes')),
     openFiles: readdirSync(`/proc/${pid}/fd`).length,
@@ -297,7 +301,7 @@ async function main(): Promise<void> {
     const s = await sample(serve.pid, url, storePath, m);
     samples.push(s);
     console.log(
-      `  min ${m}: rss ${s.rssMiB.toFixed(1)} MiB (anon ${s.rssAnonMiB.toFixed(1)}, file ${s.rssFileMiB.toFixed(1)}, shmem ${s.rssShmemMiB.toFixed(1)}), external ${s.externalMiB.toFixed(1)} MiB, heap ${s.heapMiB.toFixed(1)} MiB, files ${s.openFiles}, loop p99 ${s.loopP99Ms.toFixed(1)} ms, store ${s.storeMiB.toFixed(1)} MiB; reports ${traffic.reports}, rollouts ${traffic.rollouts}, reads ${traffic.reads}, sse events ${traffic.sseEvents}`,
+      `  min ${m}: rss ${s.rssMiB.toFixed(1)} MiB (anon ${s.rssAnonMiB.toFixed(1)} of which malloc arenas ${s.arenasMiB.toFixed(1)}, file ${s.rssFileMiB.toFixed(1)}, shmem ${s.rssShmemMiB.toFixed(1)}), external ${s.externalMiB.toFixed(1)} MiB, heap ${s.heapMiB.toFixed(1)} MiB, files ${s.openFiles}, loop p99 ${s.loopP99Ms.toFixed(1)} ms, store ${s.storeMiB.toFixed(1)} MiB; reports ${traffic.reports}, rollouts ${traffic.rollouts}, reads ${traffic.reads}, sse events ${traffic.sseEvents}`,
     );
   }
   stop.abort();
@@ -356,7 +360,7 @@ function summarize(samples: readonly Sample[], turns: readonly TurnMinute[], tra
     return first === undefined || last === undefined ? 'n/a' : `${(last[k] - first[k]).toFixed(1)}`;
   };
   report.note(
-    `RSS over the window by kind (MiB): anonymous ${growth('rssAnonMiB')}, file-backed ${growth('rssFileMiB')}, shared memory ${growth('rssShmemMiB')}; V8 external (Buffers) ${growth('externalMiB')}, heap used ${growth('heapMiB')}.`,
+    `RSS over the window by kind (MiB): anonymous ${growth('rssAnonMiB')} (glibc's thread arenas ${growth('arenasMiB')}), file-backed ${growth('rssFileMiB')}, shared memory ${growth('rssShmemMiB')}; V8 external (Buffers) ${growth('externalMiB')}, heap used ${growth('heapMiB')}.`,
   );
   const worstP99 = Math.max(...samples.slice(1).map((s) => s.loopP99Ms));
   console.log(`event loop p99 (ms): ${samples.map((s) => s.loopP99Ms.toFixed(1)).join(', ')}`);
