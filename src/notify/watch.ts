@@ -43,7 +43,7 @@ export type WatchOptions = Readonly<{
   graceMs?: number | undefined;
   /** Monotonic ms (default performance.now), for elapsed time. */
   mono?: (() => number) | undefined;
-  /** Wall-clock ms (default Date.now), for the message's time and the liveness at restart only. */
+  /** Wall-clock ms (default Date.now), for the message's time, and the liveness at restart of a node with no transition. */
   now?: (() => number) | undefined;
 }>;
 
@@ -100,6 +100,15 @@ export function createWatch(options: WatchOptions): Watch {
       else end('node.disconnected', s.node);
     }
   }
+  /**
+   * Silent at a start, by the record (docs/design.md §3 "Liveness as recorded"): a node that stays
+   * alive appends nothing after its NodeHeard, so its folded last-seen time says nothing of now.
+   * Only a node with no transition folded (a store written before them) is judged by the grace.
+   */
+  const silentAt = (s: NodeState, wall: number): boolean => {
+    const last = readModel.transitionOf(s.node);
+    return last === null ? livenessAt(s.lastSeenAt, wall, options.graceMs).state === 'disconnected' : last === 'silent';
+  };
   const onChange = (c: NodeChange): void => {
     // Silent from a NodeSilent folded until any later sign of life; other events leave it as it is.
     const silent =
@@ -162,7 +171,7 @@ export function createWatch(options: WatchOptions): Watch {
     begin() {
       if (config.behindMs !== undefined || config.disconnectedMs !== undefined) {
         const wall = now();
-        for (const s of readModel.nodes()) hearNode(s, livenessAt(s.lastSeenAt, wall, options.graceMs).state === 'disconnected');
+        for (const s of readModel.nodes()) hearNode(s, silentAt(s, wall));
         unsubscribe = readModel.onChange(onChange);
       }
       timer = setInterval(() => {

@@ -52,7 +52,7 @@ export type LivenessTracker = Readonly<{
    * times stay where the observing engine's last transition left them (liveObservation.ts).
    */
   followRecord: (now: number) => void;
-  /** The slot's latest recorded transition, or null: none folded (or restored from a snapshot, which keeps none). */
+  /** The slot's latest recorded transition, or null: none folded or restored. */
   transitionOf: (slot: number) => 'heard' | 'silent' | null;
   clear: () => void;
 }>;

@@ -19,6 +19,7 @@ import type {
   RolloutEventListener,
 } from './readModelTypes.ts';
 import type { DecodedStates } from './snapshot/decodeStates.ts';
+import { transitionOfCode } from './snapshot/transitions.ts';
 
 // The in-memory read model (docs/design.md): a mutable Map<node, NodeState> where each entry is
 // replaced by the pure fold, never edited in place. Listeners hear every change synchronously,
@@ -345,7 +346,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     catchUp,
     catchUpColumns,
     endCatchUp,
-    restore(next, at) {
+    restore(next, at, transitions = null) {
       drafts = null;
       draftPosition = null;
       bulkOver = true;
@@ -371,13 +372,18 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
           const counted = next.counted(slot);
           tally.add(counted);
           tracker.update(slot, ids[slot]!, next.status(slot), next.lastSeenMs(slot), now, counted.retiredAt !== null);
+          const t = transitionOfCode(transitions?.[slot]);
+          if (t !== null) tracker.transition(slot, t === 'heard', now);
         }
         position = at;
         return;
       }
+      let i = 0;
       for (const s of next) {
         const slot = slotFor(s.node);
         place(slot, states[slot], s);
+        const t = transitionOfCode(transitions?.[i++]);
+        if (t !== null) tracker.transition(slot, t === 'heard', clock());
       }
       position = at;
     },

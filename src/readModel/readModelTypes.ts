@@ -102,8 +102,10 @@ export type ReadModel = Readonly<{
    * snapshot/decodeStates.ts) the model takes over its node ids and slots, counts every node from its
    * columns, and builds a node's state the first time it is asked for (get, nodes, page, a
    * fold), then keeps it: the same states, built at first use instead of all at start.
+   * `transitions`: each state's latest recorded liveness transition in the same order
+   * (snapshot/transitions.ts's codes), when the snapshot keeps them.
    */
-  restore: (states: Iterable<NodeState> | DecodedStates, position: bigint | null) => void;
+  restore: (states: Iterable<NodeState> | DecodedStates, position: bigint | null, transitions?: Uint8Array | null) => void;
   /** Overwrite one node's state without an event: for restore and for tests that tamper on purpose. */
   set: (state: NodeState) => void;
   /**
@@ -123,6 +125,6 @@ export type ReadModel = Readonly<{
   setUnobserved: (reason: string | null) => void;
   /** Judge liveness by each node's recorded transition where it has one (an engine without ingest, liveObservation.ts). */
   followRecord: () => void;
-  /** The node's latest recorded transition folded here (none after a snapshot restore until its next one). */
+  /** The node's latest recorded transition, folded here or restored (none from a snapshot of format 5 or older, until its next one). */
   transitionOf: (node: string) => 'heard' | 'silent' | null;
 }>;

@@ -1,6 +1,6 @@
 import type { NodeState } from '../../projections/index.ts';
 import type { LatencyHistogram } from '../../projections/index.ts';
-import type { NodeOutcome, RolloutSend, RolloutSkip, RolloutState, RolloutStatus, WaveProgress } from '../core/rollout/index.ts';
+import type { NodeFacts, NodeOutcome, RolloutSend, RolloutSkip, RolloutState, RolloutStatus, WaveProgress } from '../core/rollout/index.ts';
 import type { OnSuperseded, RollbackOnHalt, RollbackScope, RolloutFailure } from '../core/events/index.ts';
 import type { EventStore } from '../store/index.ts';
 import type { CriterionNow } from './rolloutCriteria.ts';
@@ -141,8 +141,11 @@ export type RolloutView = Readonly<{
    * built from the wave's targets when first read. Equal to projections' waveProgress.
    */
   progress: (id: string, limit?: number) => WaveProgress | null;
-  /** A node as the rollouts judge it: its folded state with the ingest's exact last-seen time, if newer. */
-  nodeOf: (node: string) => NodeState | undefined;
+  /**
+   * A node as the rollouts judge it: its folded state with the ingest's exact last-seen time, if
+   * newer; without one, with whether its latest recorded transition says it is heard (`connected`).
+   */
+  nodeOf: (node: string) => RolloutNodeState | undefined;
   /** `progress` of `s`'s rollout when this view has folded its stream to `s.revision`, as the driver did; else undefined. */
   progressAt: (s: RolloutState, limit?: number) => WaveProgress | null | undefined;
   /**
@@ -205,5 +208,8 @@ export const countable = (o: NodeOutcome): o is keyof Counts => o !== 'unsent';
 /** What the queries read of the view: a node's entry in a rollout, and the node fold's state. */
 export type Lookup = Readonly<{
   entryOf: (r: Tracked, node: string) => Entry | undefined;
-  nodeOf: (node: string) => NodeState | undefined;
+  nodeOf: (node: string) => RolloutNodeState | undefined;
 }>;
+
+/** A node's folded state as the rollouts read it (RolloutView.nodeOf). */
+export type RolloutNodeState = NodeState & Pick<NodeFacts, 'connected'>;

@@ -11,7 +11,7 @@ import { progressOf } from './rolloutProgress.ts';
 import { withExactLastSeen } from './queries.ts';
 import { summaryOf } from './rolloutSummary.ts';
 import { countable, zero } from './rolloutViewTypes.ts';
-import type { Entry, Lookup, ProgressFolded, RolloutChangeListener, RolloutView, Tracked } from './rolloutViewTypes.ts';
+import type { Entry, Lookup, ProgressFolded, RolloutChangeListener, RolloutNodeState, RolloutView, Tracked } from './rolloutViewTypes.ts';
 
 export type {
   WaveCounts,
@@ -155,9 +155,15 @@ export function createRolloutView(
     },
   );
 
-  const nodeOf = (node: string): NodeState | undefined => {
+  const nodeOf = (node: string): RolloutNodeState | undefined => {
     const state = readModel.get(node);
-    return state === undefined || exact === undefined ? state : withExactLastSeen(state, exact(node));
+    if (state === undefined) return undefined;
+    const seen = exact?.(node) ?? null;
+    if (seen !== null) return withExactLastSeen(state, seen);
+    // No exact time (no ingest, or not heard since it started): the record says, while an engine
+    // observes; the folded time says nothing of now for a node that stays alive (docs/design.md §3).
+    const last = readModel.unobserved() === null ? readModel.transitionOf(node) : null;
+    return last === null ? state : { ...state, connected: last === 'heard' };
   };
   const lookup: Lookup = { entryOf, nodeOf };
 

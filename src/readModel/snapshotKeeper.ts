@@ -6,6 +6,7 @@ import type { ReadModel } from './readModel.ts';
 import type { RolloutView } from './rollouts.ts';
 import { foldVersion, rejectionOf, snapshotFormat, writeSnapshot } from './snapshot/snapshotFile.ts';
 import type { SnapshotRejection } from './snapshot/snapshotFile.ts';
+import { transitionCode } from './snapshot/transitions.ts';
 import { trustedSnapshot } from './snapshot/trust.ts';
 
 // The projection runner's snapshots (docs/design.md §6): restored at start when trusted, written
@@ -75,7 +76,7 @@ export function createSnapshotKeeper(
     if (outcome.kind === 'rejected') discard(outcome.path, outcome.err);
     if (outcome.kind !== 'trusted') return;
     const snap = outcome.snap;
-    readModel.restore(snap.states, snap.position);
+    readModel.restore(snap.states, snap.position, snap.transitions);
     // A snapshot holds node states only: the rollouts it stands for are folded from their streams.
     await rollouts.load(store, snap.position);
     lastSnapshotAt = snap.position;
@@ -96,6 +97,9 @@ export function createSnapshotKeeper(
     // States are immutable values: the array taken now is the model at `position`, however far
     // the fold moves while the writer encodes it a slice at a time (snapshot.ts).
     const states = [...readModel.nodes()];
+    // Taken with the states, in the same turn: each node's latest transition at `position`.
+    const transitions = new Uint8Array(states.length);
+    for (let i = 0; i < states.length; i++) transitions[i] = transitionCode(readModel.transitionOf(states[i]!.node));
     lastSnapshotAt = position;
     const t0 = performance.now();
     writing = writeSnapshot(opts.path, {
@@ -105,6 +109,7 @@ export function createSnapshotKeeper(
       eventId,
       writtenAt: new Date().toISOString(),
       states,
+      transitions,
     })
       .then(async ({ bytes }) => {
         log.debug({ position: position.toString(), bytes, ms: Math.round(performance.now() - t0) }, 'snapshot written');

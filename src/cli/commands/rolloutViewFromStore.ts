@@ -48,7 +48,7 @@ async function fromSnapshot(store: EventStore, io: CliIo, snapshotPath: string):
   const readModel = createReadModel();
   const rollouts = createRolloutView(readModel);
   const head = await store.headPosition();
-  readModel.restore(outcome.snap.states, outcome.snap.position);
+  readModel.restore(outcome.snap.states, outcome.snap.position, outcome.snap.transitions);
   await rollouts.load(store, outcome.snap.position);
   const p = progress(io, 'folding');
   try {

@@ -87,15 +87,17 @@ export const notConnectedAt = (lastSeenAt: string | null, nowMs: number, graceMs
 /**
  * A node still behind when its wave timed out, as a failure: 'silent' when it was not connected
  * then (it went quiet, or was never heard from), else 'timeout' (connected, but not caught up).
+ * Connected is the facts' `connected` where the record decided it, else the grace's answer.
  */
 export function lateFailure(
   node: string,
-  facts: Pick<NodeFacts, 'reported' | 'missing' | 'lastSeenAt'> | undefined,
+  facts: Pick<NodeFacts, 'reported' | 'missing' | 'lastSeenAt' | 'connected'> | undefined,
   nowMs: number,
   graceMs: number,
 ): RolloutFailure {
   const lastSeenAt = facts?.lastSeenAt ?? null;
-  if (notConnectedAt(lastSeenAt, nowMs, graceMs))
+  const connected = facts?.connected;
+  if (connected === undefined ? notConnectedAt(lastSeenAt, nowMs, graceMs) : !connected)
     return { node, reason: 'silent', detail: lastSeenAt === null ? 'silent: never seen' : `silent: no sign of life since ${lastSeenAt}` };
   return { node, reason: 'timeout', detail: failureDetail('pending', facts, undefined) };
 }

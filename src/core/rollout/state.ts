@@ -119,6 +119,12 @@ export type NodeFacts = Readonly<{
   status: string;
   /** The last sign of life (a report or an alive), for whether a node still behind at its wave's timeout was silent. */
   lastSeenAt: string | null;
+  /**
+   * Whether the node is heard now, where its latest recorded transition says (docs/design.md §3
+   * "Liveness as recorded"): a reader without the ingest's exact time sets it. Absent, `lastSeenAt`
+   * and the grace decide.
+   */
+  connected?: boolean;
   reported: Readonly<{ declared: string | null; failed: Readonly<Record<string, string>>; refused: string; class: string }> | null;
   missing: readonly string[];
 }>;

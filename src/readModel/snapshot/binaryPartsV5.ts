@@ -4,6 +4,7 @@ import type { Columns, Tables } from './columns.ts';
 import { partKinds } from './columnParts.ts';
 import type { Part } from './columnParts.ts';
 import { decodeColumn, decodeTable, MissingPartError } from './decodeColumn.ts';
+import { decodeTransitions, transitionsPart } from './transitions.ts';
 
 // Format 5's body: framed binary parts, each a little-endian uint32 length, a JSON descriptor
 // ["name", "kind", bytes], zero padding to a multiple of 8 bytes from the file's start (so typed
@@ -12,8 +13,17 @@ import { decodeColumn, decodeTable, MissingPartError } from './decodeColumn.ts';
 const newline = 0x0a;
 const descriptorSchema = z.tuple([z.string().min(1).max(200), z.enum(partKinds), z.number().int().min(0)]);
 
-/** Format 5: the parts between the header line and the trailer's newline, decoded and checked. */
-export function readBinaryPartsV5(bytes: Buffer, from: number, to: number, nodes: number): { columns: Columns; tables: Tables } {
+/**
+ * Formats 5 and 6: the parts between the header line and the trailer's newline, decoded and
+ * checked; format 6 (`withTransitions`) ends with each node's latest transition (transitions.ts).
+ */
+export function readBinaryPartsV5(
+  bytes: Buffer,
+  from: number,
+  to: number,
+  nodes: number,
+  withTransitions = false,
+): { columns: Columns; tables: Tables; transitions: Uint8Array | null } {
   const parts = new Map<string, Part>();
   let at = from;
   while (at < to) {
@@ -47,6 +57,12 @@ export function readBinaryPartsV5(bytes: Buffer, from: number, to: number, nodes
   for (const name of columnNames) columns[name] = decodeColumn(name, reader, nodes);
   const tables = {} as Record<string, unknown>;
   for (const name of tableNames) tables[name] = decodeTable(name, reader);
+  let transitions: Uint8Array | null = null;
+  if (withTransitions) {
+    const p = reader.take(transitionsPart);
+    if (p === undefined) throw new MissingPartError(transitionsPart);
+    transitions = decodeTransitions(p, nodes);
+  }
   if (parts.size > 0) throw new SnapshotContentError(`parts the format does not name: ${[...parts.keys()].join(', ')}`);
-  return { columns: columns as Columns, tables: tables as Tables };
+  return { columns: columns as Columns, tables: tables as Tables, transitions };
 }

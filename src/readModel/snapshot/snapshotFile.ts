@@ -14,15 +14,17 @@ import { decodeStates } from './decodeStates.ts';
 import type { DecodedStates } from './decodeStates.ts';
 import { createEncoder } from './encoder.ts';
 import { headerSchema4, readJsonLinesV4 } from './jsonLinesV4.ts';
+import { encodeTransitions, transitionsPart } from './transitions.ts';
 
 // Read-model snapshots: the folded states at one position. A snapshot is only a shortcut: it is
 // restored only if it was made by a fold of the same version (projections/foldVersion.ts), from
 // this store (the event at its position has the same id), and passes the checks of
 // trust.ts. Anything else is discarded and the runner folds from zero — slower, never wrong.
 //
-// The file (format 5):
+// The file (format 6):
 //   1. a header line, JSON: format, foldVersion, position, eventId, writtenAt, nodes, sections;
-//   2. binary parts (columns.ts names them: the columns, then the tables; binaryPartsV5.ts reads them), each a little-endian
+//   2. binary parts (columns.ts names them: the columns, then the tables, then each node's latest
+//      liveness transition, transitions.ts; binaryPartsV5.ts reads them), each a little-endian
 //      uint32 length, a JSON descriptor ["name", "kind", bytes], zero padding to a multiple of 8
 //      bytes from the file's start (typed arrays read the data in place), then the data;
 //   3. a newline and a trailer line, {"sha256": "<hex>"}: the sha256 of every byte before it.
@@ -36,9 +38,12 @@ import { headerSchema4, readJsonLinesV4 } from './jsonLinesV4.ts';
 //    section checked by a zod schema. A format-3 file (one JSON object) is discarded with a log line.
 // 5: the same columns and tables as binary parts (typed arrays, one text per string column), read
 //    without a JSON.parse per node, for a fast warm start. Format 4 (jsonLinesV4.ts) is still read.
-export const snapshotFormat = 5;
-/** Formats this engine reads: the one it writes and format 4. */
-const readable = [4, 5];
+// 6: format 5 and a last part, each node's latest recorded liveness transition, so a restored
+//    engine without ingest judges a node as one that folded from zero (docs/design.md §3). Formats
+//    4 and 5 are still read, with no transitions: a node is judged by grace until its next one.
+export const snapshotFormat = 6;
+/** Formats this engine reads: the one it writes and formats 4 and 5. */
+const readable = [4, 5, 6];
 export { foldVersion };
 
 export type Snapshot = Readonly<{
@@ -49,10 +54,15 @@ export type Snapshot = Readonly<{
   eventId: string;
   writtenAt: string;
   states: readonly NodeState[];
+  /**
+   * Each state's latest recorded liveness transition, in the states' order (transitions.ts's codes):
+   * null when read from a format that keeps none; none when written without it.
+   */
+  transitions?: Uint8Array | null;
 }>;
 
 /** A snapshot as the runner restores it: its states checked and read in place, each built when first asked (decodeStates.ts). */
-export type StoredSnapshot = Omit<Snapshot, 'states'> & Readonly<{ states: DecodedStates }>;
+export type StoredSnapshot = Omit<Snapshot, 'states' | 'transitions'> & Readonly<{ states: DecodedStates; transitions: Uint8Array | null }>;
 
 /** Why a snapshot was not used: the label of converge_snapshot_rejected_total. */
 export type SnapshotRejection =
@@ -67,8 +77,10 @@ export const rejectionOf = (err: unknown): SnapshotRejection =>
 const newline = 0x0a;
 const trailerPattern = /^\{"sha256":"([0-9a-f]{64})"\}$/;
 
-// The header is the same in formats 4 and 5 but for the format number.
-const headerSchema = headerSchema4.extend({ format: z.literal(snapshotFormat) });
+// The header is the same in formats 4, 5 and 6 but for the format number.
+const headerSchema = headerSchema4.extend({ format: z.union([z.literal(5), z.literal(snapshotFormat)]) });
+/** The sections a header of `format` names. */
+const sectionsOf = (format: number): readonly string[] => (format >= 6 ? [...sectionNames, transitionsPart] : sectionNames);
 type Header = z.infer<typeof headerSchema>;
 
 const formatOf = (v: unknown): string => (typeof v === 'number' ? String(v) : (JSON.stringify(v) ?? String(v)));
@@ -107,8 +119,9 @@ export function decodeSnapshot(bytes: Buffer): StoredSnapshot {
   const h = (raw.format === 4 ? headerSchema4 : headerSchema).safeParse(raw);
   if (!h.success) throw snapshotRejected('schema', `snapshot header is not valid: ${h.error.issues[0]?.message ?? 'invalid'}`, h.error);
   const header = h.data;
-  if (header.sections.join(',') !== sectionNames.join(','))
-    throw snapshotRejected('schema', `snapshot sections are ${header.sections.join(',')}, not ${sectionNames.join(',')}`);
+  const sections = sectionsOf(header.format);
+  if (header.sections.join(',') !== sections.join(','))
+    throw snapshotRejected('schema', `snapshot sections are ${header.sections.join(',')}, not ${sections.join(',')}`);
   // The trailer: the last line, after the last newline but one.
   if (bytes.length === 0 || bytes[bytes.length - 1] !== newline)
     throw snapshotRejected('truncated', 'snapshot does not end with its checksum line');
@@ -120,12 +133,14 @@ export function decodeSnapshot(bytes: Buffer): StoredSnapshot {
     throw snapshotRejected('checksum', `snapshot content does not match its sha256 (recorded ${trailer[1]}, content ${actual})`);
 
   let states: DecodedStates;
+  let transitions: Uint8Array | null;
   try {
-    const { columns, tables } =
+    const { columns, tables, ...rest } =
       header.format === 4
-        ? readJsonLinesV4(bytes, firstEnd + 1, trailerStart)
-        : readBinaryPartsV5(bytes, firstEnd + 1, trailerStart - 1, header.nodes);
+        ? { ...readJsonLinesV4(bytes, firstEnd + 1, trailerStart), transitions: null }
+        : readBinaryPartsV5(bytes, firstEnd + 1, trailerStart - 1, header.nodes, header.format >= 6);
     states = decodeStates(header.nodes, columns, tables);
+    transitions = rest.transitions;
   } catch (e) {
     if (e instanceof MissingPartError) throw snapshotRejected('truncated', `snapshot ends before ${e.part}`, e);
     if (e instanceof SnapshotContentError) throw snapshotRejected('schema', `snapshot ${e.message}`, e);
@@ -138,6 +153,7 @@ export function decodeSnapshot(bytes: Buffer): StoredSnapshot {
     eventId: header.eventId,
     writtenAt: header.writtenAt,
     states,
+    transitions,
   };
 }
 
@@ -192,6 +208,8 @@ const writeChunk = 1024 * 1024;
  */
 export async function writeSnapshot(path: string, snap: Snapshot): Promise<{ bytes: number }> {
   const states = snap.states;
+  if (snap.transitions != null && snap.transitions.length !== states.length)
+    throw new Error(`a snapshot of ${states.length} states with ${snap.transitions.length} transitions`);
   const tmp = `${path}.${process.pid}.tmp`;
   const file = await open(tmp, 'w');
   const hash = createHash('sha256');
@@ -232,7 +250,7 @@ export async function writeSnapshot(path: string, snap: Snapshot): Promise<{ byt
       eventId: snap.eventId,
       writtenAt: snap.writtenAt,
       nodes: states.length,
-      sections: [...sectionNames],
+      sections: [...sectionsOf(snapshotFormat)],
     };
     await put(Buffer.from(`${JSON.stringify(header)}\n`, 'utf8'));
     const encoder = createEncoder(states, snap.position);
@@ -249,6 +267,7 @@ export async function writeSnapshot(path: string, snap: Snapshot): Promise<{ byt
       await yieldToLoop();
     }
     for (const name of tableNames) await putPart(encodeTable(name, encoder.table(name)));
+    await putPart(encodeTransitions(snap.transitions ?? new Uint8Array(states.length)));
     await put(Buffer.from('\n'));
     await flush();
     const trailer = Buffer.from(`{"sha256":"${hash.digest('hex')}"}\n`);

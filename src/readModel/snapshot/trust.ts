@@ -6,6 +6,8 @@ import type { EventStore } from '../../store/index.ts';
 import { compareStates } from '../replay.ts';
 import { openSnapshot, snapshotRejected } from './snapshotFile.ts';
 import type { StoredSnapshot } from './snapshotFile.ts';
+import { transitionOfCode } from './transitions.ts';
+import type { Transition } from './transitions.ts';
 
 // What a snapshot must pass before the runner serves it (a snapshot with forged
 // values and the right foldVersion, position and event id was restored and served). The file's
@@ -148,18 +150,27 @@ export async function crossCheck(
     const stream = first.length === 0 ? first : await store.readStream(streamOf(claimed.node));
     eventsRead += Math.max(0, stream.length - first.length);
     let folded: NodeState = initialNodeState(claimed.node);
+    let transition: Transition = null;
     let gap = false;
     for (const [i, e] of stream.entries()) {
       if (e.position > snap.position) break;
       // A revision skipped: events after the kept first one were archived (its last send or report is its first event).
       if ((gap = e.revision !== BigInt(i))) break;
       if (isNodeEvent(e)) folded = foldNode(folded, e);
+      if (e.type === 'NodeHeard') transition = 'heard';
+      else if (e.type === 'NodeSilent') transition = 'silent';
     }
     if (gap) {
       archived++;
       continue;
     }
     checked++;
+    const kept = snap.transitions === null ? transition : transitionOfCode(snap.transitions[i]);
+    if (kept !== transition)
+      throw snapshotRejected(
+        'cross-check',
+        `snapshot node ${JSON.stringify(claimed.node)} differs from its stream in the store: its latest liveness transition is ${kept ?? 'none'} in the snapshot, ${transition ?? 'none'} in the store`,
+      );
     const diffs = compareStates(new Map([[claimed.node, folded]]), [claimed]);
     if (diffs.length > 0) {
       const d = diffs[0]!;

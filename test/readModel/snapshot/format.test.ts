@@ -17,7 +17,8 @@ import { encodeSnapshot4 } from '../../../src/readModel/snapshot/jsonLinesV4.ts'
 import { tempDir } from '../../support/tempDir.ts';
 
 // The snapshot's format alone: whatever read model is written comes back the same,
-// value for value and type for type — binary columns, the JSON a column falls back to, format 4.
+// value for value and type for type — binary columns, the JSON a column falls back to, each node's
+// latest liveness transition, formats 4 and 5.
 // Whether a snapshot is believed (consistency, cross-check) is trust.test.ts.
 
 const dir = tempDir({ after }, 'converge-snapformat-');
@@ -137,9 +138,26 @@ const snapshotOf = (big: boolean, states: readonly NodeState[]): Snapshot => ({
   eventId: 'DeclarationSent/n/1',
   writtenAt: '2026-11-30T15:00:00.000Z',
   states,
+  // None, NodeHeard, NodeSilent in turn (snapshot/transitions.ts's codes).
+  transitions: Uint8Array.from(states, (_, i) => i % 3),
 });
 
-test('save → restore is the identity for any read model (format 5)', async () => {
+/** The same snapshot as format 5 wrote it: no transitions part. The header keeps its length, so every part keeps its alignment. */
+function asFormat5(bytes: Buffer): Buffer {
+  const headerEnd = bytes.indexOf(0x0a);
+  const header = bytes
+    .subarray(0, headerEnd)
+    .toString('utf8')
+    .replace(`"format":${snapshotFormat}`, '"format":5')
+    .replace(',"transitions"', ' '.repeat(',"transitions"'.length));
+  const part = bytes.lastIndexOf(Buffer.from('["transitions"'));
+  assert.ok(part > headerEnd);
+  const body = Buffer.concat([Buffer.from(header, 'utf8'), bytes.subarray(headerEnd, part - 4), Buffer.from('\n')]);
+  const sha = createHash('sha256').update(body).digest('hex');
+  return Buffer.concat([body, Buffer.from(`{"sha256":"${sha}"}\n`)]);
+}
+
+test('save → restore is the identity for any read model (format 6)', async () => {
   let run = 0;
   await fc.assert(
     fc.asyncProperty(readModel, async ([big, states]) => {
@@ -163,7 +181,20 @@ test('a format-4 snapshot (JSON lines) is still read, to the same states', async
         encodeSnapshot4(snap, (t) => createHash('sha256').update(t, 'utf8').digest('hex')),
         'utf8',
       );
-      assert.deepStrictEqual(parseSnapshot(bytes), { ...snap, format: 4 });
+      assert.deepStrictEqual(parseSnapshot(bytes), { ...snap, format: 4, transitions: null });
+    }),
+    { numRuns: 100 },
+  );
+});
+
+test('a format-5 snapshot (no transitions) is still read, to the same states and no transitions', async () => {
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(readModel, async ([big, states]) => {
+      const path = join(dir, `format5-${run++}.snapshot`);
+      const snap = snapshotOf(big, states);
+      await writeSnapshot(path, snap);
+      assert.deepStrictEqual(parseSnapshot(asFormat5(readFileSync(path))), { ...snap, format: 5, transitions: null });
     }),
     { numRuns: 100 },
   );
@@ -339,9 +370,10 @@ test('a header whose format field is damaged is refused as not valid, not as a f
   const path = join(dir, 'damaged-header.snapshot');
   await writeSnapshot(path, snapshotOf(false, []));
   const bytes = readFileSync(path);
+  const f = `"format":${snapshotFormat}`;
   for (const [from, to] of [
-    ['"format":5', '"formal":5'],
-    ['"format":5', '"format":"5"'],
+    [f, `"formal":${snapshotFormat}`],
+    [f, `"format":"${snapshotFormat}"`],
   ] as const) {
     const damaged = Buffer.from(bytes.toString('latin1').replace(from, to), 'latin1');
     assert.throws(

@@ -85,7 +85,10 @@ async function restart(r: Rig) {
 async function forge(r: Rig, edit: (states: NodeState[]) => NodeState[]): Promise<void> {
   const snap = await readSnapshot(r.snapPath);
   assert.ok(snap !== null);
-  await writeSnapshot(r.snapPath, { ...snap, states: edit([...snap.states]) });
+  const states = edit([...snap.states]);
+  // Each node keeps its own transition; one the snapshot did not have gets none.
+  const codes = new Map(snap.states.map((s, i) => [s.node, snap.transitions?.[i] ?? 0]));
+  await writeSnapshot(r.snapPath, { ...snap, states, transitions: Uint8Array.from(states, (s) => codes.get(s.node) ?? 0) });
 }
 
 async function assertFoldedFromZero(r: Rig, reason: RegExp): Promise<void> {
@@ -130,6 +133,15 @@ test('a phantom node the store never saw is refused', async (t) => {
   await assertFoldedFromZero(r, /cross-check .*ghost/);
 });
 
+test('a liveness transition the node stream does not hold is refused', async (t) => {
+  const r = await rig(t);
+  const snap = await readSnapshot(r.snapPath);
+  assert.ok(snap !== null);
+  // Every node recorded silent (code 2), where no stream holds a NodeSilent.
+  await writeSnapshot(r.snapPath, { ...snap, transitions: new Uint8Array(snap.states.length).fill(2) });
+  await assertFoldedFromZero(r, /cross-check .*latest liveness transition is silent in the snapshot, none in the store/);
+});
+
 test('wrong types ("reports": "NaN", a string serial) are refused by the schema, never folded onto', async (t) => {
   const r = await rig(t);
   await forge(r, (states) => states.map((s) => (s.node === 'c' ? ({ ...s, reports: 'NaN' } as unknown as NodeState) : s)));
@@ -166,7 +178,7 @@ test('a snapshot of the format before (one JSON object) is discarded with a log 
   assert.equal(got.folded.length, r.events);
   assert.deepEqual(got.diffs, []);
   const line = got.lines.find((l) => /snapshot not used/.test(l.msg));
-  assert.match(`${line?.reason} ${line?.detail}`, /^format .*snapshot is format 3; this engine reads format 5 \(and 4\)/);
+  assert.match(`${line?.reason} ${line?.detail}`, /^format .*snapshot is format 3; this engine reads format 6 \(and 4, 5\)/);
   assert.match(got.rejected[0] ?? '', /reason="format"\} 1$/);
 });
 
