@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -263,8 +263,15 @@ export async function runUpgrade(
     };
     const newOverOld = await replay(thisBin, snapshotOf('old2'));
     const oldOverNew = await replay(release.bin, snapshotOf('new1'));
+    // A release reads the snapshot formats it knows: when this one writes a newer format, the one
+    // before refuses it by name, and its serve folds from zero (docs/operations.md "Upgrades").
+    const [newFormat, oldFormat] = [snapshotFormatOf(snapshotOf('new1')), snapshotFormatOf(snapshotOf('old2'))];
+    const oldReadsNewFormat = newFormat === oldFormat;
     checks['newReplayVerifiesTheOldSnapshot'] = newOverOld === 'verified';
-    checks['oldReplayVerifiesTheNewSnapshot'] = oldOverNew === 'verified';
+    checks['oldReplayVerifiesTheNewSnapshot'] = oldReadsNewFormat
+      ? oldOverNew === 'verified'
+      : oldOverNew.includes(`snapshot is format ${newFormat}; this engine reads format ${oldFormat}`);
+    if (!oldReadsNewFormat) notes.push(`snapshot format ${newFormat} here, ${oldFormat} in the previous release`);
     notes.push(`replay --verify: this release over the old one's snapshot ${newOverOld}; the old release over this one's ${oldOverNew}`);
 
     // Warm starts from the other's snapshot (store only), then a type neither release knows.
@@ -285,7 +292,9 @@ export async function runUpgrade(
       60_000,
     );
     checks['newRestoredTheOldSnapshot'] = new2.logged(/restored read model from snapshot/) !== undefined;
-    checks['oldRestoredTheNewSnapshot'] = old3.logged(/restored read model from snapshot/) !== undefined;
+    checks['oldRestoredTheNewSnapshot'] = oldReadsNewFormat
+      ? old3.logged(/restored read model from snapshot/) !== undefined
+      : old3.logged(/snapshot not used \(format\)/) !== undefined;
 
     const write = {
       stream: `node-${ids[1]}`,
@@ -362,4 +371,10 @@ export async function runUpgrade(
     await reader.close().catch(() => undefined);
     await scratch.drop().catch(() => undefined);
   }
+}
+
+/** The format number in a snapshot file's header line. */
+export function snapshotFormatOf(path: string): number {
+  const bytes = readFileSync(path);
+  return (JSON.parse(bytes.subarray(0, bytes.indexOf(0x0a)).toString('utf8')) as { format: number }).format;
 }
