@@ -263,6 +263,8 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
       if (!running) return;
       running = false;
       abort?.abort();
+      // A gate that never answers would keep serve's process alive to its timeout (up to 5 minutes).
+      gates.stop();
       wake();
       await loop;
       loop = null;
