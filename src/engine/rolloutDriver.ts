@@ -192,9 +192,11 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
         for (const id of [...rollouts.keys()]) {
           if (signal.aborted) break;
           try {
-            const after = await step(id);
+            const after = await step(id, signal);
             if (after !== null) next = Math.min(next, monotonic() + after);
           } catch (err) {
+            // Stopped mid-decision: what was appended stands, the rest is the next start's.
+            if (signal.aborted) break;
             logger.error({ rollout: id, err: (err as Error).message }, 'rollout decision failed; trying again');
             next = Math.min(next, monotonic() + pollMs);
           }
