@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { closeSync, constants, existsSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { pino } from 'pino';
 import type { TestContext } from 'node:test';
 import { loadConfig } from '../../src/app/config.ts';
 import { createServer } from '../../src/app/server.ts';
@@ -11,8 +15,9 @@ import { readRollout, startRollout } from '../../src/engine/rolloutCommands.ts';
 import type { SignPool } from '../../src/engine/signPool.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
-import { testKey } from '../support/history.ts';
+import { historyInStore, testKey } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
+import { tempDir } from '../support/tempDir.ts';
 import { until } from '../support/until.ts';
 
 // The steps of serve's stop that waited on work of their own (docs/operations.md#shutting-down):
@@ -87,4 +92,42 @@ test("the rollouts step ends the driver's round promptly: a batch held at its si
     const sent = (await store.readStream(streamOf(node))).filter((e): e is Recorded<DeclarationSent> => e.type === 'DeclarationSent');
     assert.equal(sent.length, 1, node);
   }
+});
+
+test('the snapshot step gives up a write that cannot end within what is left of --stop-timeout-ms; the previous snapshot stays', async (t) => {
+  // Before the folder's removal (hooks run in order): the write left behind ends once its pipe is read.
+  let release = (): void => {};
+  t.after(() => release());
+  const path = join(tempDir(t, 'converge-stopsnap-'), 'events.snapshot');
+  const store = createMemoryEventStore();
+  t.after(() => store.close());
+  const h = historyInStore(store);
+  await h.report('snap-1');
+  const lines: string[] = [];
+  const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
+  const engine = engineOn(t, store, { logger: log, driveRollouts: false }, { snapshotPath: path, stopTimeoutMs: '4000' });
+  await engine.start();
+  await engine.runner.caughtUp();
+  await engine.runner.writeSnapshot();
+  const before = readFileSync(path);
+  await h.report('snap-2');
+  await until('the new report to be folded', () => engine.runner.readModel.get('snap-2') !== undefined);
+
+  // The next write's temporary file is a pipe nobody reads: opening it never returns, as on a
+  // disk that stopped answering.
+  const tmp = `${path}.${process.pid}.tmp`;
+  execFileSync('mkfifo', [tmp]);
+  release = () => closeSync(openSync(tmp, constants.O_RDONLY | constants.O_NONBLOCK));
+
+  const steps = await stopped(engine);
+  assert.deepEqual(steps.slice(steps.indexOf('snapshot'), steps.indexOf('snapshot') + 2), ['snapshot', 'projections']);
+  assert.ok(
+    lines.some((l) => /snapshot given up/.test(l)),
+    lines.filter((l) => /snapshot/.test(l)).join(''),
+  );
+  assert.deepEqual(readFileSync(path), before, 'the previous snapshot is where it was, whole');
+  // Once its disk answers, the write left behind ends on its own and removes its temporary file.
+  release();
+  release = () => undefined;
+  await until('the write given up to remove its temporary file', () => !existsSync(tmp));
 });
