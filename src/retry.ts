@@ -103,3 +103,17 @@ export async function retry<T>(fn: () => Promise<T>, options: RetryOptions): Pro
   }
   return { ok: false, error };
 }
+
+/**
+ * `p`, or its caller let go once `signal` aborts (rejecting with the signal's reason): for work
+ * that cannot itself be stopped, such as a request on another thread, whose answer is then unused.
+ */
+export function unlessAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return p;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}

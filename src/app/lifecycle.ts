@@ -94,6 +94,7 @@ export function createLifecycle(parts: LifecycleParts): Lifecycle {
     async stop(steps = untimedSteps) {
       if (!started) return;
       started = false;
+      const began = steps.startedAt() ?? performance.now();
       // The API first, so no send starts after the parts below stop; its clients get a share of
       // the stop's bound to be answered, and are cut past it (docs/operations.md#shutting-down).
       await steps.run('api', () => closeWithin(app, apiGraceMs(config)));
@@ -105,7 +106,8 @@ export function createLifecycle(parts: LifecycleParts): Lifecycle {
       await steps.run('relay', () => relay?.stop());
       // After ingest: the last checkpoint covers every event this engine appended.
       await steps.run('audit checkpoint', () => auditCheckpoints?.stop());
-      await steps.run('snapshot', () => runner.writeSnapshot());
+      // Given up past its share, so the stop ends within its bound (the previous snapshot stays).
+      await steps.run('snapshot', () => runner.writeSnapshot(snapshotWithinMs(config, began)));
       await steps.run('projections', () => runner.stop());
       await steps.run('notify', () => notifier?.stop());
       await steps.run('tracing', async () => {
@@ -118,6 +120,13 @@ export function createLifecycle(parts: LifecycleParts): Lifecycle {
 
 /** How long closing a listener waits for the requests it holds: a quarter of the stop's bound. */
 export const apiGraceMs = (config: Pick<Config, 'stopTimeoutMs'>): number => Math.floor(config.stopTimeoutMs / 4);
+
+/**
+ * What the last snapshot may take: what is left of --stop-timeout-ms, less a tenth of it kept for
+ * the steps after it (closing the broker and the store). Its time grows with the fleet.
+ */
+export const snapshotWithinMs = (config: Pick<Config, 'stopTimeoutMs'>, began: number): number =>
+  Math.max(0, began + config.stopTimeoutMs - config.stopTimeoutMs / 10 - performance.now());
 
 /** A flood of connections at the open-files limit stops every accept, the probes' included. */
 function warnOnFewDescriptors(config: Config, logger: Logger): void {

@@ -13,14 +13,18 @@ export type StopSteps = Readonly<{
   current: () => StopStep | null;
   /** The steps ended so far, in order. */
   done: () => readonly StopStep[];
+  /** When the first step began (performance.now()), else null: where the stop's bound is counted from. */
+  startedAt: () => number | null;
 }>;
 
 export function createStopSteps(logger: Logger): StopSteps {
   const ended: StopStep[] = [];
   let running: { step: string; t0: number } | null = null;
+  let first: number | null = null;
   return {
     async run(step, fn) {
       const t0 = performance.now();
+      first ??= t0;
       running = { step, t0 };
       try {
         await fn();
@@ -33,6 +37,7 @@ export function createStopSteps(logger: Logger): StopSteps {
     },
     current: () => (running === null ? null : { step: running.step, ms: Math.round(performance.now() - running.t0) }),
     done: () => ended,
+    startedAt: () => first,
   };
 }
 
@@ -41,4 +46,5 @@ export const untimedSteps: StopSteps = {
   run: async (_step, fn) => void (await fn()),
   current: () => null,
   done: () => [],
+  startedAt: () => null,
 };

@@ -192,9 +192,11 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
         for (const id of [...rollouts.keys()]) {
           if (signal.aborted) break;
           try {
-            const after = await step(id);
+            const after = await step(id, signal);
             if (after !== null) next = Math.min(next, monotonic() + after);
           } catch (err) {
+            // Stopped mid-decision: what was appended stands, the rest is the next start's.
+            if (signal.aborted) break;
             logger.error({ rollout: id, err: (err as Error).message }, 'rollout decision failed; trying again');
             next = Math.min(next, monotonic() + pollMs);
           }
@@ -263,6 +265,8 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
       if (!running) return;
       running = false;
       abort?.abort();
+      // A gate that never answers would keep serve's process alive to its timeout (up to 5 minutes).
+      gates.stop();
       wake();
       await loop;
       loop = null;

@@ -44,8 +44,12 @@ export type StepDeps = Readonly<{
 }>;
 
 export type RolloutStepper = Readonly<{
-  /** Drive one rollout as far as it goes now; resolves with how long until it looks again (ms; null: on an event). */
-  step: (id: string) => Promise<number | null>;
+  /**
+   * Drive one rollout as far as it goes now; resolves with how long until it looks again (ms;
+   * null: on an event). Once `signal` aborts (the driver stops) it rejects with its reason at the
+   * next piece of work, an append already made waited for: the record says where the next start goes on.
+   */
+  step: (id: string, signal: AbortSignal) => Promise<number | null>;
 }>;
 
 type Act = Exclude<Decision, { kind: 'wait' } | { kind: 'gate' }> | Readonly<{ kind: 'gated'; event: WithId<RolloutEvent> }>;
@@ -62,12 +66,17 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
   const readPage = Math.max(1, options.readPage ?? 8);
 
   /** Read what the stream holds past the fold, and fold it: a page a turn of the loop. */
-  async function refresh(entry: Driven, id: string, s: RolloutState | null): Promise<RolloutState | null> {
+  async function refresh(entry: Driven, id: string, s: RolloutState | null, signal: AbortSignal): Promise<RolloutState | null> {
     if (s !== null && !entry.moved) return s;
     entry.moved = false;
     let next = s;
     for (let first = true; ; first = false) {
       if (!first) await nextTurn();
+      if (signal.aborted) {
+        // Read again in full by the next round, or the next start.
+        entry.moved = true;
+        signal.throwIfAborted();
+      }
       const events = (await store.readStream(rolloutStreamOf(id), {
         ...(next === null ? {} : { fromRevision: next.revision + 1n }),
         limit: readPage,
@@ -88,32 +97,33 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
   }
 
   /** Whether the read model has folded everything the store holds now (waiting a little for it). */
-  async function readModelCurrent(): Promise<boolean> {
+  async function readModelCurrent(signal: AbortSignal): Promise<boolean> {
     const position = options.readModelPosition;
     if (position === undefined) return true;
     const head = await store.headPosition();
     if (head === null) return true;
     for (let i = 0; i < 50; i++) {
       if ((position() ?? -1n) >= head) return true;
-      await sleep(10);
+      await sleep(10, signal);
+      signal.throwIfAborted();
     }
     return false;
   }
 
   /** Carry out one decision; resolves once it is recorded (or another writer's record made it moot). */
-  async function act(s: RolloutState, d: Act): Promise<void> {
+  async function act(s: RolloutState, d: Act, signal: AbortSignal): Promise<void> {
     const stream = rolloutStreamOf(s.id);
     // Whatever the outcome (recorded, or lost to another writer), the stream is read again.
     const entry = rollouts.get(s.id);
     if (entry !== undefined) entry.moved = true;
     try {
       if (d.kind === 'rollbackSend') {
-        const sent = await sendRollback({ store, sender, nodeOf, now, holds }, s, d.nodes.slice(0, batchSize));
+        const sent = await sendRollback({ store, sender, nodeOf, now, holds, signal }, s, d.nodes.slice(0, batchSize));
         options.metrics?.eventsAppended.inc({ type: 'DeclarationSent' }, sent);
         options.metrics?.eventsAppended.inc({ type: 'RollbackSent' });
       } else if (d.kind === 'send') {
         const sent = await sendWave(
-          { store, sender, now, holds },
+          { store, sender, now, holds, signal },
           s,
           d.wave,
           d.nodes.slice(0, batchSize),
@@ -123,6 +133,7 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
         options.metrics?.eventsAppended.inc({ type: 'RolloutSent' });
       } else {
         const event = d.kind === 'gated' ? d.event : eventOfDecision(s, d, now().toISOString());
+        signal.throwIfAborted();
         await store.append([{ stream, expected: s.revision, events: [event] }]);
         options.metrics?.eventsAppended.inc({ type: event.type });
       }
@@ -147,22 +158,22 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
    * A rollback's next step (rollback.ts), or how long until it looks again. Its end counts the
    * nodes still behind as failed only once the read model has folded what the store holds.
    */
-  async function rollbackStep(s: RolloutState): Promise<Exclude<Act, { kind: 'gated' }> | number | null> {
+  async function rollbackStep(s: RolloutState, signal: AbortSignal): Promise<Exclude<Act, { kind: 'gated' }> | number | null> {
     const decideNow = (): Decision => decideRollback(s, rollbackProgress(s, nodeOf, listLimit), clock.nowMs(s), nodeOf, graceMs, listLimit);
     const d = decideNow();
     if (d.kind === 'wait') return d.untilMs === null ? null : Math.max(0, d.untilMs - clock.nowMs(s));
     if (d.kind === 'gate') return pollMs; // no gate in a rollback
     if (d.kind !== 'completeRollback') return d;
-    if (!(await readModelCurrent())) return pollMs;
+    if (!(await readModelCurrent(signal))) return pollMs;
     const again = decideNow();
     return again.kind === 'wait' || again.kind === 'gate' ? 0 : again;
   }
 
-  async function step(id: string): Promise<number | null> {
+  async function step(id: string, signal: AbortSignal): Promise<number | null> {
     const entry = rollouts.get(id);
     if (entry === undefined) return null;
     for (let round = 0; round < 1_000 && deps.acting(); round++) {
-      const s = await refresh(entry, id, entry.state);
+      const s = await refresh(entry, id, entry.state, signal);
       entry.state = s;
       if (s === null) return null;
       if (isTerminal(s.status) && !owesRollback(s)) {
@@ -172,9 +183,9 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
         return null;
       }
       if (s.rollback !== null) {
-        const d = await rollbackStep(s);
+        const d = await rollbackStep(s, signal);
         if (typeof d === 'number' || d === null) return d;
-        await act(s, d);
+        await act(s, d, signal);
         if (d.kind === 'rollbackSend') await nextTurn();
         continue;
       }
@@ -190,20 +201,20 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
       const gated = d.kind === 'gate' ? gates.step(s, d.wave) : null;
       if (typeof gated === 'number') return gated;
       if (gated !== null) {
-        await act(s, { kind: 'gated', event: gated });
+        await act(s, { kind: 'gated', event: gated }, signal);
         continue;
       }
       if (d.kind === 'gate') continue;
-      if ((d.kind === 'completeWave' || d.kind === 'halt') && !(await readModelCurrent())) return pollMs;
+      if ((d.kind === 'completeWave' || d.kind === 'halt') && !(await readModelCurrent(signal))) return pollMs;
       if (d.kind === 'completeWave' || d.kind === 'halt') {
         // Decided on a read model that may have moved while it caught up: decide again on the
         // current one, and act only if the answer stands.
         const again = decide(s, s.current === 0 ? null : progressOf(s, s.current), clock.nowMs(s), listLimit);
         if (again.kind !== d.kind) continue;
-        await act(s, again);
+        await act(s, again, signal);
         continue;
       }
-      await act(s, d);
+      await act(s, d, signal);
       // One batch a turn: on a store whose appends resolve in the same turn, a wave's sends would
       // otherwise hold the event loop from the API, ingest and the projections until all were sent.
       if (d.kind === 'send') await nextTurn();

@@ -29,6 +29,8 @@ type Entry = {
   answer: Answer | null;
   /** Monotonic time before which it does not ask again. */
   retryAt: number;
+  /** Ends the call under way (the driver stopped). */
+  abort: AbortController | null;
 };
 
 export type GateKeeper = Readonly<{
@@ -38,6 +40,11 @@ export type GateKeeper = Readonly<{
    */
   step: (s: RolloutState, wave: number) => WithId<RolloutEvent> | number;
   forget: (rollout: string) => void;
+  /**
+   * End every call under way and forget their answers (the driver stops): an open request keeps
+   * the process alive until the gate's timeout, up to 5 minutes. A later start asks again.
+   */
+  stop: () => void;
 }>;
 
 /** What the gate is told: enough to judge the rollout so far without reading it. */
@@ -58,13 +65,13 @@ export function createGateKeeper(options: GateKeeperOptions): GateKeeper {
   const post = options.fetch ?? fetch;
   const entries = new Map<string, Entry>();
 
-  async function call(url: string, timeoutMs: number, body: Record<string, unknown>): Promise<Answer> {
+  async function call(url: string, timeoutMs: number, body: Record<string, unknown>, stopped: AbortSignal): Promise<Answer> {
     try {
       const r = await post(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), stopped]),
       });
       const text = (await r.text().catch(() => '')).slice(0, 200);
       const passed = r.status >= 200 && r.status < 300;
@@ -85,7 +92,7 @@ export function createGateKeeper(options: GateKeeperOptions): GateKeeper {
       if (gate === undefined) return 0;
       let entry = entries.get(s.id);
       if (entry === undefined || entry.wave !== wave) {
-        entry = { wave, calling: false, answer: null, retryAt: Number.NEGATIVE_INFINITY };
+        entry = { wave, calling: false, answer: null, retryAt: Number.NEGATIVE_INFINITY, abort: null };
         entries.set(s.id, entry);
       }
       if (entry.answer !== null) {
@@ -109,7 +116,12 @@ export function createGateKeeper(options: GateKeeperOptions): GateKeeper {
       if (wait > 0) return wait;
       entry.calling = true;
       const e = entry;
-      void call(gate.url, gate.timeoutMs, gateBody(s, wave)).then((a) => {
+      const abort = new AbortController();
+      e.abort = abort;
+      void call(gate.url, gate.timeoutMs, gateBody(s, wave), abort.signal).then((a) => {
+        e.abort = null;
+        // Ended by the driver's stop: no answer from the gate, so nothing to record.
+        if (abort.signal.aborted) return;
         e.calling = false;
         e.answer = a;
         options.wake();
@@ -117,5 +129,9 @@ export function createGateKeeper(options: GateKeeperOptions): GateKeeper {
       return maxRetryMs;
     },
     forget: (rollout) => void entries.delete(rollout),
+    stop: () => {
+      for (const e of entries.values()) e.abort?.abort();
+      entries.clear();
+    },
   };
 }

@@ -28,6 +28,8 @@ export type RollbackSendDeps = Readonly<{
   nodeOf: (node: string) => NodeState | undefined;
   now: () => Date;
   holds: HoldsReader;
+  /** The driver's stop: a batch not appended yet is given up (sendBatch.ts `signal`). */
+  signal?: AbortSignal;
 }>;
 
 type Skip = Readonly<{ node: string; code: string; reason: string }>;
@@ -55,6 +57,7 @@ async function waveItems(
   store: EventStore,
   s: RolloutState,
   nodes: readonly string[],
+  signal: AbortSignal | undefined,
 ): Promise<{ items: BatchItem[]; restores: Map<string, Restores>; skipped: Skip[] }> {
   const asOf = s.started.asOf;
   if (asOf === undefined)
@@ -65,6 +68,7 @@ async function waveItems(
   const restores = new Map<string, Restores>();
   const skipped: Skip[] = [];
   for (const node of nodes) {
+    signal?.throwIfAborted();
     const was = await specAt(store, node, moment, upTo);
     if (was === null) {
       skipped.push({ node, code: 'noneAsOf', reason: `had been sent nothing at or before ${describeMoment(moment)}: nothing to restore` });
@@ -82,7 +86,7 @@ async function waveItems(
  * (sendBatch.ts `ahead`; not under asOf, whose specs are read per node).
  */
 export async function sendWave(
-  deps: Pick<RollbackSendDeps, 'store' | 'sender' | 'now' | 'holds'>,
+  deps: Pick<RollbackSendDeps, 'store' | 'sender' | 'now' | 'holds' | 'signal'>,
   s: RolloutState,
   wave: number,
   nodes: readonly string[],
@@ -93,10 +97,12 @@ export async function sendWave(
     deps.store,
     s,
     nodes.filter((node) => !skips.has(node)),
+    deps.signal,
   );
   const r = await deps.sender.sendMany(items, {
     rollout: { id: s.id, wave },
     now: deps.now(),
+    ...(deps.signal === undefined ? {} : { signal: deps.signal }),
     ...(s.started.asOf === undefined && next.length > 0 ? { ahead: next.map((node) => ({ node, resources: s.started.resources })) } : {}),
     // `at`: the time the declarations carry, which the RolloutSent that lists them says too.
     extra: (sent, refused, at) => [
@@ -138,6 +144,7 @@ export async function sendRollback(deps: RollbackSendDeps, s: RolloutState, node
   const restores = new Map<string, Restores>();
   const skips = operatorSkips(await deps.holds.refresh(), nodes);
   for (const node of nodes) {
+    deps.signal?.throwIfAborted();
     const ours = s.sends.get(node);
     if (ours === undefined) continue;
     const skip = skips.get(node);
@@ -167,6 +174,7 @@ export async function sendRollback(deps: RollbackSendDeps, s: RolloutState, node
   const r = await deps.sender.sendMany(items, {
     rollout: { id: s.id, wave: 1, rollback: true },
     now: at,
+    ...(deps.signal === undefined ? {} : { signal: deps.signal }),
     extra: (sent, refused) => [
       {
         stream,

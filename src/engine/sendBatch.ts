@@ -5,6 +5,7 @@ import type { ErrorCode } from '../core/errors.ts';
 import { declarationSentOf, nodeOfStream, streamOf } from '../core/events/index.ts';
 import type { DeclarationSent, WithId } from '../core/events/index.ts';
 import type { AppendResult, EventStore, StreamWrite } from '../store/port.ts';
+import { unlessAborted } from '../retry.ts';
 import { createTurnBudget } from '../turnBudget.ts';
 import { attr, digestKey, tracer } from '../tracing/index.ts';
 import { createHoldsReader, pinnedError } from './holds.ts';
@@ -81,6 +82,12 @@ export type SendManyOptions = Readonly<{
     refused: readonly BatchOutcome[],
     at: Date,
   ) => readonly StreamWrite[];
+  /**
+   * Give the call up once this aborts (the rollout driver's stop): it rejects with the signal's
+   * reason before its next append, and an append already made is waited for. Nothing is stored
+   * but by an append, so a call given up so leaves its nodes to be sent by the next one.
+   */
+  signal?: AbortSignal;
 }>;
 
 export type BatchSenderOptions = Readonly<{
@@ -139,10 +146,12 @@ async function catchUpViews(
   store: EventStore,
   views: Map<string, SendView>,
   nodes: readonly Todo[],
+  signal: AbortSignal | undefined,
 ): Promise<{ seen: boolean; declared: boolean }> {
   let seen = false;
   let declared = false;
   for (const t of nodes) {
+    signal?.throwIfAborted();
     const before = views.get(t.node)!;
     const caughtUp = await catchUpSendView(store, t.node, before);
     views.set(t.node, caughtUp.view);
@@ -222,8 +231,12 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
           return pinned === null;
         });
     }
+    const signal = opts.signal;
     const views = new Map<string, SendView>();
-    for (const t of todo) views.set(t.node, await loadView(t.node));
+    for (const t of todo) {
+      signal?.throwIfAborted();
+      views.set(t.node, await loadView(t.node));
+    }
     let appends = 0;
     /** Position of the last event written by any call so far (null: none written). */
     let position: bigint | null = null;
@@ -260,7 +273,8 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
         outcomes[t.i] = null;
         toSign.push({ node: t.node, serial: v.serial + 1, resources: t.spec.resources, specText: t.specText, t, v });
       }
-      const signed = await signer.sign(at, toSign);
+      // A signing thread that does not answer must not hold a stop: the signatures are then unused.
+      const signed = await unlessAborted(signer.sign(at, toSign), signal);
       // Recording them (ids, events, writes) is work of this thread too: in slices, whoever signed.
       const budget = createTurnBudget({ sliceMs: signSliceMs });
       for (const [k, { t, v, serial }] of toSign.entries()) {
@@ -325,6 +339,7 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
       // The extra writes go with the first call that writes; a later call only retries lost nodes.
       const extra = pending === todo ? (opts.extra?.(sent, refused, at) ?? []) : [];
       if (writes.length === 0 && extra.length === 0) return done();
+      signal?.throwIfAborted();
       let r: AppendResult;
       try {
         appends++;
@@ -336,7 +351,7 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
         if (node === null || !views.has(node)) throw err;
         // Bring every node of the call up to date, not only the one named: the error names the
         // first stream that moved, and under load several may have.
-        const { seen, declared } = await catchUpViews(store, views, pending);
+        const { seen, declared } = await catchUpViews(store, views, pending, signal);
         try {
           moved(sendLabel(node, pending.length), declared, err);
         } catch (gaveUp) {
@@ -352,7 +367,7 @@ export function createDeclarationRecorder(options: BatchSenderOptions): RecordDe
       if (r.position !== null) position = r.position;
       const lost = await answer(r, made);
       if (lost.length === 0) return done();
-      const { seen } = await catchUpViews(store, views, lost);
+      const { seen } = await catchUpViews(store, views, lost, signal);
       try {
         moved(sendLabel(lost[0]!.node, lost.length), true, takenBy(made.get(lost[0]!.i)!));
       } catch (gaveUp) {

@@ -71,8 +71,11 @@ export type ProjectionRunner = Readonly<{
   lag: () => Promise<bigint>;
   /** Refresh the lag and node gauges (called on every /metrics scrape: liveness depends on now). */
   refreshMetrics: (now?: number) => Promise<void>;
-  /** Write a snapshot of the current read model now (if snapshots are configured). */
-  writeSnapshot: () => Promise<void>;
+  /**
+   * Write a snapshot of the current read model now (if snapshots are configured); given up, the
+   * previous one left in place and a warn logged, if it is not written within `withinMs`.
+   */
+  writeSnapshot: (withinMs?: number) => Promise<void>;
   stop: () => Promise<void>;
 }>;
 
@@ -303,7 +306,7 @@ export function createProjectionRunner(options: ProjectionRunnerOptions): Projec
     failure: () => readModel.failure(),
     lag,
     refreshMetrics,
-    writeSnapshot: () => snapshots.writeNow(),
+    writeSnapshot: (withinMs) => snapshots.writeNow(withinMs),
     async stop() {
       stopping = true;
       if (following !== null) await following;

@@ -1,6 +1,7 @@
 import { rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.ts';
+import { unlessAborted } from '../retry.ts';
 import type { EventStore } from '../store/index.ts';
 import type { ReadModel } from './readModel.ts';
 import type { RolloutView } from './rollouts.ts';
@@ -38,9 +39,12 @@ export type SnapshotKeeper = Readonly<{
   folded: (eventId: string) => void;
   /** A snapshot once the interval has passed since the last one, the model now at `position`. */
   ifDue: (position: bigint) => void;
-  /** A snapshot of the model as it is now, after the one being written. */
-  writeNow: () => Promise<void>;
-  /** Resolves once no snapshot is being written. */
+  /**
+   * A snapshot of the model as it is now, after the one being written; given up (logged, the
+   * previous snapshot left in place) if both are not written within `withinMs`.
+   */
+  writeNow: (withinMs?: number) => Promise<void>;
+  /** Resolves once no snapshot is being written (one given up is not waited for). */
   settled: () => Promise<void>;
 }>;
 
@@ -57,6 +61,8 @@ export function createSnapshotKeeper(
   const { store, readModel, rollouts, log, metrics } = o;
   let lastSnapshotAt: bigint | null = null;
   let writing: Promise<void> | null = null;
+  /** Ends the write under way (writeNow's bound passed). */
+  let writeAbort: AbortController | null = null;
   let lastEventId: string | null = null;
   /** Why a snapshot is not used, said once: a warn log with the reason (info for an expected upgrade) and the metric. */
   function discard(path: string, err: unknown): void {
@@ -100,25 +106,42 @@ export function createSnapshotKeeper(
     // Taken with the states, in the same turn: each node's latest transition at `position`.
     const transitions = new Uint8Array(states.length);
     for (let i = 0; i < states.length; i++) transitions[i] = transitionCode(readModel.transitionOf(states[i]!.node));
+    const lastAt = lastSnapshotAt;
     lastSnapshotAt = position;
     const t0 = performance.now();
-    writing = writeSnapshot(opts.path, {
-      format: snapshotFormat,
-      foldVersion,
-      position,
-      eventId,
-      writtenAt: new Date().toISOString(),
-      states,
-      transitions,
-    })
+    const abort = new AbortController();
+    writeAbort = abort;
+    writing = writeSnapshot(
+      opts.path,
+      {
+        format: snapshotFormat,
+        foldVersion,
+        position,
+        eventId,
+        writtenAt: new Date().toISOString(),
+        states,
+        transitions,
+      },
+      abort.signal,
+    )
       .then(async ({ bytes }) => {
         log.debug({ position: position.toString(), bytes, ms: Math.round(performance.now() - t0) }, 'snapshot written');
         // The snapshot under its former name is stale from now on: gone, so deleting the new one is still always safe.
         if (opts.formerPath !== undefined && opts.formerPath !== opts.path) await rm(opts.formerPath, { force: true });
       })
-      .catch((err: unknown) => log.warn({ err, path: opts.path }, 'snapshot write failed; will retry at the next interval'))
+      .catch((err: unknown) => {
+        // Given up by writeNow, which says so: the model at `position` is not in the file.
+        if (abort.signal.aborted) {
+          if (lastSnapshotAt === position) lastSnapshotAt = lastAt;
+          return;
+        }
+        log.warn({ err, path: opts.path }, 'snapshot write failed; will retry at the next interval');
+      })
       .finally(() => {
-        writing = null;
+        if (writeAbort === abort) {
+          writing = null;
+          writeAbort = null;
+        }
       });
     return writing;
   }
@@ -143,12 +166,33 @@ export function createSnapshotKeeper(
       lastEventId = eventId;
     },
     ifDue: snapshotIfDue,
-    writeNow: async () => {
-      if (writing !== null) await writing;
-      await snapshotNow();
+    writeNow: async (withinMs = Number.POSITIVE_INFINITY) => {
+      const t0 = performance.now();
+      const late = new AbortController();
+      const timer = Number.isFinite(withinMs) ? setTimeout(() => late.abort(), Math.max(0, withinMs)) : undefined;
+      try {
+        await unlessAborted(
+          (async () => {
+            if (writing !== null) await writing;
+            await snapshotNow();
+          })(),
+          late.signal,
+        );
+      } catch (err) {
+        if (!late.signal.aborted) throw err;
+        // The write may be held where no slice is reached (a disk that does not answer): it ends
+        // on its own, its temporary file removed, and nothing waits for it.
+        writeAbort?.abort();
+        log.warn(
+          { path: o.snapshot?.path, withinMs: Math.round(withinMs), ms: Math.round(performance.now() - t0) },
+          'snapshot given up: not written within its bound; the previous snapshot stays, and the next start folds the events after it',
+        );
+      } finally {
+        clearTimeout(timer);
+      }
     },
     settled: async () => {
-      if (writing !== null) await writing;
+      if (writing !== null && writeAbort?.signal.aborted !== true) await writing;
     },
   };
 }

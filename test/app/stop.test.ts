@@ -160,3 +160,24 @@ test('a socket that never sends a request is cut at the API share of --stop-time
   await stopped(engine);
   await until('the socket to be closed by the server', () => ended);
 });
+
+test('an open event stream ends cleanly at the stop, without waiting for its lifetime or the API share of the bound', async (t) => {
+  const store = createMemoryEventStore();
+  t.after(() => store.close());
+  const { engine, base } = await started(t, store);
+  const agent = new http.Agent({ keepAlive: true });
+  t.after(() => agent.destroy());
+  let text = '';
+  let ended: 'end' | Error | null = null;
+  const req = http.get(new URL('/v1/events', base), { agent }, (res) => {
+    res.setEncoding('utf8');
+    res.on('data', (c: string) => (text += c));
+    res.on('end', () => (ended ??= 'end'));
+    res.on('error', (err) => (ended ??= err));
+  });
+  req.on('error', (err) => (ended ??= err));
+  await until('the stream to be open', () => text.includes(': connected'));
+  await stopped(engine);
+  await until('the stream to end', () => ended);
+  assert.equal(ended, 'end', String(ended));
+});

@@ -109,3 +109,27 @@ test('a gate that does not answer holds only its own rollout: another one runs t
     await gate.close();
   }
 });
+
+test('a gate that does not answer is let go when the driver stops: no request of its outlives the stop', async () => {
+  // An open request kept serve's process alive after its stop, up to the gate's timeout (5 minutes here).
+  let closed = false;
+  const gate = await gateServer((_, res) => res.once('close', () => (closed = true)));
+  const f = await rolloutFleet({ behaviour: { h1: 'apply', h2: 'apply' } });
+  try {
+    await f.start({
+      rollout: 'hanging',
+      selection: { kind: 'nodes', nodes: ['h1', 'h2'] },
+      waves: '1,100%',
+      gate: { url: gate.url, timeoutMs: 300_000 },
+    });
+    await until('the gate to be asked', async () => {
+      await f.settle();
+      return gate.bodies.length > 0;
+    });
+    await f.stop();
+    await until('the gate request to be ended by the stop', () => closed);
+    assert.equal((await f.rollout('hanging')).gate, null, 'ended by the stop, not answered: nothing recorded');
+  } finally {
+    await gate.close();
+  }
+});

@@ -204,14 +204,19 @@ const writeChunk = 1024 * 1024;
  * Write a snapshot atomically, off the hot path: the states are immutable values taken at one
  * position, so their columns are gathered and encoded a slice at a time with the event loop free
  * in between (folding and the API go on), streamed to a temp file, hashed as they go, and renamed
- * into place.
+ * into place. Once `signal` aborts it stops at the next slice, removes the temp file and rejects
+ * with the signal's reason: the snapshot in place is left as it was.
  */
-export async function writeSnapshot(path: string, snap: Snapshot): Promise<{ bytes: number }> {
+export async function writeSnapshot(path: string, snap: Snapshot, signal?: AbortSignal): Promise<{ bytes: number }> {
   const states = snap.states;
   if (snap.transitions != null && snap.transitions.length !== states.length)
     throw new Error(`a snapshot of ${states.length} states with ${snap.transitions.length} transitions`);
   const tmp = `${path}.${process.pid}.tmp`;
   const file = await open(tmp, 'w');
+  const next = async (): Promise<void> => {
+    signal?.throwIfAborted();
+    await yieldToLoop();
+  };
   const hash = createHash('sha256');
   let pending: Buffer[] = [];
   let pendingBytes = 0;
@@ -260,11 +265,11 @@ export async function writeSnapshot(path: string, snap: Snapshot): Promise<{ byt
       for (let from = 0; from < states.length; from += sliceNodes) {
         const slice = encoder.values(name, from, Math.min(states.length, from + sliceNodes));
         for (let i = 0; i < slice.length; i++) values[from + i] = slice[i];
-        await yieldToLoop();
+        await next();
       }
       // Encoded a slice at a time too: encodeColumn over the whole column would hold the loop for all of it.
-      for (const p of await encodeColumnSliced(name, values, sliceNodes, () => yieldToLoop())) await putPart(p);
-      await yieldToLoop();
+      for (const p of await encodeColumnSliced(name, values, sliceNodes, next)) await putPart(p);
+      await next();
     }
     for (const name of tableNames) await putPart(encodeTable(name, encoder.table(name)));
     await putPart(encodeTransitions(snap.transitions ?? new Uint8Array(states.length)));
@@ -274,6 +279,7 @@ export async function writeSnapshot(path: string, snap: Snapshot): Promise<{ byt
     await file.write(trailer);
     written += trailer.length;
     await file.close();
+    signal?.throwIfAborted();
   } catch (e) {
     await file.close().catch(() => undefined);
     await rm(tmp, { force: true });

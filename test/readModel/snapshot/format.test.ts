@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import fc from 'fast-check';
@@ -382,4 +382,24 @@ test('a header whose format field is damaged is refused as not valid, not as a f
       `${from} → ${to}`,
     );
   }
+});
+
+test('a write given up midway leaves the snapshot in place as it was and no temporary file', async () => {
+  const path = join(dir, 'given-up.snapshot');
+  const [, states] = fc.sample(
+    readModel.filter(([, s]) => s.length > 1),
+    { numRuns: 1, seed: 9 },
+  )[0]!;
+  await writeSnapshot(path, snapshotOf(false, states));
+  const before = readFileSync(path);
+  const abort = new AbortController();
+  // Given up at the first slice's yield: after the temporary file is opened, before its rename.
+  const writing = writeSnapshot(path, snapshotOf(false, states.slice(1)), abort.signal);
+  abort.abort();
+  await assert.rejects(writing, (e: Error) => e.name === 'AbortError');
+  assert.deepEqual(readFileSync(path), before);
+  assert.deepEqual(
+    readdirSync(dir).filter((f) => f.startsWith('given-up.snapshot.')),
+    [],
+  );
 });
