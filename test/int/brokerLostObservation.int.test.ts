@@ -1,0 +1,178 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { TestContext } from 'node:test';
+import { loadConfig } from '../../src/app/config.ts';
+import { createServer } from '../../src/app/server.ts';
+import { observationStream, streamOf } from '../../src/core/events/index.ts';
+import type { Recorded } from '../../src/core/events/index.ts';
+import { encodeAlive } from '../../src/core/wire/index.ts';
+import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
+import type { EventStore } from '../../src/store/index.ts';
+import { connectAmqp } from '../../src/transport/amqpConnection.ts';
+import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
+import { createAmqpTransport } from '../../src/transport/amqpTransport.ts';
+import { createBrokerLab, describeOnBroker, uniqueTag } from '../support/broker.ts';
+import type { BrokerLab } from '../support/broker.ts';
+import { createFaultProxy } from '../support/faults/faultProxy.ts';
+import type { FaultProxy } from '../support/faults/faultProxy.ts';
+import { logger } from '../support/logger.ts';
+import { until } from '../support/until.ts';
+
+// docs/design.md §3 "Not observed": while the engine's link to the broker is cut it hears no
+// node, so it must not judge silences; the record says not-observed for that span
+// (ObservationStopped 'broker-lost', then ObservationStarted once it consumes again), never
+// disconnected for a node that kept saying it is alive on the other side of the cut.
+
+const graceMs = 1_500;
+const read = { authorization: 'Bearer reader-token' };
+const ms = (text: string): number => Date.parse(text);
+
+type Cut = Readonly<{ name: string; cut: (p: FaultProxy) => void; heal: (p: FaultProxy) => void }>;
+
+const cuts: readonly Cut[] = [
+  {
+    // The broker goes away: connections reset, new ones refused. Noticed at once.
+    name: 'reset and refused',
+    cut: (p) => {
+      p.refuse(true);
+      p.reset();
+    },
+    heal: (p) => p.refuse(false),
+  },
+  {
+    // A partition: nothing passes and nothing closes; noticed through AMQP heartbeats (1 s here).
+    name: 'blackholed',
+    cut: (p) => p.blackhole(),
+    heal: (p) => p.pass(),
+  },
+];
+
+/** An engine as serve wires it (ingest, observer, API) over AMQP through `proxy`, and a node beating straight to the broker. */
+async function engineAndNode(t: TestContext, lab: BrokerLab, proxy: FaultProxy, store: EventStore) {
+  const node = `cut-${uniqueTag()}`;
+  const config = loadConfig(
+    { flags: {}, env: {} },
+    {
+      store: 'memory:',
+      port: '0',
+      logLevel: 'silent',
+      apiTokens: 'reader-token:read',
+      graceMs: String(graceMs),
+      lastSeenFlushMs: '200',
+      engineId: 'engine-cut',
+    },
+  );
+  const transport = await createAmqpTransport({ url: proxy.rewrite(lab.engineUrl), logger, heartbeatSeconds: 1 });
+  const engine = createServer({
+    config,
+    logger,
+    store,
+    key: null,
+    dashboardDir: null,
+    driveRollouts: false,
+    transport: { ingestSource: transport.ingestSource(), publisher: transport.declarationPublisher() },
+  });
+  const nodeConn = await connectAmqp({ url: await lab.enroll(node), logger });
+  const link = createAmqpNodeLink(nodeConn, { node, logger });
+  let beating = true;
+  let n = 0;
+  const beat = (async () => {
+    while (beating) {
+      await link.publish('alive', encodeAlive({ node }), `alive-${n++}`).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  let down = false;
+  const stop = async (): Promise<void> => {
+    if (down) return;
+    down = true;
+    beating = false;
+    await beat;
+    await link.close();
+    await nodeConn.close();
+    await engine.stop();
+    await transport.close();
+  };
+  t.after(async () => {
+    await stop();
+    await store.close();
+  });
+  await engine.start();
+  return { engine, transport, node, stop };
+}
+
+describeOnBroker('observation while the engine is cut off from the broker', () => {
+  let lab: BrokerLab;
+  let proxy: FaultProxy;
+  before(async () => {
+    lab = await createBrokerLab('converge-int-brokerlost');
+    const u = new URL(lab.engineUrl);
+    proxy = await createFaultProxy({ target: { host: u.hostname, port: Number(u.port || 5672) } });
+  });
+  after(async () => {
+    await proxy?.close();
+    await lab?.remove();
+  });
+
+  for (const c of cuts) {
+    test(`${c.name}: not observed during the cut, no silence for a node alive throughout, observed again after`, async (t) => {
+      proxy.refuse(false);
+      proxy.pass();
+      const store = createMemoryEventStore();
+      const { engine, transport, node, stop } = await engineAndNode(t, lab, proxy, store);
+      const nodeEvents = (): Promise<readonly Recorded[]> => store.readStream(streamOf(node));
+      const spans = (): Promise<readonly Recorded[]> => store.readStream(observationStream);
+      await until('the node heard', async () => (await nodeEvents()).some((e) => e.type === 'NodeHeard'));
+
+      const cutAt = Date.now();
+      c.cut(proxy);
+      await until('the engine to notice the loss', () => !transport.connection.isConnected());
+      const noticedAt = Date.now();
+      // Long enough for the sweep to have judged the node silent, were it judging.
+      await until('the cut to outlast the grace three times', () => Date.now() - noticedAt > 3 * graceMs);
+      const judgedInCut = (await nodeEvents()).filter((e) => e.type === 'NodeSilent' && ms(e.data.observedAt) > noticedAt);
+      assert.deepEqual(judgedInCut, [], 'no silence judged while the engine could hear no node');
+      const stopped = (await spans()).find((e) => e.type === 'ObservationStopped');
+      assert.ok(stopped?.type === 'ObservationStopped', 'the end of observation recorded');
+      assert.equal(stopped.data.why, 'broker-lost');
+      assert.ok(ms(stopped.data.at) >= cutAt && ms(stopped.data.at) <= noticedAt, 'at the moment the loss was noticed');
+
+      c.heal(proxy);
+      const resumed = await until(
+        'observation to resume',
+        async () => (await spans()).find((e) => e.type === 'ObservationStarted' && e.position > stopped.position) ?? null,
+        { timeoutMs: 90_000 },
+      );
+      assert.ok(resumed.type === 'ObservationStarted');
+      assert.equal(resumed.data.graceMs, graceMs);
+      await until('the node heard again after the resume', async () =>
+        (await nodeEvents()).some((e) => e.type === 'NodeHeard' && ms(e.data.at) >= ms(resumed.data.at)),
+      );
+
+      // Were the cut noticed late (blackholed, a loaded machine), a silence may be judged before
+      // the stop: never inside the span no one observed.
+      const silences = (await nodeEvents()).filter((e) => e.type === 'NodeSilent');
+      const inGap = silences.filter((e) => ms(e.data.observedAt) > ms(stopped.data.at));
+      assert.deepEqual(inGap, [], 'no silence recorded inside the span not observed');
+      if (c.name === 'reset and refused') assert.deepEqual(silences, [], 'noticed at once: no silence at all');
+
+      const stateAt = async (at: number): Promise<string> => {
+        const r = await engine.app.inject({
+          method: 'GET',
+          url: `/v1/nodes/${node}/state?at=${new Date(at).toISOString()}`,
+          headers: read,
+        });
+        assert.equal(r.statusCode, 200, r.body);
+        return (r.json() as { state: { liveness: { state: string } } }).state.liveness.state;
+      };
+      const inside = Math.floor((ms(stopped.data.at) + ms(resumed.data.at)) / 2);
+      assert.equal(await stateAt(inside), 'not-observed', 'a moment inside the cut');
+      assert.equal(await stateAt(Date.now()), 'connected', 'heard again since the resume');
+
+      // A stop closes its channels on purpose: that is a stop, not a loss.
+      await stop();
+      const last = (await spans()).at(-1);
+      assert.equal(last?.type === 'ObservationStopped' && last.data.why, 'stopped');
+    });
+  }
+});
