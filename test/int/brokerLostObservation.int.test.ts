@@ -7,6 +7,7 @@ import { observationStream, streamOf } from '../../src/core/events/index.ts';
 import type { Recorded } from '../../src/core/events/index.ts';
 import { encodeAlive } from '../../src/core/wire/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
+import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
@@ -16,6 +17,7 @@ import type { BrokerLab } from '../support/broker.ts';
 import { createFaultProxy } from '../support/faults/faultProxy.ts';
 import type { FaultProxy } from '../support/faults/faultProxy.ts';
 import { logger } from '../support/logger.ts';
+import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
 import { until } from '../support/until.ts';
 
 // docs/design.md §3 "Not observed": while the engine's link to the broker is cut it hears no
@@ -47,9 +49,19 @@ const cuts: readonly Cut[] = [
   },
 ];
 
-/** An engine as serve wires it (ingest, observer, API) over AMQP through `proxy`, and a node beating straight to the broker. */
-async function engineAndNode(t: TestContext, lab: BrokerLab, proxy: FaultProxy, store: EventStore) {
-  const node = `cut-${uniqueTag()}`;
+type Defer = (cleanup: () => Promise<void> | void) => void;
+
+/** Cleanups run after the test, last in first out: an engine stops before the store it writes to closes. */
+function deferrer(t: TestContext): Defer {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  t.after(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  });
+  return (cleanup) => void cleanups.push(cleanup);
+}
+
+/** An engine as serve wires it (ingest, observer, API) over AMQP at `url`; `stop` is idempotent, also run after the test. */
+async function startEngine(defer: Defer, url: string, store: EventStore, engineId: string) {
   const config = loadConfig(
     { flags: {}, env: {} },
     {
@@ -59,10 +71,10 @@ async function engineAndNode(t: TestContext, lab: BrokerLab, proxy: FaultProxy, 
       apiTokens: 'reader-token:read',
       graceMs: String(graceMs),
       lastSeenFlushMs: '200',
-      engineId: 'engine-cut',
+      engineId,
     },
   );
-  const transport = await createAmqpTransport({ url: proxy.rewrite(lab.engineUrl), logger, heartbeatSeconds: 1 });
+  const transport = await createAmqpTransport({ url, logger, heartbeatSeconds: 1 });
   const engine = createServer({
     config,
     logger,
@@ -72,6 +84,26 @@ async function engineAndNode(t: TestContext, lab: BrokerLab, proxy: FaultProxy, 
     driveRollouts: false,
     transport: { ingestSource: transport.ingestSource(), publisher: transport.declarationPublisher() },
   });
+  let down = false;
+  const stop = async (): Promise<void> => {
+    if (down) return;
+    down = true;
+    await engine.stop();
+    await transport.close();
+  };
+  defer(stop);
+  await engine.start();
+  const stateAt = async (node: string, at: number): Promise<string> => {
+    const r = await engine.app.inject({ method: 'GET', url: `/v1/nodes/${node}/state?at=${new Date(at).toISOString()}`, headers: read });
+    assert.equal(r.statusCode, 200, r.body);
+    return (r.json() as { state: { liveness: { state: string } } }).state.liveness.state;
+  };
+  return { engine, transport, stop, stateAt };
+}
+
+/** A node publishing alive every 100 ms straight to the broker (never through the proxy), until the test ends. */
+async function beatingNode(defer: Defer, lab: BrokerLab): Promise<string> {
+  const node = `cut-${uniqueTag()}`;
   const nodeConn = await connectAmqp({ url: await lab.enroll(node), logger });
   const link = createAmqpNodeLink(nodeConn, { node, logger });
   let beating = true;
@@ -82,23 +114,13 @@ async function engineAndNode(t: TestContext, lab: BrokerLab, proxy: FaultProxy, 
       await new Promise((r) => setTimeout(r, 100));
     }
   })();
-  let down = false;
-  const stop = async (): Promise<void> => {
-    if (down) return;
-    down = true;
+  defer(async () => {
     beating = false;
     await beat;
     await link.close();
     await nodeConn.close();
-    await engine.stop();
-    await transport.close();
-  };
-  t.after(async () => {
-    await stop();
-    await store.close();
   });
-  await engine.start();
-  return { engine, transport, node, stop };
+  return node;
 }
 
 describeOnBroker('observation while the engine is cut off from the broker', () => {
@@ -118,8 +140,11 @@ describeOnBroker('observation while the engine is cut off from the broker', () =
     test(`${c.name}: not observed during the cut, no silence for a node alive throughout, observed again after`, async (t) => {
       proxy.refuse(false);
       proxy.pass();
+      const defer = deferrer(t);
       const store = createMemoryEventStore();
-      const { engine, transport, node, stop } = await engineAndNode(t, lab, proxy, store);
+      defer(() => store.close());
+      const { transport, stop, stateAt } = await startEngine(defer, proxy.rewrite(lab.engineUrl), store, 'engine-cut');
+      const node = await beatingNode(defer, lab);
       const nodeEvents = (): Promise<readonly Recorded[]> => store.readStream(streamOf(node));
       const spans = (): Promise<readonly Recorded[]> => store.readStream(observationStream);
       await until('the node heard', async () => (await nodeEvents()).some((e) => e.type === 'NodeHeard'));
@@ -156,18 +181,9 @@ describeOnBroker('observation while the engine is cut off from the broker', () =
       assert.deepEqual(inGap, [], 'no silence recorded inside the span not observed');
       if (c.name === 'reset and refused') assert.deepEqual(silences, [], 'noticed at once: no silence at all');
 
-      const stateAt = async (at: number): Promise<string> => {
-        const r = await engine.app.inject({
-          method: 'GET',
-          url: `/v1/nodes/${node}/state?at=${new Date(at).toISOString()}`,
-          headers: read,
-        });
-        assert.equal(r.statusCode, 200, r.body);
-        return (r.json() as { state: { liveness: { state: string } } }).state.liveness.state;
-      };
       const inside = Math.floor((ms(stopped.data.at) + ms(resumed.data.at)) / 2);
-      assert.equal(await stateAt(inside), 'not-observed', 'a moment inside the cut');
-      assert.equal(await stateAt(Date.now()), 'connected', 'heard again since the resume');
+      assert.equal(await stateAt(node, inside), 'not-observed', 'a moment inside the cut');
+      assert.equal(await stateAt(node, Date.now()), 'connected', 'heard again since the resume');
 
       // A stop closes its channels on purpose: that is a stop, not a loss.
       await stop();
@@ -175,4 +191,49 @@ describeOnBroker('observation while the engine is cut off from the broker', () =
       assert.equal(last?.type === 'ObservationStopped' && last.data.why, 'stopped');
     });
   }
+
+  describeOnPostgres('engines sharing a PostgreSQL store', () => {
+    test('one engine cut off while another consumes: the moments of the cut read what the other observed', async (t) => {
+      proxy.refuse(false);
+      proxy.pass();
+      const defer = deferrer(t);
+      const scratch = scratchSchema('converge_brokerlost');
+      defer(() => scratch.drop());
+      // One store client each, as two serve processes have.
+      const storeA = createPostgresEventStore(scratch.url);
+      defer(() => storeA.close());
+      const a = await startEngine(defer, proxy.rewrite(lab.engineUrl), storeA, 'engine-a');
+      const storeB = createPostgresEventStore(scratch.url);
+      defer(() => storeB.close());
+      const b = await startEngine(defer, lab.engineUrl, storeB, 'engine-b');
+      const node = await beatingNode(defer, lab);
+      const spans = (): Promise<readonly Recorded[]> => storeB.readStream(observationStream);
+      // mesh.alive hands its messages to both engines in turn.
+      const received = (e: typeof a): number => e.engine.ingest?.stats().received ?? 0;
+      await until('both engines to hear the node', () => received(a) > 0 && received(b) > 0);
+
+      proxy.refuse(true);
+      proxy.reset();
+      await until('engine A to notice the loss', () => !a.transport.connection.isConnected());
+      const noticedAt = Date.now();
+      await until('the cut to outlast the grace three times', () => Date.now() - noticedAt > 3 * graceMs);
+      const stopped = (await spans()).find((e) => e.type === 'ObservationStopped');
+      assert.ok(stopped?.type === 'ObservationStopped', "A's end of observation recorded");
+      assert.deepEqual([stopped.data.engine, stopped.data.why], ['engine-a', 'broker-lost']);
+      const inCut = Math.floor((ms(stopped.data.at) + Date.now()) / 2);
+      assert.equal(await b.stateAt(node, inCut), 'connected', 'B observed the cut and heard the node throughout');
+
+      proxy.refuse(false);
+      await until(
+        'A to observe again',
+        async () =>
+          (await spans()).some((e) => e.type === 'ObservationStarted' && e.data.engine === 'engine-a' && e.position > stopped.position),
+        { timeoutMs: 90_000 },
+      );
+      const silences = (await storeB.readStream(streamOf(node))).filter((e) => e.type === 'NodeSilent');
+      assert.deepEqual(silences, [], 'neither engine recorded a silence');
+      assert.equal((await spans()).filter((e) => e.type === 'ObservationStopped').length, 1, "B's span stayed open; A's closed once");
+      assert.equal(await a.stateAt(node, inCut), 'connected', "A's view of the record agrees");
+    });
+  });
 });
