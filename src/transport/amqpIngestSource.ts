@@ -41,7 +41,7 @@ const deadLetterIdHeader = 'x-converge-dead-letter-id';
 type Session = {
   readonly ch: Channel;
   live: boolean;
-  /** Its consumers were (being) set up: its close stops consuming. */
+  /** Its consumers are set up, or one has delivered: its close stops consuming. */
   consuming: boolean;
   readonly outstanding: Set<number>;
   readonly consumerTags: string[];
@@ -176,12 +176,16 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
           // Per-consumer prefetch (global=false), so alive traffic cannot starve reports.
           await ch.prefetch(prefetch, false);
           if (stopping) return;
-          session.consuming = true;
-          // Told before the first consume, so every delivery on this channel comes after it.
-          if (lost) {
-            lost = false;
-            onLink?.('consuming');
-          }
+          // Consuming once every consumer is set up, or at a first delivery before that: a setup
+          // failing before either resumes nothing, and a resume is told before any delivery.
+          const consuming = (): void => {
+            if (session.consuming) return;
+            session.consuming = true;
+            if (lost) {
+              lost = false;
+              onLink?.('consuming');
+            }
+          };
           for (const kind of inboundKinds) {
             const { consumerTag } = await ch.consume(queues[kind], (m) => {
               if (m === null) {
@@ -190,11 +194,13 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
                 ch.close().catch(() => undefined);
                 return;
               }
+              consuming();
               session.outstanding.add(m.fields.deliveryTag);
               onDelivery(toDelivery(kind, session, m));
             });
             session.consumerTags.push(consumerTag);
           }
+          consuming();
           logger.info({ queues, prefetch }, 'consuming');
         },
       });
