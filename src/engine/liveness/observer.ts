@@ -1,11 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { makeObservationStarted, makeObservationStopped, observationStream } from '../../core/events/index.ts';
-import type { NodeSilent, ObservationStarted, ObservationStopped, WithId } from '../../core/events/index.ts';
+import type { NodeSilent } from '../../core/events/index.ts';
 import type { EventStore, NewEvent } from '../../store/port.ts';
 import { createTurnBudget, nextTurn } from '../../turnBudget.ts';
 import { createLivenessRecorder } from './recorder.ts';
 import type { LivenessRecorder } from './recorder.ts';
+import { createSpanWriter } from './spanWriter.ts';
 
 // An engine's observation of liveness (docs/design.md §3 "Liveness as recorded"): the span it
 // observed (ObservationStarted/Stopped in the `observation` stream), the sweep that records
@@ -132,30 +133,7 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
     return flushing;
   }
 
-  /**
-   * Span events not yet in the store, in order: one due while the store was down waits for the
-   * next flush or the stop, and a start is never appended before the stop it follows.
-   */
-  let unwritten: WithId<ObservationStarted | ObservationStopped>[] = [];
-  let writing: Promise<void> = Promise.resolve();
-
-  /** Run `job` after every span write before it, then append what is unwritten. */
-  function inOrder(job: () => Promise<void> | void = () => undefined): Promise<void> {
-    writing = writing.then(async () => {
-      await job();
-      if (unwritten.length === 0) return;
-      const events = unwritten.slice();
-      try {
-        await store.append([{ stream: observationStream, expected: 'any', events }]);
-        unwritten = unwritten.slice(events.length);
-      } catch (err) {
-        // Retried with the next flush; if none lands, the next start closes the span at the last
-        // flush, as after a crash (the flush time does not move while not observing).
-        logger.warn({ err: (err as Error).message, events: events.map((e) => e.type) }, 'could not record the observation span');
-      }
-    });
-    return writing;
-  }
+  const spans = createSpanWriter(store, logger);
 
   function startSweep(): void {
     sweepTimer = setInterval(() => void sweep(), sweepMs);
@@ -186,7 +164,7 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
       startSweep();
       flushTimer = setInterval(() => {
         void flush();
-        if (unwritten.length > 0) void inOrder();
+        if (spans.unwritten() > 0) void spans.write(() => null);
       }, flushMs);
       flushTimer.unref();
       void options.folded?.().then(
@@ -210,10 +188,10 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
       const closed = phase === 'lost';
       phase = 'stopped';
       stopTimers();
-      await writing;
-      await flush(at);
-      if (!closed) unwritten.push(makeObservationStopped(engine, stamp(), 'stopped'));
-      await inOrder();
+      await spans.write(async () => {
+        await flush(at);
+        return closed ? null : makeObservationStopped(engine, stamp(), 'stopped');
+      });
     },
     lost() {
       if (phase !== 'observing') return;
@@ -223,9 +201,9 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
       sweepTimer = null;
       logger.warn({ at: new Date(at).toISOString() }, 'broker link lost: not observing liveness until ingest consumes again');
       // The lease's last times as of the loss, then the end of the span.
-      void inOrder(async () => {
+      void spans.write(async () => {
         await flush(at);
-        unwritten.push(makeObservationStopped(engine, at, 'broker-lost'));
+        return makeObservationStopped(engine, at, 'broker-lost');
       });
     },
     resumed() {
@@ -234,9 +212,7 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
       const at = stamp();
       recorder.resume(mono());
       logger.info({ at: new Date(at).toISOString() }, 'consuming again: observing liveness, every node judged a grace from now');
-      void inOrder(() => {
-        unwritten.push(makeObservationStarted(engine, at, graceMs, flushedAt));
-      });
+      void spans.write(() => makeObservationStarted(engine, at, graceMs, flushedAt));
       if (!paused) startSweep();
     },
   };
