@@ -98,7 +98,13 @@ async function startEngine(defer: Defer, url: string, store: EventStore, engineI
     assert.equal(r.statusCode, 200, r.body);
     return (r.json() as { state: { liveness: { state: string } } }).state.liveness.state;
   };
-  return { engine, transport, stop, stateAt };
+  /** The current view (no `at`): liveness, and the reason when not observed. */
+  const now = async (node: string): Promise<{ state: string; reason?: string }> => {
+    const r = await engine.app.inject({ method: 'GET', url: `/v1/nodes/${node}`, headers: read });
+    assert.equal(r.statusCode, 200, r.body);
+    return (r.json() as { liveness: { state: string; reason?: string } }).liveness;
+  };
+  return { engine, transport, stop, stateAt, now };
 }
 
 /** A node publishing alive every 100 ms straight to the broker (never through the proxy), until the test ends. */
@@ -143,7 +149,7 @@ describeOnBroker('observation while the engine is cut off from the broker', () =
       const defer = deferrer(t);
       const store = createMemoryEventStore();
       defer(() => store.close());
-      const { transport, stop, stateAt } = await startEngine(defer, proxy.rewrite(lab.engineUrl), store, 'engine-cut');
+      const { transport, stop, stateAt, now } = await startEngine(defer, proxy.rewrite(lab.engineUrl), store, 'engine-cut');
       const node = await beatingNode(defer, lab);
       const nodeEvents = (): Promise<readonly Recorded[]> => store.readStream(streamOf(node));
       const spans = (): Promise<readonly Recorded[]> => store.readStream(observationStream);
@@ -161,6 +167,9 @@ describeOnBroker('observation while the engine is cut off from the broker', () =
       assert.ok(stopped?.type === 'ObservationStopped', 'the end of observation recorded');
       assert.equal(stopped.data.why, 'broker-lost');
       assert.ok(ms(stopped.data.at) >= cutAt && ms(stopped.data.at) <= noticedAt, 'at the moment the loss was noticed');
+      const during = await now(node);
+      assert.equal(during.state, 'not-observed', "the engine's current view says what the record says now");
+      assert.match(during.reason ?? '', /broker/);
 
       c.heal(proxy);
       const resumed = await until(
@@ -184,6 +193,7 @@ describeOnBroker('observation while the engine is cut off from the broker', () =
       const inside = Math.floor((ms(stopped.data.at) + ms(resumed.data.at)) / 2);
       assert.equal(await stateAt(node, inside), 'not-observed', 'a moment inside the cut');
       assert.equal(await stateAt(node, Date.now()), 'connected', 'heard again since the resume');
+      assert.equal((await now(node)).state, 'connected', 'and in the current view');
 
       // A stop closes its channels on purpose: that is a stop, not a loss.
       await stop();
@@ -222,6 +232,7 @@ describeOnBroker('observation while the engine is cut off from the broker', () =
       assert.deepEqual([stopped.data.engine, stopped.data.why], ['engine-a', 'broker-lost']);
       const inCut = Math.floor((ms(stopped.data.at) + Date.now()) / 2);
       assert.equal(await b.stateAt(node, inCut), 'connected', 'B observed the cut and heard the node throughout');
+      assert.equal((await a.now(node)).state, 'connected', "A's current view follows what B records");
 
       proxy.refuse(false);
       await until(

@@ -189,6 +189,7 @@ export function createIngest(options: IngestOptions): Ingest {
         ? new Map([...lastSeen].map(([node, at]) => [node, new Date(at.ms)]))
         : new Map([...recorder.all()].map(([node, ms]) => [node, new Date(ms)])),
     isHealthy: committer.isHealthy,
+    brokerLost: () => observer?.isLost() ?? false,
     health: () => {
       const h = committer.health();
       return { ...h, pending: waiting() + h.pending };

@@ -46,6 +46,8 @@ export type LivenessObserver = Readonly<{
   lost: () => void;
   /** Consuming again: a span starts now, every node judged afresh a grace from here. */
   resumed: () => void;
+  /** Between `lost` and `resumed`: this engine observes nothing. */
+  isLost: () => boolean;
 }>;
 
 /**
@@ -206,6 +208,7 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
         return makeObservationStopped(engine, at, 'broker-lost');
       });
     },
+    isLost: () => phase === 'lost',
     resumed() {
       if (phase !== 'lost') return;
       phase = 'observing';
