@@ -202,6 +202,23 @@ describeOnBroker('observation while the engine is cut off from the broker', () =
     });
   }
 
+  test('a blip: a reset the engine reconnects from at once is recorded as it was, a stop and then a start', async (t) => {
+    proxy.refuse(false);
+    proxy.pass();
+    const defer = deferrer(t);
+    const store = createMemoryEventStore();
+    defer(() => store.close());
+    const { transport } = await startEngine(defer, proxy.rewrite(lab.engineUrl), store, 'engine-blip');
+    const spans = async (): Promise<string[]> =>
+      (await store.readStream(observationStream)).map((e) => (e.type === 'ObservationStopped' ? e.data.why : 'started'));
+    await until('consuming', () => transport.connection.isConnected());
+    const generation = transport.connection.generation();
+    assert.ok(proxy.reset() > 0, 'the engine connection reset');
+    await until('the span closed and opened again', async () => (await spans()).length === 3, { timeoutMs: 90_000 });
+    assert.deepEqual(await spans(), ['started', 'broker-lost', 'started']);
+    assert.ok(transport.connection.generation() > generation, 'over a new connection');
+  });
+
   describeOnPostgres('engines sharing a PostgreSQL store', () => {
     test('one engine cut off while another consumes: the moments of the cut read what the other observed', async (t) => {
       proxy.refuse(false);
