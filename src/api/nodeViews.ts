@@ -40,7 +40,7 @@ export function nodeViews(
     observation: () => deps.observation?.refresh() ?? Promise.resolve(),
     view: (st, at = now()) => {
       const seen = withLastSeen(st);
-      const live = currentLiveness(deps.readModel, seen, at, deps.observation !== undefined);
+      const live = currentLiveness(deps.readModel, seen, at, deps.observation?.followsRecord() ?? false);
       return { ...nodeView(seen, at, deps.graceMs, live), ...holdOf(holds.latest(), st.node) };
     },
     known: (node) => {

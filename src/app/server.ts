@@ -133,16 +133,20 @@ export function createServer(options: ServerOptions): Server {
           metrics,
           ...(transport.fenceBroker === undefined ? {} : { fenceBroker: transport.fenceBroker }),
         });
-  // With no ingest this engine hears no node: its current view asks the record whether anyone observes (docs/design.md §3).
-  const observation =
-    ingest === null
-      ? createLiveObservation({
-          store,
-          readModel: runner.readModel,
-          why: config.role === 'api' ? 'serve --role api runs no ingest' : 'started without --amqp',
-          ...(options.now === undefined ? {} : { now: options.now }),
-        })
-      : null;
+  // With no ingest, or its broker link lost, this engine hears no node: its current view asks the
+  // record whether anyone observes (docs/design.md §3 "Not observed").
+  const observation = createLiveObservation({
+    store,
+    readModel: runner.readModel,
+    why:
+      ingest !== null
+        ? 'its ingest lost the broker link'
+        : config.role === 'api'
+          ? 'serve --role api runs no ingest'
+          : 'started without --amqp',
+    ...(ingest === null ? {} : { observing: () => !ingest.brokerLost() }),
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
   const notifier = notifierOf(options, runner, ingest, relay);
   const auditCheckpoints = createCheckpointer(config, store, logger, options.now);
   const dashboardDir = options.dashboardDir === undefined ? findDashboardDir() : options.dashboardDir;

@@ -10,10 +10,14 @@ import type { ReadModel } from './readModelTypes.ts';
 // observing, every node is not-observed, and the read model says why ("Not observed"); while
 // another engine observes, a node is judged by its latest recorded transition, connected after
 // NodeHeard and disconnected after NodeSilent ("Liveness as recorded"), and by grace only without one.
+// An engine with ingest does the same while its ingest cannot consume (the broker link lost, so it
+// hears no node), and judges by grace, as it hears, the rest of the time.
 
 export type LiveObservation = Readonly<{
   /** Read the observation spans again and set the read model's judgement; callers await it before answering. */
   refresh: () => Promise<void>;
+  /** The current view judges by recorded transitions now (this engine does not observe itself). */
+  followsRecord: () => boolean;
 }>;
 
 export type LiveObservationOptions = Readonly<{
@@ -21,6 +25,8 @@ export type LiveObservationOptions = Readonly<{
   readModel: ReadModel;
   /** Why this engine does not observe, as the reason begins (e.g. "started without --amqp"). */
   why: string;
+  /** This engine observes itself now (its ingest consumes): no spans are read, liveness judged by grace. Absent: never. */
+  observing?: () => boolean;
   now?: () => number;
 }>;
 
@@ -43,13 +49,25 @@ export function currentLiveness(readModel: ReadModel, st: NodeState, at: number,
   return t === null ? undefined : livenessByTransition(t, lastSeenAt, at);
 }
 
-export function createLiveObservation({ store, readModel, why, now = Date.now }: LiveObservationOptions): LiveObservation {
-  readModel.followRecord();
+export function createLiveObservation({ store, readModel, why, observing, now = Date.now }: LiveObservationOptions): LiveObservation {
+  let byRecord = false;
+  const follow = (on: boolean): void => {
+    if (byRecord === on) return;
+    byRecord = on;
+    readModel.followRecord(on);
+  };
+  if (observing === undefined) follow(true);
   // An answer never rests on a read started before its request. Requests that arrive while a read
   // is under way share the one read after it, so a burst of them costs two reads, not one each.
   let running: Promise<void> | null = null;
   let queued: Promise<void> | null = null;
   const read = async (): Promise<void> => {
+    if (observing?.() === true) {
+      readModel.setUnobserved(null);
+      follow(false);
+      return;
+    }
+    follow(true);
     try {
       const spans = await readObservedSpans(store);
       readModel.setUnobserved(isObserved(spans, now()) ? null : unobservedReason(why, spans));
@@ -68,5 +86,5 @@ export function createLiveObservation({ store, readModel, why, now = Date.now }:
   // An engine starting or stopping on a shared store: judged again at once, so an open event
   // stream's next node event says what a request would.
   readModel.onObservation(() => void refresh());
-  return { refresh };
+  return { refresh, followsRecord: () => byRecord };
 }

@@ -49,9 +49,10 @@ export type LivenessTracker = Readonly<{
   /**
    * Judge a node with a recorded transition by it, as the record does (connected after NodeHeard,
    * disconnected after NodeSilent), not by grace: an engine without ingest, whose folded last-seen
-   * times stay where the observing engine's last transition left them (liveObservation.ts).
+   * times stay where the observing engine's last transition left them (liveObservation.ts), or an
+   * engine with ingest while its broker link is lost. `on` false: by grace again, as ingest hears.
    */
-  followRecord: (now: number) => void;
+  followRecord: (now: number, on?: boolean) => void;
   /** The slot's latest recorded transition, or null: none folded or restored. */
   transitionOf: (slot: number) => 'heard' | 'silent' | null;
   clear: () => void;
@@ -262,9 +263,12 @@ export function createLivenessTracker(options: LivenessTrackerOptions = {}): Liv
       mark[slot] = heard ? HEARD : SILENT;
       if (byRecord) setLive(slot, judge(slot, Math.max(now, lastNow)));
     },
-    followRecord(now) {
-      if (byRecord) return;
-      byRecord = true;
+    followRecord(now, on = true) {
+      if (byRecord === on) return;
+      byRecord = on;
+      // Back to grace: every connected node is queued again by its expiry as it is judged.
+      heapSize = 0;
+      queued.fill(0);
       for (let slot = 0; slot < names.length; slot++) setLive(slot, judge(slot, Math.max(now, lastNow)));
     },
     transitionOf: (slot) => (mark[slot] === HEARD ? 'heard' : mark[slot] === SILENT ? 'silent' : null),

@@ -396,7 +396,7 @@ export function createReadModel(options: ReadModelOptions = {}): ReadModel {
     fleet: (now, fleetOptions) => tally.summary(tracker.counts(now).byLiveness(), fleetOptions),
     liveness: (now) => tracker.counts(now),
     unobserved: () => unobserved,
-    followRecord: () => tracker.followRecord(clock()),
+    followRecord: (on) => tracker.followRecord(clock(), on),
     transitionOf: (node) => (slotOf.has(node) ? tracker.transitionOf(slotOf.get(node)!) : null),
     setUnobserved(reason) {
       unobserved = reason;

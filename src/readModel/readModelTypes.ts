@@ -123,8 +123,8 @@ export type ReadModel = Readonly<{
   unobserved: () => string | null;
   /** Unobserved (a reason): every node's liveness, in counts, pages and views, is not-observed (liveObservation.ts). */
   setUnobserved: (reason: string | null) => void;
-  /** Judge liveness by each node's recorded transition where it has one (an engine without ingest, liveObservation.ts). */
-  followRecord: () => void;
+  /** Judge liveness by each node's recorded transition where it has one (an engine not observing itself, liveObservation.ts); `on` false: by grace again. */
+  followRecord: (on?: boolean) => void;
   /** The node's latest recorded transition, folded here or restored (none from a snapshot of format 5 or older, until its next one). */
   transitionOf: (node: string) => 'heard' | 'silent' | null;
 }>;

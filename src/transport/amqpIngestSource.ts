@@ -38,7 +38,14 @@ export const defaultPrefetch = 2000;
 /** Tells a returned dead letter from the others on its channel (message ids may be absent or repeated). */
 const deadLetterIdHeader = 'x-converge-dead-letter-id';
 
-type Session = { readonly ch: Channel; live: boolean; readonly outstanding: Set<number>; readonly consumerTags: string[] };
+type Session = {
+  readonly ch: Channel;
+  live: boolean;
+  /** Its consumers are set up, or one has delivered: its close stops consuming. */
+  consuming: boolean;
+  readonly outstanding: Set<number>;
+  readonly consumerTags: string[];
+};
 type Handle = Readonly<{ session: Session; message: ConsumeMessage }>;
 
 const handleOf = (d: Delivery): Handle => d.handle as Handle;
@@ -58,6 +65,10 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
   /** Dead letters the broker returned unroutable on the current dead-letter channel, by their id header. */
   let deadReturned = new Set<string>();
   let deadLetterSeq = 0;
+  /** A pause or stop was asked for: a channel closing after it is no loss of the link. */
+  let stopping = false;
+  /** Consuming was lost and not yet resumed (told once each way). */
+  let lost = false;
 
   function toDelivery(kind: InboundKind, session: Session, m: ConsumeMessage): Delivery {
     const p = m.properties;
@@ -127,7 +138,7 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
   };
 
   const source: IngestSource = {
-    async start(onDelivery) {
+    async start(onDelivery, onLink) {
       dead = superviseChannel<ConfirmChannel>({
         open: () => conn.createConfirmChannel(),
         setup: async (ch) => {
@@ -151,13 +162,30 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
         until: conn.closed,
         logger,
         setup: async (ch) => {
-          const session: Session = { ch, live: true, outstanding: new Set(), consumerTags: [] };
+          const session: Session = { ch, live: true, consuming: false, outstanding: new Set(), consumerTags: [] };
           current = session;
           ch.once('close', () => {
             session.live = false;
+            // Closed alone or with its connection, and not by a pause, a stop or close(): the
+            // engine hears no node until a new channel consumes.
+            if (session.consuming && !stopping && !conn.closed.aborted && !lost) {
+              lost = true;
+              onLink?.('lost');
+            }
           });
           // Per-consumer prefetch (global=false), so alive traffic cannot starve reports.
           await ch.prefetch(prefetch, false);
+          if (stopping) return;
+          // Consuming once every consumer is set up, or at a first delivery before that: a setup
+          // failing before either resumes nothing, and a resume is told before any delivery.
+          const consuming = (): void => {
+            if (session.consuming) return;
+            session.consuming = true;
+            if (lost) {
+              lost = false;
+              onLink?.('consuming');
+            }
+          };
           for (const kind of inboundKinds) {
             const { consumerTag } = await ch.consume(queues[kind], (m) => {
               if (m === null) {
@@ -166,11 +194,13 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
                 ch.close().catch(() => undefined);
                 return;
               }
+              consuming();
               session.outstanding.add(m.fields.deliveryTag);
               onDelivery(toDelivery(kind, session, m));
             });
             session.consumerTags.push(consumerTag);
           }
+          consuming();
           logger.info({ queues, prefetch }, 'consuming');
         },
       });
@@ -229,12 +259,14 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
 
     async pause() {
       // Stop new deliveries but keep the channel, so what is in flight can still be acked.
+      stopping = true;
       const session = current;
       if (session === null || !session.live) return;
       for (const tag of session.consumerTags.splice(0)) await session.ch.cancel(tag).catch(() => undefined);
     },
 
     async stop() {
+      stopping = true;
       await consumer?.stop();
       await dead?.stop();
     },

@@ -20,9 +20,19 @@ export type Delivery = Readonly<{
   handle: unknown;
 }>;
 
+/**
+ * Consuming stopped because the link to the broker was lost (the connection or its consuming
+ * channel; not a pause or stop asked for), or started again after such a loss. Told at the moment
+ * the transport noticed, so the engine can say when it heard no node (docs/design.md §3 "Not observed").
+ */
+export type LinkListener = (link: 'lost' | 'consuming') => void;
+
 export interface IngestSource {
-  /** Start consuming; `onDelivery` is called once per delivery, in arrival order. */
-  start(onDelivery: (d: Delivery) => void): Promise<void>;
+  /**
+   * Start consuming; `onDelivery` is called once per delivery, in arrival order, and `onLink` when
+   * consuming is lost and when it resumes (a source that cannot lose its link never calls it).
+   */
+  start(onDelivery: (d: Delivery) => void, onLink?: LinkListener): Promise<void>;
   /**
    * Acknowledge deliveries whose events are durable. Deliveries from a channel that has since
    * closed are skipped: the broker has already requeued them and will redeliver.

@@ -172,9 +172,9 @@ test('serve without --amqp while another engine observes: the current view follo
   assert.equal((await get<{ total: number }>('/v1/nodes?liveness=connected')).total, 0);
 });
 
-// With ingest (an in-process broker here), a node that falls silent, as every node does when the
-// broker connection is lost, is recorded NodeSilent by this engine's sweep: the current view and
-// ?at=now both read disconnected (docs/design.md §3: the engine's span stays open, so the record judges).
+// With ingest (an in-process broker here), a node that falls silent while the engine still consumes
+// is recorded NodeSilent by this engine's sweep: the current view and ?at=now both read disconnected
+// (docs/design.md §3: the engine's span stays open, so the record judges; a lost broker closes it).
 test('serve with a transport that hears nothing more: the current view and ?at=now agree on disconnected', async (t) => {
   const store = createMemoryEventStore();
   const broker = createInProcessBroker();

@@ -55,3 +55,55 @@ test('no engine observing: counts and pages say not-observed, with the reason; a
   // Judged by the record again: a is held heard by it, b was never heard.
   assert.deepEqual(readModel.fleet(now).byLiveness, { connected: 1, disconnected: 0, 'never-seen': 1, 'not-observed': 0 });
 });
+
+test('an engine with ingest: by grace while it observes; as the record says while its broker is lost, and by grace again after', async () => {
+  const store = createMemoryEventStore();
+  const h = historyInStore(store);
+  await observe(store, makeObservationStarted('engine-a', h.now().getTime(), 60_000, null));
+  await h.send('a');
+  h.tick();
+  await h.heard('a');
+  // Its broker lost ten minutes later: a was never recorded silent.
+  await observe(store, makeObservationStopped('engine-a', h.tick(10 * 60_000).getTime(), 'broker-lost'));
+  const now = h.tick(60_000).getTime();
+  let reads = 0;
+  const counted: EventStore = Object.assign(Object.create(store) as EventStore, {
+    readStream: (...args: Parameters<EventStore['readStream']>) => {
+      reads++;
+      return store.readStream(...args);
+    },
+  });
+  const readModel = createReadModel({ now: () => now, graceMs: 60_000 });
+  readModel.apply(await readAll(store));
+  let lost = false;
+  const live = createLiveObservation({
+    store: counted,
+    readModel,
+    why: 'its ingest lost the broker link',
+    observing: () => !lost,
+    now: () => now,
+  });
+  const byLiveness = () => readModel.fleet(now).byLiveness;
+
+  await live.refresh();
+  assert.equal(reads, 0, 'observing itself: no span is read');
+  assert.equal(live.followsRecord(), false);
+  assert.equal(byLiveness().disconnected, 1, 'by grace, as its ingest hears: a not heard for eleven minutes');
+
+  lost = true;
+  await live.refresh();
+  assert.match(readModel.unobserved() ?? '', /\(its ingest lost the broker link\)/);
+  assert.equal(byLiveness()['not-observed'], 1);
+
+  // Another engine observes: the record's transition (a heard) judges.
+  await observe(store, makeObservationStarted('engine-b', now - 1_000, 60_000, null));
+  await live.refresh();
+  assert.equal(readModel.unobserved(), null);
+  assert.equal(live.followsRecord(), true);
+  assert.equal(byLiveness().connected, 1);
+
+  lost = false;
+  await live.refresh();
+  assert.equal(live.followsRecord(), false);
+  assert.equal(byLiveness().disconnected, 1, 'by grace again');
+});

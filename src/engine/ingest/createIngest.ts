@@ -176,7 +176,8 @@ export function createIngest(options: IngestOptions): Ingest {
     start: async () => {
       // The span begins before anything is consumed, so every transition falls inside it.
       await observer?.start();
-      await source.start(onDelivery);
+      // Consuming lost with the broker link: no node can be heard, so none may be judged silent.
+      await source.start(onDelivery, observer === null ? undefined : (link) => (link === 'lost' ? observer.lost() : observer.resumed()));
     },
     stop,
     lastSeenAt: (node) => {
@@ -188,6 +189,7 @@ export function createIngest(options: IngestOptions): Ingest {
         ? new Map([...lastSeen].map(([node, at]) => [node, new Date(at.ms)]))
         : new Map([...recorder.all()].map(([node, ms]) => [node, new Date(ms)])),
     isHealthy: committer.isHealthy,
+    brokerLost: () => observer?.isLost() ?? false,
     health: () => {
       const h = committer.health();
       return { ...h, pending: waiting() + h.pending };

@@ -95,6 +95,8 @@ export type Ingest = Readonly<{
   lastSeen: () => ReadonlyMap<string, Date>;
   /** False while appends are failing and deliveries are held unacked. */
   isHealthy: () => boolean;
+  /** True while consuming is lost with the broker link: liveness is not observed (docs/design.md §3). */
+  brokerLost: () => boolean;
   /** What /readyz and the metrics say of ingest; `pending` is always set. */
   health: () => ComponentHealth;
   stats: () => IngestStats;

@@ -6,12 +6,15 @@ import type { EventStore, NewEvent } from '../../store/port.ts';
 import { createTurnBudget, nextTurn } from '../../turnBudget.ts';
 import { createLivenessRecorder } from './recorder.ts';
 import type { LivenessRecorder } from './recorder.ts';
+import { createSpanWriter } from './spanWriter.ts';
 
 // An engine's observation of liveness (docs/design.md §3 "Liveness as recorded"): the span it
 // observed (ObservationStarted/Stopped in the `observation` stream), the sweep that records
 // silences, and the last-seen lease flushed every `flushMs`. After a SIGKILL the record's
 // liveness is wrong by at most `flushMs`: the next start closes the crashed span at the last
 // flush (its `lastFlushAt`), and every node's last-seen time is at most that much behind.
+// While ingest cannot consume (the broker link lost) the engine hears no node, so the span is
+// closed 'broker-lost' and no silence is judged until consuming resumes and a span starts again.
 
 export type LivenessObserverOptions = Readonly<{
   store: EventStore;
@@ -37,8 +40,14 @@ export type LivenessObserver = Readonly<{
   pause: () => void;
   /** Stop the sweep and the flush, writing nothing (a stop with the store down). */
   halt: () => void;
-  /** Flush the lease and record the stop. */
-  stop: (why?: 'stopped' | 'broker-lost') => Promise<void>;
+  /** Flush the lease and record the stop (nothing more when the span was closed by a loss). */
+  stop: () => Promise<void>;
+  /** Ingest stopped consuming, the broker link lost: close the span now and judge no silence. */
+  lost: () => void;
+  /** Consuming again: a span starts now, every node judged afresh a grace from here. */
+  resumed: () => void;
+  /** Between `lost` and `resumed`: this engine observes nothing. */
+  isLost: () => boolean;
 }>;
 
 /**
@@ -61,10 +70,17 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
   let flushTimer: NodeJS.Timeout | null = null;
   let sweeping = false;
   let flushing: Promise<void> = Promise.resolve();
-  let running = false;
+  /** observing: a span is open and silences are judged; lost: closed by a loss of the broker link. */
+  let phase: 'idle' | 'observing' | 'lost' | 'stopped' = 'idle';
+  let paused = false;
+  /** When the loss was noticed: while lost, the lease's flush time stays there (the crash bound). */
+  let lostAt = 0;
+  let lastAt = 0;
+  /** Each span event later than the one before, so a blip's stop and start never share a time (nor an id). */
+  const stamp = (): number => (lastAt = Math.max(now(), lastAt + 1));
 
   async function sweep(): Promise<void> {
-    if (sweeping || !running) return;
+    if (sweeping || phase !== 'observing') return;
     sweeping = true;
     try {
       // A wave of nodes falling silent at once is thousands of events to make (an id each): made
@@ -74,10 +90,12 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
       const lease = shared ? (await store.loadLastSeen()).nodes : null;
       const seen = lease === null ? undefined : (node: string) => lease.get(node);
       for (;;) {
+        // Asked again after each wait: the link may have been lost meanwhile.
+        if (phase !== 'observing') break;
         const events = recorder.silences(mono(), now(), seen, budget.spent);
         if (events.length > 0) enqueue(events);
         // Ended early only when the slice was spent; a pass that ended within its slice found no more due.
-        if (!budget.spent() || !running) break;
+        if (!budget.spent()) break;
         await budget.nextSlice();
       }
     } catch (err) {
@@ -94,8 +112,7 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
    */
   let flushedAt = 0;
 
-  function flush(): Promise<void> {
-    const at = now();
+  function flush(at = phase === 'lost' ? lostAt : now()): Promise<void> {
     flushing = flushing.then(async () => {
       // The nodes changed by now; those heard while the chunks are written go with the next flush.
       // A flush with no change still writes its time (one empty chunk).
@@ -118,11 +135,24 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
     return flushing;
   }
 
+  const spans = createSpanWriter(store, logger);
+
+  function startSweep(): void {
+    sweepTimer = setInterval(() => void sweep(), sweepMs);
+    sweepTimer.unref();
+  }
+
+  function stopTimers(): void {
+    if (sweepTimer !== null) clearInterval(sweepTimer);
+    if (flushTimer !== null) clearInterval(flushTimer);
+    sweepTimer = flushTimer = null;
+  }
+
   return {
     recorder,
     async start() {
       const lease = await store.loadLastSeen();
-      const at = now();
+      const at = stamp();
       flushedAt = at;
       recorder.seed(lease.nodes, mono());
       await store.append([
@@ -132,10 +162,12 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
           events: [makeObservationStarted(engine, at, graceMs, lease.flushes.get(engine) ?? null)],
         },
       ]);
-      running = true;
-      sweepTimer = setInterval(() => void sweep(), sweepMs);
-      flushTimer = setInterval(() => void flush(), flushMs);
-      sweepTimer.unref();
+      phase = 'observing';
+      startSweep();
+      flushTimer = setInterval(() => {
+        void flush();
+        if (spans.unwritten() > 0) void spans.write(() => null);
+      }, flushMs);
       flushTimer.unref();
       void options.folded?.().then(
         (known) => recorder.seed(known, mono()),
@@ -143,27 +175,48 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
       );
     },
     pause() {
+      paused = true;
       if (sweepTimer !== null) clearInterval(sweepTimer);
       sweepTimer = null;
     },
     halt() {
-      running = false;
-      if (sweepTimer !== null) clearInterval(sweepTimer);
-      if (flushTimer !== null) clearInterval(flushTimer);
-      sweepTimer = flushTimer = null;
+      phase = 'stopped';
+      stopTimers();
     },
-    async stop(why = 'stopped') {
-      if (!running) return;
-      running = false;
+    async stop() {
+      if (phase !== 'observing' && phase !== 'lost') return;
+      // Stopped while the link is lost: that span is closed already, and the lease stays at the loss.
+      const at = phase === 'lost' ? lostAt : now();
+      const closed = phase === 'lost';
+      phase = 'stopped';
+      stopTimers();
+      await spans.write(async () => {
+        await flush(at);
+        return closed ? null : makeObservationStopped(engine, stamp(), 'stopped');
+      });
+    },
+    lost() {
+      if (phase !== 'observing') return;
+      phase = 'lost';
+      const at = (lostAt = stamp());
       if (sweepTimer !== null) clearInterval(sweepTimer);
-      if (flushTimer !== null) clearInterval(flushTimer);
-      await flush();
-      try {
-        await store.append([{ stream: observationStream, expected: 'any', events: [makeObservationStopped(engine, now(), why)] }]);
-      } catch (err) {
-        // The next start closes this span at the flush above, as after a crash.
-        logger.warn({ err: (err as Error).message }, 'could not record the end of observation');
-      }
+      sweepTimer = null;
+      logger.warn({ at: new Date(at).toISOString() }, 'broker link lost: not observing liveness until ingest consumes again');
+      // The lease's last times as of the loss, then the end of the span.
+      void spans.write(async () => {
+        await flush(at);
+        return makeObservationStopped(engine, at, 'broker-lost');
+      });
+    },
+    isLost: () => phase === 'lost',
+    resumed() {
+      if (phase !== 'lost') return;
+      phase = 'observing';
+      const at = stamp();
+      recorder.resume(mono());
+      logger.info({ at: new Date(at).toISOString() }, 'consuming again: observing liveness, every node judged a grace from now');
+      void spans.write(() => makeObservationStarted(engine, at, graceMs, flushedAt));
+      if (!paused) startSweep();
     },
   };
 }

@@ -51,6 +51,12 @@ export type LivenessRecorder = Readonly<{
   due: (mono: number, enough?: () => boolean) => boolean;
   /** Seed with the last-seen times known at start (the lease, the fold): their silence is judged a grace after `mono`. */
   seed: (known: ReadonlyMap<string, number>, mono: number) => void;
+  /**
+   * Observation resumes at `mono` after a span no node could be heard in: as after a start, no node
+   * is held heard (its next sign of life is a NodeHeard) and each not yet silent is judged a grace
+   * after `mono`, with its last-seen time kept.
+   */
+  resume: (mono: number) => void;
   lastSeenMs: (node: string) => number | undefined;
   /** Every node's exact last-seen time (a copy). */
   all: () => Map<string, number>;
@@ -143,6 +149,15 @@ export function createLivenessRecorder(options: Readonly<{ graceMs: number }>): 
         const e: Entry = { seenMs: ms, seenMono: mono, state: 'known', dirty: false };
         nodes.set(node, e);
         queue.push(mono, { node, e });
+      }
+    },
+
+    resume(mono) {
+      // Each entry's queued time stays at or before its seenMono, as the queue needs: it only grows.
+      for (const e of nodes.values()) {
+        if (e.state === 'silent') continue;
+        e.state = 'known';
+        if (mono > e.seenMono) e.seenMono = mono;
       }
     },
 
