@@ -133,12 +133,7 @@ export function createFleetTally(): FleetTally {
       if (c.nodes === 0) cohorts.delete(spec);
     }
   };
-  const latenciesOf = (s: NodeState, by: 1 | -1): void => {
-    for (const l of s.convergence.recentLatenciesMs) {
-      if (by > 0) latencies.add(l);
-      else latencies.remove(l);
-    }
-  };
+  const latenciesOf = (s: NodeState, by: 1 | -1): void => latencies.changeAll(s.convergence.recentLatenciesMs, by);
   const countersOf = (s: NodeState, by: 1 | -1): void => {
     superseded += by * s.convergence.superseded;
     acknowledged += by * s.convergence.acknowledged;

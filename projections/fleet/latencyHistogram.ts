@@ -37,6 +37,8 @@ export function bucketValue(bucket: number): number {
 export type LatencyHistogram = Readonly<{
   add: (ms: number) => void;
   remove: (ms: number) => void;
+  /** add, or remove (by -1), each of a list in one loop: a node's recent latencies, 16 once its history is full. */
+  changeAll: (ms: ArrayLike<number>, by: 1 | -1) => void;
   count: () => number;
   /** Nearest-rank percentile (p in 0–100), as `percentile` of fleet.ts over the sorted samples; null when empty. */
   percentile: (p: number) => number | null;
@@ -55,6 +57,15 @@ export function createLatencyHistogram(): LatencyHistogram {
     blocks[k] = blocks[k]! + by;
     n += by;
   };
+  const changeAll = (ms: ArrayLike<number>, by: number): void => {
+    for (let i = 0; i < ms.length; i++) {
+      const b = latencyBucket(ms[i]!);
+      counts[b] = counts[b]! + by;
+      const k = Math.floor(b / blockSize);
+      blocks[k] = blocks[k]! + by;
+    }
+    n += by * ms.length;
+  };
   /** The bucket holding the sample of 1-based rank `rank`. */
   const bucketOfRank = (rank: number): number => {
     let seen = 0;
@@ -67,6 +78,7 @@ export function createLatencyHistogram(): LatencyHistogram {
   return {
     add: (ms) => change(ms, 1),
     remove: (ms) => change(ms, -1),
+    changeAll,
     count: () => n,
     percentile: (p) => {
       if (n === 0) return null;

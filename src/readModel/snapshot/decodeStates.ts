@@ -226,7 +226,7 @@ export function decodeStates(n: number, s: Columns, t: Tables): DecodedStates {
   }
 
   // The counters' view, refilled in place: no object per node (lastLatencyMs is not counted).
-  const one = [0];
+  const latencies: number[] = [];
   const countedSent = { specDigest: '' };
   const counted = {
     status: 'undeclared' as NodeStatus,
@@ -247,11 +247,16 @@ export function decodeStates(n: number, s: Columns, t: Tables): DecodedStates {
       counted.sent = countedSent;
     }
     const c = counted.convergence;
-    if (recent instanceof NumberListColumn && recent.counts[i]! <= 1) {
-      if (recent.counts[i] === 0) c.recentLatenciesMs = none;
+    if (recent instanceof NumberListColumn) {
+      // Refilled in place: a list per node (16 latencies once its history is full) made the
+      // restore's cost grow with each node's bounded state.
+      const n = recent.counts[i]!;
+      if (n === 0) c.recentLatenciesMs = none;
       else {
-        one[0] = recent.flat[recent.starts[i]!]!;
-        c.recentLatenciesMs = one;
+        const from = recent.starts[i]!;
+        latencies.length = 0;
+        for (let k = 0; k < n; k++) latencies.push(recent.flat[from + k]!);
+        c.recentLatenciesMs = latencies;
       }
     } else c.recentLatenciesMs = recent.at(i);
     c.acknowledged = acknowledged[i]!;

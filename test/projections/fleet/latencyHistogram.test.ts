@@ -56,3 +56,29 @@ test('a latency falls in the bucket whose range holds it, on both sides of every
   for (let k = 11; k <= 44; k++) for (const d of [-2, -1, 0, 1, 2]) holds(2 ** k + d);
   fc.assert(fc.property(fc.integer({ min: 2048, max: 2 ** 44 }), holds), { numRuns: 5_000 });
 });
+
+test('a list added or removed at once counts as its latencies added or removed one by one', () => {
+  const latency = fc.oneof(
+    fc.integer({ min: 0, max: 3_000 }),
+    fc.integer({ min: 0, max: 2 ** 40 }),
+    fc.double({ min: -5, max: 1e9, noNaN: true }),
+  );
+  fc.assert(
+    fc.property(fc.array(fc.array(latency, { maxLength: 16 }), { maxLength: 20 }), fc.array(fc.nat()), (lists, removals) => {
+      const one = createLatencyHistogram();
+      const all = createLatencyHistogram();
+      for (const l of lists) {
+        for (const v of l) one.add(v);
+        all.changeAll(l, 1);
+      }
+      for (const r of removals.slice(0, lists.length)) {
+        const l = lists[r % lists.length]!;
+        for (const v of l) one.remove(v);
+        all.changeAll(l, -1);
+      }
+      assert.equal(all.count(), one.count());
+      assert.equal(all.max(), one.max());
+      for (let p = 0; p <= 100; p += 5) assert.equal(all.percentile(p), one.percentile(p), `p${p}`);
+    }),
+  );
+});

@@ -325,6 +325,45 @@ test('a column the binary form cannot hold exactly is written as JSON, and a wro
   await assert.rejects(readSnapshot(path), (e: Error) => rejectionOf(e) === 'schema' && /reports\[0\]/.test(e.message));
 });
 
+test('earlier sends read in place are checked as the general reader checks them: a bad serial or digest is named', async () => {
+  const [, states] = fc.sample(
+    readModel.filter(([, s]) => s.length > 1),
+    { numRuns: 1, seed: 5 },
+  )[0]!;
+  const good = 'ab'.repeat(32);
+  const cases: [string, NodeState['earlierSends']][] = [
+    [
+      'serial',
+      [
+        [good, 3],
+        [good, -1],
+      ],
+    ],
+    [
+      'upper',
+      [
+        [good, 3],
+        ['AB'.repeat(32), 2],
+      ],
+    ],
+    ['short', [['ab'.repeat(31), 3]]],
+  ];
+  for (const [name, earlier] of cases) {
+    const path = join(dir, `earlier-${name}.snapshot`);
+    const honest = states.map((s) => ({ ...s, earlierSends: [[good, 1]] as NodeState['earlierSends'] }));
+    await writeSnapshot(path, snapshotOf(false, honest));
+    assert.deepStrictEqual((await readSnapshot(path))?.states, honest);
+    await writeSnapshot(
+      path,
+      snapshotOf(
+        false,
+        honest.map((s, i) => (i === 1 ? { ...s, earlierSends: earlier } : s)),
+      ),
+    );
+    await assert.rejects(readSnapshot(path), (e: Error) => rejectionOf(e) === 'schema' && /earlierSends\[1\]/.test(e.message), name);
+  }
+});
+
 test('a part cut out and the file resealed is refused, never read short', async () => {
   const path = join(dir, 'cut.snapshot');
   const [, states] = fc.sample(
