@@ -27,6 +27,8 @@ export type LiveObservationOptions = Readonly<{
   why: string;
   /** This engine observes itself now (its ingest consumes): no spans are read, liveness judged by grace. Absent: never. */
   observing?: () => boolean;
+  /** How long an answer waits for the spans' read before the last judgement answers (default 1 s). */
+  readWaitMs?: number;
   now?: () => number;
 }>;
 
@@ -49,7 +51,14 @@ export function currentLiveness(readModel: ReadModel, st: NodeState, at: number,
   return t === null ? undefined : livenessByTransition(t, lastSeenAt, at);
 }
 
-export function createLiveObservation({ store, readModel, why, observing, now = Date.now }: LiveObservationOptions): LiveObservation {
+export function createLiveObservation({
+  store,
+  readModel,
+  why,
+  observing,
+  readWaitMs = 1_000,
+  now = Date.now,
+}: LiveObservationOptions): LiveObservation {
   let byRecord = false;
   const follow = (on: boolean): void => {
     if (byRecord === on) return;
@@ -57,7 +66,8 @@ export function createLiveObservation({ store, readModel, why, observing, now = 
     readModel.followRecord(on);
   };
   if (observing === undefined) follow(true);
-  // An answer never rests on a read started before its request. Requests that arrive while a read
+  // An answer never rests on a read started before its request (unless the store takes longer than
+  // readWaitMs to answer, below). Requests that arrive while a read
   // is under way share the one read after it, so a burst of them costs two reads, not one each.
   let running: Promise<void> | null = null;
   let queued: Promise<void> | null = null;
@@ -76,12 +86,20 @@ export function createLiveObservation({ store, readModel, why, observing, now = 
     }
   };
   const start = (): Promise<void> => (running = read().finally(() => (running = null)));
-  const refresh = (): Promise<void> => {
+  const next = (): Promise<void> => {
     if (running === null) return start();
     return (queued ??= running.then(() => {
       queued = null;
       return start();
     }));
+  };
+  // A store that does not answer (its link cut) must not hold the answer, a scrape of /metrics
+  // included: past readWaitMs the last judgement answers, and the read goes on to judge again.
+  const refresh = (): Promise<void> => {
+    const read = next();
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, readWaitMs)));
+    return Promise.race([read, waited]).finally(() => clearTimeout(timer));
   };
   // An engine starting or stopping on a shared store: judged again at once, so an open event
   // stream's next node event says what a request would.

@@ -7,6 +7,7 @@ import { createReadModel } from '../../src/readModel/readModel.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { historyInStore } from '../support/history.ts';
+import { until } from '../support/until.ts';
 
 // src/readModel/liveObservation.ts: an engine without ingest reads who observes from the record
 // before its current view answers; a burst of requests shares reads.
@@ -106,4 +107,34 @@ test('an engine with ingest: by grace while it observes; as the record says whil
   await live.refresh();
   assert.equal(live.followsRecord(), false);
   assert.equal(byLiveness().disconnected, 1, 'by grace again');
+});
+
+test('a store that does not answer holds no answer: refresh ends with the last judgement, the read goes on', async () => {
+  const store = createMemoryEventStore();
+  const now = Date.parse('2026-12-01T12:00:00Z');
+  let answer: (() => void) | null = null;
+  // The engine's PostgreSQL link cut: a read of the spans waits until the test lets it go.
+  const hanging: EventStore = Object.assign(Object.create(store) as EventStore, {
+    readStream: async (...args: Parameters<EventStore['readStream']>) => {
+      await new Promise<void>((resolve) => (answer = resolve));
+      return store.readStream(...args);
+    },
+  });
+  await observe(store, makeObservationStarted('engine-b', now - 1_000, 60_000, null));
+  const readModel = createReadModel({ now: () => now, graceMs: 60_000 });
+  readModel.setUnobserved('the judgement before');
+  const live = createLiveObservation({
+    store: hanging,
+    readModel,
+    why: 'its ingest lost the broker link',
+    observing: () => false,
+    now: () => now,
+  });
+  let ended = false;
+  void live.refresh().then(() => (ended = true));
+  await until('a refresh to end while its read waits on the store', () => ended, 30_000);
+  assert.equal(readModel.unobserved(), 'the judgement before', 'the last judgement stands');
+  await until('the read to have begun', () => answer !== null, 30_000);
+  answer!();
+  await until('the read, once answered, to judge again', () => readModel.unobserved() === null, 30_000);
 });
