@@ -18,6 +18,11 @@ export type LiveObservation = Readonly<{
   refresh: () => Promise<void>;
   /** The current view judges by recorded transitions now (this engine does not observe itself). */
   followsRecord: () => boolean;
+  /**
+   * As the spans last read say: since when (ms, wall) engines have observed without a break up to
+   * now; -Infinity for a store with no span recorded; null when none observes, or before the first read.
+   */
+  observedFrom: () => number | null;
 }>;
 
 export type LiveObservationOptions = Readonly<{
@@ -37,6 +42,23 @@ export function unobservedReason(why: string, spans: readonly ObservedSpan[]): s
 }
 
 /**
+ * The start of the unbroken observation that covers `at` (spans oldest first by start, as
+ * observedSpans gives them; overlapping spans of several engines join), or null when none does.
+ * Before the first span the store predates spans, and counts as observed (isObserved): -Infinity.
+ */
+export function observedFrom(spans: readonly ObservedSpan[], at: number): number | null {
+  if (spans.length === 0 || at < spans[0]!.from) return Number.NEGATIVE_INFINITY;
+  let from = spans[0]!.from;
+  let to = Number.NEGATIVE_INFINITY;
+  for (const s of spans) {
+    if (s.from > at) break;
+    if (s.from > to) from = s.from;
+    to = Math.max(to, s.to ?? Number.POSITIVE_INFINITY);
+  }
+  return to >= at ? from : null;
+}
+
+/**
  * A node's liveness in the current view when the read model's judgement is not the grace rule's:
  * not-observed with the reason, or its recorded transition's (undefined: judge by grace).
  */
@@ -51,6 +73,7 @@ export function currentLiveness(readModel: ReadModel, st: NodeState, at: number,
 
 export function createLiveObservation({ store, readModel, why, observing, now = Date.now }: LiveObservationOptions): LiveObservation {
   let byRecord = false;
+  let from: number | null = null;
   const follow = (on: boolean): void => {
     if (byRecord === on) return;
     byRecord = on;
@@ -70,7 +93,9 @@ export function createLiveObservation({ store, readModel, why, observing, now = 
     follow(true);
     try {
       const spans = await readObservedSpans(store);
-      readModel.setUnobserved(isObserved(spans, now()) ? null : unobservedReason(why, spans));
+      const at = now();
+      from = observedFrom(spans, at);
+      readModel.setUnobserved(isObserved(spans, at) ? null : unobservedReason(why, spans));
     } catch {
       // The store did not answer: the previous judgement stands; the request meets the store itself next.
     }
@@ -86,5 +111,28 @@ export function createLiveObservation({ store, readModel, why, observing, now = 
   // An engine starting or stopping on a shared store: judged again at once, so an open event
   // stream's next node event says what a request would.
   readModel.onObservation(() => void refresh());
-  return { refresh, followsRecord: () => byRecord };
+  return { refresh, followsRecord: () => byRecord, observedFrom: () => from };
+}
+
+/**
+ * For an engine that runs no ingest, the rollout driver's `observedSince` (docs/design.md §8 "Not
+ * observed"): since when, on `mono`, the record shows an engine observing without a break (null:
+ * none now). The spans are read again at most every `everyMs`, without waiting for the read.
+ */
+export function observedSinceByRecord(
+  observation: LiveObservation,
+  mono: () => number,
+  wall: () => number = Date.now,
+  everyMs = 1_000,
+): () => number | null {
+  let readAt = Number.NEGATIVE_INFINITY;
+  return () => {
+    const at = mono();
+    if (at - readAt >= everyMs) {
+      readAt = at;
+      void observation.refresh();
+    }
+    const from = observation.observedFrom();
+    return from === null ? null : at - Math.max(0, wall() - from);
+  };
 }
