@@ -207,7 +207,7 @@ type DriverInput = Readonly<{
   clock: () => Date;
   metrics: Metrics;
   signPool: SignPool | null;
-  /** Since when reports have been able to arrive (docs/design.md §8 "Not observed"). */
+  /** Since when reports have been able to arrive (docs/design.md §8 "Timeouts while not observed"). */
   observedSince: () => number | null;
 }>;
 

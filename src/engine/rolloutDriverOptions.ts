@@ -49,7 +49,7 @@ export type RolloutDriverOptions = Readonly<{
    * Since when, on `monotonic`'s clock, the nodes' reports have been able to reach the store
    * without a break (this engine's ingest consuming; without ingest, an engine observing as the
    * record says); null while they cannot. No wave's timeout is decided while null, nor within a
-   * grace after it (docs/design.md §8 "Not observed"). Absent: always, no timeout held.
+   * grace after it (docs/design.md §8 "Timeouts while not observed"). Absent: always, none held.
    */
   observedSince?: () => number | null;
   metrics?: Metrics;

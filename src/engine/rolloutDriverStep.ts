@@ -67,9 +67,9 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
     openWaveProgress({ ...options, graceMs }, rollouts.get(s.id), s, wave);
 
   /**
-   * When late nodes may be judged, on the rollout's time at `nowMs` (docs/design.md §8 "Not
-   * observed"): not while no report can arrive, and not until a grace after they can again, the
-   * time the ingest gives a node to be heard after a resume before it records it silent.
+   * When late nodes may be judged, on the rollout's time at `nowMs` (docs/design.md §8
+   * "Timeouts while not observed"): not while no report can arrive, and not until a grace after
+   * they can again, the time ingest gives a node to be heard after a resume before it records it silent.
    */
   const holdAt = (nowMs: number): LateHold => {
     const since = options.observedSince?.();

@@ -115,8 +115,8 @@ export function createLiveObservation({ store, readModel, why, observing, now = 
 }
 
 /**
- * For an engine that runs no ingest, the rollout driver's `observedSince` (docs/design.md §8 "Not
- * observed"): since when, on `mono`, the record shows an engine observing without a break (null:
+ * For an engine that runs no ingest, the rollout driver's `observedSince` (docs/design.md §8
+ * "Timeouts while not observed"): since when, on `mono`, the record shows an engine observing without a break (null:
  * none now). The spans are read again at most every `everyMs`, without waiting for the read.
  */
 export function observedSinceByRecord(

@@ -8,7 +8,7 @@ import { logger } from '../support/logger.ts';
 import { rolloutFleet } from '../support/rolloutFleet.ts';
 import type { RolloutFleet } from '../support/rolloutFleet.ts';
 
-// docs/design.md §8 "Not observed": while the engine hears no node (its ingest lost the broker),
+// docs/design.md §8 "Timeouts while not observed": while the engine hears no node (its ingest lost the broker),
 // no report can arrive, so a wave's timeout is not decided; once it observes again it waits a
 // grace for the reports queued meanwhile, then decides on what arrived. The "observing" switch
 // is the driver's `observedSince`, moved by the test on the fleet's controlled clocks.

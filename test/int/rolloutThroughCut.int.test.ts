@@ -16,7 +16,7 @@ import { testKey } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
 
-// docs/design.md §8 "Not observed": a node that applies its declaration and reports while the
+// docs/design.md §8 "Timeouts while not observed": a node that applies its declaration and reports while the
 // engine's own link to the broker is cut is not a timeout. Its report waits on the broker; the
 // wave's timeout is held through the cut, and once the engine consumes again the report arrives
 // and the wave completes, done.

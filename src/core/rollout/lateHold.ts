@@ -1,9 +1,9 @@
 import type { RolloutFailure } from '../events/index.ts';
 
-// docs/design.md §8 "Not observed": a node's report reaches the record only while an engine
-// consumes from the broker. While none does, a node still behind proves nothing, so a timeout is
-// not decided; once one consumes again the reports queued meanwhile are still arriving, so the
-// driver holds the timeout a while longer (a grace, src/engine/rolloutDriverStep.ts).
+// docs/design.md §8 "Timeouts while not observed": a node's report reaches the record only
+// while an engine consumes from the broker. While none does, a node still behind proves nothing,
+// so a timeout is not decided; once one consumes again the reports queued meanwhile are still
+// arriving, so the driver holds the timeout a while longer (a grace, src/engine/rolloutDriverStep.ts).
 
 /** When late nodes may be judged, and why not before. */
 export type LateHold = Readonly<{

@@ -100,7 +100,8 @@ export type Ingest = Readonly<{
   /**
    * Since when (on the liveness clock, performance.now by default) ingest has consumed without a
    * break: its start, or its latest resume after a loss; null while lost, before the start and
-   * after the stop. The rollout driver holds wave timeouts by it (docs/design.md §8 "Not observed").
+   * after the stop. The rollout driver holds wave timeouts by it (docs/design.md §8 "Timeouts
+   * while not observed").
    */
   observedSince: () => number | null;
   /** What /readyz and the metrics say of ingest; `pending` is always set. */
