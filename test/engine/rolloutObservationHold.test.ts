@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { createRolloutDriver } from '../../src/engine/rolloutDriver.ts';
 import type { RolloutDriverOptions } from '../../src/engine/rolloutDriver.ts';
 import { pauseRollout, resumeRollout } from '../../src/engine/rolloutCommands.ts';
+import { makeDeclarationSent, streamOf } from '../../src/core/events/index.ts';
 import { testKey } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
 import { rolloutFleet } from '../support/rolloutFleet.ts';
@@ -25,7 +26,7 @@ type World = Readonly<{
   driverOptions: Partial<RolloutDriverOptions>;
 }>;
 
-async function world(behaviour: Record<string, 'silent' | 'apply'> = { n1: 'silent' }): Promise<World> {
+async function world(behaviour: Record<string, 'silent' | 'apply' | 'refuse'> = { n1: 'silent' }): Promise<World> {
   let mono = 0;
   /** Since when (monotonic) the engine has observed without a break; null: cut off. */
   let since: number | null = 0;
@@ -120,6 +121,42 @@ test('a rollout paused and resumed during the cut: its timeout, paused time adde
     tick(1);
     await f.settle();
     assert.equal((await f.rollout(id)).status, 'halted');
+  } finally {
+    await f.stop();
+  }
+});
+
+test("a rollback's timeout is held too, while a refusal seen during the cut still halts the rollout at once", async () => {
+  const { f, tick, cut, heal } = await world({ n1: 'refuse', n2: 'silent' });
+  try {
+    // Each had a spec before, which the rollback sends back.
+    for (const node of ['n1', 'n2']) {
+      const e = makeDeclarationSent({ node, serial: 1, resources: [{ id: 'old' }], key: testKey, now: f.now() });
+      await f.store.append([{ stream: streamOf(node), expected: 'no_stream', events: [e] }]);
+    }
+    cut();
+    const id = await f.start({
+      rollout: 'back',
+      selection: { kind: 'nodes', nodes: ['n1', 'n2'] },
+      waves: '100%',
+      maxFailures: '0',
+      waveTimeoutMs,
+      rollbackOnHalt: 'wave',
+    });
+    await f.settle();
+    const s = await f.rollout(id);
+    assert.equal(s.halted?.why, 'overBudget', 'a refusal is an answer: no timeout in it');
+    assert.equal(s.status, 'rollingBack');
+    tick(waveTimeoutMs * 3);
+    await f.settle();
+    assert.equal((await f.rollout(id)).status, 'rollingBack', "the rollback's timeout held through the cut");
+    heal();
+    tick(graceMs);
+    await f.settle();
+    const done = await f.rollout(id);
+    assert.equal(done.status, 'rolledBack');
+    const n2 = done.rollback?.completed?.failures.find((x) => x.node === 'n2');
+    assert.match(n2?.detail ?? '', /timeout held/);
   } finally {
     await f.stop();
   }
