@@ -20,7 +20,7 @@ import { createNotifier, loadNotifyConfig } from '../notify/index.ts';
 import type { Notifier, NotifyConfig } from '../notify/index.ts';
 import { createProjectionRunner } from '../readModel/projectionRunner.ts';
 import type { ProjectionRunner } from '../readModel/projectionRunner.ts';
-import { createLiveObservation } from '../readModel/liveObservation.ts';
+import { createLiveObservation, observedSinceByRecord } from '../readModel/liveObservation.ts';
 import type { EventStore } from '../store/index.ts';
 import type { DeclarationPublisher, IngestSource } from '../transport/port.ts';
 import { apiDeps } from './apiDeps.ts';
@@ -117,7 +117,9 @@ export function createServer(options: ServerOptions): Server {
     logger,
     ...(options.signPool === undefined ? {} : { signPool: options.signPool }),
   });
-  const rollouts = rolloutDriverOf({ options, key, runner, loadNode, clock, metrics, signPool });
+  // Whether reports can reach the store now, for the driver's timeouts: set below, asked once running.
+  let observedSince = (): number | null => null;
+  const rollouts = rolloutDriverOf({ options, key, runner, loadNode, clock, metrics, signPool, observedSince: () => observedSince() });
   const rolloutDeps = rolloutDepsOf(config, store, clock, runner);
   const ingest =
     transport === undefined
@@ -147,6 +149,8 @@ export function createServer(options: ServerOptions): Server {
     ...(ingest === null ? {} : { observing: () => !ingest.brokerLost() }),
     ...(options.now === undefined ? {} : { now: options.now }),
   });
+  observedSince =
+    ingest !== null ? ingest.observedSince : observedSinceByRecord(observation, () => performance.now(), options.now ?? Date.now);
   const notifier = notifierOf(options, runner, ingest, relay);
   const auditCheckpoints = createCheckpointer(config, store, logger, options.now);
   const dashboardDir = options.dashboardDir === undefined ? findDashboardDir() : options.dashboardDir;
@@ -203,6 +207,8 @@ type DriverInput = Readonly<{
   clock: () => Date;
   metrics: Metrics;
   signPool: SignPool | null;
+  /** Since when reports have been able to arrive (docs/design.md §8 "Timeouts while not observed"). */
+  observedSince: () => number | null;
 }>;
 
 // Rollouts are driven where declarations are sent from, once per store (its lease);
@@ -218,6 +224,7 @@ function rolloutDriverOf(input: DriverInput): RolloutDriver | null {
     metrics: input.metrics,
     now: input.clock,
     graceMs: config.graceMs,
+    observedSince: input.observedSince,
     loadNode: input.loadNode,
     nodeOf: (node) => runner.rollouts.nodeOf(node),
     progress: (s) => runner.rollouts.progressAt(s),

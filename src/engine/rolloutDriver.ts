@@ -126,6 +126,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     logger,
     now,
     clock,
+    monotonic,
     holds,
     gates,
     sender,

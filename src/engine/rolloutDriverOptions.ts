@@ -40,8 +40,18 @@ export type RolloutDriverOptions = Readonly<{
   now?: () => Date;
   /** A monotonic clock (ms; default performance.now): how long the driver waits, timeouts and pauses included. */
   monotonic?: () => number;
-  /** The liveness grace (serve --grace-ms): a node still behind at its wave's timeout and silent longer is 'silent'. */
+  /**
+   * The liveness grace (serve --grace-ms): a node still behind at its wave's timeout and silent
+   * longer is 'silent'; and how long after observing again a timeout waits for queued reports.
+   */
   graceMs?: number;
+  /**
+   * Since when, on `monotonic`'s clock, the nodes' reports have been able to reach the store
+   * without a break (this engine's ingest consuming; without ingest, an engine observing as the
+   * record says); null while they cannot. No wave's timeout is decided while null, nor within a
+   * grace after it (docs/design.md §8 "Timeouts while not observed"). Absent: always, none held.
+   */
+  observedSince?: () => number | null;
   metrics?: Metrics;
   /**
    * Where the waves' declarations are signed, the next batch while the current one is appended:

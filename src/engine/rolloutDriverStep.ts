@@ -5,10 +5,11 @@ import {
   defaultSilentGraceMs,
   eventOfDecision,
   isTerminal,
+  noHold,
   owesRollback,
   rollbackProgress,
 } from '../core/rollout/index.ts';
-import type { Decision, RolloutState, WaveProgress } from '../core/rollout/index.ts';
+import type { Decision, LateHold, RolloutState, WaveProgress } from '../core/rollout/index.ts';
 import { isConvergeError } from '../core/errors.ts';
 import { listLimit, rolloutStreamOf } from '../core/events/index.ts';
 import type { Recorded, RolloutEvent, WithId } from '../core/events/index.ts';
@@ -34,6 +35,8 @@ export type StepDeps = Readonly<{
   logger: Logger;
   now: () => Date;
   clock: RolloutClock;
+  /** The clock `options.observedSince` answers on. */
+  monotonic: () => number;
   holds: HoldsReader;
   gates: GateKeeper;
   sender: BatchSender;
@@ -62,6 +65,18 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
   const graceMs = options.graceMs ?? defaultSilentGraceMs;
   const progressOf = (s: RolloutState, wave: number): WaveProgress | null =>
     openWaveProgress({ ...options, graceMs }, rollouts.get(s.id), s, wave);
+
+  /**
+   * When late nodes may be judged, on the rollout's time at `nowMs` (docs/design.md §8
+   * "Timeouts while not observed"): not while no report can arrive, and not until a grace after
+   * they can again, the time ingest gives a node to be heard after a resume before it records it silent.
+   */
+  const holdAt = (nowMs: number): LateHold => {
+    const since = options.observedSince?.();
+    if (since === undefined) return noHold;
+    if (since === null) return { fromMs: null, why: 'not observing: no report can arrive' };
+    return { fromMs: nowMs + (since + graceMs - deps.monotonic()), why: 'a grace after observing again, for the reports queued meanwhile' };
+  };
 
   const readPage = Math.max(1, options.readPage ?? 8);
 
@@ -159,7 +174,10 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
    * nodes still behind as failed only once the read model has folded what the store holds.
    */
   async function rollbackStep(s: RolloutState, signal: AbortSignal): Promise<Exclude<Act, { kind: 'gated' }> | number | null> {
-    const decideNow = (): Decision => decideRollback(s, rollbackProgress(s, nodeOf, listLimit), clock.nowMs(s), nodeOf, graceMs, listLimit);
+    const decideNow = (): Decision => {
+      const nowMs = clock.nowMs(s);
+      return decideRollback(s, rollbackProgress(s, nodeOf, listLimit), nowMs, nodeOf, graceMs, listLimit, holdAt(nowMs));
+    };
     const d = decideNow();
     if (d.kind === 'wait') return d.untilMs === null ? null : Math.max(0, d.untilMs - clock.nowMs(s));
     if (d.kind === 'gate') return pollMs; // no gate in a rollback
@@ -195,7 +213,7 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
       const open = s.current === 0 ? undefined : s.waves[s.current - 1];
       const progress = open === undefined || open.completed !== null ? null : progressOf(s, s.current);
       const nowMs = clock.nowMs(s);
-      const d = decide(s, progress, nowMs, listLimit);
+      const d = decide(s, progress, nowMs, listLimit, holdAt(nowMs));
       if (d.kind === 'wait') return d.untilMs === null ? null : Math.max(0, d.untilMs - nowMs);
       // The gate is asked off the loop (rolloutGate.ts): its answer, once in, is recorded here.
       const gated = d.kind === 'gate' ? gates.step(s, d.wave) : null;
@@ -209,7 +227,8 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
       if (d.kind === 'completeWave' || d.kind === 'halt') {
         // Decided on a read model that may have moved while it caught up: decide again on the
         // current one, and act only if the answer stands.
-        const again = decide(s, s.current === 0 ? null : progressOf(s, s.current), clock.nowMs(s), listLimit);
+        const at = clock.nowMs(s);
+        const again = decide(s, s.current === 0 ? null : progressOf(s, s.current), at, listLimit, holdAt(at));
         if (again.kind !== d.kind) continue;
         await act(s, again, signal);
         continue;

@@ -18,6 +18,11 @@ export type LiveObservation = Readonly<{
   refresh: () => Promise<void>;
   /** The current view judges by recorded transitions now (this engine does not observe itself). */
   followsRecord: () => boolean;
+  /**
+   * As the spans last read say: since when (ms, wall) engines have observed without a break up to
+   * now; -Infinity for a store with no span recorded; null when none observes, or before the first read.
+   */
+  observedFrom: () => number | null;
 }>;
 
 export type LiveObservationOptions = Readonly<{
@@ -36,6 +41,23 @@ export type LiveObservationOptions = Readonly<{
 export function unobservedReason(why: string, spans: readonly ObservedSpan[]): string {
   const ended = Math.max(...spans.map((s) => s.to ?? s.from));
   return `this engine does not observe liveness (${why}), and no engine has since ${new Date(ended).toISOString()}`;
+}
+
+/**
+ * The start of the unbroken observation that covers `at` (spans oldest first by start, as
+ * observedSpans gives them; overlapping spans of several engines join), or null when none does.
+ * Before the first span the store predates spans, and counts as observed (isObserved): -Infinity.
+ */
+export function observedFrom(spans: readonly ObservedSpan[], at: number): number | null {
+  if (spans.length === 0 || at < spans[0]!.from) return Number.NEGATIVE_INFINITY;
+  let from = spans[0]!.from;
+  let to = Number.NEGATIVE_INFINITY;
+  for (const s of spans) {
+    if (s.from > at) break;
+    if (s.from > to) from = s.from;
+    to = Math.max(to, s.to ?? Number.POSITIVE_INFINITY);
+  }
+  return to >= at ? from : null;
 }
 
 /**
@@ -60,6 +82,7 @@ export function createLiveObservation({
   now = Date.now,
 }: LiveObservationOptions): LiveObservation {
   let byRecord = false;
+  let from: number | null = null;
   const follow = (on: boolean): void => {
     if (byRecord === on) return;
     byRecord = on;
@@ -80,7 +103,9 @@ export function createLiveObservation({
     follow(true);
     try {
       const spans = await readObservedSpans(store);
-      readModel.setUnobserved(isObserved(spans, now()) ? null : unobservedReason(why, spans));
+      const at = now();
+      from = observedFrom(spans, at);
+      readModel.setUnobserved(isObserved(spans, at) ? null : unobservedReason(why, spans));
     } catch {
       // The store did not answer: the previous judgement stands; the request meets the store itself next.
     }
@@ -104,5 +129,28 @@ export function createLiveObservation({
   // An engine starting or stopping on a shared store: judged again at once, so an open event
   // stream's next node event says what a request would.
   readModel.onObservation(() => void refresh());
-  return { refresh, followsRecord: () => byRecord };
+  return { refresh, followsRecord: () => byRecord, observedFrom: () => from };
+}
+
+/**
+ * For an engine that runs no ingest, the rollout driver's `observedSince` (docs/design.md §8
+ * "Timeouts while not observed"): since when, on `mono`, the record shows an engine observing without a break (null:
+ * none now). The spans are read again at most every `everyMs`, without waiting for the read.
+ */
+export function observedSinceByRecord(
+  observation: LiveObservation,
+  mono: () => number,
+  wall: () => number = Date.now,
+  everyMs = 1_000,
+): () => number | null {
+  let readAt = Number.NEGATIVE_INFINITY;
+  return () => {
+    const at = mono();
+    if (at - readAt >= everyMs) {
+      readAt = at;
+      void observation.refresh();
+    }
+    const from = observation.observedFrom();
+    return from === null ? null : at - Math.max(0, wall() - from);
+  };
 }

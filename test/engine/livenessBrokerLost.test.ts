@@ -182,3 +182,19 @@ test('the store down from the loss through the stop: the next start closes the s
   assert.equal(isObserved(spans, lostAt + 1_000), false);
   await next.observer.stop();
 });
+
+test('observedSince: the monotonic start of the open span, null while lost and after the stop (the rollout driver holds timeouts by it)', async () => {
+  const r = rig();
+  assert.equal(r.observer.observedSince(), null, 'before the start');
+  r.tick(10);
+  await r.observer.start();
+  assert.equal(r.observer.observedSince(), 10);
+  r.tick(50);
+  r.observer.lost();
+  assert.equal(r.observer.observedSince(), null, 'while lost');
+  r.tick(1_000);
+  r.observer.resumed();
+  assert.equal(r.observer.observedSince(), 1_060, 'from the resume');
+  await r.observer.stop();
+  assert.equal(r.observer.observedSince(), null, 'after the stop');
+});

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { makeObservationStarted, makeObservationStopped, observationStream } from '../../src/core/events/index.ts';
 import type { ObservationStarted, ObservationStopped, Recorded, WithId } from '../../src/core/events/index.ts';
-import { createLiveObservation } from '../../src/readModel/liveObservation.ts';
+import { createLiveObservation, observedFrom } from '../../src/readModel/liveObservation.ts';
 import { createReadModel } from '../../src/readModel/readModel.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
@@ -137,4 +137,17 @@ test('a store that does not answer holds no answer: refresh ends with the last j
   await until('the read to have begun', () => answer !== null, 30_000);
   answer!();
   await until('the read, once answered, to judge again', () => readModel.unobserved() === null, 30_000);
+});
+
+test('observedFrom: the start of the unbroken observation covering a moment, joined across engines, broken by a gap', () => {
+  const spans = [
+    { from: 100, to: 200 },
+    { from: 150, to: 300 },
+    { from: 301, to: null },
+  ];
+  assert.equal(observedFrom([], 50), Number.NEGATIVE_INFINITY, 'a store with no span: observed, with no break known');
+  assert.equal(observedFrom(spans, 50), Number.NEGATIVE_INFINITY, 'before the first span');
+  assert.equal(observedFrom(spans, 250), 100, "two engines' overlapping spans join");
+  assert.equal(observedFrom(spans, 500), 301, 'a gap of a millisecond breaks it: a blip');
+  assert.equal(observedFrom([{ from: 100, to: 200 }], 250), null, 'none observing');
 });

@@ -14,6 +14,8 @@ import { addTally, criteriaOf, tripped } from './criteria.ts';
 import { allowance, allowedAt, meterOf } from './rate.ts';
 import type { Tally, Tripped } from './criteria.ts';
 import { defaultSilentGraceMs, failureDetail, lateFailure, nodeOutcome } from './outcome.ts';
+import { heldFailures, holding, noHold } from './lateHold.ts';
+import type { LateHold } from './lateHold.ts';
 import { isTerminal, rollbackPolicy, supersededPolicy, targetsComplete, waveDeadline } from './state.ts';
 import type { NodeFacts, RolloutState } from './state.ts';
 
@@ -98,7 +100,14 @@ export function openTally(progress: WaveProgress, supersededFail: boolean, late:
 
 const sumAll = (t: Tally): number => Object.values(t.byClass).reduce((a, b) => a + (b ?? 0), t.unclassified);
 
-export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: number, listLimit = 1_000): Decision {
+/** `hold`: while it lasts, a wave past its timeout waits rather than judge its late nodes (lateHold.ts). */
+export function decide(
+  s: RolloutState,
+  progress: WaveProgress | null,
+  nowMs: number,
+  listLimit = 1_000,
+  hold: LateHold = noHold,
+): Decision {
   // A rollback's steps are decideRollback's (rollback.ts); a halt under rollbackOnHalt begins one.
   if (s.rollback !== null) return { kind: 'wait', untilMs: null, why: s.status === 'rollingBack' ? 'rolling back' : s.status };
   const policy = rollbackPolicy(s);
@@ -241,8 +250,11 @@ export function decide(s: RolloutState, progress: WaveProgress | null, nowMs: nu
   if (deadline === null || nowMs < deadline) {
     return { kind: 'wait', untilMs: deadline, why: `${progress.pending} node(s) of wave ${w.wave} still behind` };
   }
+  // Nothing could be heard, or what was queued meanwhile may still be arriving: a node still behind proves nothing yet.
+  if (holding(hold, nowMs)) return { kind: 'wait', untilMs: hold.fromMs, why: `wave ${w.wave}'s timeout held: ${hold.why}` };
   // Past the timeout every node still behind is a failure: 'silent' if not connected, else 'timeout'.
-  const late = progress.late(nowMs);
+  const judged = progress.late(nowMs);
+  const late: Late = { ...judged, failures: heldFailures(judged.failures, hold, deadline) };
   const overLate = tripped(criteria, addTally(before, openTally(progress, supersededFail, late)));
   if (overLate !== null) return halt(overLate, cap([...seen(), ...late.failures], listLimit));
   return settle(late);

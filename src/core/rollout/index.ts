@@ -30,5 +30,7 @@ export { planWaves, planBudget, selectTargets } from './plan.ts';
 export type { WavePlan, TargetSelection } from './plan.ts';
 export { owesRollback, rollbackTargets, rollbackOutcome, rollbackProgress, rollbackDeadline, decideRollback } from './rollback.ts';
 export type { RollbackProgress } from './rollback.ts';
+export { noHold, holding, heldFailures } from './lateHold.ts';
+export type { LateHold } from './lateHold.ts';
 export { allowance, allowedAt, meterOf } from './rate.ts';
 export type { Meter } from './rate.ts';

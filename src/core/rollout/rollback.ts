@@ -1,6 +1,8 @@
 import type { RolloutFailure } from '../events/index.ts';
 import { lateOf } from './decide.ts';
 import type { Decision } from './decide.ts';
+import { heldFailures, holding, noHold } from './lateHold.ts';
+import type { LateHold } from './lateHold.ts';
 import { failureDetail, nodeOutcome } from './outcome.ts';
 import type { NodeOutcome } from './outcome.ts';
 import { rollbackPolicy } from './state.ts';
@@ -95,6 +97,7 @@ export function decideRollback(
   nodeOf: (node: string) => NodeFacts | undefined,
   graceMs: number,
   listLimit = 1_000,
+  hold: LateHold = noHold,
 ): Decision {
   const r = s.rollback;
   if (r === null || r.completed !== null || s.status !== 'rollingBack') return { kind: 'wait', untilMs: null, why: s.status };
@@ -112,6 +115,7 @@ export function decideRollback(
   const deadline = rollbackDeadline(s);
   if (deadline === null || nowMs < deadline)
     return { kind: 'wait', untilMs: deadline, why: `${p.pending.length} node(s) not rolled back yet` };
+  if (holding(hold, nowMs)) return { kind: 'wait', untilMs: hold.fromMs, why: `the rollback's timeout held: ${hold.why}` };
   const late = lateOf(p.pending, nodeOf, nowMs, graceMs, listLimit);
-  return complete(late.failures, late.timeout + late.silent);
+  return complete(heldFailures(late.failures, hold, deadline), late.timeout + late.silent);
 }

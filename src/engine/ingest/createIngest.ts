@@ -190,6 +190,8 @@ export function createIngest(options: IngestOptions): Ingest {
         : new Map([...recorder.all()].map(([node, ms]) => [node, new Date(ms)])),
     isHealthy: committer.isHealthy,
     brokerLost: () => observer?.isLost() ?? false,
+    // Without an observer nothing is recorded of observation, and nothing is held for it.
+    observedSince: () => (observer === null ? Number.NEGATIVE_INFINITY : observer.observedSince()),
     health: () => {
       const h = committer.health();
       return { ...h, pending: waiting() + h.pending };

@@ -97,6 +97,13 @@ export type Ingest = Readonly<{
   isHealthy: () => boolean;
   /** True while consuming is lost with the broker link: liveness is not observed (docs/design.md §3). */
   brokerLost: () => boolean;
+  /**
+   * Since when (on the liveness clock, performance.now by default) ingest has consumed without a
+   * break: its start, or its latest resume after a loss; null while lost, before the start and
+   * after the stop. The rollout driver holds wave timeouts by it (docs/design.md §8 "Timeouts
+   * while not observed").
+   */
+  observedSince: () => number | null;
   /** What /readyz and the metrics say of ingest; `pending` is always set. */
   health: () => ComponentHealth;
   stats: () => IngestStats;

@@ -48,6 +48,8 @@ export type LivenessObserver = Readonly<{
   resumed: () => void;
   /** Between `lost` and `resumed`: this engine observes nothing. */
   isLost: () => boolean;
+  /** When (on `mono`) the span open now began: the start, or the latest resume; null with none open. */
+  observedSince: () => number | null;
 }>;
 
 /**
@@ -76,6 +78,8 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
   /** When the loss was noticed: while lost, the lease's flush time stays there (the crash bound). */
   let lostAt = 0;
   let lastAt = 0;
+  /** The monotonic time the open span began. */
+  let spanFrom = 0;
   /** Each span event later than the one before, so a blip's stop and start never share a time (nor an id). */
   const stamp = (): number => (lastAt = Math.max(now(), lastAt + 1));
 
@@ -163,6 +167,7 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
         },
       ]);
       phase = 'observing';
+      spanFrom = mono();
       startSweep();
       flushTimer = setInterval(() => {
         void flush();
@@ -209,11 +214,13 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
       });
     },
     isLost: () => phase === 'lost',
+    observedSince: () => (phase === 'observing' ? spanFrom : null),
     resumed() {
       if (phase !== 'lost') return;
       phase = 'observing';
       const at = stamp();
-      recorder.resume(mono());
+      spanFrom = mono();
+      recorder.resume(spanFrom);
       logger.info({ at: new Date(at).toISOString() }, 'consuming again: observing liveness, every node judged a grace from now');
       void spans.write(() => makeObservationStarted(engine, at, graceMs, flushedAt));
       if (!paused) startSweep();
