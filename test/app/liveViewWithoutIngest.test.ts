@@ -1,15 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { TestContext } from 'node:test';
-import { loadConfig } from '../../src/app/config.ts';
-import { createServer } from '../../src/app/server.ts';
 import { makeObservationStarted, makeObservationStopped, observationStream } from '../../src/core/events/index.ts';
 import type { ObservationStarted, ObservationStopped, WithId } from '../../src/core/events/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
-import { createInProcessBroker } from '../../src/transport/inProcess.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { historyInStore } from '../support/history.ts';
-import { logger } from '../support/logger.ts';
+import { serveInProcess } from '../support/serveInProcess.ts';
 import { readSse } from '../support/sse.ts';
 import { until } from '../support/until.ts';
 
@@ -27,15 +24,8 @@ type NodeBody = { liveness: Liveness; conditions: { type: string; status: string
 type Fleet = { byLiveness: Record<string, number>; observation?: { observed: boolean; reason: string | null } };
 
 /** serve with no transport over `store`, its clock at `now`; stopped, and the store closed, after the test. */
-async function serveWithoutIngest(t: TestContext, store: EventStore, now: number) {
-  const config = loadConfig({ flags: {}, env: {} }, { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'reader-token:read' });
-  const engine = createServer({ config, logger, store, key: null, dashboardDir: null, driveRollouts: false, now: () => now });
-  t.after(async () => {
-    await engine.stop();
-    await store.close();
-  });
-  return { engine, url: await engine.start() };
-}
+const serveWithoutIngest = (t: TestContext, store: EventStore, now: number) =>
+  serveInProcess(t, store, { settings: { apiTokens: 'reader-token:read' }, driveRollouts: false, now: () => now });
 
 async function storeObservedThenStopped(): Promise<{ store: EventStore; now: number }> {
   const store = createMemoryEventStore();
@@ -176,26 +166,11 @@ test('serve without --amqp while another engine observes: the current view follo
 // is recorded NodeSilent by this engine's sweep: the current view and ?at=now both read disconnected
 // (docs/design.md §3: the engine's span stays open, so the record judges; a lost broker closes it).
 test('serve with a transport that hears nothing more: the current view and ?at=now agree on disconnected', async (t) => {
-  const store = createMemoryEventStore();
-  const broker = createInProcessBroker();
-  const config = loadConfig(
-    { flags: {}, env: {} },
-    { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'reader-token:read', graceMs: '400', lastSeenFlushMs: '100' },
-  );
-  const engine = createServer({
-    config,
-    logger,
-    store,
-    key: null,
-    dashboardDir: null,
+  const { engine, broker } = await serveInProcess(t, createMemoryEventStore(), {
+    settings: { apiTokens: 'reader-token:read', graceMs: '400', lastSeenFlushMs: '100' },
+    broker: 'in-process',
     driveRollouts: false,
-    transport: { ingestSource: broker.ingestSource(), publisher: broker.declarationPublisher() },
   });
-  t.after(async () => {
-    await engine.stop();
-    await store.close();
-  });
-  await engine.start();
   await broker.nodeLink('node-x').publish('alive', Buffer.from(JSON.stringify({ node: 'node-x' })), 'alive-1');
   const get = async <T>(path: string): Promise<T> => (await engine.app.inject({ method: 'GET', url: path, headers: read })).json() as T;
   await until('node-x to be heard', () => (engine.runner.readModel.get('node-x')?.lastSeenAt ?? null) !== null);

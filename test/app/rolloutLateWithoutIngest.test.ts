@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadConfig } from '../../src/app/config.ts';
-import { createServer } from '../../src/app/server.ts';
 import { makeObservationStarted, observationStream } from '../../src/core/events/index.ts';
 import type { RolloutHaltedData } from '../../src/core/events/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { historyInStore, testKey } from '../support/history.ts';
-import { logger } from '../support/logger.ts';
+import { oneWaveRollout } from '../support/oneWaveRollout.ts';
+import { serveInProcess } from '../support/serveInProcess.ts';
 import { until } from '../support/until.ts';
 
 // An engine that runs no ingest (serve without --amqp) may drive rollouts on a store another
@@ -22,29 +21,16 @@ test('driven without ingest, a late node heard long ago and never recorded silen
     { stream: observationStream, expected: 'any', events: [makeObservationStarted('engine-a', h.now().getTime(), 60_000, null)] },
   ]);
   await h.heard('slow-1');
-  const config = loadConfig(
-    { flags: {}, env: {} },
-    { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'operator-token:read,send', graceMs: '60000' },
-  );
-  const engine = createServer({ config, logger, store, key: testKey, dashboardDir: null });
-  t.after(async () => {
-    await engine.stop();
-    await store.close();
+  const { engine } = await serveInProcess(t, store, {
+    settings: { apiTokens: 'operator-token:read,send', graceMs: '60000' },
+    key: testKey,
+    caughtUp: true,
   });
-  await engine.start();
-  await engine.runner.caughtUp();
   const started = await engine.app.inject({
     method: 'POST',
     url: '/v1/rollouts',
     headers: { authorization: 'Bearer operator-token', 'content-type': 'application/json' },
-    payload: JSON.stringify({
-      rollout: 'late',
-      resources: [{ id: 'web', image: 'nginx:1.27' }],
-      selection: { kind: 'nodes', nodes: ['slow-1'] },
-      waves: '100%',
-      maxFailures: '0',
-      waveTimeoutMs: 1_000,
-    }),
+    payload: JSON.stringify(oneWaveRollout('late', ['slow-1'], 1_000)),
   });
   assert.equal(started.statusCode, 202, started.body);
   // Nothing relays the declaration: the node never reports, and the wave times out with it behind.
