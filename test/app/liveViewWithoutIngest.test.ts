@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { TestContext } from 'node:test';
-import { makeObservationStarted, makeObservationStopped, observationStream } from '../../src/core/events/index.ts';
-import type { ObservationStarted, ObservationStopped, WithId } from '../../src/core/events/index.ts';
+import { makeObservationStarted, makeObservationStopped } from '../../src/core/events/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
-import { historyInStore } from '../support/history.ts';
+import { historyInStore, recordObservation } from '../support/history.ts';
 import { serveInProcess } from '../support/serveInProcess.ts';
 import { readSse } from '../support/sse.ts';
 import { until } from '../support/until.ts';
@@ -15,9 +14,6 @@ import { until } from '../support/until.ts';
 // engine observing now, with the last sign of life kept and the reason given.
 
 const read = { authorization: 'Bearer reader-token' };
-
-const observe = (store: EventStore, e: WithId<ObservationStarted | ObservationStopped>) =>
-  store.append([{ stream: observationStream, expected: 'any', events: [e] }]);
 
 type Liveness = { state: string; lastSeenAt: string | null; disconnectedForMs: number; reason?: string };
 type NodeBody = { liveness: Liveness; conditions: { type: string; status: string; message: string }[] };
@@ -30,7 +26,7 @@ const serveWithoutIngest = (t: TestContext, store: EventStore, now: number) =>
 async function storeObservedThenStopped(): Promise<{ store: EventStore; now: number }> {
   const store = createMemoryEventStore();
   const h = historyInStore(store);
-  await observe(store, makeObservationStarted('engine-a', h.now().getTime(), 60_000, null));
+  await recordObservation(store, makeObservationStarted('engine-a', h.now().getTime(), 60_000, null));
   h.tick();
   await h.send('node-heard');
   await h.heard('node-heard');
@@ -42,7 +38,7 @@ async function storeObservedThenStopped(): Promise<{ store: EventStore; now: num
   await h.silent('node-silent', silentSeen, 60_000);
   await h.send('node-never');
   h.tick(10 * 60_000);
-  await observe(store, makeObservationStopped('engine-a', h.now().getTime(), 'stopped'));
+  await recordObservation(store, makeObservationStopped('engine-a', h.now().getTime(), 'stopped'));
   // An hour later this serve starts, with no broker.
   return { store, now: h.tick(60 * 60_000).getTime() };
 }
@@ -109,7 +105,7 @@ test('serve without --amqp: once an engine observes again, the current view judg
   assert.equal((await fleet()).byLiveness['not-observed'], 3);
 
   // Another engine on the same store starts observing: its span is open now.
-  await observe(store, makeObservationStarted('engine-b', now - 1_000, 60_000, null));
+  await recordObservation(store, makeObservationStarted('engine-b', now - 1_000, 60_000, null));
   // Folding the start is enough, with no request to ask (an open event stream's next node event is right).
   await until('the view to hear of the start', () => engine.runner.readModel.unobserved() === null);
   const f = await fleet();
@@ -123,7 +119,7 @@ test('serve without --amqp: once an engine observes again, the current view judg
 test('serve without --amqp while another engine observes: the current view follows the recorded transitions, as ?at=now does', async (t) => {
   const store = createMemoryEventStore();
   const h = historyInStore(store);
-  await observe(store, makeObservationStarted('engine-b', h.now().getTime(), 60_000, null));
+  await recordObservation(store, makeObservationStarted('engine-b', h.now().getTime(), 60_000, null));
   h.tick();
   await h.send('node-alive');
   await h.heard('node-alive');
