@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { makeObservationStarted, observationStream } from '../../src/core/events/index.ts';
+import { makeObservationStarted } from '../../src/core/events/index.ts';
 import type { RolloutHaltedData } from '../../src/core/events/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
-import { historyInStore, testKey } from '../support/history.ts';
+import { historyInStore, recordObservation, testKey } from '../support/history.ts';
 import { oneWaveRollout } from '../support/oneWaveRollout.ts';
 import { serveInProcess } from '../support/serveInProcess.ts';
 import { until } from '../support/until.ts';
@@ -17,9 +17,7 @@ test('driven without ingest, a late node heard long ago and never recorded silen
   const store = createMemoryEventStore();
   const h = historyInStore(store);
   // Another engine observes throughout; it heard slow-1 a week ago (the history's clock) and not since lost it.
-  await store.append([
-    { stream: observationStream, expected: 'any', events: [makeObservationStarted('engine-a', h.now().getTime(), 60_000, null)] },
-  ]);
+  await recordObservation(store, makeObservationStarted('engine-a', h.now().getTime(), 60_000, null));
   await h.heard('slow-1');
   const { engine } = await serveInProcess(t, store, {
     settings: { apiTokens: 'operator-token:read,send', graceMs: '60000' },
