@@ -2,11 +2,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loadConfig } from '../../src/app/config.ts';
 import { openFilesLimit } from '../../src/app/fdLimit.ts';
-import { createServer } from '../../src/app/server.ts';
 import { isConvergeError } from '../../src/core/errors.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
-import { logger } from '../support/logger.ts';
 import { holdGet } from '../support/openStreams.ts';
+import { serveInProcess } from '../support/serveInProcess.ts';
 
 // As `serve` is configured: the caps, the listener's limits and the admin
 // listener come from flags (or CONVERGE_* variables), are checked at start, and reach the API.
@@ -63,23 +62,8 @@ test('serve settings: the caps, the listener limits and --admin-listen are read 
 });
 
 test('serve with --admin-listen answers the probes there, and applies the caps on the main listener', async (t) => {
-  const store = createMemoryEventStore();
-  const config = loadConfig(
-    { flags: {}, env: {} },
-    {
-      store: 'memory:',
-      port: '0',
-      logLevel: 'silent',
-      adminListen: '127.0.0.1:0',
-      maxStreamsPerClient: '1',
-      apiTokens: 'admin-test-reader:read',
-    },
-  );
-  const engine = createServer({ config, logger, store, dashboardDir: null });
-  const base = await engine.start();
-  t.after(async () => {
-    await engine.stop();
-    await store.close();
+  const { engine, url: base } = await serveInProcess(t, createMemoryEventStore(), {
+    settings: { adminListen: '127.0.0.1:0', maxStreamsPerClient: '1', apiTokens: 'admin-test-reader:read' },
   });
   const admin = engine.adminUrl();
   assert.ok(admin !== null && admin !== base, `an admin listener of its own: ${admin}`);
@@ -118,17 +102,9 @@ test('the open-files limit is read from /proc/self/limits, for the warning at st
 // --request-timeout-ms is accepted up to an hour; node refuses a headers timeout longer than the
 // request timeout, so the two must reach its server together, whatever the value.
 test("serve starts with --request-timeout-ms past the 300 s default of node's server", async (t) => {
-  const store = createMemoryEventStore();
-  const config = loadConfig(
-    { flags: {}, env: {} },
-    { store: 'memory:', port: '0', logLevel: 'silent', adminListen: '127.0.0.1:0', requestTimeoutMs: '600000' },
-  );
-  const engine = createServer({ config, logger, store, dashboardDir: null });
-  t.after(async () => {
-    await engine.stop();
-    await store.close();
+  const { engine, url: base } = await serveInProcess(t, createMemoryEventStore(), {
+    settings: { adminListen: '127.0.0.1:0', requestTimeoutMs: '600000' },
   });
-  const base = await engine.start();
   assert.equal((await fetch(`${base}/healthz`)).status, 200);
   assert.equal(engine.app.server.requestTimeout, 600_000);
   assert.equal(engine.app.server.headersTimeout, 600_000);

@@ -1,15 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { TestContext } from 'node:test';
-import { loadConfig } from '../../src/app/config.ts';
-import { createServer } from '../../src/app/server.ts';
-import { makeObservationStarted, makeObservationStopped, observationStream } from '../../src/core/events/index.ts';
-import type { ObservationStarted, ObservationStopped, WithId } from '../../src/core/events/index.ts';
+import { makeObservationStarted, makeObservationStopped } from '../../src/core/events/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
-import { createInProcessBroker } from '../../src/transport/inProcess.ts';
 import type { EventStore } from '../../src/store/index.ts';
-import { historyInStore } from '../support/history.ts';
-import { logger } from '../support/logger.ts';
+import { historyInStore, recordObservation } from '../support/history.ts';
+import { serveInProcess } from '../support/serveInProcess.ts';
 import { readSse } from '../support/sse.ts';
 import { until } from '../support/until.ts';
 
@@ -19,28 +15,18 @@ import { until } from '../support/until.ts';
 
 const read = { authorization: 'Bearer reader-token' };
 
-const observe = (store: EventStore, e: WithId<ObservationStarted | ObservationStopped>) =>
-  store.append([{ stream: observationStream, expected: 'any', events: [e] }]);
-
 type Liveness = { state: string; lastSeenAt: string | null; disconnectedForMs: number; reason?: string };
 type NodeBody = { liveness: Liveness; conditions: { type: string; status: string; message: string }[] };
 type Fleet = { byLiveness: Record<string, number>; observation?: { observed: boolean; reason: string | null } };
 
 /** serve with no transport over `store`, its clock at `now`; stopped, and the store closed, after the test. */
-async function serveWithoutIngest(t: TestContext, store: EventStore, now: number) {
-  const config = loadConfig({ flags: {}, env: {} }, { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'reader-token:read' });
-  const engine = createServer({ config, logger, store, key: null, dashboardDir: null, driveRollouts: false, now: () => now });
-  t.after(async () => {
-    await engine.stop();
-    await store.close();
-  });
-  return { engine, url: await engine.start() };
-}
+const serveWithoutIngest = (t: TestContext, store: EventStore, now: number) =>
+  serveInProcess(t, store, { settings: { apiTokens: 'reader-token:read' }, driveRollouts: false, now: () => now });
 
 async function storeObservedThenStopped(): Promise<{ store: EventStore; now: number }> {
   const store = createMemoryEventStore();
   const h = historyInStore(store);
-  await observe(store, makeObservationStarted('engine-a', h.now().getTime(), 60_000, null));
+  await recordObservation(store, makeObservationStarted('engine-a', h.now().getTime(), 60_000, null));
   h.tick();
   await h.send('node-heard');
   await h.heard('node-heard');
@@ -52,7 +38,7 @@ async function storeObservedThenStopped(): Promise<{ store: EventStore; now: num
   await h.silent('node-silent', silentSeen, 60_000);
   await h.send('node-never');
   h.tick(10 * 60_000);
-  await observe(store, makeObservationStopped('engine-a', h.now().getTime(), 'stopped'));
+  await recordObservation(store, makeObservationStopped('engine-a', h.now().getTime(), 'stopped'));
   // An hour later this serve starts, with no broker.
   return { store, now: h.tick(60 * 60_000).getTime() };
 }
@@ -119,7 +105,7 @@ test('serve without --amqp: once an engine observes again, the current view judg
   assert.equal((await fleet()).byLiveness['not-observed'], 3);
 
   // Another engine on the same store starts observing: its span is open now.
-  await observe(store, makeObservationStarted('engine-b', now - 1_000, 60_000, null));
+  await recordObservation(store, makeObservationStarted('engine-b', now - 1_000, 60_000, null));
   // Folding the start is enough, with no request to ask (an open event stream's next node event is right).
   await until('the view to hear of the start', () => engine.runner.readModel.unobserved() === null);
   const f = await fleet();
@@ -133,7 +119,7 @@ test('serve without --amqp: once an engine observes again, the current view judg
 test('serve without --amqp while another engine observes: the current view follows the recorded transitions, as ?at=now does', async (t) => {
   const store = createMemoryEventStore();
   const h = historyInStore(store);
-  await observe(store, makeObservationStarted('engine-b', h.now().getTime(), 60_000, null));
+  await recordObservation(store, makeObservationStarted('engine-b', h.now().getTime(), 60_000, null));
   h.tick();
   await h.send('node-alive');
   await h.heard('node-alive');
@@ -176,26 +162,11 @@ test('serve without --amqp while another engine observes: the current view follo
 // is recorded NodeSilent by this engine's sweep: the current view and ?at=now both read disconnected
 // (docs/design.md §3: the engine's span stays open, so the record judges; a lost broker closes it).
 test('serve with a transport that hears nothing more: the current view and ?at=now agree on disconnected', async (t) => {
-  const store = createMemoryEventStore();
-  const broker = createInProcessBroker();
-  const config = loadConfig(
-    { flags: {}, env: {} },
-    { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'reader-token:read', graceMs: '400', lastSeenFlushMs: '100' },
-  );
-  const engine = createServer({
-    config,
-    logger,
-    store,
-    key: null,
-    dashboardDir: null,
+  const { engine, broker } = await serveInProcess(t, createMemoryEventStore(), {
+    settings: { apiTokens: 'reader-token:read', graceMs: '400', lastSeenFlushMs: '100' },
+    broker: 'in-process',
     driveRollouts: false,
-    transport: { ingestSource: broker.ingestSource(), publisher: broker.declarationPublisher() },
   });
-  t.after(async () => {
-    await engine.stop();
-    await store.close();
-  });
-  await engine.start();
   await broker.nodeLink('node-x').publish('alive', Buffer.from(JSON.stringify({ node: 'node-x' })), 'alive-1');
   const get = async <T>(path: string): Promise<T> => (await engine.app.inject({ method: 'GET', url: path, headers: read })).json() as T;
   await until('node-x to be heard', () => (engine.runner.readModel.get('node-x')?.lastSeenAt ?? null) !== null);

@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadConfig } from '../../src/app/config.ts';
-import { createServer } from '../../src/app/server.ts';
 import { streamOf } from '../../src/core/events/index.ts';
 import type { RolloutHaltedData } from '../../src/core/events/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
-import { createInProcessBroker } from '../../src/transport/inProcess.ts';
 import { testKey } from '../support/history.ts';
-import { logger } from '../support/logger.ts';
+import { oneWaveRollout } from '../support/oneWaveRollout.ts';
+import { serveInProcess } from '../support/serveInProcess.ts';
 import { until } from '../support/until.ts';
 
 // A node still behind when its wave times out is 'silent' only if the engine does not hear it
@@ -16,21 +14,14 @@ import { until } from '../support/until.ts';
 // time, as the node's own liveness is judged, or a node alive throughout reads as silent.
 
 test('a node alive throughout its wave but not caught up at the timeout is a timeout, not silent', async (t) => {
-  const store = createMemoryEventStore();
-  const broker = createInProcessBroker();
-  const config = loadConfig(
-    { flags: {}, env: {} },
-    { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'operator-token:read,send', graceMs: '3000', lastSeenFlushMs: '200' },
-  );
-  const engine = createServer({
-    config,
-    logger,
-    store,
-    key: testKey,
-    dashboardDir: null,
-    transport: { ingestSource: broker.ingestSource(), publisher: broker.declarationPublisher() },
-  });
   let alive = true;
+  t.after(() => void (alive = false));
+  const store = createMemoryEventStore();
+  const { engine, broker } = await serveInProcess(t, store, {
+    settings: { apiTokens: 'operator-token:read,send', graceMs: '3000', lastSeenFlushMs: '200' },
+    broker: 'in-process',
+    key: testKey,
+  });
   let n = 0;
   const link = broker.nodeLink('slow-1');
   const beat = async (): Promise<void> => {
@@ -39,12 +30,6 @@ test('a node alive throughout its wave but not caught up at the timeout is a tim
       await new Promise((r) => setTimeout(r, 100));
     }
   };
-  t.after(async () => {
-    alive = false;
-    await engine.stop();
-    await store.close();
-  });
-  await engine.start();
   const beating = beat();
   await until('slow-1 to be heard', () => (engine.runner.readModel.get('slow-1')?.lastSeenAt ?? null) !== null);
 
@@ -52,15 +37,8 @@ test('a node alive throughout its wave but not caught up at the timeout is a tim
     method: 'POST',
     url: '/v1/rollouts',
     headers: { authorization: 'Bearer operator-token', 'content-type': 'application/json' },
-    payload: JSON.stringify({
-      rollout: 'late',
-      resources: [{ id: 'web', image: 'nginx:1.27' }],
-      selection: { kind: 'nodes', nodes: ['slow-1'] },
-      waves: '100%',
-      maxFailures: '0',
-      // Past the grace, so a last-seen time frozen at the NodeHeard is judged silent by then.
-      waveTimeoutMs: 6_000,
-    }),
+    // Past the grace, so a last-seen time frozen at the NodeHeard is judged silent by then.
+    payload: JSON.stringify(oneWaveRollout('late', ['slow-1'], 6_000)),
   });
   assert.equal(started.statusCode, 202, started.body);
   // The node hears its declaration and never reports: the wave times out with it behind.

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadConfig } from '../../src/app/config.ts';
-import { createServer } from '../../src/app/server.ts';
-import { makeObservationStarted, makeObservationStopped, observationStream } from '../../src/core/events/index.ts';
+import { makeObservationStarted, makeObservationStopped } from '../../src/core/events/index.ts';
 import type { RolloutHaltedData } from '../../src/core/events/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
-import { historyInStore, testKey } from '../support/history.ts';
-import { logger } from '../support/logger.ts';
+import { historyInStore, recordObservation, testKey } from '../support/history.ts';
+import { oneWaveRollout } from '../support/oneWaveRollout.ts';
+import { serveInProcess } from '../support/serveInProcess.ts';
 import { until } from '../support/until.ts';
 
 // An engine that runs no ingest (serve without --amqp) may drive rollouts on a store another
@@ -18,33 +17,18 @@ test('driven without ingest, a late node heard long ago and never recorded silen
   const store = createMemoryEventStore();
   const h = historyInStore(store);
   // Another engine observes throughout; it heard slow-1 a week ago (the history's clock) and not since lost it.
-  await store.append([
-    { stream: observationStream, expected: 'any', events: [makeObservationStarted('engine-a', h.now().getTime(), 60_000, null)] },
-  ]);
+  await recordObservation(store, makeObservationStarted('engine-a', h.now().getTime(), 60_000, null));
   await h.heard('slow-1');
-  const config = loadConfig(
-    { flags: {}, env: {} },
-    { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'operator-token:read,send', graceMs: '60000' },
-  );
-  const engine = createServer({ config, logger, store, key: testKey, dashboardDir: null });
-  t.after(async () => {
-    await engine.stop();
-    await store.close();
+  const { engine } = await serveInProcess(t, store, {
+    settings: { apiTokens: 'operator-token:read,send', graceMs: '60000' },
+    key: testKey,
+    caughtUp: true,
   });
-  await engine.start();
-  await engine.runner.caughtUp();
   const started = await engine.app.inject({
     method: 'POST',
     url: '/v1/rollouts',
     headers: { authorization: 'Bearer operator-token', 'content-type': 'application/json' },
-    payload: JSON.stringify({
-      rollout: 'late',
-      resources: [{ id: 'web', image: 'nginx:1.27' }],
-      selection: { kind: 'nodes', nodes: ['slow-1'] },
-      waves: '100%',
-      maxFailures: '0',
-      waveTimeoutMs: 1_000,
-    }),
+    payload: JSON.stringify(oneWaveRollout('late', ['slow-1'], 1_000)),
   });
   assert.equal(started.statusCode, 202, started.body);
   // Nothing relays the declaration: the node never reports, and the wave times out with it behind.
@@ -63,35 +47,20 @@ test('driven without ingest, a late node heard long ago and never recorded silen
 test('driven without ingest while no engine observes: no timeout until one observes again and a grace has passed', async (t) => {
   const store = createMemoryEventStore();
   const h = historyInStore(store);
-  const span = (e: Parameters<typeof store.append>[0][number]['events'][number]) =>
-    store.append([{ stream: observationStream, expected: 'any', events: [e] }]);
   // The only engine observing lost its broker: no report reaches the store from now on.
-  await span(makeObservationStarted('engine-a', h.now().getTime(), 1_000, null));
+  await recordObservation(store, makeObservationStarted('engine-a', h.now().getTime(), 1_000, null));
   await h.heard('slow-1');
-  await span(makeObservationStopped('engine-a', Date.now(), 'broker-lost'));
-  const config = loadConfig(
-    { flags: {}, env: {} },
-    { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'operator-token:read,send', graceMs: '1000', lastSeenFlushMs: '200' },
-  );
-  const engine = createServer({ config, logger, store, key: testKey, dashboardDir: null });
-  t.after(async () => {
-    await engine.stop();
-    await store.close();
+  await recordObservation(store, makeObservationStopped('engine-a', Date.now(), 'broker-lost'));
+  const { engine } = await serveInProcess(t, store, {
+    settings: { apiTokens: 'operator-token:read,send', graceMs: '1000', lastSeenFlushMs: '200' },
+    key: testKey,
+    caughtUp: true,
   });
-  await engine.start();
-  await engine.runner.caughtUp();
   const started = await engine.app.inject({
     method: 'POST',
     url: '/v1/rollouts',
     headers: { authorization: 'Bearer operator-token', 'content-type': 'application/json' },
-    payload: JSON.stringify({
-      rollout: 'cut',
-      resources: [{ id: 'web', image: 'nginx:1.27' }],
-      selection: { kind: 'nodes', nodes: ['slow-1'] },
-      waves: '100%',
-      maxFailures: '0',
-      waveTimeoutMs: 300,
-    }),
+    payload: JSON.stringify(oneWaveRollout('cut', ['slow-1'], 300)),
   });
   assert.equal(started.statusCode, 202, started.body);
   const events = () => store.readStream('rollout-cut');
@@ -106,7 +75,7 @@ test('driven without ingest while no engine observes: no timeout until one obser
     'no timeout decided while no engine observes',
   );
 
-  await span(makeObservationStarted('engine-a', Date.now(), 1_000, null));
+  await recordObservation(store, makeObservationStarted('engine-a', Date.now(), 1_000, null));
   const halted = await until('the rollout to halt', async () => (await events()).find((e) => e.type === 'RolloutHalted') ?? null);
   const failed = (halted.data as RolloutHaltedData).failed;
   assert.deepEqual(

@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadConfig } from '../../src/app/config.ts';
-import { createServer } from '../../src/app/server.ts';
 import { verifyDeclaration } from '../../src/core/declaration/index.ts';
 import { streamOf } from '../../src/core/events/index.ts';
 import { createSignPool } from '../../src/engine/signPool.ts';
 import type { SignPool } from '../../src/engine/signPool.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { testKey } from '../support/history.ts';
-import { logger } from '../support/logger.ts';
+import { serveInProcess } from '../support/serveInProcess.ts';
 import { until } from '../support/until.ts';
 
 // POST /v1/declarations as `serve` wires it: the API's bulk sends are signed on the signing
@@ -16,10 +14,6 @@ import { until } from '../support/until.ts';
 
 test("serve's bulk POST is signed on the signing thread, and stop stops the thread", async (t) => {
   const store = createMemoryEventStore();
-  const config = loadConfig(
-    { flags: {}, env: {} },
-    { store: 'memory:', port: '0', logLevel: 'silent', apiTokens: 'bulk-sender:read,send' },
-  );
   const pool = createSignPool({ key: testKey });
   let signed = 0;
   let closed = 0;
@@ -34,13 +28,13 @@ test("serve's bulk POST is signed on the signing thread, and stop stops the thre
       await pool.close();
     },
   };
-  const engine = createServer({ config, logger, store, key: testKey, dashboardDir: null, driveRollouts: false, signPool: counted });
-  t.after(async () => {
-    await engine.stop();
-    await pool.close();
-    await store.close();
+  const { engine } = await serveInProcess(t, store, {
+    settings: { apiTokens: 'bulk-sender:read,send' },
+    key: testKey,
+    driveRollouts: false,
+    signPool: counted,
   });
-  await engine.start();
+  t.after(() => pool.close());
   // A thread still loading is not waited for (those sends are signed on the engine's thread).
   pool.start();
   await until('the signing thread to load', () => pool.ready());

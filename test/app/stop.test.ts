@@ -3,13 +3,11 @@ import http from 'node:http';
 import net from 'node:net';
 import { test } from 'node:test';
 import type { TestContext } from 'node:test';
-import { loadConfig } from '../../src/app/config.ts';
-import { createServer } from '../../src/app/server.ts';
 import type { Server } from '../../src/app/server.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { historyInStore } from '../support/history.ts';
-import { logger } from '../support/logger.ts';
+import { serveInProcess } from '../support/serveInProcess.ts';
 import { until } from '../support/until.ts';
 
 // serve's stop with the API's clients still connected (docs/operations.md#shutting-down). Closing the
@@ -39,23 +37,11 @@ async function started(t: TestContext, store: EventStore, env: Record<string, st
   // An idle kept-alive socket would hold the stop ten minutes, a request node cuts at its request
   // timeout five, and the API's share of the stop's bound (a quarter) is fifteen: all far past
   // the test's deadline, unless a test sets them.
-  const config = loadConfig(
-    { flags: {}, env: {} },
-    {
-      store: 'memory:',
-      port: '0',
-      logLevel: 'silent',
-      idleTimeoutMs: '600000',
-      requestTimeoutMs: '300000',
-      stopTimeoutMs: '3600000',
-      ...env,
-    },
-  );
-  const engine = createServer({ config, logger, store, dashboardDir: null });
-  const base = await engine.start();
-  await engine.runner.caughtUp();
-  t.after(() => engine.stop());
-  return { engine, base };
+  const { engine, url } = await serveInProcess(t, store, {
+    settings: { idleTimeoutMs: '600000', requestTimeoutMs: '300000', stopTimeoutMs: '3600000', ...env },
+    caughtUp: true,
+  });
+  return { engine, base: url };
 }
 
 /** The stop, or a failure naming what it was still waiting on once `until`'s deadline passed. */
@@ -68,7 +54,6 @@ async function stopped(engine: Server): Promise<void> {
 
 test('a stop answers an await still waiting with 503 CONVERGE_ERR_STOPPING instead of holding until its timeoutMs', async (t) => {
   const store = createMemoryEventStore();
-  t.after(() => store.close());
   await historyInStore(store).send('n-1');
   const { engine, base } = await started(t, store);
   const agent = new http.Agent({ keepAlive: true });
@@ -86,7 +71,6 @@ test('a stop answers an await still waiting with 503 CONVERGE_ERR_STOPPING inste
 /** A store whose stream reads wait for `release()`: a history request is in flight as long as the test likes. */
 async function heldStore(t: TestContext): Promise<{ store: EventStore; reading: () => boolean; release: () => void }> {
   const inner = createMemoryEventStore();
-  t.after(() => inner.close());
   await historyInStore(inner).report('n-1');
   let reading = false;
   let release = (): void => {};
@@ -147,7 +131,6 @@ test('a socket that never sends a request is cut at the API share of --stop-time
   // Node closes only the sockets idle between two requests at a close, and stops timing out the
   // others: a preconnected socket that sends nothing held the soak's stop until its client let go.
   const store = createMemoryEventStore();
-  t.after(() => store.close());
   const { engine, base } = await started(t, store, { stopTimeoutMs: '2000' });
   const u = new URL(base);
   const socket = net.connect({ host: u.hostname, port: Number(u.port) });
@@ -163,7 +146,6 @@ test('a socket that never sends a request is cut at the API share of --stop-time
 
 test('an open event stream ends cleanly at the stop, without waiting for its lifetime or the API share of the bound', async (t) => {
   const store = createMemoryEventStore();
-  t.after(() => store.close());
   const { engine, base } = await started(t, store);
   const agent = new http.Agent({ keepAlive: true });
   t.after(() => agent.destroy());

@@ -5,9 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { pino } from 'pino';
 import type { TestContext } from 'node:test';
-import { loadConfig } from '../../src/app/config.ts';
-import { createServer } from '../../src/app/server.ts';
-import type { Server, ServerOptions } from '../../src/app/server.ts';
+import type { Server } from '../../src/app/server.ts';
 import { createStopSteps } from '../../src/app/stopSteps.ts';
 import { streamOf } from '../../src/core/events/index.ts';
 import type { Recorded, DeclarationSent } from '../../src/core/events/index.ts';
@@ -17,6 +15,9 @@ import type { EventStore } from '../../src/store/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { historyInStore, testKey } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
+import { oneWaveRollout } from '../support/oneWaveRollout.ts';
+import { serveInProcess } from '../support/serveInProcess.ts';
+import type { ServeInProcessOptions } from '../support/serveInProcess.ts';
 import { tempDir } from '../support/tempDir.ts';
 import { until } from '../support/until.ts';
 
@@ -24,11 +25,10 @@ import { until } from '../support/until.ts';
 // the rollout driver's round, and the last snapshot. Each test holds that work far past its own
 // deadline (`until`'s 60 s); a stop that waits on it fails.
 
-function engineOn(t: TestContext, store: EventStore, options: Partial<ServerOptions> = {}, env: Record<string, string> = {}): Server {
-  const config = loadConfig({ flags: {}, env: {} }, { store: 'memory:', port: '0', logLevel: 'silent', stopTimeoutMs: '3600000', ...env });
-  const engine = createServer({ config, logger, store, key: testKey, dashboardDir: null, ...options });
-  t.after(() => engine.stop());
-  return engine;
+/** serve on `store`, started, with a signing key and a stop bound of an hour unless the test sets one. */
+async function engineOn(t: TestContext, store: EventStore, options: ServeInProcessOptions<'none'> = {}): Promise<Server> {
+  const settings = { stopTimeoutMs: '3600000', ...options.settings };
+  return (await serveInProcess(t, store, { key: testKey, ...options, settings })).engine;
 }
 
 /** The stop, timed by steps, or a failure naming what it was still waiting on once `until`'s deadline passed. */
@@ -63,20 +63,9 @@ const nodes = Array.from({ length: 1_200 }, (_, i) => `stop-${i + 1}`);
 
 test("the rollouts step ends the driver's round promptly: a batch held at its signing is given up, and the next start sends it once", async (t) => {
   const store = createMemoryEventStore();
-  t.after(() => store.close());
   const pool = heldSigning();
-  const first = engineOn(t, store, { signPool: pool });
-  await first.start();
-  await first.runner.caughtUp();
-  const { rollout } = await startRollout(first.rolloutDeps, {
-    rollout: 'held-round',
-    resources: [{ id: 'web', image: 'nginx:1.27' }],
-    selection: { kind: 'nodes', nodes },
-    waves: '100%',
-    maxFailures: '0',
-    waveTimeoutMs: 3_600_000,
-    startedBy: 'test',
-  });
+  const first = await engineOn(t, store, { signPool: pool, caughtUp: true });
+  const { rollout } = await startRollout(first.rolloutDeps, { ...oneWaveRollout('held-round', nodes, 3_600_000), startedBy: 'test' });
   first.rollouts?.wake();
   await until("the driver's first batch to be signing", () => pool.asked() > 0);
   const steps = await stopped(first);
@@ -84,8 +73,7 @@ test("the rollouts step ends the driver's round promptly: a batch held at its si
   assert.equal((await readRollout(store, rollout))?.sends.size, 0, 'the held batch recorded nothing');
 
   // The next start resumes the round from the record: every node sent once.
-  const second = engineOn(t, store, { signPool: null });
-  await second.start();
+  const second = await engineOn(t, store, { signPool: null });
   await until('the next start to send the whole wave', async () => (await readRollout(store, rollout))?.sends.size === nodes.length);
   await second.stop();
   for (const node of nodes) {
@@ -100,14 +88,16 @@ test('the snapshot step gives up a write that cannot end within what is left of 
   t.after(() => release());
   const path = join(tempDir(t, 'converge-stopsnap-'), 'events.snapshot');
   const store = createMemoryEventStore();
-  t.after(() => store.close());
   const h = historyInStore(store);
   await h.report('snap-1');
   const lines: string[] = [];
   const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
-  const engine = engineOn(t, store, { logger: log, driveRollouts: false }, { snapshotPath: path, stopTimeoutMs: '4000' });
-  await engine.start();
-  await engine.runner.caughtUp();
+  const engine = await engineOn(t, store, {
+    settings: { snapshotPath: path, stopTimeoutMs: '4000' },
+    logger: log,
+    driveRollouts: false,
+    caughtUp: true,
+  });
   await engine.runner.writeSnapshot();
   const before = readFileSync(path);
   await h.report('snap-2');

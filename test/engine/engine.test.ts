@@ -1,23 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseApiTokens } from '../../src/api/auth.ts';
 import { generateSigningKey } from '../../src/core/declaration/index.ts';
 import { loadConfig } from '../../src/app/config.ts';
-import { createServer } from '../../src/app/server.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
-import { logger } from '../support/logger.ts';
+import { serveInProcess } from '../support/serveInProcess.ts';
 
 test('a declaration sent through the engine counts in converge_events_appended_total{type="DeclarationSent"}', async (t) => {
-  const store = createMemoryEventStore();
-  const config = {
-    ...loadConfig({ flags: { store: 'memory:', port: '0' }, env: {} }),
-    apiTokens: parseApiTokens('sender-token-1:read,send').table,
-  };
-  const engine = createServer({ config, logger, store, key: generateSigningKey() });
-  await engine.start();
-  t.after(async () => {
-    await engine.stop();
-    await store.close();
+  const { engine } = await serveInProcess(t, createMemoryEventStore(), {
+    settings: { apiTokens: 'sender-token-1:read,send' },
+    key: generateSigningKey(),
   });
   await engine.send!('m1', [{ id: 'web' }]);
   const posted = await engine.app.inject({

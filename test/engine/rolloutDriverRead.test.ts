@@ -7,6 +7,7 @@ import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { testKey } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
+import { oneWaveRollout } from '../support/oneWaveRollout.ts';
 import { until } from '../support/until.ts';
 
 // The driver's first read of a rollout is its whole stream: at 100,000 targets a hundred lists of
@@ -26,18 +27,7 @@ test("the driver reads a rollout's stream a page at a time and decides on all of
   };
   const now = (): Date => new Date('2026-11-30T12:00:00Z');
   const nodes = Array.from({ length: 4_500 }, (_, i) => `n${i + 1}`);
-  await startRollout(
-    { store, now, nodeStates: () => [] },
-    {
-      rollout: 'big',
-      resources: [{ id: 'web', image: 'nginx:1.27' }],
-      selection: { kind: 'nodes', nodes },
-      waves: '100%',
-      maxFailures: '0',
-      waveTimeoutMs: 60_000,
-      startedBy: 'test',
-    },
-  );
+  await startRollout({ store, now, nodeStates: () => [] }, { ...oneWaveRollout('big', nodes, 60_000), startedBy: 'test' });
   const decisions: string[] = [];
   const driver = createRolloutDriver({
     store,

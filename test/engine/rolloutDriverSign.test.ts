@@ -10,6 +10,7 @@ import type { SignPool } from '../../src/engine/signPool.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { testKey } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
+import { oneWaveRollout } from '../support/oneWaveRollout.ts';
 import { until } from '../support/until.ts';
 
 // The driver signs a wave's declarations on its signing thread (src/engine/signPool.ts), each
@@ -28,18 +29,7 @@ test('a wave signed on the driver’s thread: one declaration a node, listed at 
   // A clock that moves: a batch signed ahead carries the time it was signed at, not its append's.
   const now = (): Date => new Date((t += 7));
   const nodes = Array.from({ length: 1_700 }, (_, i) => `n${String(i + 1).padStart(4, '0')}`);
-  await startRollout(
-    { store, now, nodeStates: () => [] },
-    {
-      rollout: 'r',
-      resources: [{ id: 'web', image: 'nginx:1.27' }],
-      selection: { kind: 'nodes', nodes },
-      waves: '100%',
-      maxFailures: '0',
-      waveTimeoutMs: 600_000,
-      startedBy: 'test',
-    },
-  );
+  await startRollout({ store, now, nodeStates: () => [] }, { ...oneWaveRollout('r', nodes, 600_000), startedBy: 'test' });
   // Loaded before the driver starts, so every batch is signed there (one still loading is not waited for).
   const pool = createSignPool({ key: testKey });
   pool.start();

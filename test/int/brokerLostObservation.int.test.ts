@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { TestContext } from 'node:test';
-import { loadConfig } from '../../src/app/config.ts';
-import { createServer } from '../../src/app/server.ts';
 import { observationStream, streamOf } from '../../src/core/events/index.ts';
 import type { Recorded } from '../../src/core/events/index.ts';
 import { encodeAlive } from '../../src/core/wire/index.ts';
@@ -11,13 +9,13 @@ import { createPostgresEventStore } from '../../src/store/postgres/index.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { connectAmqp } from '../../src/transport/amqpConnection.ts';
 import { createAmqpNodeLink } from '../../src/transport/amqpNodeLink.ts';
-import { createAmqpTransport } from '../../src/transport/amqpTransport.ts';
 import { createBrokerLab, describeOnBroker, uniqueTag } from '../support/broker.ts';
 import type { BrokerLab } from '../support/broker.ts';
 import { createFaultProxy } from '../support/faults/faultProxy.ts';
 import type { FaultProxy } from '../support/faults/faultProxy.ts';
 import { logger } from '../support/logger.ts';
 import { describeOnPostgres, scratchSchema } from '../support/postgres.ts';
+import { serveInProcess } from '../support/serveInProcess.ts';
 import { until } from '../support/until.ts';
 
 // docs/design.md §3 "Not observed": while the engine's link to the broker is cut it hears no
@@ -60,39 +58,13 @@ function deferrer(t: TestContext): Defer {
   return (cleanup) => void cleanups.push(cleanup);
 }
 
-/** An engine as serve wires it (ingest, observer, API) over AMQP at `url`; `stop` is idempotent, also run after the test. */
+/** An engine as serve wires it (ingest, observer, API) over AMQP at `url`; `stop` is idempotent, also run after the test, and then `store` is closed. */
 async function startEngine(defer: Defer, url: string, store: EventStore, engineId: string) {
-  const config = loadConfig(
-    { flags: {}, env: {} },
-    {
-      store: 'memory:',
-      port: '0',
-      logLevel: 'silent',
-      apiTokens: 'reader-token:read',
-      graceMs: String(graceMs),
-      lastSeenFlushMs: '200',
-      engineId,
-    },
-  );
-  const transport = await createAmqpTransport({ url, logger, heartbeatSeconds: 1 });
-  const engine = createServer({
-    config,
-    logger,
-    store,
-    key: null,
-    dashboardDir: null,
+  const { engine, transport, stop } = await serveInProcess({ after: defer }, store, {
+    settings: { apiTokens: 'reader-token:read', graceMs: String(graceMs), lastSeenFlushMs: '200', engineId },
+    broker: { amqp: url, heartbeatSeconds: 1 },
     driveRollouts: false,
-    transport: { ingestSource: transport.ingestSource(), publisher: transport.declarationPublisher() },
   });
-  let down = false;
-  const stop = async (): Promise<void> => {
-    if (down) return;
-    down = true;
-    await engine.stop();
-    await transport.close();
-  };
-  defer(stop);
-  await engine.start();
   const stateAt = async (node: string, at: number): Promise<string> => {
     const r = await engine.app.inject({ method: 'GET', url: `/v1/nodes/${node}/state?at=${new Date(at).toISOString()}`, headers: read });
     assert.equal(r.statusCode, 200, r.body);
@@ -148,7 +120,6 @@ describeOnBroker('observation while the engine is cut off from the broker', () =
       proxy.pass();
       const defer = deferrer(t);
       const store = createMemoryEventStore();
-      defer(() => store.close());
       const { transport, stop, stateAt, now } = await startEngine(defer, proxy.rewrite(lab.engineUrl), store, 'engine-cut');
       const node = await beatingNode(defer, lab);
       const nodeEvents = (): Promise<readonly Recorded[]> => store.readStream(streamOf(node));
@@ -207,7 +178,6 @@ describeOnBroker('observation while the engine is cut off from the broker', () =
     proxy.pass();
     const defer = deferrer(t);
     const store = createMemoryEventStore();
-    defer(() => store.close());
     const { transport } = await startEngine(defer, proxy.rewrite(lab.engineUrl), store, 'engine-blip');
     const spans = async (): Promise<string[]> =>
       (await store.readStream(observationStream)).map((e) => (e.type === 'ObservationStopped' ? e.data.why : 'started'));
@@ -228,10 +198,8 @@ describeOnBroker('observation while the engine is cut off from the broker', () =
       defer(() => scratch.drop());
       // One store client each, as two serve processes have.
       const storeA = createPostgresEventStore(scratch.url);
-      defer(() => storeA.close());
       const a = await startEngine(defer, proxy.rewrite(lab.engineUrl), storeA, 'engine-a');
       const storeB = createPostgresEventStore(scratch.url);
-      defer(() => storeB.close());
       const b = await startEngine(defer, lab.engineUrl, storeB, 'engine-b');
       const node = await beatingNode(defer, lab);
       const spans = (): Promise<readonly Recorded[]> => storeB.readStream(observationStream);

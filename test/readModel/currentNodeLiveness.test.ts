@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { makeObservationStarted, makeObservationStopped, observationStream } from '../../src/core/events/index.ts';
+import { makeObservationStarted, makeObservationStopped } from '../../src/core/events/index.ts';
 import { currentNode, stateAsOf } from '../../src/readModel/queries.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import { cliIn } from '../support/cliInProcess.ts';
-import { historyInStore } from '../support/history.ts';
+import { historyInStore, recordObservation } from '../support/history.ts';
 import { tempDir } from '../support/tempDir.ts';
 
 // `converge status <node>` (currentNode) answers for now what `converge state <node> --at <now>`
@@ -20,9 +20,7 @@ const readerGraceMs = 60_000;
 async function store(): Promise<{ s: EventStore; h: ReturnType<typeof historyInStore> }> {
   const s = createMemoryEventStore();
   const h = historyInStore(s);
-  await s.append([
-    { stream: observationStream, expected: 'any', events: [makeObservationStarted('e1', h.now().getTime(), engineGraceMs, null)] },
-  ]);
+  await recordObservation(s, makeObservationStarted('e1', h.now().getTime(), engineGraceMs, null));
   await h.heard('n1');
   await h.alive('n1');
   return { s, h };
@@ -44,7 +42,7 @@ test('a node the engine recorded silent is disconnected now, whatever grace the 
 test('with the engine stopped, now is not observed, as state --at now says', async () => {
   const { s, h } = await store();
   h.tick(1_000);
-  await s.append([{ stream: observationStream, expected: 'any', events: [makeObservationStopped('e1', h.now().getTime(), 'stopped')] }]);
+  await recordObservation(s, makeObservationStopped('e1', h.now().getTime(), 'stopped'));
   h.tick(120_000);
   const now = h.now().getTime();
   assert.equal(await asOfNow(s, now), 'not-observed');
@@ -56,12 +54,10 @@ test('status lists every node not-observed while no engine observes, and status 
   const path = join(dir, 'store.db');
   const s = createSqliteEventStore(path);
   const h = historyInStore(s);
-  await s.append([
-    { stream: observationStream, expected: 'any', events: [makeObservationStarted('e1', h.now().getTime(), engineGraceMs, null)] },
-  ]);
+  await recordObservation(s, makeObservationStarted('e1', h.now().getTime(), engineGraceMs, null));
   await h.heard('n1');
   h.tick(1_000);
-  await s.append([{ stream: observationStream, expected: 'any', events: [makeObservationStopped('e1', h.now().getTime(), 'stopped')] }]);
+  await recordObservation(s, makeObservationStopped('e1', h.now().getTime(), 'stopped'));
   await s.close();
   const list = await cliIn(dir, ['status', '--json', '--store', `sqlite:${path}`]);
   assert.equal(list.code, 0, list.stderr);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createFleetFold, eventTime, nodeView, stateAt, summarizeFleet } from '../../projections/index.ts';
 import type { At } from '../../projections/index.ts';
-import { observationEventId, observationStream, streamOf } from '../../src/core/events/index.ts';
+import { observationEventId, streamOf } from '../../src/core/events/index.ts';
 import type { ObservationStarted, ObservationStopped, Recorded, WithId } from '../../src/core/events/index.ts';
 import { createFleetHistory } from '../../src/readModel/fleetHistory.ts';
 import { describeTimeline } from '../../src/readModel/nodeTimeline.ts';
@@ -10,7 +10,7 @@ import { stateAsOf } from '../../src/readModel/queries.ts';
 import { createReadModel } from '../../src/readModel/readModel.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
-import { historyInStore } from '../support/history.ts';
+import { historyInStore, recordObservation } from '../support/history.ts';
 
 // Liveness as recorded (docs/design.md §3): historical answers come from the record's transitions
 // and its own grace, and a store written by the old rule (AliveSeen at most every 15 s) answers
@@ -40,9 +40,6 @@ const stopped = (engine: string, ms: number): WithId<ObservationStopped> => {
     data: { engine, at: iso, why: 'stopped' },
   };
 };
-const observe = (store: EventStore, e: WithId<ObservationStarted | ObservationStopped>) =>
-  store.append([{ stream: observationStream, expected: 'any', events: [e] }]);
-
 test('old rule: a store of AliveSeen every 15 s answers every historical question as before (state --at, fleet --at)', async () => {
   const store = createMemoryEventStore();
   const s = historyInStore(store);
@@ -79,7 +76,7 @@ test('old rule: a store of AliveSeen every 15 s answers every historical questio
 test('the record is self-contained: an engine with grace 6 s, a node silent 13 s reads disconnected whatever grace the reader passes', async () => {
   const store = createMemoryEventStore();
   const s = historyInStore(store);
-  await observe(store, started('e1', s.now().getTime(), 6_000, null));
+  await recordObservation(store, started('e1', s.now().getTime(), 6_000, null));
   s.tick(1_000);
   await s.heard('n1');
   const lastSeen = s.now().getTime() + 2_000;
@@ -108,17 +105,17 @@ test('as of a moment no engine observed, liveness is not-observed: never connect
   const store = createMemoryEventStore();
   const s = historyInStore(store);
   const t0 = s.now().getTime();
-  await observe(store, started('e1', t0, 6_000, null));
+  await recordObservation(store, started('e1', t0, 6_000, null));
   await s.heard('n1');
   s.tick(10_000);
-  await observe(store, stopped('e1', s.now().getTime()));
+  await recordObservation(store, stopped('e1', s.now().getTime()));
   const stoppedAt = s.now().getTime();
   s.tick(60_000);
   // A second engine starts and then crashes: its next start says it was last known good at +5 s.
   const second = s.now().getTime();
-  await observe(store, started('e2', second, 6_000, null));
+  await recordObservation(store, started('e2', second, 6_000, null));
   s.tick(30_000);
-  await observe(store, started('e2', s.now().getTime(), 6_000, second + 5_000));
+  await recordObservation(store, started('e2', s.now().getTime(), 6_000, second + 5_000));
   const readModel = createReadModel();
   const fleet = createFleetHistory({ store, readModel, graceMs: 60_000 });
   readModel.apply(await readAll(store));
@@ -140,15 +137,15 @@ test('engines sharing a store each observe their own span: one stopping leaves t
   const store = createMemoryEventStore();
   const s = historyInStore(store);
   const t0 = s.now().getTime();
-  await observe(store, started('a', t0, 6_000, null));
+  await recordObservation(store, started('a', t0, 6_000, null));
   await s.heard('n1');
   s.tick(1_000);
   // b starts while a runs: not a crash of a.
-  await observe(store, started('b', t0 + 1_000, 6_000, null));
+  await recordObservation(store, started('b', t0 + 1_000, 6_000, null));
   s.tick(10_000);
-  await observe(store, stopped('a', t0 + 11_000));
+  await recordObservation(store, stopped('a', t0 + 11_000));
   s.tick(10_000);
-  await observe(store, stopped('b', t0 + 21_000));
+  await recordObservation(store, stopped('b', t0 + 21_000));
   s.tick(10_000);
   const cases: [number, string][] = [
     [t0 + 500, 'connected'],

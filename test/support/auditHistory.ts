@@ -3,10 +3,11 @@ import { makeAliveSeen, makeDeclarationSent, makeReportReceived, streamOf } from
 import { verifyLog } from '../../src/core/audit/verifyLog.ts';
 import type { VerifyResult } from '../../src/core/audit/verifyLog.ts';
 import type { KeyObject } from 'node:crypto';
-import { makeObservationStarted, observationStream } from '../../src/core/events/index.ts';
+import { makeObservationStarted } from '../../src/core/events/index.ts';
 import { createAuditCheckpoints } from '../../src/engine/auditCheckpoints.ts';
 import type { EventStore, NewEvent } from '../../src/store/port.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite/sqliteEventStore.ts';
+import { recordObservation } from './history.ts';
 import { logger } from './logger.ts';
 
 // A history as the engine writes one, for the audit tree's tests: per node a declaration sent,
@@ -48,7 +49,7 @@ export async function writeSignedStore(path: string, key: KeyObject, firstRound 
   const cp = createAuditCheckpoints({ store, key, logger, everyEvents: 1, everyMs: 3_600_000, pollMs: 3_600_000 });
   await cp.start();
   const started = makeObservationStarted('engine-a', Date.UTC(2026, 0, 1) - 1_000, 60_000, null);
-  await store.append([{ stream: observationStream, expected: 'any', events: [started] }]);
+  await recordObservation(store, started);
   for (let r = firstRound; r < firstRound + rounds; r++) {
     await writeHistory(store, nodes, r);
     await cp.checkpoint();

@@ -7,6 +7,7 @@ import {
   makeNodeRetired,
   makeNodeSilent,
   makeReportReceived,
+  observationStream,
   streamOf,
 } from '../../src/core/events/index.ts';
 import type {
@@ -15,6 +16,8 @@ import type {
   DeclarationSent,
   NodeHeard,
   NodeSilent,
+  ObservationStarted,
+  ObservationStopped,
   Recorded,
   ReportReceived,
   WithId,
@@ -98,6 +101,10 @@ export function history(node: string, start = historyStart) {
 }
 
 export type StoreHistory = ReturnType<typeof historyInStore>;
+
+/** An engine's start or end of observing (docs/design.md §3 "Not observed"), appended where engines record theirs. */
+export const recordObservation = (store: EventStore, e: WithId<ObservationStarted | ObservationStopped>) =>
+  store.append([{ stream: observationStream, expected: 'any', events: [e] }]);
 
 /** The same steps for any node, appended to `store`; each resolves once its event is stored. */
 export function historyInStore(store: EventStore, start = historyStart) {

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { makeObservationStarted, observationStream } from '../../../src/core/events/index.ts';
+import { makeObservationStarted } from '../../../src/core/events/index.ts';
 import { createLiveObservation, currentLiveness } from '../../../src/readModel/liveObservation.ts';
 import { createProjectionRunner } from '../../../src/readModel/projectionRunner.ts';
 import type { ProjectionRunner } from '../../../src/readModel/projectionRunner.ts';
 import { createMemoryEventStore } from '../../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../../src/store/index.ts';
-import { historyInStore } from '../../support/history.ts';
+import { historyInStore, recordObservation } from '../../support/history.ts';
 import { logger } from '../../support/logger.ts';
 import { tempDir } from '../../support/tempDir.ts';
 
@@ -38,9 +38,7 @@ test('restored from a snapshot, the view without ingest answers as the fold from
   const store = createMemoryEventStore();
   const h = historyInStore(store);
   // Another engine observes throughout (its span is open); this one runs no ingest.
-  await store.append([
-    { stream: observationStream, expected: 'any', events: [makeObservationStarted('engine-b', h.now().getTime(), 60_000, null)] },
-  ]);
+  await recordObservation(store, makeObservationStarted('engine-b', h.now().getTime(), 60_000, null));
   for (const n of nodes) await h.send(n);
   await h.heard('alive');
   await h.heard('quiet');
