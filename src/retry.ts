@@ -110,7 +110,11 @@ export async function retry<T>(fn: () => Promise<T>, options: RetryOptions): Pro
  */
 export function unlessAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (signal === undefined) return p;
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  if (signal.aborted) {
+    // Let go before it ends: its failure, when it comes, is nobody's to handle.
+    p.catch(() => undefined);
+    return Promise.reject(signal.reason as Error);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => reject(signal.reason as Error);
     signal.addEventListener('abort', onAbort, { once: true });

@@ -8,7 +8,7 @@ import { unlessAborted } from '../src/retry.ts';
 // (Node 20 ends the process on one). So it is handled when the signal aborts while `p` waits; the
 // same must hold when the signal had aborted already.
 
-test("unlessAborted with a signal aborted already leaves no unhandled rejection when p fails later", async (t) => {
+test('unlessAborted with a signal aborted already leaves no unhandled rejection when p fails later', async (t) => {
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
   process.on('unhandledRejection', onUnhandled);
