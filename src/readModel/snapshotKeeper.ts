@@ -93,10 +93,13 @@ export function createSnapshotKeeper(
     );
   }
 
+  /** writeNow gave up (the stop's bound): no write starts after it, a periodic one included. */
+  let givenUp = false;
+
   function snapshotNow(): Promise<void> {
     const opts = o.snapshot;
     const position = readModel.position();
-    if (opts === undefined || position === null || position === lastSnapshotAt) return Promise.resolve();
+    if (opts === undefined || position === null || position === lastSnapshotAt || givenUp) return Promise.resolve();
     if (writing !== null) return writing;
     const eventId = lastEventId;
     if (eventId === null) return Promise.resolve();
@@ -174,12 +177,14 @@ export function createSnapshotKeeper(
         await unlessAborted(
           (async () => {
             if (writing !== null) await writing;
-            await snapshotNow();
+            // Given up while the write before it ended: nothing more is written (the stop goes on).
+            if (!late.signal.aborted) await snapshotNow();
           })(),
           late.signal,
         );
       } catch (err) {
         if (!late.signal.aborted) throw err;
+        givenUp = true;
         // The write may be held where no slice is reached (a disk that does not answer): it ends
         // on its own, its temporary file removed, and nothing waits for it.
         writeAbort?.abort();
