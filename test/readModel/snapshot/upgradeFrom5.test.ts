@@ -60,9 +60,5 @@ test('the first format-6 snapshot after restoring a format-5 one is trusted by t
   await upgraded.stop();
 
   const outcome = await trustedSnapshot(store, snapshot.path);
-  assert.equal(
-    outcome.kind,
-    'trusted',
-    outcome.kind === 'rejected' ? `rejected: ${(outcome.err as Error).message}` : outcome.kind,
-  );
+  assert.equal(outcome.kind, 'trusted', outcome.kind === 'rejected' ? `rejected: ${(outcome.err as Error).message}` : outcome.kind);
 });
