@@ -94,15 +94,20 @@ export function createLiveObservation({
   // is under way share the one read after it, so a burst of them costs two reads, not one each.
   let running: Promise<void> | null = null;
   let queued: Promise<void> | null = null;
+  /** This engine observes itself now: judged by grace, no span read. */
+  const selfObserved = (): boolean => {
+    if (observing?.() !== true) return false;
+    readModel.setUnobserved(null);
+    follow(false);
+    return true;
+  };
   const read = async (): Promise<void> => {
-    if (observing?.() === true) {
-      readModel.setUnobserved(null);
-      follow(false);
-      return;
-    }
+    if (selfObserved()) return;
     follow(true);
     try {
       const spans = await readObservedSpans(store);
+      // Consuming again while the read waited: what it read no longer judges.
+      if (selfObserved()) return;
       const at = now();
       from = observedFrom(spans, at);
       readModel.setUnobserved(isObserved(spans, at) ? null : unobservedReason(why, spans));
@@ -121,6 +126,8 @@ export function createLiveObservation({
   // A store that does not answer (its link cut) must not hold the answer, a scrape of /metrics
   // included: past readWaitMs the last judgement answers, and the read goes on to judge again.
   const refresh = (): Promise<void> => {
+    // Observing again: judged at once, not after a read of the spans still waiting on the store.
+    if (selfObserved()) return Promise.resolve();
     const read = next();
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, readWaitMs)));
