@@ -25,7 +25,13 @@ export function createSpanWriter(store: EventStore, logger: Logger): SpanWriter 
   return {
     write(job) {
       writing = writing.then(async () => {
-        const event = await job();
+        let event: SpanEvent | null = null;
+        try {
+          event = await job();
+        } catch (err) {
+          // The chain goes on: a job that throws must not leave every later span event unwritten.
+          logger.warn({ err: (err as Error).message }, 'could not make the observation span event');
+        }
         if (event !== null) unwritten.push(event);
         if (unwritten.length === 0) return;
         const events = unwritten;
