@@ -4,7 +4,9 @@ import { makeObservationStarted, makeObservationStopped } from '../../src/core/e
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import { historyInStore, recordObservation, testKey } from '../support/history.ts';
 import { oneWaveRollout } from '../support/oneWaveRollout.ts';
+import { rolloutInStore } from '../support/rolloutInStore.ts';
 import { serveInProcess } from '../support/serveInProcess.ts';
+import { readSse } from '../support/sse.ts';
 import { until } from '../support/until.ts';
 
 // While the driver holds a wave's timeout because no report can arrive (docs/design.md §8
@@ -21,7 +23,7 @@ test('GET /v1/rollouts/:id says a wave past its timeout is held while no engine 
   await recordObservation(store, makeObservationStarted('engine-a', h.now().getTime(), 1_000, null));
   await h.heard('slow-1');
   await recordObservation(store, makeObservationStopped('engine-a', Date.now(), 'broker-lost'));
-  const { engine } = await serveInProcess(t, store, {
+  const { engine, url } = await serveInProcess(t, store, {
     // A grace long enough to be seen: the driver reads the record's spans at most every second.
     settings: { apiTokens: 'operator-token:read,send', graceMs: '5000', lastSeenFlushMs: '200' },
     key: testKey,
@@ -45,6 +47,13 @@ test('GET /v1/rollouts/:id says a wave past its timeout is held while no engine 
     return w.deadline === null ? null : w;
   });
   assert.equal(open.timeoutHeld, null, 'before its timeout the wave is not held');
+  // No event marks a hold's start: the stream is sent the rollout again when the driver holds it.
+  let pushed = false;
+  const res = await fetch(`${url}/v1/events?rollout=cut`, { headers });
+  const reading = readSse<{ waves: Wave[] }>(
+    res,
+    (evs) => (pushed = evs.some((e) => e.event === 'rollout' && e.data.waves[0]?.timeoutHeld?.reason === 'notObserving')),
+  );
   await until('the timeout past', () => Date.now() > Date.parse(open.deadline!));
   for (let i = 0; i < 2; i++) await engine.rollouts!.nextRound();
 
@@ -54,6 +63,8 @@ test('GET /v1/rollouts/:id says a wave past its timeout is held while no engine 
   assert.equal(held.until, null, 'not until an engine observes again');
   assert.equal(held.graceMs, 5_000);
   assert.ok(Date.parse(held.since) >= Date.parse(open.deadline!), 'held from its timeout on');
+  await until('the event stream to say the wave is held', () => pushed);
+  await reading;
 
   // An engine observes again: the timeout waits a grace more, and says until when.
   await recordObservation(store, makeObservationStarted('engine-a', Date.now(), 1_000, null));
@@ -72,4 +83,28 @@ test('GET /v1/rollouts/:id says a wave past its timeout is held while no engine 
     return (res.json() as { status: string }).status === 'halted';
   });
   assert.equal((await wave()).timeoutHeld ?? null, null, 'a decided wave holds nothing');
+});
+
+test('an engine that does not drive rollouts leaves timeoutHeld out: it cannot know', async (t) => {
+  const store = createMemoryEventStore();
+  const h = historyInStore(store);
+  const r = rolloutInStore(store, h, 'elsewhere', ['slow-1'], { waveTimeoutMs: 60_000 });
+  await r.start();
+  await r.run();
+  const { engine } = await serveInProcess(t, store, {
+    settings: { apiTokens: 'operator-token:read' },
+    key: testKey,
+    caughtUp: true,
+    driveRollouts: false,
+  });
+  const res = await engine.app.inject({
+    method: 'GET',
+    url: '/v1/rollouts/elsewhere',
+    headers: { authorization: 'Bearer operator-token' },
+  });
+  assert.equal(res.statusCode, 200, res.body);
+  const body = res.json() as { status: string; waves: Wave[] };
+  assert.equal(body.status, 'running');
+  assert.notEqual(body.waves[0]!.deadline, null, 'the wave is open, all sent');
+  assert.equal('timeoutHeld' in body.waves[0]!, false);
 });
