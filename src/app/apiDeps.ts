@@ -9,6 +9,7 @@ import type { StartRolloutDeps } from '../engine/rolloutCommands.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ProjectionRunner } from '../readModel/projectionRunner.ts';
 import type { LiveObservation } from '../readModel/liveObservation.ts';
+import type { RolloutView } from '../readModel/rollouts.ts';
 import type { EventStore } from '../store/index.ts';
 import type { Config } from './config.ts';
 import { pastReadsOf } from './pastReads.ts';
@@ -27,6 +28,8 @@ export type ApiDepsInput = Readonly<{
   observation: LiveObservation | null;
   relay: Relay | null;
   rolloutDeps: StartRolloutDeps;
+  /** The rollout view the API serves: the read side's, with the driver's held timeouts (rolloutTimeoutHeld.ts). */
+  rollouts: RolloutView;
   key: SigningKey | null;
   send: SendDeclaration | null;
   sendMany: SendDeclarations | null;
@@ -54,7 +57,7 @@ export function apiDeps(input: ApiDepsInput): ApiDeps {
   return {
     dashboardDir: input.dashboardDir,
     readModel: runner.readModel,
-    rollouts: runner.rollouts,
+    rollouts: input.rollouts,
     rolloutCommands: rolloutCommandsOn(input.rolloutDeps),
     store,
     pastReads: pastReadsOf(store, config.archiveDir),

@@ -24,6 +24,7 @@ import { createLiveObservation, observedSinceByRecord } from '../readModel/liveO
 import type { EventStore } from '../store/index.ts';
 import type { DeclarationPublisher, IngestSource } from '../transport/port.ts';
 import { apiDeps } from './apiDeps.ts';
+import { withTimeoutHolds } from './rolloutTimeoutHeld.ts';
 import { createCheckpointer } from './checkpointer.ts';
 import type { Config } from './config.ts';
 import { findDashboardDir } from './dashboardDir.ts';
@@ -119,7 +120,19 @@ export function createServer(options: ServerOptions): Server {
   });
   // Whether reports can reach the store now, for the driver's timeouts: set below, asked once running.
   let observedSince = (): number | null => null;
-  const rollouts = rolloutDriverOf({ options, key, runner, loadNode, clock, metrics, signPool, observedSince: () => observedSince() });
+  // The API's rollout view says which timeouts the driver holds (asked once both exist).
+  const heldView = withTimeoutHolds(runner.rollouts, (id) => rollouts?.timeoutHeld(id));
+  const rollouts = rolloutDriverOf({
+    options,
+    key,
+    runner,
+    loadNode,
+    clock,
+    metrics,
+    signPool,
+    observedSince: () => observedSince(),
+    onTimeoutHeld: heldView.changed,
+  });
   const rolloutDeps = rolloutDepsOf(config, store, clock, runner);
   const ingest =
     transport === undefined
@@ -164,6 +177,7 @@ export function createServer(options: ServerOptions): Server {
     observation,
     relay,
     rolloutDeps,
+    rollouts: heldView.view,
     key,
     send,
     sendMany,
@@ -209,6 +223,7 @@ type DriverInput = Readonly<{
   signPool: SignPool | null;
   /** Since when reports have been able to arrive (docs/design.md §8 "Timeouts while not observed"). */
   observedSince: () => number | null;
+  onTimeoutHeld: (rollout: string) => void;
 }>;
 
 // Rollouts are driven where declarations are sent from, once per store (its lease);
@@ -225,6 +240,7 @@ function rolloutDriverOf(input: DriverInput): RolloutDriver | null {
     now: input.clock,
     graceMs: config.graceMs,
     observedSince: input.observedSince,
+    onTimeoutHeld: input.onTimeoutHeld,
     loadNode: input.loadNode,
     nodeOf: (node) => runner.rollouts.nodeOf(node),
     progress: (s) => runner.rollouts.progressAt(s),

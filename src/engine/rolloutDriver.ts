@@ -10,7 +10,7 @@ import type { RolloutDriverOptions } from './rolloutDriverOptions.ts';
 import { createHoldsReader } from './holds.ts';
 import { createGateKeeper } from './rolloutGate.ts';
 import { driven, endStatus } from './rolloutDriven.ts';
-import type { Driven } from './rolloutDriven.ts';
+import type { Driven, HeldTimeout } from './rolloutDriven.ts';
 import { createRolloutStepper } from './rolloutDriverStep.ts';
 import { createSignPool } from './signPool.ts';
 import type { BatchSender } from './sendBatch.ts';
@@ -37,6 +37,7 @@ import type { BatchSender } from './sendBatch.ts';
 // reading its stream to recording a decision, is rolloutDriverStep.ts.
 
 export type { RolloutDriverOptions } from './rolloutDriverOptions.ts';
+export type { HeldTimeout } from './rolloutDriven.ts';
 
 export type RolloutDriver = Readonly<{
   start: () => void;
@@ -47,6 +48,11 @@ export type RolloutDriver = Readonly<{
   wake: () => void;
   /** Rollouts not finished, as the driver folded them last. */
   running: () => readonly RolloutState[];
+  /**
+   * The timeout of the rollout's open wave (or rollback) held as of the driver's last decision;
+   * null: none held; undefined while this engine does not drive (it cannot know).
+   */
+  timeoutHeld: (rollout: string) => HeldTimeout | null | undefined;
   /** Resolves once a whole round of decisions that began after this call has ended (tests, the bench). */
   nextRound: () => Promise<void>;
 }>;
@@ -277,6 +283,7 @@ export function createRolloutDriver(options: RolloutDriverOptions): RolloutDrive
     active: () => running && leased,
     wake,
     running: () => [...rollouts.values()].flatMap((r) => (r.state === null ? [] : [r.state])),
+    timeoutHeld: (rollout) => (running && leased ? (rollouts.get(rollout)?.held ?? null) : undefined),
     nextRound: () =>
       new Promise<void>((resolve) => {
         // A round under way began before this call: wait for the one after it.

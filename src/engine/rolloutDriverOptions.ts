@@ -78,6 +78,8 @@ export type RolloutDriverOptions = Readonly<{
   checkpointEveryMs?: number;
   /** How a gate is asked (tests: a short retry); the clocks and wake are the driver's. */
   gate?: Partial<Pick<GateKeeperOptions, 'retryMs' | 'maxRetryMs' | 'fetch'>>;
+  /** Called when a timeout the driver holds begins, ends or moves its end (the API tells it: `timeoutHeld`). */
+  onTimeoutHeld?: (rollout: string) => void;
   /** Called with each decision recorded (tests, logs). */
   onDecision?: (rollout: string, decision: Exclude<Decision, { kind: 'wait' }>) => void;
 }>;

@@ -78,6 +78,18 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
     return { fromMs: nowMs + (since + graceMs - deps.monotonic()), why: 'a grace after observing again, for the reports queued meanwhile' };
   };
 
+  /** Keep what the decision says of a held timeout (wave null: the rollback's), its start kept while it lasts. */
+  const noteHeld = (entry: Driven, id: string, wave: number | null, d: Decision, nowMs: number): void => {
+    const before = entry.held;
+    if (d.kind !== 'wait' || d.held === undefined) entry.held = null;
+    else {
+      const sinceMs = before !== null && before.wave === wave ? before.sinceMs : nowMs;
+      entry.held = { wave, sinceMs, untilMs: d.held.fromMs, graceMs };
+    }
+    const after = entry.held;
+    if (before?.wave !== after?.wave || before?.untilMs !== after?.untilMs) options.onTimeoutHeld?.(id);
+  };
+
   const readPage = Math.max(1, options.readPage ?? 8);
 
   /** Read what the stream holds past the fold, and fold it: a page a turn of the loop. */
@@ -173,12 +185,17 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
    * A rollback's next step (rollback.ts), or how long until it looks again. Its end counts the
    * nodes still behind as failed only once the read model has folded what the store holds.
    */
-  async function rollbackStep(s: RolloutState, signal: AbortSignal): Promise<Exclude<Act, { kind: 'gated' }> | number | null> {
+  async function rollbackStep(
+    entry: Driven,
+    s: RolloutState,
+    signal: AbortSignal,
+  ): Promise<Exclude<Act, { kind: 'gated' }> | number | null> {
     const decideNow = (): Decision => {
       const nowMs = clock.nowMs(s);
       return decideRollback(s, rollbackProgress(s, nodeOf, listLimit), nowMs, nodeOf, graceMs, listLimit, holdAt(nowMs));
     };
     const d = decideNow();
+    noteHeld(entry, s.id, null, d, clock.nowMs(s));
     if (d.kind === 'wait') return d.untilMs === null ? null : Math.max(0, d.untilMs - clock.nowMs(s));
     if (d.kind === 'gate') return pollMs; // no gate in a rollback
     if (d.kind !== 'completeRollback') return d;
@@ -201,7 +218,7 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
         return null;
       }
       if (s.rollback !== null) {
-        const d = await rollbackStep(s, signal);
+        const d = await rollbackStep(entry, s, signal);
         if (typeof d === 'number' || d === null) return d;
         await act(s, d, signal);
         if (d.kind === 'rollbackSend') await nextTurn();
@@ -214,6 +231,7 @@ export function createRolloutStepper(deps: StepDeps): RolloutStepper {
       const progress = open === undefined || open.completed !== null ? null : progressOf(s, s.current);
       const nowMs = clock.nowMs(s);
       const d = decide(s, progress, nowMs, listLimit, holdAt(nowMs));
+      noteHeld(entry, s.id, s.current, d, nowMs);
       if (d.kind === 'wait') return d.untilMs === null ? null : Math.max(0, d.untilMs - nowMs);
       // The gate is asked off the loop (rolloutGate.ts): its answer, once in, is recorded here.
       const gated = d.kind === 'gate' ? gates.step(s, d.wave) : null;

@@ -31,7 +31,16 @@ export type WaveCounts = Readonly<{
   superseded: number;
   /** Held or pinned when the wave was sent: not sent, no failure (docs/design.md §8 "Holds and pins"). */
   skipped: number;
+  /** The open wave's timeout held by the engine answering, which drives rollouts; absent where that is not known. */
+  timeoutHeld?: TimeoutHeld | null;
 }>;
+
+/**
+ * A timeout past due that the rollout driver holds while no report can arrive (docs/design.md §8
+ * "Timeouts while not observed"): since when it holds it, and the earliest it decides (null: not
+ * until an engine observes again, then `graceMs` more). Known only to the engine driving.
+ */
+export type TimeoutHeld = Readonly<{ since: string; until: string | null; reason: 'notObserving' | 'grace'; graceMs: number }>;
 
 export type RolloutSummary = Readonly<{
   rollout: string;
@@ -108,6 +117,8 @@ export type RollbackSummary = Readonly<{
   /** When its nodes still behind count as failed (null: nothing sent yet, or ended). */
   deadline: string | null;
   completedAt: string | null;
+  /** Its timeout held, as a wave's (`WaveCounts.timeoutHeld`). */
+  timeoutHeld?: TimeoutHeld | null;
 }>;
 
 /** One target as it stands in the rollout. */

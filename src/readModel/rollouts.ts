@@ -16,6 +16,7 @@ import type { Entry, Lookup, ProgressFolded, RolloutChangeListener, RolloutNodeS
 export type {
   WaveCounts,
   RolloutSummary,
+  TimeoutHeld,
   RolloutNode,
   RolloutNodesQuery,
   RolloutNodesPage,

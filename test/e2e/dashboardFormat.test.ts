@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { digestLength, duration, shortDigest, timeTicks, timeTickSteps } from '../../web/src/format.ts';
+import { digestLength, duration, shortDigest, time, timeoutHeldText, timeTicks, timeTickSteps } from '../../web/src/format.ts';
 
 // The dashboard's words and numbers, without a browser: what the pages print comes from these.
 
@@ -35,6 +35,21 @@ describe('dashboard format', () => {
     assert.deepEqual(
       [...timeTickSteps].sort((a, b) => a - b),
       [...timeTickSteps],
+    );
+  });
+
+  test('a held timeout reads in one line: why nothing is decided, and until when it waits at least', () => {
+    const since = '2026-11-30T13:09:45.310Z';
+    assert.equal(timeoutHeldText(null), null);
+    assert.equal(timeoutHeldText(undefined), null);
+    assert.equal(
+      timeoutHeldText({ since, until: null, reason: 'notObserving', graceMs: 60_000 }),
+      `Timeout held since ${time(since)}: no report can arrive; decided ${duration(60_000)} after an engine observes again`,
+    );
+    const until = '2026-11-30T13:20:00.000Z';
+    assert.equal(
+      timeoutHeldText({ since, until, reason: 'grace', graceMs: 60_000 }),
+      `Timeout held until ${time(until)} at least: observed again, the reports queued meanwhile still arriving`,
     );
   });
 });

@@ -1,4 +1,4 @@
-import type { LivenessState, NodeStatus, ReportClass } from './api/types.ts';
+import type { LivenessState, NodeStatus, ReportClass, TimeoutHeld } from './api/types.ts';
 
 // Words, glyphs and numbers as people read them. Every status has a glyph and a word beside its
 // colour, so colour is never the only signal.
@@ -52,6 +52,18 @@ export function duration(ms: number | null | undefined): string {
   const h = Math.floor(m / 60);
   if (h < 48) return `${h} h ${m % 60} min`;
   return `${Math.floor(h / 24)} d ${h % 24} h`;
+}
+
+/**
+ * Why a wave (or a rollback) open past its timeout decides nothing yet, in one line: the engine
+ * driving rollouts holds it while no report can arrive (docs/design.md §8 "Timeouts while not
+ * observed"). Null when not held, or not known (an engine that does not drive rollouts answered).
+ */
+export function timeoutHeldText(held: TimeoutHeld | null | undefined): string | null {
+  if (held === null || held === undefined) return null;
+  return held.until === null
+    ? `Timeout held since ${time(held.since)}: no report can arrive; decided ${duration(held.graceMs)} after an engine observes again`
+    : `Timeout held until ${time(held.until)} at least: observed again, the reports queued meanwhile still arriving`;
 }
 
 const pad = (n: number, w = 2): string => String(n).padStart(w, '0');

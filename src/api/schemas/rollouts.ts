@@ -35,6 +35,24 @@ export const rolloutSelection = named(
   'Which nodes: the ones named (in this order: the first are the canaries), every node, the nodes whose latest send has this spec digest, or the ids starting with a prefix. The stored rollout omits the named list (its targets say it)',
 );
 
+export const timeoutHeld = named(
+  'TimeoutHeld',
+  z.object({
+    since: iso.describe('when the engine began to hold the timeout, on or after the deadline'),
+    until: iso.nullable().describe('the earliest it decides; null: not until an engine observes again, then graceMs more'),
+    reason: z
+      .enum(['notObserving', 'grace'])
+      .describe('notObserving: no report can reach the store; grace: observed again, the reports queued meanwhile still arriving'),
+    graceMs: count.describe('how long after observing again the timeout waits (serve --grace-ms)'),
+  }),
+  'A timeout past due that the engine driving rollouts holds because no report can arrive (docs/design.md §8 "Timeouts while not observed")',
+);
+
+const timeoutHeldField = timeoutHeld
+  .nullable()
+  .optional()
+  .describe('held past its deadline while no report can arrive; null: not held; absent when the engine answering does not drive rollouts');
+
 export const waveCounts = named(
   'WaveCounts',
   z.object({
@@ -58,6 +76,9 @@ export const waveCounts = named(
     failed: count.describe('refused + degraded + unsendable'),
     superseded: count.describe('sent a newer declaration from elsewhere before reading ours'),
     skipped: count.describe('held or pinned when the wave was sent: not sent, no failure (docs/design.md §8 "Holds and pins")'),
+    timeoutHeld: timeoutHeldField.describe(
+      "the open wave's timeout held past its deadline while no report can arrive; null: not held; absent on other waves and when the engine answering does not drive rollouts",
+    ),
   }),
   'How the nodes of one wave stand now',
 );
@@ -160,6 +181,7 @@ export const rolloutSummary = named(
         failures: z.array(failure).readonly(),
         deadline: iso.nullable().describe('when the nodes still pending count as failed'),
         completedAt: iso.nullable(),
+        timeoutHeld: timeoutHeldField,
       })
       .nullable()
       .describe('the rollback, once one began (docs/design.md §8, "Rollback")'),

@@ -1,4 +1,4 @@
-import type { RolloutSummary } from '../../readModel/rollouts.ts';
+import type { RolloutSummary, TimeoutHeld } from '../../readModel/rollouts.ts';
 import { describeSelection } from '../../readModel/rolloutExplain.ts';
 import { pairs, short, table } from '../output.ts';
 
@@ -17,6 +17,15 @@ const ofWaves = (r: RolloutSummary): string => (r.current === 0 ? 'no wave open 
 
 /** A failed node as `rollout status` lists it: its wave (or `rollback`), its failure class, and why. */
 export type FailedNode = Readonly<{ node: string; wave: string; class: string; detail: string }>;
+
+/**
+ * Why a timeout past due decides nothing yet (docs/design.md §8 "Timeouts while not observed"): only
+ * a summary from the engine driving rollouts carries it; one folded from the store does not.
+ */
+const heldText = (whose: string, h: TimeoutHeld): string =>
+  h.until === null
+    ? `${whose} timeout held since ${h.since}: no report can arrive; decided ${durationText(h.graceMs)} after an engine observes again`
+    : `${whose} timeout held until ${h.until}: observed again, reports queued meanwhile still arriving`;
 
 /** `all by engine at …: 3 of 4 rolled back, 0 pending, 1 failed; 1 not sent (fresh noPrevious)`. */
 function rollbackText(r: RolloutSummary): string {
@@ -79,6 +88,8 @@ export function rolloutDetail(r: RolloutSummary, failing: readonly FailedNode[],
     ['eta', eta],
     ['end', end],
     ['rollback', rollbackText(r)],
+    ...r.waves.flatMap((w) => (w.timeoutHeld == null ? [] : [['held', heldText(`wave ${w.wave}'s`, w.timeoutHeld)] as const])),
+    ...(r.rollback?.timeoutHeld == null ? [] : [['held', heldText("the rollback's", r.rollback.timeoutHeld)] as const]),
     ...(r.gate === null
       ? []
       : [
@@ -105,7 +116,7 @@ export function rolloutDetail(r: RolloutSummary, failing: readonly FailedNode[],
           : w.deadline === null
             ? 'sending'
             : Date.parse(w.deadline) <= now
-              ? `open, past its timeout (${w.deadline})`
+              ? `open, past its timeout (${w.deadline})${w.timeoutHeld == null ? '' : ', held'}`
               : `open, times out ${w.deadline}`,
   ]);
   const waves = table(['WAVE', 'NODES', 'DONE', 'PENDING', 'FAILED', 'SUPERSEDED', 'UNSENT', 'STATE'], rows);

@@ -53,7 +53,8 @@ export type WaveProgress = Readonly<{
 }>;
 
 export type Decision =
-  | Readonly<{ kind: 'wait'; untilMs: number | null; why: string }>
+  // `held`: waiting only because a timeout past due is held (lateHold.ts), which the driver tells the API.
+  | Readonly<{ kind: 'wait'; untilMs: number | null; why: string; held?: LateHold }>
   | Readonly<{ kind: 'startWave'; wave: number; from: number; to: number }>
   // The plan's gate must answer 2xx before this wave opens (src/engine/rolloutGate.ts asks it).
   | Readonly<{ kind: 'gate'; wave: number }>
@@ -251,7 +252,7 @@ export function decide(
     return { kind: 'wait', untilMs: deadline, why: `${progress.pending} node(s) of wave ${w.wave} still behind` };
   }
   // Nothing could be heard, or what was queued meanwhile may still be arriving: a node still behind proves nothing yet.
-  if (holding(hold, nowMs)) return { kind: 'wait', untilMs: hold.fromMs, why: `wave ${w.wave}'s timeout held: ${hold.why}` };
+  if (holding(hold, nowMs)) return { kind: 'wait', untilMs: hold.fromMs, why: `wave ${w.wave}'s timeout held: ${hold.why}`, held: hold };
   // Past the timeout every node still behind is a failure: 'silent' if not connected, else 'timeout'.
   const judged = progress.late(nowMs);
   const late: Late = { ...judged, failures: heldFailures(judged.failures, hold, deadline) };

@@ -115,7 +115,7 @@ export function decideRollback(
   const deadline = rollbackDeadline(s);
   if (deadline === null || nowMs < deadline)
     return { kind: 'wait', untilMs: deadline, why: `${p.pending.length} node(s) not rolled back yet` };
-  if (holding(hold, nowMs)) return { kind: 'wait', untilMs: hold.fromMs, why: `the rollback's timeout held: ${hold.why}` };
+  if (holding(hold, nowMs)) return { kind: 'wait', untilMs: hold.fromMs, why: `the rollback's timeout held: ${hold.why}`, held: hold };
   const late = lateOf(p.pending, nodeOf, nowMs, graceMs, listLimit);
   return complete(heldFailures(late.failures, hold, deadline), late.timeout + late.silent);
 }

@@ -21,6 +21,7 @@ export type RolloutList = z.infer<typeof s.rolloutList>;
 export type RolloutNodes = z.infer<typeof s.rolloutNodes>;
 export type RolloutNode = z.infer<typeof s.rolloutNode>;
 export type WaveCounts = z.infer<typeof s.waveCounts>;
+export type TimeoutHeld = z.infer<typeof s.timeoutHeld>;
 export type RolloutStatus = z.infer<typeof s.rolloutStatusEnum>;
 export type NodeOutcome = z.infer<typeof s.nodeOutcomeEnum>;
 export type LivenessState = z.infer<typeof s.livenessEnum>;

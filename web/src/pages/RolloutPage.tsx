@@ -5,7 +5,7 @@ import { outcomes } from '../api/types.ts';
 import { OutcomeBadge, RolloutBadge, waveParts, waveText } from '../components/rolloutParts.tsx';
 import { StackedBar } from '../components/StackedBar.tsx';
 import { StreamIndicator } from '../components/StreamIndicator.tsx';
-import { count, duration, shortDigest, time } from '../format.ts';
+import { count, duration, shortDigest, time, timeoutHeldText } from '../format.ts';
 import { Digest } from '../components/badges.tsx';
 import { useLoad, useNow, useRolloutEvents, useThrottle } from '../hooks.ts';
 import { nodeHref, setQuery } from '../router.ts';
@@ -32,6 +32,14 @@ function Header({ r, now }: { r: Rollout; now: number }) {
           : r.pausedAt !== null
             ? `paused since ${time(r.pausedAt)}`
             : null;
+  // The open wave (or the rollback) past its timeout, held by the engine while no report can arrive.
+  const heldWave = r.waves.find((w) => w.timeoutHeld != null);
+  const held =
+    heldWave !== undefined
+      ? `Wave ${heldWave.wave}: ${timeoutHeldText(heldWave.timeoutHeld)}`
+      : r.rollback?.timeoutHeld != null
+        ? `Rollback: ${timeoutHeldText(r.rollback.timeoutHeld)}`
+        : null;
   return (
     <section class="card" aria-labelledby="rollout-h">
       <h2 id="rollout-h">
@@ -42,6 +50,7 @@ function Header({ r, now }: { r: Rollout; now: number }) {
           {end}
         </p>
       )}
+      {held !== null && <p data-testid="timeout-held">{held}</p>}
       <dl class="kv">
         <div>
           <dt>Spec</dt>
@@ -242,7 +251,7 @@ export function RolloutPage({ id, url }: { id: string; url: URL }) {
                             : w.deadline === null
                               ? 'sending'
                               : Date.parse(w.deadline) <= now
-                                ? 'open, past its timeout'
+                                ? `open, past its timeout${w.timeoutHeld == null ? '' : ', held'}`
                                 : `open, times out in ${duration(Date.parse(w.deadline) - now)}`
                     }`}
                     parts={waveParts(w, (o) => `/rollouts/${encodeURIComponent(id)}?wave=${w.wave}&outcome=${o}`)}
