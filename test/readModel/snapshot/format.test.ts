@@ -15,6 +15,7 @@ import { columnNames } from '../../../src/readModel/snapshot/columns.ts';
 import { createEncoder } from '../../../src/readModel/snapshot/encoder.ts';
 import { encodeSnapshot4 } from '../../../src/readModel/snapshot/jsonLinesV4.ts';
 import { tempDir } from '../../support/tempDir.ts';
+import { asFormat5 } from '../../support/snapshotFormat5.ts';
 
 // The snapshot's format alone: whatever read model is written comes back the same,
 // value for value and type for type — binary columns, the JSON a column falls back to, each node's
@@ -141,21 +142,6 @@ const snapshotOf = (big: boolean, states: readonly NodeState[]): Snapshot => ({
   // None, NodeHeard, NodeSilent in turn (snapshot/transitions.ts's codes).
   transitions: Uint8Array.from(states, (_, i) => i % 3),
 });
-
-/** The same snapshot as format 5 wrote it: no transitions part. The header keeps its length, so every part keeps its alignment. */
-function asFormat5(bytes: Buffer): Buffer {
-  const headerEnd = bytes.indexOf(0x0a);
-  const header = bytes
-    .subarray(0, headerEnd)
-    .toString('utf8')
-    .replace(`"format":${snapshotFormat}`, '"format":5')
-    .replace(',"transitions"', ' '.repeat(',"transitions"'.length));
-  const part = bytes.lastIndexOf(Buffer.from('["transitions"'));
-  assert.ok(part > headerEnd);
-  const body = Buffer.concat([Buffer.from(header, 'utf8'), bytes.subarray(headerEnd, part - 4), Buffer.from('\n')]);
-  const sha = createHash('sha256').update(body).digest('hex');
-  return Buffer.concat([body, Buffer.from(`{"sha256":"${sha}"}\n`)]);
-}
 
 test('save → restore is the identity for any read model (format 6)', async () => {
   let run = 0;
