@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { mock, test } from 'node:test';
-import { observationStream, streamOf } from '../../src/core/events/index.ts';
+import { makeObservationStarted, observationStream, streamOf } from '../../src/core/events/index.ts';
 import type { Recorded } from '../../src/core/events/index.ts';
 import { createIngest } from '../../src/engine/ingest/index.ts';
 import { createMemoryEventStore } from '../../src/store/memoryEventStore.ts';
 import type { EventStore } from '../../src/store/index.ts';
 import type { IngestSource, LinkListener } from '../../src/transport/port.ts';
+import { recordObservation } from '../support/history.ts';
 import { logger } from '../support/logger.ts';
 import { until } from '../support/until.ts';
 
@@ -125,10 +126,7 @@ test('stopped before ingest ever consumed: no stop recorded, the crashed span st
   t.after(() => mock.timers.reset());
   const store = createMemoryEventStore();
   // e1's previous run was killed: its span open, its last flush at T0 - 2 s.
-  const first = await rig(store);
-  first.stuck.consume();
-  await first.starting;
-  await until('the crashed span started', async () => (await spans(store)).length === 1);
+  await recordObservation(store, makeObservationStarted('e1', T0 - 5_000, graceMs, null));
   await store.saveLastSeen('e1', T0 - 2_000, [['n1', T0 - 3_000]]);
 
   const r = await rig(store, T0 + 60_000);
@@ -136,7 +134,7 @@ test('stopped before ingest ever consumed: no stop recorded, the crashed span st
   mock.timers.tick(20 * sweepMs);
   await r.ingest.stop();
   await assert.rejects(r.starting);
-  assert.deepEqual(shape(await spans(store)), [`started ${iso(T0)} lastFlushAt null`], 'no stop without a start');
+  assert.deepEqual(shape(await spans(store)), [`started ${iso(T0 - 5_000)} lastFlushAt null`], 'no stop without a start');
   assert.equal((await store.loadLastSeen()).flushes.get('e1'), T0 - 2_000, 'the crashed run’s flush kept');
   assert.deepEqual(await store.readStream(streamOf('n1')), [], 'no silence');
 
