@@ -148,18 +148,18 @@ export function createServer(options: ServerOptions): Server {
           metrics,
           ...(transport.fenceBroker === undefined ? {} : { fenceBroker: transport.fenceBroker }),
         });
-  // With no ingest, or its broker link lost, this engine hears no node: its current view asks the
-  // record whether anyone observes (docs/design.md §3 "Not observed").
+  // With no ingest, or one not consuming (not yet, or its broker link lost), this engine hears no
+  // node: its current view asks the record whether anyone observes (docs/design.md §3 "Not observed").
   const observation = createLiveObservation({
     store,
     readModel: runner.readModel,
     why:
       ingest !== null
-        ? 'its ingest lost the broker link'
+        ? 'its ingest does not consume: not yet, or its broker link lost'
         : config.role === 'api'
           ? 'serve --role api runs no ingest'
           : 'started without --amqp',
-    ...(ingest === null ? {} : { observing: () => !ingest.brokerLost() }),
+    ...(ingest === null ? {} : { observing: () => ingest.observedSince() !== null }),
     ...(options.now === undefined ? {} : { now: options.now }),
   });
   observedSince =

@@ -67,8 +67,11 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
   let deadLetterSeq = 0;
   /** A pause or stop was asked for: a channel closing after it is no loss of the link. */
   let stopping = false;
-  /** Consuming was lost and not yet resumed (told once each way). */
-  let lost = false;
+  /**
+   * Not consuming: not yet (consumer setup may fail at start for as long as a queue's node is
+   * down), or lost and not yet resumed. Told once each way, the first consuming too.
+   */
+  let lost = true;
 
   function toDelivery(kind: InboundKind, session: Session, m: ConsumeMessage): Delivery {
     const p = m.properties;
@@ -177,7 +180,7 @@ export function createAmqpIngestSource(conn: AmqpConnection, options: AmqpIngest
           await ch.prefetch(prefetch, false);
           if (stopping) return;
           // Consuming once every consumer is set up, or at a first delivery before that: a setup
-          // failing before either resumes nothing, and a resume is told before any delivery.
+          // failing before either starts or resumes nothing, and either is told before any delivery.
           const consuming = (): void => {
             if (session.consuming) return;
             session.consuming = true;

@@ -148,10 +148,12 @@ export function createInProcessBroker(options: InProcessBrokerOptions = {}): InP
   return {
     ingestSource: () => {
       const source: IngestSource = {
-        async start(onDelivery) {
+        async start(onDelivery, onLink) {
           generation++;
           consumer = onDelivery;
           paused = false;
+          // Consuming at once (deliveries come on a later tick): there is no link to lose.
+          onLink?.('consuming');
           pump();
         },
         ack(deliveries) {

@@ -21,16 +21,17 @@ export type Delivery = Readonly<{
 }>;
 
 /**
- * Consuming stopped because the link to the broker was lost (the connection or its consuming
- * channel; not a pause or stop asked for), or started again after such a loss. Told at the moment
+ * Consuming began (the first time, or again after a loss), or stopped because the link to the
+ * broker was lost (the connection or its consuming channel; not a pause or stop asked for). Told at the moment
  * the transport noticed, so the engine can say when it heard no node (docs/design.md §3 "Not observed").
  */
 export type LinkListener = (link: 'lost' | 'consuming') => void;
 
 export interface IngestSource {
   /**
-   * Start consuming; `onDelivery` is called once per delivery, in arrival order, and `onLink` when
-   * consuming is lost and when it resumes (a source that cannot lose its link never calls it).
+   * Start consuming; `onDelivery` is called once per delivery, in arrival order, and `onLink` with
+   * 'consuming' once consuming first begins (before any delivery: consumer setup may keep failing
+   * at start), then 'lost' and 'consuming' as the link is lost and consuming resumes.
    */
   start(onDelivery: (d: Delivery) => void, onLink?: LinkListener): Promise<void>;
   /**

@@ -61,6 +61,7 @@ const shape = (events: readonly Recorded[]) =>
 test('lost: the span closes then, no silence is judged however long; resumed: a span starts, silence a grace from it', async () => {
   const r = rig();
   await r.observer.start();
+  r.observer.consuming();
   const seen = r.clock.wall;
   r.heard('n1');
   r.heard('n2');
@@ -73,7 +74,7 @@ test('lost: the span closes then, no silence is judged however long; resumed: a 
   await until('the stop recorded', async () => (await r.spans()).length === 2);
 
   const resumedAt = r.tick(1_000);
-  r.observer.resumed();
+  r.observer.consuming();
   await until('the start recorded', async () => (await r.spans()).length === 3);
   assert.deepEqual(shape(await r.spans()), [
     `ObservationStarted ${iso(T0)}`,
@@ -101,6 +102,7 @@ test('lost: the span closes then, no silence is judged however long; resumed: a 
 test('stopped while the link is lost: one stop (the loss), no throw, the lease kept at the loss', async () => {
   const r = rig();
   await r.observer.start();
+  r.observer.consuming();
   r.heard('n1');
   const lostAt = r.tick(50);
   r.observer.lost();
@@ -108,7 +110,7 @@ test('stopped while the link is lost: one stop (the loss), no throw, the lease k
   r.tick(5_000);
   await r.observer.stop();
   await r.observer.stop();
-  r.observer.resumed();
+  r.observer.consuming();
   assert.deepEqual(shape(await r.spans()), [`ObservationStarted ${iso(T0)}`, `stopped broker-lost ${iso(lostAt)}`]);
   assert.equal((await r.store.loadLastSeen()).flushes.get('e1'), lostAt, 'observed only until the loss');
 });
@@ -116,9 +118,10 @@ test('stopped while the link is lost: one stop (the loss), no throw, the lease k
 test('a blip: stop and start each recorded, the start after the stop, even within one millisecond', async () => {
   const r = rig();
   await r.observer.start();
+  r.observer.consuming();
   for (let i = 0; i < 3; i++) {
     r.observer.lost();
-    r.observer.resumed();
+    r.observer.consuming();
   }
   await r.observer.stop();
   const spans = await r.spans();
@@ -141,12 +144,13 @@ test('the store down when the link is lost: the stop and the start land later, i
   const { store, down } = flakyStore();
   const r = rig(store);
   await r.observer.start();
+  r.observer.consuming();
   r.heard('n1');
   down.on = true;
   const lostAt = r.tick(50);
   r.observer.lost();
   const resumedAt = r.tick(1_000);
-  r.observer.resumed();
+  r.observer.consuming();
   // Flushes (every 100 ms) retry; let a few fail.
   await sleep(300);
   down.on = false;
@@ -163,6 +167,7 @@ test('the store down from the loss through the stop: the next start closes the s
   const { store, down } = flakyStore();
   const r = rig(store);
   await r.observer.start();
+  r.observer.consuming();
   r.heard('n1');
   r.tick(150);
   await until('a flush after the start', async () => ((await store.loadLastSeen()).flushes.get('e1') ?? 0) > T0);
@@ -176,7 +181,12 @@ test('the store down from the loss through the stop: the next start closes the s
   const next = rig(store);
   next.clock.wall = r.clock.wall + 60_000;
   await next.observer.start();
-  const spans = observedSpans(await next.spans());
+  next.observer.consuming();
+  const recorded = await until('the start recorded', async () => {
+    const s = await next.spans();
+    return s.length === 2 && s;
+  });
+  const spans = observedSpans(recorded);
   assert.equal(spans.length, 2);
   assert.ok(spans[0]!.to !== null && spans[0]!.to <= lostAt, `closed at ${spans[0]!.to}, the loss at ${lostAt}`);
   assert.equal(isObserved(spans, lostAt + 1_000), false);
@@ -188,12 +198,13 @@ test('observedSince: the monotonic start of the open span, null while lost and a
   assert.equal(r.observer.observedSince(), null, 'before the start');
   r.tick(10);
   await r.observer.start();
+  r.observer.consuming();
   assert.equal(r.observer.observedSince(), 10);
   r.tick(50);
   r.observer.lost();
   assert.equal(r.observer.observedSince(), null, 'while lost');
   r.tick(1_000);
-  r.observer.resumed();
+  r.observer.consuming();
   assert.equal(r.observer.observedSince(), 1_060, 'from the resume');
   await r.observer.stop();
   assert.equal(r.observer.observedSince(), null, 'after the stop');

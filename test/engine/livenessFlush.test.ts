@@ -35,6 +35,7 @@ test('a flush of many nodes is written in chunks; only the last moves the flush 
     mono: () => wall - T0,
   });
   await observer.start();
+  observer.consuming();
   const started = wall;
   const n = flushChunk * 2 + 7;
   wall += 1_000;

@@ -174,10 +174,11 @@ export function createIngest(options: IngestOptions): Ingest {
   const waiting = (): number => fairParse.waiting() + batcher.size();
   return {
     start: async () => {
-      // The span begins before anything is consumed, so every transition falls inside it.
+      // The lease is loaded before anything is consumed; the span begins when consuming does (told
+      // before the first delivery), so every transition falls inside it. Until then, and while
+      // consuming is lost with the broker link, no node can be heard, so none may be judged silent.
       await observer?.start();
-      // Consuming lost with the broker link: no node can be heard, so none may be judged silent.
-      await source.start(onDelivery, observer === null ? undefined : (link) => (link === 'lost' ? observer.lost() : observer.resumed()));
+      await source.start(onDelivery, observer === null ? undefined : (link) => (link === 'lost' ? observer.lost() : observer.consuming()));
     },
     stop,
     lastSeenAt: (node) => {

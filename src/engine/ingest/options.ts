@@ -99,8 +99,8 @@ export type Ingest = Readonly<{
   brokerLost: () => boolean;
   /**
    * Since when (on the liveness clock, performance.now by default) ingest has consumed without a
-   * break: its start, or its latest resume after a loss; null while lost, before the start and
-   * after the stop. The rollout driver holds wave timeouts by it (docs/design.md §8 "Timeouts
+   * break: its first consuming, or its latest resume after a loss; null while lost, before it first
+   * consumed and after the stop. The rollout driver holds wave timeouts by it (docs/design.md §8 "Timeouts
    * while not observed").
    */
   observedSince: () => number | null;

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { makeObservationStarted, makeObservationStopped, observationStream } from '../../core/events/index.ts';
+import { makeObservationStarted, makeObservationStopped } from '../../core/events/index.ts';
 import type { NodeSilent } from '../../core/events/index.ts';
 import type { EventStore, NewEvent } from '../../store/port.ts';
 import { createTurnBudget, nextTurn } from '../../turnBudget.ts';
@@ -15,6 +15,8 @@ import { createSpanWriter } from './spanWriter.ts';
 // flush (its `lastFlushAt`), and every node's last-seen time is at most that much behind.
 // While ingest cannot consume (the broker link lost) the engine hears no node, so the span is
 // closed 'broker-lost' and no silence is judged until consuming resumes and a span starts again.
+// Nor before ingest first consumes: the span starts then, not at the start (consumer setup may
+// fail for as long as a queue's broker node is down).
 
 export type LivenessObserverOptions = Readonly<{
   store: EventStore;
@@ -34,7 +36,7 @@ export type LivenessObserverOptions = Readonly<{
 
 export type LivenessObserver = Readonly<{
   recorder: LivenessRecorder;
-  /** Load the lease, record the start (before anything is consumed), start the sweep and the flush. */
+  /** Load the lease; nothing is observed, recorded or flushed until ingest first consumes (`consuming`). */
   start: () => Promise<void>;
   /** Stop the sweep (stopping: no silence is judged while the last batches are written). */
   pause: () => void;
@@ -44,11 +46,11 @@ export type LivenessObserver = Readonly<{
   stop: () => Promise<void>;
   /** Ingest stopped consuming, the broker link lost: close the span now and judge no silence. */
   lost: () => void;
-  /** Consuming again: a span starts now, every node judged afresh a grace from here. */
-  resumed: () => void;
-  /** Between `lost` and `resumed`: this engine observes nothing. */
+  /** Consuming, for the first time or again after a loss: a span starts now, every node judged a grace from here. */
+  consuming: () => void;
+  /** Between `lost` and `consuming`: this engine observes nothing. */
   isLost: () => boolean;
-  /** When (on `mono`) the span open now began: the start, or the latest resume; null with none open. */
+  /** When (on `mono`) the span open now began: the first consuming, or the latest resume; null with none open. */
   observedSince: () => number | null;
 }>;
 
@@ -72,8 +74,18 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
   let flushTimer: NodeJS.Timeout | null = null;
   let sweeping = false;
   let flushing: Promise<void> = Promise.resolve();
-  /** observing: a span is open and silences are judged; lost: closed by a loss of the broker link. */
-  let phase: 'idle' | 'observing' | 'lost' | 'stopped' = 'idle';
+  /**
+   * waiting: started, ingest not consuming yet (no span); observing: a span is open and silences
+   * are judged; lost: closed by a loss of the broker link.
+   */
+  let phase: 'idle' | 'waiting' | 'observing' | 'lost' | 'stopped' = 'idle';
+  /** The lease's flush time for this engine as the start found it: the first span's `lastFlushAt`. */
+  let crashedFlush: number | null = null;
+  /**
+   * This run's first ObservationStarted is in the store. Until then no flush moves the lease's
+   * flush time, which is what closes a crashed span of this engine's at its last flush.
+   */
+  let begun = false;
   let paused = false;
   /** When the loss was noticed: while lost, the lease's flush time stays there (the crash bound). */
   let lostAt = 0;
@@ -118,6 +130,7 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
 
   function flush(at = phase === 'lost' ? lostAt : now()): Promise<void> {
     flushing = flushing.then(async () => {
+      if (!begun) return;
       // The nodes changed by now; those heard while the chunks are written go with the next flush.
       // A flush with no change still writes its time (one empty chunk).
       let left = recorder.changedCount();
@@ -139,7 +152,15 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
     return flushing;
   }
 
-  const spans = createSpanWriter(store, logger);
+  const spanWriter = createSpanWriter(store, logger);
+  const spans = {
+    unwritten: spanWriter.unwritten,
+    write: async (job: Parameters<typeof spanWriter.write>[0]): Promise<void> => {
+      await spanWriter.write(job);
+      // This run's first span event is its start: none left unwritten means the start is stored.
+      if (spanWriter.unwritten() === 0) begun = true;
+    },
+  };
 
   function startSweep(): void {
     sweepTimer = setInterval(() => void sweep(), sweepMs);
@@ -155,25 +176,11 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
   return {
     recorder,
     async start() {
+      if (phase !== 'idle') return;
       const lease = await store.loadLastSeen();
-      const at = stamp();
-      flushedAt = at;
+      crashedFlush = lease.flushes.get(engine) ?? null;
       recorder.seed(lease.nodes, mono());
-      await store.append([
-        {
-          stream: observationStream,
-          expected: 'any',
-          events: [makeObservationStarted(engine, at, graceMs, lease.flushes.get(engine) ?? null)],
-        },
-      ]);
-      phase = 'observing';
-      spanFrom = mono();
-      startSweep();
-      flushTimer = setInterval(() => {
-        void flush();
-        if (spans.unwritten() > 0) void spans.write(() => null);
-      }, flushMs);
-      flushTimer.unref();
+      phase = 'waiting';
       void options.folded?.().then(
         (known) => recorder.seed(known, mono()),
         () => undefined,
@@ -189,6 +196,8 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
       stopTimers();
     },
     async stop() {
+      // Never consumed: nothing was observed, so nothing is recorded (no stop without a start).
+      if (phase === 'waiting') phase = 'stopped';
       if (phase !== 'observing' && phase !== 'lost') return;
       // Stopped while the link is lost: that span is closed already, and the lease stays at the loss.
       const at = phase === 'lost' ? lostAt : now();
@@ -215,14 +224,27 @@ export function createLivenessObserver(options: LivenessObserverOptions): Livene
     },
     isLost: () => phase === 'lost',
     observedSince: () => (phase === 'observing' ? spanFrom : null),
-    resumed() {
-      if (phase !== 'lost') return;
+    consuming() {
+      if (phase !== 'lost' && phase !== 'waiting') return;
+      const first = phase === 'waiting';
       phase = 'observing';
       const at = stamp();
       spanFrom = mono();
       recorder.resume(spanFrom);
-      logger.info({ at: new Date(at).toISOString() }, 'consuming again: observing liveness, every node judged a grace from now');
-      void spans.write(() => makeObservationStarted(engine, at, graceMs, flushedAt));
+      if (first) {
+        // The first span closes a crashed one of this engine's at the flush the start found.
+        flushedAt = at;
+        logger.info({ at: new Date(at).toISOString() }, 'consuming: observing liveness, every node judged a grace from now');
+        void spans.write(() => makeObservationStarted(engine, at, graceMs, crashedFlush));
+        flushTimer = setInterval(() => {
+          void flush();
+          if (spans.unwritten() > 0) void spans.write(() => null);
+        }, flushMs);
+        flushTimer.unref();
+      } else {
+        logger.info({ at: new Date(at).toISOString() }, 'consuming again: observing liveness, every node judged a grace from now');
+        void spans.write(() => makeObservationStarted(engine, at, graceMs, flushedAt));
+      }
       if (!paused) startSweep();
     },
   };
